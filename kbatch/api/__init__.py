@@ -1,0 +1,13 @@
+"""The kube-batch compatible API: PodGroup and Queue as pydantic models.
+
+Group/version ``scheduling.incubator.k8s.io/v1alpha1``. No I/O here; the CRD
+manifests in ``crds/`` are generated from these models (``kbatch crds``).
+"""
+
+GROUP = "scheduling.incubator.k8s.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+DEFAULT_QUEUE = "default"
+DEFAULT_SCHEDULER_NAMES = ("kbatch", "kube-batch")

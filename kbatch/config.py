@@ -1,0 +1,171 @@
+"""The scheduler configuration (DESIGN §4): actions and tiers of plugins.
+
+Parsed and validated with pydantic. Errors name the YAML line and the field.
+kube-batch's spellings are accepted (``disableJobOrder: true`` as well as
+``enableJobOrder: false``).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+# The per-function switches, as the config spells them after enable/disable.
+SWITCHES = (
+    "JobOrder",
+    "JobReady",
+    "JobPipelined",
+    "TaskOrder",
+    "Preemptable",
+    "Reclaimable",
+    "QueueOrder",
+    "Predicate",
+    "NodeOrder",
+)
+
+
+class ConfigError(ValueError):
+    """A scheduler configuration that cannot be used; the message says where and why."""
+
+
+class PluginOption(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(min_length=1)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    enabled: dict[str, bool] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_switches(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        rest: dict[str, Any] = {}
+        enabled: dict[str, bool] = {}
+        for key, value in data.items():
+            switch = _switch_of(key)
+            if switch is None:
+                rest[key] = value
+                continue
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} must be true or false, not {value!r}")
+            enabled[switch] = value if key.startswith("enable") else not value
+        rest["enabled"] = enabled
+        return rest
+
+    def enables(self, switch: str) -> bool:
+        """Is this plugin's function ``switch`` (e.g. 'JobOrder') switched on? Default: yes."""
+        return self.enabled.get(switch, True)
+
+
+def _switch_of(key: str) -> str | None:
+    for prefix in ("enable", "disable"):
+        if key.startswith(prefix) and key[len(prefix) :] in SWITCHES:
+            return key[len(prefix) :]
+    return None
+
+
+class Tier(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    plugins: Annotated[tuple[PluginOption, ...], Field(min_length=1)]
+
+
+class SchedulerConf(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    actions: tuple[str, ...]
+    tiers: Annotated[tuple[Tier, ...], Field(min_length=1)]
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _split_actions(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            names = tuple(part.strip() for part in value.split(",") if part.strip())
+            if not names:
+                raise ValueError("no action named")
+            return names
+        return value
+
+
+@dataclass(frozen=True)
+class Known:
+    """The names a configuration may use (the registries of actions and plugins)."""
+
+    actions: frozenset[str]
+    plugins: frozenset[str]
+
+
+def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> SchedulerConf:
+    """Parse and validate a scheduler configuration, or raise ConfigError naming the line."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers'")
+    try:
+        conf = SchedulerConf.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = _describe(first["loc"])
+        line = _line_of(root, first["loc"])
+        raise ConfigError(f"{source}{line}: {where}: {first['msg']}") from exc
+    for i, action in enumerate(conf.actions):
+        if action not in known.actions:
+            raise ConfigError(
+                f"{source}{_line_of(root, ('actions',))}: unknown action {action!r} "
+                f"(known: {', '.join(sorted(known.actions))})"
+            )
+        if action in conf.actions[:i]:
+            raise ConfigError(f"{source}: action {action!r} is listed twice")
+    for t, tier in enumerate(conf.tiers):
+        for p, plugin in enumerate(tier.plugins):
+            if plugin.name not in known.plugins:
+                line = _line_of(root, ("tiers", t, "plugins", p, "name"))
+                raise ConfigError(
+                    f"{source}{line}: unknown plugin {plugin.name!r} "
+                    f"(known: {', '.join(sorted(known.plugins))})"
+                )
+    return conf
+
+
+def _describe(loc: tuple[int | str, ...]) -> str:
+    return ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in loc) or "(top)"
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> str:
+    """' line N' for the YAML node at ``loc`` (or its nearest ancestor), '' if unknown."""
+    found = node
+    for part in loc:
+        if isinstance(found, yaml.MappingNode):
+            child = next((v for k, v in found.value if k.value == part), None)
+        elif (
+            isinstance(found, yaml.SequenceNode)
+            and isinstance(part, int)
+            and part < len(found.value)
+        ):
+            child = found.value[part]
+        else:
+            child = None
+        if child is None:
+            break
+        found = child
+    return f" line {found.start_mark.line + 1}" if found is not None else ""

@@ -1,0 +1,7 @@
+"""Actions: the mechanism of a session. Each is one module with ``NAME`` and ``execute``."""
+
+from types import ModuleType
+
+from kbatch.operators.scheduler.actions import allocate, backfill, enqueue
+
+REGISTRY: dict[str, ModuleType] = {module.NAME: module for module in (enqueue, allocate, backfill)}

@@ -1,0 +1,61 @@
+"""The narrow interface between the scheduler core and a cluster.
+
+Two implementations: the Kubernetes backend and the simulator. A snapshot comes
+in; binds, evictions, status and events go out. Nothing else crosses.
+"""
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kbatch.api.podgroup import PodGroupStatus
+from kbatch.api.queue import QueueStatus
+from kbatch.operators.scheduler.framework.info import JobInfo, NodeSet, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.framework.resources import Dims
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """A consistent view of the cluster for one session (the session may change it freely)."""
+
+    dims: Dims
+    nodes: NodeSet
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    # Pods named by a group annotation whose PodGroup does not exist: uid -> group name.
+    orphans: dict[str, str] = field(default_factory=dict)
+
+
+class Binder(Protocol):
+    def bind(self, task: TaskInfo, node: str) -> None: ...
+
+
+class Evictor(Protocol):
+    def evict(self, task: TaskInfo, reason: str) -> None: ...
+
+
+class StatusWriter(Protocol):
+    def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None: ...
+
+    def update_queue(self, name: str, status: QueueStatus) -> None: ...
+
+
+class EventRecorder(Protocol):
+    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None: ...
+
+
+class Cluster(Protocol):
+    """What a scheduler needs of a cluster: a snapshot in, side effects out."""
+
+    binder: Binder
+    evictor: Evictor
+    status: StatusWriter
+    events: EventRecorder
+
+    def snapshot(self) -> Snapshot: ...

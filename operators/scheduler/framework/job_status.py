@@ -1,0 +1,114 @@
+"""Session close: what a job's PodGroup status and its queue's status become.
+
+Written back only where they changed (the status writer is told nothing else).
+"""
+
+from datetime import UTC, datetime
+
+from kbatch.api.podgroup import (
+    ConditionType,
+    PodGroupCondition,
+    PodGroupPhase,
+    PodGroupStatus,
+    next_phase,
+)
+from kbatch.api.quantity import format_quantity
+from kbatch.api.queue import QueueStatus
+from kbatch.operators.scheduler.framework.info import JobInfo, QueueInfo, TaskStatus
+from kbatch.operators.scheduler.framework.resources import Dims
+from kbatch.operators.scheduler.framework.session import Session, condition
+
+
+def iso_time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge_conditions(
+    old: tuple[PodGroupCondition, ...],
+    new: list[PodGroupCondition],
+    now: str,
+    transition_id: str,
+) -> tuple[PodGroupCondition, ...]:
+    """Apply ``new`` over ``old`` by type; a condition keeps its transition time
+    while its status stays the same."""
+    merged = {c.type: c for c in old}
+    for cond in new:
+        before = merged.get(cond.type)
+        if before is not None and before.status == cond.status:
+            cond = cond.model_copy(
+                update={
+                    "last_transition_time": before.last_transition_time,
+                    "transition_id": before.transition_id,
+                }
+            )
+        else:
+            cond = cond.model_copy(
+                update={"last_transition_time": now, "transition_id": transition_id}
+            )
+        merged[cond.type] = cond
+    return tuple(sorted(merged.values(), key=lambda c: c.type.value))
+
+
+def pod_group_status(job: JobInfo, session: Session) -> PodGroupStatus:
+    scheduled = job.count(TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+    succeeded = job.count(TaskStatus.SUCCEEDED)
+    failed = job.count(TaskStatus.FAILED)
+    phase = next_phase(
+        job.phase,
+        min_member=job.min_member,
+        scheduled=scheduled,
+        succeeded=succeeded,
+        unfinished=len(job.tasks) - succeeded - failed,
+        admitted=job.phase is PodGroupPhase.INQUEUE,
+    )
+    conditions = merge_conditions(
+        job.conditions, session.new_conditions.get(job.uid, []), iso_time(session.now), session.uid
+    )
+    return PodGroupStatus(
+        phase=phase,
+        conditions=conditions,
+        running=job.count(TaskStatus.RUNNING),
+        succeeded=succeeded,
+        failed=failed,
+    )
+
+
+def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStatus:
+    def render(vector: object) -> dict[str, str]:
+        if vector is None:
+            return {}
+        return {
+            name: format_quantity(name, amount) for name, amount in dims.mapping(vector).items()
+        }  # type: ignore[arg-type]
+
+    phases = [job.phase for job in jobs if job.has_pod_group]
+    return QueueStatus(
+        deserved=render(queue.deserved),
+        allocated=render(queue.allocated),
+        request=render(queue.request),
+        pending=phases.count(PodGroupPhase.PENDING),
+        inqueue=phases.count(PodGroupPhase.INQUEUE),
+        running=phases.count(PodGroupPhase.RUNNING),
+    )
+
+
+def write_back(session: Session) -> None:
+    """Send every PodGroup and Queue status that changed to the cluster."""
+    by_queue: dict[str, list[JobInfo]] = {name: [] for name in session.queues}
+    for job in session.jobs.values():
+        if not job.has_pod_group:
+            continue
+        invalid = session.invalid.get(job.uid)
+        if invalid is not None and job.uid not in session.new_conditions:
+            session.set_condition(
+                job, condition(ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message)
+            )
+        status = pod_group_status(job, session)
+        if status != job.old_status:
+            session.cluster.status.update_pod_group(job.namespace, job.name, status)
+        job.phase = status.phase
+        by_queue.setdefault(job.queue, []).append(job)
+    for name, queue in session.queues.items():
+        published = queue_status(queue, session.dims, by_queue.get(name, []))
+        if published != queue.old_status:
+            session.cluster.status.update_queue(name, published)

@@ -1,0 +1,161 @@
+"""The scheduling-relevant part of a pod spec, as typed, hashable values.
+
+The cluster layer builds these from raw Kubernetes dicts once per pod; pods
+stamped from one template share one ``PodTemplate`` object, so whatever a plugin
+computes for one of them holds for all (DESIGN §10).
+"""
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+
+class Operator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions`` entry (node selector terms and label selectors alike)."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements ANDed; ``match_fields`` supports ``metadata.name`` as Kubernetes does."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredNodeTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        return all(requirement_matches(req, labels) for req in self.match_expressions)
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    selector: LabelSelector
+    topology_key: str
+    namespaces: tuple[str, ...] = ()  # empty: the pod's own namespace
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class Affinity:
+    node_required: tuple[NodeSelectorTerm, ...] | None = None  # None: no requirement
+    node_preferred: tuple[PreferredNodeTerm, ...] = ()
+    pod_required: tuple[PodAffinityTerm, ...] = ()
+    pod_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    anti_required: tuple[PodAffinityTerm, ...] = ()
+    anti_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+    @property
+    def has_pod_terms(self) -> bool:
+        return bool(
+            self.pod_required or self.pod_preferred or self.anti_required or self.anti_preferred
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""  # empty with operator Exists: tolerates every taint
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty: every effect
+
+    def tolerates(self, taint: "Taint") -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = ""  # empty or 0.0.0.0: every address
+
+    def conflicts(self, other: "HostPort") -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        wild = ("", "0.0.0.0")
+        return self.host_ip in wild or other.host_ip in wild or self.host_ip == other.host_ip
+
+
+@dataclass(eq=False, slots=True)
+class PodTemplate:
+    """What the scheduler needs of a pod's spec; shared by pods of one template.
+
+    ``request`` is a vector over the session's resource dimensions (it always
+    asks 1 of ``pods``). Identity (``is``) is the sharing key.
+    """
+
+    namespace: str
+    labels: dict[str, str]
+    request: np.ndarray
+    best_effort: bool
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: Affinity = field(default_factory=Affinity)
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    priority_class_name: str = ""
+
+
+def requirement_matches(req: Requirement, labels: dict[str, str]) -> bool:
+    """Label-selector semantics of one requirement against one label map."""
+    present = req.key in labels
+    value = labels.get(req.key, "")
+    if req.operator is Operator.IN:
+        return present and value in req.values
+    if req.operator is Operator.NOT_IN:
+        return not present or value not in req.values
+    if req.operator is Operator.EXISTS:
+        return present
+    if req.operator is Operator.DOES_NOT_EXIST:
+        return not present
+    if not present or len(req.values) != 1:
+        return False
+    try:
+        have, want = int(value), int(req.values[0])
+    except ValueError:
+        return False
+    return have > want if req.operator is Operator.GT else have < want

@@ -1,0 +1,75 @@
+"""Resource vectors: every resource name is a dimension.
+
+Units are the cluster layer's: cpu in millicores, everything else in base
+units (bytes, devices, pods). A session's vectors all share one ``Dims``.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Below this a difference is rounding noise (vectors hold millicores and bytes).
+EPSILON = 1e-6
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+
+
+@dataclass(frozen=True, slots=True)
+class Dims:
+    """The ordered resource names of one session: cpu, memory, pods, then the rest by name."""
+
+    names: tuple[str, ...]
+    index: dict[str, int] = field(compare=False, hash=False, default_factory=dict)
+
+    @staticmethod
+    def of(names: Iterable[str]) -> "Dims":
+        rest = sorted(set(names) - {CPU, MEMORY, PODS})
+        ordered = (CPU, MEMORY, PODS, *rest)
+        return Dims(ordered, {name: i for i, name in enumerate(ordered)})
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def zeros(self) -> np.ndarray:
+        return np.zeros(len(self.names))
+
+    def vector(self, amounts: Mapping[str, float]) -> np.ndarray:
+        out = self.zeros()
+        for name, amount in amounts.items():
+            out[self.index[name]] = amount
+        return out
+
+    def mapping(self, vector: np.ndarray, keep_zero: bool = False) -> dict[str, float]:
+        return {
+            name: float(vector[i])
+            for i, name in enumerate(self.names)
+            if keep_zero or abs(vector[i]) > EPSILON
+        }
+
+
+def less_equal(request: np.ndarray, available: np.ndarray) -> bool:
+    """True if ``request`` fits in ``available`` in every dimension."""
+    return bool(np.all(request <= available + EPSILON))
+
+
+def fits_rows(request: np.ndarray, available: np.ndarray) -> np.ndarray:
+    """For each row of ``available`` (nodes × dims): does ``request`` fit?"""
+    return np.all(request <= available + EPSILON, axis=-1)
+
+
+def share(allocated: np.ndarray, total: np.ndarray) -> float:
+    """Dominant share: the largest allocated/total over the dimensions that have a total.
+
+    A dimension with nothing in ``total`` counts 1 if anything is allocated in it
+    and is ignored otherwise (kube-batch's helpers.Share).
+    """
+    result = 0.0
+    for used, whole in zip(allocated.tolist(), total.tolist(), strict=True):
+        if whole > EPSILON:
+            result = max(result, used / whole)
+        elif used > EPSILON:
+            result = max(result, 1.0)
+    return result

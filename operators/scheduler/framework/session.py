@@ -1,0 +1,330 @@
+"""One scheduling cycle: a snapshot, the plugins' functions combined by tier, and the
+bookkeeping that actions drive through a Statement.
+
+The combination rules are kube-batch's (DESIGN §3). Order functions are given as
+*keys*: a plugin's key tells two objects apart when the keys differ, and the
+first plugin (tier order, then order in tier) that tells them apart wins, which
+is exactly a lexicographic comparison of the keys; full ties fall to creation
+time, then uid.
+"""
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kbatch.api.podgroup import ConditionType, PodGroupCondition
+from kbatch.config import PluginOption, SchedulerConf
+from kbatch.operators.scheduler.framework.info import (
+    NO_NODE,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from kbatch.operators.scheduler.framework.interface import Cluster, ObjectRef, Snapshot
+
+Key = Any
+OrderKeyFn = Callable[[Any], Key]
+# A predicate answers, for the nodes ``idx``, which fail and why: a list of
+# (reason, mask over idx); nodes failing none of them pass.
+Failures = list[tuple[str, np.ndarray]]
+PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
+NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+JobCheckFn = Callable[[JobInfo], bool]
+OverusedFn = Callable[[QueueInfo], bool]
+TaskEventFn = Callable[[TaskInfo], None]
+CloseFn = Callable[["Session"], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """Why a job may not be scheduled at all (from a job_valid function)."""
+
+    reason: str
+    message: str
+
+
+JobValidFn = Callable[[JobInfo], Invalid | None]
+
+
+@dataclass(slots=True)
+class SessionStats:
+    """What a session did, for metrics and the simulator's summary."""
+
+    binds: int = 0
+    evictions: int = 0
+    preemption_attempts: int = 0
+    preemption_victims: int = 0
+    attempts: dict[str, int] = field(default_factory=lambda: {"scheduled": 0, "unschedulable": 0})
+    action_seconds: dict[str, float] = field(default_factory=dict)
+    plugin_open_seconds: dict[str, float] = field(default_factory=dict)
+    plugin_close_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Registered:
+    plugin: PluginOption
+    tier: int
+    fn: Any
+
+
+class Session:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        conf: SchedulerConf,
+        cluster: Cluster,
+        now: float,
+        uid: str,
+    ) -> None:
+        self.dims = snapshot.dims
+        self.nodes = snapshot.nodes
+        self.jobs = snapshot.jobs
+        self.queues = snapshot.queues
+        self.orphans = snapshot.orphans
+        self.conf = conf
+        self.cluster = cluster
+        self.now = now
+        self.uid = uid
+        self.stats = SessionStats()
+        self.total = self.nodes.capacity
+        # Per job: why its tasks did not fit (task uid -> reasons histogram message).
+        self.fit_errors: dict[str, dict[str, str]] = {}
+        self.invalid: dict[str, Invalid] = {}
+        self.new_conditions: dict[str, list[PodGroupCondition]] = {}
+        self._events: list[tuple[ObjectRef, str, str, str]] = []
+        self._fns: dict[str, list[_Registered]] = {}
+        self._current: tuple[PluginOption, int] | None = None
+        self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
+        self._closers: list[tuple[str, CloseFn]] = []
+
+    # ----------------------------------------------------------------- registration
+    def opening(self, plugin: PluginOption, tier: int) -> None:
+        """The framework names the plugin whose on_session_open runs next."""
+        self._current = (plugin, tier)
+
+    def _register(self, kind: str, fn: Any) -> None:
+        if self._current is None:
+            raise RuntimeError(f"{kind} registered outside on_session_open")
+        plugin, tier = self._current
+        self._fns.setdefault(kind, []).append(_Registered(plugin, tier, fn))
+
+    def add_job_order_fn(self, fn: OrderKeyFn) -> None:
+        self._register("JobOrder", fn)
+
+    def add_queue_order_fn(self, fn: OrderKeyFn) -> None:
+        self._register("QueueOrder", fn)
+
+    def add_task_order_fn(self, fn: OrderKeyFn) -> None:
+        self._register("TaskOrder", fn)
+
+    def add_predicate_fn(self, fn: PredicateFn) -> None:
+        self._register("Predicate", fn)
+
+    def add_node_order_fn(self, fn: NodeOrderFn) -> None:
+        self._register("NodeOrder", fn)
+
+    def add_preemptable_fn(self, fn: VictimsFn) -> None:
+        self._register("Preemptable", fn)
+
+    def add_reclaimable_fn(self, fn: VictimsFn) -> None:
+        self._register("Reclaimable", fn)
+
+    def add_overused_fn(self, fn: OverusedFn) -> None:
+        self._register("Overused", fn)
+
+    def add_job_ready_fn(self, fn: JobCheckFn) -> None:
+        self._register("JobReady", fn)
+
+    def add_job_pipelined_fn(self, fn: JobCheckFn) -> None:
+        self._register("JobPipelined", fn)
+
+    def add_job_valid_fn(self, fn: JobValidFn) -> None:
+        self._register("JobValid", fn)
+
+    def add_event_handler(
+        self, allocate: TaskEventFn | None = None, deallocate: TaskEventFn | None = None
+    ) -> None:
+        self._handlers.append((allocate, deallocate))
+
+    def add_close_fn(self, fn: CloseFn) -> None:
+        if self._current is None:
+            raise RuntimeError("close function registered outside on_session_open")
+        self._closers.append((self._current[0].name, fn))
+
+    def _enabled(self, kind: str) -> list[_Registered]:
+        return [r for r in self._fns.get(kind, []) if r.plugin.enables(kind)]
+
+    def compile(self) -> None:
+        """Fix the enabled functions once all plugins have registered."""
+        self._current = None
+        self._job_keys = [r.fn for r in self._enabled("JobOrder")]
+        self._queue_keys = [r.fn for r in self._enabled("QueueOrder")]
+        self._task_keys = [r.fn for r in self._enabled("TaskOrder")]
+        self._predicates: list[PredicateFn] = [r.fn for r in self._enabled("Predicate")]
+        self._node_orders: list[NodeOrderFn] = [r.fn for r in self._enabled("NodeOrder")]
+        self._overused: list[OverusedFn] = [r.fn for r in self._enabled("Overused")]
+        self._ready: list[JobCheckFn] = [r.fn for r in self._enabled("JobReady")]
+        self._pipelined: list[JobCheckFn] = [r.fn for r in self._enabled("JobPipelined")]
+        self._valid: list[JobValidFn] = [r.fn for r in self._enabled("JobValid")]
+        self._preemptable = self._by_tier("Preemptable")
+        self._reclaimable = self._by_tier("Reclaimable")
+
+    def _by_tier(self, kind: str) -> list[list[VictimsFn]]:
+        tiers: list[list[VictimsFn]] = [[] for _ in self.conf.tiers]
+        for r in self._enabled(kind):
+            tiers[r.tier].append(r.fn)
+        return tiers
+
+    # ----------------------------------------------------------------- combination
+    def job_order_key(self, job: JobInfo) -> tuple[Key, ...]:
+        return (*(fn(job) for fn in self._job_keys), job.created, job.uid)
+
+    def queue_order_key(self, queue: QueueInfo) -> tuple[Key, ...]:
+        return (*(fn(queue) for fn in self._queue_keys), queue.created, queue.name)
+
+    def task_order_key(self, task: TaskInfo) -> tuple[Key, ...]:
+        return (*(fn(task) for fn in self._task_keys), task.created, task.uid)
+
+    def predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, Failures]:
+        """Which of the nodes ``idx`` every predicate of every tier accepts, and why not."""
+        failures: Failures = []
+        for fn in self._predicates:
+            failures.extend(fn(task, idx))
+        ok = np.ones(len(idx), dtype=bool)
+        for _, failed in failures:
+            ok &= ~failed
+        return ok, failures
+
+    def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        scores = np.zeros(len(idx))
+        for fn in self._node_orders:
+            scores += fn(task, idx)
+        return scores
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self._overused)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._ready)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._pipelined)
+
+    def job_valid(self, job: JobInfo) -> Invalid | None:
+        for fn in self._valid:
+            verdict = fn(job)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _victims(self._preemptable, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _victims(self._reclaimable, reclaimer, candidates)
+
+    # ----------------------------------------------------------------- bookkeeping
+    def job_of(self, task: TaskInfo) -> JobInfo:
+        return self.jobs[task.job]
+
+    def set_status(self, task: TaskInfo, status: TaskStatus, node: int = NO_NODE) -> None:
+        """Move a task to a new status (and node), keeping job, node and plugins current."""
+        job = self.jobs[task.job]
+        old_node, old = task.node, task.status
+        was = _counts_as_allocated(old)
+        if old_node != NO_NODE:
+            self.nodes.remove(task, old_node)
+        job.set_status(task, status)
+        if status is TaskStatus.PENDING:
+            task.node = NO_NODE
+        elif node != NO_NODE:
+            task.node = node
+        if task.node != NO_NODE:
+            self.nodes.place(task, task.node)
+        now = _counts_as_allocated(status)
+        if now and not was:
+            for on_allocate, _ in self._handlers:
+                if on_allocate is not None:
+                    on_allocate(task)
+        elif was and not now:
+            for _, on_deallocate in self._handlers:
+                if on_deallocate is not None:
+                    on_deallocate(task)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Send an allocated task to its node (Statement.commit)."""
+        job = self.jobs[task.job]
+        job.set_status(task, TaskStatus.BINDING)
+        self.cluster.binder.bind(task, self.nodes.names[task.node])
+        self.stats.binds += 1
+
+    def evict_now(self, task: TaskInfo, reason: str) -> None:
+        """Send an eviction (Statement.commit); the task is already Releasing."""
+        self.cluster.evictor.evict(task, reason)
+        self.stats.evictions += 1
+        job = self.jobs[task.job]
+        message = f"Evicted {task.key}: {reason}"
+        self.record_event(ObjectRef("Pod", task.namespace, task.name), "Normal", "Evict", message)
+        if job.has_pod_group:
+            self.record_event(
+                ObjectRef("PodGroup", job.namespace, job.name), "Normal", "Evict", message
+            )
+
+    def record_event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        self._events.append((ref, type_, reason, message))
+
+    def set_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
+        self.new_conditions.setdefault(job.uid, []).append(condition)
+
+    def record_fit_error(self, job: JobInfo, task: TaskInfo, message: str) -> None:
+        self.fit_errors.setdefault(job.uid, {})[task.uid] = message
+
+    # ----------------------------------------------------------------- close
+    def close(self) -> None:
+        for name, closer in self._closers:
+            started = time.perf_counter()
+            closer(self)
+            self.stats.plugin_close_seconds[name] = time.perf_counter() - started
+        for ref, type_, reason, message in self._events:
+            self.cluster.events.record(ref, type_, reason, message)
+        self._events.clear()
+
+
+def _counts_as_allocated(status: TaskStatus) -> bool:
+    return status in (
+        TaskStatus.ALLOCATED,
+        TaskStatus.PIPELINED,
+        TaskStatus.BINDING,
+        TaskStatus.BOUND,
+        TaskStatus.RUNNING,
+    )
+
+
+def _victims(
+    tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo, candidates: list[TaskInfo]
+) -> list[TaskInfo]:
+    """The first tier that has the function decides: the intersection of its plugins' lists.
+
+    An empty intersection means no victims; a later tier is asked only when no
+    earlier tier has the function at all (kube-batch fell through, on purpose we don't).
+    """
+    for fns in tiers:
+        if not fns:
+            continue
+        chosen: set[int] | None = None
+        for fn in fns:
+            ids = {id(t) for t in fn(preemptor, candidates)}
+            chosen = ids if chosen is None else chosen & ids
+        return [t for t in candidates if id(t) in (chosen or set())]
+    return []
+
+
+def condition(kind: ConditionType, status: bool, reason: str, message: str) -> PodGroupCondition:
+    return PodGroupCondition(
+        type=kind, status="True" if status else "False", reason=reason, message=message
+    )

@@ -1,0 +1,66 @@
+"""A Statement: the changes one action makes to a session, kept or undone together.
+
+``commit()`` sends them to the cluster (binds for allocations, evictions);
+``discard()`` undoes them in the session and sends nothing. Pipelined tasks are
+never sent: they hold room on a node until the resources being released there
+are free. This is what makes a gang all or nothing without touching the API
+server.
+"""
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kbatch.operators.scheduler.framework.info import NO_NODE, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.session import Session
+
+
+class Op(Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+
+
+@dataclass(slots=True)
+class _Change:
+    op: Op
+    task: TaskInfo
+    previous: TaskStatus
+    reason: str = ""
+
+
+class Statement:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._changes: list[_Change] = []
+
+    def __len__(self) -> int:
+        return len(self._changes)
+
+    def allocate(self, task: TaskInfo, node: int) -> None:
+        self._changes.append(_Change(Op.ALLOCATE, task, task.status))
+        self.session.set_status(task, TaskStatus.ALLOCATED, node)
+
+    def pipeline(self, task: TaskInfo, node: int) -> None:
+        self._changes.append(_Change(Op.PIPELINE, task, task.status))
+        self.session.set_status(task, TaskStatus.PIPELINED, node)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self._changes.append(_Change(Op.EVICT, task, task.status, reason))
+        self.session.set_status(task, TaskStatus.RELEASING)
+
+    def evicted(self) -> list[TaskInfo]:
+        return [c.task for c in self._changes if c.op is Op.EVICT]
+
+    def commit(self) -> None:
+        for change in self._changes:
+            if change.op is Op.ALLOCATE:
+                self.session.dispatch(change.task)
+            elif change.op is Op.EVICT:
+                self.session.evict_now(change.task, change.reason)
+        self._changes.clear()
+
+    def discard(self) -> None:
+        for change in reversed(self._changes):
+            node = change.task.node if change.previous is not TaskStatus.PENDING else NO_NODE
+            self.session.set_status(change.task, change.previous, node)
+        self._changes.clear()

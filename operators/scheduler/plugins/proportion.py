@@ -1,0 +1,10 @@
+"""The proportion plugin (being written)."""
+
+from kbatch.config import PluginOption
+from kbatch.operators.scheduler.framework.session import Session
+
+NAME = "proportion"
+
+
+def on_session_open(session: Session, option: PluginOption) -> None:
+    del session, option
