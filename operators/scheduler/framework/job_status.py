@@ -5,6 +5,8 @@ Written back only where they changed (the status writer is told nothing else).
 
 from datetime import UTC, datetime
 
+import numpy as np
+
 from kbatch.api.podgroup import (
     ConditionType,
     PodGroupCondition,
@@ -74,12 +76,10 @@ def pod_group_status(job: JobInfo, session: Session) -> PodGroupStatus:
 
 
 def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStatus:
-    def render(vector: object) -> dict[str, str]:
+    def render(vector: np.ndarray | None) -> dict[str, str]:
         if vector is None:
             return {}
-        return {
-            name: format_quantity(name, amount) for name, amount in dims.mapping(vector).items()
-        }  # type: ignore[arg-type]
+        return {name: format_quantity(name, value) for name, value in dims.mapping(vector).items()}
 
     phases = [job.phase for job in jobs if job.has_pod_group]
     return QueueStatus(
