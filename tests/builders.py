@@ -1,0 +1,291 @@
+"""Small chained builders for hand-built sessions: objects in, a Session out.
+
+    cluster = Cluster().node("n1", cpu=4).queue("q1", weight=2)
+    cluster.job("j1", queue="q1", min_member=2).tasks(2, cpu=1)
+    session = cluster.open()           # default tiers; or .open(CONF_TEXT)
+
+Amounts: cpu in cores, memory in GiB (converted to the core's millicores and bytes).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
+from kbatch.api.queue import QueueStatus
+from kbatch.config import SchedulerConf
+from kbatch.operators.scheduler import runner
+from kbatch.operators.scheduler.framework.info import (
+    NO_NODE,
+    JobInfo,
+    NodeInfo,
+    NodeSet,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from kbatch.operators.scheduler.framework.interface import ObjectRef, Snapshot
+from kbatch.operators.scheduler.framework.podspec import (
+    Affinity,
+    HostPort,
+    PodTemplate,
+    Taint,
+    Toleration,
+)
+from kbatch.operators.scheduler.framework.resources import Dims
+from kbatch.operators.scheduler.framework.session import Session
+
+GiB = 2**30
+DIMS = Dims.of(["cpu", "memory", "pods", "nvidia.com/gpu"])
+
+
+def vec(cpu: float = 0, memory: float = 0, pods: float = 0, gpu: float = 0) -> np.ndarray:
+    return DIMS.vector(
+        {"cpu": cpu * 1000, "memory": memory * GiB, "pods": pods, "nvidia.com/gpu": gpu}
+    )
+
+
+@dataclass
+class FakeCluster:
+    """Records every side effect a session sends."""
+
+    snap: Snapshot | None = None
+    binds: list[tuple[str, str]] = field(default_factory=list)
+    evictions: list[tuple[str, str]] = field(default_factory=list)
+    pod_groups: dict[str, PodGroupStatus] = field(default_factory=dict)
+    queues: dict[str, QueueStatus] = field(default_factory=dict)
+    events: list[tuple[ObjectRef, str, str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.binder = self
+        self.evictor = self
+        self.status = self
+
+    def bind(self, task: TaskInfo, node: str) -> None:
+        self.binds.append((task.name, node))
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self.evictions.append((task.name, reason))
+
+    def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
+        self.pod_groups[f"{namespace}/{name}"] = status
+
+    def update_queue(self, name: str, status: QueueStatus) -> None:
+        self.queues[name] = status
+
+    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        self.events.append((ref, type_, reason, message))
+
+    def snapshot(self) -> Snapshot:
+        assert self.snap is not None
+        return self.snap
+
+
+class JobBuilder:
+    def __init__(self, cluster: Cluster, job: JobInfo) -> None:
+        self.cluster = cluster
+        self.job = job
+
+    def tasks(
+        self,
+        count: int,
+        cpu: float = 1,
+        memory: float = 1,
+        gpu: float = 0,
+        status: TaskStatus = TaskStatus.PENDING,
+        node: str | None = None,
+        priority: int | None = None,
+        **spec: object,
+    ) -> JobBuilder:
+        template = self.cluster.template(
+            cpu=cpu, memory=memory, gpu=gpu, namespace=self.job.namespace, **spec
+        )
+        for _ in range(count):
+            self.task(template, status=status, node=node, priority=priority)
+        return self
+
+    def task(
+        self,
+        template: PodTemplate,
+        status: TaskStatus = TaskStatus.PENDING,
+        node: str | None = None,
+        priority: int | None = None,
+        name: str | None = None,
+    ) -> TaskInfo:
+        n = len(self.job.tasks)
+        task = TaskInfo(
+            uid=f"{self.job.uid}-{n:04d}",
+            namespace=self.job.namespace,
+            name=name or f"{self.job.name}-{n}",
+            job=self.job.uid,
+            template=template,
+            status=status,
+            priority=self.job.priority if priority is None else priority,
+            created=self.job.created,
+        )
+        self.cluster.pending_tasks.append((task, node))
+        self.job.add_task(task)
+        return task
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.nodes: list[tuple[NodeInfo, np.ndarray]] = []
+        self.queues: dict[str, QueueInfo] = {"default": QueueInfo("default", 1, created=0.0)}
+        self.jobs: dict[str, JobInfo] = {}
+        self.pending_tasks: list[tuple[TaskInfo, str | None]] = []
+        self.foreign: list[tuple[TaskInfo, str]] = []
+        self._clock = itertools.count(1)
+
+    def node(
+        self,
+        name: str,
+        cpu: float = 4,
+        memory: float = 16,
+        pods: int = 110,
+        gpu: float = 0,
+        labels: dict[str, str] | None = None,
+        taints: tuple[Taint, ...] = (),
+        unschedulable: bool = False,
+        conditions: dict[str, str] | None = None,
+    ) -> Cluster:
+        info = NodeInfo(
+            name=name,
+            labels={"kubernetes.io/hostname": name, **(labels or {})},
+            taints=taints,
+            unschedulable=unschedulable,
+            conditions={"Ready": "True"} if conditions is None else conditions,
+        )
+        self.nodes.append((info, vec(cpu, memory, pods, gpu)))
+        return self
+
+    def queue(
+        self,
+        name: str,
+        weight: int = 1,
+        capability: np.ndarray | None = None,
+        reclaimable: bool = True,
+        open: bool = True,
+    ) -> Cluster:
+        self.queues[name] = QueueInfo(
+            name,
+            weight,
+            created=float(next(self._clock)),
+            capability=capability,
+            reclaimable=reclaimable,
+            open=open,
+        )
+        return self
+
+    def template(
+        self,
+        cpu: float = 1,
+        memory: float = 1,
+        gpu: float = 0,
+        namespace: str = "default",
+        labels: dict[str, str] | None = None,
+        node_selector: dict[str, str] | None = None,
+        affinity: Affinity | None = None,
+        tolerations: tuple[Toleration, ...] = (),
+        host_ports: tuple[HostPort, ...] = (),
+        priority_class_name: str = "",
+    ) -> PodTemplate:
+        request = vec(cpu, memory, 1, gpu)
+        return PodTemplate(
+            namespace=namespace,
+            labels=labels or {},
+            request=request,
+            best_effort=not np.any(np.delete(request, DIMS.index["pods"])),
+            node_selector=tuple(sorted((node_selector or {}).items())),
+            affinity=affinity or Affinity(),
+            tolerations=tolerations,
+            host_ports=host_ports,
+            priority_class_name=priority_class_name,
+        )
+
+    def job(
+        self,
+        name: str,
+        queue: str = "default",
+        min_member: int = 1,
+        priority: int = 0,
+        namespace: str = "default",
+        phase: PodGroupPhase = PodGroupPhase.INQUEUE,
+        min_resources: np.ndarray | None = None,
+        created: float | None = None,
+    ) -> JobBuilder:
+        job = JobInfo(
+            uid=f"{namespace}/{name}",
+            namespace=namespace,
+            name=name,
+            queue=queue,
+            min_member=min_member,
+            created=float(next(self._clock)) if created is None else created,
+            dims_len=len(DIMS),
+            priority=priority,
+            phase=phase,
+            min_resources=min_resources,
+        )
+        self.jobs[job.uid] = job
+        return JobBuilder(self, job)
+
+    def pod(
+        self, name: str, node: str, cpu: float = 1, memory: float = 1, **spec: object
+    ) -> Cluster:
+        """A running pod that is not ours (another scheduler's): it only takes room."""
+        template = self.template(cpu=cpu, memory=memory, **spec)  # type: ignore[arg-type]
+        task = TaskInfo(
+            uid=f"foreign-{name}",
+            namespace="default",
+            name=name,
+            job="",
+            template=template,
+            status=TaskStatus.RUNNING,
+        )
+        self.foreign.append((task, node))
+        return self
+
+    def snapshot(self) -> Snapshot:
+        infos = [info for info, _ in self.nodes]
+        allocatable = (
+            np.array([a for _, a in self.nodes]) if self.nodes else np.zeros((0, len(DIMS)))
+        )
+        nodes = NodeSet(infos, allocatable)
+        for task, node in self.pending_tasks + self.foreign:
+            if node is not None:
+                task.node = nodes.index[node]
+                nodes.place(task, task.node)
+            else:
+                task.node = NO_NODE
+        return Snapshot(dims=DIMS, nodes=nodes, jobs=self.jobs, queues=self.queues)
+
+    def open(self, conf: str | SchedulerConf | None = None, now: float = 100.0) -> Session:
+        """Open a session on this cluster (plugins registered, jobs validated)."""
+        if conf is None:
+            parsed = runner.default_conf()
+        elif isinstance(conf, str):
+            parsed = runner.load_conf(conf)
+        else:
+            parsed = conf
+        fake = FakeCluster(self.snapshot())
+        return runner.open_session(fake.snapshot(), parsed, fake, now=now, uid="session-1")
+
+
+def fake(session: Session) -> FakeCluster:
+    """The FakeCluster behind a session opened by ``Cluster.open``."""
+    cluster = session.cluster
+    assert isinstance(cluster, FakeCluster)
+    return cluster
+
+
+def run_actions(session: Session, *names: str) -> FakeCluster:
+    """Run actions on an open session and close it; return what reached the cluster."""
+    from kbatch.operators.scheduler.actions import REGISTRY
+
+    for name in names or session.conf.actions:
+        REGISTRY[name].execute(session)
+    runner.close_session(session)
+    return fake(session)
