@@ -1,0 +1,219 @@
+"""Build a session's snapshot from parsed records.
+
+Pods of one template share one PodTemplate (and its request vector); the
+templates are kept from session to session while the resource dimensions stay
+the same, so a steady cluster costs little per session.
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from kbatch.api import DEFAULT_QUEUE
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.api.queue import Queue, QueueState
+from kbatch.cluster.podspec import ParsedSpec
+from kbatch.cluster.quantity import amounts
+from kbatch.cluster.records import NodeRecord, PodRecord, PriorityClassRecord, timestamp
+from kbatch.operators.scheduler.framework.info import (
+    NO_NODE,
+    JobInfo,
+    NodeInfo,
+    NodeSet,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from kbatch.operators.scheduler.framework.interface import Snapshot
+from kbatch.operators.scheduler.framework.podspec import PodTemplate
+from kbatch.operators.scheduler.framework.resources import PODS, Dims
+
+CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+def task_status(pod: PodRecord) -> TaskStatus | None:
+    """The scheduler's view of a pod's lifecycle (None: nothing to schedule or account)."""
+    if pod.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.phase == "Failed":
+        return TaskStatus.FAILED
+    if pod.deleting:
+        return TaskStatus.RELEASING if pod.node_name else None
+    if pod.phase == "Running":
+        return TaskStatus.RUNNING
+    if pod.phase == "Unknown":
+        return TaskStatus.UNKNOWN
+    return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
+
+
+class SnapshotBuilder:
+    def __init__(self) -> None:
+        self._dims: Dims | None = None
+        self._templates: dict[str, PodTemplate] = {}
+
+    def _template(self, spec: ParsedSpec, dims: Dims) -> PodTemplate:
+        template = self._templates.get(spec.key)
+        if template is None:
+            request = dims.vector(dict(spec.request))
+            template = PodTemplate(
+                namespace=spec.namespace,
+                labels=dict(spec.labels),
+                request=request,
+                best_effort=all(v <= 0 for name, v in spec.request if name != PODS),
+                node_selector=spec.node_selector,
+                affinity=spec.affinity,
+                tolerations=spec.tolerations,
+                host_ports=spec.host_ports,
+                priority_class_name=spec.priority_class_name,
+            )
+            self._templates[spec.key] = template
+        return template
+
+    def _dims_for(self, names: set[str]) -> Dims:
+        dims = Dims.of(names)
+        if dims != self._dims:
+            self._dims = dims
+            self._templates.clear()
+        return dims
+
+    def build(
+        self,
+        nodes: list[NodeRecord],
+        pods: list[PodRecord],
+        pod_groups: Mapping[str, PodGroup],
+        queues: Mapping[str, Queue],
+        priority_classes: Mapping[str, PriorityClassRecord],
+        scheduler_names: frozenset[str],
+    ) -> Snapshot:
+        names: set[str] = set()
+        for node in nodes:
+            names.update(node.allocatable)
+        for pod in pods:
+            names.update(name for name, _ in pod.spec.request)
+        dims = self._dims_for(names)
+        node_set = NodeSet(
+            [
+                NodeInfo(n.name, n.labels, n.taints, n.unschedulable, dict(n.conditions))
+                for n in nodes
+            ],
+            np.array([dims.vector(n.allocatable) for n in nodes]).reshape(len(nodes), len(dims)),
+        )
+        resolver = _Priorities(priority_classes)
+        queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
+        jobs = {key: _job_info(key, group, dims, resolver) for key, group in pod_groups.items()}
+        orphans: dict[str, str] = {}
+        for pod in pods:
+            status = task_status(pod)
+            if status is None:
+                continue
+            job = self._job_of(pod, jobs, dims, scheduler_names)
+            if job is None and pod.group and pod.scheduler_name in scheduler_names:
+                orphans[pod.uid] = pod.group
+            task = TaskInfo(
+                uid=pod.uid,
+                namespace=pod.namespace,
+                name=pod.name,
+                job=job.uid if job is not None else "",
+                template=self._template(pod.spec, dims),
+                status=status,
+                priority=resolver.of_pod(pod),
+                created=pod.created,
+                critical=pod.spec.priority_class_name in CRITICAL_CLASSES,
+            )
+            if job is not None:
+                job.add_task(task)
+            elif status is TaskStatus.PENDING:
+                continue  # another scheduler's pending pod, or an orphan: takes no room
+            where = node_set.index.get(pod.node_name or "", NO_NODE)
+            if where != NO_NODE and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                task.node = where
+                node_set.place(task, where)
+        for job in jobs.values():
+            if job.has_pod_group and not job.priority and job.tasks:
+                job.priority = max(t.priority for t in job.tasks.values())
+        node_set.version[:] = 0
+        return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
+
+    @staticmethod
+    def _job_of(
+        pod: PodRecord, jobs: dict[str, JobInfo], dims: Dims, scheduler_names: frozenset[str]
+    ) -> JobInfo | None:
+        if pod.scheduler_name not in scheduler_names:
+            return None
+        if pod.group:
+            return jobs.get(f"{pod.namespace}/{pod.group}")
+        uid = f"pod:{pod.namespace}/{pod.name}"
+        job = jobs.get(uid)
+        if job is None:
+            job = JobInfo(
+                uid=uid,
+                namespace=pod.namespace,
+                name=pod.name,
+                queue=DEFAULT_QUEUE,
+                min_member=1,
+                created=pod.created,
+                dims_len=len(dims),
+                phase=PodGroupPhase.INQUEUE,
+                has_pod_group=False,
+            )
+            jobs[uid] = job
+        return job
+
+
+class _Priorities:
+    def __init__(self, classes: Mapping[str, PriorityClassRecord]) -> None:
+        self.classes = classes
+        defaults = [c.value for c in classes.values() if c.global_default]
+        self.default = max(defaults) if defaults else 0
+
+    def of_class(self, name: str | None) -> int:
+        if name and name in self.classes:
+            return self.classes[name].value
+        return self.default
+
+    def of_pod(self, pod: PodRecord) -> int:
+        if pod.priority is not None:
+            return pod.priority
+        return self.of_class(pod.spec.priority_class_name)
+
+
+def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
+    spec = queue.spec
+    capability = None
+    if spec.capability:
+        limits = amounts(spec.capability, "spec.capability")
+        capability = np.full(len(dims), np.inf)
+        for name, value in limits.items():
+            if name in dims.index:
+                capability[dims.index[name]] = value
+    return QueueInfo(
+        name=queue.metadata.name,
+        weight=spec.weight,
+        created=timestamp(queue.metadata.creation_timestamp),
+        capability=capability,
+        reclaimable=spec.reclaimable,
+        open=spec.state is QueueState.OPEN,
+        old_status=queue.status,
+    )
+
+
+def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) -> JobInfo:
+    spec = group.spec
+    min_resources = None
+    if spec.min_resources:
+        known = {k: v for k, v in amounts(spec.min_resources, "spec.minResources").items()}
+        min_resources = dims.vector({k: v for k, v in known.items() if k in dims.index})
+    return JobInfo(
+        uid=key,
+        namespace=group.metadata.namespace or "default",
+        name=group.metadata.name,
+        queue=spec.queue,
+        min_member=spec.min_member,
+        created=timestamp(group.metadata.creation_timestamp),
+        dims_len=len(dims),
+        priority=priorities.of_class(spec.priority_class_name) if spec.priority_class_name else 0,
+        min_resources=min_resources,
+        phase=group.status.phase,
+        conditions=group.status.conditions,
+        old_status=group.status,
+    )

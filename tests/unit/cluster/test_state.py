@@ -1,0 +1,155 @@
+"""ClusterState: objects parsed once, bad ones refused with object and field named."""
+
+import pytest
+
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.podspec import pod_request
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.framework.info import TaskStatus
+
+GiB = 2**30
+
+
+def node(name: str, cpu: str = "4", memory: str = "16Gi") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(
+    name: str, cpu: str = "1", group: str | None = None, scheduler: str = "kbatch", **extra: object
+) -> dict:
+    meta: dict = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    spec = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    spec.update(extra)  # type: ignore[arg-type]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def pod_group(name: str, min_member: object = 1, **spec: object) -> dict:
+    return {
+        "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {
+                "containers": [
+                    {"resources": {"requests": {"cpu": "1"}}},
+                    {"resources": {"requests": {"cpu": "500m"}}},
+                ]
+            },
+            {"cpu": 1500.0, "pods": 1.0},
+        ),
+        (
+            {
+                "containers": [{"resources": {"requests": {"cpu": "1"}}}],
+                "initContainers": [{"resources": {"requests": {"cpu": "2"}}}],
+            },
+            {"cpu": 2000.0, "pods": 1.0},
+        ),
+        (
+            {"containers": [{"resources": {"limits": {"memory": "1Gi"}}}]},
+            {"memory": float(GiB), "pods": 1.0},
+        ),
+        (
+            {
+                "containers": [{"resources": {"requests": {"cpu": "1"}}}],
+                "overhead": {"cpu": "250m"},
+            },
+            {"cpu": 1250.0, "pods": 1.0},
+        ),
+        (
+            {"containers": [{"resources": {"requests": {"nvidia.com/gpu": 2}}}]},
+            {"nvidia.com/gpu": 2.0, "pods": 1.0},
+        ),
+        ({"containers": [{"name": "c"}]}, {"pods": 1.0}),
+    ],
+)
+def test_pod_request_follows_kubernetes(spec: dict, expected: dict) -> None:
+    assert pod_request(spec) == expected
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        (
+            pod("p", cpu="abc"),
+            "Pod default/p: spec.containers[0].resources.requests.cpu: 'abc' is not a Kubernetes quantity",
+        ),
+        (
+            pod("p", cpu="-1"),
+            "Pod default/p: spec.containers[0].resources.requests.cpu: '-1' is negative",
+        ),
+        (
+            pod_group("g", min_member=0),
+            "PodGroup default/g: spec.minMember: Input should be greater than or equal to 1",
+        ),
+        (
+            pod_group("g", min_member="6"),
+            "PodGroup default/g: spec.minMember: Input should be a valid integer",
+        ),
+        (pod_group("g", minResources={"cpu": "lots"}), "PodGroup default/g: spec.minResources.cpu"),
+        (node("n", cpu="x"), "Node n: status.allocatable.cpu: 'x' is not a Kubernetes quantity"),
+        ({"kind": "Pod", "metadata": {}}, "metadata.name: required"),
+    ],
+)
+def test_bad_objects_name_object_and_field(obj: dict, message: str) -> None:
+    state = ClusterState()
+    with pytest.raises(ObjectError) as caught:
+        state.apply(obj)
+    assert message in str(caught.value)
+    assert state.list(obj["kind"]) == []
+
+
+def test_snapshot_groups_pods_and_counts_every_pod_on_nodes() -> None:
+    state = ClusterState()
+    for obj in (
+        node("n1"),
+        node("n2"),
+        pod_group("g", min_member=2),
+        pod("a", group="g"),
+        pod("b", group="g", nodeName="n1"),
+        pod("lonely"),
+        pod("other", scheduler="default-scheduler", nodeName="n2", cpu="3"),
+        pod("other-pending", scheduler="default-scheduler"),
+        pod("orphan", group="missing"),
+    ):
+        state.apply(obj)
+    snap = state.snapshot()
+    assert set(snap.jobs) == {"default/g", "pod:default/lonely"}
+    group = snap.jobs["default/g"]
+    assert group.min_member == 2
+    assert sorted(t.status for t in group.tasks.values()) == [TaskStatus.PENDING, TaskStatus.BOUND]
+    assert snap.jobs["pod:default/lonely"].has_pod_group is False
+    cpu = snap.dims.index["cpu"]
+    assert snap.nodes.used[snap.nodes.index["n1"], cpu] == 1000
+    assert snap.nodes.used[snap.nodes.index["n2"], cpu] == 3000
+    assert snap.orphans == {"uid-orphan": "missing"}
+
+
+def test_alike_pods_share_one_template() -> None:
+    state = ClusterState()
+    state.apply(node("n1"))
+    state.apply(pod_group("g"))
+    for name in ("a", "b", "c"):
+        state.apply(pod(name, group="g"))
+    state.apply(pod("d", group="g", cpu="2"))
+    tasks = list(state.snapshot().jobs["default/g"].tasks.values())
+    assert len({id(t.template) for t in tasks}) == 2
