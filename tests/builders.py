@@ -57,12 +57,13 @@ class FakeCluster:
     evictions: list[tuple[str, str]] = field(default_factory=list)
     pod_groups: dict[str, PodGroupStatus] = field(default_factory=dict)
     queues: dict[str, QueueStatus] = field(default_factory=dict)
-    events: list[tuple[ObjectRef, str, str, str]] = field(default_factory=list)
+    recorded: list[tuple[ObjectRef, str, str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.binder = self
         self.evictor = self
         self.status = self
+        self.events = self
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds.append((task.name, node))
@@ -77,7 +78,7 @@ class FakeCluster:
         self.queues[name] = status
 
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        self.events.append((ref, type_, reason, message))
+        self.recorded.append((ref, type_, reason, message))
 
     def snapshot(self) -> Snapshot:
         assert self.snap is not None

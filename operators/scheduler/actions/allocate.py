@@ -1,9 +1,87 @@
-"""The allocate action (being written)."""
+"""The allocate action: place pending tasks, a gang at a time, all or nothing.
 
+Queues by queue order (skipping overused ones), jobs of a queue by job order,
+tasks by task order. Each task goes to the best node that passes the
+predicates and has room (or room being released, which pipelines it). When the
+job becomes ready the statement is committed (binds are sent) and the job goes
+back in line for its remaining tasks; if it cannot become ready its changes are
+discarded, so the next job can use the room (kube-batch#514). A job that is only
+pipelined keeps its reservation for this session without binding anything.
+"""
+
+import heapq
+import itertools
+
+from kbatch.operators.scheduler.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.session import Session
+from kbatch.operators.scheduler.framework.statement import Statement
 
 NAME = "allocate"
 
 
 def execute(session: Session) -> None:
-    del session
+    placer = Placer(session)
+    tie = itertools.count()
+    per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
+    for job in session.jobs_to_place():
+        heap = per_queue.setdefault(job.queue, [])
+        heap.append((session.job_order_key(job), next(tie), job))
+    queues = []
+    for name, heap in per_queue.items():
+        heapq.heapify(heap)
+        queue = session.queues[name]
+        queues.append((session.queue_order_key(queue), next(tie), name))
+    heapq.heapify(queues)
+
+    while queues:
+        _, _, name = heapq.heappop(queues)
+        queue = session.queues[name]
+        jobs = per_queue[name]
+        if session.overused(queue):
+            for _, _, job in jobs:
+                session.job_reasons.setdefault(job.uid, f"queue {name} is using its deserved share")
+            continue
+        if not jobs:
+            continue
+        _, _, job = heapq.heappop(jobs)
+        if _allocate_job(session, placer, job):
+            heapq.heappush(jobs, (session.job_order_key(job), next(tie), job))
+        if jobs:
+            heapq.heappush(queues, (session.queue_order_key(queue), next(tie), name))
+
+
+def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
+    """One turn of ``job``; True if it became ready with tasks still pending (more turns)."""
+    queue = session.queues[job.queue]
+    statement = Statement(session)
+    tasks = sorted(
+        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
+        key=session.task_order_key,
+    )
+    placed = 0
+    for task in tasks:
+        if not session.allocatable(queue, task):
+            session.job_reasons[job.uid] = f"queue {queue.name} has reached its capability"
+            break
+        choice = placer.choose(task)
+        if choice is None:
+            session.record_fit_error(job, task, placer.explain(task))
+            session.stats.attempts["unschedulable"] += 1
+            break
+        if choice.pipelined:
+            statement.pipeline(task, choice.node)
+        else:
+            statement.allocate(task, choice.node)
+        placed += 1
+        if session.job_ready(job):
+            break
+    if session.job_ready(job):
+        session.stats.attempts["scheduled"] += placed
+        statement.commit()
+        return placed > 0 and any(
+            not t.template.best_effort for t in job.tasks_with(TaskStatus.PENDING)
+        )
+    if not session.job_pipelined(job):
+        statement.discard()
+    return False

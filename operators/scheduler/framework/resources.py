@@ -50,6 +50,13 @@ class Dims:
         }
 
 
+def shareable(dims: Dims) -> np.ndarray:
+    """1 for the dimensions queues and jobs share (all but ``pods``, a per-node count), else 0."""
+    mask = np.ones(len(dims))
+    mask[dims.index[PODS]] = 0.0
+    return mask
+
+
 def less_equal(request: np.ndarray, available: np.ndarray) -> bool:
     """True if ``request`` fits in ``available`` in every dimension."""
     return bool(np.all(request <= available + EPSILON))

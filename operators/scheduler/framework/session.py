@@ -11,11 +11,12 @@ time, then uid.
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import numpy as np
 
-from kbatch.api.podgroup import ConditionType, PodGroupCondition
+from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase
 from kbatch.config import PluginOption, SchedulerConf
 from kbatch.operators.scheduler.framework.info import (
     NO_NODE,
@@ -36,7 +37,9 @@ NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
 VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 JobCheckFn = Callable[[JobInfo], bool]
 OverusedFn = Callable[[QueueInfo], bool]
+AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
 TaskEventFn = Callable[[TaskInfo], None]
+JobEventFn = Callable[[JobInfo], None]
 CloseFn = Callable[["Session"], None]
 
 
@@ -49,6 +52,17 @@ class Invalid:
 
 
 JobValidFn = Callable[[JobInfo], Invalid | None]
+
+
+class Vote(Enum):
+    """A plugin's say on admitting a Pending job (enqueue)."""
+
+    PERMIT = "permit"  # admit even if the idle resources do not cover it
+    REJECT = "reject"  # never admit now
+    ABSTAIN = "abstain"
+
+
+EnqueueFn = Callable[[JobInfo], tuple[Vote, str]]
 
 
 @dataclass(slots=True)
@@ -92,14 +106,25 @@ class Session:
         self.uid = uid
         self.stats = SessionStats()
         self.total = self.nodes.capacity
-        # Per job: why its tasks did not fit (task uid -> reasons histogram message).
-        self.fit_errors: dict[str, dict[str, str]] = {}
+        # Per job: why its tasks did not fit (task uid -> reason -> number of nodes).
+        self.fit_errors: dict[str, dict[str, dict[str, int]]] = {}
         self.invalid: dict[str, Invalid] = {}
         self.new_conditions: dict[str, list[PodGroupCondition]] = {}
         self._events: list[tuple[ObjectRef, str, str, str]] = []
         self._fns: dict[str, list[_Registered]] = {}
         self._current: tuple[PluginOption, int] | None = None
         self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
+        self._enqueue_handlers: list[JobEventFn] = []
+        # Pods carrying required anti-affinity terms: while there are any, a placement
+        # can change what other nodes accept (see placement.Placer).
+        self.anti_affinity_pods = sum(
+            1
+            for info in self.nodes.infos
+            for task in info.tasks.values()
+            if task.template.affinity.anti_required
+        )
+        # Why a job did not get what it asked for, in words (actions fill it in).
+        self.job_reasons: dict[str, str] = {}
         self._closers: list[tuple[str, CloseFn]] = []
 
     # ----------------------------------------------------------------- registration
@@ -146,10 +171,22 @@ class Session:
     def add_job_valid_fn(self, fn: JobValidFn) -> None:
         self._register("JobValid", fn)
 
+    def add_allocatable_fn(self, fn: AllocatableFn) -> None:
+        """May this queue take this task now? (e.g. within its capability)"""
+        self._register("Allocatable", fn)
+
+    def add_job_enqueueable_fn(self, fn: EnqueueFn) -> None:
+        self._register("JobEnqueueable", fn)
+
     def add_event_handler(
-        self, allocate: TaskEventFn | None = None, deallocate: TaskEventFn | None = None
+        self,
+        allocate: TaskEventFn | None = None,
+        deallocate: TaskEventFn | None = None,
+        enqueue: JobEventFn | None = None,
     ) -> None:
         self._handlers.append((allocate, deallocate))
+        if enqueue is not None:
+            self._enqueue_handlers.append(enqueue)
 
     def add_close_fn(self, fn: CloseFn) -> None:
         if self._current is None:
@@ -171,6 +208,8 @@ class Session:
         self._ready: list[JobCheckFn] = [r.fn for r in self._enabled("JobReady")]
         self._pipelined: list[JobCheckFn] = [r.fn for r in self._enabled("JobPipelined")]
         self._valid: list[JobValidFn] = [r.fn for r in self._enabled("JobValid")]
+        self._allocatable: list[AllocatableFn] = [r.fn for r in self._enabled("Allocatable")]
+        self._enqueueable: list[EnqueueFn] = [r.fn for r in self._enabled("JobEnqueueable")]
         self._preemptable = self._by_tier("Preemptable")
         self._reclaimable = self._by_tier("Reclaimable")
 
@@ -222,6 +261,25 @@ class Session:
                 return verdict
         return None
 
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for fn in self._allocatable)
+
+    def job_enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
+        """REJECT if any plugin rejects (with its reason), else PERMIT if any permits."""
+        verdict: tuple[Vote, str] = (Vote.ABSTAIN, "")
+        for fn in self._enqueueable:
+            vote, reason = fn(job)
+            if vote is Vote.REJECT:
+                return vote, reason
+            if vote is Vote.PERMIT:
+                verdict = (vote, reason)
+        return verdict
+
+    def enqueued(self, job: JobInfo) -> None:
+        """The enqueue action admitted ``job``: plugins update their reservations."""
+        for handler in self._enqueue_handlers:
+            handler(job)
+
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return _victims(self._preemptable, preemptor, candidates)
 
@@ -229,6 +287,20 @@ class Session:
         return _victims(self._reclaimable, reclaimer, candidates)
 
     # ----------------------------------------------------------------- bookkeeping
+    def jobs_to_place(self) -> list[JobInfo]:
+        """Jobs that placing actions work on: valid, admitted, in a known queue, with
+        pending tasks. (Pending PodGroups wait for the enqueue action when it is
+        configured; without it, as in kube-batch, every group may be placed.)"""
+        gate = "enqueue" in self.conf.actions
+        return [
+            job
+            for job in self.jobs.values()
+            if job.uid not in self.invalid
+            and job.counts[TaskStatus.PENDING]
+            and job.queue in self.queues
+            and not (gate and job.phase is PodGroupPhase.PENDING)
+        ]
+
     def job_of(self, task: TaskInfo) -> JobInfo:
         return self.jobs[task.job]
 
@@ -247,6 +319,8 @@ class Session:
         if task.node != NO_NODE:
             self.nodes.place(task, task.node)
         now = _counts_as_allocated(status)
+        if task.template.affinity.anti_required and (old_node == NO_NODE) != (task.node == NO_NODE):
+            self.anti_affinity_pods += 1 if task.node != NO_NODE else -1
         if now and not was:
             for on_allocate, _ in self._handlers:
                 if on_allocate is not None:
@@ -281,8 +355,8 @@ class Session:
     def set_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
         self.new_conditions.setdefault(job.uid, []).append(condition)
 
-    def record_fit_error(self, job: JobInfo, task: TaskInfo, message: str) -> None:
-        self.fit_errors.setdefault(job.uid, {})[task.uid] = message
+    def record_fit_error(self, job: JobInfo, task: TaskInfo, reasons: dict[str, int]) -> None:
+        self.fit_errors.setdefault(job.uid, {})[task.uid] = reasons
 
     # ----------------------------------------------------------------- close
     def close(self) -> None:
@@ -322,6 +396,11 @@ def _victims(
             chosen = ids if chosen is None else chosen & ids
         return [t for t in candidates if id(t) in (chosen or set())]
     return []
+
+
+def histogram(reasons: dict[str, int]) -> str:
+    """'2 Insufficient cpu, 1 node(s) didn't match node selector' (Kubernetes' wording)."""
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
 
 
 def condition(kind: ConditionType, status: bool, reason: str, message: str) -> PodGroupCondition:
