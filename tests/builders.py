@@ -290,3 +290,53 @@ def run_actions(session: Session, *names: str) -> FakeCluster:
         REGISTRY[name].execute(session)
     runner.close_session(session)
     return fake(session)
+
+
+# ---------------------------------------------------------------- predicate / score helpers
+def plugin_conf(*plugins: str, arguments: dict[str, object] | None = None) -> str:
+    """A scheduler conf of one tier with ``plugins``; ``arguments`` go to the first."""
+    import yaml
+
+    entries: list[dict[str, object]] = [{"name": name} for name in plugins]
+    if arguments is not None:
+        entries[0]["arguments"] = arguments
+    return yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": entries}]})
+
+
+def failing_nodes(session: Session, task: TaskInfo) -> dict[str, list[str]]:
+    """reason -> names of the nodes failing with it, over all nodes (through the tiers)."""
+    _, failures = session.predicate(task, session.nodes.all)
+    return {
+        reason: [session.nodes.names[i] for i in np.flatnonzero(failed)]
+        for reason, failed in failures
+    }
+
+
+def passing_nodes(session: Session, task: TaskInfo) -> list[str]:
+    ok, _ = session.predicate(task, session.nodes.all)
+    return [session.nodes.names[i] for i in np.flatnonzero(ok)]
+
+
+def scores_by_node(session: Session, task: TaskInfo) -> dict[str, float]:
+    scores = session.node_scores(task, session.nodes.all)
+    return {name: float(score) for name, score in zip(session.nodes.names, scores, strict=True)}
+
+
+def assert_node_by_node(session: Session, task: TaskInfo) -> None:
+    """Asking about one node at a time, or the nodes in another order, answers the same as
+    asking about all nodes at once (the allocate action's cache relies on it)."""
+    everything = session.nodes.all
+    ok, failures = session.predicate(task, everything)
+    scores = session.node_scores(task, everything)
+    for i in everything.tolist():
+        one = np.array([i])
+        one_ok, one_failures = session.predicate(task, one)
+        assert bool(one_ok[0]) == bool(ok[i]), session.nodes.names[i]
+        assert sorted(r for r, failed in one_failures if failed[0]) == sorted(
+            r for r, failed in failures if failed[i]
+        ), session.nodes.names[i]
+        assert np.isclose(session.node_scores(task, one)[0], scores[i]), session.nodes.names[i]
+    backwards = everything[::-1]
+    back_ok, _ = session.predicate(task, backwards)
+    assert np.array_equal(back_ok, ok[backwards])
+    assert np.allclose(session.node_scores(task, backwards), scores[backwards])
