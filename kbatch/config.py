@@ -148,7 +148,10 @@ def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> Sch
 
 
 def _describe(loc: tuple[int | str, ...]) -> str:
-    return ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in loc) or "(top)"
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top)"
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> str:

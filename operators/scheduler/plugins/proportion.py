@@ -48,29 +48,27 @@ def deserved_shares(
 
     Each round splits what is left by weight among the queues not yet met; a
     queue never gets more than min(request, capability) in any dimension (the
-    excess goes back to the pool). It ends when every queue is met, nothing is
-    left, or a round changes nothing.
+    excess goes back to the pool). It ends when every queue is met or nothing
+    is left.
     """
     deserved = {name: np.zeros_like(total, dtype=float) for name in weights}
     limit = {name: np.minimum(requests[name], capabilities[name]) for name in weights}
     met = {name for name in weights if less_equal(limit[name], deserved[name])}
     remaining = total.astype(float)
-    for _ in range(len(weights) + 1):
+    # Each round meets a queue or empties a dimension, so this bound is never the reason to stop.
+    for _ in range((len(weights) + 1) * (len(total) + 1)):
         open_weight = sum(w for name, w in weights.items() if name not in met)
         if open_weight == 0 or np.all(remaining <= EPSILON):
             break
-        progress = False
         for name, weight in weights.items():
             if name in met:
                 continue
             grown = np.minimum(deserved[name] + remaining * (weight / open_weight), limit[name])
-            progress = progress or bool(np.any(grown > deserved[name] + EPSILON))
-            deserved[name] = grown
-            if less_equal(limit[name], grown):
+            # met: it has what it asks, or it cannot grow (what it lacks, nobody has left)
+            if less_equal(limit[name], grown) or not np.any(grown > deserved[name] + EPSILON):
                 met.add(name)
+            deserved[name] = grown
         remaining = np.maximum(total - sum(deserved.values(), np.zeros_like(remaining)), 0)
-        if not progress:
-            break
     return deserved
 
 
@@ -131,15 +129,20 @@ class _Proportion:
             attr.reserved += np.maximum(job.min_resources - job.allocated, 0) * self.mask
 
     def victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """Tasks whose queue keeps at least its deserved share after giving them up."""
+        """Tasks of queues above their deserved share that, without them, still hold their
+        deserved share in at least one resource they deserve (Volcano's rule: a queue
+        over in cpu but exactly at its deserved memory can still give a task back)."""
         del reclaimer
         taken: dict[str, np.ndarray] = {}
         chosen = []
         for task in candidates:
             queue = self.session.jobs[task.job].queue
             attr = self.queues[queue]
-            after = attr.allocated - taken.get(queue, 0) - task.request * self.mask
-            if less_equal(attr.deserved, after):
+            held = attr.allocated - taken.get(queue, 0)
+            after = held - task.request * self.mask
+            over = np.any(held > attr.deserved + EPSILON)
+            deserved = attr.deserved > EPSILON
+            if over and np.any(deserved & (after + EPSILON >= attr.deserved)):
                 chosen.append(task)
                 taken[queue] = taken.get(queue, 0) + task.request * self.mask
         return chosen

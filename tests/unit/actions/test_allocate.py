@@ -1,0 +1,102 @@
+"""allocate: gangs all or nothing, no deadlock, room freed by discards, pipelining."""
+
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.operators.scheduler.framework.info import TaskStatus
+from builders import Cluster, run_actions
+
+R = TaskStatus.RUNNING
+
+
+def bound_jobs(binds: list[tuple[str, str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for task, _ in binds:
+        job = task.rsplit("-", 1)[0]
+        counts[job] = counts.get(job, 0) + 1
+    return counts
+
+
+def test_a_gang_that_fits_is_bound_whole() -> None:
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4)
+    cluster.job("qj", min_member=6).tasks(6, cpu=1)
+    assert bound_jobs(run_actions(cluster.open(), "allocate").binds) == {"qj": 6}
+
+
+def test_a_gang_that_does_not_fit_binds_nothing() -> None:
+    cluster = Cluster().node("n1", cpu=4)
+    cluster.job("qj", min_member=5).tasks(5, cpu=1)
+    assert run_actions(cluster.open(), "allocate").binds == []
+
+
+def test_two_gangs_that_do_not_both_fit_never_deadlock() -> None:
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4)
+    cluster.job("first", min_member=6, created=1.0).tasks(6, cpu=1)
+    cluster.job("second", min_member=6, created=2.0).tasks(6, cpu=1)
+    sent = run_actions(cluster.open(), "allocate")
+    assert bound_jobs(sent.binds) == {"first": 6}
+    assert sent.pod_groups["default/second"].conditions[0].status == "True"
+
+
+def test_a_discarded_gang_leaves_room_for_the_next_job() -> None:
+    # kube-batch#514: the half-placed big gang kept its room until the session ended
+    cluster = Cluster().node("n1", cpu=4)
+    cluster.job("big", min_member=8, created=1.0).tasks(8, cpu=1)
+    cluster.job("small", min_member=4, created=2.0).tasks(4, cpu=1)
+    assert bound_jobs(run_actions(cluster.open(), "allocate").binds) == {"small": 4}
+
+
+def test_room_being_released_pipelines_without_binding() -> None:
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.job("leaving").tasks(2, cpu=1, status=TaskStatus.RELEASING, node="n1")
+    cluster.job("next", min_member=2).tasks(2, cpu=1)
+    session = cluster.open()
+    sent = run_actions(session, "allocate")
+    assert sent.binds == []
+    assert [t.status for t in session.jobs["default/next"].tasks.values()] == [
+        TaskStatus.PIPELINED
+    ] * 2
+
+
+def test_queues_take_turns_by_share() -> None:
+    cluster = Cluster().node("n1", cpu=4).queue("a").queue("b")
+    cluster.job("ja", queue="a").tasks(4, cpu=1)
+    cluster.job("jb", queue="b").tasks(4, cpu=1)
+    assert bound_jobs(run_actions(cluster.open(), "allocate").binds) == {"ja": 2, "jb": 2}
+
+
+def test_an_overused_queue_gets_nothing_more() -> None:
+    cluster = Cluster().node("n1", cpu=8).queue("a").queue("b")
+    cluster.job("ja", queue="a").tasks(5, cpu=1, status=R, node="n1").tasks(1, cpu=1)
+    cluster.job("jb", queue="b").tasks(4, cpu=1)  # deserved: 4 cpu each; a holds 5
+    assert bound_jobs(run_actions(cluster.open(), "allocate").binds) == {"jb": 3}
+
+
+def test_best_effort_tasks_are_left_to_backfill() -> None:
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4)
+    cluster.job("be", min_member=2).tasks(2, cpu=0, memory=0)
+    session = cluster.open()
+    assert run_actions(session, "allocate").binds == []
+    cluster2 = Cluster().node("n1", cpu=4).node("n2", cpu=4)
+    cluster2.job("be", min_member=2).tasks(2, cpu=0, memory=0)
+    assert run_actions(cluster2.open(), "backfill").binds == [("be-0", "n1"), ("be-1", "n1")]
+
+
+def test_pending_groups_wait_for_enqueue_only_when_enqueue_is_configured() -> None:
+    def cluster() -> Cluster:
+        c = Cluster().node("n1", cpu=4)
+        c.job("j", phase=PodGroupPhase.PENDING).tasks(1)
+        return c
+
+    with_enqueue = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+    without = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+    s = cluster().open(with_enqueue)
+    from kbatch.operators.scheduler.actions import allocate
+
+    allocate.execute(s)
+    assert s.stats.binds == 0
+    assert run_actions(cluster().open(without), "allocate").binds == [("j-0", "n1")]
+
+
+def test_node_ties_are_broken_by_name() -> None:
+    cluster = Cluster().node("b").node("a").node("c")
+    cluster.job("j").tasks(1, cpu=1)
+    assert run_actions(cluster.open(), "allocate").binds == [("j-0", "a")]

@@ -1,0 +1,79 @@
+"""Scheduler configuration: parsed strictly, errors name the line and the field."""
+
+import pytest
+
+from kbatch.config import ConfigError
+from kbatch.operators.scheduler import runner
+
+GOOD = """\
+actions: "enqueue, reclaim, allocate, backfill, preempt"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    disableJobOrder: true
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+    arguments:
+      predicate.MemoryPressureEnable: true
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def test_the_design_example_parses_with_both_switch_spellings() -> None:
+    conf = runner.load_conf(GOOD.replace("reclaim, ", "").replace(", preempt", ""))
+    assert conf.actions == ("enqueue", "allocate", "backfill")
+    gang = conf.tiers[0].plugins[1]
+    assert not gang.enables("JobOrder") and gang.enables("JobReady")
+    assert conf.tiers[1].plugins[1].arguments == {"predicate.MemoryPressureEnable": True}
+
+
+def test_default_conf_is_the_design_default() -> None:
+    conf = runner.default_conf()
+    assert conf.actions == ("enqueue", "allocate", "backfill")
+    assert [[p.name for p in t.plugins] for t in conf.tiers] == [
+        ["priority", "gang", "conformance"],
+        ["drf", "predicates", "proportion", "nodeorder"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'actions: "enqueue, alocate"\ntiers:\n- plugins:\n  - name: gang\n',
+            "line 1: unknown action 'alocate'",
+        ),
+        (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: gnag\n',
+            "line 5: unknown plugin 'gnag'",
+        ),
+        ('actions: "allocate"\ntiers: []\n', "tiers: Tuple should have at least 1 item"),
+        ('actions: "allocate"\n', "tiers: Field required"),
+        (
+            'actions: "allocate"\ntiers:\n- plugins: []\n',
+            "line 3: tiers[0].plugins: Tuple should have at least 1 item",
+        ),
+        (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: "no"\n',
+            "enableJobOrder must be true or false",
+        ),
+        (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    colour: red\n',
+            "colour: Extra inputs are not permitted",
+        ),
+        ("actions: 3\ntiers:\n- plugins:\n  - name: gang\n", "actions"),
+        ('actions: ""\ntiers:\n- plugins:\n  - name: gang\n', "no action named"),
+        ("actions: [unclosed\n", "not valid YAML"),
+        ("- just\n- a list\n", "expected a mapping"),
+        ('actions: "allocate, allocate"\ntiers:\n- plugins:\n  - name: gang\n', "listed twice"),
+    ],
+)
+def test_bad_configs_are_refused_with_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        runner.load_conf(text, "conf.yaml")
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("conf.yaml")

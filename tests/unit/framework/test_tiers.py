@@ -1,0 +1,185 @@
+"""The tier combination rules of DESIGN §3, on functions registered by stand-in plugins."""
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from kbatch.config import PluginOption, SchedulerConf, Tier
+from kbatch.operators.scheduler.framework.info import TaskInfo
+from kbatch.operators.scheduler.framework.session import Invalid, Session
+from builders import Cluster, FakeCluster
+
+Registrar = Callable[[Session], None]
+
+
+def session_with(*tiers: list[tuple[str, Registrar, dict[str, bool]]]) -> tuple[Session, Cluster]:
+    """A session whose tiers hold stand-in plugins: (name, register(session), switches)."""
+    cluster = Cluster().node("n1").node("n2")
+    cluster.job("a", created=1.0).tasks(1)
+    cluster.job("b", created=2.0).tasks(1)
+    conf = SchedulerConf(
+        actions=("allocate",),
+        tiers=tuple(
+            Tier(plugins=tuple(PluginOption(name=name, **switches) for name, _, switches in tier))
+            for tier in tiers
+        ),
+    )
+    fake = FakeCluster(cluster.snapshot())
+    session = Session(fake.snapshot(), conf, fake, now=0.0, uid="s")
+    for t, tier in enumerate(tiers):
+        for (_, register, _), option in zip(tier, conf.tiers[t].plugins, strict=True):
+            session.opening(option, t)
+            register(session)
+    session.compile()
+    return session, cluster
+
+
+def jobs(session: Session) -> tuple:
+    return session.jobs["default/a"], session.jobs["default/b"]
+
+
+def test_first_plugin_that_tells_jobs_apart_wins() -> None:
+    prefer_b = lambda s: s.add_job_order_fn(lambda job: 0 if job.name == "b" else 1)  # noqa: E731
+    tie = lambda s: s.add_job_order_fn(lambda job: 0)  # noqa: E731
+    prefer_a = lambda s: s.add_job_order_fn(lambda job: 0 if job.name == "a" else 1)  # noqa: E731
+    session, _ = session_with([("tie", tie, {}), ("b", prefer_b, {})], [("a", prefer_a, {})])
+    a, b = jobs(session)
+    assert sorted([a, b], key=session.job_order_key) == [b, a]
+
+
+def test_full_tie_falls_to_creation_time_then_uid() -> None:
+    tie = lambda s: s.add_job_order_fn(lambda job: 0)  # noqa: E731
+    session, _ = session_with([("tie", tie, {})])
+    a, b = jobs(session)
+    assert sorted([b, a], key=session.job_order_key) == [a, b]
+    b.created = a.created
+    assert sorted([b, a], key=session.job_order_key) == [a, b]  # uid "default/a" < "default/b"
+
+
+@pytest.mark.parametrize("switch", [{"enableJobOrder": False}, {"disableJobOrder": True}])
+def test_switched_off_order_function_is_not_asked(switch: dict[str, bool]) -> None:
+    prefer_b = lambda s: s.add_job_order_fn(lambda job: 0 if job.name == "b" else 1)  # noqa: E731
+    session, _ = session_with([("b", prefer_b, switch)])
+    a, b = jobs(session)
+    assert sorted([b, a], key=session.job_order_key) == [a, b]
+
+
+def test_every_predicate_of_every_tier_must_pass_and_reasons_are_kept() -> None:
+    def rejects(name: str, node: int) -> Registrar:
+        def register(s: Session) -> None:
+            s.add_predicate_fn(lambda task, idx: [(f"no {name}", idx == node)])
+
+        return register
+
+    session, _ = session_with([("x", rejects("x", 0), {})], [("y", rejects("y", 1), {})])
+    task = next(iter(jobs(session)[0].tasks.values()))
+    ok, failures = session.predicate(task, session.nodes.all)
+    assert ok.tolist() == [False, False]
+    assert [reason for reason, _ in failures] == ["no x", "no y"]
+
+
+def test_switched_off_predicate_is_skipped() -> None:
+    reject_all = lambda s: s.add_predicate_fn(lambda task, idx: [("no", np.ones(len(idx), bool))])  # noqa: E731
+    session, _ = session_with([("x", reject_all, {"enablePredicate": False})])
+    task = next(iter(jobs(session)[0].tasks.values()))
+    assert session.predicate(task, session.nodes.all)[0].all()
+
+
+def test_node_scores_of_all_plugins_add_up() -> None:
+    first = lambda s: s.add_node_order_fn(lambda task, idx: np.array([1.0, 2.0])[idx])  # noqa: E731
+    second = lambda s: s.add_node_order_fn(lambda task, idx: np.array([5.0, 0.0])[idx])  # noqa: E731
+    session, _ = session_with([("f", first, {})], [("s", second, {})])
+    task = next(iter(jobs(session)[0].tasks.values()))
+    assert session.node_scores(task, session.nodes.all).tolist() == [6.0, 2.0]
+
+
+def victims_of(names: set[str]) -> Registrar:
+    def register(s: Session) -> None:
+        s.add_preemptable_fn(lambda p, cands: [t for t in cands if t.name in names])
+
+    return register
+
+
+def candidates(session: Session) -> tuple[TaskInfo, list[TaskInfo]]:
+    a, b = jobs(session)
+    preemptor = next(iter(a.tasks.values()))
+    return preemptor, [next(iter(b.tasks.values())), preemptor]
+
+
+@pytest.mark.parametrize(
+    ("tiers", "expected"),
+    [
+        # the first tier with the function decides by intersection
+        ([[("p", victims_of({"b-0", "a-0"}), {}), ("q", victims_of({"b-0"}), {})]], ["b-0"]),
+        # empty intersection: no victims, and the later tier is NOT asked (kube-batch fell through)
+        (
+            [
+                [("p", victims_of({"a-0"}), {}), ("q", victims_of({"b-0"}), {})],
+                [("r", victims_of({"b-0"}), {})],
+            ],
+            [],
+        ),
+        # a tier without the function passes the question on
+        ([[("none", lambda s: None, {})], [("r", victims_of({"b-0"}), {})]], ["b-0"]),
+        # switched off counts as not having it
+        (
+            [
+                [("p", victims_of(set()), {"enablePreemptable": False})],
+                [("r", victims_of({"b-0"}), {})],
+            ],
+            ["b-0"],
+        ),
+        # nobody has it: nobody is a victim
+        ([[("none", lambda s: None, {})]], []),
+    ],
+)
+def test_victims_come_from_the_first_tier_that_has_the_function(
+    tiers: list, expected: list[str]
+) -> None:
+    session, _ = session_with(*tiers)
+    preemptor, cands = candidates(session)
+    assert [t.name for t in session.preemptable(preemptor, cands)] == expected
+
+
+def test_overused_if_any_ready_only_if_all_valid_first_rejection() -> None:
+    def register(overused: bool, ready: bool, invalid: str | None) -> Registrar:
+        def reg(s: Session) -> None:
+            s.add_overused_fn(lambda q: overused)
+            s.add_job_ready_fn(lambda j: ready)
+            s.add_job_pipelined_fn(lambda j: ready)
+            s.add_job_valid_fn(lambda j: Invalid(invalid, invalid) if invalid else None)
+
+        return reg
+
+    session, _ = session_with(
+        [("x", register(False, True, None), {}), ("y", register(True, False, "Y"), {})],
+        [("z", register(False, True, "Z"), {})],
+    )
+    a, _ = jobs(session)
+    assert session.overused(session.queues["default"])
+    assert not session.job_ready(a)
+    assert not session.job_pipelined(a)
+    assert session.job_valid(a) == Invalid("Y", "Y")
+
+
+def test_event_handlers_of_every_plugin_see_allocations() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def register(name: str) -> Registrar:
+        def reg(s: Session) -> None:
+            s.add_event_handler(
+                allocate=lambda t: seen.append((name, "+" + t.name)),
+                deallocate=lambda t: seen.append((name, "-" + t.name)),
+            )
+
+        return reg
+
+    session, _ = session_with([("x", register("x"), {})], [("y", register("y"), {})])
+    from kbatch.operators.scheduler.framework.statement import Statement
+
+    task = next(iter(jobs(session)[0].tasks.values()))
+    statement = Statement(session)
+    statement.allocate(task, 0)
+    statement.discard()
+    assert seen == [("x", "+a-0"), ("y", "+a-0"), ("x", "-a-0"), ("y", "-a-0")]

@@ -1,0 +1,105 @@
+"""proportion: water-filling deserved shares, queue order, overused, capability."""
+
+import numpy as np
+import pytest
+
+from kbatch.operators.scheduler.framework.info import TaskStatus
+from kbatch.operators.scheduler.plugins.proportion import deserved_shares
+from builders import Cluster, run_actions, vec
+
+INF = np.full(4, np.inf)
+
+
+def shares(total, weights, requests, caps=None):
+    caps = caps or {}
+    return deserved_shares(total, weights, requests, {n: caps.get(n, INF) for n in weights})
+
+
+def test_the_kube_batch_notes_example() -> None:
+    # nodes 6 cpu/15Gi + 3 cpu/12Gi; q1 w2 asks 5/10Gi, q2 w4 asks 10/20Gi
+    got = shares(vec(9, 27), {"q1": 2, "q2": 4}, {"q1": vec(5, 10), "q2": vec(10, 20)})
+    np.testing.assert_allclose(got["q1"], vec(3, 9))
+    np.testing.assert_allclose(got["q2"], vec(6, 18))
+
+
+def test_a_met_queue_keeps_its_request_and_the_rest_is_shared_again() -> None:
+    got = shares(
+        vec(10), {"small": 1, "big": 1, "mid": 2}, {"small": vec(1), "big": vec(20), "mid": vec(20)}
+    )
+    np.testing.assert_allclose(got["small"], vec(1))
+    np.testing.assert_allclose(got["big"], vec(3))
+    np.testing.assert_allclose(got["mid"], vec(6))
+
+
+def test_capability_caps_deserved_and_the_excess_goes_to_others() -> None:
+    got = shares(
+        vec(10),
+        {"a": 1, "b": 1},
+        {"a": vec(10), "b": vec(10)},
+        {"a": vec(2) + np.array([0, np.inf, np.inf, np.inf])},
+    )
+    np.testing.assert_allclose(got["a"], vec(2))
+    np.testing.assert_allclose(got["b"], vec(8))
+
+
+def test_a_dimension_nobody_asks_for_does_not_keep_queues_unmet() -> None:
+    # gpus exist but nobody asks; kube-batch's strict test never met a queue here
+    total = vec(10, 10, gpu=4)
+    got = shares(total, {"a": 1, "b": 1}, {"a": vec(2, 2), "b": vec(20, 20)})
+    np.testing.assert_allclose(got["a"], vec(2, 2))
+    np.testing.assert_allclose(got["b"], vec(8, 8))
+
+
+def test_a_queue_asking_what_the_cluster_lacks_does_not_hoard_the_rest() -> None:
+    got = shares(vec(10), {"gpu": 1, "cpu": 1}, {"gpu": vec(1, gpu=2), "cpu": vec(10)})
+    np.testing.assert_allclose(got["gpu"], vec(1))
+    np.testing.assert_allclose(got["cpu"], vec(9))
+
+
+def test_nothing_asked_nothing_deserved() -> None:
+    got = shares(vec(10), {"idle": 5, "busy": 1}, {"idle": vec(), "busy": vec(4)})
+    np.testing.assert_allclose(got["idle"], vec())
+    np.testing.assert_allclose(got["busy"], vec(4))
+
+
+def two_queues() -> Cluster:
+    cluster = Cluster().node("n1", cpu=4, memory=16).queue("q1", weight=1).queue("q2", weight=1)
+    cluster.job("a", queue="q1").tasks(3, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("b", queue="q2").tasks(4, cpu=1)
+    return cluster
+
+
+def test_queue_order_and_overused_follow_shares() -> None:
+    session = two_queues().open()
+    q1, q2 = session.queues["q1"], session.queues["q2"]
+    assert session.overused(q1)  # 3 cpu held, 2 deserved
+    assert not session.overused(q2)
+    assert session.queue_order_key(q2) < session.queue_order_key(q1)
+
+
+def test_queue_status_is_published_with_quantities() -> None:
+    sent = run_actions(two_queues().open(), "allocate")
+    assert sent.queues["q1"].deserved == {"cpu": "2", "memory": "3Gi"}
+    assert sent.queues["q1"].allocated == {"cpu": "3", "memory": "3Gi"}
+    assert sent.queues["q2"].allocated == {"cpu": "1", "memory": "1Gi"}
+    assert sent.queues["q2"].request == {"cpu": "4", "memory": "4Gi"}
+
+
+def test_capability_caps_allocation() -> None:
+    cluster = Cluster().node("n1", cpu=8).queue("capped", capability=vec(2, 100, 100, 100))
+    cluster.job("j", queue="capped").tasks(5, cpu=1)
+    sent = run_actions(cluster.open(), "allocate")
+    assert len(sent.binds) == 2
+
+
+@pytest.mark.parametrize(("allocated", "victims"), [(3, ["a-0"]), (2, [])])
+def test_a_queue_gives_up_tasks_only_above_its_deserved_share(
+    allocated: int, victims: list[str]
+) -> None:
+    cluster = Cluster().node("n1", cpu=4).queue("q1").queue("q2")
+    cluster.job("a", queue="q1").tasks(allocated, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("b", queue="q2").tasks(2, cpu=1)
+    session = cluster.open('actions: "allocate"\ntiers:\n- plugins:\n  - name: proportion\n')
+    reclaimer = next(iter(session.jobs["default/b"].tasks.values()))
+    running = list(session.jobs["default/a"].tasks.values())
+    assert [t.name for t in session.reclaimable(reclaimer, running)][:1] == victims
