@@ -2,6 +2,8 @@
 
 from types import ModuleType
 
-from kbatch.operators.scheduler.actions import allocate, backfill, enqueue
+from kbatch.operators.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
 
-REGISTRY: dict[str, ModuleType] = {module.NAME: module for module in (enqueue, allocate, backfill)}
+REGISTRY: dict[str, ModuleType] = {
+    module.NAME: module for module in (enqueue, allocate, backfill, preempt, reclaim)
+}

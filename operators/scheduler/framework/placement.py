@@ -45,8 +45,12 @@ class Placer:
     def _fits(self, request: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         nodes = self.nodes
         need = request[self._check]
+        releasing = nodes.releasing[idx][:, self._check]
+        pipelined = nodes.pipelined[idx][:, self._check]
         idle = (nodes.allocatable[idx] - nodes.used[idx])[:, self._check]
-        future = idle + (nodes.releasing[idx] - nodes.pipelined[idx])[:, self._check]
+        future = idle + releasing - pipelined
+        # pipelined tasks wait for what is being released; beyond that they hold idle room
+        idle = idle - np.maximum(pipelined - releasing, 0)
         return (
             np.all(need <= idle + EPSILON, axis=1),
             np.all(need <= future + EPSILON, axis=1),

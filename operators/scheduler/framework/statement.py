@@ -51,6 +51,16 @@ class Statement:
     def evicted(self) -> list[TaskInfo]:
         return [c.task for c in self._changes if c.op is Op.EVICT]
 
+    def mark(self) -> int:
+        """A point to roll back to (see ``rollback``)."""
+        return len(self._changes)
+
+    def rollback(self, mark: int) -> None:
+        """Undo, in the session, the changes made since ``mark``."""
+        for change in reversed(self._changes[mark:]):
+            self._undo(change)
+        del self._changes[mark:]
+
     def commit(self) -> None:
         for change in self._changes:
             if change.op is Op.ALLOCATE:
@@ -60,7 +70,8 @@ class Statement:
         self._changes.clear()
 
     def discard(self) -> None:
-        for change in reversed(self._changes):
-            node = change.task.node if change.previous is not TaskStatus.PENDING else NO_NODE
-            self.session.set_status(change.task, change.previous, node)
-        self._changes.clear()
+        self.rollback(0)
+
+    def _undo(self, change: _Change) -> None:
+        node = change.task.node if change.previous is not TaskStatus.PENDING else NO_NODE
+        self.session.set_status(change.task, change.previous, node)
