@@ -1,11 +1,11 @@
 """gang: validity, readiness, order, victims that never break a gang, conditions in words."""
 
 import pytest
+from builders import Cluster, run_actions
 
 from kbatch.api.podgroup import ConditionType
 from kbatch.operators.scheduler.framework.info import TaskStatus
 from kbatch.operators.scheduler.plugins import gang
-from builders import Cluster, run_actions
 
 R = TaskStatus.RUNNING
 GANG_ONLY = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'

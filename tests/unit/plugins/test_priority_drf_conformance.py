@@ -1,8 +1,9 @@
 """priority, drf and conformance: orders and victim rules."""
 
+from builders import Cluster
+
 from kbatch.operators.scheduler.framework.info import TaskStatus
 from kbatch.operators.scheduler.plugins import conformance
-from builders import Cluster
 
 R = TaskStatus.RUNNING
 

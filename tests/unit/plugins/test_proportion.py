@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from builders import Cluster, run_actions, vec
 
 from kbatch.operators.scheduler.framework.info import TaskStatus
 from kbatch.operators.scheduler.plugins.proportion import deserved_shares
-from builders import Cluster, run_actions, vec
 
 INF = np.full(4, np.inf)
 
