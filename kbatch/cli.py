@@ -1,14 +1,112 @@
-"""The ``kbatch`` command."""
+"""The ``kbatch`` command: one function per subcommand, each thin over its package.
+
+An input error (bad manifest, config, duration, missing file) prints one line,
+``kbatch: error: ...``, on stderr and exits 2 — never a traceback.
+"""
 
 import argparse
+import json
+import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from kbatch.cluster.errors import ObjectError
+from kbatch.config import ConfigError
+from kbatch.sim import clock, manifests
+
+EXIT_USAGE = 2
+# Errors that are the user's input, not a bug: reported in one line.
+INPUT_ERRORS = (manifests.ManifestError, ConfigError, clock.DurationError, ObjectError, OSError)
+
+Command = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"kbatch: error: {message} (see {self.prog} --help)\n")
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """``kbatch simulate``: run the scheduler against manifests, print the outcome."""
+    from kbatch import sim
+    from kbatch.sim import output, progress, report
+
+    bar = None
+    if args.progress or sys.stderr.isatty():
+        until = clock.parse_duration(args.until, "--until") if args.until else None
+        bar = progress.ProgressBar(sys.stderr, until, forced=args.progress)
+    try:
+        outcome = sim.run(
+            args.files, config=args.config, until=args.until, period=args.period, progress=bar
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    result = output.to_json(outcome)
+    if args.report is not None:
+        report.write(args.report, outcome.timeline, result, title=_title(args.files))
+    if args.output == "json":
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(output.to_table(result))
+    return 0
+
+
+def _title(files: list[Path]) -> str:
+    return "kbatch simulation: " + ", ".join(path.name for path in files)
+
+
+def _add_simulate(commands: "argparse._SubParsersAction[_Parser]") -> None:
+    parser = commands.add_parser(
+        "simulate",
+        help="run the scheduler against Kubernetes manifests in memory",
+        description="Run the real scheduler against an in-memory cluster built from "
+        "Kubernetes manifests (Nodes, Queues, PodGroups, Pods, Jobs, ...).",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="YAML manifests")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="scheduler conf (YAML)")
+    parser.add_argument(
+        "--until", metavar="DURATION", help="stop at this simulated time (e.g. 10m)"
+    )
+    parser.add_argument(
+        "--period", default="1s", metavar="DURATION", help="scheduling period (default 1s)"
+    )
+    parser.add_argument("--output", choices=("table", "json"), default="table")
+    parser.add_argument("--report", type=Path, metavar="FILE.html", help="write plots here")
+    parser.add_argument(
+        "--progress", action="store_true", help="show a progress bar even when not on a terminal"
+    )
+    parser.set_defaults(command=simulate)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = _Parser(prog="kbatch", description="A batch scheduler for Kubernetes")
+    commands = root.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
+    _add_simulate(commands)
+    return root
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kbatch", description="A batch scheduler for Kubernetes")
-    parser.add_subparsers(dest="command", required=True)
-    parser.parse_args(argv)
-    return 0
+    args = parser().parse_args(argv)
+    command: Command = args.command
+    try:
+        return command(args)
+    except BrokenPipeError:
+        # The reader went away (``kbatch simulate ... | head``): not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except INPUT_ERRORS as exc:
+        print(f"kbatch: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":

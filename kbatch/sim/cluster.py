@@ -1,0 +1,266 @@
+"""The in-memory cluster: a ClusterState that plays API server and kubelet.
+
+It implements the scheduler core's ``Cluster`` interface:
+
+- bind: the pod gets ``spec.nodeName``, ``status.phase: Running`` and a
+  ``startTime`` at once (simulated pods start the moment they are bound), and a
+  ``Scheduled`` event;
+- evict: the pod gets a ``deletionTimestamp`` (it is Releasing and still holds
+  its node) and is removed ``spec.terminationGracePeriodSeconds`` later —
+  **0 when the pod does not set it** (not Kubernetes' 30 s: a simulated
+  container stops at once), so by default at the next tick;
+- PodGroup and Queue status writes replace the objects' status;
+- events carry the simulated time and are deduplicated: an event identical to
+  the last one for the same object is not repeated.
+
+It also keeps what the API would forget: when each object was created, each
+pod's evictions, and the pods removed during the run (reported with phase
+``Failed``, as the kubelet ends a deleted pod that had not finished).
+"""
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.api.podgroup import PodGroupStatus
+from kbatch.api.queue import QueueStatus
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.framework.info import TaskInfo
+from kbatch.operators.scheduler.framework.interface import (
+    Binder,
+    EventRecorder,
+    Evictor,
+    ObjectRef,
+    Snapshot,
+    StatusWriter,
+)
+from kbatch.sim import clock, manifests
+
+Object = dict[str, Any]
+PodKey = tuple[str, str]  # namespace, name
+FINISHED = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    time: float
+    kind: str
+    namespace: str
+    name: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class PodTimes:
+    """What the simulator knows of one pod beyond its object."""
+
+    duration: float | None = None  # from kbatch.io/sim-duration
+    finish_at: float | None = None  # set when it starts running with a duration
+    release_at: float | None = None  # set when it is being deleted
+    evictions: int = 0
+
+
+class SimCluster:
+    """ClusterState plus the side effects a scheduler sends; ``changes`` counts real ones."""
+
+    def __init__(self, state: ClusterState, sim_clock: clock.SimClock) -> None:
+        self.state = state
+        self.clock = sim_clock
+        self.binder: Binder = self
+        self.evictor: Evictor = self
+        self.status: StatusWriter = self
+        self.events: EventRecorder = self
+        self.event_log: list[Event] = []
+        self.pods: dict[PodKey, PodTimes] = {}
+        self.removed: dict[PodKey, Object] = {}  # pods deleted during the run, as last seen
+        self.created_at: dict[str, float] = {}  # "Kind ns/name" -> simulated time
+        self.changes = 0
+        self._uids = 0
+        self._last_event: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+
+    # ----------------------------------------------------------------- the API server
+    def snapshot(self) -> Snapshot:
+        return self.state.snapshot()
+
+    def create(self, obj: Object) -> None:
+        """Create or replace ``obj`` as the API server would: uid and creationTimestamp
+        on creation (kept on replacement), its namespace made if missing."""
+        kind, metadata = obj["kind"], obj["metadata"]
+        namespace = metadata.get("namespace", "")
+        if namespace and self.state.get("Namespace", "", namespace) is None:
+            self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        existing = self.state.get(kind, namespace, metadata["name"])
+        obj = {**obj, "metadata": {**metadata, **self.identity(existing)}}
+        if kind == "Pod":
+            obj = self._started_if_bound(obj, existing)
+        self.state.apply(obj)
+        self.changes += 1
+        if existing is None:
+            self.created_at[manifests.ref_of(obj)] = self.clock.now
+        if kind == "Pod":
+            self._track_pod(obj, existing)
+
+    def identity(self, existing: Object | None) -> dict[str, str]:
+        """uid and creationTimestamp: ``existing``'s, or new ones (uids count up from 1)."""
+        if existing is not None:
+            old = existing["metadata"]
+            return {"uid": old["uid"], "creationTimestamp": old["creationTimestamp"]}
+        self._uids += 1
+        return {
+            "uid": str(uuid.UUID(int=self._uids)),
+            "creationTimestamp": clock.timestamp(self.clock.now),
+        }
+
+    def _started_if_bound(self, pod: Object, existing: Object | None) -> Object:
+        """A pod created with ``spec.nodeName`` is already bound, and so running."""
+        status = dict(pod.get("status") or {})
+        if existing is not None and "status" not in pod:
+            status = dict(existing.get("status") or {})
+        bound = (pod.get("spec") or {}).get("nodeName")
+        if bound and status.get("phase", "Pending") == "Pending":
+            status["phase"] = "Running"
+        if status.get("phase") == "Running" and "startTime" not in status:
+            status["startTime"] = clock.timestamp(self.clock.now)
+        return {**pod, "status": status} if status else pod
+
+    def _track_pod(self, pod: Object, existing: Object | None) -> None:
+        key = _key(pod)
+        self.removed.pop(key, None)
+        times = self.pods.setdefault(key, PodTimes())
+        if existing is None or times.duration is None:
+            times.duration = manifests.annotation_duration(pod, manifests.DURATION, "simulator")
+        if (pod.get("status") or {}).get("phase") == "Running" and times.finish_at is None:
+            self._start(times)
+
+    def _start(self, times: PodTimes) -> None:
+        if times.duration is not None:
+            times.finish_at = self.clock.now + times.duration
+
+    def delete_pod(self, pod: Object) -> None:
+        """Delete a pod: at once if it holds no node, else after its grace period."""
+        metadata = pod["metadata"]
+        if metadata.get("deletionTimestamp"):
+            return
+        times = self.pods.setdefault(_key(pod), PodTimes())
+        if not (pod.get("spec") or {}).get("nodeName") or pod["status"].get("phase") in FINISHED:
+            self._remove(pod)
+            return
+        grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+        grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else 0
+        deleting = {
+            **metadata,
+            "deletionTimestamp": clock.timestamp(self.clock.now),
+            "deletionGracePeriodSeconds": grace,
+        }
+        self.state.apply({**pod, "metadata": deleting})
+        times.release_at = self.clock.now + grace
+        times.finish_at = None
+        self.changes += 1
+
+    def _remove(self, pod: Object) -> None:
+        metadata = pod["metadata"]
+        self.state.delete("Pod", metadata["namespace"], metadata["name"])
+        status = pod.get("status") or {}
+        if status.get("phase") not in FINISHED:
+            pod = {**pod, "status": {**status, "phase": "Failed"}}
+        self.removed[_key(pod)] = pod
+        self.changes += 1
+
+    # ----------------------------------------------------------------- the kubelet
+    def finish_due(self, now: float) -> None:
+        """Pods whose sim-duration has elapsed succeed."""
+        for key, times in self.pods.items():
+            if times.finish_at is None or times.finish_at > now:
+                continue
+            times.finish_at = None
+            pod = self.state.get("Pod", *key)
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                continue
+            self.state.apply({**pod, "status": {**pod["status"], "phase": "Succeeded"}})
+            self.changes += 1
+
+    def remove_released(self, now: float) -> None:
+        """Pods being deleted whose grace period is over disappear."""
+        for key, times in self.pods.items():
+            if times.release_at is None or times.release_at > now:
+                continue
+            times.release_at = None
+            pod = self.state.get("Pod", *key)
+            if pod is not None:
+                self._remove(pod)
+
+    def next_event(self) -> float | None:
+        """When the next pod finishes or goes away on its own (None: never)."""
+        times = [
+            t
+            for pod in self.pods.values()
+            for t in (pod.finish_at, pod.release_at)
+            if t is not None
+        ]
+        return min(times, default=None)
+
+    # ----------------------------------------------------------------- Binder, Evictor
+    def bind(self, task: TaskInfo, node: str) -> None:
+        pod = self.state.get("Pod", task.namespace, task.name)
+        ref = ObjectRef("Pod", task.namespace, task.name)
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            self.record(ref, "Warning", "FailedBinding", f"pod {task.key} no longer exists")
+            return
+        status = {
+            **(pod.get("status") or {}),
+            "phase": "Running",
+            "startTime": clock.timestamp(self.clock.now),
+        }
+        self.state.apply({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
+        self.changes += 1
+        self._start(self.pods.setdefault(_key(pod), PodTimes()))
+        self.record(ref, "Normal", "Scheduled", f"Successfully assigned {task.key} to {node}")
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        pod = self.state.get("Pod", task.namespace, task.name)
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            return
+        self.pods.setdefault(_key(pod), PodTimes()).evictions += 1
+        self.delete_pod(pod)
+
+    # ----------------------------------------------------------------- StatusWriter
+    def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
+        self._write_status(
+            "PodGroup",
+            namespace,
+            name,
+            status.model_dump(mode="json", by_alias=True, exclude_none=True),
+        )
+
+    def update_queue(self, name: str, status: QueueStatus) -> None:
+        self._write_status("Queue", "", name, status.model_dump(mode="json", by_alias=True))
+
+    def _write_status(self, kind: str, namespace: str, name: str, status: Object) -> None:
+        obj = self.state.get(kind, namespace, name)
+        if obj is None or obj.get("status") == status:
+            return
+        self.state.apply({**obj, "status": status})
+        self.changes += 1
+
+    # ----------------------------------------------------------------- EventRecorder
+    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        key, entry = (ref.kind, ref.namespace, ref.name), (type_, reason, message)
+        if self._last_event.get(key) == entry:
+            return
+        self._last_event[key] = entry
+        self.event_log.append(
+            Event(self.clock.now, ref.kind, ref.namespace, ref.name, type_, reason, message)
+        )
+
+
+def _key(pod: Object) -> PodKey:
+    metadata = pod["metadata"]
+    return str(metadata.get("namespace") or "default"), str(metadata["name"])
+
+
+def group_of(pod: Object) -> str | None:
+    annotations = pod["metadata"].get("annotations") or {}
+    return annotations.get(GROUP_NAME_ANNOTATION) or None

@@ -1,0 +1,197 @@
+"""The job controller the simulator plays for batch/v1 Jobs.
+
+A Job that is not suspended keeps ``min(parallelism, completions − succeeded)``
+pods active (defaults: parallelism 1, completions = parallelism). Its pods are
+named ``<job>-<n>``, n counting up from 0 across replacements (deterministic,
+unlike Kubernetes' random suffixes), and carry the template's labels (plus
+``job-name`` and ``controller-uid``), annotations and spec, and an owner
+reference to the Job. A pod that is deleted or evicted is replaced at once; a
+pod being deleted no longer counts as active (Kubernetes' default pod
+replacement policy). ``spec.suspend: true`` deletes the active pods and
+creates none. Once ``completions`` pods have succeeded, the Job gets a
+``Complete`` condition and a ``completionTime``.
+
+A ``kbatch.io/sim-duration`` on the Job itself is passed to pods whose
+template does not set one. ``backoffLimit`` is not modelled: the simulator
+never fails a pod.
+"""
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbatch.cluster.errors import ObjectError
+from kbatch.operators.scheduler.framework.interface import ObjectRef
+from kbatch.sim import clock, manifests
+from kbatch.sim.cluster import FINISHED, SimCluster
+
+Object = dict[str, Any]
+
+
+@dataclass(slots=True)
+class JobRecord:
+    obj: Object
+    next_index: int = 0
+    pods: dict[str, Object] = field(default_factory=dict)  # this tick's pods, by name
+
+
+def job_spec_ints(job: Object) -> tuple[int, int, bool]:
+    """(parallelism, completions, suspend), or ObjectError naming the field."""
+    spec = job.get("spec") or {}
+    ref = manifests.ref_of(job)
+    values = {}
+    for name in ("parallelism", "completions"):
+        value = spec.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ObjectError(
+                ref, f"spec.{name}", f"expected a non-negative integer, not {value!r}"
+            )
+        values[name] = value
+    parallelism = 1 if values["parallelism"] is None else values["parallelism"]
+    completions = parallelism if values["completions"] is None else values["completions"]
+    suspend = spec.get("suspend", False)
+    if not isinstance(suspend, bool):
+        raise ObjectError(ref, "spec.suspend", f"expected true or false, not {suspend!r}")
+    template = spec.get("template")
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        raise ObjectError(ref, "spec.template.spec", "a Job needs a pod template")
+    return parallelism, completions, suspend
+
+
+def pod_for(job: Object, index: int) -> Object:
+    """The pod the controller makes for ``job`` as its ``index``-th."""
+    metadata = job["metadata"]
+    template = job["spec"]["template"]
+    template_meta = template.get("metadata") or {}
+    annotations = dict(template_meta.get("annotations") or {})
+    own = (metadata.get("annotations") or {}).get(manifests.DURATION)
+    if own is not None:
+        annotations.setdefault(manifests.DURATION, own)
+    labels = {
+        **(template_meta.get("labels") or {}),
+        "job-name": metadata["name"],
+        "controller-uid": metadata.get("uid", ""),
+    }
+    pod_meta: Object = {
+        "name": f"{metadata['name']}-{index}",
+        "namespace": metadata["namespace"],
+        "labels": labels,
+        "ownerReferences": [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": metadata["name"],
+                "uid": metadata.get("uid", ""),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    if annotations:
+        pod_meta["annotations"] = annotations
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": pod_meta,
+        "spec": copy.deepcopy(template["spec"]),
+    }
+
+
+class JobController:
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+        self.jobs: dict[tuple[str, str], JobRecord] = {}
+
+    def apply(self, job: Object) -> None:
+        """Create or replace a Job (a replacement keeps its pods and its count)."""
+        job_spec_ints(job)
+        metadata = job["metadata"]
+        key = (metadata["namespace"], metadata["name"])
+        record = self.jobs.get(key)
+        identity = self.cluster.identity(record.obj if record is not None else None)
+        if record is None:
+            record = self.jobs[key] = JobRecord({})
+            self.cluster.created_at[manifests.ref_of(job)] = self.cluster.clock.now
+        status = record.obj.get("status", {})
+        record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
+        self.cluster.changes += 1
+
+    def reconcile(self) -> None:
+        """Bring every Job's pods to what its spec asks, and its status up to date."""
+        owned: dict[str, dict[str, Object]] = {}
+        for pod in self.cluster.state.list("Pod"):
+            for owner in pod["metadata"].get("ownerReferences") or []:
+                if owner.get("kind") == "Job" and owner.get("controller"):
+                    owned.setdefault(owner.get("uid", ""), {})[pod["metadata"]["name"]] = pod
+        for record in self.jobs.values():
+            record.pods = owned.get(record.obj["metadata"]["uid"], {})
+            self._reconcile_one(record)
+
+    def _reconcile_one(self, record: JobRecord) -> None:
+        job = record.obj
+        parallelism, completions, suspend = job_spec_ints(job)
+        pods = list(record.pods.values())
+        succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
+        failed = sum(1 for p in pods if _phase(p) == "Failed")
+        active = [p for p in pods if _phase(p) not in FINISHED and not _deleting(p)]
+        complete = succeeded >= completions
+        wanted = 0 if suspend or complete else min(parallelism, completions - succeeded)
+        ref = ObjectRef("Job", job["metadata"]["namespace"], job["metadata"]["name"])
+        for _ in range(wanted - len(active)):
+            pod = pod_for(job, record.next_index)
+            self.cluster.create(pod)
+            record.next_index += 1
+            message = f"Created pod: {pod['metadata']['name']}"
+            self.cluster.record(ref, "Normal", "SuccessfulCreate", message)
+        for pod in _excess(active, len(active) - wanted):
+            self.cluster.delete_pod(pod)
+            message = f"Deleted pod: {pod['metadata']['name']}"
+            self.cluster.record(ref, "Normal", "SuccessfulDelete", message)
+        self._write_status(record, max(wanted, 0), succeeded, failed, complete, suspend)
+
+    def _write_status(
+        self,
+        record: JobRecord,
+        active: int,
+        succeeded: int,
+        failed: int,
+        complete: bool,
+        suspend: bool,
+    ) -> None:
+        old = record.obj.get("status") or {}
+        now = clock.timestamp(self.cluster.clock.now)
+        status: Object = {"active": active, "succeeded": succeeded, "failed": failed}
+        if "startTime" in old or not suspend:
+            status["startTime"] = old.get("startTime", now)
+        if complete:
+            status["completionTime"] = old.get("completionTime", now)
+            status["conditions"] = [{"type": "Complete", "status": "True"}]
+        elif suspend:
+            status["conditions"] = [{"type": "Suspended", "status": "True"}]
+        if status != old:
+            record.obj = {**record.obj, "status": status}
+            self.cluster.changes += 1
+
+
+def _phase(pod: Object) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _deleting(pod: Object) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def _excess(active: list[Object], count: int) -> list[Object]:
+    """The ``count`` pods to delete: unbound before bound, newest first."""
+    if count <= 0:
+        return []
+
+    def keep_first(pod: Object) -> tuple[bool, str, str]:
+        metadata = pod["metadata"]
+        unbound = not (pod.get("spec") or {}).get("nodeName")
+        return unbound, metadata["creationTimestamp"], metadata["uid"]
+
+    ranked = sorted(active, key=keep_first, reverse=True)
+    return ranked[:count]

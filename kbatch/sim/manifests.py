@@ -1,0 +1,250 @@
+"""Reading the simulator's input: multi-document YAML files of ordinary Kubernetes objects.
+
+Kinds the simulator models (by API group, so that Volcano's ``batch.volcano.sh``
+Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
+ResourceQuota, batch Job, PriorityClass, PodGroup, Queue, and a ConfigMap
+annotated ``kbatch.io/sim-scheduler-conf: "true"`` whose single data value is
+the scheduler configuration. Other kinds are collected in ``skipped`` (the
+caller names each once) and left out. A ``kind: List`` is read item by item.
+
+A document that is not a Kubernetes object is a ManifestError naming the file
+and the document (numbered from 1, as the ``---`` separators count them).
+"""
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kbatch.sim import clock
+
+SUBMIT_AT = "kbatch.io/sim-submit-at"
+DURATION = "kbatch.io/sim-duration"
+SCHEDULER_CONF = "kbatch.io/sim-scheduler-conf"
+
+# Modelled kinds by API group ("" is the core group).
+MODELLED: dict[str, frozenset[str]] = {
+    "": frozenset({"Namespace", "Node", "Pod", "ResourceQuota"}),
+    "batch": frozenset({"Job"}),
+    "scheduling.k8s.io": frozenset({"PriorityClass"}),
+    "scheduling.incubator.k8s.io": frozenset({"PodGroup", "Queue"}),
+}
+CLUSTER_SCOPED = frozenset({"Namespace", "Node", "Queue", "PriorityClass"})
+
+Object = dict[str, Any]
+
+
+class ManifestError(ValueError):
+    """An input that cannot be simulated; the message names the file, document and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One object to create at ``submit_at`` (seconds); ``order`` is its place in the input."""
+
+    obj: Object
+    source: str
+    submit_at: float
+    order: int
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj["kind"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def ref(self) -> str:
+        """``"Pod default/x"`` or ``"Node n1"``: how messages name the object."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+
+@dataclass(slots=True)
+class Manifests:
+    objects: list[Manifest] = field(default_factory=list)
+    # (conf text, where it came from), from an annotated ConfigMap.
+    scheduler_conf: tuple[str, str] | None = None
+    # Kinds left out, in order of first appearance, with how many objects of each.
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def extend(self, other: "Manifests") -> None:
+        offset = len(self.objects)
+        for item in other.objects:
+            self.objects.append(
+                Manifest(item.obj, item.source, item.submit_at, item.order + offset)
+            )
+        if other.scheduler_conf is not None:
+            self._set_conf(*other.scheduler_conf)
+        for kind, count in other.skipped.items():
+            self.skipped[kind] = self.skipped.get(kind, 0) + count
+
+    def _set_conf(self, text: str, source: str) -> None:
+        if self.scheduler_conf is not None:
+            raise ManifestError(
+                f"{source}: a second scheduler conf (the first is {self.scheduler_conf[1]})"
+            )
+        self.scheduler_conf = (text, source)
+
+
+def load_files(paths: Sequence[Path]) -> Manifests:
+    """Read every file in order; a missing or unreadable file is a ManifestError."""
+    result = Manifests()
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ManifestError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ManifestError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+        result.extend(load_text(text, str(path)))
+    return result
+
+
+def load_text(text: str, source: str) -> Manifests:
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ManifestError(f"{source}{line}: not valid YAML: {problem}") from exc
+    return load_documents(documents, source)
+
+
+def load_documents(documents: Iterable[object], source: str = "<documents>") -> Manifests:
+    """Sort parsed documents into objects, the scheduler conf and skipped kinds."""
+    result = Manifests()
+    for number, document in enumerate(documents, start=1):
+        if document is None:
+            continue
+        where = f"{source}, document {number}"
+        if isinstance(document, dict) and document.get("kind") == "List":
+            items = document.get("items")
+            if not isinstance(items, list):
+                raise ManifestError(f"{where}: a List needs a list of items")
+            for index, item in enumerate(items):
+                _add(result, item, f"{where}, item {index}")
+        else:
+            _add(result, document, where)
+    return result
+
+
+def _add(result: Manifests, document: object, where: str) -> None:
+    obj = _checked_object(document, where)
+    group = _group(obj["apiVersion"])
+    kind = obj["kind"]
+    if kind == "ConfigMap" and group == "" and _is_conf(obj):
+        result._set_conf(*_conf_of(obj, where))
+        return
+    if kind not in MODELLED.get(group, frozenset()):
+        label = f"{kind} ({obj['apiVersion']})"
+        result.skipped[label] = result.skipped.get(label, 0) + 1
+        return
+    normalised = _normalised(obj)
+    submit_at = _submit_at(normalised, where)
+    result.objects.append(Manifest(normalised, where, submit_at, len(result.objects)))
+
+
+def _checked_object(document: object, where: str) -> Object:
+    if not isinstance(document, dict):
+        kind = type(document).__name__
+        raise ManifestError(
+            f"{where}: not a Kubernetes object (a {kind}; expected a mapping with "
+            "apiVersion, kind and metadata.name)"
+        )
+    for key in ("apiVersion", "kind"):
+        if not isinstance(document.get(key), str) or not document[key]:
+            raise ManifestError(f"{where}: not a Kubernetes object: no {key}")
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        raise ManifestError(f"{where}: not a Kubernetes object: no metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise ManifestError(f"{where}: {document['kind']} has no metadata.name")
+    annotations = metadata.get("annotations", {})
+    if annotations is not None and not isinstance(annotations, dict):
+        raise ManifestError(f"{where}: {document['kind']} {name}: metadata.annotations")
+    return document
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _is_conf(obj: Object) -> bool:
+    annotations = obj["metadata"].get("annotations") or {}
+    return str(annotations.get(SCHEDULER_CONF, "")).lower() == "true"
+
+
+def _conf_of(obj: Object, where: str) -> tuple[str, str]:
+    name = obj["metadata"]["name"]
+    data = obj.get("data")
+    if not isinstance(data, dict) or len(data) != 1:
+        raise ManifestError(
+            f"{where}: ConfigMap {name}: a scheduler conf ConfigMap needs exactly one data value"
+        )
+    ((key, text),) = data.items()
+    if not isinstance(text, str):
+        raise ManifestError(f"{where}: ConfigMap {name}: data.{key} must be a string")
+    return text, f"{where} (ConfigMap {name}, data.{key})"
+
+
+def _normalised(obj: Object) -> Object:
+    """A private copy; namespaced kinds get ``default`` if they name none, others lose theirs."""
+    result = copy.deepcopy(obj)
+    metadata = result["metadata"]
+    if result["kind"] in CLUSTER_SCOPED:
+        metadata.pop("namespace", None)
+    elif not metadata.get("namespace"):
+        metadata["namespace"] = "default"
+    if metadata.get("annotations") is None:
+        metadata.pop("annotations", None)
+    return result
+
+
+def ref_of(obj: Object) -> str:
+    metadata = obj["metadata"]
+    namespace = metadata.get("namespace")
+    return f"{obj['kind']} {namespace + '/' if namespace else ''}{metadata['name']}"
+
+
+def annotation_duration(obj: Object, key: str, where: str) -> float | None:
+    """The duration in annotation ``key`` of ``obj``, None if absent; DurationError if bad."""
+    annotations = obj["metadata"].get("annotations") or {}
+    if key not in annotations:
+        return None
+    return clock.parse_duration(annotations[key], f"{where}: {ref_of(obj)}: annotation {key}")
+
+
+def _submit_at(obj: Object, where: str) -> float:
+    try:
+        submit_at = annotation_duration(obj, SUBMIT_AT, where)
+        annotation_duration(obj, DURATION, where)
+        if obj["kind"] == "Job":
+            annotations = template_annotations(obj)
+            if DURATION in annotations:
+                clock.parse_duration(
+                    annotations[DURATION],
+                    f"{where}: {ref_of(obj)}: spec.template annotation {DURATION}",
+                )
+    except clock.DurationError as exc:
+        raise ManifestError(str(exc)) from exc
+    return submit_at or 0.0
+
+
+def template_annotations(job: Object) -> dict[str, Any]:
+    """The annotations of a Job's pod template ({} when it has none)."""
+    template = (job.get("spec") or {}).get("template") or {}
+    metadata = template.get("metadata") if isinstance(template, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return annotations if isinstance(annotations, dict) else {}

@@ -1,0 +1,191 @@
+"""What a simulation ends with: the JSON contract of DESIGN §5, and a table for people.
+
+JSON: ``time``, ``pods``, ``podGroups``, ``queues``, ``events``, ``summary``.
+Lists of objects are sorted by namespace, then name; events are in time order
+(and, at one time, in the order they happened). Quantities are Kubernetes
+strings. ``pods`` also lists the pods removed during the run (evicted, or
+deleted by their Job): with ``node`` null and phase ``Failed`` unless they had
+finished, so that every eviction stays visible in its pod's ``evictions``.
+"""
+
+from typing import Any
+
+from kbatch.api.quantity import format_quantity
+from kbatch.cluster.quantity import amounts
+from kbatch.sim import clock
+from kbatch.sim.cluster import group_of
+from kbatch.sim.runner import Outcome
+
+Json = dict[str, Any]
+
+
+def to_json(outcome: Outcome) -> Json:
+    return {
+        "time": float(outcome.time),
+        "pods": pods(outcome),
+        "podGroups": pod_groups(outcome),
+        "queues": queues(outcome),
+        "events": [
+            {
+                "time": float(e.time),
+                "kind": e.kind,
+                "namespace": e.namespace,
+                "name": e.name,
+                "type": e.type,
+                "reason": e.reason,
+                "message": e.message,
+            }
+            for e in outcome.cluster.event_log
+        ],
+        "summary": {
+            "sessions": outcome.totals.sessions,
+            "binds": outcome.totals.binds,
+            "evictions": outcome.totals.evictions,
+        },
+    }
+
+
+def pods(outcome: Outcome) -> list[Json]:
+    cluster = outcome.cluster
+    rows = []
+    live = [(pod, False) for pod in cluster.state.list("Pod")]
+    gone = [(pod, True) for pod in cluster.removed.values()]
+    for pod, removed in live + gone:
+        metadata = pod["metadata"]
+        namespace, name = metadata["namespace"], metadata["name"]
+        times = cluster.pods.get((namespace, name))
+        rows.append(
+            {
+                "namespace": namespace,
+                "name": name,
+                "node": None if removed else ((pod.get("spec") or {}).get("nodeName") or None),
+                "phase": (pod.get("status") or {}).get("phase") or "Pending",
+                "podGroup": group_of(pod),
+                "evictions": times.evictions if times is not None else 0,
+            }
+        )
+    return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
+
+
+def pod_groups(outcome: Outcome) -> list[Json]:
+    rows = []
+    for group in outcome.cluster.state.list("PodGroup"):
+        metadata, spec = group["metadata"], group.get("spec") or {}
+        status = group.get("status") or {}
+        rows.append(
+            {
+                "namespace": metadata["namespace"],
+                "name": metadata["name"],
+                "queue": spec.get("queue") or "default",
+                "phase": status.get("phase") or "Pending",
+                "minMember": spec.get("minMember", 1),
+                "running": status.get("running", 0),
+                "succeeded": status.get("succeeded", 0),
+                "failed": status.get("failed", 0),
+                "conditions": [
+                    {
+                        "type": c.get("type"),
+                        "status": c.get("status"),
+                        "reason": c.get("reason", ""),
+                        "message": c.get("message", ""),
+                    }
+                    for c in status.get("conditions") or []
+                ],
+            }
+        )
+    return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
+
+
+def queues(outcome: Outcome) -> list[Json]:
+    rows = []
+    for queue in outcome.cluster.state.list("Queue"):
+        status = queue.get("status") or {}
+        rows.append(
+            {
+                "name": queue["metadata"]["name"],
+                "weight": (queue.get("spec") or {}).get("weight", 1),
+                "deserved": _quantities(status.get("deserved")),
+                "allocated": _quantities(status.get("allocated")),
+                "request": _quantities(status.get("request")),
+            }
+        )
+    return sorted(rows, key=lambda row: row["name"])
+
+
+def _quantities(values: dict[str, Any] | None) -> dict[str, str]:
+    return {name: format_quantity(name, value) for name, value in amounts(values, "status").items()}
+
+
+# --------------------------------------------------------------------------- table
+def to_table(result: Json) -> str:
+    """The JSON result as aligned text tables."""
+    sections = [
+        _table(
+            "PODS",
+            ["NAMESPACE", "NAME", "NODE", "PHASE", "PODGROUP", "EVICTIONS"],
+            [
+                [p["namespace"], p["name"], p["node"], p["phase"], p["podGroup"], p["evictions"]]
+                for p in result["pods"]
+            ],
+        ),
+        _table(
+            "PODGROUPS",
+            ["NAMESPACE", "NAME", "QUEUE", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED", "WHY NOT"],
+            [
+                [
+                    g["namespace"],
+                    g["name"],
+                    g["queue"],
+                    g["phase"],
+                    g["minMember"],
+                    g["running"],
+                    g["succeeded"],
+                    _unschedulable(g),
+                ]
+                for g in result["podGroups"]
+            ],
+        ),
+        _table(
+            "QUEUES",
+            ["NAME", "WEIGHT", "DESERVED", "ALLOCATED", "REQUEST"],
+            [
+                [
+                    q["name"],
+                    q["weight"],
+                    _list(q["deserved"]),
+                    _list(q["allocated"]),
+                    _list(q["request"]),
+                ]
+                for q in result["queues"]
+            ],
+        ),
+    ]
+    summary = result["summary"]
+    sections.append(
+        f"at {clock.format_duration(result['time'])}: {summary['sessions']} sessions, "
+        f"{summary['binds']} binds, {summary['evictions']} evictions, "
+        f"{len(result['events'])} events"
+    )
+    return "\n\n".join(sections) + "\n"
+
+
+def _unschedulable(group: Json) -> str:
+    for c in group["conditions"]:
+        if c["type"] == "Unschedulable" and c["status"] == "True":
+            return str(c["message"] or c["reason"])
+    return ""
+
+
+def _list(values: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in values.items()) or "-"
+
+
+def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    if not rows:
+        return f"{title}: none"
+    cells = [header] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+    return f"{title}\n" + "\n".join(lines)

@@ -1,0 +1,217 @@
+"""The simulation loop: the real scheduler, one session per tick, against the in-memory cluster.
+
+Each tick at time t = k × period:
+
+1. objects whose ``kbatch.io/sim-submit-at`` ≤ t are created (in input order);
+2. running pods whose ``kbatch.io/sim-duration`` has elapsed succeed;
+3. pods deleted earlier whose grace period is over are removed;
+4. the job controller brings Jobs' pods to what their specs ask;
+5. one scheduler session runs (``Scheduler.run_once``);
+6. the PodGroup controller updates counts and phases;
+7. a timeline sample is taken for the report.
+
+The run ends at ``until``, or when nothing can change any more: no future
+submission, no running pod with a pending finish, nothing being deleted, and
+the last tick changed nothing (no object created or removed, no bind, no
+eviction, no status written). When a tick changes nothing but a future event
+exists, the clock **jumps** to the first tick of the period grid at or after
+that event: the ticks in between could not differ, so they are not run (and
+not counted in ``summary.sessions``). Without ``until``, a run that never
+settles stops after ``max_sessions`` sessions and says so (``settled`` False).
+"""
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.state import ClusterState
+from kbatch.config import ConfigError, SchedulerConf
+from kbatch.operators.scheduler.runner import Scheduler, default_conf, load_conf, load_conf_file
+from kbatch.sim import clock, jobs, manifests, podgroups
+from kbatch.sim.cluster import SimCluster
+from kbatch.sim.timeline import Timeline
+
+ProgressFn = Callable[[float, int], None]
+# Session ids share nothing with object uids (those count up from 1).
+_SESSION_ID_BASE = 0x5E55 << 112
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    period: float = 1.0
+    until: float | None = None
+    scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
+    max_sessions: int = 100_000
+
+
+@dataclass(slots=True)
+class Totals:
+    sessions: int = 0
+    binds: int = 0
+    evictions: int = 0
+
+
+@dataclass(slots=True)
+class Outcome:
+    time: float
+    cluster: SimCluster
+    jobs: jobs.JobController
+    totals: Totals
+    timeline: Timeline
+    settled: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+class Simulation:
+    def __init__(
+        self,
+        loaded: manifests.Manifests,
+        conf: SchedulerConf,
+        options: Options = Options(),
+        progress: ProgressFn | None = None,
+    ) -> None:
+        if options.period <= 0:
+            raise clock.DurationError("--period: must be more than 0")
+        self.options = options
+        self.progress = progress
+        self.clock = clock.SimClock()
+        self.cluster = SimCluster(ClusterState(options.scheduler_names), self.clock)
+        self.jobs = jobs.JobController(self.cluster)
+        self.pending = sorted(loaded.objects, key=lambda m: (m.submit_at, m.order))
+        self.totals = Totals()
+        self.timeline = Timeline()
+        self._sessions = 0
+        self.scheduler = Scheduler(self.cluster, conf, self.clock, self._session_id)
+        _make_defaults(self.cluster)
+
+    def _session_id(self) -> str:
+        self._sessions += 1
+        return str(uuid.UUID(int=_SESSION_ID_BASE + self._sessions))
+
+    def run(self) -> Outcome:
+        period, until = self.options.period, self.options.until
+        k, settled = 0, True
+        while True:
+            now = k * period
+            changed = self.tick(now)
+            if self.progress is not None:
+                self.progress(now, self.totals.sessions)
+            next_k = k + 1
+            if not changed:
+                upcoming = self._next_event()
+                if upcoming is None:
+                    break
+                next_k = max(next_k, clock.tick_at_or_after(upcoming, period))
+            if until is not None and next_k * period > until + 1e-9:
+                break
+            if until is None and self.totals.sessions >= self.options.max_sessions:
+                settled = False
+                break
+            k = next_k
+        return Outcome(self.clock.now, self.cluster, self.jobs, self.totals, self.timeline, settled)
+
+    def tick(self, now: float) -> bool:
+        """One tick at ``now``; True if anything changed."""
+        self.clock.now = now
+        before = self.cluster.changes
+        self._materialise(now)
+        self.cluster.finish_due(now)
+        self.cluster.remove_released(now)
+        self.jobs.reconcile()
+        stats = self.scheduler.run_once()
+        self.totals.sessions += 1
+        self.totals.binds += stats.binds
+        self.totals.evictions += stats.evictions
+        snapshot = self.cluster.snapshot()
+        podgroups.reconcile(snapshot, self.cluster)
+        self.timeline.record(now, snapshot, self.cluster.created_at)
+        return self.cluster.changes != before or stats.binds > 0 or stats.evictions > 0
+
+    def _materialise(self, now: float) -> None:
+        while self.pending and self.pending[0].submit_at <= now + 1e-9:
+            item = self.pending.pop(0)
+            try:
+                create(self.cluster, self.jobs, item.obj)
+            except (ObjectError, clock.DurationError) as exc:
+                raise manifests.ManifestError(f"{item.source}: {exc}") from exc
+
+    def _next_event(self) -> float | None:
+        times = [self.pending[0].submit_at] if self.pending else []
+        upcoming = self.cluster.next_event()
+        if upcoming is not None:
+            times.append(upcoming)
+        return min(times, default=None)
+
+
+def create(cluster: SimCluster, controller: jobs.JobController, obj: dict[str, Any]) -> None:
+    if obj["kind"] == "Job":
+        controller.apply(obj)
+    else:
+        cluster.create(obj)
+
+
+def _make_defaults(cluster: SimCluster) -> None:
+    """What a fresh cluster has: the ``default`` namespace and (our operator's) queue."""
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    cluster.create(
+        {
+            "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+            "kind": "Queue",
+            "metadata": {"name": DEFAULT_QUEUE},
+            "spec": {"weight": 1},
+        }
+    )
+
+
+def check(loaded: manifests.Manifests, scheduler_names: frozenset[str]) -> None:
+    """Create every object (and a pod of every Job) in a scratch cluster, so that a bad
+    one is reported before the run rather than when it is due; ManifestError if not."""
+    scratch = SimCluster(ClusterState(scheduler_names), clock.SimClock())
+    controller = jobs.JobController(scratch)
+    for item in loaded.objects:
+        try:
+            create(scratch, controller, item.obj)
+        except (ObjectError, clock.DurationError) as exc:
+            raise manifests.ManifestError(f"{item.source}: {exc}") from exc
+        if item.kind != "Job":
+            continue
+        record = controller.jobs[(item.namespace, item.name)]
+        try:
+            scratch.create(jobs.pod_for(record.obj, 0))
+        except ObjectError as exc:
+            where = f"{item.source}: {item.ref}: spec.template"
+            raise manifests.ManifestError(f"{where}: {exc.field or exc.why}: {exc.why}") from exc
+
+
+def resolve_conf(config: Path | None, loaded: manifests.Manifests) -> SchedulerConf:
+    """``--config`` if given, else the manifests' annotated ConfigMap, else the default."""
+    if config is not None:
+        try:
+            return load_conf_file(config)
+        except OSError as exc:
+            raise ConfigError(f"{config}: cannot read: {exc.strerror or exc}") from exc
+    if loaded.scheduler_conf is not None:
+        return load_conf(*loaded.scheduler_conf)
+    return default_conf()
+
+
+def skipped_notes(loaded: manifests.Manifests) -> list[str]:
+    """One line per kind the simulator left out."""
+    return [
+        f"skipped {count} {kind} object{'s' if count > 1 else ''}: "
+        "the simulator does not model this kind"
+        for kind, count in loaded.skipped.items()
+    ]
+
+
+def load(
+    paths: Sequence[Path | str] = (), documents: Sequence[object] | None = None
+) -> manifests.Manifests:
+    loaded = manifests.load_files([Path(p) for p in paths])
+    if documents is not None:
+        loaded.extend(manifests.load_documents(documents))
+    return loaded

@@ -1,0 +1,108 @@
+"""What the report plots: samples taken after every tick, and each job's wait.
+
+A sample is kept only when it differs from the one before (the plots draw
+steps), so a long quiet run stays small. A *job* is what the scheduler
+schedules: a PodGroup, or a pod of ours without one. Its wait runs from its
+submission (the earliest creation of the group and its pods) to the first
+tick at which at least minMember of its pods are bound, running or done.
+"""
+
+from dataclasses import dataclass, field
+
+from kbatch.api import DEFAULT_QUEUE
+from kbatch.cluster.quantity import amount
+from kbatch.operators.scheduler.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.framework.interface import Snapshot
+from kbatch.operators.scheduler.framework.resources import CPU, MEMORY
+
+STARTED = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    time: float
+    # queue -> (allocated cpu, deserved cpu), in cores
+    queues: dict[str, tuple[float, float]]
+    cpu: float  # fraction of the cluster's allocatable cpu in use
+    memory: float
+    pending: int  # pods of ours waiting for a node
+
+    def same_values(self, other: "Sample") -> bool:
+        return (self.queues, self.cpu, self.memory, self.pending) == (
+            other.queues,
+            other.cpu,
+            other.memory,
+            other.pending,
+        )
+
+
+@dataclass(slots=True)
+class Wait:
+    kind: str  # "PodGroup" or "Pod"
+    namespace: str
+    name: str
+    submitted: float
+    started: float | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.started is None else self.started - self.submitted
+
+
+@dataclass(slots=True)
+class Timeline:
+    samples: list[Sample] = field(default_factory=list)
+    waits: dict[tuple[str, str, str], Wait] = field(default_factory=dict)
+    end: float = 0.0
+
+    def record(self, now: float, snapshot: Snapshot, created_at: dict[str, float]) -> None:
+        self.end = now
+        sample = _sample(now, snapshot)
+        if not self.samples or not sample.same_values(self.samples[-1]):
+            self.samples.append(sample)
+        for job in snapshot.jobs.values():
+            self._note_wait(now, job, created_at)
+
+    def _note_wait(self, now: float, job: JobInfo, created_at: dict[str, float]) -> None:
+        if not job.tasks:
+            return
+        kind = "PodGroup" if job.has_pod_group else "Pod"
+        key = (kind, job.namespace, job.name)
+        wait = self.waits.get(key)
+        if wait is not None and wait.started is not None:
+            return
+        refs = [f"Pod {t.namespace}/{t.name}" for t in job.tasks.values()]
+        if job.has_pod_group:
+            refs.append(f"PodGroup {job.namespace}/{job.name}")
+        submitted = min((created_at[r] for r in refs if r in created_at), default=now)
+        if wait is None:
+            wait = self.waits[key] = Wait(kind, job.namespace, job.name, submitted)
+        wait.submitted = min(wait.submitted, submitted)
+        if job.count(*STARTED) >= job.min_member:
+            wait.started = now
+
+
+def _sample(now: float, snapshot: Snapshot) -> Sample:
+    dims, nodes = snapshot.dims, snapshot.nodes
+
+    def used_fraction(resource: str) -> float:
+        i = dims.index[resource]
+        total = float(nodes.allocatable[:, i].sum()) if len(nodes) else 0.0
+        return float(nodes.used[:, i].sum()) / total if total > 0 else 0.0
+
+    allocated = {name: 0.0 for name in snapshot.queues}
+    pending = 0
+    for job in snapshot.jobs.values():
+        queue = job.queue if job.has_pod_group else DEFAULT_QUEUE
+        allocated[queue] = allocated.get(queue, 0.0) + float(job.allocated[dims.index[CPU]])
+        pending += job.count(TaskStatus.PENDING)
+    queues = {}
+    for name in sorted(allocated):
+        info = snapshot.queues.get(name)
+        status = info.old_status if info is not None else None
+        deserved = status.deserved.get(CPU) if status is not None else None
+        queues[name] = (
+            allocated[name] / 1000,
+            amount(CPU, deserved) / 1000 if deserved is not None else 0.0,
+        )
+    return Sample(now, queues, used_fraction(CPU), used_fraction(MEMORY), pending)
