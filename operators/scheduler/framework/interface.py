@@ -53,9 +53,16 @@ class EventRecorder(Protocol):
 class Cluster(Protocol):
     """What a scheduler needs of a cluster: a snapshot in, side effects out."""
 
-    binder: Binder
-    evictor: Evictor
-    status: StatusWriter
-    events: EventRecorder
+    @property
+    def binder(self) -> Binder: ...
+
+    @property
+    def evictor(self) -> Evictor: ...
+
+    @property
+    def status(self) -> StatusWriter: ...
+
+    @property
+    def events(self) -> EventRecorder: ...
 
     def snapshot(self) -> Snapshot: ...
