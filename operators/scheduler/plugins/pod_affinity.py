@@ -193,7 +193,7 @@ class PodChecks:
         return failed
 
     def preferred_score(self, task: TaskInfo) -> np.ndarray:
-        """10 × (matched preferred affinity weight − matched anti-affinity weight) / total weight.
+        """10 × (matched affinity weight − matched anti-affinity weight) / all their weight.
 
         A term is matched on a node when its domain holds a pod the term selects.
         """
