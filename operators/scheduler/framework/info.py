@@ -186,6 +186,10 @@ class NodeSet:
         self.pipelined = np.zeros_like(self.allocatable)
         self.version = np.zeros(len(self.infos), dtype=np.int64)
         self.all = np.arange(len(self.infos))
+        # Kept current row by row: room for a new allocation now (pipelined tasks hold
+        # idle room beyond what is being released) and room once releases are done.
+        self.free = self.allocatable.copy()
+        self.future = self.allocatable.copy()
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -194,7 +198,7 @@ class NodeSet:
         return self.allocatable - self.used
 
     def future_idle(self) -> np.ndarray:
-        return self.allocatable - self.used + self.releasing - self.pipelined
+        return self.future
 
     def place(self, task: TaskInfo, node: int) -> None:
         """Account ``task`` (in its current status) on ``node``."""
@@ -213,6 +217,10 @@ class NodeSet:
             self.releasing[node] += sign * task.request
         elif status is TaskStatus.PIPELINED:
             self.pipelined[node] += sign * task.request
+        idle = self.allocatable[node] - self.used[node]
+        waiting = self.pipelined[node] - self.releasing[node]
+        self.future[node] = idle - waiting
+        self.free[node] = idle - np.maximum(waiting, 0)
         self.version[node] += 1
 
     @property

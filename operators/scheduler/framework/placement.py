@@ -43,17 +43,11 @@ class Placer:
         self._check[session.dims.index[PODS]] = False  # max pods is a predicate
 
     def _fits(self, request: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        need = request[self._check] - EPSILON
         nodes = self.nodes
-        need = request[self._check]
-        releasing = nodes.releasing[idx][:, self._check]
-        pipelined = nodes.pipelined[idx][:, self._check]
-        idle = (nodes.allocatable[idx] - nodes.used[idx])[:, self._check]
-        future = idle + releasing - pipelined
-        # pipelined tasks wait for what is being released; beyond that they hold idle room
-        idle = idle - np.maximum(pipelined - releasing, 0)
         return (
-            np.all(need <= idle + EPSILON, axis=1),
-            np.all(need <= future + EPSILON, axis=1),
+            np.all(nodes.free[idx][:, self._check] >= need, axis=1),
+            np.all(nodes.future[idx][:, self._check] >= need, axis=1),
         )
 
     def _evaluate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, ...]:
