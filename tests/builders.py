@@ -331,6 +331,7 @@ def assert_node_by_node(session: Session, task: TaskInfo) -> None:
     for i in everything.tolist():
         one = np.array([i])
         one_ok, one_failures = session.predicate(task, one)
+        assert all(failed.any() for _, failed in one_failures), "an entry without failures"
         assert bool(one_ok[0]) == bool(ok[i]), session.nodes.names[i]
         assert sorted(r for r, failed in one_failures if failed[0]) == sorted(
             r for r, failed in failures if failed[i]

@@ -155,6 +155,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     def predicate(task: TaskInfo, idx: np.ndarray) -> Failures:
         template = task.template
         fixed = [(reason, mask[idx]) for reason, mask in static.failures(template)]
+        fixed = [(reason, failed) for reason, failed in fixed if failed.any()]
         dynamic: list[tuple[str, np.ndarray]] = []
         if template.host_ports:
             dynamic.append((HOST_PORTS, pod_checks.port_conflicts(template)[idx]))

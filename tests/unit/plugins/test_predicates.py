@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import numpy as np
 import pytest
 from builders import (
     Cluster,
@@ -556,6 +557,26 @@ def test_a_mixed_cluster_answers_the_same_node_by_node() -> None:
     session = cluster.open(conf)
     assert_node_by_node(session, task)
     assert passing_nodes(session, task) == ["n1"]
+
+
+def test_only_checks_failing_some_of_the_nodes_asked_about_are_reported() -> None:
+    cluster = (
+        Cluster()
+        .node("n1", labels={"disk": "ssd"})
+        .node("n2", conditions={"Ready": "False"})
+        .node("n3", pods=0)
+    )
+    task = incoming(cluster, node_selector={"disk": "ssd"})
+    session = cluster.open(CONF)
+    ok, failures = session.predicate(task, np.array([0]))
+    assert ok.tolist() == [True]
+    assert failures == []
+    ok, failures = session.predicate(task, np.array([2, 1]))
+    assert ok.tolist() == [False, False]
+    assert [(reason, failed.tolist()) for reason, failed in failures] == [
+        (NOT_READY, [False, True]),
+        (NODE_SELECTOR, [True, False]),
+    ]
 
 
 # ---------------------------------------------------------------------- arguments
