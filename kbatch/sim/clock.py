@@ -29,7 +29,9 @@ def parse_duration(text: object, where: str) -> float:
     ``"Pod default/x: annotation kbatch.io/sim-duration"``.
     """
     if not isinstance(text, str):
-        raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES}); quote it")
+        raise DurationError(
+            f"{where}: {text!r} is not a duration: write it as a string with a unit ({_EXAMPLES})"
+        )
     value = text.strip()
     if value == "0":
         return 0.0
@@ -71,6 +73,11 @@ def timestamp(seconds: float) -> str:
 def tick_at_or_after(seconds: float, period: float) -> int:
     """The index of the first tick of the period grid at or after ``seconds``."""
     return max(0, math.ceil(seconds / period - _TICK_EPSILON))
+
+
+def tick_at_or_before(seconds: float, period: float) -> int:
+    """The index of the last tick of the period grid at or before ``seconds``."""
+    return max(0, math.floor(seconds / period + _TICK_EPSILON))
 
 
 class SimClock:

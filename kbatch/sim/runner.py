@@ -13,7 +13,9 @@ Each tick at time t = k × period:
 The run ends at ``until``, or when nothing can change any more: no future
 submission, no running pod with a pending finish, nothing being deleted, and
 the last tick changed nothing (no object created or removed, no bind, no
-eviction, no status written). When a tick changes nothing but a future event
+eviction, no status written). ``Outcome.time`` is then the time of the last
+session; at ``until`` it is the last tick at or before ``until`` (whether or
+not a session had to run there). When a tick changes nothing but a future event
 exists, the clock **jumps** to the first tick of the period grid at or after
 that event: the ticks in between could not differ, so they are not run (and
 not counted in ``summary.sessions``). Without ``until``, a run that never
@@ -94,7 +96,7 @@ class Simulation:
 
     def run(self) -> Outcome:
         period, until = self.options.period, self.options.until
-        k, settled = 0, True
+        k, settled, end = 0, True, None
         while True:
             now = k * period
             changed = self.tick(now)
@@ -107,12 +109,17 @@ class Simulation:
                     break
                 next_k = max(next_k, clock.tick_at_or_after(upcoming, period))
             if until is not None and next_k * period > until + 1e-9:
+                # Nothing changes between here and the last tick before ``until``.
+                end = max(now, clock.tick_at_or_before(until, period) * period)
                 break
             if until is None and self.totals.sessions >= self.options.max_sessions:
                 settled = False
                 break
             k = next_k
-        return Outcome(self.clock.now, self.cluster, self.jobs, self.totals, self.timeline, settled)
+        self.timeline.end = end if end is not None else self.clock.now
+        return Outcome(
+            self.timeline.end, self.cluster, self.jobs, self.totals, self.timeline, settled
+        )
 
     def tick(self, now: float) -> bool:
         """One tick at ``now``; True if anything changed."""
@@ -184,7 +191,8 @@ def check(loaded: manifests.Manifests, scheduler_names: frozenset[str]) -> None:
             scratch.create(jobs.pod_for(record.obj, 0))
         except ObjectError as exc:
             where = f"{item.source}: {item.ref}: spec.template"
-            raise manifests.ManifestError(f"{where}: {exc.field or exc.why}: {exc.why}") from exc
+            detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
+            raise manifests.ManifestError(f"{where}: {detail}") from exc
 
 
 def resolve_conf(config: Path | None, loaded: manifests.Manifests) -> SchedulerConf:
