@@ -1,0 +1,212 @@
+"""What the simulator accepts and how it refuses the rest: every error names where."""
+
+from pathlib import Path
+
+import pytest
+from scenarios.objects import conf_map, job, node, pod
+
+from kbatch.config import ConfigError
+from kbatch.sim import clock, runner, simulate
+from kbatch.sim.manifests import ManifestError, load_documents, load_files
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30s", 30),
+        ("2m", 120),
+        ("1h30m", 5400),
+        ("500ms", 0.5),
+        ("1.5s", 1.5),
+        ("0", 0),
+        ("1m0.5s", 60.5),
+    ],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert clock.parse_duration(text, "here") == seconds
+
+
+@pytest.mark.parametrize("text", ["", "30", "3x", "-1s", "1 h", "s", 30, None])
+def test_bad_durations_name_where_they_came_from(text: object) -> None:
+    with pytest.raises(
+        clock.DurationError, match=r"^Pod default/p: annotation x: .* not a duration"
+    ):
+        clock.parse_duration(text, "Pod default/p: annotation x")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0, "0s"), (0.25, "250ms"), (90, "1m30s"), (3600, "1h"), (3661, "1h1m1s")]
+)
+def test_format_duration(seconds: float, text: str) -> None:
+    assert clock.format_duration(seconds) == text
+
+
+def write(tmp_path: Path, text: str, name: str = "in.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: [\n", r"in\.yaml line 2: not valid YAML"),
+        (NODE + "---\n- a\n- b\n", r"in\.yaml, document 2: not a Kubernetes object \(a list"),
+        (NODE + "---\njust text\n", r"in\.yaml, document 2: not a Kubernetes object \(a str"),
+        (
+            "apiVersion: v1\nmetadata: {name: x}\n",
+            r"in\.yaml, document 1: not a Kubernetes object: no kind",
+        ),
+        ("kind: Pod\nmetadata: {name: x}\n", r"document 1: not a Kubernetes object: no apiVersion"),
+        ("apiVersion: v1\nkind: Pod\n", r"document 1: not a Kubernetes object: no metadata"),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {labels: {}}\n",
+            r"document 1: Pod has no metadata\.name",
+        ),
+        (
+            "kind: List\napiVersion: v1\nitems: [{kind: Pod}]\n",
+            r"document 1, item 0: not a Kubernetes object: no apiVersion",
+        ),
+    ],
+)
+def test_documents_that_are_not_objects(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        load_files([write(tmp_path, text)])
+
+
+def test_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match=r"nope\.yaml: cannot read: No such file"):
+        load_files([tmp_path / "nope.yaml"])
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (
+            pod("p", cpu="lots"),
+            r"^<documents>, document 2: Pod default/p: spec\.containers\[0\]\.resources\.requests\.cpu: 'lots' is not a Kubernetes quantity",
+        ),
+        (
+            pod("p", duration="soon"),
+            r"^<documents>, document 2: Pod default/p: annotation kbatch\.io/sim-duration: 'soon' is not a duration",
+        ),
+        (
+            {**pod("p"), "metadata": {"name": "p", "annotations": {"kbatch.io/sim-submit-at": 30}}},
+            r"Pod default/p: annotation kbatch\.io/sim-submit-at: 30 is not a duration",
+        ),
+        (
+            job("j", cpu="1Zi"),
+            r"document 2: Job default/j: spec\.template: spec\.containers\[0\]\.resources\.requests\.cpu: '1Zi'",
+        ),
+        (
+            job("j", duration="2 minutes"),
+            r"Job default/j: spec\.template annotation kbatch\.io/sim-duration",
+        ),
+        (
+            {**job("j"), "spec": {**job("j")["spec"], "parallelism": "two"}},
+            r"Job default/j: spec\.parallelism: expected a non-negative integer",
+        ),
+        (
+            {**job("j"), "spec": {"parallelism": 1}},
+            r"Job default/j: spec\.template\.spec: a Job needs a pod template",
+        ),
+        (
+            {**node(), "status": {"allocatable": {"cpu": "4 cores"}}},
+            r"document 2: Node node-1: status\.allocatable\.cpu",
+        ),
+    ],
+)
+def test_bad_objects_are_refused_naming_document_object_and_field(doc: dict, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        simulate(documents=[node("other"), doc])
+
+
+def test_a_bad_object_due_later_is_refused_before_the_run() -> None:
+    late = {
+        **pod("p", cpu="lots"),
+        "metadata": {"name": "p", "annotations": {"kbatch.io/sim-submit-at": "1h"}},
+    }
+    with pytest.raises(ManifestError, match="Pod default/p"):
+        simulate(documents=[node(), late])
+
+
+def test_unknown_kinds_are_named_once_and_skipped() -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+    volcano_job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "v"},
+    }
+    plain_config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
+    other = {**service, "metadata": {"name": "b"}}
+    notes: list[str] = []
+    result = simulate(
+        documents=[node(), service, deployment, other, volcano_job, plain_config, pod("p")],
+        warn=notes.append,
+    )
+    assert notes == [
+        "skipped 2 Service (v1) objects: the simulator does not model this kind",
+        "skipped 1 Deployment (apps/v1) object: the simulator does not model this kind",
+        "skipped 1 Job (batch.volcano.sh/v1alpha1) object: the simulator does not model this kind",
+        "skipped 1 ConfigMap (v1) object: the simulator does not model this kind",
+    ]
+    assert [p["name"] for p in result["pods"]] == ["p"]
+
+
+def test_unknown_kinds_go_to_stderr_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}}
+    simulate(documents=[node(), service, {**service, "metadata": {"name": "b"}}])
+    assert capsys.readouterr().err.count("Service") == 1
+
+
+def test_a_list_is_read_item_by_item() -> None:
+    result = simulate(documents=[{"apiVersion": "v1", "kind": "List", "items": [node(), pod("p")]}])
+    assert result["pods"][0]["node"] == "node-1"
+
+
+def test_scheduler_conf_config_map_must_hold_one_value() -> None:
+    bad = conf_map("actions: allocate")
+    bad["data"]["other"] = "x"
+    with pytest.raises(
+        ManifestError,
+        match="ConfigMap kbatch-conf: a scheduler conf ConfigMap needs exactly one data value",
+    ):
+        load_documents([bad])
+
+
+def test_only_one_scheduler_conf() -> None:
+    text = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+    with pytest.raises(ManifestError, match="a second scheduler conf"):
+        load_documents([conf_map(text, "a"), conf_map(text, "b")])
+
+
+def test_a_bad_scheduler_conf_names_its_config_map() -> None:
+    text = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: no-such-plugin\n'
+    with pytest.raises(
+        ConfigError,
+        match=r"document 1 \(ConfigMap kbatch-conf, data\.conf\.yaml\) line 4: unknown plugin",
+    ):
+        runner.resolve_conf(None, load_documents([conf_map(text)]))
+
+
+def test_config_file_wins_over_the_config_map(tmp_path: Path) -> None:
+    in_manifests = 'actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n'
+    given = write(
+        tmp_path, 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n', "conf.yaml"
+    )
+    conf = runner.resolve_conf(given, load_documents([conf_map(in_manifests)]))
+    assert conf.actions == ("allocate",)
+
+
+def test_a_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"conf\.yaml: cannot read"):
+        runner.resolve_conf(tmp_path / "conf.yaml", load_documents([]))
+
+
+def test_period_must_be_positive() -> None:
+    with pytest.raises(clock.DurationError, match="--period"):
+        simulate(documents=[node()], period="0")
