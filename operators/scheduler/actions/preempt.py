@@ -3,7 +3,11 @@ in the same queue (victims from ``preemptable``), then, in a second phase, tasks
 its own job. Per job, all through one Statement: if the job cannot become ready
 (pipelined) with the room made, nothing is evicted."""
 
-from kbatch.operators.scheduler.framework.eviction import make_room
+from kbatch.operators.scheduler.framework.eviction import (
+    fits_without_eviction,
+    make_room,
+    pending_tasks,
+)
 from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.session import Session
@@ -16,8 +20,6 @@ def execute(session: Session) -> None:
     placer = Placer(session)
     jobs = sorted(session.jobs_to_place(), key=session.job_order_key)
     for job in sorted(jobs, key=lambda j: session.queue_order_key(session.queues[j.queue])):
-        if session.job_pipelined(job):
-            continue
 
         def other_job_same_queue(t: TaskInfo, job: JobInfo = job) -> bool:
             return t.job != job.uid and session.jobs[t.job].queue == job.queue
@@ -33,17 +35,15 @@ def execute(session: Session) -> None:
 
 
 def _preempt_for(session: Session, placer: Placer, job: JobInfo, wanted: object) -> None:
+    if fits_without_eviction(session, placer, job):
+        return  # room enough; the job waits for allocate, not for victims
     statement = Statement(session)
-    tasks = sorted(
-        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
-        key=session.task_order_key,
-    )
-    for task in tasks:
+    for task in pending_tasks(session, job):
         session.stats.preemption_attempts += 1
         if not make_room(session, statement, placer, task, wanted, session.preemptable):  # type: ignore[arg-type]
             break
         if session.job_pipelined(job):
-            break
+            break  # kube-batch's pace: until pipelined, else one task a session
     if session.job_pipelined(job):
         statement.commit()
     else:

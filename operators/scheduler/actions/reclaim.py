@@ -4,8 +4,12 @@ below its deserved share, and only from queues marked reclaimable (victims from
 ``reclaimable``). Per job through one Statement: if the job cannot become ready
 (pipelined) with the room taken back, nothing is evicted."""
 
-from kbatch.operators.scheduler.framework.eviction import make_room
-from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.eviction import (
+    fits_without_eviction,
+    make_room,
+    pending_tasks,
+)
+from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.session import Session
 from kbatch.operators.scheduler.framework.statement import Statement
@@ -21,8 +25,10 @@ def execute(session: Session) -> None:
         key=lambda j: (session.queue_order_key(session.queues[j.queue]), session.job_order_key(j)),
     )
     for job in by_queue:
-        if session.overused(session.queues[job.queue]) or session.job_pipelined(job):
+        if session.overused(session.queues[job.queue]):
             continue
+        if fits_without_eviction(session, placer, job):
+            continue  # allocate will place it
         _reclaim_for(session, placer, job)
 
 
@@ -47,11 +53,7 @@ def _reclaim_for(session: Session, placer: Placer, job: JobInfo) -> None:
         return session.overused(session.queues[session.jobs[t.job].queue])
 
     statement = Statement(session)
-    tasks = sorted(
-        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
-        key=session.task_order_key,
-    )
-    for task in tasks:
+    for task in pending_tasks(session, job):
         if not make_room(
             session,
             statement,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kbatch.operators.scheduler.framework.info import TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.resources import EPSILON
 from kbatch.operators.scheduler.framework.session import Session
@@ -39,6 +39,35 @@ def least_important_first(session: Session, tasks: list[TaskInfo]) -> list[TaskI
         return (session.job_order_key(session.jobs[task.job]), session.task_order_key(task))
 
     return sorted(tasks, key=key, reverse=True)
+
+
+def fits_without_eviction(session: Session, placer: Placer, job: JobInfo) -> bool:
+    """Could the job's next tasks go where there is room (idle or being released), far
+    enough to make it pipelined? A dry run: whatever it places is undone."""
+    statement = Statement(session)
+    placed = 0
+    for task in pending_tasks(session, job):
+        choice = placer.choose(task)
+        if choice is None:
+            break
+        if choice.pipelined:
+            statement.pipeline(task, choice.node)
+        else:
+            statement.allocate(task, choice.node)
+        placed += 1
+        if session.job_pipelined(job):
+            break
+    possible = placed > 0 and session.job_pipelined(job)
+    statement.discard()
+    return possible
+
+
+def pending_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
+    """The job's pending tasks that need resources, in task order."""
+    return sorted(
+        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
+        key=session.task_order_key,
+    )
 
 
 def make_room(

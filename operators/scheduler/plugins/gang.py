@@ -61,9 +61,13 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
 
 def close(session: Session) -> None:
     for job in session.jobs.values():
-        if job.uid in session.invalid or not job.has_pod_group:
+        if job.uid in session.invalid:
             continue
         pending = job.tasks_with(TaskStatus.PENDING)
+        if not job.has_pod_group:
+            if pending and not ready(job):
+                _report_pods(session, job, pending, "waiting")
+            continue
         if ready(job):
             if _was_unschedulable(job):
                 session.set_condition(
@@ -100,6 +104,16 @@ def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo
     session.record_event(
         ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
     )
+    _report_pods(session, job, pending, message)
+
+
+def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], message: str) -> None:
+    """FailedScheduling on each pending pod: its own fit error, else the gang's reason."""
+    errors = session.fit_errors.get(job.uid, {})
+    if not errors and not job.has_pod_group:
+        message = session.job_reasons.get(job.uid, "")
+        if not message:
+            return
     nodes = len(session.nodes)
     for task in pending:
         reasons = errors.get(task.uid)
