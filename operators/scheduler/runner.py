@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kbatch.config import DEFAULT_CONF, Known, SchedulerConf, parse_conf
+from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse_conf
 from kbatch.operators.scheduler.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.framework import job_status
 from kbatch.operators.scheduler.framework.interface import Cluster, Snapshot
@@ -19,7 +19,20 @@ KNOWN = Known(actions=frozenset(ACTIONS), plugins=frozenset(PLUGINS))
 
 
 def load_conf(text: str, source: str = "<scheduler conf>") -> SchedulerConf:
-    return parse_conf(text, KNOWN, source)
+    """Parse a scheduler configuration; plugin arguments are checked by their plugins."""
+    conf = parse_conf(text, KNOWN, source)
+    for tier_index, tier in enumerate(conf.tiers):
+        for option in tier.plugins:
+            parse_arguments = getattr(PLUGINS[option.name], "parse_arguments", None)
+            if parse_arguments is None:
+                continue
+            try:
+                parse_arguments(option.arguments)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"{source}: tiers[{tier_index}] plugin {option.name}: arguments: {exc}"
+                ) from exc
+    return conf
 
 
 def load_conf_file(path: Path) -> SchedulerConf:

@@ -1,8 +1,8 @@
 """allocate: gangs all or nothing, no deadlock, room freed by discards, pipelining."""
 
+from builders import Cluster, run_actions
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.framework.info import TaskStatus
-from builders import Cluster, run_actions
 
 R = TaskStatus.RUNNING
 

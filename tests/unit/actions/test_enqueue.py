@@ -2,8 +2,8 @@
 
 import pytest
 
-from kbatch.api.podgroup import PodGroupPhase
 from builders import Cluster, run_actions, vec
+from kbatch.api.podgroup import PodGroupPhase
 
 PENDING = PodGroupPhase.PENDING
 CONF = 'actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n  - name: proportion\n'

@@ -1,7 +1,7 @@
 """preempt and reclaim: fair eviction, never wasted, never breaking a gang."""
 
-from kbatch.operators.scheduler.framework.info import TaskStatus
 from builders import Cluster, run_actions
+from kbatch.operators.scheduler.framework.info import TaskStatus
 
 R = TaskStatus.RUNNING
 FULL = """\

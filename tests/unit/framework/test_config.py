@@ -70,6 +70,14 @@ def test_default_conf_is_the_design_default() -> None:
         ("actions: [unclosed\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping"),
         ('actions: "allocate, allocate"\ntiers:\n- plugins:\n  - name: gang\n', "listed twice"),
+        (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n    arguments: {predicate.MemoryPressureEnable: maybe}\n',
+            "tiers[0] plugin predicates: arguments: predicate.MemoryPressureEnable must be true or false",
+        ),
+        (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: nodeorder\n    arguments: {leastrequested.weight: -1}\n',
+            "plugin nodeorder: arguments: leastrequested.weight",
+        ),
     ],
 )
 def test_bad_configs_are_refused_with_a_clear_error(text: str, message: str) -> None:

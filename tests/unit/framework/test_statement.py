@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from builders import Cluster, fake
 from kbatch.operators.scheduler.framework.info import NO_NODE, TaskStatus
 from kbatch.operators.scheduler.framework.statement import Statement
-from builders import Cluster, fake
 
 
 def opened():

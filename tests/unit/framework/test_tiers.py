@@ -5,10 +5,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from builders import Cluster, FakeCluster
 from kbatch.config import PluginOption, SchedulerConf, Tier
 from kbatch.operators.scheduler.framework.info import TaskInfo
 from kbatch.operators.scheduler.framework.session import Invalid, Session
-from builders import Cluster, FakeCluster
 
 Registrar = Callable[[Session], None]
 

@@ -1,8 +1,8 @@
 """gang: validity, readiness, order, victims that never break a gang, conditions in words."""
 
 import pytest
-from builders import Cluster, run_actions
 
+from builders import Cluster, run_actions
 from kbatch.api.podgroup import ConditionType
 from kbatch.operators.scheduler.framework.info import TaskStatus
 from kbatch.operators.scheduler.plugins import gang

@@ -3,8 +3,8 @@
 from typing import Any
 
 import pytest
-from builders import Cluster, assert_node_by_node, plugin_conf, scores_by_node
 
+from builders import Cluster, assert_node_by_node, plugin_conf, scores_by_node
 from kbatch.operators.scheduler.framework.info import TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.podspec import (
     Affinity,

@@ -4,6 +4,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from builders import (
     Cluster,
     assert_node_by_node,
@@ -11,7 +12,6 @@ from builders import (
     passing_nodes,
     plugin_conf,
 )
-
 from kbatch.operators.scheduler.framework.info import TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.podspec import (
     Affinity,

@@ -1,7 +1,6 @@
 """priority, drf and conformance: orders and victim rules."""
 
 from builders import Cluster
-
 from kbatch.operators.scheduler.framework.info import TaskStatus
 from kbatch.operators.scheduler.plugins import conformance
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from builders import Cluster, run_actions, vec
 
+from builders import Cluster, run_actions, vec
 from kbatch.operators.scheduler.framework.info import TaskStatus
 from kbatch.operators.scheduler.plugins.proportion import deserved_shares
 
