@@ -19,7 +19,7 @@ pod's evictions, and the pods removed during the run (reported with phase
 """
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
@@ -63,6 +63,15 @@ class PodTimes:
     evictions: int = 0
 
 
+@dataclass(slots=True)
+class Touched:
+    """What changed since the controllers last looked: PodGroups by (namespace, name),
+    whose pods or object changed, and Jobs by uid, whose pods changed."""
+
+    groups: set[tuple[str, str]] = field(default_factory=set)
+    jobs: set[str] = field(default_factory=set)
+
+
 class SimCluster:
     """ClusterState plus the side effects a scheduler sends; ``changes`` counts real ones."""
 
@@ -78,12 +87,17 @@ class SimCluster:
         self.removed: dict[PodKey, Object] = {}  # pods deleted during the run, as last seen
         self.created_at: dict[str, float] = {}  # "Kind ns/name" -> simulated time
         self.changes = 0
+        self.last_snapshot: Snapshot | None = None
+        self.touched = Touched()
+        self.group_pods: dict[tuple[str, str], set[str]] = {}  # names, kept as pods come and go
         self._uids = 0
         self._last_event: dict[tuple[str, str, str], tuple[str, str, str]] = {}
 
     # ----------------------------------------------------------------- the API server
     def snapshot(self) -> Snapshot:
-        return self.state.snapshot()
+        """A snapshot for a session; the last one is kept, as that session left it."""
+        self.last_snapshot = self.state.snapshot()
+        return self.last_snapshot
 
     def create(self, obj: Object) -> None:
         """Create or replace ``obj`` as the API server would: uid and creationTimestamp
@@ -102,6 +116,9 @@ class SimCluster:
             self.created_at[manifests.ref_of(obj)] = self.clock.now
         if kind == "Pod":
             self._track_pod(obj, existing)
+            self._pod_written(obj)
+        elif kind == "PodGroup":
+            self.touched.groups.add((namespace, metadata["name"]))
 
     def identity(self, existing: Object | None) -> dict[str, str]:
         """uid and creationTimestamp: ``existing``'s, or new ones (uids count up from 1)."""
@@ -155,10 +172,28 @@ class SimCluster:
             "deletionTimestamp": clock.timestamp(self.clock.now),
             "deletionGracePeriodSeconds": grace,
         }
-        self.state.apply({**pod, "metadata": deleting})
+        self._apply_pod({**pod, "metadata": deleting})
         times.release_at = self.clock.now + grace
         times.finish_at = None
+
+    def _apply_pod(self, pod: Object) -> None:
+        self.state.apply(pod)
         self.changes += 1
+        self._pod_written(pod)
+
+    def _pod_written(self, pod: Object, removed: bool = False) -> None:
+        namespace, name = _key(pod)
+        group = group_of(pod)
+        if group is not None:
+            self.touched.groups.add((namespace, group))
+            members = self.group_pods.setdefault((namespace, group), set())
+            if removed:
+                members.discard(name)
+            else:
+                members.add(name)
+        for owner in pod["metadata"].get("ownerReferences") or []:
+            if owner.get("kind") == "Job":
+                self.touched.jobs.add(str(owner.get("uid")))
 
     def _remove(self, pod: Object) -> None:
         metadata = pod["metadata"]
@@ -168,6 +203,7 @@ class SimCluster:
             pod = {**pod, "status": {**status, "phase": "Failed"}}
         self.removed[_key(pod)] = pod
         self.changes += 1
+        self._pod_written(pod, removed=True)
 
     # ----------------------------------------------------------------- the kubelet
     def finish_due(self, now: float) -> None:
@@ -179,8 +215,7 @@ class SimCluster:
             pod = self.state.get("Pod", *key)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
                 continue
-            self.state.apply({**pod, "status": {**pod["status"], "phase": "Succeeded"}})
-            self.changes += 1
+            self._apply_pod({**pod, "status": {**pod["status"], "phase": "Succeeded"}})
 
     def remove_released(self, now: float) -> None:
         """Pods being deleted whose grace period is over disappear."""
@@ -214,8 +249,7 @@ class SimCluster:
             "phase": "Running",
             "startTime": clock.timestamp(self.clock.now),
         }
-        self.state.apply({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
-        self.changes += 1
+        self._apply_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
         self._start(self.pods.setdefault(_key(pod), PodTimes()))
         self.record(ref, "Normal", "Scheduled", f"Successfully assigned {task.key} to {node}")
 
@@ -244,6 +278,8 @@ class SimCluster:
             return
         self.state.apply({**obj, "status": status})
         self.changes += 1
+        if kind == "PodGroup":
+            self.touched.groups.add((namespace, name))
 
     # ----------------------------------------------------------------- EventRecorder
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:

@@ -32,7 +32,8 @@ Object = dict[str, Any]
 class JobRecord:
     obj: Object
     next_index: int = 0
-    pods: dict[str, Object] = field(default_factory=dict)  # this tick's pods, by name
+    complete: bool = False  # a complete Job is done with: it makes and deletes nothing more
+    names: list[str] = field(default_factory=list)  # the pods it made that may still exist
 
 
 def job_spec_ints(job: Object) -> tuple[int, int, bool]:
@@ -103,6 +104,7 @@ class JobController:
     def __init__(self, cluster: SimCluster) -> None:
         self.cluster = cluster
         self.jobs: dict[tuple[str, str], JobRecord] = {}
+        self._by_uid: dict[str, JobRecord] = {}
 
     def apply(self, job: Object) -> None:
         """Create or replace a Job (a replacement keeps its pods and its count)."""
@@ -116,32 +118,44 @@ class JobController:
             self.cluster.created_at[manifests.ref_of(job)] = self.cluster.clock.now
         status = record.obj.get("status", {})
         record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
+        self._by_uid[identity["uid"]] = record
+        self.cluster.touched.jobs.add(identity["uid"])
         self.cluster.changes += 1
 
     def reconcile(self) -> None:
-        """Bring every Job's pods to what its spec asks, and its status up to date."""
-        owned: dict[str, dict[str, Object]] = {}
-        for pod in self.cluster.state.list("Pod"):
-            for owner in pod["metadata"].get("ownerReferences") or []:
-                if owner.get("kind") == "Job" and owner.get("controller"):
-                    owned.setdefault(owner.get("uid", ""), {})[pod["metadata"]["name"]] = pod
-        for record in self.jobs.values():
-            record.pods = owned.get(record.obj["metadata"]["uid"], {})
-            self._reconcile_one(record)
+        """Bring every Job whose pods or spec changed to what its spec asks."""
+        touched = sorted(self.cluster.touched.jobs)
+        for uid in touched:
+            record = self._by_uid.get(uid)
+            if record is not None and not record.complete:
+                self._reconcile_one(record, self._pods_of(record))
+        self.cluster.touched.jobs.difference_update(touched)
 
-    def _reconcile_one(self, record: JobRecord) -> None:
+    def _pods_of(self, record: JobRecord) -> list[Object]:
+        """The pods ``record`` made that still exist (and are still its own)."""
+        metadata = record.obj["metadata"]
+        pods = []
+        for name in record.names:
+            pod = self.cluster.state.get("Pod", metadata["namespace"], name)
+            owners = (pod or {}).get("metadata", {}).get("ownerReferences") or [{}]
+            if pod is not None and owners[0].get("uid") == metadata["uid"]:
+                pods.append(pod)
+        record.names = [pod["metadata"]["name"] for pod in pods]
+        return pods
+
+    def _reconcile_one(self, record: JobRecord, pods: list[Object]) -> None:
         job = record.obj
         parallelism, completions, suspend = job_spec_ints(job)
-        pods = list(record.pods.values())
         succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         active = [p for p in pods if _phase(p) not in FINISHED and not _deleting(p)]
-        complete = succeeded >= completions
+        complete = record.complete = succeeded >= completions
         wanted = 0 if suspend or complete else min(parallelism, completions - succeeded)
         ref = ObjectRef("Job", job["metadata"]["namespace"], job["metadata"]["name"])
         for _ in range(wanted - len(active)):
             pod = pod_for(job, record.next_index)
             self.cluster.create(pod)
+            record.names.append(pod["metadata"]["name"])
             record.next_index += 1
             message = f"Created pod: {pod['metadata']['name']}"
             self.cluster.record(ref, "Normal", "SuccessfulCreate", message)

@@ -8,7 +8,8 @@ Each tick at time t = k × period:
 4. the job controller brings Jobs' pods to what their specs ask;
 5. one scheduler session runs (``Scheduler.run_once``);
 6. the PodGroup controller updates counts and phases;
-7. a timeline sample is taken for the report.
+7. a timeline sample is taken for the report (from the session's snapshot, as
+   the session left it).
 
 The run ends at ``until``, or when nothing can change any more: no future
 submission, no running pod with a pending finish, nothing being deleted, and
@@ -133,9 +134,9 @@ class Simulation:
         self.totals.sessions += 1
         self.totals.binds += stats.binds
         self.totals.evictions += stats.evictions
-        snapshot = self.cluster.snapshot()
-        podgroups.reconcile(snapshot, self.cluster)
-        self.timeline.record(now, snapshot, self.cluster.created_at)
+        podgroups.reconcile(self.cluster)
+        if self.cluster.last_snapshot is not None:
+            self.timeline.record(now, self.cluster.last_snapshot, self.cluster.created_at)
         return self.cluster.changes != before or stats.binds > 0 or stats.evictions > 0
 
     def _materialise(self, now: float) -> None:

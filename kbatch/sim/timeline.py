@@ -1,5 +1,7 @@
 """What the report plots: samples taken after every tick, and each job's wait.
 
+Samples are read from each session's snapshot as the session left it (so
+what it bound counts as allocated, what it evicted still holds its node).
 A sample is kept only when it differs from the one before (the plots draw
 steps), so a long quiet run stays small. A *job* is what the scheduler
 schedules: a PodGroup, or a pod of ours without one. Its wait runs from its
@@ -15,7 +17,9 @@ from kbatch.operators.scheduler.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.framework.interface import Snapshot
 from kbatch.operators.scheduler.framework.resources import CPU, MEMORY
 
-STARTED = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
+# Read from a session's snapshot as the session left it: what it bound is Binding.
+STARTED = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
+WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +99,19 @@ def _sample(now: float, snapshot: Snapshot) -> Sample:
     for job in snapshot.jobs.values():
         queue = job.queue if job.has_pod_group else DEFAULT_QUEUE
         allocated[queue] = allocated.get(queue, 0.0) + float(job.allocated[dims.index[CPU]])
-        pending += job.count(TaskStatus.PENDING)
+        pending += job.count(*WAITING)
     queues = {}
     for name in sorted(allocated):
-        info = snapshot.queues.get(name)
-        status = info.old_status if info is not None else None
-        deserved = status.deserved.get(CPU) if status is not None else None
-        queues[name] = (
-            allocated[name] / 1000,
-            amount(CPU, deserved) / 1000 if deserved is not None else 0.0,
-        )
+        queues[name] = (allocated[name] / 1000, _deserved_cpu(snapshot, name) / 1000)
     return Sample(now, queues, used_fraction(CPU), used_fraction(MEMORY), pending)
+
+
+def _deserved_cpu(snapshot: Snapshot, queue: str) -> float:
+    """Millicores: as the session's proportion plugin left it, else as last published."""
+    info = snapshot.queues.get(queue)
+    if info is None:
+        return 0.0
+    if info.deserved is not None:
+        return float(info.deserved[snapshot.dims.index[CPU]])
+    published = info.old_status.deserved.get(CPU) if info.old_status is not None else None
+    return amount(CPU, published) if published is not None else 0.0

@@ -3,11 +3,11 @@
 from pathlib import Path
 
 import pytest
-from scenarios.objects import conf_map, job, node, pod
 
 from kbatch.config import ConfigError
 from kbatch.sim import clock, runner, simulate
 from kbatch.sim.manifests import ManifestError, load_documents, load_files
+from scenarios.objects import conf_map, job, node, pod
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,5 @@
 """The seed scenarios: each file's header says what must happen; these check it."""
 
-import pytest
 from scenarios.runner import header, run, scenarios
 
 
@@ -59,11 +58,6 @@ def test_seed_proportion() -> None:
     assert outcome.queue("queue-2")["deserved"] == {"cpu": "6", "memory": "18Gi"}
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="needs the reclaim action (in progress); at the time of writing reclaim pipelines "
-    "jc onto the room it freed and allocate never binds it",
-)
 def test_seed_reclaim() -> None:
     outcome = run("seed-reclaim.yaml")
     assert len(outcome.running(job="jc")) == 2
