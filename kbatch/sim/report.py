@@ -199,22 +199,20 @@ def utilisation_chart(timeline: Timeline) -> str:
 
 
 def wait_chart(waits: list[Wait], end: float) -> str:
+    """Each job that ran, at its submission time, coloured by queue."""
     started = [w for w in waits if w.seconds is not None]
-    series = [
-        Series(
-            "job (hover: name)",
-            [(w.submitted, w.seconds or 0.0) for w in started],
-            PALETTE[2],
-            markers=True,
-            tips=tuple(
-                f"{w.kind} {w.namespace}/{w.name}: {format_duration(w.seconds or 0)}"
-                for w in started
-            ),
+    series = []
+    for i, queue in enumerate(sorted({w.queue for w in started})):
+        mine = [w for w in started if w.queue == queue]
+        tips = tuple(
+            f"{w.kind} {w.namespace}/{w.name}: {format_duration(w.seconds or 0)}" for w in mine
         )
-    ]
+        points = [(w.submitted, w.seconds or 0.0) for w in mine]
+        color = PALETTE[i % len(PALETTE)]
+        series.append(Series(f"queue {queue}", points, color, markers=True, tips=tips))
     return chart(
-        "Job wait: submitted → running", "submitted at", "wait", series, end,
-        y_format=format_duration,
+        "Job wait: submitted → running (hover a point for its job)", "submitted at", "wait",
+        series, end, y_format=format_duration,
     )  # fmt: skip
 
 
@@ -236,7 +234,7 @@ def render(timeline: Timeline, result: dict[str, Any], title: str = "kbatch simu
         "<h2>Utilisation</h2>",
         utilisation_chart(timeline),
         "<h2>Job wait times</h2>",
-        wait_chart(waits, max(timeline.end, 1e-9)),
+        wait_chart(waits, timeline.end),
         _wait_table(waits),
     ]
     return _PAGE.format(title=_e(title), body="\n".join(body))
@@ -254,13 +252,14 @@ def _wait_table(waits: list[Wait]) -> str:
         wait = "never ran" if w.seconds is None else format_duration(w.seconds)
         started = "-" if w.started is None else format_duration(w.started)
         rows.append(
-            f"<tr><td>{_e(w.kind)}</td><td>{_e(w.namespace)}/{_e(w.name)}</td>"
+            f"<tr><td>{_e(w.kind)}</td><td>{_e(w.namespace)}/{_e(w.name)}</td><td>{_e(w.queue)}</td>"
             f"<td>{format_duration(w.submitted)}</td><td>{started}</td><td>{_e(wait)}</td></tr>"
         )
     more = len(waits) - MAX_TABLE_ROWS
     tail = f"<p>… and {more} more jobs.</p>" if more > 0 else ""
     return (
-        "<table><thead><tr><th>kind</th><th>job</th><th>submitted</th><th>running</th>"
+        "<table><thead><tr><th>kind</th><th>job</th><th>queue</th><th>submitted</th>"
+        "<th>running</th>"
         f"<th>wait</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{tail}"
     )
 

@@ -24,8 +24,9 @@ settles stops after ``max_sessions`` sessions and says so (``settled`` False).
 """
 
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,6 @@ class Outcome:
     totals: Totals
     timeline: Timeline
     settled: bool = True
-    notes: list[str] = field(default_factory=list)
 
 
 class Simulation:
@@ -84,7 +84,7 @@ class Simulation:
         self.clock = clock.SimClock()
         self.cluster = SimCluster(ClusterState(options.scheduler_names), self.clock)
         self.jobs = jobs.JobController(self.cluster)
-        self.pending = sorted(loaded.objects, key=lambda m: (m.submit_at, m.order))
+        self.pending = deque(sorted(loaded.objects, key=lambda m: (m.submit_at, m.order)))
         self.totals = Totals()
         self.timeline = Timeline()
         self._sessions = 0
@@ -141,7 +141,7 @@ class Simulation:
 
     def _materialise(self, now: float) -> None:
         while self.pending and self.pending[0].submit_at <= now + 1e-9:
-            item = self.pending.pop(0)
+            item = self.pending.popleft()
             try:
                 create(self.cluster, self.jobs, item.obj)
             except (ObjectError, clock.DurationError) as exc:

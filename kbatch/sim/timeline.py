@@ -45,6 +45,7 @@ class Wait:
     kind: str  # "PodGroup" or "Pod"
     namespace: str
     name: str
+    queue: str
     submitted: float
     started: float | None = None
 
@@ -80,7 +81,7 @@ class Timeline:
             refs.append(f"PodGroup {job.namespace}/{job.name}")
         submitted = min((created_at[r] for r in refs if r in created_at), default=now)
         if wait is None:
-            wait = self.waits[key] = Wait(kind, job.namespace, job.name, submitted)
+            wait = self.waits[key] = Wait(kind, job.namespace, job.name, job.queue, submitted)
         wait.submitted = min(wait.submitted, submitted)
         if job.count(*STARTED) >= job.min_member:
             wait.started = now
