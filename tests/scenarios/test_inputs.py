@@ -210,3 +210,38 @@ def test_a_missing_config_file(tmp_path: Path) -> None:
 def test_period_must_be_positive() -> None:
     with pytest.raises(clock.DurationError, match="--period"):
         simulate(documents=[node()], period="0")
+
+
+def test_every_modelled_kind_is_taken_without_a_note() -> None:
+    documents = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+        node(),
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 100,
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "q", "namespace": "team"},
+            "spec": {"hard": {"cpu": "10"}},
+        },
+        {
+            "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+            "kind": "Queue",
+            "metadata": {"name": "q"},
+        },
+        {
+            "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g"},
+        },
+        pod("p", group="g", priorityClassName="high"),
+        job("j"),
+    ]
+    notes: list[str] = []
+    result = simulate(documents=documents, warn=notes.append)
+    assert notes == []
+    assert [p["name"] for p in result["pods"]] == ["j-0", "p"]
