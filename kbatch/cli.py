@@ -82,10 +82,46 @@ def _add_simulate(commands: "argparse._SubParsersAction[_Parser]") -> None:
     parser.set_defaults(command=simulate)
 
 
+def bench(args: argparse.Namespace) -> int:
+    """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
+    from kbatch import bench as benchmark
+
+    sizes = [_size(text) for text in args.size] if args.size else None
+    return benchmark.main(sizes)
+
+
+def _size(text: str) -> tuple[int, int]:
+    nodes, _, pods = text.partition("x")
+    try:
+        return int(nodes), int(pods)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--size {text!r}: expected NODESxPODS, e.g. 100x1000"
+        ) from None
+
+
+def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
+    parser = commands.add_parser(
+        "bench",
+        help="time one scheduling session on synthetic clusters",
+        description="Run synthetic clusters (gangs of 10 tasks of 1 cpu / 2Gi, nodes of "
+        "32 cpu / 128Gi, 10 queues) through one session; print one JSON line per size: "
+        "nodes, pods, binds, seconds, snapshot_seconds, peak_rss_mib.",
+    )
+    parser.add_argument(
+        "--size",
+        action="append",
+        metavar="NODESxPODS",
+        help="a size to run (repeatable); default 100x1000, 1000x10000, 5000x50000",
+    )
+    parser.set_defaults(command=bench)
+
+
 def parser() -> argparse.ArgumentParser:
     root = _Parser(prog="kbatch", description="A batch scheduler for Kubernetes")
     commands = root.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
     _add_simulate(commands)
+    _add_bench(commands)
     return root
 
 
@@ -94,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     command: Command = args.command
     try:
         return command(args)
+    except argparse.ArgumentTypeError as exc:
+        print(f"kbatch: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (``kbatch simulate ... | head``): not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
