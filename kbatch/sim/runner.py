@@ -130,7 +130,7 @@ class Simulation:
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
         self.jobs.reconcile()
-        stats = self.scheduler.run_once()
+        stats = self.scheduler.run_once().stats
         self.totals.sessions += 1
         self.totals.binds += stats.binds
         self.totals.evictions += stats.evictions

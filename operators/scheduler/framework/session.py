@@ -74,6 +74,8 @@ class SessionStats:
     preemption_attempts: int = 0
     preemption_victims: int = 0
     attempts: dict[str, int] = field(default_factory=lambda: {"scheduled": 0, "unschedulable": 0})
+    e2e_seconds: float = 0.0
+    task_latencies: list[float] = field(default_factory=list)  # pod created -> bound, seconds
     action_seconds: dict[str, float] = field(default_factory=dict)
     plugin_open_seconds: dict[str, float] = field(default_factory=dict)
     plugin_close_seconds: dict[str, float] = field(default_factory=dict)
@@ -336,6 +338,8 @@ class Session:
         job.set_status(task, TaskStatus.BINDING)
         self.cluster.binder.bind(task, self.nodes.names[task.node])
         self.stats.binds += 1
+        if task.created:
+            self.stats.task_latencies.append(max(self.now - task.created, 0.0))
 
     def evict_now(self, task: TaskInfo, reason: str) -> None:
         """Send an eviction (Statement.commit); the task is already Releasing."""
