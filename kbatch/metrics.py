@@ -1,0 +1,184 @@
+"""Prometheus metrics (DESIGN §8), fed from each closed scheduling session.
+
+Names are kube-batch's and Volcano's behind the ``kbatch_`` prefix. Go's client
+lets a counter keep its name; Python's appends ``_total``. So the two counters
+whose documented names do not end in ``_total`` (total_preemption_attempts,
+job_retry_counts) are exported as gauges that only ever grow, under the exact
+name users' dashboards query.
+"""
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.operators.scheduler.framework.info import TaskStatus
+from kbatch.operators.scheduler.framework.resources import Dims
+from kbatch.operators.scheduler.framework.session import Session
+
+LATENCY_MS_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+TASK_MS_BUCKETS = (10, 100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000)
+RESOURCE_KINDS = ("allocated", "request", "deserved", "capability")
+PHASES = {
+    PodGroupPhase.PENDING: "pending",
+    PodGroupPhase.INQUEUE: "inqueue",
+    PodGroupPhase.RUNNING: "running",
+    PodGroupPhase.UNKNOWN: "unknown",
+    PodGroupPhase.COMPLETED: "completed",
+}
+
+
+class SchedulerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.e2e = Histogram(
+            "kbatch_e2e_scheduling_latency_milliseconds",
+            "Latency of one whole scheduling session",
+            buckets=LATENCY_MS_BUCKETS,
+            registry=r,
+        )
+        self.action = Histogram(
+            "kbatch_action_scheduling_latency_milliseconds",
+            "Latency of one action in a session",
+            ["action"],
+            buckets=LATENCY_MS_BUCKETS,
+            registry=r,
+        )
+        self.plugin = Histogram(
+            "kbatch_plugin_scheduling_latency_milliseconds",
+            "Latency of a plugin's session open or close",
+            ["plugin", "OnSession"],
+            buckets=LATENCY_MS_BUCKETS,
+            registry=r,
+        )
+        self.task = Histogram(
+            "kbatch_task_scheduling_latency_milliseconds",
+            "From a pod's creation to its bind",
+            buckets=TASK_MS_BUCKETS,
+            registry=r,
+        )
+        self.attempts = Counter(
+            "kbatch_schedule_attempts", "Tasks tried, by result", ["result"], registry=r
+        )
+        self.victims = Gauge(
+            "kbatch_pod_preemption_victims", "Victims chosen in the last session", registry=r
+        )
+        self.preemption_attempts = Gauge(
+            "kbatch_total_preemption_attempts", "Preemption attempts so far", registry=r
+        )
+        self.unschedulable_tasks = Gauge(
+            "kbatch_unschedule_task_count", "Unschedulable tasks of a job", ["job_id"], registry=r
+        )
+        self.unschedulable_jobs = Gauge(
+            "kbatch_unschedule_job_count", "Jobs that could not be scheduled", registry=r
+        )
+        self.job_retries = Gauge(
+            "kbatch_job_retry_counts",
+            "Sessions in which a job stayed unschedulable",
+            ["job_id"],
+            registry=r,
+        )
+        self.queue_resources = {
+            (kind, unit): Gauge(
+                f"kbatch_queue_{kind}_{unit}",
+                f"Queue {kind} ({unit.replace('_', ' ')})",
+                ["queue_name"] + (["resource"] if unit == "scalar_resources" else []),
+                registry=r,
+            )
+            for kind in RESOURCE_KINDS
+            for unit in ("milli_cpu", "memory_bytes", "scalar_resources")
+        }
+        self.queue_share = Gauge(
+            "kbatch_queue_share", "Allocated/deserved", ["queue_name"], registry=r
+        )
+        self.queue_weight = Gauge("kbatch_queue_weight", "Queue weight", ["queue_name"], registry=r)
+        self.queue_overused = Gauge(
+            "kbatch_queue_overused",
+            "1 if the queue holds more than it deserves",
+            ["queue_name"],
+            registry=r,
+        )
+        self.queue_groups = {
+            phase: Gauge(
+                f"kbatch_queue_pod_group_{name}_count",
+                f"PodGroups {name} in the queue",
+                ["queue_name"],
+                registry=r,
+            )
+            for phase, name in PHASES.items()
+        }
+
+    def record(self, session: Session) -> None:
+        """Fold one closed session into the metrics."""
+        stats = session.stats
+        self.e2e.observe(stats.e2e_seconds * 1000)
+        for action, seconds in stats.action_seconds.items():
+            self.action.labels(action=action).observe(seconds * 1000)
+        for plugin, seconds in stats.plugin_open_seconds.items():
+            self.plugin.labels(plugin=plugin, OnSession="OnSessionOpen").observe(seconds * 1000)
+        for plugin, seconds in stats.plugin_close_seconds.items():
+            self.plugin.labels(plugin=plugin, OnSession="OnSessionClose").observe(seconds * 1000)
+        for latency in stats.task_latencies:
+            self.task.observe(latency * 1000)
+        for result, count in stats.attempts.items():
+            self.attempts.labels(result=result).inc(count)
+        self.victims.set(stats.preemption_victims)
+        self.preemption_attempts.inc(stats.preemption_attempts)
+        self._record_jobs(session)
+        self._record_queues(session)
+
+    def _record_jobs(self, session: Session) -> None:
+        self.unschedulable_tasks.clear()
+        unschedulable = 0
+        for job in session.jobs.values():
+            pending = job.counts[TaskStatus.PENDING]
+            if pending and (job.uid in session.fit_errors or job.uid in session.invalid):
+                unschedulable += 1
+                self.unschedulable_tasks.labels(job_id=job.uid).set(pending)
+                self.job_retries.labels(job_id=job.uid).inc()
+        self.unschedulable_jobs.set(unschedulable)
+
+    def _record_queues(self, session: Session) -> None:
+        groups: dict[str, dict[PodGroupPhase, int]] = {q: {} for q in session.queues}
+        for job in session.jobs.values():
+            if job.has_pod_group and job.queue in groups:
+                counts = groups[job.queue]
+                counts[job.phase] = counts.get(job.phase, 0) + 1
+        for name, queue in session.queues.items():
+            vectors = {
+                "allocated": queue.allocated,
+                "request": queue.request,
+                "deserved": queue.deserved,
+                "capability": queue.capability,
+            }
+            for kind, vector in vectors.items():
+                self._set_resources(kind, name, session.dims, vector)
+            self.queue_share.labels(queue_name=name).set(queue.share)
+            self.queue_weight.labels(queue_name=name).set(queue.weight)
+            self.queue_overused.labels(queue_name=name).set(1 if session.overused(queue) else 0)
+            for phase, gauge in self.queue_groups.items():
+                gauge.labels(queue_name=name).set(groups[name].get(phase, 0))
+
+    def _set_resources(self, kind: str, queue: str, dims: Dims, vector: object) -> None:
+        if vector is None:
+            return
+        for i, resource in enumerate(dims.names):
+            value = float(vector[i])  # type: ignore[index]
+            if value == float("inf"):
+                continue
+            if resource == "cpu":
+                self.queue_resources[(kind, "milli_cpu")].labels(queue_name=queue).set(value)
+            elif resource == "memory":
+                self.queue_resources[(kind, "memory_bytes")].labels(queue_name=queue).set(value)
+            elif resource != "pods":
+                gauge = self.queue_resources[(kind, "scalar_resources")]
+                gauge.labels(queue_name=queue, resource=resource).set(value)
+
+
+def exported_names(metrics: SchedulerMetrics) -> set[str]:
+    """Every sample name the registry can expose (for dashboard checks)."""
+    names = set()
+    for family in metrics.registry.collect():
+        names.add(family.name)
+        for sample in family.samples:
+            names.add(sample.name)
+    return names
