@@ -2,7 +2,9 @@
 
 import builtins
 import copy
-from collections.abc import Mapping
+import dataclasses
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
@@ -26,7 +28,12 @@ _PARSERS: dict[str, Any] = {
 
 
 class ClusterState:
-    """Raw objects as applied, and their parsed records, by kind and namespace/name."""
+    """Raw objects as applied, and their parsed records, by kind and namespace/name.
+
+    Safe to share between threads (watch threads apply, the scheduler snapshots).
+    A bind the scheduler has sent but the watch has not shown yet is *assumed*:
+    snapshots see the pod on its node until the pod's next update arrives.
+    """
 
     KINDS = frozenset(_PARSERS)
 
@@ -36,6 +43,8 @@ class ClusterState:
         self.scheduler_names = scheduler_names
         self._raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _PARSERS}
         self._parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
+        self._assumed: dict[str, str] = {}  # pod key -> node
+        self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder()
 
     @staticmethod
@@ -54,35 +63,85 @@ class ClusterState:
             raise ObjectError(records.ref_of(obj), "kind", f"kbatch does not model {kind!r}")
         parsed = _PARSERS[kind](obj)
         key = self._key(kind, str(meta.get("namespace") or ""), str(meta["name"]))
-        self._raw[kind][key] = copy.deepcopy(dict(obj))
-        self._parsed[kind][key] = parsed
+        raw = copy.deepcopy(dict(obj))
+        with self._lock:
+            self._raw[kind][key] = raw
+            self._parsed[kind][key] = parsed
+            if kind == "Pod":
+                self._assumed.pop(key, None)
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         key = self._key(kind, namespace, name)
-        self._raw[kind].pop(key, None)
-        self._parsed[kind].pop(key, None)
+        with self._lock:
+            self._raw[kind].pop(key, None)
+            self._parsed[kind].pop(key, None)
+            if kind == "Pod":
+                self._assumed.pop(key, None)
+
+    def replace(self, kind: str, objects: Iterable[Mapping[str, Any]]) -> list[ObjectError]:
+        """Make ``kind`` exactly ``objects`` (a relist): apply each, drop the rest.
+        Objects that cannot be used are skipped and returned, the rest applied."""
+        errors: builtins.list[ObjectError] = []
+        seen = set()
+        for obj in objects:
+            try:
+                self.apply(obj)
+            except ObjectError as exc:
+                errors.append(exc)
+                continue
+            meta = obj["metadata"]
+            seen.add(self._key(kind, str(meta.get("namespace") or ""), str(meta["name"])))
+        with self._lock:
+            for key in set(self._raw[kind]) - seen:
+                self._raw[kind].pop(key, None)
+                self._parsed[kind].pop(key, None)
+        return errors
+
+    def assume_bound(self, namespace: str, name: str, node: str) -> None:
+        with self._lock:
+            self._assumed[self._key("Pod", namespace, name)] = node
+
+    def forget(self, namespace: str, name: str) -> None:
+        """A bind failed: the pod is pending again (unless the watch said otherwise)."""
+        with self._lock:
+            self._assumed.pop(self._key("Pod", namespace, name), None)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._raw[kind].get(self._key(kind, namespace, name))
+        with self._lock:
+            return self._raw[kind].get(self._key(kind, namespace, name))
 
-    def list(self, kind: str) -> list[dict[str, Any]]:
-        return list(self._raw[kind].values())
+    def list(self, kind: str) -> builtins.list[dict[str, Any]]:
+        with self._lock:
+            return builtins.list(self._raw[kind].values())
 
     def pod_groups(self) -> dict[str, PodGroup]:
-        return dict(self._parsed["PodGroup"])
+        with self._lock:
+            return dict(self._parsed["PodGroup"])
 
     def queues(self) -> dict[str, Queue]:
-        return dict(self._parsed["Queue"])
+        with self._lock:
+            return dict(self._parsed["Queue"])
 
     def quotas(self) -> builtins.list[records.QuotaRecord]:
-        return list(self._parsed["ResourceQuota"].values())
+        with self._lock:
+            return builtins.list(self._parsed["ResourceQuota"].values())
 
     def snapshot(self) -> Snapshot:
-        return self._builder.build(
-            nodes=list(self._parsed["Node"].values()),
-            pods=list(self._parsed["Pod"].values()),
-            pod_groups=self._parsed["PodGroup"],
-            queues=self._parsed["Queue"],
-            priority_classes=self._parsed["PriorityClass"],
-            scheduler_names=self.scheduler_names,
-        )
+        with self._lock:
+            pods = builtins.list(self._parsed["Pod"].values())
+            if self._assumed:
+                pods = [self._with_assumption(pod) for pod in pods]
+            return self._builder.build(
+                nodes=builtins.list(self._parsed["Node"].values()),
+                pods=pods,
+                pod_groups=dict(self._parsed["PodGroup"]),
+                queues=dict(self._parsed["Queue"]),
+                priority_classes=dict(self._parsed["PriorityClass"]),
+                scheduler_names=self.scheduler_names,
+            )
+
+    def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:
+        node = self._assumed.get(f"{pod.namespace}/{pod.name}")
+        if node is None or pod.node_name:
+            return pod
+        return dataclasses.replace(pod, node_name=node)

@@ -153,3 +153,29 @@ def test_alike_pods_share_one_template() -> None:
     state.apply(pod("d", group="g", cpu="2"))
     tasks = list(state.snapshot().jobs["default/g"].tasks.values())
     assert len({id(t.template) for t in tasks}) == 2
+
+
+def test_a_relist_replaces_a_kind_and_reports_what_it_cannot_use() -> None:
+    state = ClusterState()
+    state.apply(node("n1"))
+    state.apply(pod("gone"))
+    state.apply(pod("kept"))
+    errors = state.replace("Pod", [pod("kept", cpu="2"), pod("new"), pod("broken", cpu="x")])
+    assert [str(e).split(":")[0] for e in errors] == ["Pod default/broken"]
+    assert sorted(p["metadata"]["name"] for p in state.list("Pod")) == ["kept", "new"]
+
+
+def test_an_assumed_bind_holds_until_the_pod_is_seen_again() -> None:
+    state = ClusterState()
+    state.apply(node("n1"))
+    state.apply(pod("p"))
+    state.assume_bound("default", "p", "n1")
+    (task,) = state.snapshot().jobs["pod:default/p"].tasks.values()
+    assert task.status is TaskStatus.BOUND and task.node == 0
+    state.forget("default", "p")
+    (task,) = state.snapshot().jobs["pod:default/p"].tasks.values()
+    assert task.status is TaskStatus.PENDING
+    state.assume_bound("default", "p", "n1")
+    state.apply(pod("p"))  # the watch's word wins: still pending
+    (task,) = state.snapshot().jobs["pod:default/p"].tasks.values()
+    assert task.status is TaskStatus.PENDING
