@@ -117,11 +117,100 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
     parser.set_defaults(command=bench)
 
 
+def run(args: argparse.Namespace) -> int:
+    """``kbatch run``: the operators against a cluster, until interrupted."""
+    import logging
+
+    from kbatch.operators.scheduler import operator
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = operator.RunSettings(
+        kubeconfig=args.kubeconfig,
+        scheduler_conf=args.scheduler_conf,
+        period=clock.parse_duration(args.schedule_period, "--schedule-period"),
+        scheduler_names=frozenset(args.scheduler_name or ("kbatch", "kube-batch")),
+        metrics_address=args.metrics_address or None,
+        health_address=args.health_address or None,
+        leader_elect=args.leader_elect,
+        lock_namespace=args.lock_namespace,
+        lease_seconds=int(clock.parse_duration(args.lease_duration, "--lease-duration")),
+    )
+    operator.run(settings)
+    return 0
+
+
+def _add_run(commands: "argparse._SubParsersAction[_Parser]") -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run the scheduler and its operators against a cluster",
+        description="Run the scheduler, PodGroup and Queue operators (kopf) against the "
+        "cluster of the usual kubeconfig, or in-cluster config.",
+    )
+    parser.add_argument(
+        "--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, ~/.kube/config or in-cluster"
+    )
+    parser.add_argument(
+        "--scheduler-conf",
+        type=Path,
+        metavar="FILE",
+        help="scheduler conf (YAML), reloaded when it changes",
+    )
+    parser.add_argument(
+        "--schedule-period",
+        default="1s",
+        metavar="DURATION",
+        help="time between sessions (default 1s)",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="a schedulerName to serve (repeatable; default kbatch and kube-batch)",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        default="0.0.0.0:8080",
+        metavar="HOST:PORT",
+        help="serve /metrics here ('' to turn off)",
+    )
+    parser.add_argument(
+        "--health-address",
+        default="0.0.0.0:8081",
+        metavar="HOST:PORT",
+        help="serve /healthz here ('' to turn off)",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="elect one active replica with a Lease (default on)",
+    )
+    parser.add_argument(
+        "--lock-namespace",
+        default=os.environ.get("POD_NAMESPACE", "kube-system"),
+        metavar="NS",
+        help="namespace of the leader Lease",
+    )
+    parser.add_argument(
+        "--lease-duration",
+        default="15s",
+        metavar="DURATION",
+        help="how long a silent leader keeps the lead",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    parser.set_defaults(command=run)
+
+
 def parser() -> argparse.ArgumentParser:
     root = _Parser(prog="kbatch", description="A batch scheduler for Kubernetes")
     commands = root.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
     _add_simulate(commands)
     _add_bench(commands)
+    _add_run(commands)
     return root
 
 

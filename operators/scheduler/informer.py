@@ -1,0 +1,177 @@
+"""Watches that keep a ClusterState current: list, then watch from the list's
+resourceVersion; after any watch error (410 Gone, a dropped connection) list
+again and *replace* the kind, so nothing deleted meanwhile lingers and nothing
+is counted twice.
+
+Raw JSON over the kubernetes client's ApiClient: no model deserialisation,
+which would cost more than the scheduling itself on a large cluster.
+"""
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from kbatch.api import GROUP, VERSION
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.state import ClusterState
+
+log = logging.getLogger("kbatch.informer")
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    path: str  # the collection across all namespaces
+
+
+RESOURCES = (
+    Resource("Node", "/api/v1/nodes"),
+    Resource("Pod", "/api/v1/pods"),
+    Resource("PodGroup", f"/apis/{GROUP}/{VERSION}/podgroups"),
+    Resource("Queue", f"/apis/{GROUP}/{VERSION}/queues"),
+    Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+    Resource("ResourceQuota", "/api/v1/resourcequotas"),
+)
+
+
+class Informer:
+    """One resource's list+watch loop, on a daemon thread."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        resource: Resource,
+        state: ClusterState,
+        on_change: Callable[[], None] = lambda: None,
+        watch_seconds: int = 300,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.state = state
+        self.on_change = on_change
+        self.watch_seconds = watch_seconds
+        self.synced = threading.Event()
+        self._stop = threading.Event()
+        self._relist = threading.Event()
+        self._response: Any = None  # the open watch, closed to interrupt it
+        self._thread = threading.Thread(
+            target=self._run, name=f"informer-{resource.kind}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def relist(self) -> None:
+        """Rebuild this kind from a fresh list now (e.g. on taking the lead)."""
+        self.synced.clear()
+        self._relist.set()
+        self._interrupt()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.shutdown()
+
+    def _run(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                version = self._list()
+                backoff = 0.5
+                self._watch(version)
+            except Exception as exc:  # any failure: list again, after a pause
+                if self._relist.is_set() or self._stop.is_set():
+                    continue  # interrupted on purpose
+                log.warning("watch of %s failed (%s); listing again", self.resource.kind, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    def _list(self) -> str:
+        body = self._get({})
+        items = body.get("items") or []
+        for item in items:
+            item["kind"] = self.resource.kind
+        for error in self.state.replace(self.resource.kind, items):
+            log.warning("ignoring %s", error)
+        self._relist.clear()
+        self.synced.set()
+        self.on_change()
+        return str(body["metadata"]["resourceVersion"])
+
+    def _watch(self, version: str) -> None:
+        for event in self._stream(version):
+            if self._stop.is_set() or self._relist.is_set():
+                return
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                raise RuntimeError(f"watch error: {obj.get('message', obj)}")
+            if kind == "BOOKMARK":
+                continue
+            obj["kind"] = self.resource.kind
+            meta = obj.get("metadata") or {}
+            if kind == "DELETED":
+                self.state.delete(self.resource.kind, meta.get("namespace") or "", meta["name"])
+            else:
+                try:
+                    self.state.apply(obj)
+                except ObjectError as exc:
+                    log.warning("ignoring %s", exc)
+            self.on_change()
+
+    def _stream(self, version: str) -> Iterator[dict[str, Any]]:
+        query = {
+            "watch": "true",
+            "resourceVersion": version,
+            "timeoutSeconds": str(self.watch_seconds),
+            "allowWatchBookmarks": "true",
+        }
+        response = self._call(query, timeout=None)
+        self._response = response
+        if self._relist.is_set() or self._stop.is_set():
+            response.release_conn()
+            return
+        try:
+            buffer = b""
+            for chunk in response.stream(65536):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            self._response = None
+            response.release_conn()
+
+    def _get(self, query: dict[str, str]) -> dict[str, Any]:
+        return json.loads(self._call(query, timeout=60).data)
+
+    def _call(self, query: dict[str, str], timeout: float | None) -> Any:
+        """GET the resource's collection; the raw urllib3 response (not read yet)."""
+        return raw_get(self.api, self.resource.path, query, timeout)
+
+
+def raw_get(api: client.ApiClient, path: str, query: dict[str, str], timeout: float | None) -> Any:
+    method, url, headers, body, post = api.param_serialize(
+        "GET",
+        path,
+        query_params=list(query.items()),
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(method, url, headers, body, post, _request_timeout=timeout).response
+    if response.status >= 400:
+        text = response.data.decode(errors="replace")[:300]
+        response.release_conn()
+        raise RuntimeError(f"GET {path}: HTTP {response.status}: {text}")
+    return response

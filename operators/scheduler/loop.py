@@ -1,0 +1,98 @@
+"""The scheduling loop of ``kbatch run``: one session per period while this replica
+leads and its caches are synced; a scheduler configuration file that is
+reloaded when it changes (a bad one is logged and the last good one kept).
+"""
+
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from kbatch.config import ConfigError, SchedulerConf
+from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.scheduler import runner
+from kbatch.operators.scheduler.framework.interface import Cluster
+
+log = logging.getLogger("kbatch.loop")
+
+
+class ConfSource:
+    """The scheduler conf from a file (or the default), re-read when its bytes change."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._digest = ""
+        self._conf = runner.default_conf() if path is None else runner.load_conf_file(path)
+        if path is not None:
+            self._digest = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def current(self) -> SchedulerConf:
+        if self.path is None:
+            return self._conf
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            log.error(
+                "cannot read scheduler conf %s (%s); keeping the last good one", self.path, exc
+            )
+            return self._conf
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != self._digest:
+            self._digest = digest
+            try:
+                self._conf = runner.load_conf(data.decode("utf-8"), str(self.path))
+                log.info(
+                    "scheduler conf %s reloaded: actions %s",
+                    self.path,
+                    ", ".join(self._conf.actions),
+                )
+            except (ConfigError, UnicodeDecodeError) as exc:
+                log.error("bad scheduler conf, keeping the last good one: %s", exc)
+        return self._conf
+
+
+class SchedulerLoop:
+    def __init__(
+        self,
+        cluster: Cluster,
+        conf: ConfSource,
+        period: float,
+        metrics: SchedulerMetrics,
+        may_schedule: Callable[[], bool],
+    ) -> None:
+        self.cluster = cluster
+        self.conf = conf
+        self.period = period
+        self.metrics = metrics
+        self.may_schedule = may_schedule
+        self.sessions = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kbatch-scheduler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def run_once(self) -> None:
+        scheduler = runner.Scheduler(
+            self.cluster, self.conf.current(), clock=time.time, session_ids=lambda: uuid.uuid4().hex
+        )
+        session = scheduler.run_once()
+        self.sessions += 1
+        self.metrics.record(session)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            if self.may_schedule():
+                try:
+                    self.run_once()
+                except Exception:
+                    log.exception("scheduling session failed")
+            self._stop.wait(max(self.period - (time.monotonic() - started), 0.0))

@@ -1,0 +1,168 @@
+"""``kbatch run``: the scheduler, PodGroup and Queue operators in one kopf process.
+
+All kopf setup is here, in one registry built by ``build_registry`` (no handlers
+registered by import side effects). kopf runs the process: startup starts the
+watches, the leader election, the scheduling loop and the metrics server;
+cleanup stops them. The watches run on every replica, so a replica that takes
+the lead has warm caches; it still relists everything before its first session
+(a fresh view from the API, nothing assumed from before).
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kopf
+from kubernetes import client, config
+from prometheus_client import start_http_server
+
+from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
+from kbatch.cluster.state import ClusterState
+from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.podgroup import controller as podgroups
+from kbatch.operators.queue import controller as queues
+from kbatch.operators.scheduler.informer import RESOURCES, Informer
+from kbatch.operators.scheduler.kube import KubeCluster
+from kbatch.operators.scheduler.leader import LeaseElector
+from kbatch.operators.scheduler.loop import ConfSource, SchedulerLoop
+
+log = logging.getLogger("kbatch.operator")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What ``kbatch run`` is told (see ``kbatch run --help``)."""
+
+    kubeconfig: str | None = None
+    scheduler_conf: Path | None = None
+    period: float = 1.0
+    scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
+    metrics_address: str | None = "0.0.0.0:8080"
+    health_address: str | None = "0.0.0.0:8081"
+    leader_elect: bool = True
+    lock_namespace: str = field(
+        default_factory=lambda: os.environ.get("POD_NAMESPACE", "kube-system")
+    )
+    lease_seconds: int = 15
+
+
+def api_client(kubeconfig: str | None) -> client.ApiClient:
+    if kubeconfig:
+        return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        return client.ApiClient()
+    except config.ConfigException:
+        return config.new_client_from_config()  # type: ignore[no-untyped-call]
+
+
+class Runtime:
+    """Everything ``kbatch run`` starts besides kopf itself."""
+
+    def __init__(self, settings: RunSettings) -> None:
+        self.settings = settings
+        self.conf = ConfSource(settings.scheduler_conf)  # a bad file fails here, at start
+        self.api = api_client(settings.kubeconfig)
+        self.state = ClusterState(settings.scheduler_names)
+        self.cluster = KubeCluster(self.api, self.state)
+        self.metrics = SchedulerMetrics()
+        self.informers = [Informer(self.api, r, self.state) for r in RESOURCES]
+        self.elector: LeaseElector | None = None
+        if settings.leader_elect:
+            self.elector = LeaseElector(
+                self.api,
+                settings.lock_namespace,
+                lease_seconds=settings.lease_seconds,
+                renew_seconds=max(settings.lease_seconds / 5, 0.5),
+                on_change=self._lead_changed,
+            )
+        self.loop = SchedulerLoop(
+            self.cluster, self.conf, settings.period, self.metrics, self.may_schedule
+        )
+
+    def leads(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def synced(self) -> bool:
+        return all(informer.synced.is_set() for informer in self.informers)
+
+    def may_schedule(self) -> bool:
+        return self.leads() and self.synced()
+
+    def _lead_changed(self, leader: bool) -> None:
+        if leader:
+            for informer in self.informers:
+                informer.relist()
+            queues.ensure_default_queue(self.api)
+
+    def start(self) -> None:
+        if self.settings.metrics_address:
+            host, _, port = self.settings.metrics_address.rpartition(":")
+            start_http_server(int(port), addr=host or "0.0.0.0", registry=self.metrics.registry)
+        for informer in self.informers:
+            informer.start()
+        if self.elector is not None:
+            self.elector.start()
+        else:
+            queues.ensure_default_queue(self.api)
+        self.loop.start()
+
+    def stop(self) -> None:
+        self.loop.stop()
+        if self.elector is not None:
+            self.elector.stop()
+        for informer in self.informers:
+            informer.stop()
+        self.cluster.shutdown()
+
+
+def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_via_client(**kwargs)  # the same kubeconfig as ours
+
+    @kopf.on.startup(registry=registry)
+    def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # our events are our own, not kopf's log lines
+        settings.persistence.finalizer = "kbatch.io/finalizer"
+        runtime.start()
+
+    @kopf.on.cleanup(registry=registry)
+    def cleanup(**_: Any) -> None:
+        runtime.stop()
+
+    @kopf.on.probe(id="leader", registry=registry)
+    def leader(**_: Any) -> bool:
+        return runtime.leads()
+
+    @kopf.on.probe(id="sessions", registry=registry)
+    def sessions(**_: Any) -> int:
+        return runtime.loop.sessions
+
+    @kopf.on.event(GROUP, VERSION, "queues", registry=registry)
+    def queue_event(type: str, name: str, **_: Any) -> None:
+        if type == "DELETED" and name == DEFAULT_QUEUE and runtime.leads():
+            queues.ensure_default_queue(runtime.api)
+
+    @kopf.on.event(GROUP, VERSION, "podgroups", registry=registry)
+    def pod_group_event(
+        type: str, body: kopf.Body, name: str, namespace: str | None, **_: Any
+    ) -> None:
+        if type != "DELETED" and runtime.leads() and podgroups.needs_initial_status(dict(body)):
+            podgroups.initialise_status(runtime.api, namespace or "default", name)
+
+    return registry
+
+
+def run(settings: RunSettings) -> None:
+    """Run until interrupted."""
+    if settings.kubeconfig:
+        os.environ["KUBECONFIG"] = settings.kubeconfig  # kopf's own login reads it
+    runtime = Runtime(settings)
+    registry = build_registry(runtime)
+    liveness = f"http://{settings.health_address}/healthz" if settings.health_address else None
+    kopf.run(registry=registry, clusterwide=True, standalone=True, liveness_endpoint=liveness)
