@@ -1,0 +1,42 @@
+"""kbatch run's scheduler conf: reloaded when the file changes; a bad file keeps the last good."""
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from kbatch.config import ConfigError
+from kbatch.operators.scheduler.loop import ConfSource
+
+GOOD = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+BETTER = (
+    'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n  - name: drf\n'
+)
+
+
+def test_reloads_on_change_and_keeps_the_last_good_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "conf.yaml"
+    path.write_text(GOOD)
+    source = ConfSource(path)
+    assert source.current().actions == ("enqueue", "allocate")
+    path.write_text(BETTER)
+    assert source.current().actions == ("enqueue", "allocate", "backfill")
+    path.write_text('actions: "allocate, teleport"\ntiers:\n- plugins:\n  - name: gang\n')
+    with caplog.at_level(logging.ERROR):
+        assert source.current().actions == ("enqueue", "allocate", "backfill")
+    assert "unknown action 'teleport'" in caplog.text
+    path.unlink()
+    assert source.current().actions == ("enqueue", "allocate", "backfill")
+
+
+def test_a_bad_file_at_start_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "conf.yaml"
+    path.write_text("tiers: []\n")
+    with pytest.raises(ConfigError):
+        ConfSource(path)
+
+
+def test_no_file_means_the_default_conf() -> None:
+    assert ConfSource(None).current().actions == ("enqueue", "allocate", "backfill")
