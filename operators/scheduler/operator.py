@@ -48,14 +48,36 @@ class RunSettings:
     lease_seconds: int = 15
 
 
+# Connections kept to the API server: the bind workers, the writer and the watches.
+CONNECTION_POOL = 32
+
+
 def api_client(kubeconfig: str | None) -> client.ApiClient:
+    configuration = client.Configuration()
     if kubeconfig:
-        return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-        return client.ApiClient()
-    except config.ConfigException:
-        return config.new_client_from_config()  # type: ignore[no-untyped-call]
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    configuration.connection_pool_maxsize = CONNECTION_POOL
+    return client.ApiClient(configuration)
+
+
+def connection_info(configuration: client.Configuration) -> kopf.ConnectionInfo:
+    """kopf's credentials from the kubernetes client's configuration."""
+    header = configuration.get_api_key_with_prefix("BearerToken") or ""
+    scheme, _, token = header.partition(" ") if " " in header else ("", "", header)
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )
 
 
 class Runtime:
@@ -122,8 +144,8 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        return kopf.login_via_client(**kwargs)  # the same kubeconfig as ours
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection_info(runtime.api.configuration)  # the very credentials we use
 
     @kopf.on.startup(registry=registry)
     def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -160,8 +182,6 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
 
 def run(settings: RunSettings) -> None:
     """Run until interrupted."""
-    if settings.kubeconfig:
-        os.environ["KUBECONFIG"] = settings.kubeconfig  # kopf's own login reads it
     runtime = Runtime(settings)
     registry = build_registry(runtime)
     liveness = f"http://{settings.health_address}/healthz" if settings.health_address else None
