@@ -114,6 +114,13 @@ class ClusterState:
         with self._lock:
             return builtins.list(self._raw[kind].values())
 
+    def pod_record(self, namespace: str, name: str) -> records.PodRecord | None:
+        with self._lock:
+            record: records.PodRecord | None = self._parsed["Pod"].get(
+                self._key("Pod", namespace, name)
+            )
+            return record
+
     def pod_groups(self) -> dict[str, PodGroup]:
         with self._lock:
             return dict(self._parsed["PodGroup"])

@@ -2,63 +2,26 @@
 
 After every tick it recounts each touched PodGroup's running, succeeded and failed
 pods and moves its phase by the shared rules (``kbatch.api.podgroup.next_phase``).
-It reads the pods as the scheduler's snapshot does (``pod_status`` mirrors
-``kbatch.cluster.snapshot.task_status``, and a test holds them together), so
-both count alike and neither undoes the other's write. Only changed statuses
+It reads the pods' parsed records with the snapshot's own ``task_status`` and
+counts them with the session close's own ``counted_status``, so both count
+alike and neither undoes the other's write. Only changed statuses
 are written; conditions are the scheduler's and kept as they are.
 """
 
 from collections import Counter
-from typing import Any
 
-from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus, next_phase
+from kbatch.api.podgroup import PodGroupStatus
+from kbatch.cluster.snapshot import task_status
 from kbatch.operators.scheduler.framework.info import TaskStatus
-from kbatch.sim.cluster import SimCluster, group_of
-
-_PHASES = {
-    "Succeeded": TaskStatus.SUCCEEDED,
-    "Failed": TaskStatus.FAILED,
-    "Running": TaskStatus.RUNNING,
-    "Unknown": TaskStatus.UNKNOWN,
-}
-
-
-def pod_status(pod: dict[str, Any], scheduler_names: frozenset[str]) -> TaskStatus | None:
-    """How the scheduler sees a raw pod as a task of a PodGroup (None: not one)."""
-    if (pod.get("spec") or {}).get("schedulerName") not in scheduler_names:
-        return None
-    phase = str((pod.get("status") or {}).get("phase") or "Pending")
-    bound = bool((pod.get("spec") or {}).get("nodeName"))
-    if phase in ("Succeeded", "Failed"):
-        return _PHASES[phase]
-    if pod["metadata"].get("deletionTimestamp"):
-        return TaskStatus.RELEASING if bound else None
-    if phase in _PHASES:
-        return _PHASES[phase]
-    return TaskStatus.BOUND if bound else TaskStatus.PENDING
+from kbatch.operators.scheduler.framework.job_status import counted_status
+from kbatch.sim.cluster import SimCluster
 
 
 def status_of(old: PodGroupStatus, min_member: int, counts: Counter[TaskStatus]) -> PodGroupStatus:
     """What a PodGroup's status should say, given its pods' statuses."""
-    succeeded = counts[TaskStatus.SUCCEEDED]
-    failed = counts[TaskStatus.FAILED]
-    phase = next_phase(
-        old.phase,
-        min_member=min_member,
-        scheduled=counts[TaskStatus.BINDING]
-        + counts[TaskStatus.BOUND]
-        + counts[TaskStatus.RUNNING],
-        succeeded=succeeded,
-        unfinished=sum(counts.values()) - succeeded - failed,
-        admitted=old.phase is PodGroupPhase.INQUEUE,
-    )
+    phase, running, succeeded, failed = counted_status(old.phase, min_member, counts)
     return old.model_copy(
-        update={
-            "phase": phase,
-            "running": counts[TaskStatus.RUNNING],
-            "succeeded": succeeded,
-            "failed": failed,
-        }
+        update={"phase": phase, "running": running, "succeeded": succeeded, "failed": failed}
     )
 
 
@@ -82,10 +45,14 @@ def _count(cluster: SimCluster, namespace: str, group: str) -> Counter[TaskStatu
     """The statuses of the PodGroup's pods, as the scheduler would count them."""
     counts: Counter[TaskStatus] = Counter()
     for name in cluster.group_pods.get((namespace, group), ()):
-        pod = cluster.state.get("Pod", namespace, name)
-        if pod is None or group_of(pod) != group:
+        pod = cluster.state.pod_record(namespace, name)
+        if (
+            pod is None
+            or pod.group != group
+            or pod.scheduler_name not in cluster.state.scheduler_names
+        ):
             continue
-        status = pod_status(pod, cluster.state.scheduler_names)
+        status = task_status(pod)
         if status is not None:
             counts[status] += 1
     return counts

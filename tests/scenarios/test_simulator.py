@@ -3,11 +3,7 @@
 import json
 from pathlib import Path
 
-import pytest
-
-from kbatch.cluster import records
-from kbatch.cluster.snapshot import task_status
-from kbatch.sim import podgroups, runner, simulate
+from kbatch.sim import runner, simulate
 from kbatch.sim.manifests import load_documents
 from scenarios.objects import at, job, node, pod, pod_group, queue
 from scenarios.runner import Outcome
@@ -261,29 +257,3 @@ def test_scheduler_conf_from_an_annotated_config_map() -> None:
     loaded = load_documents([node(), conf_map(text)])
     conf = runner.resolve_conf(None, loaded)
     assert conf.actions == ("enqueue", "allocate")
-
-
-@pytest.mark.parametrize(
-    ("phase", "node_name", "deleting"),
-    [
-        (phase, node_name, deleting)
-        for phase in (None, "Pending", "Running", "Succeeded", "Failed", "Unknown")
-        for node_name in (None, "node-1")
-        for deleting in (False, True)
-    ],
-)
-def test_the_podgroup_controller_sees_pods_as_the_snapshot_does(
-    phase: str | None, node_name: str | None, deleting: bool
-) -> None:
-    raw = pod("p", group="g")
-    raw["metadata"]["uid"] = "u"
-    if phase:
-        raw["status"] = {"phase": phase}
-    if node_name:
-        raw["spec"]["nodeName"] = node_name
-    if deleting:
-        raw["metadata"]["deletionTimestamp"] = "1970-01-01T00:00:01Z"
-    names = frozenset({"kbatch"})
-    assert podgroups.pod_status(raw, names) == task_status(records.parse_pod(raw))
-    raw["spec"]["schedulerName"] = "default-scheduler"
-    assert podgroups.pod_status(raw, names) is None

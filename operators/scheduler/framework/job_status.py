@@ -3,6 +3,7 @@
 Written back only where they changed (the status writer is told nothing else).
 """
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import numpy as np
@@ -51,27 +52,35 @@ def merge_conditions(
     return tuple(sorted(merged.values(), key=lambda c: c.type.value))
 
 
-def pod_group_status(job: JobInfo, session: Session) -> PodGroupStatus:
-    scheduled = job.count(TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
-    succeeded = job.count(TaskStatus.SUCCEEDED)
-    failed = job.count(TaskStatus.FAILED)
+def counted_status(
+    current: PodGroupPhase, min_member: int, counts: Mapping[TaskStatus, int]
+) -> tuple[PodGroupPhase, int, int, int]:
+    """A PodGroup's phase, running, succeeded and failed counts from its pods' statuses
+    (the scheduler's session close and the PodGroup controller both use this)."""
+    scheduled = sum(
+        counts.get(s, 0) for s in (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+    )
+    succeeded = counts.get(TaskStatus.SUCCEEDED, 0)
+    failed = counts.get(TaskStatus.FAILED, 0)
     phase = next_phase(
-        job.phase,
-        min_member=job.min_member,
+        current,
+        min_member=min_member,
         scheduled=scheduled,
         succeeded=succeeded,
-        unfinished=len(job.tasks) - succeeded - failed,
-        admitted=job.phase is PodGroupPhase.INQUEUE,
+        unfinished=sum(counts.values()) - succeeded - failed,
+        admitted=current is PodGroupPhase.INQUEUE,
     )
+    return phase, counts.get(TaskStatus.RUNNING, 0), succeeded, failed
+
+
+def pod_group_status(job: JobInfo, session: Session) -> PodGroupStatus:
+    counts = {status: job.counts[status] for status in TaskStatus}
+    phase, running, succeeded, failed = counted_status(job.phase, job.min_member, counts)
     conditions = merge_conditions(
         job.conditions, session.new_conditions.get(job.uid, []), iso_time(session.now), session.uid
     )
     return PodGroupStatus(
-        phase=phase,
-        conditions=conditions,
-        running=job.count(TaskStatus.RUNNING),
-        succeeded=succeeded,
-        failed=failed,
+        phase=phase, conditions=conditions, running=running, succeeded=succeeded, failed=failed
     )
 
 
