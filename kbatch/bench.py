@@ -27,19 +27,6 @@ from kbatch.operators.scheduler.framework.interface import ObjectRef, Snapshot
 SIZES = ((100, 1_000), (1_000, 10_000), (5_000, 50_000))
 TASKS_PER_JOB = 10
 QUEUES = 10
-BENCH_CONF = """\
-actions: "allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
 
 
 def synthetic_objects(nodes: int, pods: int) -> Iterator[dict[str, Any]]:
@@ -130,8 +117,13 @@ def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
     }
 
 
+def bench_conf() -> SchedulerConf:
+    """The default tiers, with the allocate action alone."""
+    return runner.default_conf().model_copy(update={"actions": ("allocate",)})
+
+
 def main(sizes: list[tuple[int, int]] | None = None) -> int:
-    conf = runner.load_conf(BENCH_CONF, "<bench conf>")
+    conf = bench_conf()
     for nodes, pods in sizes or list(SIZES):
         print(json.dumps(run_size(nodes, pods, conf)), flush=True)
     return 0

@@ -17,10 +17,9 @@ def test_bench_places_every_gang_and_prints_one_json_line(capsys: pytest.Capture
 
 def test_bench_binds_only_what_fits() -> None:
     from kbatch import bench
-    from kbatch.operators.scheduler import runner
 
     # 2 nodes × 32 cpu hold 6 gangs of 10 (60 cpu), never a seventh half-placed
-    result = bench.run_size(2, 100, runner.load_conf(bench.BENCH_CONF))
+    result = bench.run_size(2, 100, bench.bench_conf())
     assert result["binds"] == 60
 
 

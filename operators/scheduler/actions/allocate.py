@@ -69,10 +69,7 @@ def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
             session.record_fit_error(job, task, placer.explain(task))
             session.stats.attempts["unschedulable"] += 1
             break
-        if choice.pipelined:
-            statement.pipeline(task, choice.node)
-        else:
-            statement.allocate(task, choice.node)
+        statement.place(task, choice.node, choice.pipelined)
         placed += 1
         if session.job_ready(job):
             break

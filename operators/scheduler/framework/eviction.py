@@ -50,10 +50,7 @@ def fits_without_eviction(session: Session, placer: Placer, job: JobInfo) -> boo
         choice = placer.choose(task)
         if choice is None:
             break
-        if choice.pipelined:
-            statement.pipeline(task, choice.node)
-        else:
-            statement.allocate(task, choice.node)
+        statement.place(task, choice.node, choice.pipelined)
         placed += 1
         if session.job_pipelined(job):
             break

@@ -44,6 +44,14 @@ class Statement:
         self._changes.append(_Change(Op.PIPELINE, task, task.status))
         self.session.set_status(task, TaskStatus.PIPELINED, node)
 
+    def place(self, task: TaskInfo, node: int, pipelined: bool) -> None:
+        """Allocate ``task`` on ``node``, or pipeline it there if it must wait for room
+        being released."""
+        if pipelined:
+            self.pipeline(task, node)
+        else:
+            self.allocate(task, node)
+
     def evict(self, task: TaskInfo, reason: str) -> None:
         self._changes.append(_Change(Op.EVICT, task, task.status, reason))
         self.session.set_status(task, TaskStatus.RELEASING)
