@@ -9,7 +9,8 @@ It implements the scheduler core's ``Cluster`` interface:
   its node) and is removed ``spec.terminationGracePeriodSeconds`` later —
   **0 when the pod does not set it** (not Kubernetes' 30 s: a simulated
   container stops at once), so by default at the next tick;
-- PodGroup and Queue status writes replace the objects' status;
+- PodGroup and Queue status writes replace the objects' status; a PodGroup whose
+  phase changes gets an event (reason: the new phase);
 - events carry the simulated time and are deduplicated: an event identical to
   the last one for the same object is not repeated.
 
@@ -280,6 +281,15 @@ class SimCluster:
         self.changes += 1
         if kind == "PodGroup":
             self.touched.groups.add((namespace, name))
+            self._phase_changed(namespace, name, obj.get("status") or {}, status)
+
+    def _phase_changed(self, namespace: str, name: str, old: Object, new: Object) -> None:
+        """An event per PodGroup phase change (reason: the new phase), so that
+        ``events`` show each group's Pending → Inqueue → Running over time."""
+        before, after = old.get("phase") or "Pending", new.get("phase") or "Pending"
+        if before != after:
+            ref = ObjectRef("PodGroup", namespace, name)
+            self.record(ref, "Normal", after, f"phase {before} → {after}")
 
     # ----------------------------------------------------------------- EventRecorder
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:

@@ -2,12 +2,14 @@
 
 Each tick at time t = k × period:
 
-1. objects whose ``kbatch.io/sim-submit-at`` ≤ t are created (in input order);
+1. objects whose ``kbatch.io/sim-submit-at`` ≤ t are created (in input order),
+   through the admission webhooks' functions (``kbatch.sim.admission``);
 2. running pods whose ``kbatch.io/sim-duration`` has elapsed succeed;
 3. pods deleted earlier whose grace period is over are removed;
 4. the job controller brings Jobs' pods to what their specs ask;
 5. one scheduler session runs (``Scheduler.run_once``);
-6. the PodGroup controller updates counts and phases;
+6. the PodGroup controller updates counts and phases, and Jobs held for their
+   PodGroup (delayed pod creation) resume once it is admitted;
 7. a timeline sample is taken for the report (from the session's snapshot, as
    the session left it).
 
@@ -36,6 +38,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.runner import Scheduler, default_conf, load_conf, load_conf_file
 from kbatch.sim import clock, jobs, manifests, podgroups
+from kbatch.sim.admission import SimAdmission
 from kbatch.sim.cluster import SimCluster
 from kbatch.sim.timeline import Timeline
 
@@ -84,6 +87,7 @@ class Simulation:
         self.clock = clock.SimClock()
         self.cluster = SimCluster(ClusterState(options.scheduler_names), self.clock)
         self.jobs = jobs.JobController(self.cluster)
+        self.admission = SimAdmission(self.cluster, self.jobs)
         self.pending = deque(sorted(loaded.objects, key=lambda m: (m.submit_at, m.order)))
         self.totals = Totals()
         self.timeline = Timeline()
@@ -135,6 +139,7 @@ class Simulation:
         self.totals.binds += stats.binds
         self.totals.evictions += stats.evictions
         podgroups.reconcile(self.cluster)
+        self.admission.release()  # delayed pod creation: Jobs of admitted groups resume
         if self.cluster.last_snapshot is not None:
             self.timeline.record(now, self.cluster.last_snapshot, self.cluster.created_at)
         return self.cluster.changes != before or stats.binds > 0 or stats.evictions > 0
@@ -143,7 +148,7 @@ class Simulation:
         while self.pending and self.pending[0].submit_at <= now + 1e-9:
             item = self.pending.popleft()
             try:
-                create(self.cluster, self.jobs, item.obj)
+                create(self.cluster, self.jobs, item.obj, self.admission)
             except (ObjectError, clock.DurationError) as exc:
                 raise manifests.ManifestError(f"{item.source}: {exc}") from exc
 
@@ -155,7 +160,19 @@ class Simulation:
         return min(times, default=None)
 
 
-def create(cluster: SimCluster, controller: jobs.JobController, obj: dict[str, Any]) -> None:
+def create(
+    cluster: SimCluster,
+    controller: jobs.JobController,
+    obj: dict[str, Any],
+    admission: SimAdmission | None = None,
+) -> None:
+    """Create ``obj``, through the admission webhooks when ``admission`` is given (a
+    rejected object is not created: an event says why)."""
+    if admission is not None:
+        admitted = admission.admit(obj)
+        if admitted is None:
+            return
+        obj = admitted
     if obj["kind"] == "Job":
         controller.apply(obj)
     else:

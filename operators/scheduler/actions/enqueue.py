@@ -37,10 +37,13 @@ def execute(session: Session) -> None:
     tie = itertools.count()
     per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
     for job in session.jobs.values():
+        # A group with no pods yet may be admitted although it is not valid (too few pods
+        # for minMember): with delayed pod creation its pods only exist once it is Inqueue.
         if (
             job.phase is PodGroupPhase.PENDING
             and job.has_pod_group
-            and job.uid not in session.invalid
+            and job.queue in session.queues
+            and (not job.tasks or job.uid not in session.invalid)
         ):
             per_queue.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
     queues = []

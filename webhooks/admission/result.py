@@ -1,0 +1,69 @@
+"""What an admission function answers: allowed or not (and why), a merge patch, warnings."""
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Object = dict[str, Any]
+
+INVALID = 422  # the object is wrong: a field breaks a rule
+FORBIDDEN = 403  # the object is fine, the cluster says no (quota, a queue in use)
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """``patch`` is an RFC 7386 merge patch (``None`` deletes a key); empty when nothing
+    changes. A rejection's ``message`` names the field and says why."""
+
+    allowed: bool = True
+    message: str = ""
+    code: int = 0
+    patch: Object = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def applied_to(self, obj: Mapping[str, Any]) -> Object:
+        """``obj`` as the patch leaves it (a new dict; ``obj`` is not changed)."""
+        return merge(obj, self.patch)
+
+    def then(self, after: "Admission") -> "Admission":
+        """This answer followed by ``after`` (computed on the patched object)."""
+        if not self.allowed:
+            return self
+        warnings = self.warnings + after.warnings
+        if not after.allowed:
+            return Admission(False, after.message, after.code, warnings=warnings)
+        return Admission(patch=_merge_patches(self.patch, after.patch), warnings=warnings)
+
+
+def allow(patch: Object | None = None, warnings: tuple[str, ...] = ()) -> Admission:
+    return Admission(patch=patch or {}, warnings=warnings)
+
+
+def deny(field_path: str, why: str, code: int = INVALID) -> Admission:
+    return Admission(False, f"{field_path}: {why}", code)
+
+
+def merge(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> Object:
+    """RFC 7386: maps merge key by key, ``None`` removes, anything else replaces."""
+    out: Object = copy.deepcopy(dict(obj))
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping):
+            base = out.get(key)
+            out[key] = merge(base if isinstance(base, Mapping) else {}, value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _merge_patches(first: Mapping[str, Any], second: Mapping[str, Any]) -> Object:
+    out: Object = dict(first)
+    for key, value in second.items():
+        base = out.get(key)
+        if isinstance(value, Mapping) and isinstance(base, Mapping):
+            out[key] = _merge_patches(base, value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,106 @@
+"""What admission may read of the cluster: a small Protocol, and its implementation over
+a ClusterState (the scheduler's watched cache, or the simulator's cluster).
+
+Jobs are not in a ClusterState (the scheduler does not watch them): their pod
+templates come from whoever knows them — a kopf index of Jobs in ``kbatch run``,
+the simulated job controller in a simulation.
+"""
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.api.queue import Queue
+from kbatch.cluster.state import ClusterState
+
+PodTemplates = Callable[[str, str], Sequence[Mapping[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """A ResourceQuota as admission reads it: ``hard`` as written (quantities as strings)."""
+
+    namespace: str
+    name: str
+    hard: Mapping[str, Any]
+
+
+class ClusterView(Protocol):
+    def queue(self, name: str) -> Queue | None:
+        """The Queue of that name, or None."""
+        ...
+
+    def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
+        """The PodGroup's phase, or None when there is no such PodGroup."""
+        ...
+
+    def pod_groups(self, namespace: str) -> Iterable[PodGroup]:
+        """The PodGroups of one namespace."""
+        ...
+
+    def pod_groups_in_queue(self, queue: str) -> list[str]:
+        """``namespace/name`` of every PodGroup whose spec.queue is ``queue``."""
+        ...
+
+    def quotas(self, namespace: str) -> Iterable[Quota]: ...
+
+    def job_pod_specs(self, namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
+        """The pod template specs of the Jobs whose template names ``group``."""
+        ...
+
+
+def no_jobs(namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
+    return ()
+
+
+class StateView:
+    """A ClusterView over a ClusterState; ``queues`` are known besides the state's
+    (a Queue just created that the watch has not brought yet)."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        job_pod_specs: PodTemplates = no_jobs,
+        queues: Mapping[str, Queue] | None = None,
+    ) -> None:
+        self.state = state
+        self._job_pod_specs = job_pod_specs
+        self._queues = queues or {}
+
+    def queue(self, name: str) -> Queue | None:
+        return self.state.queues().get(name) or self._queues.get(name)
+
+    def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
+        raw = self.state.get("PodGroup", namespace, name)
+        if raw is None:
+            return None
+        phase = (raw.get("status") or {}).get("phase") or PodGroupPhase.PENDING
+        try:
+            return PodGroupPhase(phase)
+        except ValueError:
+            return PodGroupPhase.UNKNOWN
+
+    def pod_groups(self, namespace: str) -> list[PodGroup]:
+        return [
+            group
+            for group in self.state.pod_groups().values()
+            if (group.metadata.namespace or "default") == namespace
+        ]
+
+    def pod_groups_in_queue(self, queue: str) -> list[str]:
+        return sorted(
+            f"{group.metadata.namespace or 'default'}/{group.metadata.name}"
+            for group in self.state.pod_groups().values()
+            if group.spec.queue == queue
+        )
+
+    def quotas(self, namespace: str) -> list[Quota]:
+        return [
+            Quota(namespace, raw["metadata"]["name"], (raw.get("spec") or {}).get("hard") or {})
+            for raw in self.state.list("ResourceQuota")
+            if (raw["metadata"].get("namespace") or "default") == namespace
+        ]
+
+    def job_pod_specs(self, namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
+        return self._job_pod_specs(namespace, group)
