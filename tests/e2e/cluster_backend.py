@@ -1,0 +1,594 @@
+"""Scenario files through a real cluster: a backend for tests/scenarios/runner.py.
+
+    backend = ClusterBackend(api, scheduler)          # a running ``kbatch run``
+    outcome = run("seed-gang-job.yaml", backend=backend)
+
+``backend(paths, until=None, config=None)`` returns DESIGN §5's JSON, read back
+from the API server, so the simulator's checks apply unchanged. One scenario:
+
+1. *Hold*: the backend takes the scheduler's leader Lease, so ``kbatch run``
+   schedules nothing, and waits until its session count stands still. It
+   deletes what the previous scenario made (Jobs, Pods with grace 0, PodGroups,
+   Events in its namespaces; its Nodes, Queues, PriorityClasses, Namespaces)
+   and waits until they are gone.
+2. The scheduler conf (``--config``, the annotated ConfigMap, or the default) is
+   written to the file ``kbatch run`` reloads. The loop reads it at the start of
+   every session, and none runs while held: the first session uses it.
+3. The objects due at 0 are created (Nodes with their status through the status
+   subresource), and the Job controller's pods awaited.
+4. *Release*: the Lease is given up; ``kbatch run`` takes the lead, lists
+   everything afresh and opens a session on all of it at once, as the
+   simulator's first session sees everything due at 0. Time 0 is that first
+   session (seen on /metrics); an object due at ``s`` is created half a period
+   before session ``s``.
+5. The outcome has settled when nothing changed for ``SETTLE_PERIODS`` periods
+   after the last submission, and no pod is bound-but-Pending or Terminating.
+6. Read back: pods (live ones, and those deleted during the run, as the
+   simulator lists its removed pods: node null, phase Failed unless finished),
+   PodGroups, Queues, Events. An event's time is the session it came from:
+   seconds since time 0, as received on a watch, rounded to the period.
+   Summary: sessions from /metrics, binds and evictions counted from events.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from e2e.kubelet import Watch, rfc3339
+from kbatch.api import GROUP, VERSION
+from kbatch.api.quantity import format_quantity
+from kbatch.cluster.quantity import amounts
+from kbatch.config import DEFAULT_CONF
+from kbatch.operators.scheduler import runner as scheduler_runner
+from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.sim import clock, manifests
+
+Json = dict[str, Any]
+GROUP_NAME = "scheduling.k8s.io/group-name"
+SESSIONS = "kbatch_e2e_scheduling_latency_milliseconds_count"
+HOLDER = "e2e-scenario-backend"
+SETTLE_PERIODS = 3
+SETTLE_DEADLINE = 90.0
+GONE_DEADLINE = 60.0
+MERGE = "application/merge-patch+json"
+
+CRD_BASE = f"/apis/{GROUP}/{VERSION}"
+CLUSTER_PATHS = {
+    "Namespace": "/api/v1/namespaces",
+    "Node": "/api/v1/nodes",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "Queue": f"{CRD_BASE}/queues",
+}
+NAMESPACED_PATHS = {  # the collection in a namespace; cleaned up in this order
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "Pod": "/api/v1/namespaces/{ns}/pods",
+    "PodGroup": CRD_BASE + "/namespaces/{ns}/podgroups",
+    "ResourceQuota": "/api/v1/namespaces/{ns}/resourcequotas",
+}
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """What the backend needs of a running ``kbatch run``."""
+
+    metrics_url: str
+    conf_path: Path
+    period: float
+    lock_namespace: str
+    lease_name: str = "kbatch"
+
+
+def metrics(url: str) -> dict[str, float]:
+    """Every sample on a /metrics page, keyed ``name{label="v",...}`` (no labels: ``name``)."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return samples
+
+
+def sessions(scheduler: Scheduler) -> int:
+    return int(metrics(scheduler.metrics_url).get(SESSIONS, 0))
+
+
+def collection(kind: str, namespace: str = "") -> str:
+    if kind in CLUSTER_PATHS:
+        return CLUSTER_PATHS[kind]
+    return NAMESPACED_PATHS[kind].format(ns=namespace)
+
+
+def poll(what: str, done: Any, timeout: float, interval: float = 0.1) -> Any:
+    """Call ``done()`` until it returns something truthy; AssertionError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = done()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"e2e: {what}: not after {timeout:.0f}s")
+        time.sleep(interval)
+
+
+class Unsettled(AssertionError):
+    pass
+
+
+# --------------------------------------------------------------------------- recorder
+class Recorder:
+    """Watches pods, events, PodGroups and Queues from a scenario's start: when each
+    event arrived, which pods were deleted, when anything last changed."""
+
+    def __init__(self, api: Any, namespaces: set[str]) -> None:
+        self.namespaces = namespaces
+        self.started_wall = time.time()
+        self.last_change = time.monotonic()
+        self.lock = threading.Lock()
+        self.events: dict[str, tuple[float, Json]] = {}  # uid -> (first seen, latest)
+        self.removed: dict[str, Json] = {}  # pod uid -> its last state
+        self.pods = Watch(api, "/api/v1/pods", self._on_pod, "e2e-recorder-pods")
+        self.watches = [
+            self.pods,
+            Watch(api, "/api/v1/events", self._on_event, "e2e-recorder-events"),
+            Watch(api, f"{CRD_BASE}/podgroups", self._on_change, "e2e-recorder-podgroups"),
+            Watch(api, f"{CRD_BASE}/queues", self._on_change, "e2e-recorder-queues"),
+        ]
+
+    def start(self) -> Recorder:
+        for watch in self.watches:
+            watch.start()
+        for watch in self.watches:
+            watch.wait_synced()
+        return self
+
+    def stop(self) -> None:
+        for watch in self.watches:
+            watch.stop()
+
+    def _mine(self, obj: Json) -> bool:
+        return (obj["metadata"].get("namespace") or "") in self.namespaces
+
+    def _touch(self) -> None:
+        with self.lock:
+            self.last_change = time.monotonic()
+
+    def _on_change(self, kind: str, obj: Json) -> None:
+        if obj["metadata"].get("namespace") is None or self._mine(obj):
+            self._touch()
+
+    def _on_pod(self, kind: str, pod: Json) -> None:
+        if not self._mine(pod):
+            return
+        if kind == "DELETED":
+            with self.lock:
+                self.removed[pod["metadata"]["uid"]] = pod
+        self._touch()
+
+    def _on_event(self, kind: str, event: Json) -> None:
+        if kind == "DELETED" or not self._mine(event):
+            return
+        created = event["metadata"].get("creationTimestamp") or ""
+        if created and created < rfc3339(self.started_wall - 1):
+            return  # left over from before this scenario
+        with self.lock:
+            first = self.events.get(event["metadata"]["uid"], (time.monotonic(), event))[0]
+            self.events[event["metadata"]["uid"]] = (first, event)
+        self._touch()
+
+    def live_pods(self) -> list[Json]:
+        with self.pods.lock:
+            return [p for p in self.pods.objects.values() if self._mine(p)]
+
+    def unsettled_pods(self) -> list[str]:
+        """Pods a kubelet has yet to act on: bound but Pending, or Terminating."""
+        out = []
+        for pod in self.live_pods():
+            meta, phase = pod["metadata"], (pod.get("status") or {}).get("phase")
+            if meta.get("deletionTimestamp"):
+                out.append(f"{meta['name']} (Terminating)")
+            elif (pod.get("spec") or {}).get("nodeName") and phase in (None, "Pending"):
+                out.append(f"{meta['name']} (bound, Pending)")
+        return out
+
+
+# --------------------------------------------------------------------------- backend
+@dataclass
+class ClusterBackend:
+    api: Any
+    scheduler: Scheduler
+    settle_periods: int = SETTLE_PERIODS
+    settle_deadline: float = SETTLE_DEADLINE
+    # what the last scenario made, for the next clean-up
+    _namespaces: set[str] = field(default_factory=set)
+    _cluster_objects: list[tuple[str, str]] = field(default_factory=list)
+    _held: bool = False  # the lease is ours and kbatch run has been seen to stop
+
+    def __call__(self, paths: Sequence[Path], **options: Any) -> Json:
+        return self.run(paths, **options)
+
+    # ------------------------------------------------------------------ a scenario
+    def run(
+        self,
+        paths: Sequence[Path],
+        until: str | float | None = None,
+        config: str | Path | None = None,
+        period: str | float | None = None,
+    ) -> Json:
+        loaded = manifests.load_files(list(paths))
+        conf = self._conf_text(loaded, config)
+        self._check_period(period)
+        self.hold()
+        self.clean_up()
+        namespaces = {"default"} | {
+            m.namespace or m.name for m in loaded.objects if m.namespace or m.kind == "Namespace"
+        }
+        self._namespaces = set(namespaces)
+        self.scheduler.conf_path.write_text(conf, encoding="utf-8")
+        recorder = Recorder(self.api, namespaces).start()
+        try:
+            due = sorted(loaded.objects, key=lambda m: (m.submit_at, m.order))
+            for item in (m for m in due if m.submit_at <= 0):
+                self.apply(item.obj)
+            self._await_job_pods(recorder, [m.obj for m in due if m.submit_at <= 0])
+            before = sessions(self.scheduler)
+            self.release()
+            poll(
+                "the scheduler's first session", lambda: sessions(self.scheduler) > before, 30, 0.02
+            )
+            start = time.monotonic()
+            period = self.scheduler.period
+            for item in (m for m in due if m.submit_at > 0):
+                wait = start + item.submit_at - period / 2 - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)  # a point in scenario time, not a condition
+                self.apply(item.obj)
+            if until is not None:
+                end = start + clock.parse_duration(str(until), "until")
+                time.sleep(max(end - time.monotonic(), 0.0))
+            else:
+                self._settle(recorder)
+            result = self.read_back(recorder, start, before)
+        finally:
+            recorder.stop()
+            self.hold()
+            self.clean_up()
+        return result
+
+    def _conf_text(self, loaded: manifests.Manifests, config: str | Path | None) -> str:
+        if config is not None:
+            text, source = Path(config).read_text(encoding="utf-8"), str(config)
+        elif loaded.scheduler_conf is not None:
+            text, source = loaded.scheduler_conf
+        else:
+            text, source = DEFAULT_CONF, "<default scheduler conf>"
+        scheduler_runner.load_conf(text, source)  # kbatch run would keep its last good one
+        return text
+
+    def _check_period(self, period: str | float | None) -> None:
+        if period is None:
+            return
+        seconds = clock.parse_duration(str(period), "period")
+        if abs(seconds - self.scheduler.period) > 1e-9:
+            raise ValueError(
+                f"the cluster's scheduler runs with period {self.scheduler.period}s, not {seconds}s"
+            )
+
+    def _settle(self, recorder: Recorder) -> None:
+        quiet = self.settle_periods * self.scheduler.period
+        deadline = time.monotonic() + self.settle_deadline
+        while True:
+            busy = recorder.unsettled_pods()
+            since = time.monotonic() - recorder.last_change
+            if not busy and since >= quiet:
+                return
+            if time.monotonic() > deadline:
+                raise Unsettled(
+                    f"e2e: the scenario did not settle in {self.settle_deadline:.0f}s: "
+                    f"last change {since:.1f}s ago; pods: {', '.join(busy) or 'none pending'}"
+                )
+            time.sleep(0.1)
+
+    def _await_job_pods(self, recorder: Recorder, objects: list[Json]) -> None:
+        """The Job controller has made the pods of every Job created so far."""
+        wanted = {}
+        for obj in objects:
+            if obj["kind"] == "Job":
+                spec = obj.get("spec") or {}
+                parallelism = spec.get("parallelism", 1)
+                wanted[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = min(
+                    parallelism, spec.get("completions", parallelism)
+                )
+
+        def made() -> bool:
+            counts: dict[tuple[str, str], int] = {}
+            for pod in recorder.live_pods():
+                job = (pod["metadata"].get("labels") or {}).get("job-name")
+                key = (pod["metadata"]["namespace"], job or "")
+                counts[key] = counts.get(key, 0) + 1
+            return all(counts.get(key, 0) >= n for key, n in wanted.items())
+
+        poll("the Job controller's pods", made, 30)
+
+    # ------------------------------------------------------------------ the lease
+    def _lease_path(self) -> str:
+        s = self.scheduler
+        return f"/apis/coordination.k8s.io/v1/namespaces/{s.lock_namespace}/leases/{s.lease_name}"
+
+    def _write_lease(self, holder: str, duration: int, renew: float) -> None:
+        s = self.scheduler
+        spec = {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": duration,
+            "renewTime": rfc3339(renew).replace("Z", ".000000Z"),
+        }
+        while True:
+            try:
+                lease = request(self.api, "GET", self._lease_path())
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                body = {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": s.lease_name, "namespace": s.lock_namespace},
+                    "spec": spec,
+                }
+                path = f"/apis/coordination.k8s.io/v1/namespaces/{s.lock_namespace}/leases"
+                method = "POST"
+            else:
+                lease["spec"].update(spec)
+                body, path, method = lease, self._lease_path(), "PUT"
+            try:
+                request(self.api, method, path, body)
+                return
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise  # 409: the scheduler renewed meanwhile; read again
+
+    def take_lease(self) -> None:
+        """Hold the lead (before ``kbatch run`` starts: it then never schedules unasked)."""
+        self._write_lease(HOLDER, 3600, time.time())
+
+    def hold(self) -> None:
+        """Take the lead from ``kbatch run`` and wait until it has stopped scheduling."""
+        if self._held:
+            return
+        self.take_lease()
+        quiet = 2 * self.scheduler.period  # the elector looks at the lease every period or so
+        count, since = sessions(self.scheduler), time.monotonic()
+
+        def stopped() -> bool:
+            nonlocal count, since
+            now = sessions(self.scheduler)
+            if now != count:
+                count, since = now, time.monotonic()
+            return time.monotonic() - since >= quiet
+
+        poll("kbatch run stepping down", stopped, 30)
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        self._write_lease("", 1, 0.0)
+
+    # ------------------------------------------------------------------ objects
+    def apply(self, obj: Json) -> None:
+        kind, meta = obj["kind"], obj["metadata"]
+        body = {k: v for k, v in obj.items() if k != "status"}
+        meta = {k: v for k, v in meta.items() if k not in ("resourceVersion", "uid")}
+        body["metadata"] = meta
+        path = collection(kind, meta.get("namespace", ""))
+        if kind in CLUSTER_PATHS:
+            self._cluster_objects.append((kind, meta["name"]))
+        else:
+            self._ensure_namespace(meta["namespace"])
+        try:
+            request(self.api, "POST", path, body)
+        except ApiError as exc:
+            if exc.status == 409 and kind == "Queue" and meta["name"] == "default":
+                request(self.api, "PATCH", f"{path}/default", {"spec": obj.get("spec")}, MERGE)
+            elif not (exc.status == 409 and kind == "Namespace"):
+                raise ApiError(exc.status, f"creating {kind} {meta['name']}: {exc}") from exc
+        status = obj.get("status")
+        if kind == "Node":
+            status = _node_status(status or {})
+        if status and kind in ("Node", "PodGroup", "Queue"):
+            request(self.api, "PATCH", f"{path}/{meta['name']}/status", {"status": status}, MERGE)
+
+    def _ensure_namespace(self, namespace: str) -> None:
+        try:
+            request(self.api, "GET", f"/api/v1/namespaces/{namespace}")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+
+    def clean_up(self) -> None:
+        """Delete what the last scenario made and wait until it is gone."""
+        for ns in sorted(self._namespaces):
+            request(self.api, "DELETE", collection("Job", ns), {"propagationPolicy": "Background"})
+        deadline = time.monotonic() + GONE_DEADLINE
+        while self._left_over():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"e2e: clean-up: still there: {self._left_over()}")
+            for ns in sorted(self._namespaces):
+                for kind in NAMESPACED_PATHS:
+                    body = {"gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+                    _delete(self.api, collection(kind, ns), body)
+            for kind, name in self._cluster_objects:
+                if name != "default":
+                    _delete(self.api, f"{collection(kind)}/{name}")
+            time.sleep(0.2)
+        for ns in sorted(self._namespaces):  # after the scheduler stopped: no event comes later
+            request(self.api, "DELETE", f"/api/v1/namespaces/{ns}/events", {})
+        self._cluster_objects.clear()
+
+    def _left_over(self) -> list[str]:
+        left = []
+        for ns in sorted(self._namespaces):
+            for kind in NAMESPACED_PATHS:
+                try:
+                    items = request(self.api, "GET", collection(kind, ns))["items"]
+                except ApiError as exc:
+                    if exc.status == 404:
+                        continue
+                    raise
+                left += [f"{kind} {ns}/{i['metadata']['name']}" for i in items]
+        for kind, name in self._cluster_objects:
+            if name != "default" and _exists(self.api, f"{collection(kind)}/{name}"):
+                left.append(f"{kind} {name}")
+        return left
+
+    # ------------------------------------------------------------------ read back
+    def read_back(self, recorder: Recorder, start: float, sessions_before: int) -> Json:
+        period = self.scheduler.period
+
+        def at(moment: float) -> float:
+            return max(0.0, round((moment - start) / period) * period)
+
+        with recorder.lock:
+            received = sorted(recorder.events.values(), key=lambda pair: pair[0])
+            removed = dict(recorder.removed)
+        events = [
+            {
+                "time": at(seen),
+                "kind": e["involvedObject"].get("kind"),
+                "namespace": e["involvedObject"].get("namespace") or e["metadata"]["namespace"],
+                "name": e["involvedObject"].get("name"),
+                "type": e.get("type"),
+                "reason": e.get("reason"),
+                "message": e.get("message", ""),
+            }
+            for seen, e in received
+        ]
+        evictions: dict[tuple[str, str], int] = {}
+        for e in events:
+            if e["kind"] == "Pod" and e["reason"] == "Evict":
+                key = (e["namespace"], e["name"])
+                evictions[key] = evictions.get(key, 0) + 1
+        live = [p for ns in recorder.namespaces for p in self._list(collection("Pod", ns))]
+        live_uids = {p["metadata"]["uid"] for p in live}
+        pods = [_pod_row(p, False, evictions) for p in live] + [
+            _pod_row(p, True, evictions) for uid, p in removed.items() if uid not in live_uids
+        ]
+        groups = [g for ns in recorder.namespaces for g in self._list(collection("PodGroup", ns))]
+        scheduled = sum(1 for e in events if e["kind"] == "Pod" and e["reason"] == "Scheduled")
+        return {
+            "time": at(time.monotonic()),
+            "pods": sorted(pods, key=lambda r: (r["namespace"], r["name"])),
+            "podGroups": sorted(map(_group_row, groups), key=lambda r: (r["namespace"], r["name"])),
+            "queues": sorted(map(_queue_row, self._list(collection("Queue"))), key=_by_name),
+            "events": events,
+            "summary": {
+                "sessions": sessions(self.scheduler) - sessions_before,
+                "binds": scheduled,
+                "evictions": sum(evictions.values()),
+            },
+        }
+
+    def _list(self, path: str) -> list[Json]:
+        try:
+            return list(request(self.api, "GET", path)["items"])
+        except ApiError as exc:
+            if exc.status == 404:
+                return []
+            raise
+
+
+def _by_name(row: Json) -> str:
+    return str(row["name"])
+
+
+def _pod_row(pod: Json, removed: bool, evictions: dict[tuple[str, str], int]) -> Json:
+    meta, status = pod["metadata"], pod.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    if removed and phase not in ("Succeeded", "Failed"):
+        phase = "Failed"
+    return {
+        "namespace": meta["namespace"],
+        "name": meta["name"],
+        "node": None if removed else ((pod.get("spec") or {}).get("nodeName") or None),
+        "phase": phase,
+        "podGroup": (meta.get("annotations") or {}).get(GROUP_NAME) or None,
+        "evictions": evictions.get((meta["namespace"], meta["name"]), 0),
+    }
+
+
+def _group_row(group: Json) -> Json:
+    meta, spec, status = group["metadata"], group.get("spec") or {}, group.get("status") or {}
+    return {
+        "namespace": meta["namespace"],
+        "name": meta["name"],
+        "queue": spec.get("queue") or "default",
+        "phase": status.get("phase") or "Pending",
+        "minMember": spec.get("minMember", 1),
+        "running": status.get("running", 0),
+        "succeeded": status.get("succeeded", 0),
+        "failed": status.get("failed", 0),
+        "conditions": [
+            {
+                "type": c.get("type"),
+                "status": c.get("status"),
+                "reason": c.get("reason", ""),
+                "message": c.get("message", ""),
+            }
+            for c in status.get("conditions") or []
+        ],
+    }
+
+
+def _queue_row(queue: Json) -> Json:
+    status = queue.get("status") or {}
+
+    def quantities(values: Json | None) -> dict[str, str]:
+        return {r: format_quantity(r, v) for r, v in amounts(values, "status").items()}
+
+    return {
+        "name": queue["metadata"]["name"],
+        "weight": (queue.get("spec") or {}).get("weight", 1),
+        "deserved": quantities(status.get("deserved")),
+        "allocated": quantities(status.get("allocated")),
+        "request": quantities(status.get("request")),
+    }
+
+
+def _node_status(status: Json) -> Json:
+    """A manifest's node status made whole: capacity defaults to allocatable; Ready by default."""
+    out = dict(status)
+    if "allocatable" in out:
+        out.setdefault("capacity", out["allocatable"])
+    now = rfc3339()
+    out["conditions"] = [
+        {"lastHeartbeatTime": now, "lastTransitionTime": now, "reason": "E2E", **c}
+        for c in out.get("conditions") or [{"type": "Ready", "status": "True"}]
+    ]
+    return out
+
+
+def _exists(api: Any, path: str) -> bool:
+    try:
+        request(api, "GET", path)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def _delete(api: Any, path: str, body: Json | None = None) -> None:
+    """DELETE, not minding what is gone already."""
+    try:
+        request(api, "DELETE", path, body)
+    except ApiError as exc:
+        if exc.status not in (404, 409):
+            raise
