@@ -151,8 +151,11 @@ class KubeCluster:
         )
 
     def _patch_status(self, path: str, status: dict[str, Any]) -> None:
+        # The whole status, replaced: a merge patch would keep the keys a map no longer
+        # has (a queue's allocated memory after its last pod asking memory finished).
+        patch = [{"op": "add", "path": "/status", "value": status}]
         try:
-            request(self.api, "PATCH", path, {"status": status}, "application/merge-patch+json")
+            request(self.api, "PATCH", path, patch, "application/json-patch+json")
         except Exception as exc:
             if not (isinstance(exc, ApiError) and exc.status == 404):
                 log.warning("status write %s failed: %s", path, exc)

@@ -22,7 +22,8 @@ from the API server, so the simulator's checks apply unchanged. One scenario:
    session (seen on /metrics); an object due at ``s`` is created half a period
    before session ``s``.
 5. The outcome has settled when nothing changed for ``SETTLE_PERIODS`` periods
-   after the last submission, and no pod is bound-but-Pending or Terminating.
+   after the last submission, and no pod is bound-but-Pending, Terminating, or
+   Running with a ``kbatch.io/sim-duration`` (it will finish).
 6. Read back: pods (live ones, and those deleted during the run, as the
    simulator lists its removed pods: node null, phase Failed unless finished),
    PodGroups, Queues, Events. An event's time is the session it came from:
@@ -42,7 +43,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from e2e.kubelet import Watch, rfc3339
+from e2e.kubelet import DURATION, Watch, rfc3339
 from kbatch.api import GROUP, VERSION
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster.quantity import amounts
@@ -190,7 +191,8 @@ class Recorder:
             return [p for p in self.pods.objects.values() if self._mine(p)]
 
     def unsettled_pods(self) -> list[str]:
-        """Pods a kubelet has yet to act on: bound but Pending, or Terminating."""
+        """Pods a kubelet has yet to act on: bound but Pending, Terminating, or
+        Running with a duration (they will finish)."""
         out = []
         for pod in self.live_pods():
             meta, phase = pod["metadata"], (pod.get("status") or {}).get("phase")
@@ -198,6 +200,8 @@ class Recorder:
                 out.append(f"{meta['name']} (Terminating)")
             elif (pod.get("spec") or {}).get("nodeName") and phase in (None, "Pending"):
                 out.append(f"{meta['name']} (bound, Pending)")
+            elif phase == "Running" and DURATION in (meta.get("annotations") or {}):
+                out.append(f"{meta['name']} (Running for {meta['annotations'][DURATION]})")
         return out
 
 

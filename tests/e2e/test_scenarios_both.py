@@ -1,0 +1,66 @@
+"""Scenarios of our own through both backends, the simulator and a real cluster,
+with one check each: what the simulator promises, the cluster does."""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scenarios.runner import Outcome, run
+
+pytestmark = pytest.mark.e2e
+
+# A pod that finishes after 3s next to one that runs on: the queue's allocation
+# and request shrink back to what still runs (no stale memory from the finished one).
+FINISHING = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status:
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: short
+  annotations: {kbatch.io/sim-duration: "3s"}
+spec:
+  schedulerName: kbatch
+  containers: [{name: main, image: busybox, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: long}
+spec:
+  schedulerName: kbatch
+  containers: [{name: main, image: busybox, resources: {requests: {cpu: "2"}}}]
+"""
+
+
+def check_finishing(outcome: Outcome) -> None:
+    assert outcome.pod("short")["phase"] == "Succeeded"
+    assert outcome.pod("long")["phase"] == "Running"
+    queue = outcome.queue("default")
+    assert queue["allocated"] == {"cpu": "2"}, "what finished leaves the queue's allocation"
+    assert queue["request"] == {"cpu": "2"}
+
+
+SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {
+    "finishing": (FINISHING, check_finishing),
+}
+
+
+@pytest.fixture(params=["simulator", "cluster"])
+def backend(request: pytest.FixtureRequest) -> Any:
+    if request.param == "simulator":
+        return None
+    return request.getfixturevalue("cluster_backend")
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario(name: str, backend: Any, tmp_path: Path) -> None:
+    text, check = SCENARIOS[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    check(run(path) if backend is None else run(path, backend=backend))
