@@ -1,0 +1,112 @@
+"""The informer: after a watch error it lists again and replaces the kind, so a pod deleted
+while the watch was down does not linger and none is counted twice."""
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler import informer as informer_module
+from kbatch.operators.scheduler.informer import RESOURCES, Informer
+
+PODS = next(r for r in RESOURCES if r.kind == "Pod")
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": name},
+        "spec": {"schedulerName": "kbatch", "containers": [{"name": "c"}]},
+    }
+
+
+class FakeResponse:
+    def __init__(
+        self,
+        body: dict[str, Any] | None = None,
+        events: list[dict[str, Any]] | None = None,
+        fail: bool = False,
+    ) -> None:
+        self.data = json.dumps(body or {}).encode()
+        self.events = events or []
+        self.fail = fail
+
+    def stream(self, _size: int) -> Iterator[bytes]:
+        for event in self.events:
+            yield json.dumps(event).encode() + b"\n"
+        if self.fail:
+            raise ConnectionError("connection reset by peer")
+
+    def release_conn(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
+class FakeApi:
+    """Serves a scripted sequence of lists and watches; records what was asked."""
+
+    def __init__(self, script: list[FakeResponse]) -> None:
+        self.script = script
+        self.calls: list[dict[str, str]] = []
+        self.done = threading.Event()
+
+    def get(
+        self, _api: object, _path: str, query: dict[str, str], _timeout: float | None
+    ) -> FakeResponse:
+        self.calls.append(query)
+        if not self.script:
+            self.done.set()
+            threading.Event().wait(5)  # block like an idle watch until the test stops us
+            raise ConnectionError("stopped")
+        return self.script.pop(0)
+
+
+def test_a_watch_error_leads_to_a_relist_that_replaces_the_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = FakeApi(
+        [
+            FakeResponse({"metadata": {"resourceVersion": "10"}, "items": [pod("a"), pod("b")]}),
+            FakeResponse(events=[{"type": "ADDED", "object": pod("c")}], fail=True),
+            # while the watch was down, b was deleted: the relist no longer has it
+            FakeResponse({"metadata": {"resourceVersion": "20"}, "items": [pod("a"), pod("c")]}),
+        ]
+    )
+    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    state = ClusterState()
+    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
+    informer.start()
+    assert api.done.wait(10)
+    informer.stop()
+    assert sorted(p["metadata"]["name"] for p in state.list("Pod")) == ["a", "c"]
+    assert [c.get("watch") for c in api.calls[:3]] == [None, "true", None]
+    assert api.calls[1]["resourceVersion"] == "10"
+    assert informer.synced.is_set()
+
+
+def test_deleted_events_remove_and_bad_objects_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = pod("bad")
+    bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]
+    api = FakeApi(
+        [
+            FakeResponse({"metadata": {"resourceVersion": "1"}, "items": [pod("a"), bad]}),
+            FakeResponse(
+                events=[
+                    {"type": "DELETED", "object": pod("a")},
+                    {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "5"}}},
+                    {"type": "MODIFIED", "object": pod("d")},
+                ]
+            ),
+        ]
+    )
+    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    state = ClusterState()
+    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
+    informer.start()
+    assert api.done.wait(10)
+    informer.stop()
+    assert [p["metadata"]["name"] for p in state.list("Pod")] == ["d"]
