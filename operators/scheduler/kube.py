@@ -77,7 +77,7 @@ class KubeCluster:
         self.events = self
         self._binds = ThreadPoolExecutor(bind_workers, thread_name_prefix="kbatch-bind")
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="kbatch-write")
-        self._recent: dict[tuple[str, str, str, str], float] = {}
+        self._recent: dict[tuple[str, str, str, str, str], float] = {}
         self._recent_lock = threading.Lock()
 
     def snapshot(self) -> Snapshot:
@@ -162,7 +162,10 @@ class KubeCluster:
 
     # ----------------------------------------------------------------- events
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        key = (ref.kind, ref.namespace, ref.name, reason + "\0" + message)
+        # by uid too: a pod made again under the same name is told about again
+        obj = self.state.get(ref.kind, ref.namespace, ref.name) or {}
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        key = (ref.kind, ref.namespace, ref.name, uid, reason + "\0" + message)
         now = time.monotonic()
         with self._recent_lock:
             last = self._recent.get(key)

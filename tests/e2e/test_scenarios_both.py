@@ -64,3 +64,22 @@ def test_scenario(name: str, backend: Any, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.yaml"
     path.write_text(text, encoding="utf-8")
     check(run(path) if backend is None else run(path, backend=backend))
+
+
+def test_a_scenario_again_on_the_same_cluster(cluster_backend: Any, tmp_path: Path) -> None:
+    """The clean-up between scenarios leaves nothing that changes the next run: the same
+    pods, on the same nodes, with the same events (a pod made again under the same name
+    is scheduled again, and says so)."""
+    path = tmp_path / "finishing.yaml"
+    path.write_text(FINISHING, encoding="utf-8")
+    first, second = (run(path, backend=cluster_backend) for _ in range(2))
+    for outcome in (first, second):
+        check_finishing(outcome)
+    assert first.json["pods"] == second.json["pods"]
+    assert first.json["queues"] == second.json["queues"]
+
+    def scheduled(outcome: Outcome) -> list[str]:
+        return sorted(e["name"] for e in outcome.events(reason="Scheduled", kind="Pod"))
+
+    assert scheduled(first) == scheduled(second) == ["long", "short"]
+    assert first.summary["binds"] == second.summary["binds"] == 2
