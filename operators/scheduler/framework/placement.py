@@ -7,7 +7,7 @@ exception is a task whose answer depends on pods on *other* nodes — pod
 (anti-)affinity — which is evaluated afresh.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,6 +23,10 @@ class _View:
     scores: np.ndarray
     fit_idle: np.ndarray
     fit_future: np.ndarray
+    ranked: np.ndarray = field(init=False)  # scores where ok and fit_idle, else -inf
+
+    def __post_init__(self) -> None:
+        self.ranked = np.where(self.ok & self.fit_idle, self.scores, -np.inf)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ class Placer:
             view.scores[changed] = scores
             view.fit_idle[changed] = fit_idle
             view.fit_future[changed] = fit_future
+            view.ranked[changed] = np.where(ok & fit_idle, scores, -np.inf)
             view.version[changed] = nodes.version[changed]
         return view
 
@@ -84,13 +89,13 @@ class Placer:
         if not len(self.nodes):
             return None
         view = self.view(task)
-        for pipelined, fits in ((False, view.fit_idle), (True, view.fit_future)):
-            if pipelined and not allow_pipeline:
-                break
-            candidates = view.ok & fits
+        best = int(np.argmax(view.ranked))
+        if view.ranked[best] > -np.inf:
+            return Choice(best, pipelined=False)
+        if allow_pipeline:
+            candidates = view.ok & view.fit_future
             if candidates.any():
-                best = int(np.argmax(np.where(candidates, view.scores, -np.inf)))
-                return Choice(best, pipelined)
+                return Choice(int(np.argmax(np.where(candidates, view.scores, -np.inf))), True)
         return None
 
     def first_fit(self, task: TaskInfo) -> int:
