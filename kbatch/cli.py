@@ -136,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
         leader_elect=args.leader_elect,
         lock_namespace=args.lock_namespace,
         lease_seconds=int(clock.parse_duration(args.lease_duration, "--lease-duration")),
+        webhook_address=args.webhook_address,
+        webhook_cert_dir=args.webhook_cert_dir,
+        webhook_host=args.webhook_host,
+        manage_webhooks=args.manage_webhooks,
     )
     operator.run(settings)
     return 0
@@ -198,6 +202,29 @@ def _add_run(commands: "argparse._SubParsersAction[_Parser]") -> None:
         default="15s",
         metavar="DURATION",
         help="how long a silent leader keeps the lead",
+    )
+    parser.add_argument(
+        "--webhook-address",
+        default="",
+        metavar="HOST:PORT",
+        help="serve the admission webhooks here over HTTPS (default '': no webhooks)",
+    )
+    parser.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        metavar="DIR",
+        help="tls.crt and tls.key (and ca.crt) for the webhooks; default: self-signed",
+    )
+    parser.add_argument(
+        "--webhook-host",
+        metavar="HOST",
+        help="the host the API server calls, in managed webhook configurations",
+    )
+    parser.add_argument(
+        "--manage-webhooks",
+        action="store_true",
+        help="create the webhook configurations at start and remove them at exit "
+        "(local runs; the Helm chart manages its own)",
     )
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error")

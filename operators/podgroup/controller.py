@@ -5,15 +5,21 @@ empty status until the scheduler first saw them). From then on, running,
 succeeded and failed counts and the phase rules of DESIGN §2 are kept by the
 scheduler's session close (``framework.job_status``), which sees every pod of
 every group each period and writes only what changed.
+
+Delayed pod creation: Jobs that the admission webhook created suspended for a
+PodGroup not yet admitted are resumed here once it is (``release_held_jobs``,
+called by ``kbatch run`` on PodGroup and Job events).
 """
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubernetes import client
 
 from kbatch.api import GROUP, VERSION
-from kbatch.api.podgroup import PodGroupStatus
+from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.webhooks.admission import job as admission
 
 INITIAL_STATUS = PodGroupStatus().model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -29,3 +35,58 @@ def initialise_status(api: client.ApiClient, namespace: str, name: str) -> None:
     except ApiError as exc:
         if exc.status != 404:
             raise
+
+
+# --------------------------------------------------------------------------- delayed pod creation
+# A batch/v1 Job of a PodGroup not admitted yet is created suspended (the webhook,
+# ``kbatch.webhooks.admission.job``); once the group is Inqueue it is released here.
+JOBS = "/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+SUSPEND_SINCE = (1, 22)  # Job spec.suspend: alpha in 1.21 (feature gate off), beta on in 1.22
+
+
+def job_suspend_support(api: client.ApiClient) -> tuple[bool, str]:
+    """Whether the API server keeps Job ``spec.suspend``, and if not, why (one line)."""
+    try:
+        version = request(api, "GET", "/version")
+        major = int(str(version.get("major", "0")).rstrip("+"))
+        minor = int(str(version.get("minor", "0")).rstrip("+"))
+    except (ApiError, ValueError, OSError) as exc:
+        return False, f"the API server's version could not be read ({exc})"
+    name = version.get("gitVersion") or f"{major}.{minor}"
+    if (major, minor) >= SUSPEND_SINCE:
+        return True, ""
+    if (major, minor) == (1, 21):
+        return False, f"Kubernetes {name} has Job spec.suspend only behind the SuspendJob gate"
+    return False, f"Kubernetes {name} has no Job spec.suspend (it came in 1.21)"
+
+
+def release_held_jobs(
+    api: client.ApiClient,
+    namespace: str,
+    jobs: Iterable[Mapping[str, Any]],
+    phase: PodGroupPhase | None,
+) -> list[str]:
+    """Resume the Jobs kbatch holds for a PodGroup now in ``phase`` (when admitted);
+    the names of those released. Each patch first tests that the Job is still held
+    as the caller saw it, so a Job its owner has changed since is left alone."""
+    released = []
+    for job in jobs:
+        if admission.release_patch(job, phase) is None:
+            continue
+        meta = job["metadata"]
+        held = meta["annotations"][admission.HELD_ANNOTATION]
+        held_path = "/metadata/annotations/" + admission.HELD_ANNOTATION.replace("/", "~1")
+        patch = [
+            {"op": "test", "path": held_path, "value": held},
+            {"op": "remove", "path": held_path},
+            {"op": "replace", "path": "/spec/suspend", "value": False},
+        ]
+        path = JOBS.format(namespace=namespace, name=meta["name"])
+        try:
+            request(api, "PATCH", path, patch, "application/json-patch+json")
+        except ApiError as exc:
+            if exc.status not in (404, 409, 422):  # gone, or no longer held as seen
+                raise
+            continue
+        released.append(str(meta["name"]))
+    return released

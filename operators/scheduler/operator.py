@@ -27,6 +27,7 @@ from kbatch.operators.scheduler.informer import RESOURCES, Informer
 from kbatch.operators.scheduler.kube import KubeCluster
 from kbatch.operators.scheduler.leader import LeaseElector
 from kbatch.operators.scheduler.loop import ConfSource, SchedulerLoop
+from kbatch.webhooks import server as webhooks
 
 log = logging.getLogger("kbatch.operator")
 
@@ -46,6 +47,11 @@ class RunSettings:
         default_factory=lambda: os.environ.get("POD_NAMESPACE", "kube-system")
     )
     lease_seconds: int = 15
+    # Admission webhooks (webhooks/README.md): no server when webhook_address is "".
+    webhook_address: str = ""
+    webhook_cert_dir: Path | None = None
+    webhook_host: str | None = None
+    manage_webhooks: bool = False
 
 
 # Connections kept to the API server: the bind workers, the writer and the watches.
@@ -177,6 +183,7 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
         if type != "DELETED" and runtime.leads() and podgroups.needs_initial_status(dict(body)):
             podgroups.initialise_status(runtime.api, namespace or "default", name)
 
+    webhooks.register(registry, runtime)  # admission webhooks and delayed pod creation
     return registry
 
 

@@ -37,7 +37,7 @@ def validate_delete(obj: Mapping[str, Any], view: ClusterView) -> Admission:
         return result.deny(
             "metadata.name",
             f"queue {name!r} cannot be deleted: {len(users)} PodGroup"
-            f"{'' if len(users) == 1 else 's'} still name it in spec.queue ({shown}); "
+            f"{' still names' if len(users) == 1 else 's still name'} it in spec.queue ({shown}); "
             "delete them or wait for them to go first",
             result.FORBIDDEN,
         )

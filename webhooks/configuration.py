@@ -1,0 +1,155 @@
+"""The webhook configurations: one definition of what the API server is asked to send
+kbatch — the paths, rules and failure policies of webhooks/README.md, which the Helm
+chart writes for clusters — and, for ``kbatch run --manage-webhooks`` (local runs),
+their creation, update and removal.
+
+Webhooks on kbatch's own resources fail closed (a PodGroup or Queue nobody has
+checked is not admitted); the Job webhook fails open (kbatch down must never block
+a cluster's Jobs: the scheduler still gangs their pods) and skips the namespaces
+it must never hold Jobs in.
+"""
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from kbatch.api import GROUP, VERSION
+from kbatch.operators.scheduler.kube import ApiError, request
+
+log = logging.getLogger("kbatch.webhooks")
+
+MUTATING = "kbatch-mutating"
+VALIDATING = "kbatch-validating"
+TIMEOUT_SECONDS = 5
+NAME_SUFFIX = ".kbatch.io"  # webhook names must be fully qualified
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace from 1.21
+
+MUTATE_POD_GROUP = "mutate-podgroup"
+VALIDATE_POD_GROUP = "validate-podgroup"
+VALIDATE_QUEUE = "validate-queue"
+MUTATE_JOB = "mutate-job"
+
+
+@dataclass(frozen=True, slots=True)
+class Hook:
+    path: str  # also the kopf handler id
+    mutating: bool
+    group: str
+    version: str
+    resource: str
+    scope: str
+    operations: tuple[str, ...]
+    fails_open: bool = False
+
+
+HOOKS = (
+    Hook(MUTATE_POD_GROUP, True, GROUP, VERSION, "podgroups", "Namespaced", ("CREATE", "UPDATE")),
+    Hook(
+        VALIDATE_POD_GROUP, False, GROUP, VERSION, "podgroups", "Namespaced", ("CREATE", "UPDATE")
+    ),
+    Hook(
+        VALIDATE_QUEUE, False, GROUP, VERSION, "queues", "Cluster", ("CREATE", "UPDATE", "DELETE")
+    ),
+    Hook(MUTATE_JOB, True, "batch", "v1", "jobs", "Namespaced", ("CREATE",), fails_open=True),
+)
+
+PATHS = {
+    True: "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    False: "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+}
+
+
+def webhook(
+    hook: Hook, client_config: Mapping[str, Any], skip_namespaces: Sequence[str]
+) -> dict[str, Any]:
+    """One entry of a configuration's ``webhooks``; ``client_config`` without the path
+    (``url`` or ``service``, and ``caBundle``)."""
+    config = dict(client_config)
+    if "url" in config:
+        config["url"] = f"{str(config['url']).rstrip('/')}/{hook.path}"
+    if "service" in config:
+        config["service"] = {**config["service"], "path": f"/{hook.path}"}
+    entry: dict[str, Any] = {
+        "name": hook.path + NAME_SUFFIX,
+        "clientConfig": config,
+        "rules": [
+            {
+                "apiGroups": [hook.group],
+                "apiVersions": [hook.version],
+                "resources": [hook.resource],
+                "operations": list(hook.operations),
+                "scope": hook.scope,
+            }
+        ],
+        "failurePolicy": "Ignore" if hook.fails_open else "Fail",
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": TIMEOUT_SECONDS,
+        "admissionReviewVersions": ["v1", "v1beta1"],
+    }
+    if hook.mutating:
+        entry["reinvocationPolicy"] = "Never"
+    if hook.fails_open and skip_namespaces:
+        entry["namespaceSelector"] = {
+            "matchExpressions": [
+                {"key": NAMESPACE_LABEL, "operator": "NotIn", "values": list(skip_namespaces)}
+            ]
+        }
+    return entry
+
+
+def configurations(
+    client_config: Mapping[str, Any], skip_namespaces: Sequence[str] = ("kube-system",)
+) -> dict[bool, dict[str, Any]]:
+    """The MutatingWebhookConfiguration (key True) and the ValidatingWebhookConfiguration."""
+    out = {}
+    for mutating, name in ((True, MUTATING), (False, VALIDATING)):
+        kind = "MutatingWebhookConfiguration" if mutating else "ValidatingWebhookConfiguration"
+        out[mutating] = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kbatch"}},
+            "webhooks": [
+                webhook(hook, client_config, skip_namespaces)
+                for hook in HOOKS
+                if hook.mutating is mutating
+            ],
+        }
+    return out
+
+
+def apply(api: client.ApiClient, bodies: Mapping[bool, Mapping[str, Any]]) -> None:
+    """Create both configurations, or bring existing ones to ``bodies``."""
+    for mutating, body in bodies.items():
+        name = body["metadata"]["name"]
+        try:
+            request(api, "POST", PATHS[mutating], body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            patch = {
+                "metadata": {"labels": body["metadata"]["labels"]},
+                "webhooks": body["webhooks"],
+            }
+            request(
+                api, "PATCH", f"{PATHS[mutating]}/{name}", patch, "application/merge-patch+json"
+            )
+        log.info("%s %s points at %s", body["kind"], name, _where(body))
+
+
+def remove(api: client.ApiClient) -> None:
+    """Delete both configurations (the end of a local run: nothing is left to fail closed)."""
+    for mutating, name in ((True, MUTATING), (False, VALIDATING)):
+        try:
+            request(api, "DELETE", f"{PATHS[mutating]}/{name}")
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("could not delete webhook configuration %s: %s", name, exc)
+
+
+def _where(body: Mapping[str, Any]) -> str:
+    config = body["webhooks"][0]["clientConfig"]
+    return str(config.get("url") or config.get("service"))
