@@ -1,0 +1,144 @@
+"""Admission in the simulator (DESIGN §7): the webhooks' functions run on every object the
+input creates — delayed pod creation, PodGroupMinResources, validation."""
+
+from collections import defaultdict
+from functools import cache
+
+from kbatch import sim
+from kbatch.sim import output, runner
+from scenarios.objects import at, job, node, pod, pod_group
+from scenarios.runner import HERE, Outcome, header, run
+
+BACKLOG = "admission/backlog.yaml"
+ADMITTED = ("Inqueue", "Running", "Unknown", "Completed")
+PHASES = ("Pending", *ADMITTED)
+
+
+@cache
+def backlog() -> tuple[runner.Outcome, Outcome]:
+    """The backlog's run (for its timeline) and its JSON (shared by the tests below)."""
+    outcome = sim.run([HERE / BACKLOG])
+    return outcome, Outcome(output.to_json(outcome))
+
+
+def phase_changes(outcome: Outcome) -> dict[tuple[str, str], list[str]]:
+    changes: dict[tuple[str, str], list[str]] = defaultdict(lambda: ["Pending"])
+    for e in outcome.events(kind="PodGroup"):
+        if e["reason"] in PHASES:
+            changes[(e["namespace"], e["name"])].append(e["reason"])
+    return changes
+
+
+def test_the_backlog_header_says_what_is_checked() -> None:
+    assert "no pod exists of a group that is not Inqueue or Running" in header(BACKLOG)
+
+
+def test_no_pod_is_created_before_its_group_is_admitted() -> None:
+    _, outcome = backlog()
+    phase: dict[tuple[str, str], str] = {}
+    created = 0
+    for e in outcome.json["events"]:  # in the order things happened
+        key = (e["namespace"], e["name"])
+        if e["kind"] == "PodGroup" and e["reason"] in PHASES:
+            phase[key] = e["reason"]
+        elif e["kind"] == "Job" and e["reason"] == "SuccessfulCreate":
+            assert phase.get(key) in ("Inqueue", "Running"), f"{e} while {phase.get(key)}"
+            created += 1
+    assert created == 100
+
+
+def test_every_job_was_held_then_released_once() -> None:
+    _, outcome = backlog()
+    held = [(e["namespace"], e["name"]) for e in outcome.events(reason="Held", kind="Job")]
+    released = [(e["namespace"], e["name"]) for e in outcome.events(reason="Released", kind="Job")]
+    assert len(held) == 50 and sorted(held) == sorted(released)
+
+
+def test_few_pods_ever_wait_for_a_node() -> None:
+    """All 100 pods at once without delayed pod creation; here at most a cluster's worth."""
+    timeline, _ = backlog()
+    assert max(sample.pending for sample in timeline.timeline.samples) <= 8
+
+
+def test_every_group_goes_pending_inqueue_running_completed() -> None:
+    timeline, outcome = backlog()
+    assert timeline.settled, "the backlog drains: nothing deadlocks"
+    changes = phase_changes(outcome)
+    assert len(changes) == 50
+    assert {tuple(c) for c in changes.values()} == {("Pending", "Inqueue", "Running", "Completed")}
+    assert {g["phase"] for g in outcome.json["podGroups"]} == {"Completed"}
+    assert outcome.summary["binds"] == 100 and outcome.summary["evictions"] == 0
+
+
+def test_min_resources_were_filled_from_the_jobs() -> None:
+    timeline, _ = backlog()
+    groups = timeline.cluster.state.list("PodGroup")
+    assert {str(g["spec"].get("minResources")) for g in groups} == {"{'cpu': '2', 'pods': '2'}"}
+
+
+def test_queues_keep_to_their_deserved_shares_while_both_wait() -> None:
+    timeline, outcome = backlog()
+    last_admitted: dict[str, float] = {}
+    for e in outcome.events(reason="Inqueue", kind="PodGroup"):
+        last_admitted[e["namespace"]] = e["time"]
+    both_wait = min(last_admitted.values())  # both queues have a backlog until then
+    samples = [s for s in timeline.timeline.samples if s.time < both_wait]
+    gang = 2.0  # cpu: a gang more than the share may be the last one placed
+    for sample in samples:
+        for name in ("q-a", "q-b"):
+            allocated, deserved = sample.queues[name]
+            assert allocated <= deserved + gang, (sample.time, name, allocated, deserved)
+    used = {"q-a": 0.0, "q-b": 0.0}
+    for this, after in zip(samples, [*samples[1:], None], strict=True):
+        until = after.time if after is not None else both_wait
+        for name in used:
+            used[name] += this.queues[name][0] * (until - this.time)
+    assert 1.5 <= used["q-a"] / used["q-b"] <= 2.5, used  # weights 2 : 1
+
+
+# --------------------------------------------------------------------------- refusals
+def test_refused_objects_are_not_created_and_say_why() -> None:
+    outcome = run("admission/refusals.yaml")
+    refused = {
+        (e["namespace"], e["name"]): e["message"]
+        for e in outcome.events(reason="AdmissionRejected", kind="PodGroup")
+    }
+    assert refused == {
+        ("capped", "second"): (
+            "spec.minResources.cpu: the PodGroups of namespace capped would need 4 "
+            "(2 for 1 other PodGroup + 2 for this one), more than ResourceQuota "
+            "capped/compute allows (hard requests.cpu: 3)"
+        ),
+        ("default", "closed"): "spec.queue: queue 'shut' is Closed: it admits no new PodGroups",
+        ("default", "lost"): (
+            "spec.queue: queue 'nowhere' does not exist; create it or name another queue"
+        ),
+    }
+    names = {(g["namespace"], g["name"]) for g in outcome.json["podGroups"]}
+    assert names == {("capped", "first"), ("default", "filled")}
+    assert outcome.pods(job="second", ns="capped") == [], "the refused group's Job stays held"
+    assert len(outcome.running(job="filled")) == 3
+    assert phase_changes(outcome)[("default", "filled")] == ["Pending", "Inqueue", "Running"]
+
+
+def test_a_group_admitted_before_its_job_comes_does_not_hold_it() -> None:
+    """Without a known Job nothing is filled: the group is admitted at once (DESIGN §3);
+    its Job, created after that, is not held. One created in the same tick is."""
+    late = [node(), pod_group("g", min_member=2), at(job("j", parallelism=2, group="g"), "5s")]
+    outcome = run(documents=late)
+    assert outcome.events(reason="Held") == []
+    assert len(outcome.running(job="j")) == 2
+    same_tick = run(documents=[node(), pod_group("g", min_member=2), job("j", 2, group="g")])
+    assert [e["name"] for e in same_tick.events(reason="Held")] == ["j"]
+    assert len(same_tick.running(job="j")) == 2
+
+
+def test_a_group_with_no_pods_yet_is_admitted_but_not_one_with_too_few() -> None:
+    """Enqueue admits a group whose pods do not exist yet (they wait for it), not one
+    whose pods exist and are too few for minMember (it could never run)."""
+    waiting = run(documents=[node(), pod_group("g", min_member=6)])
+    assert waiting.group("g")["phase"] == "Inqueue"
+    few = [node(), pod_group("g", min_member=6)] + [pod(f"p{i}", group="g") for i in range(3)]
+    outcome = run(documents=few)
+    assert outcome.group("g")["phase"] == "Pending"
+    assert outcome.bound(group="g") == []
