@@ -81,18 +81,15 @@ class StateView:
         except ValueError:
             return PodGroupPhase.UNKNOWN
 
+    # ClusterState keys PodGroups by "namespace/name": filtering on keys is what keeps a
+    # lookup cheap (a few strings compared, not a model read per group).
     def pod_groups(self, namespace: str) -> list[PodGroup]:
-        return [
-            group
-            for group in self.state.pod_groups().values()
-            if (group.metadata.namespace or "default") == namespace
-        ]
+        prefix = f"{namespace}/"
+        return [group for key, group in self.state.pod_groups().items() if key.startswith(prefix)]
 
     def pod_groups_in_queue(self, queue: str) -> list[str]:
         return sorted(
-            f"{group.metadata.namespace or 'default'}/{group.metadata.name}"
-            for group in self.state.pod_groups().values()
-            if group.spec.queue == queue
+            key for key, group in self.state.pod_groups().items() if group.spec.queue == queue
         )
 
     def quotas(self, namespace: str) -> list[Quota]:

@@ -1,8 +1,10 @@
 """The webhook configurations kbatch writes for local runs, and its HTTPS endpoint."""
 
+import json
 import ssl
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 
 from kbatch.webhooks import configuration, endpoint
@@ -88,3 +90,19 @@ def test_objects_without_a_namespace_get_the_requests() -> None:
     }
     cluster_scoped = {"request": {"object": {"metadata": {"name": "q"}}}}
     assert endpoint.namespaced(cluster_scoped)["request"]["object"]["metadata"] == {"name": "q"}
+
+
+def test_the_admission_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs, and answers every case (no timing asserted: see its output for figures)."""
+    from kbatch.webhooks import bench
+
+    assert bench.main(["--groups", "60", "--rounds", "3"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["admission"] for line in lines] == [
+        "PodGroup create: fill minResources + quota",
+        "PodGroup create: validate",
+        "Queue update: validate",
+        "Queue delete: in use",
+        "Job create: hold",
+    ]
+    assert all(line["p99_ms"] >= line["p50_ms"] >= 0 for line in lines)
