@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 import yaml
 
-from chart.tools import CHART, by_kind, helm, one, template
+from chart.tools import CHART, by_kind, helm, one, require_tool, template
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler import runner
 from kbatch.operators.scheduler.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.plugins import REGISTRY as PLUGINS
+
+require_tool("helm", module=True)
 
 NS = "kbatch-system"
 

@@ -22,14 +22,16 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e.controlplane import Cluster, ControlPlane, Unavailable, discover, free_ports
+from e2e.controlplane import Cluster, ControlPlane, discover, free_ports
 
 from chart import kube
-from chart.tools import CHART, helm, require_tool
+from chart.tools import CHART, helm, require_control_plane, require_tool
 from kbatch.api import GROUP, VERSION
 from kbatch.operators.scheduler.kube import ApiError, request
 
 pytestmark = pytest.mark.e2e
+require_tool("helm", module=True)
+require_control_plane()
 
 AUDIT_POLICY = """\
 apiVersion: audit.k8s.io/v1
@@ -49,11 +51,7 @@ class Plane:
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
-    require_tool("helm")
-    try:
-        source = discover()
-    except Unavailable as why:
-        pytest.skip(f"e2e: no control plane: {why}")
+    source = discover()
     if isinstance(source, Cluster):
         yield Plane(source, None)
         return

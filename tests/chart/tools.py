@@ -42,13 +42,26 @@ def find_tool(name: str) -> Path | None:
     return Path(found) if found else None
 
 
-def require_tool(name: str) -> Path:
+def require_tool(name: str, module: bool = False) -> Path:
+    """The tool, or a skip saying how to get it (``module=True``: skip the whole
+    module, one line in the report, when called at import)."""
     path = find_tool(name)
     if path is None:
         pytest.skip(
-            f"{name} not found: run {INSTALL_SCRIPT} or set KBATCH_{name.upper()} to the binary"
+            f"{name} not found: run {INSTALL_SCRIPT} or set KBATCH_{name.upper()} to the binary",
+            allow_module_level=module,
         )
     return path
+
+
+def require_control_plane() -> None:
+    """Skip the calling module, in one line, when the e2e suite has no cluster to use."""
+    from e2e.controlplane import Unavailable, discover
+
+    try:
+        discover()
+    except Unavailable as why:
+        pytest.skip(f"e2e: no control plane: {why}", allow_module_level=True)
 
 
 @functools.cache

@@ -22,18 +22,19 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from chart import dashboards, kube
-from chart.tools import ROOT, require_tool
+from chart.tools import ROOT, require_control_plane, require_tool
 
 from e2e.controlplane import Cluster, free_ports
 from kbatch.api import GROUP, VERSION
 
 pytestmark = pytest.mark.e2e
+PROMETHEUS = require_tool("prometheus", module=True)
+require_control_plane()
 
 NAMESPACE = "kbatch-prometheus"
 SCHEDULER = "kbatch-prometheus"
@@ -128,14 +129,7 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def prometheus_bin() -> Path:
-    return require_tool("prometheus")
-
-
-@pytest.fixture(scope="module")
-def stack(
-    prometheus_bin: Path, control_plane: Cluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Stack]:
+def stack(control_plane: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("prometheus-e2e")
     processes: list[kube.Process] = []
     with control_plane.api_client() as api:
@@ -175,7 +169,7 @@ def stack(
             prometheus = kube.Process.start(
                 "prometheus",
                 [
-                    str(prometheus_bin),
+                    str(PROMETHEUS),
                     f"--config.file={work / 'prometheus.yml'}",
                     f"--storage.tsdb.path={work / 'tsdb'}",
                     f"--web.listen-address=127.0.0.1:{prometheus_port}",
