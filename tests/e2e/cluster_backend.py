@@ -159,13 +159,14 @@ class Recorder:
     def _mine(self, obj: Json) -> bool:
         return (obj["metadata"].get("namespace") or "") in self.namespaces
 
-    def _touch(self) -> None:
+    def touch(self) -> None:
+        """Something changed now (also: the backend submitted something)."""
         with self.lock:
             self.last_change = time.monotonic()
 
     def _on_change(self, kind: str, obj: Json) -> None:
         if obj["metadata"].get("namespace") is None or self._mine(obj):
-            self._touch()
+            self.touch()
 
     def _on_pod(self, kind: str, pod: Json) -> None:
         if not self._mine(pod):
@@ -173,7 +174,7 @@ class Recorder:
         if kind == "DELETED":
             with self.lock:
                 self.removed[pod["metadata"]["uid"]] = pod
-        self._touch()
+        self.touch()
 
     def _on_event(self, kind: str, event: Json) -> None:
         if kind == "DELETED" or not self._mine(event):
@@ -184,7 +185,7 @@ class Recorder:
         with self.lock:
             first = self.events.get(event["metadata"]["uid"], (time.monotonic(), event))[0]
             self.events[event["metadata"]["uid"]] = (first, event)
-        self._touch()
+        self.touch()
 
     def live_pods(self) -> list[Json]:
         with self.pods.lock:
@@ -250,12 +251,14 @@ class ClusterBackend:
                 "the scheduler's first session", lambda: sessions(self.scheduler) > before, 30, 0.02
             )
             start = time.monotonic()
+            recorder.touch()
             period = self.scheduler.period
             for item in (m for m in due if m.submit_at > 0):
                 wait = start + item.submit_at - period / 2 - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)  # a point in scenario time, not a condition
                 self.apply(item.obj)
+                recorder.touch()  # settled counts from here, not from when its watch event comes
             if until is not None:
                 end = start + clock.parse_duration(str(until), "until")
                 time.sleep(max(end - time.monotonic(), 0.0))

@@ -1,0 +1,65 @@
+"""After a scenario on a real cluster, ``kbatch run``'s /metrics serves DESIGN §8's
+names, and the numbers tell what happened: sessions ran, the gang's six pods were
+bound, the default queue deserved and was allocated its six cpus."""
+
+import urllib.request
+from typing import Any
+
+import pytest
+
+from e2e.cluster_backend import metrics
+from scenarios.runner import run
+
+pytestmark = pytest.mark.e2e
+
+# DESIGN §8, as exported (Python's client adds _total to counters).
+NAMES = [
+    "kbatch_e2e_scheduling_latency_milliseconds",
+    "kbatch_action_scheduling_latency_milliseconds",
+    "kbatch_plugin_scheduling_latency_milliseconds",
+    "kbatch_task_scheduling_latency_milliseconds",
+    "kbatch_schedule_attempts_total",
+    "kbatch_pod_preemption_victims",
+    "kbatch_total_preemption_attempts",
+    "kbatch_unschedule_task_count",
+    "kbatch_unschedule_job_count",
+    "kbatch_job_retry_counts",
+    *(
+        f"kbatch_queue_{kind}_{unit}"
+        for kind in ("allocated", "request", "deserved", "capability")
+        for unit in ("milli_cpu", "memory_bytes", "scalar_resources")
+    ),
+    "kbatch_queue_share",
+    "kbatch_queue_weight",
+    "kbatch_queue_overused",
+    *(
+        f"kbatch_queue_pod_group_{phase}_count"
+        for phase in ("pending", "inqueue", "running", "unknown", "completed")
+    ),
+]
+
+
+def test_metrics_after_a_run(cluster_backend: Any) -> None:
+    outcome = run("seed-gang-job.yaml", backend=cluster_backend)
+    url = cluster_backend.scheduler.metrics_url
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    declared = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    declared |= {f"{name}_total" for name in declared}  # a counter's TYPE line drops _total
+    assert [name for name in NAMES if name not in declared] == []
+
+    samples = metrics(url)
+    sessions = samples["kbatch_e2e_scheduling_latency_milliseconds_count"]
+    assert sessions >= outcome.summary["sessions"] > 0
+    for action in ("enqueue", "allocate", "backfill"):
+        key = f'kbatch_action_scheduling_latency_milliseconds_count{{action="{action}"}}'
+        assert samples[key] == sessions, key
+    opened = 'kbatch_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionOpen",plugin="gang"}'
+    assert samples[opened] == sessions
+    assert samples["kbatch_task_scheduling_latency_milliseconds_count"] >= 6
+    assert samples['kbatch_schedule_attempts_total{result="scheduled"}'] >= 6
+    default = '{queue_name="default"}'
+    assert samples[f"kbatch_queue_deserved_milli_cpu{default}"] == 6000
+    assert samples[f"kbatch_queue_allocated_milli_cpu{default}"] == 6000
+    assert samples[f"kbatch_queue_weight{default}"] == 1
+    assert samples[f"kbatch_queue_pod_group_running_count{default}"] == 1
