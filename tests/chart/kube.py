@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
-from e2e.controlplane import _die_with_parent, tail
+from e2e.controlplane import Cluster, _die_with_parent, tail
 
 from kbatch.operators.scheduler.kube import ApiError, request
 
@@ -33,6 +33,17 @@ CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 MERGE = "application/merge-patch+json"
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Plane:
+    """A cluster for the chart's tests (tests/chart/conftest.py)."""
+
+    cluster: Cluster
+    audit_log: Path | None  # None: an external cluster, not ours to audit
+
+    def kubeconfig_args(self) -> list[str]:
+        return ["--kubeconfig", str(self.cluster.kubeconfig)]
 
 
 def poll(
@@ -103,6 +114,16 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait(10)
+
+
+def get(api: Any, path: str) -> dict[str, Any] | None:
+    """The object at ``path``, or None if there is none."""
+    try:
+        return request(api, "GET", path)
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
 
 
 def ensure(api: Any, path: str, body: dict[str, Any]) -> None:

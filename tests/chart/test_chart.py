@@ -23,6 +23,7 @@ from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler import runner
 from kbatch.operators.scheduler.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.plugins import REGISTRY as PLUGINS
+from kbatch.webhooks import configuration
 
 require_tool("helm", module=True)
 
@@ -42,21 +43,15 @@ CLUSTER_RULES = {
     ("scheduling.incubator.k8s.io", "queues/status"): {"patch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
 }
+# ... and with the admission webhooks on (the default).
+WEBHOOK_RULES = {
+    ("scheduling.incubator.k8s.io", "queues"): {"get"},
+    ("batch", "jobs"): {"list", "watch", "patch"},
+}
 LEASE_RULES = {
     ("coordination.k8s.io", "leases", ()): {"create"},
     ("coordination.k8s.io", "leases", ("kbatch",)): {"get", "update"},
 }
-
-# (webhook configuration, webhook path) -> (group, resource, operations, failure policy)
-WEBHOOKS = {
-    ("MutatingWebhookConfiguration", "/mutate-podgroup"): (
-        "scheduling.incubator.k8s.io", "podgroups", ["CREATE", "UPDATE"], "Fail"),
-    ("MutatingWebhookConfiguration", "/mutate-job"): ("batch", "jobs", ["CREATE"], "Ignore"),
-    ("ValidatingWebhookConfiguration", "/validate-podgroup"): (
-        "scheduling.incubator.k8s.io", "podgroups", ["CREATE", "UPDATE"], "Fail"),
-    ("ValidatingWebhookConfiguration", "/validate-queue"): (
-        "scheduling.incubator.k8s.io", "queues", ["CREATE", "UPDATE", "DELETE"], "Fail"),
-}  # fmt: skip
 
 # DESIGN §4's default tiers.
 DESIGN_CONF = """\
@@ -212,7 +207,11 @@ def test_cluster_role_has_exactly_the_verbs_kbatch_uses(default) -> None:
     text = json.dumps(role["rules"])
     assert "*" not in text
     assert "nonResourceURLs" not in text
-    assert rules_of(role) == CLUSTER_RULES
+    assert rules_of(role) == CLUSTER_RULES | {
+        key: CLUSTER_RULES.get(key, set()) | verbs for key, verbs in WEBHOOK_RULES.items()
+    }
+    off = one(template("--set", "webhook.enabled=false"), "ClusterRole")
+    assert rules_of(off) == CLUSTER_RULES
     binding = one(default, "ClusterRoleBinding")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kbatch", "namespace": NS}]
@@ -239,38 +238,35 @@ def test_readme_lists_the_rbac_verbs() -> None:
     ):
         for resource in re.findall(r"`([^`]+)`", resources):
             listed.setdefault((group, resource), set()).update(re.findall(r"`([^`]+)`", verbs))
-    expected = dict(CLUSTER_RULES)
+    expected = CLUSTER_RULES | {
+        key: CLUSTER_RULES.get(key, set()) | verbs for key, verbs in WEBHOOK_RULES.items()
+    }
     expected[("coordination.k8s.io", "leases")] = {"create", "get", "update"}
     normalised = {("" if g == "core" else g, r): v for (g, r), v in listed.items()}
     assert normalised == expected
 
 
-def test_webhooks_follow_kbatchs_paths_and_policies(default) -> None:
-    found = webhooks(default)
-    assert set(found) == set(WEBHOOKS)
-    names = {o["metadata"]["name"] for o in default if "Webhook" in o["kind"]}
-    assert names == {"kbatch-mutating", "kbatch-validating"}
+def test_webhook_configurations_are_kbatchs_own_definition(default) -> None:
+    """The chart writes exactly what kbatch.webhooks.configuration defines (the paths,
+    rules and failure policies of webhooks/README.md), with a Service clientConfig."""
     service = one(default, "Service", "kbatch-webhook")
     (port,) = service["spec"]["ports"]
     assert port["targetPort"] == "webhook"
-    for (kind, path), (group, resource, operations, policy) in WEBHOOKS.items():
-        hook = found[(kind, path)]
-        assert hook["clientConfig"]["service"] == {
-            "name": "kbatch-webhook",
-            "namespace": NS,
-            "port": port["port"],
-            "path": path,
-        }
-        (rule,) = hook["rules"]
-        assert (rule["apiGroups"], rule["resources"], rule["operations"]) == (
-            [group],
-            [resource],
-            operations,
-        )
-        assert hook["failurePolicy"] == policy
-        assert hook["sideEffects"] == "None"
-        assert hook["timeoutSeconds"] == 5
-        assert "v1" in hook["admissionReviewVersions"]
+    ca = one(default, "MutatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["caBundle"]
+    client_config = {
+        "service": {"name": "kbatch-webhook", "namespace": NS, "port": port["port"]},
+        "caBundle": ca,
+    }
+    expected = configuration.configurations(client_config, ("kube-system", NS))
+    for mutating, kind in ((True, "MutatingWebhookConfiguration"),
+                           (False, "ValidatingWebhookConfiguration")):  # fmt: skip
+        rendered = one(default, kind)
+        assert rendered["metadata"]["name"] == expected[mutating]["metadata"]["name"]
+        assert rendered["webhooks"] == expected[mutating]["webhooks"]
+    assert {o["metadata"]["name"] for o in default if "Webhook" in o["kind"]} == {
+        "kbatch-mutating",
+        "kbatch-validating",
+    }
 
 
 def test_generated_certificate_is_signed_by_the_webhooks_ca(default, tmp_path) -> None:

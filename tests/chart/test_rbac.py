@@ -1,0 +1,422 @@
+"""kbatch run as the chart's ServiceAccount, with the chart's arguments, against a real
+API server with its audit log on: the ClusterRole and Role are exactly what kbatch
+uses — no request refused, every verb granted used.
+
+kbatch runs here as a local process, but in the chart's place: the Deployment's
+pod is bound to a Node and marked Running with this machine's address, so the
+webhook Service's Endpoints lead the API server (routing to Endpoints, see
+conftest.py) to the local kbatch, which serves the chart's certificate from its
+Secret. So the admission webhooks answer real requests through the chart's
+configurations, and what they need from the API shows up in the audit log too.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from e2e.controlplane import free_ports
+
+from chart import kube
+from chart.kube import Plane, get
+from chart.tools import CHART, helm, require_control_plane, require_tool
+from kbatch.api import GROUP, VERSION
+from kbatch.operators.scheduler.kube import ApiError, request
+
+pytestmark = pytest.mark.e2e
+require_tool("helm", module=True)
+require_control_plane()
+
+NS = "kbatch-rbac"  # the release's namespace and name
+WORK_NS = "rbac-work"
+NODE = "rbac-node"
+SYSTEM_NODE = "rbac-system"  # where kbatch's own pod is "running"
+PG = f"/apis/{GROUP}/{VERSION}"
+JOBS = f"/apis/batch/v1/namespaces/{WORK_NS}/jobs"
+# Granted for what only Kubernetes >= 1.22 lets kbatch do (resume a held Job).
+NEEDS_1_22 = {("batch", "jobs", "patch")}
+
+
+def host_address() -> str:
+    """This machine's address on its default route (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+        except OSError:
+            return "127.0.0.1"
+        return str(probe.getsockname()[0])
+
+
+# ----------------------------------------------------------------------------- objects
+def pod(name: str, group: str, cpu: str, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": WORK_NS,
+            "annotations": {"scheduling.k8s.io/group-name": group},
+        },
+        "spec": {
+            "schedulerName": "kbatch",
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [
+                {"name": "work", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+            ],
+        },
+    }
+
+
+def pod_group(name: str, queue: str, members: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": WORK_NS},
+        "spec": {"minMember": members, "queue": queue},
+    }
+
+
+def queue(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1},
+    }
+
+
+def batch_job(name: str) -> dict[str, Any]:
+    """A Job of PodGroup ``name``: a best-effort pod on the system node."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": WORK_NS},
+        "spec": {
+            "template": {
+                "metadata": {"annotations": {"scheduling.k8s.io/group-name": name}},
+                "spec": {
+                    "schedulerName": "kbatch",
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"kubernetes.io/hostname": SYSTEM_NODE},
+                    "containers": [{"name": "work", "image": "busybox"}],
+                },
+            }
+        },
+    }
+
+
+# ----------------------------------------------------------------------------- kbatch in the chart's place
+def service_account_kubeconfig(api: Any, admin: Path, target: Path) -> Path:
+    """A kubeconfig of the chart's ServiceAccount, with a token from the TokenRequest API."""
+    review = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600},
+    }
+    path = f"/api/v1/namespaces/{NS}/serviceaccounts/{NS}/token"
+    token = request(api, "POST", path, review)["status"]["token"]
+    config = yaml.safe_load(admin.read_text())  # JSON or YAML
+    config["users"] = [{"name": "kbatch-sa", "user": {"token": token}}]
+    current = config.get("current-context") or config["contexts"][0]["name"]
+    context = next(c for c in config["contexts"] if c["name"] == current)
+    context["context"]["user"] = "kbatch-sa"
+    target.write_text(json.dumps(config))
+    target.chmod(0o600)
+    return target
+
+
+def stand_in_for_the_chart_pod(api: Any, address: str, webhook_port: int) -> None:
+    """Bind the Deployment's pod and mark it Running at ``address``, so that the
+    webhook Service's Endpoints are ``address:webhook_port``."""
+    kube.ready_node(api, SYSTEM_NODE, {"cpu": "1", "memory": "4Gi", "pods": "110"}, [])
+    selector = f"app.kubernetes.io/instance={NS}"
+
+    def chart_pod() -> dict[str, Any] | None:
+        listed = request(api, "GET", f"/api/v1/namespaces/{NS}/pods?labelSelector={selector}")
+        return (listed["items"] or [None])[0]
+
+    found = kube.poll("the chart's pod", chart_pod, 60)
+    name = found["metadata"]["name"]
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": NS},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": SYSTEM_NODE},
+    }
+    request(api, "POST", f"/api/v1/namespaces/{NS}/pods/{name}/binding", binding)
+    status = {
+        "phase": "Running",
+        "hostIP": address,
+        "podIP": address,
+        "podIPs": [{"ip": address}],
+        "conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "ContainersReady", "status": "True"},
+        ],
+    }
+    request(api, "PATCH", f"/api/v1/namespaces/{NS}/pods/{name}/status",
+            {"status": status}, kube.MERGE)  # fmt: skip
+
+    def routed() -> bool:
+        endpoints = get(api, f"/api/v1/namespaces/{NS}/endpoints/{NS}-webhook") or {}
+        return any(
+            address in {a["ip"] for a in subset.get("addresses") or []}
+            and webhook_port in {p["port"] for p in subset.get("ports") or []}
+            for subset in endpoints.get("subsets") or []
+        )
+
+    kube.poll("the webhook Service's Endpoints", routed, 60)
+
+
+def chart_args(api: Any, work: Path, address: str) -> list[str]:
+    """The installed Deployment's arguments, with its mounts as local files and its
+    addresses on this machine."""
+    deployment = get(api, f"/apis/apps/v1/namespaces/{NS}/deployments/{NS}")
+    assert deployment is not None
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    conf_map = get(api, f"/api/v1/namespaces/{NS}/configmaps/{NS}-scheduler-conf")
+    secret = get(api, f"/api/v1/namespaces/{NS}/secrets/{NS}-webhook-tls")
+    assert conf_map is not None and secret is not None
+    (work / "scheduler.conf").write_text(conf_map["data"]["scheduler.conf"])
+    certs = work / "webhook"
+    certs.mkdir()
+    for key, value in secret["data"].items():
+        (certs / key).write_bytes(base64.b64decode(value))
+    metrics, health = free_ports(2)
+    local = {
+        "--scheduler-conf": str(work / "scheduler.conf"),
+        "--webhook-cert-dir": str(certs),
+        "--metrics-address": f"127.0.0.1:{metrics}",
+        "--health-address": f"127.0.0.1:{health}",
+    }
+    args = []
+    for arg in container["args"]:
+        flag, _, value = arg.partition("=")
+        if flag == "--webhook-address":
+            value = f"{address}:{value.rpartition(':')[2]}"
+        value = local.get(flag, value).replace("$(POD_NAMESPACE)", NS)
+        args.append(f"{flag}={value}" if value else flag)
+    return args
+
+
+# ----------------------------------------------------------------------------- what kbatch does
+def admission_works_through_the_chart(api: Any) -> None:
+    """The webhooks answer: a PodGroup of a missing queue and the default queue's
+    deletion are refused; a Job of a PodGroup is labelled with its group."""
+    with pytest.raises(ApiError) as refused:
+        request(api, "POST", f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group("x", "nope", 1))
+    assert "does not exist" in str(refused.value), refused.value
+    with pytest.raises(ApiError) as kept:
+        request(api, "DELETE", f"{PG}/queues/default")
+    assert "default" in str(kept.value), kept.value
+    kube.ensure(api, JOBS, batch_job("j"))
+    kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group("j", "default", 1))
+    labelled = get(api, f"{JOBS}/j") or {}
+    assert labelled["metadata"].get("labels", {}).get("kbatch.io/pod-group") == "j", labelled
+
+
+def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
+    """q1 fills a 4-cpu node with four one-pod groups: binds, status writes, events;
+    then q2 asks for room, which reclaim takes back from q1 (a pod deleted)."""
+    for name in ("q1", "q2"):
+        kube.ensure(api, f"{PG}/queues", queue(name))
+    for i in range(4):
+        kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group(f"a{i}", "q1", 1))
+        kube.ensure(api, f"/api/v1/namespaces/{WORK_NS}/pods", pod(f"a{i}", f"a{i}", "1", NODE))
+    kbatch.wait_until(
+        "q1's four pods bound", lambda: kube.mark_bound_pods_running(api, WORK_NS) >= 4
+    )
+
+    def status_written() -> bool:
+        group = get(api, f"{PG}/namespaces/{WORK_NS}/podgroups/a0") or {}
+        q1 = get(api, f"{PG}/queues/q1") or {}
+        return (group.get("status") or {}).get("phase") == "Running" and bool(
+            (q1.get("status") or {}).get("allocated")
+        )
+
+    kbatch.wait_until("PodGroup and Queue status written", status_written)
+    kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group("b", "q2", 1))
+    for i in range(2):
+        kube.ensure(api, f"/api/v1/namespaces/{WORK_NS}/pods", pod(f"b{i}", "b", "1", NODE))
+
+    def reclaimed() -> bool:
+        pods = request(api, "GET", f"/api/v1/namespaces/{WORK_NS}/pods")["items"]
+        return sum(p["metadata"]["name"].startswith("a") for p in pods) < 4
+
+    kbatch.wait_until("reclaim to delete one of q1's pods", reclaimed)
+    events = request(api, "GET", f"/api/v1/namespaces/{WORK_NS}/events")["items"]
+    assert "Scheduled" in {e["reason"] for e in events}
+    lease = get(api, f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/kbatch")
+    assert lease is not None and lease["spec"]["holderIdentity"]
+
+
+# ----------------------------------------------------------------------------- the audit
+def granted(api: Any) -> set[tuple[str, str, str]]:
+    """(api group, resource[/subresource], verb) the chart's roles grant."""
+    rules = []
+    for path in (
+        f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{NS}",
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/roles/{NS}-leader",
+    ):
+        role = get(api, path)
+        assert role is not None, path
+        rules += role["rules"]
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def used_verbs(audit_log: Path, user: str) -> set[tuple[str, str, str]]:
+    """(api group, resource[/subresource], verb) of ``user``'s requests; none refused."""
+    requests = [
+        event
+        for event in map(json.loads, audit_log.read_text().splitlines())
+        if event.get("user", {}).get("username") == user
+    ]
+    assert requests, f"no request of {user} in {audit_log}"
+    refused = {
+        f"{e['verb']} {e['requestURI']}"
+        for e in requests
+        if e.get("responseStatus", {}).get("code") == 403
+    }
+    assert not refused, sorted(refused)
+    return {
+        (
+            e["objectRef"].get("apiGroup", ""),
+            e["objectRef"]["resource"]
+            + (f"/{e['objectRef']['subresource']}" if e["objectRef"].get("subresource") else ""),
+            e["verb"],
+        )
+        for e in requests
+        if "objectRef" in e  # the rest is discovery (/api, /apis/..., /version): open to all
+    }
+
+
+def server_minor(api: Any) -> int:
+    return int(str(request(api, "GET", "/version")["minor"]).rstrip("+"))
+
+
+def webhooks_serve(api: Any) -> bool:
+    """A dry-run Queue creation passes kbatch's validate-queue webhook (Fail)."""
+    try:
+        request(api, "POST", f"{PG}/queues?dryRun=All", queue("dry-run"))
+    except ApiError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------- the stand-in
+@dataclass
+class StandIn:
+    api: Any
+    kbatch: kube.Process
+    grants: set[tuple[str, str, str]]
+    default_queue_made_by_the_test: bool
+
+
+@pytest.fixture(scope="module")
+def stand_in(plane: Plane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
+    """The chart installed, kbatch running in its pod's place as its ServiceAccount."""
+    if plane.audit_log is None:
+        pytest.skip("e2e: an external cluster: no audit log or Endpoints routing of ours")
+    address = host_address()
+    if address.startswith("127."):
+        pytest.skip("e2e: no non-loopback address for the API server to reach kbatch's webhooks")
+    work = tmp_path_factory.mktemp("rbac")
+    (webhook_port,) = free_ports(1)
+    helm(
+        "install", NS, str(CHART), "-n", NS, "--create-namespace",
+        "--set", f"replicaCount=1,webhook.port={webhook_port}", *plane.kubeconfig_args(),
+    )  # fmt: skip
+    with plane.cluster.api_client() as api:
+        kbatch = None
+        try:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}}
+            kube.ensure(api, "/api/v1/namespaces", namespace)
+            kube.ready_node(api, NODE, {"cpu": "4", "memory": "16Gi", "pods": "110"}, [])
+            stand_in_for_the_chart_pod(api, address, webhook_port)
+            config = service_account_kubeconfig(api, plane.cluster.kubeconfig, work / "sa.conf")
+            argv = [str(kube.KBATCH), "run", "--kubeconfig", str(config),
+                    *chart_args(api, work, address), "--log-level=debug"]  # fmt: skip
+            kbatch = kube.Process.start(
+                "kbatch run as the chart's ServiceAccount", argv, work / "kbatch-run.log"
+            )
+            kbatch.wait_until("its webhooks to serve", lambda: webhooks_serve(api))
+            made = not poll_quietly(lambda: get(api, f"{PG}/queues/default") is not None, 10)
+            if made:  # see test_kbatch_makes_the_default_queue_with_its_webhooks_on
+                kube.ensure(api, f"{PG}/queues", queue("default"))
+            yield StandIn(api, kbatch, granted(api), made)
+        finally:
+            if kbatch is not None:
+                kbatch.stop()
+            helm("uninstall", NS, "-n", NS, *plane.kubeconfig_args())
+            kube.delete(
+                api,
+                f"/api/v1/namespaces/{WORK_NS}",
+                f"/api/v1/nodes/{NODE}",
+                f"/api/v1/nodes/{SYSTEM_NODE}",
+            )
+
+
+def poll_quietly(check: Callable[[], bool], timeout: float) -> bool:
+    """``check`` until true or ``timeout``: whether it came true."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+# ----------------------------------------------------------------------------- tests
+@pytest.mark.xfail(
+    strict=True,
+    reason="kbatch creates the default queue once, when it takes the lead, before its own "
+    "validate-queue webhook (failurePolicy Fail) serves: the creation is refused and never "
+    "retried (operators/scheduler/operator.py _lead_changed; leader.py swallows on_change errors)",
+)
+def test_kbatch_makes_the_default_queue_with_its_webhooks_on(stand_in: StandIn) -> None:
+    assert not stand_in.default_queue_made_by_the_test
+
+
+def test_admission_answers_through_the_charts_configurations(stand_in: StandIn) -> None:
+    admission_works_through_the_chart(stand_in.api)
+
+
+def test_kbatch_as_the_charts_service_account_uses_exactly_its_grants(
+    plane: Plane, stand_in: StandIn
+) -> None:
+    api, kbatch = stand_in.api, stand_in.kbatch
+    exercise_every_verb(api, kbatch)
+    kbatch.stop()  # its watches end (the audit log has them once they complete)
+    log = kbatch.log.read_text()
+    assert "forbidden" not in log.lower(), log[-3000:]
+    audit_log, user = plane.audit_log, f"system:serviceaccount:{NS}:{NS}"
+    assert audit_log is not None
+    exempt = set(NEEDS_1_22) if server_minor(api) < 22 else set()
+    if stand_in.default_queue_made_by_the_test:
+        exempt.add((GROUP, "queues", "create"))
+    unused: set[tuple[str, str, str]] = set()
+
+    def all_used() -> bool:
+        nonlocal unused
+        used = used_verbs(audit_log, user)
+        assert used <= stand_in.grants, sorted(used - stand_in.grants)
+        unused = stand_in.grants - used - exempt
+        return not unused
+
+    if not poll_quietly(all_used, 10):
+        pytest.fail(f"granted but never used: {sorted(unused)}")
