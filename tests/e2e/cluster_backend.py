@@ -29,6 +29,11 @@ from the API server, so the simulator's checks apply unchanged. One scenario:
    PodGroups, Queues, Events. An event's time is the session it came from:
    seconds since time 0, as received on a watch, rounded to the period.
    Summary: sessions from /metrics, binds and evictions counted from events.
+7. Hold again and clean up, so that between scenarios the cluster is bare and
+   ``kbatch run`` idle (other tests may run their own schedulers meanwhile).
+
+Why hold rather than apply to a running scheduler: a session could fall between
+two creations (the seed-priority race: ``low`` bound before ``high`` exists).
 """
 
 from __future__ import annotations
