@@ -15,6 +15,7 @@ refused (fail closed, "try again") and Jobs are never held.
 
 import asyncio
 import logging
+import threading
 import time
 import types
 import urllib.parse
@@ -27,6 +28,7 @@ from kbatch.api import DEFAULT_QUEUE, GROUP, VERSION
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.api.queue import Queue
 from kbatch.operators.podgroup import controller as podgroups
+from kbatch.operators.queue import controller as queue_operator
 from kbatch.operators.scheduler.kube import ApiError, request
 from kbatch.webhooks import configuration, endpoint
 from kbatch.webhooks.admission import job, podgroup, queue
@@ -40,6 +42,7 @@ log = logging.getLogger("kbatch.webhooks")
 
 SYNC_WAIT_SECONDS = 3.0  # within the webhooks' 5 s timeout
 LOOKUP_TIMEOUT_SECONDS = 2.0
+DEFAULT_QUEUE_SECONDS = 120.0
 Object = dict[str, Any]
 JobIndex = Mapping[tuple[str, str], Sequence[Object]]
 NO_JOBS: JobIndex = types.MappingProxyType({})
@@ -60,18 +63,25 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
 
     @kopf.on.startup(registry=registry)
     def webhook_server(settings: kopf.OperatorSettings, **_: Any) -> None:
-        on_config = None
-        if runtime.settings.manage_webhooks:
-            skip = ("kube-system", runtime.settings.lock_namespace)
+        skip = ("kube-system", runtime.settings.lock_namespace)
 
-            def on_config(client_config: Object) -> None:
+        def serving(client_config: Object) -> None:
+            """The server listens: point the configurations at it (when kbatch keeps
+            them), and make what was refused while it could not answer."""
+            if runtime.settings.manage_webhooks:
                 configuration.apply(runtime.api, configuration.configurations(client_config, skip))
+            threading.Thread(
+                target=_ensure_default_queue,
+                args=(runtime,),
+                name="kbatch-default-queue",
+                daemon=True,
+            ).start()
 
         settings.admission.server = endpoint.server(
             runtime.settings.webhook_address,
             runtime.settings.webhook_cert_dir,
             runtime.settings.webhook_host,
-            on_config,
+            serving,
         )
         settings.admission.managed = None  # kbatch writes its own (configuration.py)
         delayed.supported, why = podgroups.job_suspend_support(runtime.api)
@@ -202,6 +212,25 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
 
 
 # --------------------------------------------------------------------------- helpers
+def _ensure_default_queue(runtime: "Runtime") -> None:
+    """The leader makes the default queue when it takes the lead; with the webhooks on,
+    that can come before they answer (validate-queue fails closed) and be refused.
+    Once they answer, the leader tries again until it is done (or it no longer leads):
+    the API server may yet route the review to a replica that does not answer."""
+    delay, deadline = 0.5, time.monotonic() + DEFAULT_QUEUE_SECONDS
+    while runtime.leads():
+        try:
+            queue_operator.ensure_default_queue(runtime.api)
+            return
+        except Exception as exc:
+            if time.monotonic() > deadline:
+                log.error("could not create the default queue: %s", exc)
+                return
+            log.info("the default queue is not made yet (%s); trying again", exc)
+        time.sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+
 def _respond(answer: Admission, warnings: list[str], patch: kopf.Patch | None = None) -> None:
     warnings.extend(answer.warnings)
     if not answer.allowed:
