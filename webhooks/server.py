@@ -48,6 +48,18 @@ JobIndex = Mapping[tuple[str, str], Sequence[Object]]
 NO_JOBS: JobIndex = types.MappingProxyType({})
 
 
+class RefusalsAreAnswers(logging.Filter):
+    """kopf logs each refusal of a webhook as an error ("Webhook 'validate-queue' failed
+    permanently: ..."); for kbatch a refusal is an answer: INFO. Other failures stay errors."""
+
+    PREFIXES = tuple(f"Webhook '{hook.path}' failed permanently: " for hook in configuration.HOOKS)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and record.getMessage().startswith(self.PREFIXES):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 class DelayedPodCreation:
     """Whether Jobs are held: decided once at start, from the API server's version."""
 
@@ -60,6 +72,9 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
     if not settings.webhook_address:
         return
     delayed = DelayedPodCreation()
+    kopf_objects = logging.getLogger("kopf.objects")
+    if not any(isinstance(f, RefusalsAreAnswers) for f in kopf_objects.filters):
+        kopf_objects.addFilter(RefusalsAreAnswers())
 
     @kopf.on.startup(registry=registry)
     def webhook_server(settings: kopf.OperatorSettings, **_: Any) -> None:

@@ -106,3 +106,18 @@ def test_the_admission_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> Non
         "Job create: hold",
     ]
     assert all(line["p99_ms"] >= line["p50_ms"] >= 0 for line in lines)
+
+
+def test_kopf_logs_a_refusal_at_info_and_other_failures_as_errors() -> None:
+    import logging
+
+    from kbatch.webhooks.server import RefusalsAreAnswers
+
+    def level(message: str) -> str:
+        record = logging.LogRecord("kopf.objects", logging.ERROR, "", 0, message, None, None)
+        assert RefusalsAreAnswers().filter(record)
+        return record.levelname
+
+    assert level("Webhook 'validate-queue' failed permanently: spec.weight: ...") == "INFO"
+    assert level("Webhook 'validate-queue' failed with an exception. Will retry.") == "ERROR"
+    assert level("Handler 'release-held-jobs' failed permanently: boom") == "ERROR"
