@@ -3,7 +3,7 @@
 Each runs on a worker thread, so a session never waits for the API server:
 binds concurrently (a pod is *assumed* bound in the cache meanwhile, so the next
 session does not place it again; a failed bind forgets the assumption and says
-why in an event), status writes and events in order on one thread.
+why in an event), status writes in order on one thread, events on a few.
 """
 
 import json
@@ -76,7 +76,8 @@ class KubeCluster:
         self.status = self
         self.events = self
         self._binds = ThreadPoolExecutor(bind_workers, thread_name_prefix="kbatch-bind")
-        self._writes = ThreadPoolExecutor(1, thread_name_prefix="kbatch-write")
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="kbatch-write")  # ordered status
+        self._events = ThreadPoolExecutor(4, thread_name_prefix="kbatch-event")
         self._recent: dict[tuple[str, str, str, str, str], float] = {}
         self._recent_lock = threading.Lock()
 
@@ -86,6 +87,7 @@ class KubeCluster:
     def shutdown(self) -> None:
         self._binds.shutdown(wait=True)
         self._writes.shutdown(wait=True)
+        self._events.shutdown(wait=True)
 
     # ----------------------------------------------------------------- binder
     def bind(self, task: TaskInfo, node: str) -> None:
@@ -176,7 +178,7 @@ class KubeCluster:
                 self._recent = {
                     k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS
                 }
-        self._writes.submit(self._event, ref, type_, reason, message)
+        self._events.submit(self._event, ref, type_, reason, message)
 
     def _event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         namespace = ref.namespace or "default"

@@ -82,10 +82,15 @@ class LeaseElector:
             self._set(False)
 
     def _set(self, leader: bool) -> None:
-        if leader != self._leader.is_set():
-            (self._leader.set if leader else self._leader.clear)()
-            log.info("%s %s the lead", self.identity, "took" if leader else "lost")
-            self.on_change(leader)
+        if leader == self._leader.is_set():
+            return
+        log.info("%s %s the lead", self.identity, "took" if leader else "lost")
+        if leader:
+            self.on_change(True)  # e.g. relist first: no session before the caches are fresh
+            self._leader.set()
+        else:
+            self._leader.clear()
+            self.on_change(False)
 
     def _run(self) -> None:
         while not self._stop.is_set():

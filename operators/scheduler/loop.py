@@ -79,6 +79,9 @@ class SchedulerLoop:
         self._stop.set()
         self._thread.join(timeout=10)
 
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
     def run_once(self) -> None:
         scheduler = runner.Scheduler(
             self.cluster, self.conf.current(), clock=time.time, session_ids=lambda: uuid.uuid4().hex

@@ -23,6 +23,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.podgroup import controller as podgroups
 from kbatch.operators.queue import controller as queues
+from kbatch.operators.scheduler.health import HealthServer
 from kbatch.operators.scheduler.informer import RESOURCES, Informer
 from kbatch.operators.scheduler.kube import KubeCluster
 from kbatch.operators.scheduler.leader import LeaseElector
@@ -98,6 +99,7 @@ class Runtime:
         self.metrics = SchedulerMetrics()
         self.informers = [Informer(self.api, r, self.state) for r in RESOURCES]
         self.elector: LeaseElector | None = None
+        self.health_server: HealthServer | None = None
         if settings.leader_elect:
             self.elector = LeaseElector(
                 self.api,
@@ -125,7 +127,18 @@ class Runtime:
                 informer.relist()
             queues.ensure_default_queue(self.api)
 
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        alive = self.loop.alive()
+        return alive, {
+            "leader": self.leads(),
+            "synced": self.synced(),
+            "sessions": self.loop.sessions,
+        }
+
     def start(self) -> None:
+        if self.settings.health_address:
+            self.health_server = HealthServer(self.settings.health_address, self.health)
+            self.health_server.start()
         if self.settings.metrics_address:
             host, _, port = self.settings.metrics_address.rpartition(":")
             start_http_server(int(port), addr=host or "0.0.0.0", registry=self.metrics.registry)
@@ -138,6 +151,8 @@ class Runtime:
         self.loop.start()
 
     def stop(self) -> None:
+        if self.health_server is not None:
+            self.health_server.stop()
         self.loop.stop()
         if self.elector is not None:
             self.elector.stop()
@@ -163,14 +178,6 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     def cleanup(**_: Any) -> None:
         runtime.stop()
 
-    @kopf.on.probe(id="leader", registry=registry)
-    def leader(**_: Any) -> bool:
-        return runtime.leads()
-
-    @kopf.on.probe(id="sessions", registry=registry)
-    def sessions(**_: Any) -> int:
-        return runtime.loop.sessions
-
     @kopf.on.event(GROUP, VERSION, "queues", registry=registry)
     def queue_event(type: str, name: str, **_: Any) -> None:
         if type == "DELETED" and name == DEFAULT_QUEUE and runtime.leads():
@@ -191,5 +198,4 @@ def run(settings: RunSettings) -> None:
     """Run until interrupted."""
     runtime = Runtime(settings)
     registry = build_registry(runtime)
-    liveness = f"http://{settings.health_address}/healthz" if settings.health_address else None
-    kopf.run(registry=registry, clusterwide=True, standalone=True, liveness_endpoint=liveness)
+    kopf.run(registry=registry, clusterwide=True, standalone=True)
