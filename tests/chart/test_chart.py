@@ -145,8 +145,8 @@ def test_deployment_is_two_hardened_replicas_with_leader_election(default) -> No
     assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
     assert set(c["resources"]) == {"requests", "limits"}
     assert {"cpu", "memory"} <= set(c["resources"]["requests"]) & set(c["resources"]["limits"])
-    for probe in ("livenessProbe", "readinessProbe"):
-        assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     args = c["args"]
     assert f"--health-address=0.0.0.0:{port_of(c, 'health')}" in args
     assert f"--metrics-address=0.0.0.0:{port_of(c, 'metrics')}" in args
