@@ -72,7 +72,7 @@ def parse_spec(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any
     if not isinstance(selector, Mapping):
         raise ValueError("spec.nodeSelector: expected a map of labels")
     affinity = _affinity(spec.get("affinity") or {})
-    tolerations = tuple(_toleration(t) for t in spec.get("tolerations") or [])
+    tolerations = parse_tolerations(spec.get("tolerations"))
     ports = tuple(
         HostPort(int(p["hostPort"]), str(p.get("protocol", "TCP")), str(p.get("hostIP", "")))
         for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
@@ -189,6 +189,10 @@ def _affinity(raw: Mapping[str, Any]) -> Affinity:
     return Affinity(
         node_required, node_preferred, pod_required, pod_preferred, anti_required, anti_preferred
     )
+
+
+def parse_tolerations(raw: Any) -> tuple[Toleration, ...]:
+    return tuple(_toleration(t) for t in raw or [])
 
 
 def _toleration(raw: Mapping[str, Any]) -> Toleration:

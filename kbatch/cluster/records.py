@@ -14,7 +14,7 @@ from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.podspec import ParsedSpec, parse_spec
+from kbatch.cluster.podspec import ParsedSpec, parse_spec, parse_tolerations
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.framework.podspec import Taint
 
@@ -113,19 +113,27 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
     )
 
 
-def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
+def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodRecord:
+    """``previous``: the record of the same pod before this update. A pod's spec is
+    immutable but for a few fields, so its parse is reused while the uid, labels and
+    tolerations (the mutable parts the scheduler reads) stay the same."""
     ref = ref_of(obj)
     meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
     namespace = meta.get("namespace") or "default"
     if not spec.get("containers"):
         raise ObjectError(ref, "spec.containers", "a pod needs at least one container")
-    try:
-        parsed = parse_spec(namespace, meta.get("labels") or {}, spec)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ObjectError(ref, "", str(exc)) from exc
+    labels = meta.get("labels") or {}
+    uid = str(meta.get("uid") or f"{namespace}/{meta['name']}")
+    if previous is not None and _same_spec(previous, uid, labels, spec):
+        parsed = previous.spec
+    else:
+        try:
+            parsed = parse_spec(namespace, labels, spec)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ObjectError(ref, "", str(exc)) from exc
     priority = spec.get("priority")
     return PodRecord(
-        uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
+        uid=uid,
         namespace=namespace,
         name=meta["name"],
         created=timestamp(meta.get("creationTimestamp")),
@@ -137,6 +145,17 @@ def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
         priority=int(priority) if isinstance(priority, int) else None,
         spec=parsed,
     )
+
+
+def _same_spec(
+    previous: PodRecord, uid: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+) -> bool:
+    if previous.uid != uid or dict(previous.spec.labels) != labels:
+        return False
+    try:
+        return parse_tolerations(spec.get("tolerations")) == previous.spec.tolerations
+    except (ValueError, KeyError, TypeError):
+        return False  # parse again, and report it
 
 
 def validate_model(model: type[M], obj: Mapping[str, Any]) -> M:

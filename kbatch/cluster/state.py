@@ -53,17 +53,23 @@ class ClusterState:
             return name
         return f"{namespace or 'default'}/{name}"
 
-    def apply(self, obj: Mapping[str, Any]) -> None:
-        """Create or replace an object; a bad one raises ObjectError and changes nothing."""
+    def apply(self, obj: Mapping[str, Any], owned: bool = False) -> None:
+        """Create or replace an object; a bad one raises ObjectError and changes nothing.
+
+        The state keeps its own copy, unless ``owned``: the caller hands the object over
+        and will not touch it again (a watch event just decoded)."""
         kind = obj.get("kind")
         meta = obj.get("metadata")
         if not isinstance(meta, Mapping) or not meta.get("name"):
             raise ObjectError(records.ref_of(obj), "metadata.name", "required")
         if kind not in _PARSERS:
             raise ObjectError(records.ref_of(obj), "kind", f"kbatch does not model {kind!r}")
-        parsed = _PARSERS[kind](obj)
         key = self._key(kind, str(meta.get("namespace") or ""), str(meta["name"]))
-        raw = copy.deepcopy(dict(obj))
+        if kind == "Pod":
+            parsed: Any = records.parse_pod(obj, self._parsed["Pod"].get(key))
+        else:
+            parsed = _PARSERS[kind](obj)
+        raw = dict(obj) if owned else copy.deepcopy(dict(obj))
         with self._lock:
             self._raw[kind][key] = raw
             self._parsed[kind][key] = parsed
@@ -78,14 +84,16 @@ class ClusterState:
             if kind == "Pod":
                 self._assumed.pop(key, None)
 
-    def replace(self, kind: str, objects: Iterable[Mapping[str, Any]]) -> list[ObjectError]:
+    def replace(
+        self, kind: str, objects: Iterable[Mapping[str, Any]], owned: bool = False
+    ) -> list[ObjectError]:
         """Make ``kind`` exactly ``objects`` (a relist): apply each, drop the rest.
         Objects that cannot be used are skipped and returned, the rest applied."""
         errors: builtins.list[ObjectError] = []
         seen = set()
         for obj in objects:
             try:
-                self.apply(obj)
+                self.apply(obj, owned=owned)
             except ObjectError as exc:
                 errors.append(exc)
                 continue

@@ -102,7 +102,7 @@ class Informer:
         items = body.get("items") or []
         for item in items:
             item["kind"] = self.resource.kind
-        for error in self.state.replace(self.resource.kind, items):
+        for error in self.state.replace(self.resource.kind, items, owned=True):
             log.warning("ignoring %s", error)
         self._relist.clear()
         self.synced.set()
@@ -124,7 +124,7 @@ class Informer:
                 self.state.delete(self.resource.kind, meta.get("namespace") or "", meta["name"])
             else:
                 try:
-                    self.state.apply(obj)
+                    self.state.apply(obj, owned=True)
                 except ObjectError as exc:
                     log.warning("ignoring %s", exc)
             self.on_change()

@@ -26,6 +26,25 @@ from kbatch.operators.scheduler.framework.interface import ObjectRef, Snapshot
 log = logging.getLogger("kbatch.kube")
 COMPONENT = "kbatch"
 EVENT_REPEAT_SECONDS = 300.0  # an identical event for the same object is not sent again sooner
+EVENT_WAIT_FOR_BINDS = 30.0  # an event waits at most this long for the binds in flight
+
+
+class _Counter:
+    """How many binds are in flight; events wait (bounded) until there are none."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._idle = threading.Condition()
+
+    def add(self, delta: int) -> None:
+        with self._idle:
+            self._value += delta
+            if self._value == 0:
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> None:
+        with self._idle:
+            self._idle.wait_for(lambda: self._value == 0, timeout)
 
 
 class ApiError(RuntimeError):
@@ -77,9 +96,10 @@ class KubeCluster:
         self.events = self
         self._binds = ThreadPoolExecutor(bind_workers, thread_name_prefix="kbatch-bind")
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="kbatch-write")  # ordered status
-        self._events = ThreadPoolExecutor(4, thread_name_prefix="kbatch-event")
+        self._events = ThreadPoolExecutor(1, thread_name_prefix="kbatch-event")
         self._recent: dict[tuple[str, str, str, str, str], float] = {}
         self._recent_lock = threading.Lock()
+        self._in_flight = _Counter()
 
     def snapshot(self) -> Snapshot:
         return self.state.snapshot()
@@ -92,9 +112,16 @@ class KubeCluster:
     # ----------------------------------------------------------------- binder
     def bind(self, task: TaskInfo, node: str) -> None:
         self.state.assume_bound(task.namespace, task.name, node)
+        self._in_flight.add(1)
         self._binds.submit(self._bind, task.namespace, task.name, task.uid, node)
 
     def _bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        try:
+            self._post_binding(namespace, name, uid, node)
+        finally:
+            self._in_flight.add(-1)
+
+    def _post_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -181,6 +208,7 @@ class KubeCluster:
         self._events.submit(self._event, ref, type_, reason, message)
 
     def _event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        self._in_flight.wait_idle(EVENT_WAIT_FOR_BINDS)  # binds first: events are for people
         namespace = ref.namespace or "default"
         existing = self.state.get(ref.kind, ref.namespace, ref.name) or {}
         api_version = existing.get("apiVersion") or (

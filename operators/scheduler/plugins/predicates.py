@@ -161,7 +161,12 @@ def on_session_open(session: Session, option: PluginOption) -> None:
             dynamic.append((HOST_PORTS, pod_checks.port_conflicts(template)[idx]))
         too_many = nodes.used[idx, pods_dim] + 1 > nodes.allocatable[idx, pods_dim] + EPSILON
         dynamic.append((TOO_MANY_PODS, too_many))
-        dynamic.extend(_pod_affinity(pod_checks, task, idx))
+        if (
+            session.anti_affinity_pods
+            or template.affinity.pod_required
+            or template.affinity.anti_required
+        ):
+            dynamic.extend(_pod_affinity(pod_checks, task, idx))
         taken = np.zeros(len(idx), dtype=bool)
         for _, failed in fixed:
             taken |= failed
