@@ -68,48 +68,50 @@ def pods(outcome: Outcome) -> list[Json]:
 
 
 def pod_groups(outcome: Outcome) -> list[Json]:
-    rows = []
-    for group in outcome.cluster.state.list("PodGroup"):
-        metadata, spec = group["metadata"], group.get("spec") or {}
-        status = group.get("status") or {}
-        rows.append(
-            {
-                "namespace": metadata["namespace"],
-                "name": metadata["name"],
-                "queue": spec.get("queue") or "default",
-                "phase": status.get("phase") or "Pending",
-                "minMember": spec.get("minMember", 1),
-                "running": status.get("running", 0),
-                "succeeded": status.get("succeeded", 0),
-                "failed": status.get("failed", 0),
-                "conditions": [
-                    {
-                        "type": c.get("type"),
-                        "status": c.get("status"),
-                        "reason": c.get("reason", ""),
-                        "message": c.get("message", ""),
-                    }
-                    for c in status.get("conditions") or []
-                ],
-            }
-        )
+    rows = [pod_group_row(group) for group in outcome.cluster.state.list("PodGroup")]
     return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
 
 
-def queues(outcome: Outcome) -> list[Json]:
-    rows = []
-    for queue in outcome.cluster.state.list("Queue"):
-        status = queue.get("status") or {}
-        rows.append(
+def pod_group_row(group: Json) -> Json:
+    """One PodGroup object as the contract's ``podGroups[]`` row (any backend's)."""
+    metadata, spec = group["metadata"], group.get("spec") or {}
+    status = group.get("status") or {}
+    return {
+        "namespace": metadata["namespace"],
+        "name": metadata["name"],
+        "queue": spec.get("queue") or "default",
+        "phase": status.get("phase") or "Pending",
+        "minMember": spec.get("minMember", 1),
+        "running": status.get("running", 0),
+        "succeeded": status.get("succeeded", 0),
+        "failed": status.get("failed", 0),
+        "conditions": [
             {
-                "name": queue["metadata"]["name"],
-                "weight": (queue.get("spec") or {}).get("weight", 1),
-                "deserved": _quantities(status.get("deserved")),
-                "allocated": _quantities(status.get("allocated")),
-                "request": _quantities(status.get("request")),
+                "type": c.get("type"),
+                "status": c.get("status"),
+                "reason": c.get("reason", ""),
+                "message": c.get("message", ""),
             }
-        )
+            for c in status.get("conditions") or []
+        ],
+    }
+
+
+def queues(outcome: Outcome) -> list[Json]:
+    rows = [queue_row(queue) for queue in outcome.cluster.state.list("Queue")]
     return sorted(rows, key=lambda row: row["name"])
+
+
+def queue_row(queue: Json) -> Json:
+    """One Queue object as the contract's ``queues[]`` row (any backend's)."""
+    status = queue.get("status") or {}
+    return {
+        "name": queue["metadata"]["name"],
+        "weight": (queue.get("spec") or {}).get("weight", 1),
+        "deserved": _quantities(status.get("deserved")),
+        "allocated": _quantities(status.get("allocated")),
+        "request": _quantities(status.get("request")),
+    }
 
 
 def _quantities(values: dict[str, Any] | None) -> dict[str, str]:

@@ -50,12 +50,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.kubelet import DURATION, Watch, rfc3339
 from kbatch.api import GROUP, VERSION
-from kbatch.api.quantity import format_quantity
-from kbatch.cluster.quantity import amounts
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler import runner as scheduler_runner
 from kbatch.operators.scheduler.kube import ApiError, request
-from kbatch.sim import clock, manifests
+from kbatch.sim import clock, manifests, output
 
 Json = dict[str, Any]
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -498,8 +496,10 @@ class ClusterBackend:
         return {
             "time": at(time.monotonic()),
             "pods": sorted(pods, key=lambda r: (r["namespace"], r["name"])),
-            "podGroups": sorted(map(_group_row, groups), key=lambda r: (r["namespace"], r["name"])),
-            "queues": sorted(map(_queue_row, self._list(collection("Queue"))), key=_by_name),
+            "podGroups": sorted(
+                map(output.pod_group_row, groups), key=lambda r: (r["namespace"], r["name"])
+            ),
+            "queues": sorted(map(output.queue_row, self._list(collection("Queue"))), key=_by_name),
             "events": events,
             "summary": {
                 "sessions": sessions(self.scheduler) - sessions_before,
@@ -533,44 +533,6 @@ def _pod_row(pod: Json, removed: bool, evictions: dict[tuple[str, str], int]) ->
         "phase": phase,
         "podGroup": (meta.get("annotations") or {}).get(GROUP_NAME) or None,
         "evictions": evictions.get((meta["namespace"], meta["name"]), 0),
-    }
-
-
-def _group_row(group: Json) -> Json:
-    meta, spec, status = group["metadata"], group.get("spec") or {}, group.get("status") or {}
-    return {
-        "namespace": meta["namespace"],
-        "name": meta["name"],
-        "queue": spec.get("queue") or "default",
-        "phase": status.get("phase") or "Pending",
-        "minMember": spec.get("minMember", 1),
-        "running": status.get("running", 0),
-        "succeeded": status.get("succeeded", 0),
-        "failed": status.get("failed", 0),
-        "conditions": [
-            {
-                "type": c.get("type"),
-                "status": c.get("status"),
-                "reason": c.get("reason", ""),
-                "message": c.get("message", ""),
-            }
-            for c in status.get("conditions") or []
-        ],
-    }
-
-
-def _queue_row(queue: Json) -> Json:
-    status = queue.get("status") or {}
-
-    def quantities(values: Json | None) -> dict[str, str]:
-        return {r: format_quantity(r, v) for r, v in amounts(values, "status").items()}
-
-    return {
-        "name": queue["metadata"]["name"],
-        "weight": (queue.get("spec") or {}).get("weight", 1),
-        "deserved": quantities(status.get("deserved")),
-        "allocated": quantities(status.get("allocated")),
-        "request": quantities(status.get("request")),
     }
 
 
