@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
-from kbatch.api.podgroup import PodGroup
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
 from kbatch.cluster import records, snapshot
 from kbatch.cluster.errors import ObjectError
@@ -44,6 +44,9 @@ class ClusterState:
         self._raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _PARSERS}
         self._parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
         self._assumed: dict[str, str] = {}  # pod key -> node
+        # What a session could act on: our unbound pending pods, PodGroups not admitted.
+        self._waiting: dict[str, set[str]] = {"Pod": set(), "PodGroup": set()}
+        self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder()
 
@@ -71,18 +74,47 @@ class ClusterState:
             parsed = _PARSERS[kind](obj)
         raw = dict(obj) if owned else copy.deepcopy(dict(obj))
         with self._lock:
+            self.generation += 1
             self._raw[kind][key] = raw
             self._parsed[kind][key] = parsed
             if kind == "Pod":
                 self._assumed.pop(key, None)
+            if kind in self._waiting:
+                if self._is_waiting(parsed):
+                    self._waiting[kind].add(key)
+                else:
+                    self._waiting[kind].discard(key)
+
+    def _is_waiting(self, parsed: Any) -> bool:
+        if isinstance(parsed, records.PodRecord):
+            return (
+                parsed.scheduler_name in self.scheduler_names
+                and not parsed.node_name
+                and not parsed.deleting
+                and parsed.phase == "Pending"
+            )
+        return bool(parsed.status.phase is PodGroupPhase.PENDING)
+
+    def has_work(self) -> bool:
+        """Is there anything a session could place or admit (a pod of ours that is neither
+        bound nor assumed bound, a PodGroup not yet admitted)?"""
+        with self._lock:
+            if self._waiting["PodGroup"]:
+                return True
+            return any(key not in self._assumed for key in self._waiting["Pod"])
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
-        key = self._key(kind, namespace, name)
         with self._lock:
-            self._raw[kind].pop(key, None)
-            self._parsed[kind].pop(key, None)
-            if kind == "Pod":
-                self._assumed.pop(key, None)
+            self._drop(kind, self._key(kind, namespace, name))
+
+    def _drop(self, kind: str, key: str) -> None:
+        self.generation += 1
+        self._raw[kind].pop(key, None)
+        self._parsed[kind].pop(key, None)
+        if kind == "Pod":
+            self._assumed.pop(key, None)
+        if kind in self._waiting:
+            self._waiting[kind].discard(key)
 
     def replace(
         self, kind: str, objects: Iterable[Mapping[str, Any]], owned: bool = False
@@ -101,8 +133,7 @@ class ClusterState:
             seen.add(self._key(kind, str(meta.get("namespace") or ""), str(meta["name"])))
         with self._lock:
             for key in set(self._raw[kind]) - seen:
-                self._raw[kind].pop(key, None)
-                self._parsed[kind].pop(key, None)
+                self._drop(kind, key)
         return errors
 
     def assume_bound(self, namespace: str, name: str, node: str) -> None:

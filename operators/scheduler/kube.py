@@ -36,6 +36,10 @@ class _Counter:
         self._value = 0
         self._idle = threading.Condition()
 
+    @property
+    def value(self) -> int:
+        return self._value
+
     def add(self, delta: int) -> None:
         with self._idle:
             self._value += delta
@@ -103,6 +107,9 @@ class KubeCluster:
 
     def snapshot(self) -> Snapshot:
         return self.state.snapshot()
+
+    def binds_in_flight(self) -> bool:
+        return self._in_flight.value > 0
 
     def shutdown(self) -> None:
         self._binds.shutdown(wait=True)

@@ -62,13 +62,23 @@ class SchedulerLoop:
         period: float,
         metrics: SchedulerMetrics,
         may_schedule: Callable[[], bool],
+        has_work: Callable[[], bool] = lambda: True,
+        generation: Callable[[], int] = lambda: 0,
+        busy: Callable[[], bool] = lambda: False,
+        idle_every: int = 5,
     ) -> None:
         self.cluster = cluster
         self.conf = conf
         self.period = period
         self.metrics = metrics
         self.may_schedule = may_schedule
+        self.has_work = has_work
+        self.generation = generation
+        self.busy = busy
+        self.idle_every = idle_every
         self.sessions = 0
+        self._idle_periods = 0
+        self._seen_generation = -1
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kbatch-scheduler", daemon=True)
 
@@ -90,10 +100,23 @@ class SchedulerLoop:
         self.sessions += 1
         self.metrics.record(session)
 
+    def _due(self) -> bool:
+        """Is a session worth its cost now? Yes when there is something to place or admit;
+        when anything changed since the last one and no binds are in flight (statuses
+        then catch up at once); and at least every ``idle_every`` periods. A bind burst
+        or a quiet cluster thus costs a session every few seconds, not every period."""
+        self._idle_periods += 1
+        changed = self.generation() != self._seen_generation and not self.busy()
+        if self.has_work() or changed or self._idle_periods >= self.idle_every:
+            self._idle_periods = 0
+            self._seen_generation = self.generation()
+            return True
+        return False
+
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            if self.may_schedule():
+            if self.may_schedule() and self._due():
                 try:
                     self.run_once()
                 except Exception:

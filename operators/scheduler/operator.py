@@ -110,7 +110,14 @@ class Runtime:
                 on_change=self._lead_changed,
             )
         self.loop = SchedulerLoop(
-            self.cluster, self.conf, settings.period, self.metrics, self.may_schedule
+            self.cluster,
+            self.conf,
+            settings.period,
+            self.metrics,
+            self.may_schedule,
+            has_work=self.state.has_work,
+            generation=lambda: self.state.generation,
+            busy=self.cluster.binds_in_flight,
         )
 
     def leads(self) -> bool:

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -70,21 +71,21 @@ def create_pods(api: Any, prefix: str, count: int, scheduler: str) -> None:
         )
 
 
-def bare_loop(api: Any, count: int, nodes: int) -> float:
-    create_pods(api, "bare", count, "nobody")
+def bare_loop(api: Any, count: int, nodes: int, prefix: str = "bare") -> float:
+    create_pods(api, prefix, count, "nobody")
 
     def bind(i: int) -> None:
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": f"bare-{i}"},
+            "metadata": {"name": f"{prefix}-{i}"},
             "target": {"apiVersion": "v1", "kind": "Node", "name": f"node-{i % nodes}"},
         }
-        request(api, "POST", f"/api/v1/namespaces/{NAMESPACE}/pods/bare-{i}/binding", body)
+        request(api, "POST", f"/api/v1/namespaces/{NAMESPACE}/pods/{prefix}-{i}/binding", body)
 
     version = current_version(api)
     with ThreadPoolExecutor(WORKERS + 1) as pool:
-        watch = pool.submit(bind_times, api, "bare", count, version)
+        watch = pool.submit(bind_times, api, prefix, count, version)
         list(pool.map(bind, range(count)))
         times = watch.result()
     # measured as kbatch's binds are: seen on a watch, from the first to the last
@@ -127,9 +128,11 @@ def bind_times(api: Any, prefix: str, count: int, version: str) -> list[float]:
     raise RuntimeError(f"the watch ended with {len(seen)} of {count} pods bound")
 
 
-def kbatch_run(api: Any, cluster: Cluster, count: int) -> tuple[float, list[int]]:
+def kbatch_run(
+    api: Any, cluster: Cluster, count: int, prefix: str = "kb"
+) -> tuple[float, list[int]]:
     """Binds per second from kbatch's first bind to its last, and binds per 250 ms."""
-    create_pods(api, "kb", count, "kbatch")
+    create_pods(api, prefix, count, "kbatch")
     version = current_version(api)
     kbatch = Path(sys.executable).with_name("kbatch")
     argv = [
@@ -146,10 +149,21 @@ def kbatch_run(api: Any, cluster: Cluster, count: int) -> tuple[float, list[int]
         "warning",
     ]
     if os.environ.get("KBATCH_BENCH_PROFILE"):  # e.g. a py-spy path, to see where kbatch spends
-        argv = [os.environ["KBATCH_BENCH_PROFILE"], "record", "--format", "raw", "-o", "/tmp/kbatch-binds.txt", "--threads", "--gil", "--", *argv]
+        argv = [
+            os.environ["KBATCH_BENCH_PROFILE"],
+            "record",
+            "--format",
+            "raw",
+            "-o",
+            "/tmp/kbatch-binds.txt",
+            "--threads",
+            "--gil",
+            "--",
+            *argv,
+        ]
     proc = subprocess.Popen(argv)
     try:
-        times = bind_times(api, "kb", count, version)
+        times = bind_times(api, prefix, count, version)
     finally:
         proc.send_signal(signal.SIGINT)  # py-spy, if profiling, writes its file on SIGINT
         proc.wait(timeout=30)
@@ -163,6 +177,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=1, help="alternate both this often; medians")
     args = parser.parse_args()
     source = discover()
     cluster = source if isinstance(source, Cluster) else source.start()
@@ -187,18 +202,24 @@ def main() -> int:
                 node_status(),
                 "application/merge-patch+json",
             )
-        bare = bare_loop(api, args.pods, args.nodes)
-        ours, per_quarter_second = kbatch_run(api, cluster, args.pods)
+        bares, ours, ratios = [], [], []
+        for round_ in range(args.rounds):
+            bares.append(bare_loop(api, args.pods, args.nodes, f"bare{round_}"))
+            rate, per_quarter_second = kbatch_run(api, cluster, args.pods, f"kb{round_}")
+            ours.append(rate)
+            ratios.append(rate / bares[-1])
         print(
             json.dumps(
                 {
                     "pods": args.pods,
                     "nodes": args.nodes,
                     "workers": WORKERS,
-                    "bare_binds_per_second": round(bare, 1),
-                    "kbatch_binds_per_second": round(ours, 1),
-                    "ratio": round(ours / bare, 3),
-                    "kbatch_binds_per_250ms": per_quarter_second,
+                    "rounds": args.rounds,
+                    "bare_binds_per_second": round(statistics.median(bares), 1),
+                    "kbatch_binds_per_second": round(statistics.median(ours), 1),
+                    "ratio": round(statistics.median(ratios), 3),
+                    "ratios": [round(r, 3) for r in ratios],
+                    "kbatch_binds_per_250ms_last_round": per_quarter_second,
                 }
             )
         )

@@ -40,3 +40,29 @@ def test_a_bad_file_at_start_is_refused(tmp_path: Path) -> None:
 
 def test_no_file_means_the_default_conf() -> None:
     assert ConfSource(None).current().actions == ("enqueue", "allocate", "backfill")
+
+
+def test_sessions_run_when_there_is_work_else_every_few_periods() -> None:
+    from kbatch.metrics import SchedulerMetrics
+    from kbatch.operators.scheduler.loop import SchedulerLoop
+
+    work = {"now": False, "generation": 0, "busy": False}
+    loop = SchedulerLoop(
+        cluster=None,  # type: ignore[arg-type]
+        conf=ConfSource(None),
+        period=1.0,
+        metrics=SchedulerMetrics(),
+        may_schedule=lambda: True,
+        has_work=lambda: bool(work["now"]),
+        generation=lambda: int(work["generation"]),
+        busy=lambda: bool(work["busy"]),
+        idle_every=3,
+    )
+    assert loop._due()  # the first: everything is new
+    assert [loop._due() for _ in range(6)] == [False, False, True, False, False, True]
+    work["generation"] = 1  # a pod went Running: statuses catch up at once
+    assert [loop._due() for _ in range(2)] == [True, False]
+    work["busy"], work["generation"] = True, 2  # ...but not while binds are in flight
+    assert [loop._due() for _ in range(3)] == [False, True, False]  # only the idle beat
+    work["now"] = True
+    assert [loop._due() for _ in range(3)] == [True, True, True]

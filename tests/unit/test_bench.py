@@ -7,7 +7,9 @@ import pytest
 from kbatch import cli
 
 
-def test_bench_places_every_gang_and_prints_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_places_every_gang_and_prints_one_json_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert cli.main(["bench", "--size", "20x200"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     result = json.loads(line)

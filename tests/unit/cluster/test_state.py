@@ -179,3 +179,27 @@ def test_an_assumed_bind_holds_until_the_pod_is_seen_again() -> None:
     state.apply(pod("p"))  # the watch's word wins: still pending
     (task,) = state.snapshot().jobs["pod:default/p"].tasks.values()
     assert task.status is TaskStatus.PENDING
+
+
+def test_work_is_a_pending_pod_of_ours_or_a_group_not_yet_admitted() -> None:
+    state = ClusterState()
+    state.apply(node("n1"))
+    assert not state.has_work()
+    state.apply(pod("other", scheduler="default-scheduler"))
+    assert not state.has_work()
+    state.apply(pod("mine"))
+    assert state.has_work()
+    state.assume_bound("default", "mine", "n1")
+    assert not state.has_work()
+    state.forget("default", "mine")
+    assert state.has_work()
+    state.apply(pod("mine", nodeName="n1"))
+    assert not state.has_work()
+    group = pod_group("g")
+    state.apply(group)
+    assert state.has_work()  # Pending: enqueue may admit it
+    state.apply({**group, "status": {"phase": "Inqueue"}})
+    assert not state.has_work()
+    state.apply(pod("late"))
+    state.delete("Pod", "default", "late")
+    assert not state.has_work()
