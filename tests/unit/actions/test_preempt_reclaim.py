@@ -1,22 +1,15 @@
 """preempt and reclaim: fair eviction, never wasted, never breaking a gang."""
 
 from builders import Cluster, run_actions
+from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler.framework.info import TaskStatus
 
 R = TaskStatus.RUNNING
-FULL = """\
-actions: "enqueue, reclaim, allocate, backfill, preempt"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+# The default tiers with every action, in kube-batch's order.
+FULL = DEFAULT_CONF.replace(
+    '"enqueue, allocate, backfill"', '"enqueue, reclaim, allocate, backfill, preempt"'
+)
+assert "preempt" in FULL
 
 
 def evicted_jobs(evictions: list[tuple[str, str]]) -> dict[str, int]:
