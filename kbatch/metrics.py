@@ -126,6 +126,21 @@ class SchedulerMetrics:
         self._record_jobs(session)
         self._record_queues(session)
 
+    def forget_cluster_state(self) -> None:
+        """Drop the gauges that describe the cluster (queues, unschedulable jobs): a replica
+        that stopped scheduling must not keep exporting what it saw last."""
+        gauges = [
+            *self.queue_resources.values(),
+            *self.queue_groups.values(),
+            self.queue_share,
+            self.queue_weight,
+            self.queue_overused,
+            self.unschedulable_tasks,
+        ]
+        for gauge in gauges:
+            gauge.clear()
+        self.unschedulable_jobs.set(0)
+
     def _record_jobs(self, session: Session) -> None:
         self.unschedulable_tasks.clear()
         unschedulable = 0

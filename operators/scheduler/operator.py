@@ -130,6 +130,8 @@ class Runtime:
         return self.leads() and self.synced()
 
     def _lead_changed(self, leader: bool) -> None:
+        if not leader:
+            self.metrics.forget_cluster_state()
         if leader:
             for informer in self.informers:
                 informer.relist()

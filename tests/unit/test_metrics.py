@@ -75,3 +75,13 @@ def run_actions_session(cluster: Cluster):
     session = cluster.open()
     run_actions(session, "allocate")
     return session
+
+
+def test_a_replica_that_stops_scheduling_forgets_the_cluster_gauges() -> None:
+    metrics = SchedulerMetrics()
+    metrics.record(session_after_scheduling())
+    metrics.forget_cluster_state()
+    text = generate_latest(metrics.registry).decode()
+    assert 'queue_name="q"' not in text
+    assert "kbatch_unschedule_task_count{" not in text
+    assert "kbatch_e2e_scheduling_latency_milliseconds_count 1.0" in text  # history stays
