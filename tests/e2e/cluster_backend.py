@@ -220,6 +220,7 @@ class ClusterBackend:
     _namespaces: set[str] = field(default_factory=set)
     _cluster_objects: list[tuple[str, str]] = field(default_factory=list)
     _held: bool = False  # the lease is ours and kbatch run has been seen to stop
+    last_metrics: dict[str, float] = field(default_factory=dict)  # at the last read-back
 
     def __call__(self, paths: Sequence[Path], **options: Any) -> Json:
         return self.run(paths, **options)
@@ -493,6 +494,9 @@ class ClusterBackend:
         ]
         groups = [g for ns in recorder.namespaces for g in self._list(collection("PodGroup", ns))]
         scheduled = sum(1 for e in events if e["kind"] == "Pod" and e["reason"] == "Scheduled")
+        # /metrics as the scheduler saw the scenario, before it hands the lead back (a replica
+        # that stops scheduling drops its cluster gauges)
+        self.last_metrics = metrics(self.scheduler.metrics_url)
         return {
             "time": at(time.monotonic()),
             "pods": sorted(pods, key=lambda r: (r["namespace"], r["name"])),

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from e2e.cluster_backend import metrics
 from scenarios.runner import run
 
 pytestmark = pytest.mark.e2e
@@ -48,7 +47,7 @@ def test_metrics_after_a_run(cluster_backend: Any) -> None:
     declared |= {f"{name}_total" for name in declared}  # a counter's TYPE line drops _total
     assert [name for name in NAMES if name not in declared] == []
 
-    samples = metrics(url)
+    samples = cluster_backend.last_metrics  # read while kbatch still led the scenario
     sessions = samples["kbatch_e2e_scheduling_latency_milliseconds_count"]
     assert sessions >= outcome.summary["sessions"] > 0
     for action in ("enqueue", "allocate", "backfill"):
