@@ -1,7 +1,11 @@
-"""``/healthz`` of ``kbatch run``: answered from the live state, never from a cache.
+"""``/healthz`` and ``/readyz`` of ``kbatch run``: answered from the live state, never
+from a cache.
 
-200 with ``{"leader": ..., "synced": ..., "sessions": ...}`` while the scheduling
-loop is alive (a standby replica is healthy too); 503 once it has died.
+Both answer ``{"leader": ..., "synced": ..., "sessions": ...}``. ``/healthz`` (liveness)
+is 200 until the scheduling loop has died (a standby replica, or one still starting,
+is healthy too); ``/readyz`` (readiness) is 200 only while it is alive *and* its
+caches are synced, so that no webhook request is routed to a replica that would
+answer "try again".
 """
 
 import json
@@ -10,7 +14,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Report = Callable[[], tuple[bool, dict[str, Any]]]  # (alive, details)
+Report = Callable[[], tuple[bool, bool, dict[str, Any]]]  # (alive, ready, details)
 
 
 class HealthServer:
@@ -19,12 +23,14 @@ class HealthServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # http.server calls it by this name
-                if self.path.split("?")[0] not in ("/healthz", "/readyz"):
+                path = self.path.split("?")[0]
+                if path not in ("/healthz", "/readyz"):
                     self.send_error(404)
                     return
-                alive, details = report()
+                alive, ready, details = report()
+                ok = alive if path == "/healthz" else alive and ready
                 body = json.dumps(details).encode()
-                self.send_response(200 if alive else 503)
+                self.send_response(200 if ok else 503)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

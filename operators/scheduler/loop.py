@@ -90,7 +90,11 @@ class SchedulerLoop:
         self._thread.join(timeout=10)
 
     def alive(self) -> bool:
-        return self._thread.is_alive() and not self._stop.is_set()
+        """True until the loop has died or been stopped — also before its thread starts
+        (the health server answers from the first moment of ``kbatch run``)."""
+        if self._stop.is_set():
+            return False
+        return self._thread.ident is None or self._thread.is_alive()
 
     def run_once(self) -> None:
         scheduler = runner.Scheduler(

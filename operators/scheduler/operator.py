@@ -137,13 +137,11 @@ class Runtime:
                 informer.relist()
             queues.ensure_default_queue(self.api)
 
-    def health(self) -> tuple[bool, dict[str, Any]]:
-        alive = self.loop.alive()
-        return alive, {
-            "leader": self.leads(),
-            "synced": self.synced(),
-            "sessions": self.loop.sessions,
-        }
+    def health(self) -> tuple[bool, bool, dict[str, Any]]:
+        """(alive, ready, details) for /healthz and /readyz."""
+        synced = self.synced()
+        details = {"leader": self.leads(), "synced": synced, "sessions": self.loop.sessions}
+        return self.loop.alive(), synced, details
 
     def start(self) -> None:
         if self.settings.health_address:

@@ -162,7 +162,7 @@ class KbatchRun:
         return self.popen is not None and self.popen.poll() is None
 
     def health(self) -> dict[str, Any]:
-        """GET /healthz (kopf's liveness endpoint: {"leader": bool, "sessions": int})."""
+        """GET /healthz: {"leader": bool, "synced": bool, "sessions": int}."""
         with urllib.request.urlopen(self.health_url, timeout=5) as response:
             return dict(json.loads(response.read()))
 

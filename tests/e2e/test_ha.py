@@ -264,7 +264,7 @@ def test_leader_failover(corner: Corner, kbatch_runs: Any) -> None:
             said = [r.health()["leader"] for r in replicas]
             return said.count(True) == 1 and replicas[said.index(True)]
 
-        # kopf caches probe results for 10s: allow for one stale answer
+        # the Lease is written before the replica's own elector has read its answer back
         leader = poll("exactly one replica saying it leads on /healthz", one_leader, 25)
         standby = next(r for r in replicas if r is not leader)
         corner.add_pods([corner.pod(f"before-{i}", "100m") for i in range(20)])
