@@ -5,14 +5,23 @@ tasks by task order. Each task goes to the best node that passes the
 predicates and has room (or room being released, which pipelines it). When the
 job becomes ready the statement is committed (binds are sent) and the job goes
 back in line for its remaining tasks; if it cannot become ready its changes are
-discarded, so the next job can use the room (kube-batch#514). A job that is only
-pipelined keeps its reservation for this session without binding anything.
+discarded, so the next job can use the room (kube-batch#514).
+
+Tasks with no resource request are left to backfill — unless the job's
+requested tasks alone do not make it ready: then its best-effort tasks are
+placed here too (first node by name that passes the predicates, as backfill
+would), in the same statement, so that a gang mixing both kinds (an MPI launcher
+without requests beside its workers) can become ready at all.
+
+A job that is only pipelined keeps its reservation for this session without
+binding anything: its allocated tasks are turned into pipelined ones, so that
+no later action counts them as placed and commits a part of the gang alone.
 """
 
 import heapq
 import itertools
 
-from kbatch.operators.scheduler.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.framework.info import NO_NODE, JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.session import Session
 from kbatch.operators.scheduler.framework.statement import Statement
@@ -53,14 +62,31 @@ def execute(session: Session) -> None:
 
 def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
     """One turn of ``job``; True if it became ready with tasks still pending (more turns)."""
-    queue = session.queues[job.queue]
     statement = Statement(session)
-    tasks = sorted(
-        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
-        key=session.task_order_key,
-    )
+    requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
+    placed = _place_requested(session, placer, job, statement, requested)
+    if requested and not session.job_ready(job):
+        placed += _place_best_effort(session, placer, job, statement)
+    if session.job_ready(job):
+        session.stats.attempts["scheduled"] += placed
+        statement.commit()
+        return placed > 0 and any(
+            not t.template.best_effort for t in job.tasks_with(TaskStatus.PENDING)
+        )
+    if session.job_pipelined(job):
+        _hold(statement, job)
+    else:
+        statement.discard()
+    return False
+
+
+def _place_requested(
+    session: Session, placer: Placer, job: JobInfo, statement: Statement, tasks: list[TaskInfo]
+) -> int:
+    """Place ``tasks`` (by task order) until the job is ready or one does not fit."""
+    queue = session.queues[job.queue]
     placed = 0
-    for task in tasks:
+    for task in sorted(tasks, key=session.task_order_key):
         if not session.allocatable(queue, task):
             session.job_reasons[job.uid] = f"queue {queue.name} has reached its capability"
             break
@@ -73,12 +99,28 @@ def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
         placed += 1
         if session.job_ready(job):
             break
-    if session.job_ready(job):
-        session.stats.attempts["scheduled"] += placed
-        statement.commit()
-        return placed > 0 and any(
-            not t.template.best_effort for t in job.tasks_with(TaskStatus.PENDING)
-        )
-    if not session.job_pipelined(job):
-        statement.discard()
-    return False
+    return placed
+
+
+def _place_best_effort(session: Session, placer: Placer, job: JobInfo, statement: Statement) -> int:
+    """Place the job's pending best-effort tasks as backfill would, until it is ready."""
+    placed = 0
+    tasks = [t for t in job.tasks_with(TaskStatus.PENDING) if t.template.best_effort]
+    for task in sorted(tasks, key=session.task_order_key):
+        node = placer.first_fit(task)
+        if node == NO_NODE:
+            session.record_fit_error(job, task, placer.explain(task))
+            break
+        statement.allocate(task, node)
+        placed += 1
+        if session.job_ready(job):
+            break
+    return placed
+
+
+def _hold(statement: Statement, job: JobInfo) -> None:
+    """Keep a pipelined job's room without sending anything: its allocated tasks become
+    pipelined, so a later commit (backfill's, say) cannot count them as placed and
+    bind the rest of the gang without them."""
+    for task in job.tasks_with(TaskStatus.ALLOCATED):
+        statement.pipeline(task, task.node)

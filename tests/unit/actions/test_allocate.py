@@ -1,5 +1,7 @@
 """allocate: gangs all or nothing, no deadlock, room freed by discards, pipelining."""
 
+import pytest
+
 from builders import Cluster, run_actions
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.framework.info import TaskStatus
@@ -78,6 +80,78 @@ def test_best_effort_tasks_are_left_to_backfill() -> None:
     cluster2 = Cluster().node("n1", cpu=4).node("n2", cpu=4)
     cluster2.job("be", min_member=2).tasks(2, cpu=0, memory=0)
     assert run_actions(cluster2.open(), "backfill").binds == [("be-0", "n1"), ("be-1", "n1")]
+
+
+def mpi(cluster: Cluster, workers: int, min_member: int, cpu: float = 1) -> None:
+    """An MPI-style gang: a launcher without requests beside ``workers`` that request cpu."""
+    job = cluster.job("mpi", min_member=min_member)
+    job.tasks(1, cpu=0, memory=0).tasks(workers, cpu=cpu)
+
+
+def test_a_gang_mixing_best_effort_and_requested_tasks_is_bound_whole_by_allocate() -> None:
+    cluster = Cluster().node("n1", cpu=4)
+    mpi(cluster, workers=2, min_member=3)
+    sent = run_actions(cluster.open(), "allocate")
+    assert sorted(sent.binds) == [("mpi-0", "n1"), ("mpi-1", "n1"), ("mpi-2", "n1")]
+
+
+def test_a_mixed_gang_that_cannot_become_ready_binds_nothing_in_allocate_or_backfill() -> None:
+    cluster = Cluster().node("n1", cpu=1)
+    mpi(cluster, workers=2, min_member=3)
+    session = cluster.open()
+    assert run_actions(session, "allocate", "backfill").binds == []
+    assert [t.status for t in session.jobs["default/mpi"].tasks.values()] == [
+        TaskStatus.PENDING
+    ] * 3
+
+
+def test_best_effort_tasks_of_a_job_ready_without_them_are_left_to_backfill() -> None:
+    cluster = Cluster().node("n1", cpu=4)
+    mpi(cluster, workers=2, min_member=2)
+    session = cluster.open()
+    assert sorted(run_actions(session, "allocate").binds) == [("mpi-1", "n1"), ("mpi-2", "n1")]
+    assert session.jobs["default/mpi"].tasks_with(TaskStatus.PENDING)[0].name == "mpi-0"
+
+
+def test_a_pipelined_gang_keeps_its_room_with_nothing_left_allocated() -> None:
+    # An allocated but unsent task would count toward readiness for any later
+    # commit, which could then bind the rest of the gang without it.
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.job("leaving").tasks(1, cpu=1, status=TaskStatus.RELEASING, node="n1")
+    cluster.job("gang", min_member=2).tasks(2, cpu=1)
+    cluster.job("later").tasks(1, cpu=1)
+    session = cluster.open()
+    assert run_actions(session, "allocate").binds == []
+    statuses = [t.status for t in session.jobs["default/gang"].tasks.values()]
+    assert statuses == [TaskStatus.PIPELINED] * 2
+    assert session.jobs["default/later"].tasks_with(TaskStatus.PENDING), "the room stays held"
+
+
+def sent_count(statuses: list[TaskStatus]) -> int:
+    sent = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
+    return sum(status in sent for status in statuses)
+
+
+@pytest.mark.parametrize("min_member", [2, 3, 4])
+@pytest.mark.parametrize("best_effort", [0, 1, 2])
+@pytest.mark.parametrize(
+    "actions", [("allocate", "backfill"), ("backfill", "allocate", "backfill")]
+)
+def test_a_gang_is_never_half_bound_across_allocate_and_backfill(
+    min_member: int, best_effort: int, actions: tuple[str, ...]
+) -> None:
+    # One requested task fits now, one only once the releasing pod is gone.
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.job("leaving").tasks(1, cpu=1, status=TaskStatus.RELEASING, node="n1")
+    cluster.job("g", min_member=min_member).tasks(2, cpu=1).tasks(best_effort, cpu=0, memory=0)
+    session = cluster.open()
+    binds = run_actions(session, *actions).binds
+    statuses = [t.status for t in session.jobs["default/g"].tasks.values()]
+    if binds:
+        assert sent_count(statuses) >= min_member, (binds, statuses)
+    assert TaskStatus.ALLOCATED not in statuses, statuses
+    ready_without_pipelined = 1 + best_effort >= min_member
+    assert bool(binds) == ready_without_pipelined
 
 
 def test_pending_groups_wait_for_enqueue_only_when_enqueue_is_configured() -> None:

@@ -1,0 +1,16 @@
+"""Core policy through the simulator (gangs, priority, resource names): each file's
+header says what must happen."""
+
+from scenarios.runner import run
+
+
+def test_a_gang_mixing_pods_with_and_without_requests_runs_whole() -> None:
+    outcome = run("policy/mixed-gang.yaml")
+    assert sorted(p["name"] for p in outcome.running(group="mpi")) == [
+        "launcher",
+        "worker-0",
+        "worker-1",
+    ]
+    bound_at = {e["time"] for e in outcome.events("Scheduled") if e["kind"] == "Pod"}
+    assert len(bound_at) == 1, "the gang was bound in one session"
+    assert outcome.group("mpi")["phase"] == "Running"
