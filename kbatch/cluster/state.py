@@ -4,7 +4,9 @@ import builtins
 import copy
 import dataclasses
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
@@ -15,6 +17,19 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.framework.interface import Snapshot
 
 __all__ = ["ClusterState", "ObjectError"]
+
+ASSUMED_TTL = 30.0  # as kube-scheduler: an assumption the watch never confirms expires
+
+
+@dataclass
+class _Assumption:
+    """What the scheduler sent for a pod the watch has not shown yet: a bind to ``node``,
+    or (``node`` None) an eviction. ``expires`` is set once the request has succeeded."""
+
+    uid: str
+    node: str | None
+    expires: float = float("inf")
+
 
 _PARSERS: dict[str, Any] = {
     "Node": records.parse_node,
@@ -31,19 +46,27 @@ class ClusterState:
     """Raw objects as applied, and their parsed records, by kind and namespace/name.
 
     Safe to share between threads (watch threads apply, the scheduler snapshots).
-    A bind the scheduler has sent but the watch has not shown yet is *assumed*:
-    snapshots see the pod on its node until the pod's next update arrives.
+    A bind or an eviction the scheduler has sent but the watch has not shown yet is
+    *assumed*: snapshots see the pod on its node (or Releasing) until an update shows
+    it (a nodeName, a deletionTimestamp), the pod is gone or finished, the request
+    failed (``forget``), or ``ASSUMED_TTL`` seconds after the request succeeded. An
+    update that shows neither (a relist, a status write) keeps the assumption.
     """
 
     KINDS = frozenset(_PARSERS)
 
     def __init__(
-        self, scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
+        self,
+        scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
+        clock: Callable[[], float] = time.monotonic,
+        assumed_ttl: float = ASSUMED_TTL,
     ) -> None:
         self.scheduler_names = scheduler_names
+        self._clock = clock
+        self.assumed_ttl = assumed_ttl
         self._raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _PARSERS}
         self._parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
-        self._assumed: dict[str, str] = {}  # pod key -> node
+        self._assumed: dict[str, _Assumption] = {}  # by pod key
         # What a session could act on: our unbound pending pods, PodGroups not admitted.
         self._waiting: dict[str, set[str]] = {"Pod": set(), "PodGroup": set()}
         self.generation = 0  # grows with every change applied
@@ -77,13 +100,21 @@ class ClusterState:
             self.generation += 1
             self._raw[kind][key] = raw
             self._parsed[kind][key] = parsed
-            if kind == "Pod":
-                self._assumed.pop(key, None)
+            if kind == "Pod" and key in self._assumed:
+                self._check_assumption(key, parsed)
             if kind in self._waiting:
                 if self._is_waiting(parsed):
                     self._waiting[kind].add(key)
                 else:
                     self._waiting[kind].discard(key)
+
+    def _check_assumption(self, key: str, pod: records.PodRecord) -> None:
+        """Drop the assumption about ``pod`` once this update shows it came true or no
+        longer matters (another pod of that name, a finished pod)."""
+        assumed = self._assumed[key]
+        shown = pod.deleting if assumed.node is None else bool(pod.node_name or pod.deleting)
+        if shown or assumed.uid != pod.uid or pod.phase in ("Succeeded", "Failed"):
+            del self._assumed[key]
 
     def _is_waiting(self, parsed: Any) -> bool:
         if isinstance(parsed, records.PodRecord):
@@ -101,6 +132,7 @@ class ClusterState:
         with self._lock:
             if self._waiting["PodGroup"]:
                 return True
+            self._expire_assumptions()
             return any(key not in self._assumed for key in self._waiting["Pod"])
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
@@ -137,13 +169,38 @@ class ClusterState:
         return errors
 
     def assume_bound(self, namespace: str, name: str, node: str) -> None:
+        """A bind to ``node`` was sent: snapshots see the pod there until the watch does."""
+        self._assume(namespace, name, node)
+
+    def assume_releasing(self, namespace: str, name: str) -> None:
+        """An eviction was sent: snapshots see the pod Releasing until the watch shows its
+        deletionTimestamp (no later session picks it as a victim again)."""
+        self._assume(namespace, name, None)
+
+    def _assume(self, namespace: str, name: str, node: str | None) -> None:
+        key = self._key("Pod", namespace, name)
         with self._lock:
-            self._assumed[self._key("Pod", namespace, name)] = node
+            record = self._parsed["Pod"].get(key)
+            if record is not None:
+                self._assumed[key] = _Assumption(record.uid, node)
+
+    def confirmed(self, namespace: str, name: str) -> None:
+        """The bind or eviction succeeded: its assumption lasts ``assumed_ttl`` more at
+        most, in case the watch never shows it."""
+        with self._lock:
+            assumed = self._assumed.get(self._key("Pod", namespace, name))
+            if assumed is not None:
+                assumed.expires = self._clock() + self.assumed_ttl
 
     def forget(self, namespace: str, name: str) -> None:
-        """A bind failed: the pod is pending again (unless the watch said otherwise)."""
+        """A bind or an eviction failed: the pod is as the watch last showed it."""
         with self._lock:
             self._assumed.pop(self._key("Pod", namespace, name), None)
+
+    def _expire_assumptions(self) -> None:
+        now = self._clock()
+        for key in [k for k, a in self._assumed.items() if a.expires <= now]:
+            del self._assumed[key]
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
@@ -175,6 +232,7 @@ class ClusterState:
     def snapshot(self) -> Snapshot:
         with self._lock:
             pods = builtins.list(self._parsed["Pod"].values())
+            self._expire_assumptions()
             if self._assumed:
                 pods = [self._with_assumption(pod) for pod in pods]
             return self._builder.build(
@@ -187,7 +245,11 @@ class ClusterState:
             )
 
     def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:
-        node = self._assumed.get(f"{pod.namespace}/{pod.name}")
-        if node is None or pod.node_name:
+        assumed = self._assumed.get(f"{pod.namespace}/{pod.name}")
+        if assumed is None or assumed.uid != pod.uid:
             return pod
-        return dataclasses.replace(pod, node_name=node)
+        if assumed.node is None:
+            return dataclasses.replace(pod, deleting=True)  # the snapshot's Releasing
+        if pod.node_name:
+            return pod
+        return dataclasses.replace(pod, node_name=assumed.node)

@@ -3,14 +3,28 @@
 Each runs on a worker thread, so a session never waits for the API server:
 binds concurrently (a pod is *assumed* bound in the cache meanwhile, so the next
 session does not place it again; a failed bind forgets the assumption and says
-why in an event), status writes in order on one thread, events on a few.
+why in an event); evictions on their own workers, not queued behind a bind burst
+(the victim is assumed Releasing meanwhile, so no later session picks more victims
+for the same room); status writes in order on one thread, events on another.
+
+A bind or an eviction is sent only while ``may_write()`` (this replica leads): one
+queued when the lead was lost is dropped, not sent beside the new leader's. The
+``Evict`` event the session records for a victim is sent only once its DELETE has
+succeeded; a failed one gets a ``FailedEviction`` warning instead.
+
+An event carries ``eventTime``: the moment the session decided (a bind's moment is
+when the session sent it, not when its event was written after the binds).
 """
 
+import contextlib
 import json
 import logging
+import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +41,7 @@ log = logging.getLogger("kbatch.kube")
 COMPONENT = "kbatch"
 EVENT_REPEAT_SECONDS = 300.0  # an identical event for the same object is not sent again sooner
 EVENT_WAIT_FOR_BINDS = 30.0  # an event waits at most this long for the binds in flight
+EVICT = "Evict"  # the reason of the session's eviction events
 
 
 class _Counter:
@@ -88,17 +103,39 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def micro_time(when: float) -> str:
+    """An API MicroTime (an event's eventTime)."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _succeeded(outcome: "Future[bool]") -> bool:
+    return not outcome.cancelled() and outcome.exception() is None and outcome.result()
+
+
 class KubeCluster:
     """The core's Cluster interface over the Kubernetes API and a watched ClusterState."""
 
-    def __init__(self, api: client.ApiClient, state: ClusterState, bind_workers: int = 16) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        state: ClusterState,
+        bind_workers: int = 16,
+        evict_workers: int = 4,
+        may_write: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.api = api
         self.state = state
+        self.may_write = may_write
         self.binder = self
         self.evictor = self
         self.status = self
         self.events = self
+        self.instance = socket.gethostname()
         self._binds = ThreadPoolExecutor(bind_workers, thread_name_prefix="kbatch-bind")
+        self._evictions = ThreadPoolExecutor(evict_workers, thread_name_prefix="kbatch-evict")
+        # an eviction's outcome, until its Evict events are recorded: by pod, and by
+        # PodGroup in the order the session evicted its pods
+        self._evicted: dict[tuple[str, str, str], deque[Future[bool]]] = {}
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="kbatch-write")  # ordered status
         self._events = ThreadPoolExecutor(1, thread_name_prefix="kbatch-event")
         self._recent: dict[tuple[str, str, str, str, str], float] = {}
@@ -112,23 +149,33 @@ class KubeCluster:
         return self._in_flight.value > 0
 
     def shutdown(self) -> None:
-        self._binds.shutdown(wait=True)
+        """Stop: binds and evictions not yet sent are dropped (the next leader decides
+        again), those being sent finish; status writes and events are drained. Call it
+        before giving up the lead."""
+        self._binds.shutdown(wait=True, cancel_futures=True)
+        self._evictions.shutdown(wait=True, cancel_futures=True)
         self._writes.shutdown(wait=True)
         self._events.shutdown(wait=True)
+
+    def _still_leading(self, what: str, namespace: str, name: str) -> bool:
+        if self.may_write():
+            return True
+        self.state.forget(namespace, name)
+        log.info("not sending the %s of %s/%s: no longer the leader", what, namespace, name)
+        return False
 
     # ----------------------------------------------------------------- binder
     def bind(self, task: TaskInfo, node: str) -> None:
         self.state.assume_bound(task.namespace, task.name, node)
         self._in_flight.add(1)
-        self._binds.submit(self._bind, task.namespace, task.name, task.uid, node)
+        sent = self._binds.submit(
+            self._post_binding, task.namespace, task.name, task.uid, node, time.time()
+        )
+        sent.add_done_callback(lambda _: self._in_flight.add(-1))  # also when cancelled
 
-    def _bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        try:
-            self._post_binding(namespace, name, uid, node)
-        finally:
-            self._in_flight.add(-1)
-
-    def _post_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def _post_binding(self, namespace: str, name: str, uid: str, node: str, at: float) -> None:
+        if not self._still_leading("bind", namespace, name):
+            return
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -148,26 +195,59 @@ class KubeCluster:
                 "Warning",
                 "FailedScheduling",
                 f"Binding rejected: {exc}",
+                at,
             )
             return
+        self.state.confirmed(namespace, name)
         self.record(
             ObjectRef("Pod", namespace, name),
             "Normal",
             "Scheduled",
             f"Successfully assigned {namespace}/{name} to {node}",
+            at,
         )
 
     # ----------------------------------------------------------------- evictor
     def evict(self, task: TaskInfo, reason: str) -> None:
-        self._binds.submit(self._evict, task.namespace, task.name, task.uid)
+        self.state.assume_releasing(task.namespace, task.name)
+        outcome = self._evictions.submit(self._evict, task.namespace, task.name, task.uid)
+        keys = [("Pod", task.namespace, task.name)]
+        if task.job and not task.job.startswith("pod:"):  # a PodGroup's job: namespace/name
+            namespace, _, group = task.job.partition("/")
+            keys.append(("PodGroup", namespace, group))
+        with self._recent_lock:
+            for key in keys:
+                self._evicted.setdefault(key, deque()).append(outcome)
 
-    def _evict(self, namespace: str, name: str, uid: str) -> None:
+    def _evict(self, namespace: str, name: str, uid: str) -> bool:
+        """DELETE the pod; did that evict it?"""
+        if not self._still_leading("eviction", namespace, name):
+            return False
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
         try:
             request(self.api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
-        except ApiError as exc:
-            if exc.status not in (404, 409):
-                log.warning("eviction of %s/%s failed: %s", namespace, name, exc)
+        except Exception as exc:
+            self.state.forget(namespace, name)
+            if isinstance(exc, ApiError) and exc.status in (404, 409):
+                return False  # gone already, or another pod of that name now
+            log.warning("eviction of %s/%s failed: %s", namespace, name, exc)
+            message = f"Eviction of {namespace}/{name} failed: {exc}"
+            self.record(ObjectRef("Pod", namespace, name), "Warning", "FailedEviction", message)
+            return False
+        self.state.confirmed(namespace, name)
+        return True
+
+    def _eviction_of(self, ref: ObjectRef) -> "Future[bool] | None":
+        """The eviction an Evict event on ``ref`` tells about (the oldest not yet told)."""
+        key = (ref.kind, ref.namespace, ref.name)
+        with self._recent_lock:
+            pending = self._evicted.get(key)
+            if not pending:
+                return None
+            outcome = pending.popleft()
+            if not pending:
+                del self._evicted[key]
+            return outcome
 
     # ----------------------------------------------------------------- status
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
@@ -197,7 +277,24 @@ class KubeCluster:
                 log.warning("status write %s failed: %s", path, exc)
 
     # ----------------------------------------------------------------- events
-    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+    def record(
+        self, ref: ObjectRef, type_: str, reason: str, message: str, at: float | None = None
+    ) -> None:
+        """Send an event (``at``: when it happened; now by default), unless the same was
+        sent lately; an Evict event once its eviction has succeeded."""
+        at = time.time() if at is None else at
+        outcome = self._eviction_of(ref) if reason == EVICT else None
+        if outcome is None:
+            self._record(ref, type_, reason, message, at)
+            return
+
+        def told(done: "Future[bool]") -> None:
+            if _succeeded(done):
+                self._record(ref, type_, reason, message, at)
+
+        outcome.add_done_callback(told)
+
+    def _record(self, ref: ObjectRef, type_: str, reason: str, message: str, at: float) -> None:
         # by uid too: a pod made again under the same name is told about again
         obj = self.state.get(ref.kind, ref.namespace, ref.name) or {}
         uid = str((obj.get("metadata") or {}).get("uid", ""))
@@ -212,9 +309,10 @@ class KubeCluster:
                 self._recent = {
                     k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS
                 }
-        self._events.submit(self._event, ref, type_, reason, message)
+        with contextlib.suppress(RuntimeError):  # shut down meanwhile (a late eviction)
+            self._events.submit(self._event, ref, type_, reason, message, at)
 
-    def _event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+    def _event(self, ref: ObjectRef, type_: str, reason: str, message: str, at: float) -> None:
         self._in_flight.wait_idle(EVENT_WAIT_FOR_BINDS)  # binds first: events are for people
         namespace = ref.namespace or "default"
         existing = self.state.get(ref.kind, ref.namespace, ref.name) or {}
@@ -238,6 +336,9 @@ class KubeCluster:
             "type": type_,
             "source": {"component": COMPONENT},
             "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance,
+            "action": reason,
+            "eventTime": micro_time(at),
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
             "count": 1,

@@ -3,7 +3,9 @@
 The holder renews the lease every ``renew_seconds``; another replica takes it
 over once it has not been renewed for ``lease_seconds``. Writes carry the
 lease's resourceVersion, so two candidates cannot both win a takeover. A leader
-that fails to renew before its lease would expire steps down at once.
+that has not renewed within ``renew_deadline`` (two thirds of the lease, as
+client-go's renewDeadline < leaseDuration) steps down: well before a peer may take
+the lease, so that what it still sends cannot overlap the next leader's work.
 """
 
 import logging
@@ -42,6 +44,7 @@ class LeaseElector:
         name: str = "kbatch",
         lease_seconds: int = 15,
         renew_seconds: float = 2.0,
+        renew_deadline: float | None = None,
         identity: str | None = None,
         on_change: Callable[[bool], None] = lambda _: None,
     ) -> None:
@@ -51,6 +54,12 @@ class LeaseElector:
         self.name = name
         self.lease_seconds = lease_seconds
         self.renew_seconds = renew_seconds
+        self.renew_deadline = lease_seconds * 2 / 3 if renew_deadline is None else renew_deadline
+        if not renew_seconds < self.renew_deadline < lease_seconds:
+            raise ValueError(
+                f"leader election: need renew period ({renew_seconds}s) < renew deadline "
+                f"({self.renew_deadline}s) < lease duration ({lease_seconds}s)"
+            )
         self.identity = identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.on_change = on_change
         self._leader = threading.Event()
@@ -59,8 +68,8 @@ class LeaseElector:
         self._thread = threading.Thread(target=self._run, name="kbatch-leader", daemon=True)
 
     def is_leader(self) -> bool:
-        if self._leader.is_set() and time.time() - self._renewed > self.lease_seconds:
-            self._set(False)  # could not renew in time: someone else may hold it now
+        if self._leader.is_set() and time.time() - self._renewed > self.renew_deadline:
+            self._set(False)  # could not renew in time: step down before a peer may take it
         return self._leader.is_set()
 
     def start(self) -> None:

@@ -87,7 +87,8 @@ class SchedulerLoop:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.ident is not None:  # a loop never started has nothing to join
+            self._thread.join(timeout=10)
 
     def alive(self) -> bool:
         """True until the loop has died or been stopped — also before its thread starts

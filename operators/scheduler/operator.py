@@ -96,10 +96,11 @@ class Runtime:
         self.conf = ConfSource(settings.scheduler_conf)  # a bad file fails here, at start
         self.api = api_client(settings.kubeconfig)
         self.state = ClusterState(settings.scheduler_names)
-        self.cluster = KubeCluster(self.api, self.state)
+        self.elector: LeaseElector | None = None
+        # binds and evictions check the lead as they are sent: none after it is lost
+        self.cluster = KubeCluster(self.api, self.state, may_write=self.leads)
         self.metrics = SchedulerMetrics()
         self.informers = [Informer(self.api, r, self.state) for r in RESOURCES]
-        self.elector: LeaseElector | None = None
         self.health_server: HealthServer | None = None
         if settings.leader_elect:
             self.elector = LeaseElector(
@@ -159,14 +160,16 @@ class Runtime:
         self.loop.start()
 
     def stop(self) -> None:
+        """Stop scheduling, then settle what was sent, and only then give up the Lease: a
+        peer that takes it at once must not race binds still queued here."""
         if self.health_server is not None:
             self.health_server.stop()
         self.loop.stop()
+        self.cluster.shutdown()
         if self.elector is not None:
             self.elector.stop()
         for informer in self.informers:
             informer.stop()
-        self.cluster.shutdown()
 
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:

@@ -165,20 +165,78 @@ def test_a_relist_replaces_a_kind_and_reports_what_it_cannot_use() -> None:
     assert sorted(p["metadata"]["name"] for p in state.list("Pod")) == ["kept", "new"]
 
 
-def test_an_assumed_bind_holds_until_the_pod_is_seen_again() -> None:
+def the_task(state: ClusterState, name: str = "p") -> tuple[TaskStatus, int]:
+    (task,) = state.snapshot().jobs[f"pod:default/{name}"].tasks.values()
+    return task.status, task.node
+
+
+def test_an_assumed_bind_holds_until_an_update_shows_the_node() -> None:
     state = ClusterState()
     state.apply(node("n1"))
     state.apply(pod("p"))
     state.assume_bound("default", "p", "n1")
-    (task,) = state.snapshot().jobs["pod:default/p"].tasks.values()
-    assert task.status is TaskStatus.BOUND and task.node == 0
-    state.forget("default", "p")
-    (task,) = state.snapshot().jobs["pod:default/p"].tasks.values()
-    assert task.status is TaskStatus.PENDING
+    assert the_task(state) == (TaskStatus.BOUND, 0)
+    state.replace("Pod", [pod("p")])  # a relist before the bind shows: still assumed
+    state.apply({**pod("p"), "status": {"phase": "Pending", "message": "x"}})
+    assert the_task(state) == (TaskStatus.BOUND, 0), "an update without a node keeps it"
+    state.apply(pod("p", nodeName="n1"))
+    state.apply(pod("p"))  # (no real pod loses its node: the assumption is gone, though)
+    assert the_task(state)[0] is TaskStatus.PENDING
+
+
+def test_a_failed_bind_or_a_new_pod_of_that_name_ends_the_assumption() -> None:
+    state = ClusterState()
+    state.apply(node("n1"))
+    state.apply(pod("p"))
     state.assume_bound("default", "p", "n1")
-    state.apply(pod("p"))  # the watch's word wins: still pending
-    (task,) = state.snapshot().jobs["pod:default/p"].tasks.values()
-    assert task.status is TaskStatus.PENDING
+    state.forget("default", "p")
+    assert the_task(state)[0] is TaskStatus.PENDING
+    state.assume_bound("default", "p", "n1")
+    again = pod("p")
+    again["metadata"]["uid"] = "another"
+    state.apply(again)
+    assert the_task(state)[0] is TaskStatus.PENDING
+
+
+def test_a_confirmed_assumption_the_watch_never_shows_expires() -> None:
+    now = [100.0]
+    state = ClusterState(clock=lambda: now[0], assumed_ttl=30)
+    state.apply(node("n1"))
+    state.apply(pod("p"))
+    state.assume_bound("default", "p", "n1")
+    now[0] += 1000  # still in flight: no expiry
+    assert the_task(state)[0] is TaskStatus.BOUND
+    state.confirmed("default", "p")
+    now[0] += 29
+    assert the_task(state)[0] is TaskStatus.BOUND
+    now[0] += 2
+    assert the_task(state)[0] is TaskStatus.PENDING
+    assert state.has_work()
+
+
+def running(name: str, **meta: object) -> dict:
+    obj = pod(name, nodeName="n1")
+    obj["metadata"].update(meta)
+    return {**obj, "status": {"phase": "Running"}}
+
+
+def test_an_assumed_eviction_is_releasing_until_the_watch_shows_the_deletion() -> None:
+    state = ClusterState()
+    state.apply(node("n1"))
+    state.apply(running("v"))
+    assert the_task(state, "v") == (TaskStatus.RUNNING, 0)
+    state.assume_releasing("default", "v")
+    assert the_task(state, "v") == (TaskStatus.RELEASING, 0)
+    state.replace("Pod", [running("v")])
+    assert the_task(state, "v")[0] is TaskStatus.RELEASING, "a relist keeps it"
+    state.forget("default", "v")  # the DELETE failed
+    assert the_task(state, "v")[0] is TaskStatus.RUNNING
+    state.assume_releasing("default", "v")
+    deleting = pod("v", nodeName="n1", status={"phase": "Running"})
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    state.apply(deleting)
+    state.apply(running("v"))
+    assert the_task(state, "v")[0] is TaskStatus.RUNNING, "shown once: no longer assumed"
 
 
 def test_work_is_a_pending_pod_of_ours_or_a_group_not_yet_admitted() -> None:

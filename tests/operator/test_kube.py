@@ -1,0 +1,186 @@
+"""KubeCluster's side effects, against a scripted API: nothing sent once the lead is lost,
+evictions beside binds (not behind them) and assumed Releasing until the watch shows
+them, an Evict event only for an eviction that happened, events stamped when decided."""
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler import kube
+from kbatch.operators.scheduler.framework.info import TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.interface import ObjectRef
+from kbatch.operators.scheduler.kube import ApiError, KubeCluster
+
+
+def node(name: str) -> dict[str, Any]:
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": "4"}}}
+
+
+def pod(name: str, node_name: str | None = None, group: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    spec: dict[str, Any] = {"schedulerName": "kbatch", "containers": [{"name": "c"}]}
+    status = {"phase": "Pending"}
+    if node_name:
+        spec["nodeName"], status = node_name, {"phase": "Running"}
+    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+class FakeApi:
+    """Records every request; ``answers`` maps (method, path suffix) to an exception, and
+    ``gate`` holds binds until it is set."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, Any]] = []
+        self.answers: dict[tuple[str, str], Exception] = {}
+        self.gate = threading.Event()
+        self.gate.set()
+        self.lock = threading.Lock()
+
+    def __call__(self, _api: Any, method: str, path: str, body: Any = None, *_: Any) -> Any:
+        if path.endswith("/binding"):
+            assert self.gate.wait(10)
+        with self.lock:
+            self.sent.append((method, path, body))
+        for (m, suffix), error in self.answers.items():
+            if m == method and path.endswith(suffix):
+                raise error
+        return {}
+
+    def paths(self, method: str) -> list[str]:
+        with self.lock:
+            return [p for m, p, _ in self.sent if m == method]
+
+    def events(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for m, p, b in self.sent if p.endswith("/events")]
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
+    fake = FakeApi()
+    monkeypatch.setattr(kube, "request", fake)
+    return fake
+
+
+def world(*pods: dict[str, Any]) -> ClusterState:
+    state = ClusterState()
+    state.apply(node("n1"))
+    for item in pods:
+        state.apply(item)
+    return state
+
+
+def task(state: ClusterState, name: str) -> TaskInfo:
+    for job in state.snapshot().jobs.values():
+        for candidate in job.tasks.values():
+            if candidate.name == name:
+                return candidate
+    raise KeyError(name)
+
+
+def wait_for(what: str, done: Any) -> None:
+    deadline = time.monotonic() + 10
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_binds_queued_when_the_lead_is_lost_are_not_sent(api: FakeApi) -> None:
+    state = world(pod("a"), pod("b"))
+    leading = [True]
+    cluster = KubeCluster(None, state, bind_workers=1, may_write=lambda: leading[0])  # type: ignore[arg-type]
+    api.gate.clear()  # the first bind hangs on the API server
+    cluster.bind(task(state, "a"), "n1")
+    cluster.bind(task(state, "b"), "n1")
+    wait_for("a's bind under way", lambda: cluster.binds_in_flight())
+    leading[0] = False
+    api.gate.set()
+    wait_for("both binds done", lambda: not cluster.binds_in_flight())
+    cluster.shutdown()
+    assert api.paths("POST").count("/api/v1/namespaces/default/pods/b/binding") == 0
+    assert task(state, "b").status is TaskStatus.PENDING, "b's assumption forgotten"
+
+
+def test_shutdown_drops_binds_not_yet_sent(api: FakeApi) -> None:
+    state = world(*(pod(f"p{i}") for i in range(5)))
+    cluster = KubeCluster(None, state, bind_workers=1)  # type: ignore[arg-type]
+    api.gate.clear()
+    for i in range(5):
+        cluster.bind(task(state, f"p{i}"), "n1")
+    threading.Timer(0.2, api.gate.set).start()
+    cluster.shutdown()
+    assert len([p for p in api.paths("POST") if p.endswith("/binding")]) == 1
+    assert not cluster.binds_in_flight(), "a cancelled bind is not in flight"
+
+
+def test_an_eviction_is_not_queued_behind_binds(api: FakeApi) -> None:
+    state = world(pod("pending"), pod("victim", "n1"))
+    cluster = KubeCluster(None, state, bind_workers=1)  # type: ignore[arg-type]
+    api.gate.clear()
+    cluster.bind(task(state, "pending"), "n1")
+    cluster.evict(task(state, "victim"), "preempted")
+    wait_for("the eviction sent while the bind hangs", lambda: api.paths("DELETE"))
+    api.gate.set()
+    cluster.shutdown()
+
+
+def test_a_victim_is_releasing_until_the_watch_shows_its_deletion(api: FakeApi) -> None:
+    state = world(pod("victim", "n1"))
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster.evict(task(state, "victim"), "preempted")
+    assert task(state, "victim").status is TaskStatus.RELEASING
+    cluster.shutdown()
+    state.apply(pod("victim", "n1"))  # a relist: no deletionTimestamp yet
+    assert task(state, "victim").status is TaskStatus.RELEASING
+
+
+def test_the_evict_event_follows_a_successful_delete_only(api: FakeApi) -> None:
+    group = {
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"minMember": 1},
+    }
+    state = world(group, pod("ok", "n1", group="g"), pod("refused", "n1", group="g"))
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    api.answers[("DELETE", "/pods/refused")] = ApiError(500, "etcd timed out")
+    for name in ("ok", "refused"):
+        victim = task(state, name)
+        cluster.evict(victim, "preempted")
+        message = f"Evicted {victim.key}: preempted"
+        cluster.record(ObjectRef("Pod", "default", name), "Normal", "Evict", message)
+        cluster.record(ObjectRef("PodGroup", "default", "g"), "Normal", "Evict", message)
+    wait_for("both evictions tried", lambda: len(api.paths("DELETE")) == 2)
+    cluster.shutdown()
+    told = sorted(
+        (e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"])
+        for e in api.events()
+    )
+    assert told == [
+        ("Pod", "ok", "Evict"),
+        ("Pod", "refused", "FailedEviction"),
+        ("PodGroup", "g", "Evict"),
+    ]
+    (group_event,) = [e for e in api.events() if e["involvedObject"]["kind"] == "PodGroup"]
+    assert "default/ok" in group_event["message"]
+    assert task(state, "refused").status is TaskStatus.RUNNING, "a failed eviction is forgotten"
+
+
+def test_an_event_is_stamped_when_the_session_sent_the_bind(api: FakeApi) -> None:
+    state = world(pod("a"))
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    api.gate.clear()
+    decided = time.time()
+    cluster.bind(task(state, "a"), "n1")
+    time.sleep(1.1)  # the bind (and so its event) takes a while
+    api.gate.set()
+    cluster.shutdown()
+    (event,) = api.events()
+    assert event["reason"] == "Scheduled"
+    stamped = kube.datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00")).timestamp()
+    assert decided <= stamped < decided + 0.5
+    assert event["action"] and event["reportingInstance"], "the API server requires them"
