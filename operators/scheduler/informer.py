@@ -1,7 +1,10 @@
 """Watches that keep a ClusterState current: list, then watch from the list's
-resourceVersion; after any watch error (410 Gone, a dropped connection) list
-again and *replace* the kind, so nothing deleted meanwhile lingers and nothing
-is counted twice.
+resourceVersion. The watch remembers the last resourceVersion it saw (from events
+and BOOKMARKs) and, when the server ends it after ``watch_seconds``, resumes from
+there: no relist. On 410 Gone (that version is too old) it lists again at once; on
+any other error (a dropped connection, a read that timed out on a half-open one)
+after a short backoff. A relist *replaces* the kind, so nothing deleted meanwhile
+lingers and nothing is counted twice.
 
 Raw JSON over the kubernetes client's ApiClient: no model deserialisation,
 which would cost more than the scheduling itself on a large cluster.
@@ -22,6 +25,14 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 
 log = logging.getLogger("kbatch.informer")
+
+CONNECT_TIMEOUT = 10.0
+READ_SLACK = 30.0  # a watch silent this long past its own timeout is a dead connection
+Timeout = float | tuple[float, float] | None  # seconds, or (connect, read)
+
+
+class Gone(RuntimeError):
+    """410: the resourceVersion asked for is no longer in the server's history."""
 
 
 @dataclass(frozen=True)
@@ -85,12 +96,18 @@ class Informer:
 
     def _run(self) -> None:
         backoff = 0.5
+        version: str | None = None
         while not self._stop.is_set():
             try:
-                version = self._list()
+                if version is None or self._relist.is_set():
+                    version = self._list()
+                version = self._watch(version)
                 backoff = 0.5
-                self._watch(version)
+            except Gone as exc:  # list again at once: nothing is wrong but the version's age
+                version = None
+                log.info("watch of %s: %s; listing again", self.resource.kind, exc)
             except Exception as exc:  # any failure: list again, after a pause
+                version = None
                 if self._relist.is_set() or self._stop.is_set():
                     continue  # interrupted on purpose
                 log.warning("watch of %s failed (%s); listing again", self.resource.kind, exc)
@@ -109,17 +126,20 @@ class Informer:
         self.on_change()
         return str(body["metadata"]["resourceVersion"])
 
-    def _watch(self, version: str) -> None:
+    def _watch(self, version: str) -> str:
+        """Apply events until the watch ends; the last resourceVersion seen."""
         for event in self._stream(version):
             if self._stop.is_set() or self._relist.is_set():
-                return
+                break
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
-                raise RuntimeError(f"watch error: {obj.get('message', obj)}")
+                message = f"watch error: {obj.get('message', obj)}"
+                raise Gone(message) if obj.get("code") == 410 else RuntimeError(message)
+            meta = obj.get("metadata") or {}
+            version = str(meta.get("resourceVersion") or version)
             if kind == "BOOKMARK":
                 continue
             obj["kind"] = self.resource.kind
-            meta = obj.get("metadata") or {}
             if kind == "DELETED":
                 self.state.delete(self.resource.kind, meta.get("namespace") or "", meta["name"])
             else:
@@ -128,6 +148,7 @@ class Informer:
                 except ObjectError as exc:
                     log.warning("ignoring %s", exc)
             self.on_change()
+        return version
 
     def _stream(self, version: str) -> Iterator[dict[str, Any]]:
         query = {
@@ -136,7 +157,7 @@ class Informer:
             "timeoutSeconds": str(self.watch_seconds),
             "allowWatchBookmarks": "true",
         }
-        response = self._call(query, timeout=None)
+        response = self._call(query, timeout=(CONNECT_TIMEOUT, self.watch_seconds + READ_SLACK))
         self._response = response
         if self._relist.is_set() or self._stop.is_set():
             response.release_conn()
@@ -156,12 +177,12 @@ class Informer:
     def _get(self, query: dict[str, str]) -> dict[str, Any]:
         return json.loads(self._call(query, timeout=60).data)
 
-    def _call(self, query: dict[str, str], timeout: float | None) -> Any:
+    def _call(self, query: dict[str, str], timeout: Timeout) -> Any:
         """GET the resource's collection; the raw urllib3 response (not read yet)."""
         return raw_get(self.api, self.resource.path, query, timeout)
 
 
-def raw_get(api: client.ApiClient, path: str, query: dict[str, str], timeout: float | None) -> Any:
+def raw_get(api: client.ApiClient, path: str, query: dict[str, str], timeout: Timeout) -> Any:
     method, url, headers, body, post = api.param_serialize(
         "GET",
         path,
@@ -173,5 +194,6 @@ def raw_get(api: client.ApiClient, path: str, query: dict[str, str], timeout: fl
     if response.status >= 400:
         text = response.data.decode(errors="replace")[:300]
         response.release_conn()
-        raise RuntimeError(f"GET {path}: HTTP {response.status}: {text}")
+        error = Gone if response.status == 410 else RuntimeError
+        raise error(f"GET {path}: HTTP {response.status}: {text}")
     return response

@@ -3,6 +3,7 @@ while the watch was down does not linger and none is counted twice."""
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,12 +53,14 @@ class FakeApi:
     def __init__(self, script: list[FakeResponse]) -> None:
         self.script = script
         self.calls: list[dict[str, str]] = []
+        self.timeouts: list[object] = []
+        self.times: list[float] = []
         self.done = threading.Event()
 
-    def get(
-        self, _api: object, _path: str, query: dict[str, str], _timeout: float | None
-    ) -> FakeResponse:
+    def get(self, _api: object, _path: str, query: dict[str, str], timeout: object) -> FakeResponse:
         self.calls.append(query)
+        self.timeouts.append(timeout)
+        self.times.append(time.monotonic())
         if not self.script:
             self.done.set()
             threading.Event().wait(5)  # block like an idle watch until the test stops us
@@ -110,3 +113,61 @@ def test_deleted_events_remove_and_bad_objects_are_skipped(monkeypatch: pytest.M
     assert api.done.wait(10)
     informer.stop()
     assert [p["metadata"]["name"] for p in state.list("Pod")] == ["d"]
+
+
+def test_a_watch_the_server_ends_resumes_from_the_last_version_seen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = FakeApi(
+        [
+            FakeResponse({"metadata": {"resourceVersion": "1"}, "items": [pod("a")]}),
+            FakeResponse(
+                events=[
+                    {
+                        "type": "ADDED",
+                        "object": {
+                            **pod("b"),
+                            "metadata": {**pod("b")["metadata"], "resourceVersion": "7"},
+                        },
+                    }
+                ]
+            ),
+            FakeResponse(
+                events=[{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}}]
+            ),
+            FakeResponse(),  # ends at once, having seen nothing: resumes from 9 again
+        ]
+    )
+    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    state = ClusterState()
+    informer = Informer(object(), PODS, state, watch_seconds=300)  # type: ignore[arg-type]
+    informer.start()
+    assert api.done.wait(10)
+    informer.stop()
+    assert [c.get("watch") for c in api.calls[:5]] == [None, "true", "true", "true", "true"]
+    assert [c["resourceVersion"] for c in api.calls[1:5]] == ["1", "7", "9", "9"]
+    assert sorted(p["metadata"]["name"] for p in state.list("Pod")) == ["a", "b"]
+    read = api.timeouts[1]
+    assert isinstance(read, tuple) and 300 < read[1] < 400, "a read timeout past the watch's"
+
+
+def test_410_gone_lists_again_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}}
+    api = FakeApi(
+        [
+            FakeResponse({"metadata": {"resourceVersion": "1"}, "items": [pod("a")]}),
+            FakeResponse(events=[gone]),
+            FakeResponse({"metadata": {"resourceVersion": "30"}, "items": [pod("z")]}),
+        ]
+    )
+    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    state = ClusterState()
+    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
+    started = time.monotonic()
+    informer.start()
+    assert api.done.wait(10)
+    informer.stop()
+    assert [c.get("watch") for c in api.calls[:4]] == [None, "true", None, "true"]
+    assert api.calls[3]["resourceVersion"] == "30"
+    assert api.times[2] - started < 0.3, "no backoff before the relist"
+    assert [p["metadata"]["name"] for p in state.list("Pod")] == ["z"]
