@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kbatch.cluster import fields
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.framework.podspec import (
     Affinity,
@@ -39,160 +40,225 @@ class ParsedSpec:
     priority_class_name: str
 
 
-def pod_request(spec: Mapping[str, Any]) -> dict[str, float]:
-    """max(sum of containers, largest init container) per resource, plus overhead.
+def _container_requests(container: Mapping[str, Any], where: str) -> dict[str, float]:
+    """A container's requests; each defaults to its limit (as the API server defaults it)."""
+    limits = amounts(
+        fields.mapping(container, "resources.limits", at=where), f"{where}.resources.limits"
+    )
+    requests = amounts(
+        fields.mapping(container, "resources.requests", at=where), f"{where}.resources.requests"
+    )
+    return {**limits, **requests}
 
-    A container's requests default to its limits where a request is absent (as
-    the API server defaults them).
-    """
 
-    def container_requests(container: Mapping[str, Any], where: str) -> dict[str, float]:
-        resources = container.get("resources") or {}
-        limits = amounts(resources.get("limits"), f"{where}.resources.limits")
-        requests = amounts(resources.get("requests"), f"{where}.resources.requests")
-        return {**limits, **requests}
-
-    total: dict[str, float] = {}
-    for i, container in enumerate(spec.get("containers") or []):
-        for name, value in container_requests(container, f"spec.containers[{i}]").items():
-            total[name] = total.get(name, 0.0) + value
-    for i, container in enumerate(spec.get("initContainers") or []):
-        for name, value in container_requests(container, f"spec.initContainers[{i}]").items():
-            total[name] = max(total.get(name, 0.0), value)
-    for name, value in amounts(spec.get("overhead"), "spec.overhead").items():
+def _add(total: dict[str, float], more: Mapping[str, float]) -> None:
+    for name, value in more.items():
         total[name] = total.get(name, 0.0) + value
+
+
+def _at_least(total: dict[str, float], floor: Mapping[str, float]) -> None:
+    for name, value in floor.items():
+        total[name] = max(total.get(name, 0.0), value)
+
+
+def is_sidecar(container: Mapping[str, Any]) -> bool:
+    """An init container with ``restartPolicy: Always`` runs beside the app (Kubernetes 1.29+)."""
+    return container.get("restartPolicy") == "Always"
+
+
+def pod_request(spec: Mapping[str, Any]) -> dict[str, float]:
+    """What the pod requests, by Kubernetes' rule (``resourcehelper.PodRequests``, KEP-753):
+
+    the sum of its containers and of its sidecars (init containers with
+    ``restartPolicy: Always``), at least the peak of its init phase — init
+    container i needs its own request plus the sidecars started before it; a
+    sidecar needs all sidecars up to and including itself — plus ``overhead``.
+    """
+    total: dict[str, float] = {}
+    for i, container in enumerate(fields.mappings(spec, "containers", at="spec")):
+        _add(total, _container_requests(container, f"spec.containers[{i}]"))
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
+    for i, container in enumerate(fields.mappings(spec, "initContainers", at="spec")):
+        requests = _container_requests(container, f"spec.initContainers[{i}]")
+        if is_sidecar(container):
+            _add(total, requests)
+            _add(sidecars, requests)
+            _at_least(init_peak, sidecars)
+        else:
+            running = dict(sidecars)
+            _add(running, requests)
+            _at_least(init_peak, running)
+    _at_least(total, init_peak)
+    _add(total, amounts(fields.mapping(spec, "overhead", at="spec"), "spec.overhead"))
     total[PODS] = 1.0
     return total
 
 
-def parse_spec(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]) -> ParsedSpec:
-    """Raise ValueError('field: why') for a spec the scheduler cannot use."""
-    request = pod_request(spec)
-    selector = spec.get("nodeSelector") or {}
-    if not isinstance(selector, Mapping):
-        raise ValueError("spec.nodeSelector: expected a map of labels")
-    affinity = _affinity(spec.get("affinity") or {})
-    tolerations = parse_tolerations(spec.get("tolerations"))
-    ports = tuple(
-        HostPort(int(p["hostPort"]), str(p.get("protocol", "TCP")), str(p.get("hostIP", "")))
-        for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
-        for p in c.get("ports") or []
-        if p.get("hostPort")
-    )
-    key = json.dumps(
+def spec_key(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]) -> str:
+    """Names everything ``parse_spec`` reads: specs with equal keys parse alike."""
+
+    def read_of(container: object) -> object:
+        if not isinstance(container, Mapping):
+            return container
+        return [container.get(k) for k in ("resources", "ports", "restartPolicy")]
+
+    containers, inits = spec.get("containers"), spec.get("initContainers")
+    return json.dumps(
         [
             namespace,
             labels,
-            request,
-            selector,
-            spec.get("affinity"),
-            spec.get("tolerations"),
-            [(p.port, p.protocol, p.host_ip) for p in ports],
+            [read_of(c) for c in containers] if isinstance(containers, list) else containers,
+            [read_of(c) for c in inits] if isinstance(inits, list) else inits,
+            *(spec.get(k) for k in ("overhead", "nodeSelector", "affinity", "tolerations")),
             spec.get("priorityClassName", ""),
         ],
         sort_keys=True,
         default=str,
     )
+
+
+def parse_spec(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]) -> ParsedSpec:
+    """Raise ValueError('field: why') for a spec the scheduler cannot use."""
+    request = pod_request(spec)
+    selector = fields.string_map(spec, "nodeSelector", at="spec")
+    affinity = _affinity(fields.mapping(spec, "affinity", at="spec"))
+    tolerations = parse_tolerations(fields.mappings(spec, "tolerations", at="spec"))
+    ports = _host_ports(spec)
     return ParsedSpec(
-        key=key,
+        key=spec_key(namespace, labels, spec),
         namespace=namespace,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
         request=tuple(sorted(request.items())),
-        node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+        node_selector=tuple(sorted(selector.items())),
         affinity=affinity,
         tolerations=tolerations,
         host_ports=ports,
-        priority_class_name=str(spec.get("priorityClassName") or ""),
+        priority_class_name=fields.string(spec, "priorityClassName", at="spec") or "",
     )
 
 
-def _requirements(items: Any, field: str) -> tuple[Requirement, ...]:
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    ports = []
+    for part in ("containers", "initContainers"):
+        for i, container in enumerate(fields.mappings(spec, part, at="spec")):
+            where = f"spec.{part}[{i}].ports"
+            for j, port in enumerate(fields.mappings(container, "ports", at=where[:-6])):
+                host_port = fields.integer(port, "hostPort", at=f"{where}[{j}]")
+                if host_port:
+                    protocol = fields.string(port, "protocol", at=f"{where}[{j}]") or "TCP"
+                    host_ip = fields.string(port, "hostIP", at=f"{where}[{j}]") or ""
+                    ports.append(HostPort(host_port, protocol, host_ip))
+    return tuple(ports)
+
+
+# A nil labelSelector selects no pods (Kubernetes: "a null label selector matches no
+# objects"), unlike an empty one, which selects all: an In with no values is never true.
+SELECTS_NOTHING = LabelSelector((), (Requirement("kbatch.io/nil-label-selector", Operator.IN, ()),))
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _requirements(parent: Mapping[str, Any], key: str, at: str) -> tuple[Requirement, ...]:
     out = []
-    for i, item in enumerate(items or []):
+    for i, item in enumerate(fields.mappings(parent, key, at=at)):
+        where = f"{at}.{key}[{i}]"
         try:
-            operator = Operator(item["operator"])
-        except (KeyError, ValueError, TypeError) as exc:
+            operator = Operator(str(item.get("operator")))
+        except ValueError as exc:
             raise ValueError(
-                f"{field}[{i}].operator: expected one of {', '.join(o.value for o in Operator)}"
+                f"{where}.operator: expected one of {', '.join(o.value for o in Operator)}"
             ) from exc
-        values = tuple(str(v) for v in item.get("values") or [])
-        out.append(Requirement(str(item["key"]), operator, values))
+        name = fields.string(item, "key", at=where)
+        if not name:
+            raise ValueError(f"{where}.key: required")
+        values = tuple(str(v) for v in fields.sequence(item, "values", at=where))
+        out.append(Requirement(name, operator, values))
     return tuple(out)
 
 
-def _node_term(term: Mapping[str, Any], field: str) -> NodeSelectorTerm:
+def _node_term(term: Mapping[str, Any], at: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(
-        _requirements(term.get("matchExpressions"), f"{field}.matchExpressions"),
-        _requirements(term.get("matchFields"), f"{field}.matchFields"),
+        _requirements(term, "matchExpressions", at), _requirements(term, "matchFields", at)
     )
 
 
-def _label_selector(selector: Mapping[str, Any] | None, field: str) -> LabelSelector:
-    selector = selector or {}
+def _label_selector(term: Mapping[str, Any], at: str) -> LabelSelector:
+    if term.get("labelSelector") is None:
+        return SELECTS_NOTHING
+    where = f"{at}.labelSelector"
+    selector = fields.mapping(term, "labelSelector", at=at)
+    labels = fields.string_map(selector, "matchLabels", at=where)
     return LabelSelector(
-        tuple(sorted((str(k), str(v)) for k, v in (selector.get("matchLabels") or {}).items())),
-        _requirements(selector.get("matchExpressions"), f"{field}.matchExpressions"),
+        tuple(sorted(labels.items())), _requirements(selector, "matchExpressions", where)
     )
 
 
-def _pod_term(term: Mapping[str, Any], field: str) -> PodAffinityTerm:
-    if not term.get("topologyKey"):
-        raise ValueError(f"{field}.topologyKey: required")
+def _pod_term(term: Mapping[str, Any], at: str) -> PodAffinityTerm:
+    topology_key = fields.string(term, "topologyKey", at=at)
+    if not topology_key:
+        raise ValueError(f"{at}.topologyKey: required")
+    namespaces = fields.sequence(term, "namespaces", at=at)
     return PodAffinityTerm(
-        _label_selector(term.get("labelSelector"), f"{field}.labelSelector"),
-        str(term["topologyKey"]),
-        tuple(str(n) for n in term.get("namespaces") or []),
+        _label_selector(term, at), topology_key, tuple(str(n) for n in namespaces)
     )
+
+
+def _weight(term: Mapping[str, Any], at: str) -> int:
+    weight = fields.integer(term, "weight", at=at)
+    return 1 if weight is None else weight
 
 
 def _pod_terms(
-    block: Mapping[str, Any], field: str
+    affinity: Mapping[str, Any], key: str
 ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
-    required_field = f"{field}.requiredDuringSchedulingIgnoredDuringExecution"
-    preferred_field = f"{field}.preferredDuringSchedulingIgnoredDuringExecution"
+    at = f"spec.affinity.{key}"
     required = tuple(
-        _pod_term(t, f"{required_field}[{i}]")
-        for i, t in enumerate(block.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+        _pod_term(t, f"{at}.{REQUIRED}[{i}]")
+        for i, t in enumerate(fields.mappings(affinity, f"{key}.{REQUIRED}", at="spec.affinity"))
     )
-    preferred = tuple(
-        WeightedPodAffinityTerm(
-            int(t.get("weight", 1)),
-            _pod_term(t["podAffinityTerm"], f"{preferred_field}[{i}].podAffinityTerm"),
+    preferred = []
+    for i, t in enumerate(fields.mappings(affinity, f"{key}.{PREFERRED}", at="spec.affinity")):
+        where = f"{at}.{PREFERRED}[{i}]"
+        term = fields.mapping(t, "podAffinityTerm", at=where)
+        preferred.append(
+            WeightedPodAffinityTerm(_weight(t, where), _pod_term(term, f"{where}.podAffinityTerm"))
         )
-        for i, t in enumerate(block.get("preferredDuringSchedulingIgnoredDuringExecution") or [])
-    )
-    return required, preferred
+    return required, tuple(preferred)
+
+
+def _node_affinity(
+    affinity: Mapping[str, Any],
+) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredNodeTerm, ...]]:
+    at = "spec.affinity.nodeAffinity"
+    node = fields.mapping(affinity, "nodeAffinity", at="spec.affinity")
+    required = None
+    if node.get(REQUIRED) is not None:
+        terms = fields.mappings(node, f"{REQUIRED}.nodeSelectorTerms", at=at)
+        where = f"{at}.{REQUIRED}.nodeSelectorTerms"
+        required = tuple(_node_term(t, f"{where}[{i}]") for i, t in enumerate(terms))
+    preferred = []
+    for i, t in enumerate(fields.mappings(node, PREFERRED, at=at)):
+        where = f"{at}.{PREFERRED}[{i}]"
+        preference = fields.mapping(t, "preference", at=where)
+        preferred.append(
+            PreferredNodeTerm(_weight(t, where), _node_term(preference, f"{where}.preference"))
+        )
+    return required, tuple(preferred)
 
 
 def _affinity(raw: Mapping[str, Any]) -> Affinity:
-    node = raw.get("nodeAffinity") or {}
-    field = "spec.affinity.nodeAffinity"
-    required_block = node.get("requiredDuringSchedulingIgnoredDuringExecution")
-    node_required = None
-    if required_block is not None:
-        node_required = tuple(
-            _node_term(
-                t, f"{field}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
-            )
-            for i, t in enumerate(required_block.get("nodeSelectorTerms") or [])
-        )
-    node_preferred = tuple(
-        PreferredNodeTerm(int(t.get("weight", 1)), _node_term(t.get("preference") or {}, field))
-        for t in node.get("preferredDuringSchedulingIgnoredDuringExecution") or []
-    )
-    pod_required, pod_preferred = _pod_terms(
-        raw.get("podAffinity") or {}, "spec.affinity.podAffinity"
-    )
-    anti_required, anti_preferred = _pod_terms(
-        raw.get("podAntiAffinity") or {}, "spec.affinity.podAntiAffinity"
-    )
+    node_required, node_preferred = _node_affinity(raw)
+    pod_required, pod_preferred = _pod_terms(raw, "podAffinity")
+    anti_required, anti_preferred = _pod_terms(raw, "podAntiAffinity")
     return Affinity(
         node_required, node_preferred, pod_required, pod_preferred, anti_required, anti_preferred
     )
 
 
-def parse_tolerations(raw: Any) -> tuple[Toleration, ...]:
-    return tuple(_toleration(t) for t in raw or [])
+def parse_tolerations(raw: list[Mapping[str, Any]]) -> tuple[Toleration, ...]:
+    return tuple(_toleration(t) for t in raw)
 
 
 def _toleration(raw: Mapping[str, Any]) -> Toleration:

@@ -3,7 +3,8 @@
 A bad object raises ObjectError naming the object and the field, and is not stored.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -13,8 +14,9 @@ from pydantic import BaseModel, ValidationError
 from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
+from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.podspec import ParsedSpec, parse_spec, parse_tolerations
+from kbatch.cluster.podspec import ParsedSpec, parse_spec, spec_key
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.framework.podspec import Taint
 
@@ -83,17 +85,35 @@ class QuotaRecord:
     hard: dict[str, float]
 
 
+@contextmanager
+def _naming(ref: str) -> Iterator[None]:
+    """Within it, a FieldError or a bad quantity becomes an ObjectError naming ``ref``."""
+    try:
+        yield
+    except ObjectError:
+        raise
+    except fields.FieldError as exc:
+        raise ObjectError(ref, exc.field, exc.why) from exc
+    except ValueError as exc:
+        raise ObjectError(ref, "", str(exc)) from exc
+
+
 def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
     ref = ref_of(obj)
-    meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
-    try:
+    with _naming(ref):
+        status = fields.mapping(obj, "status")
         allocatable = amounts(
             status.get("allocatable") or status.get("capacity") or {}, "status.allocatable"
         )
-    except ValueError as exc:
-        raise ObjectError(ref, "", str(exc)) from exc
+        raw_taints = fields.mappings(obj, "spec.taints")
+        conditions = {
+            str(c.get("type")): str(c.get("status"))
+            for c in fields.mappings(obj, "status.conditions")
+        }
+        labels = fields.string_map(obj, "metadata.labels")
+        unschedulable = fields.value(obj, "spec.unschedulable")
     taints = []
-    for i, taint in enumerate(spec.get("taints") or []):
+    for i, taint in enumerate(raw_taints):
         effect = taint.get("effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute") or not taint.get("key"):
             raise ObjectError(
@@ -102,60 +122,89 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
                 "needs a key and an effect (NoSchedule, PreferNoSchedule or NoExecute)",
             )
         taints.append(Taint(str(taint["key"]), str(taint.get("value") or ""), effect))
-    conditions = {str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []}
+    name = obj["metadata"]["name"]
     return NodeRecord(
-        name=meta["name"],
-        labels={"kubernetes.io/hostname": meta["name"], **(meta.get("labels") or {})},
+        name=name,
+        labels={"kubernetes.io/hostname": name, **labels},
         allocatable=allocatable,
         taints=tuple(taints),
-        unschedulable=bool(spec.get("unschedulable", False)),
+        unschedulable=bool(unschedulable),
         conditions=conditions,
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _PodFields:
+    """The scalar fields of a pod the scheduler reads, type-checked."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    node_name: str | None
+    scheduler_name: str | None
+    priority: int | None
+    phase: str | None
+
+
+def _pod_fields(obj: Mapping[str, Any]) -> _PodFields:
+    fields.mapping(obj, "status")
+    fields.integer(obj, "spec.terminationGracePeriodSeconds")
+    fields.string(obj, "spec.priorityClassName")
+    return _PodFields(
+        labels=fields.string_map(obj, "metadata.labels"),
+        annotations=fields.string_map(obj, "metadata.annotations"),
+        node_name=fields.string(obj, "spec.nodeName"),
+        scheduler_name=fields.string(obj, "spec.schedulerName"),
+        priority=fields.integer(obj, "spec.priority"),
+        phase=fields.string(obj, "status.phase"),
+    )
+
+
 def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodRecord:
-    """``previous``: the record of the same pod before this update. A pod's spec is
-    immutable but for a few fields, so its parse is reused while the uid, labels and
-    tolerations (the mutable parts the scheduler reads) stay the same."""
+    """``previous``: the record of the same pod before this update. Its parsed spec is
+    reused while everything it was parsed from is the same (``_same_spec``)."""
     ref = ref_of(obj)
-    meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+    meta = obj["metadata"]
     namespace = meta.get("namespace") or "default"
-    if not spec.get("containers"):
-        raise ObjectError(ref, "spec.containers", "a pod needs at least one container")
-    labels = meta.get("labels") or {}
+    with _naming(ref):
+        spec = fields.mapping(obj, "spec")
+        if not fields.mappings(obj, "spec.containers"):
+            raise ObjectError(ref, "spec.containers", "a pod needs at least one container")
+        pod = _pod_fields(obj)
     uid = str(meta.get("uid") or f"{namespace}/{meta['name']}")
-    if previous is not None and _same_spec(previous, uid, labels, spec):
+    if previous is not None and _same_spec(previous, uid, namespace, pod.labels, spec):
         parsed = previous.spec
     else:
         try:
-            parsed = parse_spec(namespace, labels, spec)
-        except (ValueError, KeyError, TypeError) as exc:
+            parsed = parse_spec(namespace, pod.labels, spec)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ObjectError(ref, "", str(exc)) from exc
-    priority = spec.get("priority")
     return PodRecord(
         uid=uid,
         namespace=namespace,
         name=meta["name"],
         created=timestamp(meta.get("creationTimestamp")),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-        group=(meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION) or None,
-        node_name=spec.get("nodeName") or None,
-        phase=str(status.get("phase") or "Pending"),
+        scheduler_name=pod.scheduler_name or "default-scheduler",
+        group=pod.annotations.get(GROUP_NAME_ANNOTATION) or None,
+        node_name=pod.node_name or None,
+        phase=pod.phase or "Pending",
         deleting=bool(meta.get("deletionTimestamp")),
-        priority=int(priority) if isinstance(priority, int) else None,
+        priority=pod.priority,
         spec=parsed,
     )
 
 
 def _same_spec(
-    previous: PodRecord, uid: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+    previous: PodRecord,
+    uid: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    spec: Mapping[str, Any],
 ) -> bool:
-    if previous.uid != uid or dict(previous.spec.labels) != labels:
-        return False
-    try:
-        return parse_tolerations(spec.get("tolerations")) == previous.spec.tolerations
-    except (ValueError, KeyError, TypeError):
-        return False  # parse again, and report it
+    """Whether ``previous``'s parsed spec still holds: the same pod, parsed from the same
+    labels and spec fields (requests, selectors, affinity, tolerations, ports, priority
+    class). Resources may change in place (in-place pod resize), so nothing is assumed
+    immutable."""
+    return previous.uid == uid and previous.spec.key == spec_key(namespace, labels, spec)
 
 
 def validate_model(model: type[M], obj: Mapping[str, Any]) -> M:
@@ -196,8 +245,6 @@ def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClassRecord:
 
 def parse_quota(obj: Mapping[str, Any]) -> QuotaRecord:
     meta = obj["metadata"]
-    try:
-        hard = amounts((obj.get("spec") or {}).get("hard") or {}, "spec.hard")
-    except ValueError as exc:
-        raise ObjectError(ref_of(obj), "", str(exc)) from exc
+    with _naming(ref_of(obj)):
+        hard = amounts(fields.mapping(obj, "spec.hard"), "spec.hard")
     return QuotaRecord(meta.get("namespace") or "default", meta["name"], hard)

@@ -1,0 +1,101 @@
+"""Typed access to the fields of a raw Kubernetes object, for the parse boundary.
+
+Each accessor reads a dotted ``path`` below ``obj`` and returns the value with
+the type it asks for, or raises FieldError naming the field (``at`` is the
+name of ``obj`` itself, so that ``mapping(spec, "affinity", at="spec")`` names
+``spec.affinity``). An absent or null field is the type's empty value (or
+``None`` for scalars): the API server treats ``null`` as unset, too.
+
+    mapping(job, "spec.template.metadata")      # {} when absent
+    mappings(pod, "spec.containers")            # a list of maps, items checked
+    string_map(pod, "metadata.labels")          # values must be strings
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class FieldError(ValueError):
+    """A field of the wrong shape; ``str()`` reads 'field: why'."""
+
+    def __init__(self, field: str, why: str) -> None:
+        self.field = field
+        self.why = why
+        super().__init__(f"{field}: {why}")
+
+
+def _join(at: str, path: str) -> str:
+    return f"{at}.{path}" if at and path else at or path
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _expected(field: str, what: str, value: object) -> FieldError:
+    return FieldError(field, f"expected {what}, not {_shown(value)}")
+
+
+def value(obj: Mapping[str, Any], path: str, *, at: str = "") -> Any:
+    """The raw value at ``path`` (None when absent); every step on the way must be a map."""
+    current: Any = obj
+    walked = at
+    for step in path.split(".") if path else []:
+        if current is None:
+            return None
+        if not isinstance(current, Mapping):
+            raise _expected(walked, "a map", current)
+        current = current.get(step)
+        walked = _join(walked, step)
+    return current
+
+
+def mapping(obj: Mapping[str, Any], path: str, *, at: str = "") -> Mapping[str, Any]:
+    found = value(obj, path, at=at)
+    if found is None:
+        return {}
+    if not isinstance(found, Mapping):
+        raise _expected(_join(at, path), "a map", found)
+    return found
+
+
+def sequence(obj: Mapping[str, Any], path: str, *, at: str = "") -> list[Any]:
+    found = value(obj, path, at=at)
+    if found is None:
+        return []
+    if not isinstance(found, list):
+        raise _expected(_join(at, path), "a list", found)
+    return found
+
+
+def mappings(obj: Mapping[str, Any], path: str, *, at: str = "") -> list[Mapping[str, Any]]:
+    """A list whose every item is a map (containers, taints, conditions, ...)."""
+    items = sequence(obj, path, at=at)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise _expected(f"{_join(at, path)}[{index}]", "a map", item)
+    return items
+
+
+def string(obj: Mapping[str, Any], path: str, *, at: str = "") -> str | None:
+    found = value(obj, path, at=at)
+    if found is not None and not isinstance(found, str):
+        raise _expected(_join(at, path), "a string", found)
+    return found
+
+
+def integer(obj: Mapping[str, Any], path: str, *, at: str = "") -> int | None:
+    found = value(obj, path, at=at)
+    if found is not None and (isinstance(found, bool) or not isinstance(found, int)):
+        raise _expected(_join(at, path), "an integer", found)
+    return found
+
+
+def string_map(obj: Mapping[str, Any], path: str, *, at: str = "") -> dict[str, str]:
+    """A map of strings to strings (labels, annotations, a nodeSelector)."""
+    found = mapping(obj, path, at=at)
+    for key, item in found.items():
+        if not isinstance(item, str):
+            raise _expected(f"{_join(at, path)}.{key}", "a string (quote it)", item)
+    return {str(key): item for key, item in found.items()}

@@ -1,0 +1,119 @@
+"""A pod's parsed spec: its request by Kubernetes' rules, and its affinity terms."""
+
+from typing import Any
+
+import pytest
+
+from kbatch.cluster import records
+from kbatch.cluster.podspec import PODS, parse_spec, pod_request
+
+
+def container(cpu: str, restart_policy: str | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+    if restart_policy is not None:
+        result["restartPolicy"] = restart_policy
+    return result
+
+
+def sidecar(cpu: str) -> dict[str, Any]:
+    return container(cpu, "Always")
+
+
+@pytest.mark.parametrize(
+    ("containers", "inits", "cpu"),
+    [
+        # Plain init containers run one at a time, before the app: the larger wins.
+        ([container("1")], [container("2")], 2.0),
+        ([container("3")], [container("2")], 3.0),
+        # A sidecar runs beside the app: it adds to the sum.
+        ([container("1")], [sidecar("1")], 2.0),
+        ([container("1"), container("2")], [sidecar("1"), sidecar("1")], 5.0),
+        # An init container after a sidecar runs beside it: 1 + 3 during init.
+        ([container("1")], [sidecar("1"), container("3")], 4.0),
+        # ... but not beside a sidecar that starts after it: max(3, 1 + 1).
+        ([container("1")], [container("3"), sidecar("1")], 3.0),
+        # KEP-753's example: InitContainerUse = sidecars before i + init i.
+        ([container("5")], [sidecar("1"), sidecar("1"), container("1")], 7.0),
+        ([container("1")], [sidecar("1"), sidecar("1"), container("4")], 6.0),
+        # restartPolicy other than Always is a plain init container.
+        ([container("1")], [container("1", "OnFailure"), container("1")], 1.0),
+    ],
+)
+def test_sidecars_count_as_kubernetes_counts_them(
+    containers: list[dict[str, Any]], inits: list[dict[str, Any]], cpu: float
+) -> None:
+    request = pod_request({"containers": containers, "initContainers": inits})
+    assert request == {"cpu": cpu * 1000, PODS: 1.0}  # millicores
+
+
+def test_overhead_adds_to_sidecars_and_containers() -> None:
+    spec = {
+        "containers": [container("1")],
+        "initContainers": [sidecar("500m")],
+        "overhead": {"cpu": "250m"},
+    }
+    assert pod_request(spec)["cpu"] == 1750
+
+
+def pod_term(**term: Any) -> dict[str, Any]:
+    return {
+        "containers": [container("1")],
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", **term}]
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("term", "labels", "matches"),
+    [
+        ({}, {}, False),  # a nil labelSelector selects no pods
+        ({}, {"app": "x"}, False),
+        ({"labelSelector": None}, {"app": "x"}, False),
+        ({"labelSelector": {}}, {"app": "x"}, True),  # an empty one selects all
+        ({"labelSelector": {"matchLabels": {"app": "x"}}}, {"app": "x"}, True),
+        ({"labelSelector": {"matchLabels": {"app": "x"}}}, {"app": "y"}, False),
+    ],
+)
+def test_a_pod_affinity_term_without_a_label_selector_selects_no_pods(
+    term: dict[str, Any], labels: dict[str, str], matches: bool
+) -> None:
+    parsed = parse_spec("default", {}, pod_term(**term))
+    (required,) = parsed.affinity.pod_required
+    assert required.selector.matches(labels) is matches
+
+
+def pod(cpu: str = "1", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u1", "labels": {"a": "b"}},
+        "spec": {"containers": [container(cpu)], **spec},
+    }
+
+
+def test_an_unchanged_pod_reuses_its_parsed_spec() -> None:
+    first = records.parse_pod(pod())
+    again = records.parse_pod({**pod(), "status": {"phase": "Running"}}, first)
+    assert again.spec is first.spec
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        pod(cpu="2"),  # an in-place resize
+        pod(nodeSelector={"zone": "a"}),
+        pod(affinity={"podAntiAffinity": {}}),
+        pod(tolerations=[{"key": "k", "operator": "Exists"}]),
+        pod(priorityClassName="high"),
+        pod(initContainers=[sidecar("1")]),
+        pod(overhead={"cpu": "1"}),
+    ],
+)
+def test_a_changed_pod_is_parsed_again(changed: dict[str, Any]) -> None:
+    first = records.parse_pod(pod())
+    again = records.parse_pod(changed, first)
+    assert again.spec != first.spec
+    assert again.spec == records.parse_pod(changed).spec
