@@ -20,6 +20,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests
@@ -37,41 +38,48 @@ class JobRecord:
 
 
 def job_spec_ints(job: Object) -> tuple[int, int, bool]:
-    """(parallelism, completions, suspend), or ObjectError naming the field."""
-    spec = job.get("spec") or {}
+    """(parallelism, completions, suspend), or ObjectError naming the field; the pod
+    template must be well formed, too."""
     ref = manifests.ref_of(job)
-    values = {}
-    for name in ("parallelism", "completions"):
-        value = spec.get(name)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
+    try:
+        parallelism, completions = (
+            fields.integer(job, f"spec.{name}") for name in ("parallelism", "completions")
+        )
+        suspend = fields.value(job, "spec.suspend")
+        _template_meta(job)
+        template_spec = fields.value(job, "spec.template.spec")
+    except fields.FieldError as exc:
+        raise ObjectError(ref, exc.field, exc.why) from exc
+    for name, number in (("parallelism", parallelism), ("completions", completions)):
+        if number is not None and number < 0:
             raise ObjectError(
-                ref, f"spec.{name}", f"expected a non-negative integer, not {value!r}"
+                ref, f"spec.{name}", f"expected a non-negative integer, not {number!r}"
             )
-        values[name] = value
-    parallelism = 1 if values["parallelism"] is None else values["parallelism"]
-    completions = parallelism if values["completions"] is None else values["completions"]
-    suspend = spec.get("suspend", False)
-    if not isinstance(suspend, bool):
+    if not isinstance(suspend, bool | None):
         raise ObjectError(ref, "spec.suspend", f"expected true or false, not {suspend!r}")
-    template = spec.get("template")
-    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+    if not isinstance(template_spec, dict):
         raise ObjectError(ref, "spec.template.spec", "a Job needs a pod template")
-    return parallelism, completions, suspend
+    parallelism = 1 if parallelism is None else parallelism
+    completions = parallelism if completions is None else completions
+    return parallelism, completions, bool(suspend)
+
+
+def _template_meta(job: Object) -> tuple[dict[str, str], dict[str, str]]:
+    """The pod template's (labels, annotations); FieldError if misshapen."""
+    labels = fields.string_map(job, "spec.template.metadata.labels")
+    return labels, manifests.template_annotations(job)
 
 
 def pod_for(job: Object, index: int) -> Object:
     """The pod the controller makes for ``job`` as its ``index``-th."""
     metadata = job["metadata"]
-    template = job["spec"]["template"]
-    template_meta = template.get("metadata") or {}
-    annotations = dict(template_meta.get("annotations") or {})
+    template_labels, annotations = _template_meta(job)
+    annotations = dict(annotations)
     own = (metadata.get("annotations") or {}).get(manifests.DURATION)
     if own is not None:
         annotations.setdefault(manifests.DURATION, own)
     labels = {
-        **(template_meta.get("labels") or {}),
+        **template_labels,
         "job-name": metadata["name"],
         "controller-uid": metadata.get("uid", ""),
     }
@@ -96,7 +104,7 @@ def pod_for(job: Object, index: int) -> Object:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": pod_meta,
-        "spec": copy.deepcopy(template["spec"]),
+        "spec": copy.deepcopy(job["spec"]["template"]["spec"]),
     }
 
 

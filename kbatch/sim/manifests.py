@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kbatch.cluster import fields
 from kbatch.sim import clock
 
 SUBMIT_AT = "kbatch.io/sim-submit-at"
@@ -151,6 +152,7 @@ def _add(result: Manifests, document: object, where: str) -> None:
         result.skipped[label] = result.skipped.get(label, 0) + 1
         return
     normalised = _normalised(obj)
+    _check_shape(normalised, where)
     submit_at = _submit_at(normalised, where)
     result.objects.append(Manifest(normalised, where, submit_at, len(result.objects)))
 
@@ -171,10 +173,22 @@ def _checked_object(document: object, where: str) -> Object:
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise ManifestError(f"{where}: {document['kind']} has no metadata.name")
-    annotations = metadata.get("annotations", {})
-    if annotations is not None and not isinstance(annotations, dict):
-        raise ManifestError(f"{where}: {document['kind']} {name}: metadata.annotations")
+    try:
+        fields.string(document, "metadata.namespace")
+        fields.string_map(document, "metadata.labels")
+        fields.string_map(document, "metadata.annotations")
+    except fields.FieldError as exc:
+        raise ManifestError(f"{where}: {document['kind']} {name}: {exc}") from exc
     return document
+
+
+def _check_shape(obj: Object, where: str) -> None:
+    """The top-level fields every modelled kind reads must be maps."""
+    try:
+        for part in ("spec", "status"):
+            fields.mapping(obj, part)
+    except fields.FieldError as exc:
+        raise ManifestError(f"{where}: {ref_of(obj)}: {exc}") from exc
 
 
 def _group(api_version: str) -> str:
@@ -239,12 +253,11 @@ def _submit_at(obj: Object, where: str) -> float:
                 )
     except clock.DurationError as exc:
         raise ManifestError(str(exc)) from exc
+    except fields.FieldError as exc:
+        raise ManifestError(f"{where}: {ref_of(obj)}: {exc}") from exc
     return submit_at or 0.0
 
 
-def template_annotations(job: Object) -> dict[str, Any]:
-    """The annotations of a Job's pod template ({} when it has none)."""
-    template = (job.get("spec") or {}).get("template") or {}
-    metadata = template.get("metadata") if isinstance(template, dict) else None
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    return annotations if isinstance(annotations, dict) else {}
+def template_annotations(job: Object) -> dict[str, str]:
+    """The annotations of a Job's pod template ({} when it has none); FieldError if misshapen."""
+    return fields.string_map(job, "spec.template.metadata.annotations")

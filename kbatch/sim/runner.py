@@ -27,7 +27,8 @@ settles stops after ``max_sessions`` sessions and says so (``settled`` False).
 
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,10 +148,8 @@ class Simulation:
     def _materialise(self, now: float) -> None:
         while self.pending and self.pending[0].submit_at <= now + 1e-9:
             item = self.pending.popleft()
-            try:
+            with refused_as_input(item):
                 create(self.cluster, self.jobs, item.obj, self.admission)
-            except (ObjectError, clock.DurationError) as exc:
-                raise manifests.ManifestError(f"{item.source}: {exc}") from exc
 
     def _next_event(self) -> float | None:
         times = [self.pending[0].submit_at] if self.pending else []
@@ -198,10 +197,8 @@ def check(loaded: manifests.Manifests, scheduler_names: frozenset[str]) -> None:
     scratch = SimCluster(ClusterState(scheduler_names), clock.SimClock())
     controller = jobs.JobController(scratch)
     for item in loaded.objects:
-        try:
+        with refused_as_input(item):
             create(scratch, controller, item.obj)
-        except (ObjectError, clock.DurationError) as exc:
-            raise manifests.ManifestError(f"{item.source}: {exc}") from exc
         if item.kind != "Job":
             continue
         record = controller.jobs[(item.namespace, item.name)]
@@ -211,6 +208,22 @@ def check(loaded: manifests.Manifests, scheduler_names: frozenset[str]) -> None:
             where = f"{item.source}: {item.ref}: spec.template"
             detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
             raise manifests.ManifestError(f"{where}: {detail}") from exc
+
+
+@contextmanager
+def refused_as_input(item: manifests.Manifest) -> Iterator[None]:
+    """Within it, an error about ``item`` becomes a ManifestError naming its source; an
+    unexpected TypeError/AttributeError/ValueError (a field of a shape no check foresaw)
+    also names the object, rather than ending in a traceback."""
+    try:
+        yield
+    except manifests.ManifestError:
+        raise
+    except (ObjectError, clock.DurationError) as exc:
+        raise manifests.ManifestError(f"{item.source}: {exc}") from exc
+    except (TypeError, AttributeError, ValueError, KeyError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        raise manifests.ManifestError(f"{item.source}: {item.ref}: cannot use it ({why})") from exc
 
 
 def resolve_conf(config: Path | None, loaded: manifests.Manifests) -> SchedulerConf:

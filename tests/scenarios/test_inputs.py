@@ -1,9 +1,13 @@
 """What the simulator accepts and how it refuses the rest: every error names where."""
 
+import copy
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
+from kbatch import cli
 from kbatch.config import ConfigError
 from kbatch.sim import clock, runner, simulate
 from kbatch.sim.manifests import ManifestError, load_documents, load_files
@@ -95,7 +99,8 @@ def test_a_missing_file(tmp_path: Path) -> None:
         ),
         (
             {**pod("p"), "metadata": {"name": "p", "annotations": {"kbatch.io/sim-submit-at": 30}}},
-            r"Pod default/p: annotation kbatch\.io/sim-submit-at: 30 is not a duration",
+            r"document 2: Pod p: metadata\.annotations\.kbatch\.io/sim-submit-at: "
+            r"expected a string \(quote it\), not 30",
         ),
         (
             job("j", cpu="1Zi"),
@@ -107,7 +112,11 @@ def test_a_missing_file(tmp_path: Path) -> None:
         ),
         (
             {**job("j"), "spec": {**job("j")["spec"], "parallelism": "two"}},
-            r"Job default/j: spec\.parallelism: expected a non-negative integer",
+            r"Job default/j: spec\.parallelism: expected an integer, not 'two'",
+        ),
+        (
+            {**job("j"), "spec": {**job("j")["spec"], "parallelism": -1}},
+            r"Job default/j: spec\.parallelism: expected a non-negative integer, not -1",
         ),
         (
             {**job("j"), "spec": {"parallelism": 1}},
@@ -122,6 +131,129 @@ def test_a_missing_file(tmp_path: Path) -> None:
 def test_bad_objects_are_refused_naming_document_object_and_field(doc: dict, message: str) -> None:
     with pytest.raises(ManifestError, match=message):
         simulate(documents=[node("other"), doc])
+
+
+def changed(obj: dict, path: str, value: object) -> dict:
+    """A deep copy of ``obj`` with the dotted ``path`` set to ``value``."""
+    result = copy.deepcopy(obj)
+    *parents, last = path.split(".")
+    target = result
+    for step in parents:
+        target = target.setdefault(step, {})
+    target[last] = value
+    return result
+
+
+def quota(spec: object) -> dict:
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "rq"}, "spec": spec}
+
+
+TEMPLATE_META = "spec.template.metadata"
+# Fields of the wrong shape: each is one clear line naming the document, object and field.
+MISSHAPEN = [
+    (changed(pod("p"), "spec", "x"), r"Pod default/p: spec: expected a map, not 'x'"),
+    (changed(pod("p"), "status", "x"), r"Pod default/p: status: expected a map, not 'x'"),
+    (
+        changed(pod("p"), "spec.containers", "x"),
+        r"Pod default/p: spec\.containers: expected a list, not 'x'",
+    ),
+    (
+        changed(pod("p"), "spec.containers", ["x"]),
+        r"Pod default/p: spec\.containers\[0\]: expected a map, not 'x'",
+    ),
+    (
+        changed(pod("p"), "spec.initContainers", "x"),
+        r"Pod default/p: spec\.initContainers: expected a list, not 'x'",
+    ),
+    (
+        changed(pod("p"), "metadata.labels", ["a"]),
+        r"Pod p: metadata\.labels: expected a map, not \['a'\]",
+    ),
+    (
+        changed(pod("p"), "metadata.namespace", 5),
+        r"Pod p: metadata\.namespace: expected a string, not 5",
+    ),
+    (
+        changed(pod("p"), "metadata.annotations", {"scheduling.k8s.io/group-name": 5}),
+        r"Pod p: metadata\.annotations\.scheduling\.k8s\.io/group-name: expected a string",
+    ),
+    (
+        changed(pod("p"), "spec.nodeName", 5),
+        r"Pod default/p: spec\.nodeName: expected a string, not 5",
+    ),
+    (
+        changed(pod("p"), "spec.schedulerName", 5),
+        r"Pod default/p: spec\.schedulerName: expected a string, not 5",
+    ),
+    (
+        changed(pod("p"), "spec.priority", "x"),
+        r"Pod default/p: spec\.priority: expected an integer, not 'x'",
+    ),
+    (
+        changed(pod("p"), "spec.terminationGracePeriodSeconds", "x"),
+        r"Pod default/p: spec\.terminationGracePeriodSeconds: expected an integer",
+    ),
+    (
+        changed(pod("p"), "spec.affinity", {"podAffinity": "x"}),
+        r"Pod default/p: spec\.affinity\.podAffinity: expected a map, not 'x'",
+    ),
+    (changed(job("j"), "spec", "x"), r"Job default/j: spec: expected a map, not 'x'"),
+    (
+        changed(job("j"), TEMPLATE_META, "x"),
+        r"Job default/j: spec\.template\.metadata: expected a map, not 'x'",
+    ),
+    (
+        changed(job("j"), f"{TEMPLATE_META}.annotations", "x"),
+        r"Job default/j: spec\.template\.metadata\.annotations: expected a map, not 'x'",
+    ),
+    (
+        changed(job("j"), f"{TEMPLATE_META}.labels", ["a"]),
+        r"Job default/j: spec\.template\.metadata\.labels: expected a map, not \['a'\]",
+    ),
+    (changed(node("n2"), "status", "x"), r"Node n2: status: expected a map, not 'x'"),
+    (
+        changed(node("n2"), "spec.taints", "x"),
+        r"Node n2: spec\.taints: expected a list, not 'x'",
+    ),
+    (
+        changed(node("n2"), "status.conditions", "Ready"),
+        r"Node n2: status\.conditions: expected a list, not 'Ready'",
+    ),
+    (quota("x"), r"ResourceQuota default/rq: spec: expected a map, not 'x'"),
+]
+
+
+@pytest.mark.parametrize(("doc", "message"), MISSHAPEN)
+def test_misshapen_fields_are_refused_naming_document_object_and_field(
+    doc: dict, message: str
+) -> None:
+    with pytest.raises(ManifestError, match=r"^<documents>, document 2: " + message):
+        simulate(documents=[node("other"), doc])
+
+
+@pytest.mark.parametrize(("doc", "message"), MISSHAPEN[:3])
+def test_misshapen_fields_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict, message: str
+) -> None:
+    path = write(tmp_path, yaml.safe_dump_all([node("other"), doc]))
+    assert cli.main(["simulate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert re.fullmatch(rf"kbatch: error: {re.escape(str(path))}, document 2: {message}\n", err)
+
+
+def test_an_unforeseen_crash_while_checking_names_the_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: object) -> None:
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(runner, "create", broken)
+    with pytest.raises(
+        ManifestError,
+        match=r"^<documents>, document 1: Pod default/p: cannot use it \(TypeError: 'int'",
+    ):
+        simulate(documents=[pod("p")])
 
 
 def test_a_bad_object_due_later_is_refused_before_the_run() -> None:
