@@ -7,7 +7,8 @@
 from the API server, so the simulator's checks apply unchanged. One scenario:
 
 1. *Hold*: the backend takes the scheduler's leader Lease, so ``kbatch run``
-   schedules nothing, and waits until its session count stands still. It
+   schedules nothing, and waits until its /healthz says it no longer leads (and no
+   session is under way). It
    deletes what the previous scenario made (Jobs, Pods with grace 0, PodGroups,
    Events in its namespaces; its Nodes, Queues, PriorityClasses, Namespaces)
    and waits until they are gone.
@@ -26,9 +27,13 @@ from the API server, so the simulator's checks apply unchanged. One scenario:
    Running with a ``kbatch.io/sim-duration`` (it will finish).
 6. Read back: pods (live ones, and those deleted during the run, as the
    simulator lists its removed pods: node null, phase Failed unless finished),
-   PodGroups, Queues, Events. An event's time is the session it came from:
-   seconds since time 0, as received on a watch, rounded to the period.
-   Summary: sessions from /metrics, binds and evictions counted from events.
+   PodGroups, Queues, Events. An event's time is the session it came from: its
+   ``eventTime`` (kbatch stamps the moment the session decided: a bind's event is
+   written later, after the binds) in seconds since time 0, rounded to the period;
+   time 0 is when the first session began (seen on /metrics, less its duration).
+   An event without an eventTime counts from when it was received.
+   Summary: sessions from /metrics (the same scrape as ``last_scrape``), binds and
+   evictions counted from events.
 7. Hold again and clean up, so that between scenarios the cluster is bare and
    ``kbatch run`` idle (other tests may run their own schedulers meanwhile).
 
@@ -38,6 +43,7 @@ two creations (the seed-priority race: ``low`` bound before ``high`` exists).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.request
@@ -48,7 +54,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from e2e.kubelet import DURATION, Watch, rfc3339
+from e2e.kubelet import DURATION, Watch, parse_time, rfc3339
 from kbatch.api import GROUP, VERSION
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler import runner as scheduler_runner
@@ -58,6 +64,7 @@ from kbatch.sim import clock, manifests, output
 Json = dict[str, Any]
 GROUP_NAME = "scheduling.k8s.io/group-name"
 SESSIONS = "kbatch_e2e_scheduling_latency_milliseconds_count"
+SESSION_MS = "kbatch_e2e_scheduling_latency_milliseconds_sum"
 HOLDER = "e2e-scenario-backend"
 SETTLE_PERIODS = 3
 SETTLE_DEADLINE = 90.0
@@ -88,12 +95,20 @@ class Scheduler:
     period: float
     lock_namespace: str
     lease_name: str = "kbatch"
+    health_url: str = ""  # /healthz, which says whether it leads
+
+
+def scrape(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return str(response.read().decode())
 
 
 def metrics(url: str) -> dict[str, float]:
     """Every sample on a /metrics page, keyed ``name{label="v",...}`` (no labels: ``name``)."""
-    with urllib.request.urlopen(url, timeout=10) as response:
-        text = response.read().decode()
+    return samples_of(scrape(url))
+
+
+def samples_of(text: str) -> dict[str, float]:
     samples: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -113,15 +128,28 @@ def collection(kind: str, namespace: str = "") -> str:
 
 
 def poll(what: str, done: Any, timeout: float, interval: float = 0.1) -> Any:
-    """Call ``done()`` until it returns something truthy; AssertionError after ``timeout``."""
+    """Call ``done()`` until it returns something truthy; AssertionError after ``timeout``.
+    An OSError from ``done`` (a refused connection, an HTTP 503 from a replica still
+    starting) means "not yet"; the last one is reported on timeout."""
     deadline = time.monotonic() + timeout
+    last_error: OSError | None = None
     while True:
-        value = done()
+        try:
+            value = done()
+        except OSError as exc:  # urllib's URLError and HTTPError are OSErrors
+            value, last_error = None, exc
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"e2e: {what}: not after {timeout:.0f}s")
+            why = f" (last error: {last_error})" if last_error is not None else ""
+            raise AssertionError(f"e2e: {what}: not after {timeout:.0f}s{why}")
         time.sleep(interval)
+
+
+def health(url: str) -> dict[str, Any]:
+    """GET /healthz: {"leader": bool, "synced": bool, "sessions": int}."""
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return dict(json.loads(response.read()))
 
 
 class Unsettled(AssertionError):
@@ -220,7 +248,8 @@ class ClusterBackend:
     _namespaces: set[str] = field(default_factory=set)
     _cluster_objects: list[tuple[str, str]] = field(default_factory=list)
     _held: bool = False  # the lease is ours and kbatch run has been seen to stop
-    last_metrics: dict[str, float] = field(default_factory=dict)  # at the last read-back
+    last_scrape: str = ""  # /metrics at the last read-back
+    last_metrics: dict[str, float] = field(default_factory=dict)  # its samples
 
     def __call__(self, paths: Sequence[Path], **options: Any) -> Json:
         return self.run(paths, **options)
@@ -249,12 +278,16 @@ class ClusterBackend:
             for item in (m for m in due if m.submit_at <= 0):
                 self.apply(item.obj)
             self._await_job_pods(recorder, [m.obj for m in due if m.submit_at <= 0])
-            before = sessions(self.scheduler)
+            before = metrics(self.scheduler.metrics_url)
             self.release()
-            poll(
-                "the scheduler's first session", lambda: sessions(self.scheduler) > before, 30, 0.02
+            first = poll(
+                "the scheduler's first session",
+                lambda: _later_session(self.scheduler, before),
+                30,
+                0.02,
             )
             start = time.monotonic()
+            start_wall = time.time() - (first.get(SESSION_MS, 0) - before.get(SESSION_MS, 0)) / 1e3
             recorder.touch()
             period = self.scheduler.period
             for item in (m for m in due if m.submit_at > 0):
@@ -268,7 +301,7 @@ class ClusterBackend:
                 time.sleep(max(end - time.monotonic(), 0.0))
             else:
                 self._settle(recorder)
-            result = self.read_back(recorder, start, before)
+            result = self.read_back(recorder, start, start_wall, int(before.get(SESSIONS, 0)))
         finally:
             recorder.stop()
             self.hold()
@@ -374,18 +407,24 @@ class ClusterBackend:
         """Take the lead from ``kbatch run`` and wait until it has stopped scheduling."""
         if self._held:
             return
+        if not self.scheduler.health_url:
+            raise ValueError("ClusterBackend.hold: the Scheduler has no health_url")
         self.take_lease()
-        quiet = 2 * self.scheduler.period  # the elector looks at the lease every period or so
-        count, since = sessions(self.scheduler), time.monotonic()
+        # The elector reads the Lease every lease/5 s; then /healthz says it follows. A
+        # session under way when it stepped down ends within a period: the count then
+        # stays the same over one.
+        seen: list[tuple[int, float]] = []
 
         def stopped() -> bool:
-            nonlocal count, since
-            now = sessions(self.scheduler)
-            if now != count:
-                count, since = now, time.monotonic()
-            return time.monotonic() - since >= quiet
+            said = health(self.scheduler.health_url)
+            if said["leader"]:
+                seen.clear()
+                return False
+            if not seen or seen[-1][0] != said["sessions"]:
+                seen[:] = [(said["sessions"], time.monotonic())]
+            return time.monotonic() - seen[-1][1] >= self.scheduler.period
 
-        poll("kbatch run stepping down", stopped, 30)
+        poll("kbatch run stepping down (/healthz leader false)", stopped, 60)
         self._held = True
 
     def release(self) -> None:
@@ -461,7 +500,13 @@ class ClusterBackend:
         return left
 
     # ------------------------------------------------------------------ read back
-    def read_back(self, recorder: Recorder, start: float, sessions_before: int) -> Json:
+    def read_back(
+        self, recorder: Recorder, start: float, start_wall: float, sessions_before: int
+    ) -> Json:
+        # /metrics as the scheduler saw the scenario, before it hands the lead back (a replica
+        # that stops scheduling drops its cluster gauges): one scrape for all of it
+        self.last_scrape = scrape(self.scheduler.metrics_url)
+        self.last_metrics = samples_of(self.last_scrape)
         period = self.scheduler.period
 
         def at(moment: float) -> float:
@@ -472,7 +517,7 @@ class ClusterBackend:
             removed = dict(recorder.removed)
         events = [
             {
-                "time": at(seen),
+                "time": event_time(e, seen - start, start_wall, period),
                 "kind": e["involvedObject"].get("kind"),
                 "namespace": e["involvedObject"].get("namespace") or e["metadata"]["namespace"],
                 "name": e["involvedObject"].get("name"),
@@ -494,9 +539,6 @@ class ClusterBackend:
         ]
         groups = [g for ns in recorder.namespaces for g in self._list(collection("PodGroup", ns))]
         scheduled = sum(1 for e in events if e["kind"] == "Pod" and e["reason"] == "Scheduled")
-        # /metrics as the scheduler saw the scenario, before it hands the lead back (a replica
-        # that stops scheduling drops its cluster gauges)
-        self.last_metrics = metrics(self.scheduler.metrics_url)
         return {
             "time": at(time.monotonic()),
             "pods": sorted(pods, key=lambda r: (r["namespace"], r["name"])),
@@ -506,7 +548,7 @@ class ClusterBackend:
             "queues": sorted(map(output.queue_row, self._list(collection("Queue"))), key=_by_name),
             "events": events,
             "summary": {
-                "sessions": sessions(self.scheduler) - sessions_before,
+                "sessions": int(self.last_metrics.get(SESSIONS, 0)) - sessions_before,
                 "binds": scheduled,
                 "evictions": sum(evictions.values()),
             },
@@ -519,6 +561,20 @@ class ClusterBackend:
             if exc.status == 404:
                 return []
             raise
+
+
+def _later_session(scheduler: Scheduler, before: dict[str, float]) -> dict[str, float] | None:
+    """/metrics once a session has run since ``before`` was scraped."""
+    now = metrics(scheduler.metrics_url)
+    return now if now.get(SESSIONS, 0) > before.get(SESSIONS, 0) else None
+
+
+def event_time(event: Json, received: float, start_wall: float, period: float) -> float:
+    """The session an event came from, in seconds since time 0: its eventTime (when kbatch
+    decided) if it has one, else ``received`` (seconds since time 0), to the period."""
+    stamped = parse_time(event.get("eventTime"))
+    since = received if stamped is None else stamped - start_wall
+    return max(0.0, round(since / period) * period)
 
 
 def _by_name(row: Json) -> str:

@@ -272,7 +272,7 @@ def cluster_backend(
     backend = ClusterBackend(session_api, lease)
     backend.take_lease()  # before it starts: it never leads outside a scenario
     run = kbatch_runs.start("scenarios", conf=conf, lock_namespace="default")
-    backend.scheduler = Scheduler(run.metrics_url, conf, 1.0, "default")
+    backend.scheduler = Scheduler(run.metrics_url, conf, 1.0, "default", health_url=run.health_url)
     backend.hold()
     return backend
 

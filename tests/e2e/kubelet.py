@@ -39,6 +39,8 @@ from kbatch.operators.scheduler.kube import ApiError, request
 from kbatch.sim import clock
 
 log = logging.getLogger("e2e.kubelet")
+RETRIES = 6  # a write the API server refused for a while (5xx, 429, a timeout)
+RETRY_DELAY = 0.2
 
 Json = dict[str, Any]
 DURATION = "kbatch.io/sim-duration"
@@ -206,7 +208,7 @@ class Kubelet:
         elif phase == "Running":
             duration = (meta.get("annotations") or {}).get(DURATION)
             if duration is not None and self._claim(uid, "finish"):
-                started = _parse_time(status.get("startTime")) or time.time()
+                started = parse_time(status.get("startTime")) or time.time()
                 when = started + clock.parse_duration(duration, DURATION)
                 with self._wake:
                     heapq.heappush(self._finishes, (when, uid))
@@ -222,16 +224,31 @@ class Kubelet:
     def _once(self, uid: str, what: str, action: Callable[..., None], *args: Any) -> None:
         if self._claim(uid, what):
             with contextlib.suppress(RuntimeError):  # shut down meanwhile
-                self._writes.submit(self._guarded, action, *args)
+                self._writes.submit(self._guarded, (uid, what), action, *args)
 
-    def _guarded(self, action: Callable[..., None], *args: Any) -> None:
-        try:
-            action(*args)
-        except ApiError as exc:
-            if exc.status not in (404, 409):
-                log.warning("kubelet: %s%s: %s", action.__name__, args[1:3], exc)
-        except Exception as exc:
-            log.warning("kubelet: %s: %s", action.__name__, exc)
+    def _guarded(self, claim: tuple[str, str], action: Callable[..., None], *args: Any) -> None:
+        """Do ``action``, again after a pause while the API server answers with an error
+        that may pass (5xx, 429, a timeout); a 404 or 409 means the pod is gone or changed:
+        nothing to do. Given up after ``RETRIES``, the claim is dropped so that the pod's
+        next watch event tries again."""
+        delay = RETRY_DELAY
+        for _ in range(RETRIES):
+            try:
+                action(*args)
+                return
+            except ApiError as exc:
+                if exc.status in (404, 409):
+                    return
+                error: Exception = exc
+            except Exception as exc:
+                error = exc
+            log.info("kubelet: %s %s: %s; trying again", action.__name__, claim[0], error)
+            if self._stop.wait(delay):
+                return
+            delay = min(delay * 2, 5.0)
+        log.warning("kubelet: %s %s: gave up: %s", action.__name__, claim[0], error)
+        with self._lock:
+            self._handled.discard(claim)
 
     def _run_timer(self) -> None:
         while not self._stop.is_set():
@@ -330,7 +347,7 @@ class Kubelet:
         request(self.api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
 
 
-def _parse_time(text: str | None) -> float | None:
+def parse_time(text: str | None) -> float | None:
     if not text:
         return None
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -40,7 +40,12 @@ Json = dict[str, Any]
 GROUP_NAME = "scheduling.k8s.io/group-name"
 MERGE = "application/merge-patch+json"
 LEASE_SECONDS = 5
-TAKEOVER_MARGIN = 4.0  # the standby looks every lease/5 s, then lists everything again
+# The standby reads the Lease every lease/5 s and takes it once unrenewed for the lease:
+# at most lease + lease/5 s after the kill in theory; the rest is room for a loaded
+# 2-core machine (the API server, etcd and four other test runs beside it).
+TAKEOVER_MARGIN = 5.0
+# After taking over: a relist of every kind, the first session, 20 binds.
+BIND_MARGIN = 8.0
 
 
 @dataclass
@@ -279,7 +284,7 @@ def test_leader_failover(corner: Corner, kbatch_runs: Any) -> None:
         poll("the pods made after bound", lambda: len(corner.bound()) == 40, 30, 0.05)
         bound_after = time.monotonic() - killed
         assert took_over <= LEASE_SECONDS + TAKEOVER_MARGIN, took_over
-        assert bound_after <= LEASE_SECONDS + TAKEOVER_MARGIN + 2, bound_after
+        assert bound_after <= took_over + BIND_MARGIN, (took_over, bound_after)
         poll("all 40 Running", lambda: len(corner.running()) == 40, 30)
         poll("the standby saying it leads on /healthz", lambda: standby.health()["leader"], 25)
     finally:
