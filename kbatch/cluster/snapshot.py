@@ -106,7 +106,8 @@ class SnapshotBuilder:
             status = task_status(pod)
             if status is None:
                 continue
-            job = self._job_of(pod, jobs, dims, scheduler_names)
+            priority = resolver.of_pod(pod)
+            job = self._job_of(pod, priority, jobs, dims, scheduler_names)
             if job is None and pod.group and pod.scheduler_name in scheduler_names:
                 orphans[pod.uid] = pod.group
             task = TaskInfo(
@@ -116,7 +117,7 @@ class SnapshotBuilder:
                 job=job.uid if job is not None else "",
                 template=self._template(pod.spec, dims),
                 status=status,
-                priority=resolver.of_pod(pod),
+                priority=priority,
                 created=pod.created,
                 critical=pod.spec.priority_class_name in CRITICAL_CLASSES,
             )
@@ -128,16 +129,23 @@ class SnapshotBuilder:
             if where != NO_NODE and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 task.node = where
                 node_set.place(task, where)
-        for job in jobs.values():
-            if job.has_pod_group and not job.priority and job.tasks:
-                job.priority = max(t.priority for t in job.tasks.values())
+        for key, group in pod_groups.items():
+            if not group.spec.priority_class_name and jobs[key].tasks:
+                # A PodGroup naming no PriorityClass takes its pods' highest priority.
+                jobs[key].priority = max(t.priority for t in jobs[key].tasks.values())
         node_set.version[:] = 0
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
 
     @staticmethod
     def _job_of(
-        pod: PodRecord, jobs: dict[str, JobInfo], dims: Dims, scheduler_names: frozenset[str]
+        pod: PodRecord,
+        priority: int,
+        jobs: dict[str, JobInfo],
+        dims: Dims,
+        scheduler_names: frozenset[str],
     ) -> JobInfo | None:
+        """The pod's job: its PodGroup's, or (no group annotation) its own group of one,
+        which takes the pod's priority. None for another scheduler's pod or an orphan."""
         if pod.scheduler_name not in scheduler_names:
             return None
         if pod.group:
@@ -153,6 +161,7 @@ class SnapshotBuilder:
                 min_member=1,
                 created=pod.created,
                 dims_len=len(dims),
+                priority=priority,
                 phase=PodGroupPhase.INQUEUE,
                 has_pod_group=False,
             )
@@ -211,7 +220,9 @@ def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) ->
         min_member=spec.min_member,
         created=timestamp(group.metadata.creation_timestamp),
         dims_len=len(dims),
-        priority=priorities.of_class(spec.priority_class_name) if spec.priority_class_name else 0,
+        # Without a class name: the globalDefault class's value, as kube-batch; pods, once
+        # known, may say otherwise (see SnapshotBuilder.build).
+        priority=priorities.of_class(spec.priority_class_name),
         min_resources=min_resources,
         phase=group.status.phase,
         conditions=group.status.conditions,

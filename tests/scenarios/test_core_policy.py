@@ -14,3 +14,16 @@ def test_a_gang_mixing_pods_with_and_without_requests_runs_whole() -> None:
     bound_at = {e["time"] for e in outcome.events("Scheduled") if e["kind"] == "Pod"}
     assert len(bound_at) == 1, "the gang was bound in one session"
     assert outcome.group("mpi")["phase"] == "Running"
+
+
+def test_pods_without_a_group_are_ordered_by_their_priority() -> None:
+    outcome = run("policy/plain-pods-by-priority.yaml")
+    assert outcome.pod("b-high")["node"] == "n1"
+    assert outcome.pod("a-low")["node"] is None
+
+
+def test_a_lower_priority_gang_does_not_preempt_a_plain_pod() -> None:
+    outcome = run("policy/plain-pod-priority-shields.yaml")
+    assert outcome.summary["evictions"] == 0
+    assert outcome.pod("vip")["phase"] == "Running"
+    assert outcome.bound(group="gang") == []

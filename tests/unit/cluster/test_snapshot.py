@@ -1,0 +1,115 @@
+"""The snapshot: job priorities as the scheduler sees them."""
+
+import pytest
+
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.framework.interface import Snapshot
+
+
+def node(name: str = "n1", cpu: str = "4") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def priority_class(name: str, value: int, global_default: bool = False) -> dict:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "globalDefault": global_default,
+    }
+
+
+def pod(name: str, group: str | None = None, **spec: object) -> dict:
+    meta: dict = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "schedulerName": "kbatch",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            **spec,
+        },
+    }
+
+
+def pod_group(name: str, **spec: object) -> dict:
+    return {
+        "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": 1, **spec},
+    }
+
+
+def queue(name: str, **spec: object) -> dict:
+    return {
+        "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1, **spec},
+    }
+
+
+def snapshot_of(*objects: dict) -> Snapshot:
+    state = ClusterState()
+    for obj in (node(), queue("default"), *objects):
+        state.apply(obj)
+    return state.snapshot()
+
+
+CLASSES = (priority_class("high", 1000), priority_class("zero", 0))
+
+
+@pytest.mark.parametrize(
+    ("objects", "expected"),
+    [
+        ((pod("p", priorityClassName="high"),), 1000),
+        ((pod("p", priority=7),), 7),
+        ((priority_class("usual", 50, global_default=True), pod("p")), 50),
+        ((pod("p"),), 0),
+    ],
+    ids=["its class", "its spec.priority", "the global default", "nothing: 0"],
+)
+def test_a_pod_without_a_group_is_a_job_of_its_own_priority(
+    objects: tuple[dict, ...], expected: int
+) -> None:
+    snap = snapshot_of(*CLASSES, *objects)
+    assert snap.jobs["pod:default/p"].priority == expected
+
+
+@pytest.mark.parametrize(
+    ("objects", "expected"),
+    [
+        ((pod_group("g", priorityClassName="high"), pod("p", "g")), 1000),
+        ((pod_group("g", priorityClassName="zero"), pod("p", "g", priorityClassName="high")), 0),
+        ((pod_group("g"), pod("p", "g", priorityClassName="high")), 1000),
+        ((pod_group("g"), priority_class("usual", 50, global_default=True)), 50),
+        ((pod_group("g", priorityClassName="gone"), priority_class("usual", 50, True)), 50),
+        ((pod_group("g"),), 0),
+    ],
+    ids=[
+        "its class",
+        "its class of value 0, whatever its pods say",
+        "no class: its pods' highest",
+        "no class, no pods: the global default",
+        "an unknown class: the global default",
+        "nothing: 0",
+    ],
+)
+def test_a_pod_group_takes_its_class_priority_else_its_pods_else_the_default(
+    objects: tuple[dict, ...], expected: int
+) -> None:
+    snap = snapshot_of(*CLASSES, *objects)
+    assert snap.jobs["default/g"].priority == expected
