@@ -85,12 +85,7 @@ class SnapshotBuilder:
         priority_classes: Mapping[str, PriorityClassRecord],
         scheduler_names: frozenset[str],
     ) -> Snapshot:
-        names: set[str] = set()
-        for node in nodes:
-            names.update(node.allocatable)
-        for pod in pods:
-            names.update(name for name, _ in pod.spec.request)
-        dims = self._dims_for(names)
+        dims = self._dims_for(_resource_names(nodes, pods, pod_groups, queues))
         node_set = NodeSet(
             [
                 NodeInfo(n.name, n.labels, n.taints, n.unschedulable, dict(n.conditions))
@@ -169,6 +164,26 @@ class SnapshotBuilder:
         return job
 
 
+def _resource_names(
+    nodes: list[NodeRecord],
+    pods: list[PodRecord],
+    pod_groups: Mapping[str, PodGroup],
+    queues: Mapping[str, Queue],
+) -> set[str]:
+    """Every resource name the objects mention: a name only a PodGroup's minResources
+    or a Queue's capability uses is a dimension too (one the cluster has none of)."""
+    names: set[str] = set()
+    for node in nodes:
+        names.update(node.allocatable)
+    for pod in pods:
+        names.update(name for name, _ in pod.spec.request)
+    for group in pod_groups.values():
+        names.update(group.spec.min_resources or ())
+    for queue in queues.values():
+        names.update(queue.spec.capability or ())
+    return names
+
+
 class _Priorities:
     def __init__(self, classes: Mapping[str, PriorityClassRecord]) -> None:
         self.classes = classes
@@ -193,8 +208,7 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         limits = amounts(spec.capability, "spec.capability")
         capability = np.full(len(dims), np.inf)
         for name, value in limits.items():
-            if name in dims.index:
-                capability[dims.index[name]] = value
+            capability[dims.index[name]] = value
     return QueueInfo(
         name=queue.metadata.name,
         weight=spec.weight,
@@ -210,8 +224,7 @@ def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) ->
     spec = group.spec
     min_resources = None
     if spec.min_resources:
-        known = {k: v for k, v in amounts(spec.min_resources, "spec.minResources").items()}
-        min_resources = dims.vector({k: v for k, v in known.items() if k in dims.index})
+        min_resources = dims.vector(amounts(spec.min_resources, "spec.minResources"))
     return JobInfo(
         uid=key,
         namespace=group.metadata.namespace or "default",

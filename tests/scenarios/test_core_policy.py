@@ -27,3 +27,11 @@ def test_a_lower_priority_gang_does_not_preempt_a_plain_pod() -> None:
     assert outcome.summary["evictions"] == 0
     assert outcome.pod("vip")["phase"] == "Running"
     assert outcome.bound(group="gang") == []
+
+
+def test_a_group_asking_a_resource_no_node_has_stays_pending() -> None:
+    outcome = run("policy/min-resources-unknown-name.yaml")
+    assert outcome.group("train")["phase"] == "Pending"
+    assert outcome.bound(group="train") == []
+    waiting = outcome.condition("train", "Unschedulable")
+    assert waiting is not None and "nvidia.com/gpu" in waiting["message"]

@@ -1,8 +1,12 @@
-"""The snapshot: job priorities as the scheduler sees them."""
+"""The snapshot: job priorities and resource dimensions as the scheduler sees them."""
 
 import pytest
 
+from builders import FakeCluster
+from kbatch.api.podgroup import PodGroupPhase
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler import runner
+from kbatch.operators.scheduler.actions import enqueue
 from kbatch.operators.scheduler.framework.interface import Snapshot
 
 
@@ -113,3 +117,29 @@ def test_a_pod_group_takes_its_class_priority_else_its_pods_else_the_default(
 ) -> None:
     snap = snapshot_of(*CLASSES, *objects)
     assert snap.jobs["default/g"].priority == expected
+
+
+def test_resource_names_only_min_resources_or_a_capability_name_are_dimensions() -> None:
+    snap = snapshot_of(
+        pod_group("g", minResources={"cpu": "1", "nvidia.com/gpu": "8"}),
+        queue("capped", capability={"cpu": "2", "example.com/widget": "3"}),
+        pod("p", "g"),
+    )
+    dims = snap.dims
+    assert {"nvidia.com/gpu", "example.com/widget"} <= set(dims.names)
+    min_resources = snap.jobs["default/g"].min_resources
+    assert min_resources is not None
+    assert dims.mapping(min_resources) == {"cpu": 1000.0, "nvidia.com/gpu": 8.0}
+    capability = snap.queues["capped"].capability
+    assert capability is not None
+    assert capability[dims.index["example.com/widget"]] == 3.0
+    assert snap.nodes.allocatable[0, dims.index["nvidia.com/gpu"]] == 0.0
+
+
+def test_a_group_asking_a_resource_the_cluster_lacks_is_not_admitted() -> None:
+    snap = snapshot_of(pod_group("g", minResources={"cpu": "1", "nvidia.com/gpu": "8"}))
+    conf = runner.load_conf('actions: "enqueue"\ntiers:\n- plugins:\n  - name: proportion\n')
+    session = runner.open_session(snap, conf, FakeCluster(snap), now=0.0, uid="s")
+    enqueue.execute(session)
+    assert session.jobs["default/g"].phase is PodGroupPhase.PENDING
+    assert "nvidia.com/gpu" in session.job_reasons["default/g"]
