@@ -235,7 +235,7 @@ class ClusterState:
             self._expire_assumptions()
             if self._assumed:
                 pods = [self._with_assumption(pod) for pod in pods]
-            return self._builder.build(
+            built = self._builder.build(
                 nodes=builtins.list(self._parsed["Node"].values()),
                 pods=pods,
                 pod_groups=dict(self._parsed["PodGroup"]),
@@ -243,6 +243,17 @@ class ClusterState:
                 priority_classes=dict(self._parsed["PriorityClass"]),
                 scheduler_names=self.scheduler_names,
             )
+            return dataclasses.replace(built, foreign_groups=self._foreign_groups(pods))
+
+    def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:
+        """PodGroups with pods, none of them ours (another scheduler's groups)."""
+        ours: set[str] = set()
+        theirs: set[str] = set()
+        for pod in pods:
+            if pod.group:
+                mine = pod.scheduler_name in self.scheduler_names
+                (ours if mine else theirs).add(f"{pod.namespace}/{pod.group}")
+        return frozenset(theirs - ours)
 
     def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:
         assumed = self._assumed.get(f"{pod.namespace}/{pod.name}")

@@ -30,6 +30,8 @@ class Snapshot:
     queues: dict[str, QueueInfo]
     # Pods named by a group annotation whose PodGroup does not exist: uid -> group name.
     orphans: dict[str, str] = field(default_factory=dict)
+    # PodGroups (job uids) with pods, all of them another scheduler's: not ours to write.
+    foreign_groups: frozenset[str] = frozenset()
 
 
 class Binder(Protocol):

@@ -1,6 +1,11 @@
 """Session close: what a job's PodGroup status and its queue's status become.
 
-Written back only where they changed (the status writer is told nothing else).
+Written back only where they changed (the status writer is told nothing else), and
+a PodGroup's only if it may be ours: one with a pod of our scheduler names, or with no
+pods yet (it still needs Pending/Inqueue, and which scheduler it is for cannot be
+known). One whose pods are all another scheduler's (a second kbatch with another
+--scheduler-name) is left to that scheduler. A Queue's status is written whatever
+scheduler its groups are for.
 """
 
 from collections.abc import Mapping
@@ -113,7 +118,7 @@ def write_back(session: Session) -> None:
                 job, condition(ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message)
             )
         status = pod_group_status(job, session)
-        if status != job.old_status:
+        if status != job.old_status and job.uid not in session.foreign_groups:
             session.cluster.status.update_pod_group(job.namespace, job.name, status)
         job.phase = status.phase
         by_queue.setdefault(job.queue, []).append(job)

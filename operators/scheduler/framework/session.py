@@ -102,6 +102,7 @@ class Session:
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
         self.orphans = snapshot.orphans
+        self.foreign_groups = snapshot.foreign_groups
         self.conf = conf
         self.cluster = cluster
         self.now = now

@@ -261,3 +261,25 @@ def test_work_is_a_pending_pod_of_ours_or_a_group_not_yet_admitted() -> None:
     state.apply(pod("late"))
     state.delete("Pod", "default", "late")
     assert not state.has_work()
+
+
+def test_a_group_whose_pods_are_all_another_schedulers_gets_no_status_from_us() -> None:
+    """Two kbatch deployments (different --scheduler-name) must not overwrite each other's
+    PodGroup status; a group with no pods yet still gets ours (it may be ours)."""
+    from builders import FakeCluster
+    from kbatch.operators.scheduler import runner
+
+    state = ClusterState(frozenset({"kbatch"}))
+    state.apply(node("n1"))
+    for name in ("mine", "theirs", "empty", "mixed"):
+        state.apply(pod_group(name))
+    state.apply(pod("m", group="mine"))
+    state.apply(pod("t", group="theirs", scheduler="kbatch-b"))
+    state.apply(pod("x1", group="mixed", scheduler="kbatch-b"))
+    state.apply(pod("x2", group="mixed"))
+    snapshot = state.snapshot()
+    assert snapshot.foreign_groups == {"default/theirs"}
+    cluster = FakeCluster(snapshot)
+    session = runner.open_session(snapshot, runner.default_conf(), cluster, now=1.0, uid="s")
+    runner.close_session(session)
+    assert sorted(cluster.pod_groups) == ["default/empty", "default/mine", "default/mixed"]
