@@ -5,7 +5,14 @@ lets a counter keep its name; Python's appends ``_total``. So the two counters
 whose documented names do not end in ``_total`` (total_preemption_attempts,
 job_retry_counts) are exported as gauges that only ever grow, under the exact
 name users' dashboards query.
+
+Series labelled by a job or a queue live as long as it does: each session removes
+the label sets it did not set again (a deleted queue, a capability taken away, a
+resource no longer in the cluster, a job gone), so that neither the registry grows
+without bound nor a gauge keeps a value nothing stands for.
 """
+
+import contextlib
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -106,6 +113,33 @@ class SchedulerMetrics:
             )
             for phase, name in PHASES.items()
         }
+        # label sets set by the last session, and by this one so far, per labelled gauge
+        self._series: dict[Gauge, set[tuple[str, ...]]] = {}
+        self._setting: dict[Gauge, set[tuple[str, ...]]] = {}
+        self._retried: set[str] = set()  # job ids with a kbatch_job_retry_counts series
+
+    def _labelled_gauges(self) -> list[Gauge]:
+        return [
+            *self.queue_resources.values(),
+            *self.queue_groups.values(),
+            self.queue_share,
+            self.queue_weight,
+            self.queue_overused,
+            self.unschedulable_tasks,
+        ]
+
+    def _set(self, gauge: Gauge, labels: tuple[str, ...], value: float) -> None:
+        gauge.labels(*labels).set(value)
+        self._setting.setdefault(gauge, set()).add(labels)
+
+    def _remove_unset(self) -> None:
+        """Remove what the last session set and this one did not."""
+        for gauge in self._labelled_gauges():
+            now = self._setting.pop(gauge, set())
+            for labels in self._series.get(gauge, set()) - now:
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*labels)
+            self._series[gauge] = now
 
     def record(self, session: Session) -> None:
         """Fold one closed session into the metrics."""
@@ -125,32 +159,31 @@ class SchedulerMetrics:
         self.preemption_attempts.inc(stats.preemption_attempts)
         self._record_jobs(session)
         self._record_queues(session)
+        self._remove_unset()
 
     def forget_cluster_state(self) -> None:
         """Drop the gauges that describe the cluster (queues, unschedulable jobs): a replica
         that stopped scheduling must not keep exporting what it saw last."""
-        gauges = [
-            *self.queue_resources.values(),
-            *self.queue_groups.values(),
-            self.queue_share,
-            self.queue_weight,
-            self.queue_overused,
-            self.unschedulable_tasks,
-        ]
-        for gauge in gauges:
+        for gauge in self._labelled_gauges():
             gauge.clear()
+        self._series.clear()
+        self._setting.clear()
         self.unschedulable_jobs.set(0)
 
     def _record_jobs(self, session: Session) -> None:
-        self.unschedulable_tasks.clear()
         unschedulable = 0
         for job in session.jobs.values():
             pending = job.counts[TaskStatus.PENDING]
             if pending and (job.uid in session.fit_errors or job.uid in session.invalid):
                 unschedulable += 1
-                self.unschedulable_tasks.labels(job_id=job.uid).set(pending)
+                self._set(self.unschedulable_tasks, (job.uid,), pending)
                 self.job_retries.labels(job_id=job.uid).inc()
+                self._retried.add(job.uid)
         self.unschedulable_jobs.set(unschedulable)
+        for gone in self._retried - session.jobs.keys():
+            with contextlib.suppress(KeyError):
+                self.job_retries.remove(gone)
+        self._retried &= session.jobs.keys()
 
     def _record_queues(self, session: Session) -> None:
         groups: dict[str, dict[PodGroupPhase, int]] = {q: {} for q in session.queues}
@@ -167,11 +200,11 @@ class SchedulerMetrics:
             }
             for kind, vector in vectors.items():
                 self._set_resources(kind, name, session.dims, vector)
-            self.queue_share.labels(queue_name=name).set(queue.share)
-            self.queue_weight.labels(queue_name=name).set(queue.weight)
-            self.queue_overused.labels(queue_name=name).set(1 if session.overused(queue) else 0)
+            self._set(self.queue_share, (name,), queue.share)
+            self._set(self.queue_weight, (name,), queue.weight)
+            self._set(self.queue_overused, (name,), 1 if session.overused(queue) else 0)
             for phase, gauge in self.queue_groups.items():
-                gauge.labels(queue_name=name).set(groups[name].get(phase, 0))
+                self._set(gauge, (name,), groups[name].get(phase, 0))
 
     def _set_resources(self, kind: str, queue: str, dims: Dims, vector: object) -> None:
         if vector is None:
@@ -181,12 +214,12 @@ class SchedulerMetrics:
             if value == float("inf"):
                 continue
             if resource == "cpu":
-                self.queue_resources[(kind, "milli_cpu")].labels(queue_name=queue).set(value)
+                self._set(self.queue_resources[(kind, "milli_cpu")], (queue,), value)
             elif resource == "memory":
-                self.queue_resources[(kind, "memory_bytes")].labels(queue_name=queue).set(value)
+                self._set(self.queue_resources[(kind, "memory_bytes")], (queue,), value)
             elif resource != "pods":
                 gauge = self.queue_resources[(kind, "scalar_resources")]
-                gauge.labels(queue_name=queue, resource=resource).set(value)
+                self._set(gauge, (queue, resource), value)
 
 
 def exported_names(metrics: SchedulerMetrics) -> set[str]:

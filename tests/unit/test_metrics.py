@@ -2,7 +2,7 @@
 
 from prometheus_client import generate_latest
 
-from builders import Cluster, run_actions
+from builders import Cluster, run_actions, vec
 from kbatch.metrics import SchedulerMetrics, exported_names
 from kbatch.operators.scheduler.framework.info import TaskStatus
 
@@ -85,3 +85,23 @@ def test_a_replica_that_stops_scheduling_forgets_the_cluster_gauges() -> None:
     assert 'queue_name="q"' not in text
     assert "kbatch_unschedule_task_count{" not in text
     assert "kbatch_e2e_scheduling_latency_milliseconds_count 1.0" in text  # history stays
+
+
+def test_series_of_jobs_and_queues_gone_are_removed() -> None:
+    metrics = SchedulerMetrics()
+    metrics.record(session_after_scheduling())
+    capped = Cluster().node("n1", cpu=4).queue("other", capability=vec(cpu=8, memory=8))
+    capped.job("stuck", queue="other", min_member=1).tasks(1, cpu=5)
+    metrics.record(run_actions_session(capped))
+    text = generate_latest(metrics.registry).decode()
+    assert 'queue_name="q"' not in text, "a queue gone leaves no series"
+    assert 'job_id="default/too-big"' not in text, "nor a job gone"
+    assert 'kbatch_job_retry_counts{job_id="default/stuck"} 1.0' in text
+    assert 'kbatch_queue_capability_milli_cpu{queue_name="other"} 8000.0' in text
+    uncapped = Cluster().node("n1", cpu=4).queue("other", capability=None)
+    metrics.record(run_actions_session(uncapped))
+    text = generate_latest(metrics.registry).decode()
+    assert "kbatch_queue_capability_milli_cpu{" not in text, "a capability taken away"
+    assert 'kbatch_queue_weight{queue_name="other"} 1.0' in text
+    metrics.forget_cluster_state()
+    metrics.record(run_actions_session(uncapped))  # nothing left to remove: no KeyError
