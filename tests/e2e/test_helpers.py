@@ -1,8 +1,12 @@
 """The e2e suite's own helpers, without a cluster: polling through a replica's 503s,
-event times by session, the test kubelet retrying a refused write."""
+event times by session, the test kubelet retrying a refused write, and the test
+script finding envtest's binaries before building its own."""
 
+import shutil
+import subprocess
 import threading
 import urllib.error
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +15,8 @@ from e2e import kubelet as kubelet_module
 from e2e.cluster_backend import event_time, poll
 from e2e.kubelet import Kubelet
 from kbatch.operators.scheduler.kube import ApiError, micro_time
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_poll_waits_through_errors_and_reports_the_last_one() -> None:
@@ -95,3 +101,47 @@ def test_the_kubelet_does_not_retry_a_pod_that_is_gone(monkeypatch: pytest.Monke
     kubelet._on_pod("ADDED", pod())
     kubelet._writes.shutdown(wait=True)
     assert api.writes == 1
+
+
+def stub(path: Path, body: str = "exit 0") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/usr/bin/env bash\n{body}\n")
+    path.chmod(0o755)
+
+
+def run_test_script(tmp_path: Path, envtest_default: Path) -> tuple[str, bool]:
+    """scripts/test.sh in a copy of the layout whose every tool is a stub: what pytest
+    was given as KUBEBUILDER_ASSETS, and whether the control plane was provisioned."""
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "scripts" / "test.sh", root / "scripts" / "test.sh")
+    built = tmp_path / "provisioned"
+    stub(root / "scripts" / "provision-control-plane.sh", f"touch {built}; echo {tmp_path}/cache")
+    for tool in ("python", "ruff", "mypy", "lint-imports"):
+        stub(root / ".venv" / "bin" / tool)
+    stub(root / ".venv" / "bin" / "pytest", 'echo "assets=$KUBEBUILDER_ASSETS"')
+    stub(tmp_path / "path" / "python3")
+    env = {
+        "PATH": f"{tmp_path / 'path'}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "KBATCH_ENVTEST_DEFAULT": str(envtest_default),
+        "KBATCH_HELM": "stub",
+    }
+    done = subprocess.run(
+        ["bash", str(root / "scripts" / "test.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1], built.exists()
+
+
+def test_the_test_script_uses_envtests_default_folder_before_building(tmp_path: Path) -> None:
+    default = tmp_path / "kubebuilder" / "bin"
+    assert run_test_script(tmp_path, default) == (f"assets={tmp_path}/cache", True)
+    (tmp_path / "provisioned").unlink()
+    for binary in ("etcd", "kube-apiserver"):
+        stub(default / binary)
+    assert run_test_script(tmp_path, default) == (f"assets={default}", False)
