@@ -21,7 +21,8 @@ no later action counts them as placed and commits a part of the gang alone.
 import heapq
 import itertools
 
-from kbatch.operators.scheduler.framework.info import NO_NODE, JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.actions import backfill
+from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.session import Session
 from kbatch.operators.scheduler.framework.statement import Statement
@@ -66,7 +67,7 @@ def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
     requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
     placed = _place_requested(session, placer, job, statement, requested)
     if requested and not session.job_ready(job):
-        placed += _place_best_effort(session, placer, job, statement)
+        placed += backfill.place_best_effort(session, placer, job, statement, until_ready=True)
     if session.job_ready(job):
         session.stats.attempts["scheduled"] += placed
         statement.commit()
@@ -96,22 +97,6 @@ def _place_requested(
             session.stats.attempts["unschedulable"] += 1
             break
         statement.place(task, choice.node, choice.pipelined)
-        placed += 1
-        if session.job_ready(job):
-            break
-    return placed
-
-
-def _place_best_effort(session: Session, placer: Placer, job: JobInfo, statement: Statement) -> int:
-    """Place the job's pending best-effort tasks as backfill would, until it is ready."""
-    placed = 0
-    tasks = [t for t in job.tasks_with(TaskStatus.PENDING) if t.template.best_effort]
-    for task in sorted(tasks, key=session.task_order_key):
-        node = placer.first_fit(task)
-        if node == NO_NODE:
-            session.record_fit_error(job, task, placer.explain(task))
-            break
-        statement.allocate(task, node)
         placed += 1
         if session.job_ready(job):
             break
