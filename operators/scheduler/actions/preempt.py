@@ -1,12 +1,16 @@
 """The preempt action: a pending task may evict lower-importance tasks of other jobs
 in the same queue (victims from ``preemptable``), then, in a second phase, tasks of
 its own job. Per job, all through one Statement: if the job cannot become ready
-(pipelined) with the room made, nothing is evicted."""
+(pipelined) with the room made, or a victim's room would be left unused, nothing
+is evicted. A task its queue may not take (capability) evicts nothing."""
 
 from kbatch.operators.scheduler.framework.eviction import (
+    Rules,
     fits_without_eviction,
+    jobs_by_queue,
     make_room,
     pending_tasks,
+    wasted_evictions,
 )
 from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
@@ -18,33 +22,36 @@ NAME = "preempt"
 
 def execute(session: Session) -> None:
     placer = Placer(session)
-    jobs = sorted(session.jobs_to_place(), key=session.job_order_key)
-    for job in sorted(jobs, key=lambda j: session.queue_order_key(session.queues[j.queue])):
+    jobs = session.jobs_to_place()
+    for job in jobs_by_queue(session, jobs):
 
         def other_job_same_queue(t: TaskInfo, job: JobInfo = job) -> bool:
             return t.job != job.uid and session.jobs[t.job].queue == job.queue
 
-        _preempt_for(session, placer, job, other_job_same_queue)
-    for job in jobs:
+        _preempt_for(session, placer, job, Rules(other_job_same_queue, session.preemptable))
+    for job in sorted(jobs, key=session.job_order_key):
         if job.counts[TaskStatus.PENDING]:
 
             def same_job(t: TaskInfo, job: JobInfo = job) -> bool:
                 return t.job == job.uid
 
-            _preempt_for(session, placer, job, same_job)
+            _preempt_for(session, placer, job, Rules(same_job, session.preemptable))
 
 
-def _preempt_for(session: Session, placer: Placer, job: JobInfo, wanted: object) -> None:
+def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:
     if fits_without_eviction(session, placer, job):
         return  # room enough; the job waits for allocate, not for victims
+    queue = session.queues[job.queue]
     statement = Statement(session)
     for task in pending_tasks(session, job):
+        if not session.allocatable(queue, task):
+            break  # its queue may not take it: evicting for it would be in vain
         session.stats.preemption_attempts += 1
-        if not make_room(session, statement, placer, task, wanted, session.preemptable):  # type: ignore[arg-type]
+        if not make_room(session, statement, placer, task, rules, f"preempted for {task.key}"):
             break
         if session.job_pipelined(job):
             break  # kube-batch's pace: until pipelined, else one task a session
-    if session.job_pipelined(job):
+    if session.job_pipelined(job) and not wasted_evictions(session, statement):
         statement.commit()
     else:
         statement.discard()

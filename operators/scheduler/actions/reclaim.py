@@ -1,16 +1,34 @@
 """The reclaim action: a queue below its deserved share takes resources back from
 queues above theirs — the most over-served queue first — never taking a queue
 below its deserved share, and only from queues marked reclaimable (victims from
-``reclaimable``). Per job through one Statement: if the job cannot become ready
-(pipelined) with the room taken back, nothing is evicted."""
+``reclaimable``).
+
+These limits are the action's own, whatever the tiers say (DESIGN §3): a victim
+may go only if its queue still holds its deserved share without it (counting the
+victims already taken), and the reclaimer takes room only up to its own deserved
+share, so that no eviction makes the victim's queue a reclaimer of the same room
+in the next session. A task its queue may not take (capability) evicts nothing.
+Per job through one Statement: if the job cannot become ready (pipelined) with
+the room taken back, nothing is evicted.
+
+Each task tried counts as a preemption attempt (kube-batch counted preempt's
+only; a reclaim is a preemption across queues).
+"""
 
 from kbatch.operators.scheduler.framework.eviction import (
+    Rules,
     fits_without_eviction,
+    holds_deserved_after,
+    jobs_by_queue,
     make_room,
     pending_tasks,
+    rationed_dims,
+    wasted_evictions,
+    within_deserved,
 )
-from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo
+from kbatch.operators.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.framework.placement import Placer
+from kbatch.operators.scheduler.framework.resources import share, shareable
 from kbatch.operators.scheduler.framework.session import Session
 from kbatch.operators.scheduler.framework.statement import Statement
 
@@ -19,12 +37,7 @@ NAME = "reclaim"
 
 def execute(session: Session) -> None:
     placer = Placer(session)
-    jobs = session.jobs_to_place()
-    by_queue = sorted(
-        jobs,
-        key=lambda j: (session.queue_order_key(session.queues[j.queue]), session.job_order_key(j)),
-    )
-    for job in by_queue:
+    for job in jobs_by_queue(session, session.jobs_to_place()):
         if session.overused(session.queues[job.queue]):
             continue
         if fits_without_eviction(session, placer, job):
@@ -33,40 +46,56 @@ def execute(session: Session) -> None:
 
 
 def _reclaim_for(session: Session, placer: Placer, job: JobInfo) -> None:
+    queue = session.queues[job.queue]
+    rules = _rules(session, queue)
+    mask = shareable(session.dims)
+    statement = Statement(session)
+    for task in pending_tasks(session, job):
+        if not session.allocatable(queue, task):
+            break  # its queue may not take it: evicting for it would be in vain
+        if not within_deserved(queue, task.request * mask):
+            break  # the queue takes back only up to its deserved share
+        session.stats.preemption_attempts += 1
+        if not make_room(session, statement, placer, task, rules, f"reclaimed by {task.key}"):
+            break
+        if session.job_pipelined(job):
+            break
+    if session.job_pipelined(job) and not wasted_evictions(session, statement):
+        statement.commit()
+    else:
+        statement.discard()
+
+
+def _rules(session: Session, reclaimer: QueueInfo) -> Rules:
+    mask = shareable(session.dims)
+    rationed = rationed_dims(session.queues.values(), len(session.dims))
+
+    def queue_of(t: TaskInfo) -> QueueInfo | None:
+        return session.queues.get(session.jobs[t.job].queue)
+
     def from_other_overused_queue(t: TaskInfo) -> bool:
-        queue = session.queues.get(session.jobs[t.job].queue)
+        queue = queue_of(t)
         return (
             queue is not None
-            and queue.name != job.queue
+            and queue.name != reclaimer.name
             and queue.reclaimable
             and session.overused(queue)
         )
 
-    def most_over_served_first(reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        victims = session.reclaimable(reclaimer, candidates)
-        return sorted(
-            victims,
-            key=lambda t: session.queue_order_key(session.queues[session.jobs[t.job].queue]),
+    def still_allowed(t: TaskInfo) -> bool:
+        queue = queue_of(t)
+        return (
+            queue is not None
+            and session.overused(queue)
+            and holds_deserved_after(queue, t.request * mask, rationed)
         )
 
-    def still_over(t: TaskInfo) -> bool:
-        return session.overused(session.queues[session.jobs[t.job].queue])
+    def most_over_served_first(t: TaskInfo) -> float:
+        queue = queue_of(t)
+        if queue is None or queue.allocated is None or queue.deserved is None:
+            return 0.0
+        return -share(queue.allocated, queue.deserved)
 
-    statement = Statement(session)
-    for task in pending_tasks(session, job):
-        if not make_room(
-            session,
-            statement,
-            placer,
-            task,
-            from_other_overused_queue,
-            most_over_served_first,
-            still_over,
-        ):
-            break
-        if session.job_pipelined(job):
-            break
-    if session.job_pipelined(job):
-        statement.commit()
-    else:
-        statement.discard()
+    return Rules(
+        from_other_overused_queue, session.reclaimable, still_allowed, most_over_served_first
+    )

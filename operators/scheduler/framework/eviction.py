@@ -1,14 +1,21 @@
 """Making room for a task by evicting others, through a Statement.
 
 Shared by the preempt and reclaim actions: they differ in which running tasks
-are candidates and which plugin function chooses the victims.
+are candidates, which plugin function chooses the victims, which victims go
+first and what may still go given the victims already taken.
+
+On each node worth trying, victims are taken in order until the task fits,
+gangs are kept whole (0 < ready < minMember never happens), then the victims
+not needed after all are spared again, most important first. Of the nodes
+that work, the one whose victims are fewest and least important wins.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
-from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.resources import EPSILON
 from kbatch.operators.scheduler.framework.session import Session
@@ -16,10 +23,45 @@ from kbatch.operators.scheduler.framework.statement import Statement
 
 EVICTABLE = (TaskStatus.RUNNING, TaskStatus.BOUND)
 
-# (preemptor, candidates on one node) -> the victims, least important first
+# (preemptor, candidates on one node) -> the victims the plugins allow
 VictimChooser = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
-# may this victim still go, given what this statement already took? (re-checked per victim)
-StillAllowed = Callable[[TaskInfo], bool]
+# How many nodes that work are compared before the best of them is taken (in node
+# order, roomiest and best scored first), so that a big full cluster stays cheap.
+PLANS_COMPARED = 32
+
+
+def _always(_: TaskInfo) -> bool:
+    return True
+
+
+def _no_preference(_: TaskInfo) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What an action may evict, and in which order.
+
+    - ``wanted``: is this running task a candidate at all?
+    - ``choose``: the plugins' say (``preemptable`` / ``reclaimable``);
+    - ``allowed``: may this victim still go, given the victims already taken
+      (asked again before each one, with the session as it is then);
+    - ``first``: victims with a lower value go first (asked again before each
+      one, so it can follow shares as they change); ties go to the least
+      important victim.
+    """
+
+    wanted: Callable[[TaskInfo], bool]
+    choose: VictimChooser
+    allowed: Callable[[TaskInfo], bool] = _always
+    first: Callable[[TaskInfo], float] = _no_preference
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    cost: tuple[int, ...]
+    node: int
+    victims: list[TaskInfo]
 
 
 def evictable_tasks(
@@ -39,6 +81,21 @@ def least_important_first(session: Session, tasks: list[TaskInfo]) -> list[TaskI
         return (session.job_order_key(session.jobs[task.job]), session.task_order_key(task))
 
     return sorted(tasks, key=key, reverse=True)
+
+
+def jobs_by_queue(session: Session, jobs: list[JobInfo]) -> Iterator[JobInfo]:
+    """Each job once: from the queue first in queue order, then by job order. The queue
+    order is asked again before each job, so it follows the shares as they change."""
+    waiting: dict[str, list[JobInfo]] = {}
+    for job in sorted(jobs, key=session.job_order_key):
+        waiting.setdefault(job.queue, []).append(job)
+    while waiting:
+        name = min(waiting, key=lambda q: session.queue_order_key(session.queues[q]))
+        queue_jobs = waiting[name]
+        job = queue_jobs.pop(0)
+        if not queue_jobs:
+            del waiting[name]
+        yield job
 
 
 def fits_without_eviction(session: Session, placer: Placer, job: JobInfo) -> bool:
@@ -72,59 +129,192 @@ def make_room(
     statement: Statement,
     placer: Placer,
     task: TaskInfo,
-    wanted: Callable[[TaskInfo], bool],
-    choose: VictimChooser,
-    still_allowed: StillAllowed = lambda _: True,
+    rules: Rules,
+    reason: str,
 ) -> bool:
-    """Evict what ``choose`` allows on the best node where that makes ``task`` fit,
-    then pipeline ``task`` there. False (and nothing done) if no node works.
-
-    A gang is never left with 0 < ready < minMember: if the victims taken break
-    one, the rest of it on this node goes too (the plugins offer a whole gang
-    only when all of it is there), or the node is given up.
-    """
-    nodes = session.nodes
+    """Evict, on the node where that costs least, what ``rules`` allow to make ``task``
+    fit, then pipeline ``task`` there. False (and nothing done) if no node works."""
     view = placer.view(task)
-    request = task.request
-    for node in _nodes_worth_trying(session, view.ok, view.scores, request, wanted):
-        candidates = evictable_tasks(session, node, wanted)
-        victims = least_important_first(session, choose(task, candidates))
-        room = nodes.future_idle()[node] + sum((v.request for v in victims), np.zeros_like(request))
-        if not _fits(request, room):
+    nodes = _nodes_worth_trying(session, view.ok, view.scores, task.request, rules.wanted)
+    rank = _ranks(session, nodes, rules)
+    plans: list[_Plan] = []
+    for position, node in enumerate(nodes):
+        victims = _plan(session, statement, task, node, rules)
+        if victims is None:
             continue
-        mark = statement.mark()
-        taken = []
-        for victim in victims:
-            if _fits(request, nodes.future_idle()[node]):
-                break
-            if still_allowed(victim):
-                statement.evict(victim, f"preempted for {task.key}")
-                taken.append(victim)
-        taken += _complete_broken_gangs(session, statement, task, victims, taken)
-        if _fits(request, nodes.future_idle()[node]) and not _breaks_a_gang(session, taken):
-            statement.pipeline(task, node)
-            session.stats.preemption_victims += len(taken)
-            return True
-        statement.rollback(mark)
-    return False
+        plans.append(_Plan(_cost(session, task, node, victims, rank, position), node, victims))
+        if not victims or len(plans) == PLANS_COMPARED:
+            break  # room without evicting anything: nothing beats it
+    if not plans:
+        return False
+    best = min(plans, key=lambda p: p.cost)
+    for victim in best.victims:
+        statement.evict(victim, reason)
+    statement.pipeline(task, best.node)
+    return True
+
+
+def wasted_evictions(session: Session, statement: Statement) -> list[TaskInfo]:
+    """Victims whose room is still idle once the preemptor's tasks are placed: they
+    could have stayed. (Victims taken one by one are spared when not needed, so in
+    practice these are members of a whole gang evicted for a smaller preemptor.)"""
+    future = session.nodes.future_idle()
+    return [v for v in statement.evicted() if _fits(v.request, future[v.node])]
+
+
+def holds_deserved_after(queue: QueueInfo, request: np.ndarray, rationed: np.ndarray) -> bool:
+    """Would ``queue`` still hold its deserved share without ``request``? (see
+    ``keeps_deserved``; False for a queue without a deserved share)"""
+    if queue.deserved is None or queue.allocated is None:
+        return False
+    return keeps_deserved(queue.allocated, queue.deserved, request, rationed)
+
+
+def keeps_deserved(
+    allocated: np.ndarray, deserved: np.ndarray, request: np.ndarray, rationed: np.ndarray
+) -> bool:
+    """Does a queue holding ``allocated`` keep its ``deserved`` share without ``request``?
+
+    Checked in each dimension the request uses that is ``rationed`` (the queues
+    ask for more than there is, so deserved shares are real shares) or where the
+    queue holds more than it deserves. Where nobody is short (memory in a
+    cpu-bound cluster) the deserved amount is just the queue's demand, and
+    giving a task back takes no share it is owed: kube-batch's strict test
+    there made reclaim impossible from any queue whose pods ask for memory.
+
+    An eviction that passes never makes the victim's queue a reclaimer of the
+    same room: where it gave the task back, it keeps at least its deserved share.
+    """
+    checked = (request > EPSILON) & (rationed | (allocated > deserved + EPSILON))
+    return bool(np.all(allocated[checked] - request[checked] >= deserved[checked] - EPSILON))
+
+
+def rationed_dims(queues: Iterable[QueueInfo], dims: int) -> np.ndarray:
+    """The dimensions in which some queue deserves less than it asks (its request,
+    capped by its capability): those the queues really share."""
+    short = np.zeros(dims, dtype=bool)
+    for queue in queues:
+        if queue.deserved is None or queue.request is None:
+            continue
+        wants = queue.request
+        if queue.capability is not None:
+            wants = np.minimum(wants, queue.capability)
+        short |= queue.deserved < wants - EPSILON
+    return short
+
+
+def within_deserved(queue: QueueInfo, request: np.ndarray) -> bool:
+    """Would ``queue`` stay within its deserved share with ``request`` added, in each
+    dimension the request uses? (Volcano's test for a reclaimer.)"""
+    if queue.deserved is None or queue.allocated is None:
+        return False
+    used = request > EPSILON
+    return bool(np.all(queue.allocated[used] + request[used] <= queue.deserved[used] + EPSILON))
+
+
+def _plan(
+    session: Session, statement: Statement, task: TaskInfo, node: int, rules: Rules
+) -> list[TaskInfo] | None:
+    """The victims that make ``task`` fit on ``node`` (none if it fits already), or None.
+    Tried through the statement so that every rule sees the victims taken before;
+    everything is rolled back."""
+    future = session.nodes.future_idle()
+    request = task.request
+    if _fits(request, future[node]):
+        return []
+    candidates = rules.choose(task, evictable_tasks(session, node, rules.wanted))
+    order = {id(t): i for i, t in enumerate(least_important_first(session, candidates))}
+    mark = statement.mark()
+    taken: list[TaskInfo] = []
+    remaining = list(candidates)
+    while remaining and not _fits(request, future[node]):
+        victim = min(remaining, key=lambda t: (rules.first(t), order[id(t)]))
+        remaining.remove(victim)
+        if rules.allowed(victim):
+            statement.evict(victim, "")
+            taken.append(victim)
+    taken += _complete_broken_gangs(session, statement, candidates, taken)
+    victims = None
+    if _fits(request, future[node]) and not _breaks_a_gang(session, taken):
+        victims = _spare_unneeded(session, request, future[node].copy(), taken)
+    statement.rollback(mark)
+    return victims
 
 
 def _complete_broken_gangs(
-    session: Session,
-    statement: Statement,
-    task: TaskInfo,
-    victims: list[TaskInfo],
-    taken: list[TaskInfo],
+    session: Session, statement: Statement, candidates: list[TaskInfo], taken: list[TaskInfo]
 ) -> list[TaskInfo]:
+    """If the victims taken break a gang, the rest of it on this node goes too (the
+    plugins offer a whole gang only when all of it is there)."""
     more = []
     for job_uid in {t.job for t in taken}:
         job = session.jobs[job_uid]
         if 0 < job.ready_count < job.min_member:
-            for victim in victims:
-                if victim.job == job_uid and victim.status is not TaskStatus.RELEASING:
-                    statement.evict(victim, f"preempted for {task.key} (whole gang)")
+            for victim in candidates:
+                if victim.job == job_uid and victim.status in EVICTABLE:
+                    statement.evict(victim, "")
                     more.append(victim)
     return more
+
+
+def _spare_unneeded(
+    session: Session, request: np.ndarray, room: np.ndarray, taken: list[TaskInfo]
+) -> list[TaskInfo]:
+    """Give back, most important first, the victims the task fits without. A gang
+    evicted whole is given back whole or not at all."""
+    units = _units(session, taken)
+    spared: set[int] = set()
+    for unit in reversed(units):
+        need = sum((t.request for t in unit), np.zeros_like(request))
+        if _fits(request, room - need):
+            room = room - need
+            spared.update(id(t) for t in unit)
+    return [t for t in taken if id(t) not in spared]
+
+
+def _units(session: Session, taken: list[TaskInfo]) -> list[list[TaskInfo]]:
+    """The victims as they can be spared: one by one, except a gang that would be
+    broken by sparing just one of its members (then all of them together)."""
+    units: list[list[TaskInfo]] = []
+    together: dict[str, list[TaskInfo]] = {}
+    for task in taken:
+        job = session.jobs[task.job]
+        if job.ready_count + 1 >= job.min_member:
+            units.append([task])
+        elif task.job in together:
+            together[task.job].append(task)
+        else:
+            together[task.job] = [task]
+            units.append(together[task.job])
+    return units
+
+
+def _ranks(session: Session, nodes: list[int], rules: Rules) -> dict[int, int]:
+    """Each candidate's place in the order victims should go (0 goes first)."""
+    candidates = [t for node in nodes for t in evictable_tasks(session, node, rules.wanted)]
+    ordered = least_important_first(session, candidates)
+    by_importance = {id(t): i for i, t in enumerate(ordered)}
+    ordered.sort(key=lambda t: (rules.first(t), by_importance[id(t)]))
+    return {id(t): i for i, t in enumerate(ordered)}
+
+
+def _cost(
+    session: Session,
+    task: TaskInfo,
+    node: int,
+    victims: list[TaskInfo],
+    rank: dict[int, int],
+    position: int,
+) -> tuple[int, ...]:
+    """Lower is better: no victim's room left over (a gang evicted whole for less than
+    it frees), then the most important victim least important, then fewest victims,
+    then the node order."""
+    room = session.nodes.future_idle()[node] - task.request
+    for victim in victims:
+        room = room + victim.request
+    left_over = sum(1 for v in victims if _fits(v.request, room))
+    ranks = [rank[id(v)] for v in victims]
+    return (left_over, max(ranks, default=-1), len(victims), sum(ranks), position)
 
 
 def _breaks_a_gang(session: Session, taken: list[TaskInfo]) -> bool:

@@ -138,7 +138,7 @@ class QueueInfo:
     capability: np.ndarray | None = None
     reclaimable: bool = True
     open: bool = True
-    # Published by plugins at session close (the proportion plugin fills them).
+    # Published by plugins (the proportion plugin: kept current from session open).
     deserved: np.ndarray | None = None
     allocated: np.ndarray | None = None
     request: np.ndarray | None = None

@@ -75,6 +75,8 @@ class Statement:
                 self.session.dispatch(change.task)
             elif change.op is Op.EVICT:
                 self.session.evict_now(change.task, change.reason)
+                # victims are counted here, when sent: never those of a discarded try
+                self.session.stats.preemption_victims += 1
         self._changes.clear()
 
     def discard(self) -> None:

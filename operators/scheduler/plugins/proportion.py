@@ -13,6 +13,7 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import PluginOption
+from kbatch.operators.scheduler.framework.eviction import keeps_deserved, rationed_dims
 from kbatch.operators.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.framework.resources import EPSILON, less_equal, share, shareable
 from kbatch.operators.scheduler.framework.session import Session, Vote
@@ -46,30 +47,39 @@ def deserved_shares(
 ) -> dict[str, np.ndarray]:
     """Water-filling of ``total`` between queues by weight (see module doc).
 
-    Each round splits what is left by weight among the queues not yet met; a
-    queue never gets more than min(request, capability) in any dimension (the
-    excess goes back to the pool). It ends when every queue is met or nothing
-    is left.
+    A queue never gets more than min(request, capability) in any dimension, and
+    what one does not take is shared again among the others. Dimensions do not
+    interact (a queue capped in one still shares the others by weight), so each
+    is filled on its own, exactly: the kube-batch loop of rounds reaches the same
+    level only in the limit, and stopped early it left room undistributed.
     """
-    deserved = {name: np.zeros_like(total, dtype=float) for name in weights}
-    limit = {name: np.minimum(requests[name], capabilities[name]) for name in weights}
-    met = {name for name in weights if less_equal(limit[name], deserved[name])}
-    remaining = total.astype(float)
-    # Each round meets a queue or empties a dimension, so this bound is never the reason to stop.
-    for _ in range((len(weights) + 1) * (len(total) + 1)):
-        open_weight = sum(w for name, w in weights.items() if name not in met)
-        if open_weight == 0 or np.all(remaining <= EPSILON):
+    names = list(weights)
+    if not names:
+        return {}
+    weight = np.array([float(weights[n]) for n in names])
+    limits = np.array([np.minimum(requests[n], capabilities[n]) for n in names], dtype=float)
+    deserved = np.zeros_like(limits)
+    for dim, amount in enumerate(np.asarray(total, dtype=float).tolist()):
+        deserved[:, dim] = _fill(amount, weight, limits[:, dim])
+    return {name: deserved[i] for i, name in enumerate(names)}
+
+
+def _fill(total: float, weight: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """One dimension: each queue gets ``weight × level`` but at most its ``limit``, at the
+    highest level ``total`` allows. Queues are met in order of limit/weight; from the
+    first one that would not be met, the rest share what is left by weight."""
+    out = np.zeros_like(limit)
+    left, open_weight = max(total, 0.0), float(weight.sum())
+    order = np.argsort(limit / weight, kind="stable")
+    for k, i in enumerate(order):
+        if limit[i] * open_weight > left * weight[i]:
+            rest = order[k:]
+            out[rest] = left * weight[rest] / open_weight
             break
-        for name, weight in weights.items():
-            if name in met:
-                continue
-            grown = np.minimum(deserved[name] + remaining * (weight / open_weight), limit[name])
-            # met: it has what it asks, or it cannot grow (what it lacks, nobody has left)
-            if less_equal(limit[name], grown) or not np.any(grown > deserved[name] + EPSILON):
-                met.add(name)
-            deserved[name] = grown
-        remaining = np.maximum(total - sum(deserved.values(), np.zeros_like(remaining)), 0)
-    return deserved
+        out[i] = limit[i]
+        left -= limit[i]
+        open_weight -= weight[i]
+    return out
 
 
 class _Proportion:
@@ -100,6 +110,8 @@ class _Proportion:
         for name, attr in self.queues.items():
             attr.deserved = deserved[name]
             attr.refresh()
+        self.publish(session)
+        self.rationed = rationed_dims(session.queues.values(), dims)
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].share
@@ -129,9 +141,9 @@ class _Proportion:
             attr.reserved += np.maximum(job.min_resources - job.allocated, 0) * self.mask
 
     def victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """Tasks of queues above their deserved share that, without them, still hold their
-        deserved share in at least one resource they deserve (Volcano's rule: a queue
-        over in cpu but exactly at its deserved memory can still give a task back)."""
+        """Tasks of queues above their deserved share that, without them (and without the
+        candidates chosen before them), still hold their deserved share in every
+        rationed dimension they use (see eviction.keeps_deserved)."""
         del reclaimer
         taken: dict[str, np.ndarray] = {}
         chosen = []
@@ -139,27 +151,34 @@ class _Proportion:
             queue = self.session.jobs[task.job].queue
             attr = self.queues[queue]
             held = attr.allocated - taken.get(queue, 0)
-            after = held - task.request * self.mask
+            request = task.request * self.mask
             over = np.any(held > attr.deserved + EPSILON)
-            deserved = attr.deserved > EPSILON
-            if over and np.any(deserved & (after + EPSILON >= attr.deserved)):
+            if over and keeps_deserved(held, attr.deserved, request, self.rationed):
                 chosen.append(task)
-                taken[queue] = taken.get(queue, 0) + task.request * self.mask
+                taken[queue] = taken.get(queue, 0) + request
         return chosen
 
     def changed(self, task: TaskInfo, sign: float) -> None:
-        attr = self.queues.get(self.session.jobs[task.job].queue)
+        name = self.session.jobs[task.job].queue
+        attr = self.queues.get(name)
         if attr is not None:
-            attr.allocated += sign * task.request * self.mask
+            attr.allocated += sign * task.request * self.mask  # in place: published as is
             attr.refresh()
+            self.session.queues[name].share = attr.share
 
-    def close(self, session: Session) -> None:
+    def publish(self, session: Session) -> None:
+        """Shares on the session's queues: at open, for the actions (reclaim keeps queues
+        at their deserved share; the arrays are the plugin's own, so they stay current
+        as tasks are placed and evicted), and again at close for the status."""
         for name, queue in session.queues.items():
             attr = self.queues[name]
             queue.deserved = attr.deserved
             queue.allocated = attr.allocated
             queue.request = attr.request
             queue.share = attr.share
+
+    def close(self, session: Session) -> None:
+        self.publish(session)
 
 
 def _pending_request(job: JobInfo) -> np.ndarray:

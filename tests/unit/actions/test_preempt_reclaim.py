@@ -1,6 +1,8 @@
 """preempt and reclaim: fair eviction, never wasted, never breaking a gang."""
 
-from builders import Cluster, run_actions
+import numpy as np
+
+from builders import Cluster, run_actions, vec
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler.framework.info import TaskStatus
 
@@ -10,6 +12,11 @@ FULL = DEFAULT_CONF.replace(
     '"enqueue, allocate, backfill"', '"enqueue, reclaim, allocate, backfill, preempt"'
 )
 assert "preempt" in FULL
+
+
+def cpu_only(cores: float) -> np.ndarray:
+    """A capability of ``cores`` cpu and no limit on anything else."""
+    return np.where(np.arange(len(vec())) == 0, vec(cpu=cores), np.inf)
 
 
 def evicted_jobs(evictions: list[tuple[str, str]]) -> dict[str, int]:
@@ -43,10 +50,65 @@ def test_no_preemption_that_would_break_another_gang() -> None:
     cluster = Cluster().node("n1", cpu=4)
     cluster.job("gang", priority=1, min_member=4).tasks(4, cpu=1, status=R, node="n1")
     cluster.job("high", priority=100, min_member=1).tasks(1, cpu=1)
-    # one victim would leave 3 of 4; the whole gang is not needed for one task
+    # one victim would leave 3 of 4; all four would leave the room of three idle
+    assert run_actions(cluster.open(FULL), "preempt").evictions == []
+
+
+def test_a_gang_whose_room_the_preemptor_fills_may_go_whole() -> None:
+    cluster = Cluster().node("n1", cpu=4)
+    cluster.job("gang", priority=1, min_member=4).tasks(4, cpu=1, status=R, node="n1")
+    cluster.job("high", priority=100, min_member=4).tasks(4, cpu=1)
     sent = run_actions(cluster.open(FULL), "preempt")
-    assert sent.evictions == [] or evicted_jobs(sent.evictions) == {"gang": 4}
-    assert evicted_jobs(sent.evictions).get("gang", 0) in (0, 4)
+    assert evicted_jobs(sent.evictions) == {"gang": 4}
+
+
+def test_the_node_with_fewer_victims_is_chosen() -> None:
+    cluster = Cluster().node("n1", cpu=2).node("n2", cpu=2)
+    cluster.job("small", priority=1).tasks(1, cpu=1, memory=0.5, status=R, node="n1")
+    cluster.job("smaller", priority=1).tasks(1, cpu=1, memory=0.5, status=R, node="n1")
+    cluster.job("big", priority=1).tasks(1, cpu=2, status=R, node="n2")
+    cluster.job("high", priority=100).tasks(1, cpu=2)
+    assert evicted_jobs(run_actions(cluster.open(FULL), "preempt").evictions) == {"big": 1}
+
+
+def test_the_node_with_less_important_victims_is_chosen() -> None:
+    cluster = Cluster().node("n1", cpu=1).node("n2", cpu=1)
+    cluster.job("mid", priority=50).tasks(1, cpu=1, status=R, node="n1")
+    cluster.job("low", priority=1).tasks(1, cpu=1, status=R, node="n2")
+    cluster.job("high", priority=100).tasks(1, cpu=1)
+    assert evicted_jobs(run_actions(cluster.open(FULL), "preempt").evictions) == {"low": 1}
+
+
+def test_victims_not_needed_after_all_are_spared() -> None:
+    # the least important goes first, but once the bigger one has to go it is enough
+    cluster = Cluster().node("n1", cpu=3)
+    cluster.job("least", priority=1).tasks(1, cpu=1, status=R, node="n1")
+    cluster.job("less", priority=2).tasks(1, cpu=2, status=R, node="n1")
+    cluster.job("high", priority=100).tasks(1, cpu=2)
+    assert evicted_jobs(run_actions(cluster.open(FULL), "preempt").evictions) == {"less": 1}
+
+
+def test_victims_are_counted_only_when_sent() -> None:
+    cluster = Cluster().node("n1", cpu=4)
+    cluster.job("low", priority=1).tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("other", priority=200).tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("high", priority=100, min_member=4).tasks(4, cpu=1)
+    discarded = cluster.open(FULL)
+    assert run_actions(discarded, "preempt").evictions == []
+    assert discarded.stats.preemption_victims == 0
+    assert discarded.stats.preemption_attempts > 0
+    committed = reclaim_cluster().open(FULL)
+    sent = run_actions(committed, "reclaim")
+    assert committed.stats.preemption_victims == len(sent.evictions) == 2
+    assert committed.stats.preemption_attempts == 2
+
+
+def test_no_preemption_for_a_task_its_queue_may_not_take() -> None:
+    cluster = Cluster().node("n1", cpu=4).queue("q", capability=cpu_only(2))
+    cluster.job("low", queue="q", priority=1).tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("other").tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("high", queue="q", priority=100).tasks(1, cpu=1)
+    assert run_actions(cluster.open(FULL), "preempt").evictions == []
 
 
 def test_evictions_that_cannot_make_the_preemptor_ready_are_not_made() -> None:
@@ -80,6 +142,10 @@ def test_reclaim_takes_one_task_from_each_over_served_queue() -> None:
     session = reclaim_cluster().open(FULL)
     sent = run_actions(session, "reclaim")
     assert evicted_jobs(sent.evictions) == {"ja": 1, "jb": 1}
+    assert {why for _, why in sent.evictions} == {
+        "reclaimed by default/jc-0",
+        "reclaimed by default/jc-1",
+    }
     assert session.jobs["default/jc"].counts[TaskStatus.PIPELINED] == 2
 
 
@@ -93,4 +159,51 @@ def test_reclaim_does_nothing_for_a_queue_at_its_share() -> None:
     cluster = Cluster().node("n1", cpu=4).queue("a").queue("b")
     cluster.job("ja", queue="a").tasks(2, cpu=1, status=R, node="n1")
     cluster.job("jb", queue="b").tasks(2, cpu=1, status=R, node="n1").tasks(1, cpu=1)
+    assert run_actions(cluster.open(FULL), "reclaim").evictions == []
+
+
+def test_reclaim_takes_from_the_most_over_served_queue_first() -> None:
+    # deserved 4.5 / 4.5 / 3: a (7, and more important) is the most over-served
+    cluster = Cluster().node("n1", cpu=12).queue("a").queue("b").queue("c")
+    cluster.job("ja", queue="a", priority=100).tasks(7, cpu=1, status=R, node="n1")
+    cluster.job("jb", queue="b", priority=1).tasks(5, cpu=1, status=R, node="n1")
+    cluster.job("jc", queue="c", min_member=2).tasks(3, cpu=1)
+    sent = run_actions(cluster.open(FULL), "reclaim")
+    assert evicted_jobs(sent.evictions) == {"ja": 2}
+
+
+def test_reclaim_never_takes_a_queue_below_its_deserved_share() -> None:
+    # a's only task is 5 of its deserved 4: taking it would leave a with nothing
+    cluster = Cluster().node("n1", cpu=8).queue("a").queue("b")
+    cluster.job("ja", queue="a").tasks(1, cpu=5, status=R, node="n1")
+    cluster.job("jb", queue="b", min_member=4).tasks(4, cpu=1)
+    assert run_actions(cluster.open(FULL), "reclaim").evictions == []
+
+
+def test_reclaim_between_fractional_shares_is_stable() -> None:
+    # deserved 4.5 each: a at 5 may not drop to 4, b at 4 may not rise to 5
+    cluster = Cluster().node("n1", cpu=9, memory=64).queue("a").queue("b")
+    cluster.job("ja", queue="a").tasks(5, cpu=1, memory=1, status=R, node="n1").tasks(
+        4, cpu=1, memory=1
+    )
+    cluster.job("jb", queue="b").tasks(4, cpu=1, memory=1, status=R, node="n1").tasks(
+        5, cpu=1, memory=1
+    )
+    assert run_actions(cluster.open(FULL), "reclaim").evictions == []
+
+
+def test_reclaim_goes_no_further_than_the_reclaimer_deserves() -> None:
+    # deserved 3 each; a could give 6, but c's gang of 4 would take c past its 3
+    cluster = Cluster().node("n1", cpu=9).queue("a").queue("c").queue("d")
+    cluster.job("ja", queue="a").tasks(9, cpu=1, status=R, node="n1")
+    cluster.job("jc", queue="c", min_member=4).tasks(4, cpu=1)
+    cluster.job("jd", queue="d").tasks(3, cpu=1)
+    sent = run_actions(cluster.open(FULL), "reclaim")
+    assert [why for _, why in sent.evictions] == ["reclaimed by default/jd-0"]
+
+
+def test_no_reclaim_for_a_task_its_queue_may_not_take() -> None:
+    cluster = Cluster().node("n1", cpu=8).queue("a").queue("c", capability=cpu_only(2))
+    cluster.job("ja", queue="a").tasks(2, cpu=4, status=R, node="n1")
+    cluster.job("jc", queue="c").tasks(1, cpu=3)
     assert run_actions(cluster.open(FULL), "reclaim").evictions == []
