@@ -49,7 +49,9 @@ def run(
         warn(note)
     conf = runner.resolve_conf(Path(config) if config is not None else None, loaded)
     runner.check(loaded, options.scheduler_names)
-    outcome = runner.Simulation(loaded, conf, options, progress).run()
+    if not loaded.objects:
+        warn("the input holds no objects to simulate (the cluster stays empty)")
+    outcome = runner.Simulation(loaded, conf, options, progress, warn).run()
     if not outcome.settled:
         warn(
             f"stopped after {outcome.totals.sessions} sessions without settling "

@@ -41,6 +41,7 @@ from kbatch.sim import clock, manifests
 Object = dict[str, Any]
 PodKey = tuple[str, str]  # namespace, name
 FINISHED = ("Succeeded", "Failed")
+REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,38 @@ class SimCluster:
             self._pod_written(obj)
         elif kind == "PodGroup":
             self.touched.groups.add((namespace, metadata["name"]))
+
+    def missing_priority_class(self, pod: Object) -> str | None:
+        """Why the API server's priority admission would refuse ``pod`` (None: it would not)."""
+        name = (pod.get("spec") or {}).get("priorityClassName")
+        if not name or self.state.get("PriorityClass", "", name) is not None:
+            return None
+        return f"spec.priorityClassName: no PriorityClass named {name!r}"
+
+    def refusal(self, obj: Object) -> str | None:
+        """Why the API server itself refuses ``obj`` (None: it does not); a Warning event
+        ``AdmissionRejected`` on it says so, as the webhooks' refusals do."""
+        why = self.missing_priority_class(obj) if obj["kind"] == "Pod" else None
+        if why is not None:
+            self.record(_ref(obj), "Warning", REJECTED, why)
+        return why
+
+    def last_refusal(self, obj: Object) -> str:
+        """The message of the last ``AdmissionRejected`` event on ``obj``."""
+        ref = _ref(obj)
+        for event in reversed(self.event_log):
+            if event.reason == REJECTED and (event.kind, event.namespace, event.name) == (
+                ref.kind,
+                ref.namespace,
+                ref.name,
+            ):
+                return event.message
+        return "refused by admission"
+
+    def missing_node(self, pod: Object) -> str | None:
+        """The node a pod is bound to, when no such node exists (the API server allows it)."""
+        node = (pod.get("spec") or {}).get("nodeName")
+        return node if node and self.state.get("Node", "", node) is None else None
 
     def identity(self, existing: Object | None) -> dict[str, str]:
         """uid and creationTimestamp: ``existing``'s, or new ones (uids count up from 1)."""
@@ -300,6 +333,11 @@ class SimCluster:
         self.event_log.append(
             Event(self.clock.now, ref.kind, ref.namespace, ref.name, type_, reason, message)
         )
+
+
+def _ref(obj: Object) -> ObjectRef:
+    metadata = obj["metadata"]
+    return ObjectRef(obj["kind"], str(metadata.get("namespace") or ""), str(metadata["name"]))
 
 
 def _key(pod: Object) -> PodKey:

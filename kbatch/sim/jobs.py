@@ -130,6 +130,10 @@ class JobController:
         self.cluster.touched.jobs.add(identity["uid"])
         self.cluster.changes += 1
 
+    def touch_all(self) -> None:
+        """Have every Job reconciled at the next call (something they may wait for came)."""
+        self.cluster.touched.jobs.update(self._by_uid)
+
     def reconcile(self) -> None:
         """Bring every Job whose pods or spec changed to what its spec asks."""
         touched = sorted(self.cluster.touched.jobs)
@@ -162,6 +166,13 @@ class JobController:
         ref = ObjectRef("Job", job["metadata"]["namespace"], job["metadata"]["name"])
         for _ in range(wanted - len(active)):
             pod = pod_for(job, record.next_index)
+            refused = self.cluster.missing_priority_class(pod)
+            if refused is not None:
+                message = (
+                    f"Error creating: pods {pod['metadata']['name']!r} is forbidden: {refused}"
+                )
+                self.cluster.record(ref, "Warning", "FailedCreate", message)
+                break
             self.cluster.create(pod)
             record.names.append(pod["metadata"]["name"])
             record.next_index += 1

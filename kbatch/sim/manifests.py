@@ -7,6 +7,10 @@ annotated ``kbatch.io/sim-scheduler-conf: "true"`` whose single data value is
 the scheduler configuration. Other kinds are collected in ``skipped`` (the
 caller names each once) and left out. A ``kind: List`` is read item by item.
 
+A manifest of an object that an earlier one created, due later, updates it (the
+simulator's ``kubectl apply``); two of one object due at the same time are an
+error (``check_unique``).
+
 A document that is not a Kubernetes object is a ManifestError naming the file
 and the document (numbered from 1, as the ``---`` separators count them).
 """
@@ -34,6 +38,20 @@ MODELLED: dict[str, frozenset[str]] = {
     "scheduling.incubator.k8s.io": frozenset({"PodGroup", "Queue"}),
 }
 CLUSTER_SCOPED = frozenset({"Namespace", "Node", "Queue", "PriorityClass"})
+# Objects due at the same time are created in this order, as Helm installs a chart:
+# what others name (a namespace, a priority class, a queue) before what names it. A Job
+# comes before its PodGroup: PodGroupMinResources fills the group from its Job's pods
+# when the group is admitted, and a Job whose group is not admitted yet is held anyway.
+CREATE_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "Queue",
+    "Node",
+    "ResourceQuota",
+    "Job",
+    "PodGroup",
+    "Pod",
+)
 
 Object = dict[str, Any]
 
@@ -62,6 +80,11 @@ class Manifest:
     @property
     def name(self) -> str:
         return str(self.obj["metadata"]["name"])
+
+    @property
+    def due(self) -> tuple[float, int, int]:
+        """When it is created: its time, then its kind's place in CREATE_ORDER, then input order."""
+        return self.submit_at, CREATE_ORDER.index(self.kind), self.order
 
     @property
     def ref(self) -> str:
@@ -95,6 +118,20 @@ class Manifests:
                 f"{source}: a second scheduler conf (the first is {self.scheduler_conf[1]})"
             )
         self.scheduler_conf = (text, source)
+
+
+def check_unique(loaded: Manifests) -> None:
+    """A later manifest of an object (a later ``sim-submit-at``) updates it, as ``kubectl
+    apply`` would; two due at the same time are a ManifestError naming both, since one
+    would silently undo the other."""
+    first: dict[tuple[str, str, str, float], Manifest] = {}
+    for item in loaded.objects:
+        seen = first.setdefault((item.kind, item.namespace, item.name, item.submit_at), item)
+        if seen is not item:
+            raise ManifestError(
+                f"{item.source}: {item.ref} is already defined by {seen.source}, due at the "
+                "same time (to update it, give the update a later kbatch.io/sim-submit-at)"
+            )
 
 
 def load_files(paths: Sequence[Path]) -> Manifests:

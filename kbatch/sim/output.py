@@ -120,7 +120,9 @@ def _quantities(values: dict[str, Any] | None) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- table
 def to_table(result: Json) -> str:
-    """The JSON result as aligned text tables."""
+    """The JSON result as aligned text tables; the last Warning event of each object (a
+    refused object, a Job that cannot create its pods, a pod that cannot be placed) gets
+    a table of its own."""
     sections = [
         _table(
             "PODS",
@@ -162,6 +164,25 @@ def to_table(result: Json) -> str:
             ],
         ),
     ]
+    warnings = _last_warnings(result["events"])
+    if warnings:
+        sections.append(
+            _table(
+                "WARNINGS (the last of each object)",
+                ["TIME", "KIND", "NAMESPACE", "NAME", "REASON", "MESSAGE"],
+                [
+                    [
+                        clock.format_duration(e["time"]),
+                        e["kind"],
+                        e["namespace"] or None,
+                        e["name"],
+                        e["reason"],
+                        e["message"],
+                    ]
+                    for e in warnings
+                ],
+            )
+        )
     summary = result["summary"]
     sections.append(
         f"at {clock.format_duration(result['time'])}: {summary['sessions']} sessions, "
@@ -169,6 +190,16 @@ def to_table(result: Json) -> str:
         f"{len(result['events'])} events"
     )
     return "\n\n".join(sections) + "\n"
+
+
+def _last_warnings(events: list[Json]) -> list[Json]:
+    """The last Warning event of each object, in time order."""
+    last = {
+        (e["kind"], e["namespace"], e["name"]): (index, e)
+        for index, e in enumerate(events)
+        if e["type"] == "Warning"
+    }
+    return [e for _, e in sorted(last.values(), key=lambda pair: pair[0])]
 
 
 def _unschedulable(group: Json) -> str:

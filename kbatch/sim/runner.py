@@ -2,8 +2,12 @@
 
 Each tick at time t = k × period:
 
-1. objects whose ``kbatch.io/sim-submit-at`` ≤ t are created (in input order),
-   through the admission webhooks' functions (``kbatch.sim.admission``);
+1. objects whose ``kbatch.io/sim-submit-at`` ≤ t are created, those due at the
+   same time in dependency order (``manifests.CREATE_ORDER``: Namespaces,
+   PriorityClasses, Queues, ... Jobs, PodGroups, Pods; by input order within a
+   kind), through the API server's priority check and the admission webhooks'
+   functions (``kbatch.sim.admission``); a refused object is not created, and
+   ``warn`` says why, as ``kubectl apply`` would;
 2. running pods whose ``kbatch.io/sim-duration`` has elapsed succeed;
 3. pods deleted earlier whose grace period is over are removed;
 4. the job controller brings Jobs' pods to what their specs ask;
@@ -48,6 +52,13 @@ ProgressFn = Callable[[float, int], None]
 _SESSION_ID_BASE = 0x5E55 << 112
 
 
+# The priority classes every Kubernetes cluster has.
+SYSTEM_PRIORITY_CLASSES = {
+    "system-cluster-critical": 2000000000,
+    "system-node-critical": 2000001000,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     period: float = 1.0
@@ -80,16 +91,18 @@ class Simulation:
         conf: SchedulerConf,
         options: Options = Options(),
         progress: ProgressFn | None = None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         if options.period <= 0:
             raise clock.DurationError("--period: must be more than 0")
         self.options = options
         self.progress = progress
+        self.warn = warn
         self.clock = clock.SimClock()
         self.cluster = SimCluster(ClusterState(options.scheduler_names), self.clock)
         self.jobs = jobs.JobController(self.cluster)
         self.admission = SimAdmission(self.cluster, self.jobs)
-        self.pending = deque(sorted(loaded.objects, key=lambda m: (m.submit_at, m.order)))
+        self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
         self.totals = Totals()
         self.timeline = Timeline()
         self._sessions = 0
@@ -149,7 +162,16 @@ class Simulation:
         while self.pending and self.pending[0].submit_at <= now + 1e-9:
             item = self.pending.popleft()
             with refused_as_input(item):
-                create(self.cluster, self.jobs, item.obj, self.admission)
+                refused = create(self.cluster, self.jobs, item.obj, self.admission)
+            if self.warn is None:
+                continue
+            if refused is not None:
+                self.warn(f"{item.ref} refused: {refused}")
+            elif item.kind == "Pod" and (node := self.cluster.missing_node(item.obj)):
+                self.warn(
+                    f"{item.ref}: spec.nodeName: no Node named {node!r}; "
+                    "the pod is taken as bound to it, as the API server would"
+                )
 
     def _next_event(self) -> float | None:
         times = [self.pending[0].submit_at] if self.pending else []
@@ -164,23 +186,40 @@ def create(
     controller: jobs.JobController,
     obj: dict[str, Any],
     admission: SimAdmission | None = None,
-) -> None:
-    """Create ``obj``, through the admission webhooks when ``admission`` is given (a
-    rejected object is not created: an event says why)."""
+) -> str | None:
+    """Create ``obj``, through the API server's checks and the admission webhooks when
+    ``admission`` is given. A refused object is not created: a Warning event on it says
+    why, and so does the returned message (None: created)."""
     if admission is not None:
+        refused = cluster.refusal(obj)
+        if refused is not None:
+            return refused
         admitted = admission.admit(obj)
         if admitted is None:
-            return
+            return cluster.last_refusal(obj)
         obj = admitted
     if obj["kind"] == "Job":
         controller.apply(obj)
     else:
         cluster.create(obj)
+    if obj["kind"] == "PriorityClass":
+        controller.touch_all()  # Jobs whose pods it refused may create them now
+    return None
 
 
 def _make_defaults(cluster: SimCluster) -> None:
-    """What a fresh cluster has: the ``default`` namespace and (our operator's) queue."""
+    """What a fresh cluster has: the ``default`` namespace, the system priority classes,
+    and (our operator's) default queue."""
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    for name, value in SYSTEM_PRIORITY_CLASSES.items():
+        cluster.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
     cluster.create(
         {
             "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
@@ -194,9 +233,10 @@ def _make_defaults(cluster: SimCluster) -> None:
 def check(loaded: manifests.Manifests, scheduler_names: frozenset[str]) -> None:
     """Create every object (and a pod of every Job) in a scratch cluster, so that a bad
     one is reported before the run rather than when it is due; ManifestError if not."""
+    manifests.check_unique(loaded)
     scratch = SimCluster(ClusterState(scheduler_names), clock.SimClock())
     controller = jobs.JobController(scratch)
-    for item in loaded.objects:
+    for item in sorted(loaded.objects, key=lambda m: m.due):
         with refused_as_input(item):
             create(scratch, controller, item.obj)
         if item.kind != "Job":

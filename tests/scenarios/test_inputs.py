@@ -377,3 +377,21 @@ def test_every_modelled_kind_is_taken_without_a_note() -> None:
     result = simulate(documents=documents, warn=notes.append)
     assert notes == []
     assert [p["name"] for p in result["pods"]] == ["j-0", "p"]
+
+
+def test_two_manifests_of_one_object_due_together_are_refused_naming_both() -> None:
+    with pytest.raises(
+        ManifestError,
+        match=r"^<documents>, document 3: Pod default/p is already defined by <documents>, "
+        r"document 2, due at the same time",
+    ):
+        simulate(documents=[node(), pod("p", cpu="1"), pod("p", cpu="2")])
+
+
+def test_an_input_without_objects_says_so() -> None:
+    notes: list[str] = []
+    simulate(
+        documents=[conf_map('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n')],
+        warn=notes.append,
+    )
+    assert notes == ["the input holds no objects to simulate (the cluster stays empty)"]

@@ -6,7 +6,7 @@ from pathlib import Path
 from kbatch.sim import runner, simulate
 from kbatch.sim.manifests import load_documents
 from scenarios.objects import at, job, node, pod, pod_group, queue
-from scenarios.runner import Outcome
+from scenarios.runner import Outcome, run
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -259,3 +259,100 @@ def test_scheduler_conf_from_an_annotated_config_map() -> None:
     loaded = load_documents([node(), conf_map(text)])
     conf = runner.resolve_conf(None, loaded)
     assert conf.actions == ("enqueue", "allocate")
+
+
+# --------------------------------------------------------------------------- creation
+def priority_class(name: str, value: int = 100) -> dict:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def test_objects_due_together_are_created_in_dependency_order() -> None:
+    # Listed backwards: each names what comes after it in the input.
+    notes: list[str] = []
+    outcome = sim(
+        pod("p", group="pg", priorityClassName="high"),
+        job("j", group="pg"),
+        pod_group("pg", queue="q1"),
+        node(),
+        queue("q1"),
+        priority_class("high"),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+        warn=notes.append,
+    )
+    assert notes == []
+    assert outcome.events(reason="AdmissionRejected") == []
+    assert {p["name"] for p in outcome.running()} == {"p", "j-0"}
+    assert outcome.group("pg")["queue"] == "q1"
+
+
+def test_a_refused_object_is_named_on_the_warning_channel() -> None:
+    notes: list[str] = []
+    outcome = sim(node(), pod_group("pg", queue="nope"), warn=notes.append)
+    assert len(notes) == 1
+    assert notes[0].startswith("PodGroup default/pg refused: spec.queue: ")
+    (event,) = outcome.events(reason="AdmissionRejected")
+    assert (event["type"], event["name"]) == ("Warning", "pg")
+    assert notes[0].endswith(event["message"])
+
+
+def test_a_pod_naming_a_missing_priority_class_is_refused() -> None:
+    notes: list[str] = []
+    outcome = sim(node(), pod("p", priorityClassName="nosuch"), warn=notes.append)
+    assert notes == [
+        "Pod default/p refused: spec.priorityClassName: no PriorityClass named 'nosuch'"
+    ]
+    assert outcome.json["pods"] == []
+
+
+def test_system_priority_classes_exist() -> None:
+    outcome = sim(node(), pod("p", priorityClassName="system-node-critical"))
+    assert outcome.pod("p")["phase"] == "Running"
+
+
+def test_a_job_whose_pods_name_a_missing_priority_class_creates_them_once_it_exists() -> None:
+    template = job("j")
+    template["spec"]["template"]["spec"]["priorityClassName"] = "late"
+    outcome = sim(node(), template, at(priority_class("late"), "30s"))
+    (failed,) = outcome.events(reason="FailedCreate")
+    assert failed["time"] == 0.0 and "no PriorityClass named 'late'" in failed["message"]
+    assert [e["time"] for e in outcome.events(reason="Scheduled")] == [30.0]
+
+
+def test_a_pod_bound_to_a_missing_node_is_kept_with_a_warning() -> None:
+    notes: list[str] = []
+    outcome = sim(node(), pod("p", nodeName="ghost"), warn=notes.append)
+    assert notes == [
+        "Pod default/p: spec.nodeName: no Node named 'ghost'; "
+        "the pod is taken as bound to it, as the API server would"
+    ]
+    assert outcome.pod("p")["node"] == "ghost"
+
+
+def test_a_later_manifest_updates_a_pod_and_its_request() -> None:
+    # A node of 4 cpu: the 3-cpu update of "big" leaves room for only one more cpu.
+    outcome = sim(
+        node(cpu="4"),
+        pod("big", cpu="1", nodeName="node-1"),
+        at(pod("big", cpu="3", nodeName="node-1"), "10s"),
+        at(pod("a", cpu="1"), "20s"),
+        at(pod("b", cpu="1"), "20s"),
+    )
+    assert {p["name"] for p in outcome.running()} == {"big", "a"}
+    assert outcome.pod("b")["node"] is None
+
+
+def test_gangs_submitted_together_that_do_not_both_fit_never_deadlock() -> None:
+    outcome = run("policy/gangs-compete-same-time.yaml")
+    running = {job: len(outcome.running(job=job)) for job in ("first", "second")}
+    assert sorted(running.values()) == [0, 6], running
+    loser = min(running, key=running.__getitem__)
+    assert outcome.bound(job=loser) == []
+    waiting = outcome.condition(loser, "Unschedulable")
+    assert waiting is not None and waiting["status"] == "True"
+    assert "Insufficient cpu" in waiting["message"]
+    assert outcome.summary["evictions"] == 0
