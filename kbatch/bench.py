@@ -1,15 +1,19 @@
 """``kbatch bench``: fixed synthetic clusters through one scheduling session.
 
-Each size prints one JSON line: nodes, pods, binds, seconds (the session: open,
+Each size runs in a fresh Python process (``python -m kbatch.bench NODES PODS``)
+and prints one JSON line: nodes, pods, binds, seconds (the session: open,
 actions, close), snapshot_seconds (building the snapshot from parsed objects),
-and the process's peak RSS. Jobs are gangs of 10 tasks of 1 cpu / 2Gi; nodes
-32 cpu / 128Gi / 110 pods; 10 queues of weights 1..10; default tiers; action
-allocate.
+and peak_rss_mib, the peak resident memory of that process — the interpreter
+and kbatch's imports (some 60 MiB) plus that size's objects, and nothing left
+over from an earlier size. Jobs are gangs of 10 tasks of 1 cpu / 2Gi (so pods
+is a multiple of 10); nodes 32 cpu / 128Gi / 110 pods; 10 queues of weights
+1..10; default tiers; action allocate.
 """
 
 import itertools
 import json
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -106,15 +110,27 @@ def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
     started = time.perf_counter()
     scheduler.run_once()
     seconds = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "nodes": nodes,
         "pods": pods,
         "binds": cluster.binds,
         "seconds": round(seconds, 3),
         "snapshot_seconds": round(snapshot_seconds, 3),
-        "peak_rss_mib": round(peak_kib / 1024, 1),
+        "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
     }
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident memory. Linux: VmHWM, which starts afresh at exec
+    (ru_maxrss does not: it keeps the forking parent's peak)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
 
 
 def bench_conf() -> SchedulerConf:
@@ -122,12 +138,41 @@ def bench_conf() -> SchedulerConf:
     return runner.default_conf().model_copy(update={"actions": ("allocate",)})
 
 
+def check_size(nodes: int, pods: int) -> None:
+    """ValueError unless both are positive and pods fill whole gangs."""
+    if nodes <= 0 or pods <= 0:
+        raise ValueError("nodes and pods must be positive")
+    if pods % TASKS_PER_JOB:
+        raise ValueError(
+            f"pods must be a multiple of {TASKS_PER_JOB} (gangs of {TASKS_PER_JOB} tasks)"
+        )
+
+
+def run_in_fresh_process(nodes: int, pods: int) -> dict[str, Any]:
+    """``run_size`` in a new interpreter, so that its peak RSS is that size's own."""
+    # -P: import kbatch as installed, not from a source tree in the working directory.
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "kbatch.bench", str(nodes), str(pods)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the benchmark of {nodes}x{pods} failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def main(sizes: list[tuple[int, int]] | None = None) -> int:
-    conf = bench_conf()
-    for nodes, pods in sizes or list(SIZES):
-        print(json.dumps(run_size(nodes, pods, conf)), flush=True)
+    chosen = sizes or list(SIZES)
+    for nodes, pods in chosen:
+        check_size(nodes, pods)
+    for nodes, pods in chosen:
+        print(json.dumps(run_in_fresh_process(nodes, pods)), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # One size, in this process: ``python -m kbatch.bench NODES PODS``.
+    nodes, pods = (int(arg) for arg in sys.argv[1:3])
+    print(json.dumps(run_size(nodes, pods, bench_conf())))

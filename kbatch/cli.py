@@ -91,13 +91,16 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def _size(text: str) -> tuple[int, int]:
+    from kbatch import bench as benchmark
+
     nodes, _, pods = text.partition("x")
     try:
-        return int(nodes), int(pods)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--size {text!r}: expected NODESxPODS, e.g. 100x1000"
-        ) from None
+        size = int(nodes), int(pods)
+        benchmark.check_size(*size)
+    except ValueError as exc:
+        why = "expected NODESxPODS, e.g. 100x1000" if "invalid literal" in str(exc) else exc
+        raise argparse.ArgumentTypeError(f"--size {text!r}: {why}") from None
+    return size
 
 
 def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
@@ -105,14 +108,16 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
         "bench",
         help="time one scheduling session on synthetic clusters",
         description="Run synthetic clusters (gangs of 10 tasks of 1 cpu / 2Gi, nodes of "
-        "32 cpu / 128Gi, 10 queues) through one session; print one JSON line per size: "
-        "nodes, pods, binds, seconds, snapshot_seconds, peak_rss_mib.",
+        "32 cpu / 128Gi, 10 queues) through one session, each size in a fresh process; "
+        "print one JSON line per size: nodes, pods, binds, seconds, snapshot_seconds, "
+        "peak_rss_mib (that process's peak, interpreter included).",
     )
     parser.add_argument(
         "--size",
         action="append",
         metavar="NODESxPODS",
-        help="a size to run (repeatable); default 100x1000, 1000x10000, 5000x50000",
+        help="a size to run (repeatable; positive, PODS a multiple of 10); "
+        "default 100x1000, 1000x10000, 5000x50000",
     )
     parser.set_defaults(command=bench)
 

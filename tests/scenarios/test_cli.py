@@ -1,5 +1,6 @@
 """``kbatch simulate``: outputs, the HTML report, the progress bar, and exit codes."""
 
+import hashlib
 import io
 import json
 import re
@@ -141,3 +142,107 @@ def test_a_bad_manifest_and_a_bad_config_exit_2_without_traceback(tmp_path: Path
         assert done.stdout == ""
         assert done.stderr.startswith("kbatch: error: ") and expected in done.stderr
         assert "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------- warnings
+def test_refusals_go_to_stderr_and_warnings_into_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "in.yaml"
+    manifest.write_text(
+        "apiVersion: scheduling.incubator.k8s.io/v1alpha1\nkind: PodGroup\n"
+        "metadata: {name: pg}\nspec: {minMember: 1, queue: nope}\n"
+    )
+    code, out, err = kbatch(capsys, "simulate", str(manifest))
+    assert code == 0
+    assert re.fullmatch(r"kbatch: PodGroup default/pg refused: spec\.queue: .*nope.*\n", err)
+    assert re.search(r"^WARNINGS .*\nTIME\s+KIND\s+NAMESPACE\s+NAME\s+REASON\s+MESSAGE$", out, re.M)
+    assert re.search(
+        r"^0s\s+PodGroup\s+default\s+pg\s+AdmissionRejected\s+spec\.queue: ", out, re.M
+    )
+
+
+def test_an_empty_input_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("---\n# nothing\n")
+    code, _, err = kbatch(capsys, "simulate", str(empty))
+    assert code == 0
+    assert err == "kbatch: the input holds no objects to simulate (the cluster stays empty)\n"
+
+
+# --------------------------------------------------------------------------- bench
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [
+        ("lots", r"expected NODESxPODS"),
+        ("0x10", r"nodes and pods must be positive"),
+        ("10x-10", r"nodes and pods must be positive"),
+        ("10x15", r"pods must be a multiple of 10"),
+    ],
+)
+def test_bench_sizes_are_checked(
+    capsys: pytest.CaptureFixture[str], size: str, message: str
+) -> None:
+    code, out, err = kbatch(capsys, "bench", "--size", size)
+    assert (code, out) == (2, "")
+    assert re.fullmatch(rf"kbatch: error: --size '{re.escape(size)}': {message}.*\n", err)
+
+
+def test_bench_measures_each_size_in_its_own_process(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = kbatch(capsys, "bench", "--size", "300x3000", "--size", "2x20")
+    big, small = (json.loads(line) for line in out.splitlines())
+    assert code == 0 and (big["binds"], small["binds"]) == (3000, 20)
+    # In one process the small size would report the big one's peak.
+    assert small["peak_rss_mib"] < big["peak_rss_mib"]
+
+
+# --------------------------------------------------------------------------- run.sh
+def fake_root(tmp_path: Path, stamp: str | None) -> tuple[Path, Path]:
+    """A checkout holding scripts/run.sh, and a venv whose kbatch prints its cwd and args."""
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "run.sh").write_text(RUN_SH.read_text())
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    bin_dir = root / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "kbatch").write_text('#!/bin/sh\necho "$PWD" "$@"\n')
+    (bin_dir / "kbatch").chmod(0o755)
+    if stamp is not None:
+        (root / ".venv" / ".kbatch-install-stamp").write_text(stamp + "\n")
+    log = tmp_path / "python3.log"
+    fakes = tmp_path / "fakes"
+    fakes.mkdir()
+    (fakes / "python3").write_text(f'#!/bin/sh\necho "$@" >>{log}\nexit 1\n')
+    (fakes / "python3").chmod(0o755)
+    return root, fakes
+
+
+RUN_SH = Path(__file__).parents[2] / "scripts" / "run.sh"
+
+
+def run_sh(root: Path, fakes: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": f"{fakes}:/usr/bin:/bin"}
+    return subprocess.run(
+        ["bash", str(root / "scripts" / "run.sh"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def test_run_sh_keeps_the_callers_directory_and_a_current_venv(tmp_path: Path) -> None:
+    digest = hashlib.sha256(b"[project]\nname = 'x'\n").hexdigest()
+    root, fakes = fake_root(tmp_path, stamp=digest)
+    done = run_sh(root, fakes, tmp_path, "simulate", "mine.yaml")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{tmp_path} simulate mine.yaml\n"
+    assert not (tmp_path / "python3.log").exists(), "a current venv is not reinstalled"
+
+
+def test_run_sh_reinstalls_when_the_project_changed(tmp_path: Path) -> None:
+    root, fakes = fake_root(tmp_path, stamp="stale")
+    done = run_sh(root, fakes, tmp_path, "simulate", "mine.yaml")
+    assert done.returncode != 0  # the fake python3 fails
+    assert (tmp_path / "python3.log").read_text().startswith("-m venv ")
