@@ -40,8 +40,9 @@ def order_key(job: JobInfo) -> int:
 
 
 def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
-    """Candidates whose eviction keeps every job at ≥ minMember ready tasks, or takes the
-    whole gang. Victims already chosen this session count (they are Releasing)."""
+    """Candidates whose eviction keeps every job at ≥ minMember ready tasks (its least
+    important ones by task order), or takes the whole gang. Victims already chosen
+    this session count (they are Releasing)."""
     spare: dict[str, int] = {}
     by_job: dict[str, list[TaskInfo]] = {}
     for task in candidates:
@@ -52,7 +53,8 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
         occupying = job.ready_count - job.counts[TaskStatus.SUCCEEDED]
         spare[job_uid] = job.ready_count - job.min_member
         if spare[job_uid] > 0:
-            chosen.extend(tasks[: spare[job_uid]])
+            least_important = sorted(tasks, key=session.task_order_key, reverse=True)
+            chosen.extend(least_important[: spare[job_uid]])
         elif 0 < occupying <= len(tasks):
             chosen.extend(tasks)  # the whole running gang at once
     keep = {id(t) for t in chosen}

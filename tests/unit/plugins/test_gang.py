@@ -80,6 +80,19 @@ def test_victims_never_leave_a_gang_below_min_member(
     assert len(session.preemptable(preemptor, tasks)) == expected
 
 
+def test_the_spare_victims_of_a_gang_are_its_least_important_tasks() -> None:
+    cluster = Cluster().node("n1", cpu=16)
+    job = cluster.job("victim", min_member=2)
+    job.tasks(1, status=R, node="n1", priority=1)
+    job.tasks(2, status=R, node="n1", priority=100)
+    job.tasks(1, status=R, node="n1", priority=2)
+    cluster.job("preemptor").tasks(1)
+    session = cluster.open(GANG_ONLY + "- plugins:\n  - name: priority\n")  # task order
+    tasks = list(session.jobs["default/victim"].tasks.values())
+    preemptor = next(iter(session.jobs["default/preemptor"].tasks.values()))
+    assert sorted(t.name for t in session.preemptable(preemptor, tasks)) == ["victim-0", "victim-3"]
+
+
 def test_victims_already_taken_this_session_count() -> None:
     from kbatch.operators.scheduler.framework.statement import Statement
 
