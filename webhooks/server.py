@@ -19,18 +19,18 @@ import threading
 import time
 import types
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import kopf
+import urllib3
 
 from kbatch.api import DEFAULT_QUEUE, GROUP, VERSION
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.operators.podgroup import controller as podgroups
 from kbatch.operators.queue import controller as queue_operator
 from kbatch.operators.scheduler.kube import ApiError, request
-from kbatch.webhooks import configuration, endpoint
+from kbatch.webhooks import configuration, endpoint, jobs
 from kbatch.webhooks.admission import job, podgroup, queue
 from kbatch.webhooks.admission.result import Admission
 from kbatch.webhooks.admission.view import StateView
@@ -40,8 +40,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbatch.webhooks")
 
-SYNC_WAIT_SECONDS = 3.0  # within the webhooks' 5 s timeout
-LOOKUP_TIMEOUT_SECONDS = 2.0
+# A review is answered within the configurations' timeoutSeconds, less a margin for the
+# answer to travel back: past it, the caller would get the API server's "context deadline
+# exceeded" instead of kbatch's own 503 saying why. Waiting for the caches to sync stops
+# while LOOKUP_RESERVE_SECONDS are left, for the reads that may follow (each at most
+# LOOKUP_TIMEOUT_SECONDS). The Job webhook (fail open) never waits: it reads only the
+# watched state and the Job index.
+REVIEW_SECONDS = configuration.TIMEOUT_SECONDS - 1.0
+LOOKUP_TIMEOUT_SECONDS = 1.0
+LOOKUP_RESERVE_SECONDS = 2 * LOOKUP_TIMEOUT_SECONDS
 DEFAULT_QUEUE_SECONDS = 120.0
 Object = dict[str, Any]
 JobIndex = Mapping[tuple[str, str], Sequence[Object]]
@@ -60,10 +67,20 @@ class RefusalsAreAnswers(logging.Filter):
         return True
 
 
-class DelayedPodCreation:
-    """Whether Jobs are held: decided once at start, from the API server's version."""
+class Budget:
+    """What is left of one review's time (``clock``: seconds, monotonic)."""
 
-    supported = False
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.until = clock() + seconds
+
+    def left(self) -> float:
+        return self.until - self.clock()
+
+    def lookup_timeout(self) -> float:
+        """The timeout of one API read now; 0 when no time is left for one."""
+        left = self.left() - 0.05
+        return min(LOOKUP_TIMEOUT_SECONDS, left) if left > 0.05 else 0.0
 
 
 def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
@@ -71,7 +88,8 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
     settings = runtime.settings
     if not settings.webhook_address:
         return
-    delayed = DelayedPodCreation()
+    delayed = jobs.DelayedPodCreation()
+    sweeper: dict[str, asyncio.Task[None]] = {}
     kopf_objects = logging.getLogger("kopf.objects")
     if not any(isinstance(f, RefusalsAreAnswers) for f in kopf_objects.filters):
         kopf_objects.addFilter(RefusalsAreAnswers())
@@ -99,13 +117,17 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
             serving,
         )
         settings.admission.managed = None  # kbatch writes its own (configuration.py)
-        delayed.supported, why = podgroups.job_suspend_support(runtime.api)
-        if not delayed.supported:
-            log.warning(
-                "delayed pod creation is unavailable: %s; Jobs are created as they are "
-                "(their pods are still scheduled as gangs)",
-                why,
-            )
+        delayed.learn(runtime.api, time.monotonic())
+
+    @kopf.on.startup(registry=registry)
+    async def start_release_sweep(jobs_by_group: JobIndex = NO_JOBS, **_: Any) -> None:
+        sweeper["task"] = asyncio.create_task(jobs.sweep_forever(runtime, delayed, jobs_by_group))
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_release_sweep(**_: Any) -> None:
+        task = sweeper.pop("task", None)
+        if task is not None:
+            task.cancel()
 
     if settings.manage_webhooks:
 
@@ -117,8 +139,9 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
     def jobs_by_group(
         body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> dict[tuple[str, str], Object] | None:
-        group, namespace = job.group_of(body), namespace or "default"
-        return None if group is None else {(namespace, group): _slim_job(body, namespace, name)}
+        group = job.kbatch_group_of(body, runtime.state.scheduler_names)
+        namespace = namespace or "default"
+        return None if group is None else {(namespace, group): jobs.slim_job(body, namespace, name)}
 
     @kopf.on.mutate(
         GROUP,
@@ -136,13 +159,16 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
         jobs_by_group: JobIndex = NO_JOBS,
         **_: Any,
     ) -> None:
+        budget = Budget(REVIEW_SECONDS)
+        await _wait_synced(runtime, budget)
         obj = dict(body)
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-        specs: Sequence[Object] = ()
+        group_jobs: Sequence[Object] = ()
         if spec.get("minResources") is None:
             namespace = str(meta.get("namespace") or "default")
-            specs = await _job_pod_specs(runtime, jobs_by_group, namespace, str(meta.get("name")))
-        view = await _view(runtime, pod_specs=specs)
+            name = str(meta.get("name"))
+            group_jobs = await _group_jobs(runtime, jobs_by_group, namespace, name, budget)
+        view = await _view(runtime, budget, group_jobs=group_jobs)
         _respond(podgroup.mutate(obj, _dict(old), view), warnings, patch)
 
     @kopf.on.validate(
@@ -156,8 +182,10 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
     async def validate_pod_group(
         body: kopf.Body, warnings: list[str], old: kopf.Body | None = None, **_: Any
     ) -> None:
+        budget = Budget(REVIEW_SECONDS)
+        await _wait_synced(runtime, budget)
         obj = dict(body)
-        view = await _view(runtime, queue_name=(obj.get("spec") or {}).get("queue"))
+        view = await _view(runtime, budget, queue_name=(obj.get("spec") or {}).get("queue"))
         _respond(podgroup.validate(obj, _dict(old), view), warnings)
 
     @kopf.on.validate(
@@ -171,7 +199,9 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
     async def validate_queue(
         body: kopf.Body, warnings: list[str], operation: str = "", **_: Any
     ) -> None:
-        view = await _view(runtime)
+        budget = Budget(REVIEW_SECONDS)
+        await _wait_synced(runtime, budget)
+        view = await _view(runtime, budget)
         check = queue.validate_delete if operation == "DELETE" else queue.validate
         _respond(check(dict(body), view), warnings)
 
@@ -184,11 +214,18 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
         ignore_failures=True,
         registry=registry,
     )
-    async def mutate_job(body: kopf.Body, patch: kopf.Patch, warnings: list[str], **_: Any) -> None:
+    async def mutate_job(
+        body: kopf.Body,
+        patch: kopf.Patch,
+        warnings: list[str],
+        jobs_by_group: JobIndex = NO_JOBS,
+        **_: Any,
+    ) -> None:
         if job.group_of(body) is None:
             return
-        hold = delayed.supported and runtime.synced()  # unsure of the group's phase: never hold
-        _respond(job.mutate(dict(body), StateView(runtime.state), hold), warnings, patch)
+        hold = bool(delayed.supported) and runtime.synced()  # unsure of the group: never hold
+        view = jobs.index_view(runtime, jobs_by_group)
+        _respond(job.mutate(dict(body), view, hold), warnings, patch)
 
     @kopf.on.event(GROUP, VERSION, "podgroups", id="release-held-jobs", registry=registry)
     def release_for_group(
@@ -201,13 +238,12 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
     ) -> None:
         if type == "DELETED" or not delayed.supported or not runtime.leads():
             return
-        phase = _phase((body.get("status") or {}).get("phase"))
-        if phase not in job.ADMITTED:
-            return
         namespace = namespace or "default"
         held = [j for j in jobs_by_group.get((namespace, name), ()) if job.is_held(j)]
         if held:
-            _release(runtime, namespace, held, phase)
+            group = jobs.group_of_event(body, namespace, name)
+            view = jobs.index_view(runtime, jobs_by_group)
+            jobs.release(runtime, job.to_release(held, view, group))
 
     @kopf.on.event(
         "batch",
@@ -217,13 +253,28 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
         annotations={job.HELD_ANNOTATION: kopf.PRESENT},
         registry=registry,
     )
-    def release_job(type: str, body: kopf.Body, namespace: str | None, **_: Any) -> None:
+    def release_job(
+        type: str, body: kopf.Body, jobs_by_group: JobIndex = NO_JOBS, **_: Any
+    ) -> None:
         if type == "DELETED" or not delayed.supported or not runtime.leads():
             return
-        namespace = namespace or "default"
         if job.is_held(body):
-            phase = StateView(runtime.state).pod_group_phase(namespace, job.group_of(body) or "")
-            _release(runtime, namespace, [dict(body)], phase)
+            view = jobs.index_view(runtime, jobs_by_group)
+            jobs.release(runtime, job.to_release([dict(body)], view))
+
+    @kopf.on.event("batch", "v1", "jobs", id="fill-pod-group-min-resources", registry=registry)
+    def fill_min_resources(
+        type: str | None, body: kopf.Body, jobs_by_group: JobIndex = NO_JOBS, **_: Any
+    ) -> None:
+        """PodGroupMinResources for a PodGroup created before its Job (kube-batch's
+        usual order): filled when the Job comes, as an update through its admission."""
+        if type not in (None, "ADDED") or not runtime.leads() or not runtime.synced():
+            return
+        if job.group_of(body) is None:
+            return
+        fill = podgroup.fill_from_job(dict(body), jobs.index_view(runtime, jobs_by_group))
+        if fill is not None:
+            jobs.fill_min_resources(runtime, *fill)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -266,58 +317,43 @@ def _phase(value: object) -> PodGroupPhase | None:
         return None
 
 
-def _slim_job(body: kopf.Body, namespace: str, name: str) -> Object:
-    """What the index keeps of a Job: enough to fill minResources and to release it."""
-    annotations = body.get("metadata", {}).get("annotations") or {}
-    held = {job.HELD_ANNOTATION: annotations[job.HELD_ANNOTATION]} if job.is_held(body) else {}
-    spec = body.get("spec") or {}
-    return {
-        "metadata": {"name": name, "namespace": namespace, "annotations": held},
-        "spec": {"suspend": spec.get("suspend"), "template": spec.get("template") or {}},
-    }
-
-
-def _release(
-    runtime: "Runtime", namespace: str, jobs: Sequence[Object], phase: PodGroupPhase | None
-) -> None:
-    try:
-        released = podgroups.release_held_jobs(runtime.api, namespace, jobs, phase)
-    except Exception as exc:  # the next event of the group or the Job tries again
-        log.warning("could not release held Jobs in %s: %s", namespace, exc)
-        return
-    for name in released:
-        log.info("released Job %s/%s: its PodGroup is %s", namespace, name, phase)
-
-
-async def _view(
-    runtime: "Runtime", queue_name: object = None, pod_specs: Sequence[Object] = ()
-) -> StateView:
-    """The scheduler's state once synced (else a refusal to try again), with the Queue
-    ``queue_name`` read from the API if the watch has not brought it yet."""
-    deadline = time.monotonic() + SYNC_WAIT_SECONDS
+async def _wait_synced(runtime: "Runtime", budget: Budget) -> None:
+    """Until the scheduler's state is synced; a 503 "try again" once waiting longer would
+    leave too little of the review's time for the reads that follow."""
     while not runtime.synced():
-        if time.monotonic() > deadline:
+        if budget.left() <= LOOKUP_RESERVE_SECONDS:
             raise kopf.AdmissionError(
                 "kbatch is starting (its caches are not synced); try again", code=503
             )
         await asyncio.sleep(0.05)
+
+
+async def _view(
+    runtime: "Runtime", budget: Budget, queue_name: object = None, group_jobs: Sequence[Object] = ()
+) -> StateView:
+    """The scheduler's (synced) state, with the Queue ``queue_name`` read from the API if
+    the watch has not brought it yet (a 503 when it cannot be read in the time left)."""
     queues: dict[str, Queue] = {}
     name = str(queue_name or DEFAULT_QUEUE)
     if name not in runtime.state.queues():
-        fetched = await asyncio.to_thread(_read_queue, runtime, name)
+        timeout = budget.lookup_timeout()
+        try:
+            if not timeout:
+                raise TimeoutError("no time left in this review")
+            fetched = await asyncio.to_thread(_read_queue, runtime, name, timeout)
+        except (ApiError, OSError, urllib3.exceptions.HTTPError) as exc:
+            raise kopf.AdmissionError(
+                f"kbatch could not read Queue {name!r} from the API server ({exc}); try again",
+                code=503,
+            ) from exc
         if fetched is not None:
             queues[name] = fetched
-    return StateView(runtime.state, lambda namespace, group: pod_specs, queues)
+    return StateView(runtime.state, lambda namespace, group: group_jobs, queues)
 
 
-def _read_queue(runtime: "Runtime", name: str) -> Queue | None:
+def _read_queue(runtime: "Runtime", name: str, timeout: float) -> Queue | None:
     try:
-        raw = request(
-            runtime.api,
-            "GET",
-            f"/apis/{GROUP}/{VERSION}/queues/{name}",
-            timeout=LOOKUP_TIMEOUT_SECONDS,
-        )
+        raw = request(runtime.api, "GET", f"/apis/{GROUP}/{VERSION}/queues/{name}", timeout=timeout)
     except ApiError as exc:
         if exc.status == 404:
             return None
@@ -325,33 +361,28 @@ def _read_queue(runtime: "Runtime", name: str) -> Queue | None:
     return Queue.model_validate(raw)
 
 
-async def _job_pod_specs(
-    runtime: "Runtime", index: JobIndex, namespace: str, group: str
+async def _group_jobs(
+    runtime: "Runtime", index: JobIndex, namespace: str, group: str, budget: Budget
 ) -> Sequence[Object]:
-    """The pod templates of the group's Jobs: from the index, else (a Job the watch has
-    not brought yet) listed by the label the Job webhook gives them."""
-    specs = [
-        entry["spec"]["template"].get("spec") or {} for entry in index.get((namespace, group), ())
-    ]
-    if specs:
-        return specs
+    """The group's Jobs: from the index, else (a Job the watch has not brought yet) listed
+    by the label the Job webhook gives them, when the review has time for it."""
+    found = list(index.get((namespace, group), ()))
+    if found:
+        return found
+    timeout = budget.lookup_timeout()
+    if not timeout:
+        log.warning("no time left to list the Jobs of PodGroup %s/%s", namespace, group)
+        return ()
     try:
-        return await asyncio.to_thread(_listed_job_pod_specs, runtime, namespace, group)
+        return await asyncio.to_thread(_listed_jobs, runtime, namespace, group, timeout)
     except Exception as exc:  # minResources stays unset; admission goes on
         log.warning("could not list the Jobs of PodGroup %s/%s: %s", namespace, group, exc)
         return ()
 
 
-def _listed_job_pod_specs(runtime: "Runtime", namespace: str, group: str) -> list[Object]:
+def _listed_jobs(runtime: "Runtime", namespace: str, group: str, timeout: float) -> list[Object]:
     query = urllib.parse.urlencode({"labelSelector": f"{job.GROUP_LABEL}={group}"})
-    listed = request(
-        runtime.api,
-        "GET",
-        f"/apis/batch/v1/namespaces/{namespace}/jobs?{query}",
-        timeout=LOOKUP_TIMEOUT_SECONDS,
-    )
-    return [
-        item["spec"]["template"].get("spec") or {}
-        for item in listed.get("items") or []
-        if job.group_of(item) == group
-    ]
+    path = f"/apis/batch/v1/namespaces/{namespace}/jobs?{query}"
+    listed = request(runtime.api, "GET", path, timeout=timeout)
+    names = runtime.state.scheduler_names
+    return [item for item in listed.get("items") or [] if job.kbatch_group_of(item, names) == group]

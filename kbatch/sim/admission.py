@@ -3,16 +3,24 @@ the same admission functions as on a cluster (``kbatch.webhooks.admission``).
 
 A rejected object is not created; a ``Warning`` event ``AdmissionRejected`` on it
 carries the webhook's message (on a cluster, ``kubectl apply`` would print it).
-A Job held for its PodGroup gets a ``Held`` event, and ``Released`` when the
-group is admitted (the PodGroup operator's side of delayed pod creation).
+A Job held for its PodGroup gets a ``Held`` event, and ``Released`` when it is no
+longer to be held (the PodGroup operator's side of delayed pod creation); a Job of
+a group that is not held although its group waits gets ``NotHeld``, saying why.
+
+What ``kbatch run`` does on events, the simulation does at once: when a PodGroup is
+created, its held Jobs that are no longer to be held are released; when a Job names
+a PodGroup created before it without minResources, the PodGroup is filled from it
+(an update that goes through the PodGroup's admission, quota included).
 """
 
+from collections.abc import Mapping
 from typing import Any
 
+from kbatch.api.podgroup import PodGroup
 from kbatch.operators.scheduler.framework.interface import ObjectRef
 from kbatch.sim import jobs
 from kbatch.sim.cluster import SimCluster
-from kbatch.webhooks.admission import chain, job, result
+from kbatch.webhooks.admission import chain, job, podgroup, result
 from kbatch.webhooks.admission.view import StateView
 
 Object = dict[str, Any]
@@ -23,17 +31,17 @@ class SimAdmission:
     def __init__(self, cluster: SimCluster, controller: jobs.JobController) -> None:
         self.cluster = cluster
         self.controller = controller
-        self.view = StateView(cluster.state, self._pod_specs)
+        self.view = StateView(cluster.state, self._group_jobs)
         self.held: set[JobKey] = set()
         self._jobs_of_group: dict[tuple[str, str], set[JobKey]] = {}
 
-    def _pod_specs(self, namespace: str, group: str) -> list[Object]:
-        specs = []
+    def _group_jobs(self, namespace: str, group: str) -> list[Object]:
+        found: list[Object] = []
         for key in sorted(self._jobs_of_group.get((namespace, group), ())):
             record = self.controller.jobs.get(key)
             if record is not None and job.group_of(record.obj) == group:
-                specs.append(record.obj["spec"]["template"]["spec"])
-        return specs
+                found.append(record.obj)
+        return found
 
     def admit(self, obj: Object) -> Object | None:
         """``obj`` as admission leaves it, or None (and an event saying why) if rejected."""
@@ -50,31 +58,67 @@ class SimAdmission:
             self.cluster.record(ref, "Warning", "AdmissionRejected", answer.message)
             return None
         admitted = answer.applied_to(obj) if answer.patch else obj
-        if kind == "Job":
-            group = job.group_of(admitted)
-            if group is not None:
-                self._jobs_of_group.setdefault((namespace, group), set()).add((namespace, name))
-            if job.is_held(admitted):
-                self.held.add((namespace, name))
-                why = admitted["metadata"]["annotations"][job.HELD_ANNOTATION]
-                self.cluster.record(ref, "Normal", "Held", f"Job suspended: {why}")
+        if kind == "Job" and old is None:
+            self._job_created(ref, admitted, answer.warnings)
+        elif kind == "PodGroup" and old is None:
+            self._group_created(admitted)
         return admitted
 
+    def _job_created(self, ref: ObjectRef, admitted: Object, warnings: tuple[str, ...]) -> None:
+        group = job.kbatch_group_of(admitted, self.view.scheduler_names())
+        if group is None:
+            return
+        key = (ref.namespace, ref.name)
+        self._fill_min_resources(admitted)
+        self._jobs_of_group.setdefault((ref.namespace, group), set()).add(key)
+        if job.is_held(admitted):
+            self.held.add(key)
+            why = admitted["metadata"]["annotations"][job.HELD_ANNOTATION]
+            self.cluster.record(ref, "Normal", "Held", f"Job suspended: {why}")
+        for warning in warnings:
+            if warning.startswith("Job not held: "):
+                self.cluster.record(ref, "Normal", "NotHeld", warning)
+
+    def _fill_min_resources(self, created: Object) -> None:
+        """PodGroupMinResources for a PodGroup created before this Job."""
+        fill = podgroup.fill_from_job(created, self.view)
+        if fill is None:
+            return
+        namespace, name, patch = fill
+        old = self.cluster.state.get("PodGroup", namespace, name)
+        if old is None:
+            return
+        updated = result.merge(old, patch)
+        answer = chain.admit(updated, old, self.view)
+        ref = ObjectRef("PodGroup", namespace, name)
+        if not answer.allowed:
+            self.cluster.record(ref, "Warning", "AdmissionRejected", answer.message)
+            return
+        self.cluster.create(answer.applied_to(updated))
+
+    def _group_created(self, group_obj: Object) -> None:
+        """Its held Jobs that are no longer to be held go at once (the event's release)."""
+        meta = group_obj["metadata"]
+        namespace, name = str(meta.get("namespace") or "default"), str(meta["name"])
+        group = job.Group.of(PodGroup.model_validate(group_obj), None)
+        held = [r for r in self._group_jobs(namespace, name) if job.is_held(r)]
+        self._release(job.to_release(held, self.view, group))
+
     def release(self) -> None:
-        """Resume the held Jobs whose PodGroup has been admitted."""
-        for namespace, name in sorted(self.held):
-            record = self.controller.jobs.get((namespace, name))
+        """Resume the held Jobs that are no longer to be held (their group is admitted)."""
+        held = []
+        for key in sorted(self.held):
+            record = self.controller.jobs.get(key)
             if record is None or not job.is_held(record.obj):
-                self.held.discard((namespace, name))
-                continue
-            group = job.group_of(record.obj) or ""
-            phase = self.view.pod_group_phase(namespace, group)
-            patch = job.release_patch(record.obj, phase)
-            if patch is None or phase is None:
-                continue
-            self.controller.apply(result.merge(record.obj, patch))
-            self.held.discard((namespace, name))
-            message = (
-                f"PodGroup {namespace}/{group} is {phase.value}: the Job's pods may be created"
-            )
-            self.cluster.record(ObjectRef("Job", namespace, name), "Normal", "Released", message)
+                self.held.discard(key)
+            else:
+                held.append(record.obj)
+        self._release(job.to_release(held, self.view))
+
+    def _release(self, decided: list[tuple[Mapping[str, Any], str]]) -> None:
+        for held, why in decided:
+            meta = held["metadata"]
+            self.controller.apply(result.merge(held, job.release_patch()))
+            self.held.discard((meta["namespace"], meta["name"]))
+            ref = ObjectRef("Job", meta["namespace"], meta["name"])
+            self.cluster.record(ref, "Normal", "Released", f"Job resumed: {why}")

@@ -4,9 +4,15 @@ input creates — delayed pod creation, PodGroupMinResources, validation."""
 from collections import defaultdict
 from functools import cache
 
+import yaml
+
 from kbatch import sim
-from kbatch.sim import output, runner
-from scenarios.objects import at, job, node, pod, pod_group
+from kbatch.cluster.state import ClusterState
+from kbatch.sim import clock, jobs, output, runner
+from kbatch.sim.admission import SimAdmission
+from kbatch.sim.cluster import SimCluster
+from kbatch.webhooks.admission import job as job_admission
+from scenarios.objects import at, job, node, pod, pod_group, queue
 from scenarios.runner import HERE, Outcome, header, run
 
 BACKLOG = "admission/backlog.yaml"
@@ -109,13 +115,20 @@ def test_refused_objects_are_not_created_and_say_why() -> None:
             "(2 for 1 other PodGroup + 2 for this one), more than ResourceQuota "
             "capped/compute allows (hard requests.cpu: 3)"
         ),
+        ("capped", "third"): (  # its fill, when its Job came
+            "spec.minResources.cpu: the PodGroups of namespace capped would need 4 "
+            "(2 for 1 other PodGroup + 2 for this one), more than ResourceQuota "
+            "capped/compute allows (hard requests.cpu: 3)"
+        ),
         ("default", "closed"): "spec.queue: queue 'shut' is Closed: it admits no new PodGroups",
         ("default", "lost"): (
             "spec.queue: queue 'nowhere' does not exist; create it or name another queue"
         ),
     }
     names = {(g["namespace"], g["name"]) for g in outcome.json["podGroups"]}
-    assert names == {("capped", "first"), ("default", "filled")}
+    assert names == {("capped", "first"), ("capped", "third"), ("default", "filled")}
+    state = sim.run([HERE / "admission/refusals.yaml"]).cluster.state
+    assert "minResources" not in state.get("PodGroup", "capped", "third")["spec"]
     assert outcome.pods(job="second", ns="capped") == [], "the refused group's Job stays held"
     assert len(outcome.running(job="filled")) == 3
     assert phase_changes(outcome)[("default", "filled")] == ["Pending", "Inqueue", "Running"]
@@ -131,6 +144,77 @@ def test_a_group_admitted_before_its_job_comes_does_not_hold_it() -> None:
     same_tick = run(documents=[node(), pod_group("g", min_member=2), job("j", 2, group="g")])
     assert [e["name"] for e in same_tick.events(reason="Held")] == ["j"]
     assert len(same_tick.running(job="j")) == 2
+
+
+def test_a_backlog_whose_pod_groups_come_before_their_jobs_is_held_too() -> None:
+    """kube-batch's usual order (its examples, the chart's NOTES): each PodGroup first.
+    Its Job fills its minResources (PodGroupMinResources) and is held until it is
+    admitted: only pods of admitted groups ever exist, a cluster's worth at most."""
+    documents = list(yaml.safe_load_all((HERE / BACKLOG).read_text()))
+    reordered = []
+    for document in documents:
+        if document["kind"] == "PodGroup" and reordered and reordered[-1]["kind"] == "Job":
+            reordered.insert(len(reordered) - 1, document)
+        else:
+            reordered.append(document)
+    assert [d["kind"] for d in reordered[4:6]] == ["PodGroup", "Job"]
+    outcome = sim.run(documents=reordered)
+    groups = outcome.cluster.state.list("PodGroup")
+    assert {str(g["spec"].get("minResources")) for g in groups} == {"{'cpu': '2', 'pods': '2'}"}
+    assert max(sample.pending for sample in outcome.timeline.samples) <= 8
+    events = Outcome(output.to_json(outcome))
+    phase: dict[tuple[str, str], str] = {}
+    for e in events.json["events"]:  # in the order things happened
+        key = (e["namespace"], e["name"])
+        if e["kind"] == "PodGroup" and e["reason"] in PHASES:
+            phase[key] = e["reason"]
+        elif e["kind"] == "Job" and e["reason"] == "SuccessfulCreate":
+            assert phase.get(key) in ("Inqueue", "Running"), f"{e} while {phase.get(key)}"
+    assert len(events.events(reason="Held", kind="Job")) == 50
+
+
+def test_a_group_created_before_its_job_is_filled_when_the_job_comes() -> None:
+    """PodGroupMinResources in the simulator's admission, the PodGroup first (the
+    simulator itself creates Jobs first when both are due at once)."""
+    cluster = SimCluster(ClusterState(), clock.SimClock())
+    controller = jobs.JobController(cluster)
+    admission = SimAdmission(cluster, controller)
+    cluster.create(queue("default"))
+    for obj in (pod_group("g", min_member=2), job("j", parallelism=2, cpu="500m", group="g")):
+        obj["metadata"]["namespace"] = "default"
+        runner.create(cluster, controller, obj, admission)
+    filled = cluster.state.get("PodGroup", "default", "g")
+    assert filled is not None and filled["spec"]["minResources"] == {"cpu": "1", "pods": "2"}
+    assert job_admission.is_held(controller.jobs[("default", "j")].obj)
+
+
+def test_a_job_held_before_its_group_is_released_when_the_group_is_too_big_for_it() -> None:
+    """kube-batch's example (parallelism 3, minMember 6), the Job first: held while the
+    group does not exist; when it comes, 3 pods can never make 6, so the Job goes at
+    once and the group stays Pending saying why (held, the group would be admitted
+    with no pods and reserve room its 3 pods can never use)."""
+    qj = job("qj", parallelism=3, cpu="100m", group="qj")  # 6 × 100m fit: it would be admitted
+    late = [node(), qj, at(pod_group("qj", min_member=6), "2s")]
+    outcome = run(documents=late)
+    (held,) = outcome.events(reason="Held", kind="Job")
+    (released,) = outcome.events(reason="Released", kind="Job")
+    assert (held["time"], released["time"]) == (0.0, 2.0)
+    assert "make 3 pods, fewer than its minMember 6" in released["message"]
+    assert len(outcome.pods(job="qj")) == 3 and outcome.bound(job="qj") == []
+    assert outcome.group("qj")["phase"] == "Pending"
+    assert phase_changes(outcome)[("default", "qj")] == ["Pending"]
+
+
+def test_a_job_not_held_says_why() -> None:
+    """A group waiting Pending (its minResources do not fit) gets a Job of 3 pods for
+    its minMember 6: not held, with an event saying why."""
+    waiting = pod_group("qj", min_member=6)
+    waiting["spec"]["minResources"] = {"cpu": "60"}
+    documents = [node(), waiting, at(job("qj", parallelism=3, group="qj"), "1s")]
+    outcome = run(documents=documents)
+    (event,) = outcome.events(reason="NotHeld", kind="Job")
+    assert event["message"].startswith("Job not held: the Jobs of PodGroup default/qj make 3")
+    assert outcome.events(reason="Held") == [] and len(outcome.pods(job="qj")) == 3
 
 
 def test_a_group_with_no_pods_yet_is_admitted_but_not_one_with_too_few() -> None:

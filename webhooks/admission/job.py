@@ -1,38 +1,59 @@
-"""Delayed pod creation (DESIGN §6, §7): a batch/v1 Job whose pod template names a
-PodGroup is created suspended while that group is not admitted yet, and released
-(``spec.suspend: false``) once the group is Inqueue — so a backlog waits as Jobs,
-not as thousands of pending pods.
+"""Delayed pod creation (DESIGN §6, §7): a batch/v1 Job whose pods kbatch schedules and
+whose pod template names a PodGroup is created suspended while that group is not
+admitted yet, and released (``spec.suspend: false``) once the group is Inqueue — so a
+backlog waits as Jobs, not as thousands of pending pods.
+
+Only a Job whose pod template's ``schedulerName`` is one of kbatch's is held (a
+default-scheduler or Volcano Job with the same annotation is not kbatch's), and
+only while holding can end well: the group's known Jobs, this one included, make
+at least minMember pods, and no other Job of the group was let through unheld (its
+pods exist: a group with some pods is admitted only once it has minMember of them,
+so holding the rest could wait forever). Otherwise the Job is created as it is,
+with a warning saying why; the group then waits Pending, its Unschedulable
+condition saying how many pods it lacks. A Job whose group does not exist yet is
+held; when the group comes, the same rule decides whether it stays held.
 
 A Job kbatch holds carries the annotation ``kbatch.io/held`` (saying why); only
-such Jobs are ever released, never a Job its owner suspended. Every Job naming a
-group also gets the label ``kbatch.io/pod-group`` (when the name fits a label), so
-its template can be found when the PodGroup is created (PodGroupMinResources).
+such Jobs are ever released, never a Job its owner suspended. Every Job of a group
+also gets the label ``kbatch.io/pod-group`` (when the name is a valid label value),
+so its template can be found when the PodGroup is created (PodGroupMinResources).
 """
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
-from kbatch.api.podgroup import PodGroupPhase
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.webhooks.admission import result
 from kbatch.webhooks.admission.result import Admission, Object
 from kbatch.webhooks.admission.view import ClusterView
 
 HELD_ANNOTATION = "kbatch.io/held"
 GROUP_LABEL = "kbatch.io/pod-group"
+DEFAULT_SCHEDULER = "default-scheduler"
 # A group in any of these phases has been admitted (or is past it): its Jobs may run.
 ADMITTED = frozenset(
     {PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN, PodGroupPhase.COMPLETED}
 )
-_LABEL_VALUE_MAX = 63
+# Kubernetes' label value: at most 63 characters, alphanumerics at both ends, - _ . inside.
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 
 
 def group_of(job: Mapping[str, Any]) -> str | None:
     """The PodGroup the Job's pods join, from its pod template's annotation."""
-    template = (job.get("spec") or {}).get("template") or {}
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    annotations = (_template(job).get("metadata") or {}).get("annotations") or {}
     group = annotations.get(GROUP_NAME_ANNOTATION)
     return str(group) if group else None
+
+
+def kbatch_group_of(job: Mapping[str, Any], scheduler_names: Iterable[str]) -> str | None:
+    """The PodGroup of a Job whose pods kbatch schedules; None for any other Job."""
+    spec = _template(job).get("spec") or {}
+    if str(spec.get("schedulerName") or DEFAULT_SCHEDULER) not in scheduler_names:
+        return None
+    return group_of(job)
 
 
 def is_held(job: Mapping[str, Any]) -> bool:
@@ -41,37 +62,135 @@ def is_held(job: Mapping[str, Any]) -> bool:
     return HELD_ANNOTATION in annotations and (job.get("spec") or {}).get("suspend") is True
 
 
+def pods_made(job: Mapping[str, Any]) -> int:
+    """The pods the Job runs at once: min(parallelism, completions), Kubernetes' defaults."""
+    spec = job.get("spec") or {}
+    parallelism = _count(spec.get("parallelism"), 1)
+    return min(parallelism, _count(spec.get("completions"), parallelism))
+
+
+def label_value_ok(value: str) -> bool:
+    return _LABEL_VALUE.fullmatch(value) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """What holding needs to know of a PodGroup."""
+
+    namespace: str
+    name: str
+    phase: PodGroupPhase
+    min_member: int
+
+    @classmethod
+    def of(cls, group: PodGroup, phase: PodGroupPhase | None) -> "Group":
+        meta, pending = group.metadata, PodGroupPhase.PENDING
+        return cls(meta.namespace or "default", meta.name, phase or pending, group.spec.min_member)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether a Job is (still) to be held, and why; ``admitted``: the usual reason not
+    to hold (its group is admitted), which needs no warning."""
+
+    hold: bool
+    why: str
+    admitted: bool = False
+
+
+def group_in(view: ClusterView, namespace: str, name: str) -> Group | None:
+    """The PodGroup as holding sees it, or None when it does not exist."""
+    found = view.pod_group(namespace, name)
+    return None if found is None else Group.of(found, view.pod_group_phase(namespace, name))
+
+
+def decide(
+    job: Mapping[str, Any], group: Group | None, jobs: Sequence[Mapping[str, Any]]
+) -> Decision:
+    """Whether ``job`` is to be held for its group (``None``: it does not exist yet), given
+    the Jobs known to make the group's pods (``job`` among them or not)."""
+    meta = job.get("metadata") or {}
+    namespace, name = str(meta.get("namespace") or "default"), _name(job)
+    ref = f"PodGroup {namespace}/{group_of(job)}"
+    if group is not None and group.phase in ADMITTED:
+        return Decision(False, f"{ref} is {group.phase.value}", admitted=True)
+    others = [j for j in jobs if _name(j) != name]
+    unheld = sorted(_name(j) for j in others if (j.get("spec") or {}).get("suspend") is not True)
+    if unheld:
+        why = f"Job {namespace}/{unheld[0]} of {ref} was not held (its pods exist)"
+        return Decision(False, f"{why}, so the group's other Jobs are not held either")
+    if group is None:
+        return Decision(True, f"{ref} does not exist yet")
+    pods = pods_made(job) + sum(pods_made(j) for j in others)
+    if pods < group.min_member:
+        made = f"the Jobs of {ref} make {pods} pod{'s' * (pods != 1)}"
+        return Decision(
+            False,
+            f"{made}, fewer than its minMember {group.min_member}: they are not held, and the "
+            "group waits Pending for more pods (its Unschedulable condition says why)",
+        )
+    return Decision(True, f"{ref} is {group.phase.value}")
+
+
 def mutate(job: Mapping[str, Any], view: ClusterView, suspend_supported: bool = True) -> Admission:
-    """A Job created: labelled with its group, and held while the group is not admitted.
+    """A Job created: labelled with its group, and held while the group is not admitted
+    (when holding can end well: see the module's docstring).
 
     ``suspend_supported`` False (an API server before Job suspend): labelled only.
     """
-    group = group_of(job)
+    group = kbatch_group_of(job, view.scheduler_names())
     if group is None:
         return result.allow()
     meta = job.get("metadata") or {}
     patch: Object = {}
-    if len(group) <= _LABEL_VALUE_MAX and (meta.get("labels") or {}).get(GROUP_LABEL) != group:
+    if label_value_ok(group) and (meta.get("labels") or {}).get(GROUP_LABEL) != group:
         patch["metadata"] = {"labels": {GROUP_LABEL: group}}
     if not suspend_supported or (job.get("spec") or {}).get("suspend") is True:
         return result.allow(patch)
     namespace = str(meta.get("namespace") or "default")
-    phase = view.pod_group_phase(namespace, group)
-    if phase in ADMITTED:
-        return result.allow(patch)
-    why = (
-        f"PodGroup {namespace}/{group} does not exist yet"
-        if phase is None
-        else f"PodGroup {namespace}/{group} is {phase.value}"
-    )
-    held = f"{why}; kbatch creates the pods once it is Inqueue"
+    decision = decide(job, group_in(view, namespace, group), view.group_jobs(namespace, group))
+    if not decision.hold:
+        return result.allow(patch, () if decision.admitted else (f"Job not held: {decision.why}",))
+    held = f"{decision.why}; kbatch creates the pods once it is Inqueue"
     patch.setdefault("metadata", {})["annotations"] = {HELD_ANNOTATION: held}
     patch["spec"] = {"suspend": True}
     return result.allow(patch, (f"Job suspended: {held}",))
 
 
-def release_patch(job: Mapping[str, Any], phase: PodGroupPhase | None) -> Object | None:
-    """The merge patch that releases a held Job once its group is admitted, else None."""
-    if not is_held(job) or phase not in ADMITTED:
-        return None
+def to_release(
+    jobs: Iterable[Mapping[str, Any]], view: ClusterView, group: Group | None = None
+) -> list[tuple[Mapping[str, Any], str]]:
+    """The held Jobs among ``jobs`` that are no longer to be held, each with why.
+    ``group``: the PodGroup, when the view does not have it yet (it is being created)."""
+    out = []
+    for job in jobs:
+        name = group_of(job)
+        if not is_held(job) or name is None:
+            continue
+        namespace = str(job["metadata"].get("namespace") or "default")
+        found = (
+            group if group is not None and group.name == name else group_in(view, namespace, name)
+        )
+        decision = decide(job, found, view.group_jobs(namespace, name))
+        if not decision.hold:
+            out.append((job, decision.why))
+    return out
+
+
+def release_patch() -> Object:
+    """The merge patch that releases a held Job."""
     return {"metadata": {"annotations": {HELD_ANNOTATION: None}}, "spec": {"suspend": False}}
+
+
+def _template(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (job.get("spec") or {}).get("template") or {}
+
+
+def _name(job: Mapping[str, Any]) -> str:
+    return str((job.get("metadata") or {}).get("name") or "")
+
+
+def _count(value: object, default: int) -> int:
+    if value is None:
+        return default
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -4,7 +4,15 @@ PodGroupMinResources fills ``spec.minResources`` when it is absent, from
 minMember × the pod request of the Job whose pod template names the group
 (Kubernetes request semantics), and rejects a PodGroup whose minResources
 would take the sum over its namespace's PodGroups past a ResourceQuota's hard
-limit. Completed PodGroups hold nothing and are not counted.
+limit. Completed PodGroups hold nothing and are not counted. A quota counts only
+the PodGroups its scope selects: unscoped quotas select all; a PriorityClass scope
+(``scopes: [PriorityClass]``, or a ``scopeSelector`` on PriorityClass with In, NotIn,
+Exists or DoesNotExist) selects by ``spec.priorityClassName``; a quota with any
+other scope (BestEffort, Terminating, ...) bounds pods kbatch cannot tell from a
+PodGroup, and is not applied.
+
+A PodGroup created before its Job is filled when the Job comes
+(``fill_from_job``): an update of the PodGroup, so the quota applies to it too.
 
 Validation: ``spec.minMember`` is an integer ≥ 1; ``spec.queue`` names a Queue
 that exists and is Open (checked on create, and on update when the queue
@@ -21,6 +29,7 @@ from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import QueueState
 from kbatch.cluster import quantity
 from kbatch.cluster.podspec import PODS, pod_request
+from kbatch.webhooks.admission import job as jobs
 from kbatch.webhooks.admission import result
 from kbatch.webhooks.admission.result import Admission, Object
 from kbatch.webhooks.admission.view import ClusterView, Quota
@@ -42,7 +51,8 @@ def mutate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterV
     warnings: tuple[str, ...] = ()
     min_resources = spec.get("minResources")
     if min_resources is None:
-        filled, warnings = min_resources_from_jobs(namespace, name, spec.get("minMember", 1), view)
+        group_jobs = view.group_jobs(namespace, name)
+        filled, warnings = min_resources_from_jobs(name, spec.get("minMember", 1), group_jobs)
         if filled is not None:
             patch = {"spec": {"minResources": filled}}
             min_resources = filled
@@ -56,17 +66,37 @@ def mutate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterV
     except ValueError as exc:
         field, _, why = str(exc).partition(": ")
         return result.deny(field, why)
-    rejection = quota_rejection(namespace, name, need, view)
+    priority_class = str(spec.get("priorityClassName") or "")
+    rejection = quota_rejection(namespace, name, need, view, priority_class)
     return rejection if rejection is not None else result.allow(patch, warnings)
 
 
+def fill_from_job(job: Mapping[str, Any], view: ClusterView) -> tuple[str, str, Object] | None:
+    """For a PodGroup created before its Job: when ``job`` (just created) names an existing
+    PodGroup without minResources, (namespace, group, the merge patch that fills them
+    from its Jobs, ``job`` included). The caller sends it as an update of the PodGroup,
+    through its admission (the quota). None when there is nothing to fill."""
+    name = jobs.kbatch_group_of(job, view.scheduler_names())
+    if name is None:
+        return None
+    meta = job.get("metadata") or {}
+    namespace, job_name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    group = view.pod_group(namespace, name)
+    if group is None or group.spec.min_resources is not None:
+        return None
+    known = [j for j in view.group_jobs(namespace, name) if j["metadata"]["name"] != job_name]
+    filled, _ = min_resources_from_jobs(name, group.spec.min_member, [*known, job])
+    return None if filled is None else (namespace, name, {"spec": {"minResources": filled}})
+
+
 def min_resources_from_jobs(
-    namespace: str, group: str, min_member: object, view: ClusterView
+    group: str, min_member: object, group_jobs: Sequence[Mapping[str, Any]]
 ) -> tuple[dict[str, str] | None, tuple[str, ...]]:
-    """minMember × the pod request of the group's Job (None when no Job is known)."""
+    """minMember × the pod request of the group's Jobs (None when no Job is known)."""
     if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 1:
         return None, ()  # validation says why
-    requests = _requests(view.job_pod_specs(namespace, group))
+    templates = [(j.get("spec") or {}).get("template") or {} for j in group_jobs]
+    requests = _requests([t.get("spec") or {} for t in templates])
     if not requests:
         return None, ()
     warnings: tuple[str, ...] = ()
@@ -112,16 +142,22 @@ def amounts(values: object, field: str) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- quota
 def quota_rejection(
-    namespace: str, name: str, need: Mapping[str, float], view: ClusterView
+    namespace: str,
+    name: str,
+    need: Mapping[str, float],
+    view: ClusterView,
+    priority_class: str = "",
 ) -> Admission | None:
-    """A rejection if ``need`` on top of the namespace's other PodGroups passes a quota."""
+    """A rejection if ``need`` on top of the namespace's other PodGroups passes a quota
+    whose scope selects a PodGroup of ``priority_class``."""
     if not need:
         return None
-    quotas = sorted(view.quotas(namespace), key=lambda q: q.name)
+    quotas = [q for q in view.quotas(namespace) if quota_selects(q, priority_class)]
     if not quotas:
         return None
-    others, count = _others(view.pod_groups(namespace), name)
-    for quota in quotas:
+    groups = list(view.pod_groups(namespace))
+    for quota in sorted(quotas, key=lambda q: q.name):
+        others, count = _others(groups, name, quota)
         for key, resource, hard in _limits(quota):
             if resource not in need:
                 continue
@@ -147,12 +183,42 @@ def quota_rejection(
     return None
 
 
-def _others(groups: Iterable[PodGroup], name: str) -> tuple[dict[str, float], int]:
+def quota_selects(quota: Quota, priority_class: str) -> bool:
+    """Whether the quota's scopes select a PodGroup of ``priority_class`` ("" for none),
+    as Kubernetes selects pods: every scope and every scopeSelector expression must."""
+    expressions = [
+        *({"scopeName": scope, "operator": "Exists"} for scope in quota.scopes),
+        *quota.scope_selector,
+    ]
+    return all(_priority_class_matches(e, priority_class) for e in expressions)
+
+
+def _priority_class_matches(expression: Mapping[str, Any], priority_class: str) -> bool:
+    if expression.get("scopeName") != "PriorityClass":
+        return False  # BestEffort, Terminating, ...: not decidable for a PodGroup
+    operator, values = expression.get("operator"), expression.get("values") or ()
+    if operator == "Exists":
+        return bool(priority_class)
+    if operator == "DoesNotExist":
+        return not priority_class
+    if operator == "In":
+        return bool(priority_class) and priority_class in values
+    if operator == "NotIn":
+        return not priority_class or priority_class not in values
+    return False
+
+
+def _others(groups: Iterable[PodGroup], name: str, quota: Quota) -> tuple[dict[str, float], int]:
+    """What the other PodGroups the quota selects hold, and how many there are."""
     total: dict[str, float] = {}
     count = 0
     for group in groups:
         if group.metadata.name == name or group.status.phase is PodGroupPhase.COMPLETED:
             continue
+        if not group.spec.min_resources or not quota_selects(
+            quota, group.spec.priority_class_name or ""
+        ):
+            continue  # it holds nothing, or nothing this quota bounds
         count += 1
         for resource, value in (group.spec.min_resources or {}).items():
             total[resource] = total.get(resource, 0.0) + _amount(resource, value)

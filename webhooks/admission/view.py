@@ -1,9 +1,9 @@
 """What admission may read of the cluster: a small Protocol, and its implementation over
 a ClusterState (the scheduler's watched cache, or the simulator's cluster).
 
-Jobs are not in a ClusterState (the scheduler does not watch them): their pod
-templates come from whoever knows them — a kopf index of Jobs in ``kbatch run``,
-the simulated job controller in a simulation.
+Jobs are not in a ClusterState (the scheduler does not watch them): the Jobs of a
+group come from whoever knows them — a kopf index of Jobs in ``kbatch run``, the
+simulated job controller in a simulation.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -14,21 +14,28 @@ from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
 from kbatch.cluster.state import ClusterState
 
-PodTemplates = Callable[[str, str], Sequence[Mapping[str, Any]]]
+GroupJobs = Callable[[str, str], Sequence[Mapping[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
 class Quota:
-    """A ResourceQuota as admission reads it: ``hard`` as written (quantities as strings)."""
+    """A ResourceQuota as admission reads it: ``hard`` as written (quantities as strings);
+    ``scopes`` and the ``scope_selector``'s matchExpressions as written."""
 
     namespace: str
     name: str
     hard: Mapping[str, Any]
+    scopes: tuple[str, ...] = ()
+    scope_selector: tuple[Mapping[str, Any], ...] = ()
 
 
 class ClusterView(Protocol):
     def queue(self, name: str) -> Queue | None:
         """The Queue of that name, or None."""
+        ...
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        """The PodGroup, or None when there is no such PodGroup."""
         ...
 
     def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
@@ -45,8 +52,13 @@ class ClusterView(Protocol):
 
     def quotas(self, namespace: str) -> Iterable[Quota]: ...
 
-    def job_pod_specs(self, namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
-        """The pod template specs of the Jobs whose template names ``group``."""
+    def group_jobs(self, namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
+        """The Jobs known to make pods of ``group`` (at least their metadata's name and
+        annotations, and spec's parallelism, completions, suspend and template)."""
+        ...
+
+    def scheduler_names(self) -> frozenset[str]:
+        """The pod schedulerNames kbatch schedules."""
         ...
 
 
@@ -61,15 +73,18 @@ class StateView:
     def __init__(
         self,
         state: ClusterState,
-        job_pod_specs: PodTemplates = no_jobs,
+        group_jobs: GroupJobs = no_jobs,
         queues: Mapping[str, Queue] | None = None,
     ) -> None:
         self.state = state
-        self._job_pod_specs = job_pod_specs
+        self._group_jobs = group_jobs
         self._queues = queues or {}
 
     def queue(self, name: str) -> Queue | None:
         return self.state.queues().get(name) or self._queues.get(name)
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        return self.state.pod_groups().get(f"{namespace}/{name}")
 
     def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
         raw = self.state.get("PodGroup", namespace, name)
@@ -94,10 +109,26 @@ class StateView:
 
     def quotas(self, namespace: str) -> list[Quota]:
         return [
-            Quota(namespace, raw["metadata"]["name"], (raw.get("spec") or {}).get("hard") or {})
+            quota_of(raw)
             for raw in self.state.list("ResourceQuota")
             if (raw["metadata"].get("namespace") or "default") == namespace
         ]
 
-    def job_pod_specs(self, namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
-        return self._job_pod_specs(namespace, group)
+    def group_jobs(self, namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
+        return self._group_jobs(namespace, group)
+
+    def scheduler_names(self) -> frozenset[str]:
+        return self.state.scheduler_names
+
+
+def quota_of(raw: Mapping[str, Any]) -> Quota:
+    """A ResourceQuota object as admission reads it."""
+    meta, spec = raw["metadata"], raw.get("spec") or {}
+    selector = (spec.get("scopeSelector") or {}).get("matchExpressions") or ()
+    return Quota(
+        str(meta.get("namespace") or "default"),
+        str(meta["name"]),
+        spec.get("hard") or {},
+        tuple(str(scope) for scope in spec.get("scopes") or ()),
+        tuple(r for r in selector if isinstance(r, Mapping)),
+    )

@@ -3,7 +3,8 @@
 import pytest
 
 from kbatch.webhooks.admission import podgroup
-from unit.webhooks.world import World, pod_group_obj
+from kbatch.webhooks.admission.result import merge
+from unit.webhooks.world import World, job_obj, pod_group_obj
 
 
 # --------------------------------------------------------------------------- minResources
@@ -115,6 +116,85 @@ def test_an_update_is_checked_only_when_min_resources_change() -> None:
     grown = pod_group_obj("c", min_resources={"cpu": "10"})
     answer = podgroup.mutate(grown, old, world.view)
     assert not answer.allowed and "(5 for 2 other PodGroups + 10 for this one)" in answer.message
+
+
+# --------------------------------------------------------------------------- quota scopes
+def _selector(operator: str, *values: str) -> dict[str, object]:
+    expression: dict[str, object] = {"scopeName": "PriorityClass", "operator": operator}
+    if values:
+        expression["values"] = list(values)
+    return {"scopeSelector": {"matchExpressions": [expression]}}
+
+
+@pytest.mark.parametrize(
+    ("scoping", "priority_class", "applies"),
+    [
+        ({}, None, True),  # unscoped: every PodGroup
+        ({"scopes": ["BestEffort"]}, None, False),  # scopes kbatch cannot judge: skipped
+        ({"scopes": ["NotBestEffort"]}, "high", False),
+        ({"scopes": ["Terminating"]}, None, False),
+        ({"scopes": ["NotTerminating"]}, None, False),
+        ({"scopes": ["PriorityClass"]}, "high", True),  # listed: Exists
+        ({"scopes": ["PriorityClass"]}, None, False),
+        (_selector("In", "high", "top"), "high", True),
+        (_selector("In", "high"), "low", False),
+        (_selector("In", "high"), None, False),
+        (_selector("NotIn", "low"), "high", True),
+        (_selector("NotIn", "high"), "high", False),
+        (_selector("NotIn", "low"), None, True),
+        (_selector("Exists"), "low", True),
+        (_selector("Exists"), None, False),
+        (_selector("DoesNotExist"), None, True),
+        (_selector("DoesNotExist"), "high", False),
+        ({"scopeSelector": {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]}},
+         None, False),
+    ],
+)  # fmt: skip
+def test_a_quota_applies_only_to_the_pod_groups_its_scope_selects(
+    scoping: dict[str, object], priority_class: str | None, applies: bool
+) -> None:
+    """Kubernetes' semantics, for the PodGroup's priorityClassName: 3 cpu past a quota
+    of 2 is refused where the quota applies."""
+    world = World().quota("scoped", {"requests.cpu": "2"}, **scoping)
+    obj = pod_group_obj("b", min_resources={"cpu": "3"}, priority_class=priority_class)
+    assert podgroup.mutate(obj, None, world.view).allowed is not applies
+
+
+def test_a_scoped_quota_counts_only_the_pod_groups_it_selects() -> None:
+    world = World().quota("scoped", {"requests.cpu": "2"}, **_selector("In", "low"))
+    world.pod_group("a", min_resources={"cpu": "2"}, priority_class="high")  # not counted
+    world.pod_group("c", min_resources={"cpu": "1"}, priority_class="low")
+    within = pod_group_obj("b", min_resources={"cpu": "1"}, priority_class="low")
+    assert podgroup.mutate(within, None, world.view).allowed
+    past = pod_group_obj("b", min_resources={"cpu": "2"}, priority_class="low")
+    answer = podgroup.mutate(past, None, world.view)
+    assert not answer.allowed
+    assert "would need 3 (1 for 1 other PodGroup + 2 for this one)" in answer.message
+
+
+# --------------------------------------------------------------------------- a Job after its group
+def test_a_job_fills_the_min_resources_of_its_group_created_before_it() -> None:
+    world = World().pod_group("g", min_member=3)  # no Job known when it was created
+    fill = podgroup.fill_from_job(job_obj("train", group="g", cpu="500m"), world.view)
+    assert fill == ("default", "g", {"spec": {"minResources": {"cpu": "1500m", "pods": "3"}}})
+
+
+def test_a_job_fills_nothing_where_min_resources_are_set_or_there_is_no_group() -> None:
+    world = World().pod_group("set", min_resources={"cpu": "1"})
+    assert podgroup.fill_from_job(job_obj("a", group="set"), world.view) is None
+    assert podgroup.fill_from_job(job_obj("b", group="none"), world.view) is None
+    other = job_obj("c", group="set", scheduler="default-scheduler")
+    assert podgroup.fill_from_job(other, World().pod_group("set").view) is None
+
+
+def test_the_fill_goes_through_the_quota_as_an_update() -> None:
+    world = World().quota("small", {"requests.cpu": "1"}).pod_group("g", min_member=2)
+    old = pod_group_obj("g", min_member=2)
+    fill = podgroup.fill_from_job(job_obj("train", group="g"), world.view)
+    assert fill is not None
+    answer = podgroup.mutate(merge(old, fill[2]), old, world.view)
+    assert not answer.allowed
+    assert "this PodGroup alone needs 2, more than ResourceQuota default/small" in answer.message
 
 
 # --------------------------------------------------------------------------- validation

@@ -1,12 +1,13 @@
-"""The PodGroup operator's side of delayed pod creation: the API calls, on a fake API."""
+"""The PodGroup operator's side of delayed pod creation (the API calls, on a fake API), and
+kbatch run's sweep of held Jobs."""
 
 from typing import Any
 
 import pytest
 
-from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.podgroup import controller
 from kbatch.operators.scheduler.kube import ApiError
+from kbatch.webhooks import jobs as webhook_jobs
 from kbatch.webhooks.admission import job
 from unit.webhooks.world import World, job_obj
 
@@ -39,15 +40,15 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     return api
 
 
-def held_job(name: str) -> dict[str, Any]:
-    obj = job_obj(name, group="g")
+def held_job(name: str, group: str = "g") -> dict[str, Any]:
+    obj = job_obj(name, group=group)
     return job.mutate(obj, World().view).applied_to(obj)
 
 
-def test_held_jobs_of_an_admitted_group_are_released_if_still_held(fake: FakeApi) -> None:
+def test_held_jobs_are_released_if_still_held(fake: FakeApi) -> None:
     jobs = [held_job("a"), job_obj("mine", group="g", suspend=True), held_job("b")]
-    released = controller.release_held_jobs(object(), "default", jobs, PodGroupPhase.INQUEUE)
-    assert released == ["a", "b"]
+    released = controller.release_held_jobs(object(), jobs)
+    assert released == ["default/a", "default/b"]
     method, path, patch, content_type = fake.calls[0]
     assert (method, path, content_type) == (
         "PATCH",
@@ -62,16 +63,60 @@ def test_held_jobs_of_an_admitted_group_are_released_if_still_held(fake: FakeApi
     ]
 
 
-def test_nothing_is_released_while_the_group_waits(fake: FakeApi) -> None:
-    for phase in (None, PodGroupPhase.PENDING):
-        assert controller.release_held_jobs(object(), "default", [held_job("a")], phase) == []
-    assert fake.calls == []
-
-
 def test_a_job_changed_since_is_left_alone(fake: FakeApi) -> None:
     fake.answers["/apis/batch/v1/namespaces/default/jobs/a"] = ApiError(422, "test failed")
     jobs = [held_job("a"), held_job("b")]
-    assert controller.release_held_jobs(object(), "default", jobs, PodGroupPhase.RUNNING) == ["b"]
+    assert controller.release_held_jobs(object(), jobs) == ["default/b"]
+
+
+def test_a_failed_release_does_not_stop_the_others(fake: FakeApi) -> None:
+    fake.answers["/apis/batch/v1/namespaces/default/jobs/a"] = ApiError(500, "etcd is slow")
+    assert controller.release_held_jobs(object(), [held_job("a"), held_job("b")]) == ["default/b"]
+
+
+# --------------------------------------------------------------------------- the sweep
+class Runtime:
+    def __init__(self, state: Any) -> None:
+        self.api = object()
+        self.state = state
+
+
+def test_the_sweep_releases_every_held_job_whose_group_is_admitted(fake: FakeApi) -> None:
+    """No event comes for a held Job of an Inqueue group (it has no pods): after a
+    failover, a restart or a failed release, only the sweep releases it."""
+    world = World().pod_group("ready", phase="Inqueue").pod_group("waiting", phase="Pending")
+    index = {
+        ("default", "ready"): [held_job("r1", "ready"), held_job("r2", "ready")],
+        ("default", "waiting"): [held_job("w", "waiting")],
+        ("default", "gone"): [held_job("x", "gone")],
+    }
+    webhook_jobs.sweep_held_jobs(Runtime(world.state), index)  # type: ignore[arg-type]
+    patched = [path.rpartition("/")[2] for _, path, _, _ in fake.calls]
+    assert patched == ["r1", "r2"]
+
+
+def test_the_sweep_runs_on_taking_the_lead_then_periodically() -> None:
+    schedule = webhook_jobs.SweepSchedule(interval=30.0)
+    assert not schedule.due(leads=False, now=0.0)
+    assert schedule.due(leads=True, now=1.0)  # the lead is taken: at once
+    assert not schedule.due(leads=True, now=30.0)
+    assert schedule.due(leads=True, now=31.0)
+    assert not schedule.due(leads=False, now=32.0)
+    assert schedule.due(leads=True, now=33.0)  # taken again: at once
+
+
+def test_an_unreadable_version_is_asked_again_until_it_is_read(fake: FakeApi) -> None:
+    delayed = webhook_jobs.DelayedPodCreation()
+    fake.answers["/version"] = OSError("connection refused")
+    delayed.learn(object(), now=0.0)
+    assert delayed.supported is None
+    fake.answers["/version"] = {"major": "1", "minor": "30", "gitVersion": "v1.30.1"}
+    delayed.learn(object(), now=0.5)  # backing off: not asked yet
+    assert delayed.supported is None and len(fake.calls) == 1
+    delayed.learn(object(), now=1.0)
+    assert delayed.supported is True and len(fake.calls) == 2
+    delayed.learn(object(), now=100.0)  # known: never asked again
+    assert len(fake.calls) == 2
 
 
 @pytest.mark.parametrize(
@@ -95,7 +140,7 @@ def test_job_suspend_support_is_read_from_the_version(
     assert answer[0] is supported and why in answer[1]
 
 
-def test_an_unreadable_version_means_no_delayed_pod_creation(fake: FakeApi) -> None:
-    fake.answers["/version"] = ApiError(403, "forbidden")
+def test_an_unreadable_version_is_not_an_answer(fake: FakeApi) -> None:
+    fake.answers["/version"] = ApiError(503, "unavailable")
     supported, why = controller.job_suspend_support(object())
-    assert not supported and "could not be read" in why
+    assert supported is None and "could not be read" in why

@@ -23,8 +23,11 @@ def pod_group_obj(
     queue: str | None = None,
     min_resources: dict[str, str] | None = None,
     phase: str | None = None,
+    priority_class: str | None = None,
 ) -> Obj:
     spec: Obj = {"minMember": min_member}
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
     if queue is not None:
         spec["queue"] = queue
     if min_resources is not None:
@@ -56,18 +59,20 @@ def job_obj(
     cpu: str = "1",
     memory: str | None = None,
     suspend: bool | None = None,
+    parallelism: int = 2,
+    scheduler: str = "kbatch",
 ) -> Obj:
     requests = {"cpu": cpu, **({"memory": memory} if memory else {})}
     template: Obj = {
         "spec": {
             "containers": [{"name": "c", "image": "busybox", "resources": {"requests": requests}}],
             "restartPolicy": "Never",
-            "schedulerName": "kbatch",
+            "schedulerName": scheduler,
         }
     }
     if group is not None:
         template["metadata"] = {"annotations": {GROUP_NAME_ANNOTATION: group}}
-    spec: Obj = {"parallelism": 2, "template": template}
+    spec: Obj = {"parallelism": parallelism, "template": template}
     if suspend is not None:
         spec["suspend"] = suspend
     return {
@@ -86,11 +91,11 @@ class World:
 
     @property
     def view(self) -> StateView:
-        return StateView(self.state, self._pod_specs)
+        return StateView(self.state, self._group_jobs)
 
-    def _pod_specs(self, namespace: str, group: str) -> list[Obj]:
+    def _group_jobs(self, namespace: str, group: str) -> list[Obj]:
         return [
-            job["spec"]["template"]["spec"]
+            job
             for job in self.jobs
             if job["metadata"]["namespace"] == namespace
             and job["spec"]["template"]
@@ -108,13 +113,16 @@ class World:
         self.state.apply(pod_group_obj(name, **fields))
         return self
 
-    def quota(self, name: str, hard: dict[str, str], namespace: str = "default") -> World:
+    def quota(
+        self, name: str, hard: dict[str, str], namespace: str = "default", **scoping: Any
+    ) -> World:
+        """``scoping``: ``scopes`` and ``scopeSelector`` as a ResourceQuota writes them."""
         self.state.apply(
             {
                 "apiVersion": "v1",
                 "kind": "ResourceQuota",
                 "metadata": {"name": name, "namespace": namespace},
-                "spec": {"hard": hard},
+                "spec": {"hard": hard, **scoping},
             }
         )
         return self
