@@ -19,7 +19,7 @@ import threading
 import time
 import types
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import kopf
@@ -317,7 +317,11 @@ def _phase(value: object) -> PodGroupPhase | None:
         return None
 
 
-async def _wait_synced(runtime: "Runtime", budget: Budget) -> None:
+async def _wait_synced(
+    runtime: "Runtime",
+    budget: Budget,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
     """Until the scheduler's state is synced; a 503 "try again" once waiting longer would
     leave too little of the review's time for the reads that follow."""
     while not runtime.synced():
@@ -325,7 +329,7 @@ async def _wait_synced(runtime: "Runtime", budget: Budget) -> None:
             raise kopf.AdmissionError(
                 "kbatch is starting (its caches are not synced); try again", code=503
             )
-        await asyncio.sleep(0.05)
+        await sleep(0.05)
 
 
 async def _view(
