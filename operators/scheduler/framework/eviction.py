@@ -11,7 +11,7 @@ that work, the one whose victims are fewest and least important wins.
 """
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,7 +27,7 @@ EVICTABLE = (TaskStatus.RUNNING, TaskStatus.BOUND)
 VictimChooser = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 # How many nodes that work are compared before the best of them is taken (in node
 # order, roomiest and best scored first), so that a big full cluster stays cheap.
-PLANS_COMPARED = 32
+PLANS_COMPARED = 8
 
 
 def _always(_: TaskInfo) -> bool:
@@ -57,11 +57,11 @@ class Rules:
     first: Callable[[TaskInfo], float] = _no_preference
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class _Plan:
     cost: tuple[int, ...]
     node: int
-    victims: list[TaskInfo]
+    victims: list[TaskInfo] = field(compare=False)
 
 
 def evictable_tasks(
@@ -136,18 +136,21 @@ def make_room(
     fit, then pipeline ``task`` there. False (and nothing done) if no node works."""
     view = placer.view(task)
     nodes = _nodes_worth_trying(session, view.ok, view.scores, task.request, rules.wanted)
-    rank = _ranks(session, nodes, rules)
-    plans: list[_Plan] = []
-    for position, node in enumerate(nodes):
+    plans: dict[int, list[TaskInfo]] = {}
+    for node in nodes:
         victims = _plan(session, statement, task, node, rules)
         if victims is None:
             continue
-        plans.append(_Plan(_cost(session, task, node, victims, rank, position), node, victims))
+        plans[node] = victims
         if not victims or len(plans) == PLANS_COMPARED:
             break  # room without evicting anything: nothing beats it
     if not plans:
         return False
-    best = min(plans, key=lambda p: p.cost)
+    rank = _ranks(session, list(plans), rules)
+    best = min(
+        (_Plan(_cost(session, task, node, victims, rank, i), node, victims))
+        for i, (node, victims) in enumerate(plans.items())
+    )
     for victim in best.victims:
         statement.evict(victim, reason)
     statement.pipeline(task, best.node)
