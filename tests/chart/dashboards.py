@@ -2,10 +2,13 @@
 
 ``queries()`` yields every PromQL expression of every panel (rows included)
 and of every query variable. ``metric_names(expr)`` is a small PromQL
-tokenizer: after dropping strings, label matchers ``{...}``, ranges ``[...]``,
-grouping clauses (``by (...)``, ``on (...)``, ...) and Grafana variables, the
-identifiers left that are not followed by ``(`` (functions, aggregations) and
-are not keywords are metric names.
+tokenizer: a ``__name__`` matcher names its metric (a regex or negative one is
+returned as written, so that no check can pass it unread); then, after
+dropping strings, label matchers ``{...}``, ranges ``[...]``, grouping clauses
+(``by (...)``, ``on (...)``, ...) and Grafana variables, the identifiers left
+that are not followed by ``(`` (functions, aggregations) and are not keywords
+are metric names. ``range_functions(expr)`` pairs each function applied to a
+range with the metric it reads.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ _VARIABLE = re.compile(r"\$\{[^}]*\}|\$\w+")
 _DURATION = re.compile(r"(?<![\w:])(\d+(ms|s|m|h|d|w|y))+(?![\w:])")
 _NUMBER = re.compile(r"(?<![\w:])(0x[0-9a-fA-F]+|\d+(\.\d*)?([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?)")
 _IDENTIFIER = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_NAME_MATCHER = re.compile(r"""__name__\s*(=~|!=|!~|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
+_RANGE_FUNCTION = re.compile(r"\b([a-z_]+)\s*\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{[^{}]*\})?\s*\[")
 _LABEL_VALUES = re.compile(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)")
 
 
@@ -85,6 +90,10 @@ def variable_queries() -> Iterator[Query]:
 
 def metric_names(expr: str) -> set[str]:
     """The metric names an expression reads (see the module docstring)."""
+    names = set()
+    for match in _NAME_MATCHER.finditer(expr):
+        operator, quoted = match.groups()
+        names.add(quoted[1:-1] if operator == "=" else f"__name__{operator}{quoted}")
     text = _STRING.sub(" ", expr)
     text = _MATCHERS.sub(" ", text)
     text = _RANGE.sub(" ", text)
@@ -96,7 +105,6 @@ def metric_names(expr: str) -> set[str]:
         text = stripped
     text = _DURATION.sub(" ", text)  # offset 5m
     text = _NUMBER.sub(" ", text)
-    names = set()
     for match in _IDENTIFIER.finditer(text):
         rest = text[match.end() :].lstrip()
         if rest.startswith("("):  # a function or an aggregation
@@ -105,6 +113,12 @@ def metric_names(expr: str) -> set[str]:
             continue
         names.add(match.group())
     return names
+
+
+def range_functions(expr: str) -> set[tuple[str, str]]:
+    """(function, metric) for every function applied to a metric's range, e.g.
+    ``("rate", "x_total")`` in ``sum(rate(x_total{a="b"}[5m]))``."""
+    return {(m.group(1), m.group(2)) for m in _RANGE_FUNCTION.finditer(_STRING.sub('""', expr))}
 
 
 def variable_metric(text: str) -> str | None:

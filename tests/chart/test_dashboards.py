@@ -99,10 +99,52 @@ def test_dashboard_has_the_required_panels_and_a_datasource_variable(path) -> No
         ("sum(kbatch_e2e_x_count) or vector(0)", {"kbatch_e2e_x_count"}),
         ('max by (queue_name) (q{queue_name=~"$queue"})', {"q"}),
         ("rate(m:recorded:rule[5m:30s])", {"m:recorded:rule"}),
+        # a metric named like a function, and functions over label-looking names
+        ("rate(rate[5m])", {"rate"}),
+        ('count_values("value", by_metric) BY (value)', {"by_metric"}),
+        ("on_time_total offset 1h and ignoring(job) bool_gauge", {"on_time_total", "bool_gauge"}),
+        ('sum without (instance, job) (label_replace(up, "dst", "$1", "src", "(.*)"))', {"up"}),
+        ("max_over_time(x[5m:1m] @ end())", {"x"}),
+        ('sum(rate(x_total{a="}[", b=~"{x}"}[5m]))', {"x_total"}),
+        # a metric named in a matcher; one selected by a pattern cannot pass unread
+        ('{__name__="kbatch_a", job="x"}', {"kbatch_a"}),
+        ('{__name__=~"kbatch_.*"}', {'__name__=~"kbatch_.*"'}),
     ],
 )
 def test_the_tokenizer_finds_exactly_the_metric_names(expr, names) -> None:
     assert dashboards.metric_names(expr) == names
+
+
+def test_range_functions_are_paired_with_the_metric_they_read() -> None:
+    expr = 'sum(delta(g[5m])) / sum(rate(c_total{a="}"}[$__rate_interval])) + max(h)'
+    assert dashboards.range_functions(expr) == {("delta", "g"), ("rate", "c_total")}
+
+
+# Gauges kbatch exports that only grow within a process (kube-batch's names, no _total):
+# like counters, they go back to 0 when kbatch restarts.
+COUNTER_LIKE = frozenset({"kbatch_total_preemption_attempts"})
+RESET_SAFE = frozenset({"rate", "irate", "increase", "resets"})
+
+
+def test_counters_are_read_with_functions_that_survive_a_restart() -> None:
+    """delta() of a counter is negative across a restart; rate()/increase() see the reset."""
+    wrong = {
+        f"{q.dashboard} / {q.panel}: {function}({metric})"
+        for q in ALL_QUERIES
+        for function, metric in dashboards.range_functions(q.expr)
+        if (metric in COUNTER_LIKE or metric.endswith(("_total", "_count", "_sum", "_bucket")))
+        and function not in RESET_SAFE
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_a_panel_of_pod_group_phases_names_every_phase_it_plots() -> None:
+    for q in ALL_QUERIES:
+        title = q.panel.lower()
+        for name in dashboards.metric_names(q.expr):
+            phase = name.removeprefix("kbatch_queue_pod_group_").removesuffix("_count")
+            if name.startswith("kbatch_queue_pod_group_") and "by phase" not in title:
+                assert phase in title, f"{q.dashboard} / {q.panel} plots {phase}"
 
 
 def test_every_query_uses_only_exported_metrics() -> None:
