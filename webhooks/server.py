@@ -83,12 +83,17 @@ class Budget:
         return min(LOOKUP_TIMEOUT_SECONDS, left) if left > 0.05 else 0.0
 
 
-def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
-    """The admission handlers, the Job index and the release handlers (when webhooks are on)."""
+def register(
+    registry: kopf.OperatorRegistry,
+    runtime: "Runtime",
+    delayed: jobs.DelayedPodCreation | None = None,
+) -> None:
+    """The admission handlers, the Job index and the release handlers (when webhooks are on).
+    ``delayed``: whether Jobs are held, when known already (else learned at start)."""
     settings = runtime.settings
     if not settings.webhook_address:
         return
-    delayed = jobs.DelayedPodCreation()
+    delayed = delayed or jobs.DelayedPodCreation()
     sweeper: dict[str, asyncio.Task[None]] = {}
     kopf_objects = logging.getLogger("kopf.objects")
     if not any(isinstance(f, RefusalsAreAnswers) for f in kopf_objects.filters):

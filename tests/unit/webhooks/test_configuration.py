@@ -1,5 +1,6 @@
 """The webhook configurations kbatch writes for local runs, and its HTTPS endpoint."""
 
+import contextlib
 import json
 import ssl
 from pathlib import Path
@@ -100,12 +101,38 @@ def test_the_admission_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> Non
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["admission"] for line in lines] == [
         "PodGroup create: fill minResources + quota",
+        "PodGroup create: no Job known (lists Jobs)",
         "PodGroup create: validate",
         "Queue update: validate",
         "Queue delete: in use",
-        "Job create: hold",
+        "Job create: hold (group Pending, a held sibling)",
+        "Job create: hold (no group yet, no Job known)",
     ]
     assert all(line["p99_ms"] >= line["p50_ms"] >= 0 for line in lines)
+
+
+def test_the_admission_benchmark_times_what_its_cases_say() -> None:
+    import asyncio
+
+    import kopf
+
+    from kbatch.webhooks import bench
+
+    state, index = bench.build_state(60)
+    answers = {}
+    with bench.stub_api() as api:
+        handlers = bench.handlers(bench.Runtime(state, api))
+        for name, (hook, kwargs) in bench.cases(index).items():
+            patch = kopf.Patch(body=kwargs["body"])
+            lists = bench.EmptyJobLists.lists
+            with contextlib.suppress(kopf.AdmissionError):
+                asyncio.run(handlers[hook](patch=patch, warnings=[], **kwargs))
+            answers[name] = (dict(patch), bench.EmptyJobLists.lists - lists)
+    assert answers["PodGroup create: fill minResources + quota"][0]["spec"]["minResources"]
+    assert answers["PodGroup create: no Job known (lists Jobs)"] == ({}, 1)  # asked the API
+    for name in ("group Pending, a held sibling", "no group yet, no Job known"):
+        patch, lists = answers[f"Job create: hold ({name})"]
+        assert patch["spec"] == {"suspend": True} and lists == 0
 
 
 def test_kopf_logs_a_refusal_at_info_and_other_failures_as_errors() -> None:
