@@ -350,6 +350,33 @@ def test_min_resources_are_filled_from_the_groups_job(webhooks: Webhooks) -> Non
     assert stored["spec"]["minResources"] == group["spec"]["minResources"]
 
 
+def test_a_pod_group_made_before_its_job_is_filled_when_the_job_comes(webhooks: Webhooks) -> None:
+    """kube-batch's usual order: the PodGroup first (nothing to fill it from yet)."""
+    ns = webhooks.namespace("pgfirst")
+    group = request(webhooks.api, "POST", pod_groups(ns), pod_group("train", minMember=2))
+    assert "minResources" not in group["spec"]
+    request(webhooks.api, "POST", f"/apis/batch/v1/namespaces/{ns}/jobs", job("train", "train"))
+
+    def filled() -> dict[str, str] | None:
+        current = request(webhooks.api, "GET", f"{pod_groups(ns)}/train")
+        return current["spec"].get("minResources")
+
+    assert eventually("minResources are filled", filled) == {
+        "cpu": "1",
+        "memory": "512Mi",
+        "pods": "2",
+    }
+
+
+def test_a_job_kbatch_does_not_schedule_is_left_alone(webhooks: Webhooks) -> None:
+    ns = webhooks.namespace("foreign")
+    foreign = job("other", "other")
+    foreign["spec"]["template"]["spec"]["schedulerName"] = "default-scheduler"
+    created = request(webhooks.api, "POST", f"/apis/batch/v1/namespaces/{ns}/jobs", foreign)
+    assert "kbatch.io/pod-group" not in (created["metadata"].get("labels") or {})
+    assert not created["spec"].get("suspend")
+
+
 def test_past_a_resource_quota_a_pod_group_is_refused(webhooks: Webhooks) -> None:
     ns = webhooks.namespace("quota")
     quota = {"metadata": {"name": "compute"}, "spec": {"hard": {"requests.cpu": "4"}}}
