@@ -168,9 +168,8 @@ def to_release(
         if not is_held(job) or name is None:
             continue
         namespace = str(job["metadata"].get("namespace") or "default")
-        found = (
-            group if group is not None and group.name == name else group_in(view, namespace, name)
-        )
+        known = group is not None and (group.namespace, group.name) == (namespace, name)
+        found = group if known else group_in(view, namespace, name)
         decision = decide(job, found, view.group_jobs(namespace, name))
         if not decision.hold:
             out.append((job, decision.why))

@@ -165,3 +165,11 @@ def test_a_job_its_owner_suspended_is_never_released() -> None:
     owned = job_obj("mine", group="g", suspend=True)
     world = World().pod_group("g", phase="Running")
     assert job.to_release([owned], world.view) == []
+
+
+def test_a_group_being_created_decides_only_for_its_own_namespace() -> None:
+    held = held_job("qj-1", group="qj-1")
+    world = World()
+    world.jobs.append(held)
+    elsewhere = job.Group("other", "qj-1", PodGroupPhase.PENDING, 6)
+    assert job.to_release([held], world.view, elsewhere) == []  # default/qj-1 is still unknown
