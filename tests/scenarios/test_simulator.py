@@ -354,5 +354,20 @@ def test_gangs_submitted_together_that_do_not_both_fit_never_deadlock() -> None:
     assert outcome.bound(job=loser) == []
     waiting = outcome.condition(loser, "Unschedulable")
     assert waiting is not None and waiting["status"] == "True"
-    assert "Insufficient cpu" in waiting["message"]
+    assert "not admitted" in waiting["message"] and "cpu 6 > 2 free" in waiting["message"]
     assert outcome.summary["evictions"] == 0
+
+
+def test_gangs_of_bare_pods_that_do_not_both_fit_never_deadlock() -> None:
+    """No Job, so no minResources: both groups are admitted at once and both gangs' pods
+    exist from the start. Allocate must place one whole and leave the other with none
+    (discarding its partial placement), not half-place both."""
+    gangs = [pod_group(name, min_member=6) for name in ("first", "second")]
+    pods = [pod(f"{g}-{i}", group=g) for g in ("first", "second") for i in range(6)]
+    outcome = sim(node("n1"), node("n2"), *gangs, *pods)
+    assert len(outcome.running(job="first")) == 6, "the older gang runs whole"
+    assert outcome.bound(job="second") == []
+    waiting = outcome.condition("second", "Unschedulable")
+    assert waiting is not None and waiting["status"] == "True"
+    assert waiting["message"].startswith("6/6 tasks in gang unschedulable: ")
+    assert "Insufficient cpu" in waiting["message"]

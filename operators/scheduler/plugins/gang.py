@@ -64,6 +64,8 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
 def close(session: Session) -> None:
     for job in session.jobs.values():
         if job.uid in session.invalid:
+            if not job.tasks and job.uid in session.job_reasons:
+                _report_not_admitted(session, job)
             continue
         pending = job.tasks_with(TaskStatus.PENDING)
         if not job.has_pod_group:
@@ -107,6 +109,19 @@ def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo
         ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
     )
     _report_pods(session, job, pending, message)
+
+
+def _report_not_admitted(session: Session, job: JobInfo) -> None:
+    """A group with no pods yet that enqueue did not admit: its pods may well be held
+    until it is (delayed pod creation), so the reason is admission, not a gang with too
+    few pods."""
+    message = f"gang of {job.min_member} {session.job_reasons[job.uid]}"
+    session.set_condition(
+        job, condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
+    )
+    session.record_event(
+        ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
+    )
 
 
 def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], message: str) -> None:

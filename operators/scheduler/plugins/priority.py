@@ -1,9 +1,22 @@
 """The priority plugin: PriorityClass values order jobs and tasks, and shield the
-higher-priority from the lower."""
+higher-priority from the lower.
+
+With the preempt action configured it also votes on admission (enqueue): a
+Pending group whose minResources are covered by what lower-priority jobs of its
+own queue hold is admitted although the cluster has no idle room for it — else a
+high-priority gang whose pods are held until it is admitted (delayed pod
+creation) could never get pods, and preempt could never make room for it. This
+is the counterpart of proportion's "within the queue's deserved share, so that
+reclaim can make room". What earlier such admissions were promised is not
+promised again.
+"""
+
+import numpy as np
 
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo
-from kbatch.operators.scheduler.framework.session import Session
+from kbatch.operators.scheduler.framework.resources import less_equal, shareable
+from kbatch.operators.scheduler.framework.session import Session, Vote
 
 NAME = "priority"
 
@@ -29,6 +42,45 @@ def victims(session: Session, preemptor: TaskInfo, candidates: list[TaskInfo]) -
     return chosen
 
 
+class PreemptibleRoom:
+    """Per queue, what lower-priority jobs hold (as the session opened), less what
+    admissions this plugin permitted have been promised of it."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.mask = shareable(session.dims)
+        self._held: dict[str, list[tuple[int, np.ndarray]]] | None = None
+        self.promised: dict[str, np.ndarray] = {}
+        self.permitted: set[str] = set()
+
+    def held_below(self, queue: str, priority: int) -> np.ndarray:
+        if self._held is None:  # built on first use: enqueue runs before anything moves
+            self._held = {}
+            for job in self.session.jobs.values():
+                if job.allocated.any():
+                    self._held.setdefault(job.queue, []).append((job.priority, job.allocated))
+        room = self.session.dims.zeros()
+        for held_priority, allocated in self._held.get(queue, ()):
+            if held_priority < priority:
+                room += allocated
+        return room * self.mask
+
+    def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
+        if job.min_resources is None:
+            return Vote.ABSTAIN, ""
+        need = job.min_resources * self.mask
+        room = self.held_below(job.queue, job.priority) - self.promised.get(job.queue, 0)
+        if not need.any() or not less_equal(need, room):
+            return Vote.ABSTAIN, ""
+        self.permitted.add(job.uid)
+        return Vote.PERMIT, f"lower-priority jobs of queue {job.queue} hold room to preempt"
+
+    def enqueued(self, job: JobInfo) -> None:
+        if job.uid in self.permitted and job.min_resources is not None:
+            promised = self.promised.get(job.queue, self.session.dims.zeros())
+            self.promised[job.queue] = promised + job.min_resources * self.mask
+
+
 def on_session_open(session: Session, option: PluginOption) -> None:
     del option
     session.add_job_order_fn(job_key)
@@ -36,3 +88,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_preemptable_fn(
         lambda preemptor, candidates: victims(session, preemptor, candidates)
     )
+    if "preempt" in session.conf.actions:
+        room = PreemptibleRoom(session)
+        session.add_job_enqueueable_fn(room.enqueueable)
+        session.add_event_handler(enqueue=room.enqueued)

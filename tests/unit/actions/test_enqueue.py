@@ -54,3 +54,66 @@ def test_closed_queues_and_capability_refuse(open_: bool, capability, expected: 
     status = sent.pod_groups["default/j"]
     assert status.phase.value == expected
     assert "queue q" in status.conditions[0].message
+
+
+PREEMPT_CONF = (
+    'actions: "enqueue, allocate, preempt"\n'
+    "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: proportion\n"
+)
+
+
+def test_a_full_queue_admits_a_group_that_lower_priority_jobs_make_room_for() -> None:
+    """With preempt configured, what lower-priority jobs of the group's own queue hold
+    counts as room: else a high-priority gang held until admitted never gets pods, and
+    preempt never makes room for it. Each such admission is promised only once."""
+    from kbatch.operators.scheduler.framework.info import TaskStatus
+
+    cluster = Cluster().node("n1", cpu=4).queue("shared")
+    cluster.job("low", queue="shared", priority=10).tasks(
+        4, cpu=1, status=TaskStatus.RUNNING, node="n1"
+    )
+    for name, created in (("high", 1.0), ("high-too", 2.0)):
+        cluster.job(
+            name,
+            queue="shared",
+            priority=1000,
+            phase=PENDING,
+            min_resources=vec(3),
+            created=created,
+        )
+    cluster.job("peer", queue="shared", priority=10, phase=PENDING, min_resources=vec(1))
+    sent = run_actions(cluster.open(PREEMPT_CONF), "enqueue")
+    got = {key.split("/")[1]: status.phase.value for key, status in sent.pod_groups.items()}
+    assert got["high"] == "Inqueue"
+    assert got["high-too"] == "Pending", "the 4 cpu low holds were promised to 'high' already"
+    assert got["peer"] == "Pending", "an equal priority makes no room"
+
+
+def test_without_preempt_lower_priority_jobs_make_no_room() -> None:
+    from kbatch.operators.scheduler.framework.info import TaskStatus
+
+    cluster = Cluster().node("n1", cpu=4).queue("shared").queue("other")
+    cluster.job("low", queue="shared", priority=10).tasks(
+        4, cpu=1, status=TaskStatus.RUNNING, node="n1"
+    )
+    cluster.job("high", queue="shared", priority=1000, phase=PENDING, min_resources=vec(3))
+    conf = PREEMPT_CONF.replace(", preempt", "")
+    sent = run_actions(cluster.open(conf), "enqueue")
+    assert sent.pod_groups["default/high"].phase.value == "Pending"
+
+
+def test_a_group_with_no_pods_says_why_it_was_not_admitted() -> None:
+    """Its pods may be held until it is admitted: the condition names admission, not a
+    gang with too few pods."""
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.job("held", phase=PENDING, min_member=3, min_resources=vec(3))
+    sent = run_actions(cluster.open(CONF), "enqueue")
+    condition = sent.pod_groups["default/held"].conditions[0]
+    assert (condition.type.value, condition.status, condition.reason) == (
+        "Unschedulable",
+        "True",
+        "NotEnoughResources",
+    )
+    assert condition.message == (
+        "gang of 3 not admitted: minResources exceed the cluster's free resources: cpu 3 > 2 free"
+    )
