@@ -5,6 +5,7 @@ its own job. Per job, all through one Statement: if the job cannot become ready
 is evicted. A task its queue may not take (capability) evicts nothing."""
 
 from kbatch.operators.scheduler.framework.eviction import (
+    EvictableRoom,
     Rules,
     fits_without_eviction,
     jobs_by_queue,
@@ -12,7 +13,7 @@ from kbatch.operators.scheduler.framework.eviction import (
     pending_tasks,
     wasted_evictions,
 )
-from kbatch.operators.scheduler.framework.info import JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.session import Session
 from kbatch.operators.scheduler.framework.statement import Statement
@@ -22,20 +23,27 @@ NAME = "preempt"
 
 def execute(session: Session) -> None:
     placer = Placer(session)
+    room = EvictableRoom(session)
     jobs = session.jobs_to_place()
     for job in jobs_by_queue(session, jobs):
 
-        def other_job_same_queue(t: TaskInfo, job: JobInfo = job) -> bool:
-            return t.job != job.uid and session.jobs[t.job].queue == job.queue
+        def other_job_same_queue(other: JobInfo, job: JobInfo = job) -> bool:
+            return other is not job and other.queue == job.queue
 
-        _preempt_for(session, placer, job, Rules(other_job_same_queue, session.preemptable))
+        # Alike for every job of the queue that has nothing running to leave out.
+        key = ("others in queue", job.queue, job.uid if job.uid in room.holders else None)
+        rules = Rules(room, key, other_job_same_queue, session.preemptable, session.preemptable_key)
+        _preempt_for(session, placer, job, rules)
     for job in sorted(jobs, key=session.job_order_key):
         if job.counts[TaskStatus.PENDING]:
 
-            def same_job(t: TaskInfo, job: JobInfo = job) -> bool:
-                return t.job == job.uid
+            def same_job(other: JobInfo, job: JobInfo = job) -> bool:
+                return other is job
 
-            _preempt_for(session, placer, job, Rules(same_job, session.preemptable))
+            rules = Rules(
+                room, ("own job", job.uid), same_job, session.preemptable, session.preemptable_key
+            )
+            _preempt_for(session, placer, job, rules)
 
 
 def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:

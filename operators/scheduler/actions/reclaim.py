@@ -16,6 +16,7 @@ only; a reclaim is a preemption across queues).
 """
 
 from kbatch.operators.scheduler.framework.eviction import (
+    EvictableRoom,
     Rules,
     fits_without_eviction,
     holds_deserved_after,
@@ -37,17 +38,21 @@ NAME = "reclaim"
 
 def execute(session: Session) -> None:
     placer = Placer(session)
+    room = EvictableRoom(session)
     for job in jobs_by_queue(session, session.jobs_to_place()):
-        if session.overused(session.queues[job.queue]):
+        queue = session.queues[job.queue]
+        if session.overused(queue):
             continue
+        rules = _rules(session, room, queue)
+        if not rules.room.held_by(rules).any():
+            continue  # no other queue has anything it could give back
         if fits_without_eviction(session, placer, job):
             continue  # allocate will place it
-        _reclaim_for(session, placer, job)
+        _reclaim_for(session, placer, job, rules)
 
 
-def _reclaim_for(session: Session, placer: Placer, job: JobInfo) -> None:
+def _reclaim_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:
     queue = session.queues[job.queue]
-    rules = _rules(session, queue)
     mask = shareable(session.dims)
     statement = Statement(session)
     for task in pending_tasks(session, job):
@@ -66,21 +71,23 @@ def _reclaim_for(session: Session, placer: Placer, job: JobInfo) -> None:
         statement.discard()
 
 
-def _rules(session: Session, reclaimer: QueueInfo) -> Rules:
+def _rules(session: Session, room: EvictableRoom, reclaimer: QueueInfo) -> Rules:
+    """The rules for one job of ``reclaimer``. The queues it may take from are those
+    over their share as the job's turn begins; ``still_allowed`` asks again before
+    each victim, as the victims taken change the shares."""
     mask = shareable(session.dims)
     rationed = rationed_dims(session.queues.values(), len(session.dims))
+    givers = {
+        queue.name
+        for queue in session.queues.values()
+        if queue.name != reclaimer.name and queue.reclaimable and session.overused(queue)
+    }
 
     def queue_of(t: TaskInfo) -> QueueInfo | None:
         return session.queues.get(session.jobs[t.job].queue)
 
-    def from_other_overused_queue(t: TaskInfo) -> bool:
-        queue = queue_of(t)
-        return (
-            queue is not None
-            and queue.name != reclaimer.name
-            and queue.reclaimable
-            and session.overused(queue)
-        )
+    def from_other_overused_queue(job: JobInfo) -> bool:
+        return job.queue in givers
 
     def still_allowed(t: TaskInfo) -> bool:
         queue = queue_of(t)
@@ -97,5 +104,11 @@ def _rules(session: Session, reclaimer: QueueInfo) -> Rules:
         return -share(queue.allocated, queue.deserved)
 
     return Rules(
-        from_other_overused_queue, session.reclaimable, still_allowed, most_over_served_first
+        room,
+        ("other queues", reclaimer.name, frozenset(givers)),
+        from_other_overused_queue,
+        session.reclaimable,
+        session.reclaimable_key,
+        still_allowed,
+        most_over_served_first,
     )

@@ -10,12 +10,18 @@ not needed after all are spared again, most important first. Of the nodes
 that work, the one whose victims are fewest and least important wins.
 """
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from kbatch.operators.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.info import (
+    NO_NODE,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.resources import EPSILON
 from kbatch.operators.scheduler.framework.session import Session
@@ -25,6 +31,8 @@ EVICTABLE = (TaskStatus.RUNNING, TaskStatus.BOUND)
 
 # (preemptor, candidates on one node) -> the victims the plugins allow
 VictimChooser = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+# How many rules' room per node EvictableRoom keeps at once.
+HELD_KEPT = 32
 # How many nodes that work are compared before the best of them is taken (in node
 # order, roomiest and best scored first), so that a big full cluster stays cheap.
 PLANS_COMPARED = 8
@@ -38,12 +46,72 @@ def _no_preference(_: TaskInfo) -> float:
     return 0.0
 
 
+class EvictableRoom:
+    """The running tasks an action could evict, indexed once as the action starts: per
+    job, the nodes its evictable tasks are on and their requests. What a rule's
+    candidates hold on every node is then one ``np.add.at``, not a loop over every
+    node's tasks for every task that needs room (DESIGN §10).
+
+    Tasks evicted later in the action are still counted, so this bounds the room a
+    node could give from above; ``_plan`` then makes the exact plan on the nodes the
+    bound leaves.
+
+    It also remembers the plans that failed. A failed plan depends on the node (its
+    version), the session's task states (``Session.changes``), the task's request,
+    the rule and what the deciding plugins read of the preemptor; with all of these
+    equal it fails again, so a backlog of alike jobs that can evict nothing costs one
+    plan per node, not one per job and node.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._shape = session.nodes.allocatable.shape
+        self._jobs: list[JobInfo] = []
+        self._nodes: list[np.ndarray] = []
+        self._requests: list[np.ndarray] = []
+        self._held: dict[Hashable, np.ndarray] = {}  # by rule key: what its jobs hold
+        self.failed: set[Hashable] = set()
+        self.holders: set[str] = set()  # uids of the jobs with evictable tasks
+        for job in session.jobs.values():
+            tasks = [t for t in job.tasks.values() if t.status in EVICTABLE and t.node != NO_NODE]
+            if tasks:
+                self.holders.add(job.uid)
+                self._jobs.append(job)
+                self._nodes.append(np.fromiter((t.node for t in tasks), np.int64, len(tasks)))
+                self._requests.append(np.stack([t.request for t in tasks]))
+
+    def held_by(self, rules: "Rules") -> np.ndarray:
+        """(nodes × dims): what the evictable tasks of the jobs ``rules.wanted`` accepts
+        hold. Rules with one key pick the same jobs: the answer is kept by key (a few
+        at a time; the jobs of a queue take their turns one after another)."""
+        held = None if rules.key is None else self._held.get(rules.key)
+        if held is not None:
+            return held
+        if len(self._held) >= HELD_KEPT:
+            self._held.clear()
+        picked = [i for i, job in enumerate(self._jobs) if rules.wanted(job)]
+        room = np.zeros(self._shape)
+        if picked:
+            np.add.at(
+                room,
+                np.concatenate([self._nodes[i] for i in picked]),
+                np.concatenate([self._requests[i] for i in picked]),
+            )
+        if rules.key is not None:
+            self._held[rules.key] = room
+        return room
+
+
 @dataclass(frozen=True, slots=True)
 class Rules:
     """What an action may evict, and in which order.
 
-    - ``wanted``: is this running task a candidate at all?
-    - ``choose``: the plugins' say (``preemptable`` / ``reclaimable``);
+    - ``room``: the action's index of evictable tasks;
+    - ``key``: what tells this rule's ``wanted``, ``allowed`` and ``first`` apart from
+      those of other rules alike (None: nothing; its failed plans are not reused);
+    - ``wanted``: may the running tasks of this job be candidates at all? (asked of
+      jobs, once per rule: which jobs qualify does not change task by task);
+    - ``choose``: the plugins' say (``preemptable`` / ``reclaimable``), and
+      ``choose_key`` what it reads of the preemptor (``Session.preemptable_key``);
     - ``allowed``: may this victim still go, given the victims already taken
       (asked again before each one, with the session as it is then);
     - ``first``: victims with a lower value go first (asked again before each
@@ -51,8 +119,11 @@ class Rules:
       important victim.
     """
 
-    wanted: Callable[[TaskInfo], bool]
+    room: EvictableRoom
+    key: Hashable
+    wanted: Callable[[JobInfo], bool]
     choose: VictimChooser
+    choose_key: Callable[[TaskInfo], Hashable]
     allowed: Callable[[TaskInfo], bool] = _always
     first: Callable[[TaskInfo], float] = _no_preference
 
@@ -65,12 +136,13 @@ class _Plan:
 
 
 def evictable_tasks(
-    session: Session, node: int, wanted: Callable[[TaskInfo], bool]
+    session: Session, node: int, wanted: Callable[[JobInfo], bool]
 ) -> list[TaskInfo]:
+    jobs = session.jobs
     return [
         t
         for t in session.nodes.infos[node].tasks.values()
-        if t.status in EVICTABLE and t.job and wanted(t)
+        if t.status in EVICTABLE and t.job and wanted(jobs[t.job])
     ]
 
 
@@ -135,11 +207,17 @@ def make_room(
     """Evict, on the node where that costs least, what ``rules`` allow to make ``task``
     fit, then pipeline ``task`` there. False (and nothing done) if no node works."""
     view = placer.view(task)
-    nodes = _nodes_worth_trying(session, view.ok, view.scores, task.request, rules.wanted)
+    nodes = _nodes_worth_trying(session, view.ok, view.scores, task.request, rules)
     plans: dict[int, list[TaskInfo]] = {}
+    alike = _alike(session, task, rules)
     for node in nodes:
+        failed = None if alike is None else (node, int(session.nodes.version[node]), *alike)
+        if failed in rules.room.failed:
+            continue
         victims = _plan(session, statement, task, node, rules)
         if victims is None:
+            if failed is not None:
+                rules.room.failed.add(failed)
             continue
         plans[node] = victims
         if not victims or len(plans) == PLANS_COMPARED:
@@ -155,6 +233,14 @@ def make_room(
         statement.evict(victim, reason)
     statement.pipeline(task, best.node)
     return True
+
+
+def _alike(session: Session, task: TaskInfo, rules: Rules) -> tuple[Hashable, ...] | None:
+    """What, besides the node, a plan for ``task`` depends on (None: not known)."""
+    chooses = rules.choose_key(task)
+    if rules.key is None or chooses is None:
+        return None
+    return (session.changes, task.request.tobytes(), rules.key, chooses)
 
 
 def wasted_evictions(session: Session, statement: Statement) -> list[TaskInfo]:
@@ -330,19 +416,12 @@ def _fits(request: np.ndarray, room: np.ndarray) -> bool:
 
 
 def _nodes_worth_trying(
-    session: Session,
-    ok: np.ndarray,
-    scores: np.ndarray,
-    request: np.ndarray,
-    wanted: Callable[[TaskInfo], bool],
+    session: Session, ok: np.ndarray, scores: np.ndarray, request: np.ndarray, rules: Rules
 ) -> list[int]:
     """Nodes passing the predicates whose room plus every candidate's could hold the
     task: those with room already first, then best score first, ties by name."""
     nodes = session.nodes
-    evictable = np.zeros_like(nodes.allocatable)
-    for node in np.flatnonzero(ok):
-        for t in evictable_tasks(session, int(node), wanted):
-            evictable[node] += t.request
+    evictable = rules.room.held_by(rules)
     future = nodes.future_idle()
     could = ok & np.all(request <= future + evictable + EPSILON, axis=1)
     roomy = np.all(request <= future + EPSILON, axis=1)

@@ -9,7 +9,7 @@ time, then uid.
 """
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -35,6 +35,16 @@ Failures = list[tuple[str, np.ndarray]]
 PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
 NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
 VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+# What a victims function reads of the preemptor: two preemptors with equal keys get
+# the same victims from the same candidates in the same session state.
+PreemptorKeyFn = Callable[[TaskInfo], Hashable]
+
+
+def no_preemptor(_: TaskInfo) -> tuple[()]:
+    """The PreemptorKeyFn of a victims function that does not look at who asks."""
+    return ()
+
+
 JobCheckFn = Callable[[JobInfo], bool]
 OverusedFn = Callable[[QueueInfo], bool]
 AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
@@ -118,6 +128,9 @@ class Session:
         self._current: tuple[PluginOption, int] | None = None
         self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
         self._enqueue_handlers: list[JobEventFn] = []
+        self._victim_keys: dict[int, PreemptorKeyFn | None] = {}
+        # Grows with every task status change: session state as plugins read it.
+        self.changes = 0
         # Pods carrying required anti-affinity terms: while there are any, a placement
         # can change what other nodes accept (see placement.Placer).
         self.anti_affinity_pods = sum(
@@ -156,11 +169,19 @@ class Session:
     def add_node_order_fn(self, fn: NodeOrderFn) -> None:
         self._register("NodeOrder", fn)
 
-    def add_preemptable_fn(self, fn: VictimsFn) -> None:
+    def add_preemptable_fn(
+        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
+    ) -> None:
+        """``preemptor_key``: what ``fn`` reads of the preemptor (None: anything), so
+        that eviction can reuse a plan that failed for an alike preemptor."""
         self._register("Preemptable", fn)
+        self._victim_keys[id(fn)] = preemptor_key
 
-    def add_reclaimable_fn(self, fn: VictimsFn) -> None:
+    def add_reclaimable_fn(
+        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
+    ) -> None:
         self._register("Reclaimable", fn)
+        self._victim_keys[id(fn)] = preemptor_key
 
     def add_overused_fn(self, fn: OverusedFn) -> None:
         self._register("Overused", fn)
@@ -289,6 +310,21 @@ class Session:
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return _victims(self._reclaimable, reclaimer, candidates)
 
+    def preemptable_key(self, preemptor: TaskInfo) -> Hashable:
+        """What ``preemptable`` reads of ``preemptor`` (see PreemptorKeyFn), or None."""
+        return self._victims_key(self._preemptable, preemptor)
+
+    def reclaimable_key(self, reclaimer: TaskInfo) -> Hashable:
+        return self._victims_key(self._reclaimable, reclaimer)
+
+    def _victims_key(self, tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo) -> Hashable:
+        """None when a function of the deciding tier did not say what it reads."""
+        deciding = next((fns for fns in tiers if fns), [])
+        keys = [self._victim_keys.get(id(fn)) for fn in deciding]
+        if any(key is None for key in keys):
+            return None
+        return tuple(key(preemptor) for key in keys if key is not None)
+
     # ----------------------------------------------------------------- bookkeeping
     def jobs_to_place(self) -> list[JobInfo]:
         """Jobs that placing actions work on: valid, admitted, in a known queue, with
@@ -310,6 +346,7 @@ class Session:
     def set_status(self, task: TaskInfo, status: TaskStatus, node: int = NO_NODE) -> None:
         """Move a task to a new status (and node), keeping job, node and plugins current."""
         job = self.jobs[task.job]
+        self.changes += 1
         old_node, old = task.node, task.status
         was = _counts_as_allocated(old)
         if old_node != NO_NODE:

@@ -6,7 +6,7 @@ Critical pods (priority classes ``system-cluster-critical`` and
 
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.framework.info import TaskInfo
-from kbatch.operators.scheduler.framework.session import Session
+from kbatch.operators.scheduler.framework.session import Session, no_preemptor
 
 NAME = "conformance"
 
@@ -29,5 +29,5 @@ def victims(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
 
 def on_session_open(session: Session, option: PluginOption) -> None:
     del option
-    session.add_preemptable_fn(victims)
-    session.add_reclaimable_fn(victims)
+    session.add_preemptable_fn(victims, preemptor_key=no_preemptor)
+    session.add_reclaimable_fn(victims, preemptor_key=no_preemptor)

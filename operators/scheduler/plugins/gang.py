@@ -11,7 +11,13 @@ from kbatch.api.podgroup import ConditionType
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.framework.info import READY_STATUSES, JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.interface import ObjectRef
-from kbatch.operators.scheduler.framework.session import Invalid, Session, condition, histogram
+from kbatch.operators.scheduler.framework.session import (
+    Invalid,
+    Session,
+    condition,
+    histogram,
+    no_preemptor,
+)
 
 NAME = "gang"
 
@@ -146,6 +152,10 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_job_ready_fn(ready)
     session.add_job_pipelined_fn(pipelined)
     session.add_job_order_fn(order_key)
-    session.add_preemptable_fn(lambda _preemptor, candidates: victims(session, candidates))
-    session.add_reclaimable_fn(lambda _reclaimer, candidates: victims(session, candidates))
+    session.add_preemptable_fn(
+        lambda _preemptor, candidates: victims(session, candidates), preemptor_key=no_preemptor
+    )
+    session.add_reclaimable_fn(
+        lambda _reclaimer, candidates: victims(session, candidates), preemptor_key=no_preemptor
+    )
     session.add_close_fn(close)

@@ -42,6 +42,13 @@ def victims(session: Session, preemptor: TaskInfo, candidates: list[TaskInfo]) -
     return chosen
 
 
+def preemptor_key(session: Session, preemptor: TaskInfo) -> tuple[int, int]:
+    """What ``victims`` reads of the preemptor: its job's priority and its own. (Its job
+    matters too, for candidates of that very job: the preempt action's rule names the
+    job whenever those can be candidates.)"""
+    return session.jobs[preemptor.job].priority, preemptor.priority
+
+
 class PreemptibleRoom:
     """Per queue, what lower-priority jobs hold (as the session opened), less what
     admissions this plugin permitted have been promised of it."""
@@ -86,7 +93,8 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_job_order_fn(job_key)
     session.add_task_order_fn(task_key)
     session.add_preemptable_fn(
-        lambda preemptor, candidates: victims(session, preemptor, candidates)
+        lambda preemptor, candidates: victims(session, preemptor, candidates),
+        preemptor_key=lambda preemptor: preemptor_key(session, preemptor),
     )
     if "preempt" in session.conf.actions:
         room = PreemptibleRoom(session)

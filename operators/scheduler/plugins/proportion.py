@@ -16,7 +16,7 @@ from kbatch.config import PluginOption
 from kbatch.operators.scheduler.framework.eviction import keeps_deserved, rationed_dims
 from kbatch.operators.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.framework.resources import EPSILON, less_equal, share, shareable
-from kbatch.operators.scheduler.framework.session import Session, Vote
+from kbatch.operators.scheduler.framework.session import Session, Vote, no_preemptor
 
 NAME = "proportion"
 
@@ -196,7 +196,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_overused_fn(plugin.overused)
     session.add_allocatable_fn(plugin.allocatable)
     session.add_job_enqueueable_fn(plugin.enqueueable)
-    session.add_reclaimable_fn(plugin.victims)
+    session.add_reclaimable_fn(plugin.victims, preemptor_key=no_preemptor)
     session.add_event_handler(
         allocate=lambda task: plugin.changed(task, +1.0),
         deallocate=lambda task: plugin.changed(task, -1.0),

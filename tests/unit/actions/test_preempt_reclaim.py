@@ -207,3 +207,64 @@ def test_no_reclaim_for_a_task_its_queue_may_not_take() -> None:
     cluster.job("ja", queue="a").tasks(2, cpu=4, status=R, node="n1")
     cluster.job("jc", queue="c").tasks(1, cpu=3)
     assert run_actions(cluster.open(FULL), "reclaim").evictions == []
+
+
+def count_plans(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    """Count the per-node plans eviction makes."""
+    from kbatch.operators.scheduler.framework import eviction
+
+    calls: list[int] = []
+    real = eviction._plan
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[3])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(eviction, "_plan", counted)
+    return calls
+
+
+def test_a_backlog_of_alike_jobs_that_can_evict_nothing_costs_one_plan_per_node(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """Equal priorities: no job may preempt. The first waiting job's failed plans hold
+    for the others (same queue, request, priority and session state)."""
+    plans = count_plans(monkeypatch)
+    cluster = Cluster()
+    for n in range(4):
+        cluster.node(f"n{n}", cpu=2)
+        cluster.job(f"run{n}", priority=5).tasks(2, cpu=1, status=R, node=f"n{n}")
+    for j in range(10):
+        cluster.job(f"wait{j}", priority=5).tasks(1, cpu=1)
+    assert run_actions(cluster.open(FULL), "preempt").evictions == []
+    assert len(plans) == 4, plans
+
+
+def test_a_plan_that_failed_for_one_preemptor_is_tried_again_for_a_more_important_one(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """The older job (first in line) may evict nothing at its priority; the later one,
+    more important, must still get its plan made on the same node."""
+    plans = count_plans(monkeypatch)
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.job("running", priority=5).tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("peer", priority=5, created=1.0).tasks(1, cpu=1)
+    cluster.job("boss", priority=50, created=2.0).tasks(1, cpu=1)
+    sent = run_actions(cluster.open(FULL), "preempt")
+    assert evicted_jobs(sent.evictions) == {"running": 1}
+    assert len(plans) >= 2
+
+
+def test_victim_functions_that_do_not_say_what_they_read_are_never_reused(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """drf's victims depend on the preemptor's own share: with drf deciding, every
+    waiting job gets its own plans."""
+    plans = count_plans(monkeypatch)
+    conf = 'actions: "preempt"\ntiers:\n- plugins:\n  - name: drf\n  - name: predicates\n'
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.job("running", priority=5).tasks(2, cpu=1, status=R, node="n1")
+    for j in range(3):
+        cluster.job(f"wait{j}", priority=5).tasks(1, cpu=1)
+    run_actions(cluster.open(conf), "preempt")
+    assert len(plans) >= 3
