@@ -8,6 +8,13 @@ and kbatch's imports (some 60 MiB) plus that size's objects, and nothing left
 over from an earlier size. Jobs are gangs of 10 tasks of 1 cpu / 2Gi (so pods
 is a multiple of 10); nodes 32 cpu / 128Gi / 110 pods; 10 queues of weights
 1..10; default tiers; action allocate.
+
+``--backlog`` times the session that follows instead, on a cluster with more
+pods than room, under the chart's actions (enqueue, reclaim, allocate, backfill,
+preempt): the first session's pods are Running, the rest wait. That session has
+little to place and much to try (every waiting gang asks reclaim and preempt for
+room), which is what a busy cluster pays every period. Its line adds running,
+waiting and evictions.
 """
 
 import itertools
@@ -29,6 +36,8 @@ from kbatch.operators.scheduler.framework.info import TaskInfo
 from kbatch.operators.scheduler.framework.interface import ObjectRef, Snapshot
 
 SIZES = ((100, 1_000), (1_000, 10_000), (5_000, 50_000))
+BACKLOG_SIZES = ((100, 5_000), (1_000, 50_000))
+FULL_ACTIONS = ("enqueue", "reclaim", "allocate", "backfill", "preempt")
 TASKS_PER_JOB = 10
 QUEUES = 10
 
@@ -75,15 +84,18 @@ class CountingCluster:
 
     snap: Snapshot
     binds: int = 0
+    evictions: int = 0
 
     def __post_init__(self) -> None:
         self.binder = self.evictor = self.status = self.events = self
+        self.bound: dict[str, str] = {}  # pod key -> node
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1
+        self.bound[task.key] = node
 
     def evict(self, task: TaskInfo, reason: str) -> None:
-        pass
+        self.evictions += 1
 
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         pass
@@ -120,6 +132,41 @@ def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
     }
 
 
+def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
+    """The session after the first, under FULL_ACTIONS: what fits Running, the rest
+    waiting."""
+    conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
+    objects = list(synthetic_objects(nodes, pods))
+    state = ClusterState()
+    for obj in objects:
+        state.apply(obj)
+    first = CountingCluster(state.snapshot())
+    runner.Scheduler(first, conf, clock=lambda: 0.0, session_ids=lambda: "first").run_once()
+    for obj in objects:
+        if obj["kind"] != "Pod":
+            continue
+        node = first.bound.get(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}")
+        if node is not None:
+            obj["spec"]["nodeName"] = node
+            obj["status"] = {"phase": "Running"}
+            state.apply(obj)
+    cluster = CountingCluster(state.snapshot())
+    scheduler = runner.Scheduler(cluster, conf, clock=lambda: 1.0, session_ids=lambda: "next")
+    started = time.perf_counter()
+    scheduler.run_once()
+    seconds = time.perf_counter() - started
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "running": first.binds,
+        "waiting": pods - first.binds,
+        "binds": cluster.binds,
+        "evictions": cluster.evictions,
+        "seconds": round(seconds, 3),
+        "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
+    }
+
+
 def peak_rss_kib() -> int:
     """This process's peak resident memory. Linux: VmHWM, which starts afresh at exec
     (ru_maxrss does not: it keeps the forking parent's peak)."""
@@ -148,11 +195,13 @@ def check_size(nodes: int, pods: int) -> None:
         )
 
 
-def run_in_fresh_process(nodes: int, pods: int) -> dict[str, Any]:
-    """``run_size`` in a new interpreter, so that its peak RSS is that size's own."""
+def run_in_fresh_process(nodes: int, pods: int, backlog: bool = False) -> dict[str, Any]:
+    """``run_size`` (or ``run_backlog``) in a new interpreter, so that its peak RSS is
+    that size's own."""
     # -P: import kbatch as installed, not from a source tree in the working directory.
+    mode = ["backlog"] if backlog else []
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "kbatch.bench", str(nodes), str(pods)],
+        [sys.executable, "-P", "-m", "kbatch.bench", str(nodes), str(pods), *mode],
         capture_output=True,
         text=True,
         check=False,
@@ -163,16 +212,19 @@ def run_in_fresh_process(nodes: int, pods: int) -> dict[str, Any]:
     return result
 
 
-def main(sizes: list[tuple[int, int]] | None = None) -> int:
-    chosen = sizes or list(SIZES)
+def main(sizes: list[tuple[int, int]] | None = None, backlog: bool = False) -> int:
+    chosen = sizes or list(BACKLOG_SIZES if backlog else SIZES)
     for nodes, pods in chosen:
         check_size(nodes, pods)
     for nodes, pods in chosen:
-        print(json.dumps(run_in_fresh_process(nodes, pods)), flush=True)
+        print(json.dumps(run_in_fresh_process(nodes, pods, backlog)), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    # One size, in this process: ``python -m kbatch.bench NODES PODS``.
+    # One size, in this process: ``python -m kbatch.bench NODES PODS [backlog]``.
     nodes, pods = (int(arg) for arg in sys.argv[1:3])
-    print(json.dumps(run_size(nodes, pods, bench_conf())))
+    if sys.argv[3:] == ["backlog"]:
+        print(json.dumps(run_backlog(nodes, pods)))
+    else:
+        print(json.dumps(run_size(nodes, pods, bench_conf())))

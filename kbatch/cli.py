@@ -87,7 +87,7 @@ def bench(args: argparse.Namespace) -> int:
     from kbatch import bench as benchmark
 
     sizes = [_size(text) for text in args.size] if args.size else None
-    return benchmark.main(sizes)
+    return benchmark.main(sizes, backlog=args.backlog)
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -117,7 +117,14 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
         action="append",
         metavar="NODESxPODS",
         help="a size to run (repeatable; positive, PODS a multiple of 10); "
-        "default 100x1000, 1000x10000, 5000x50000",
+        "default 100x1000, 1000x10000, 5000x50000 (with --backlog: 100x5000, 1000x50000)",
+    )
+    parser.add_argument(
+        "--backlog",
+        action="store_true",
+        help="time the next session instead, on a full cluster with gangs waiting, under "
+        "the actions enqueue, reclaim, allocate, backfill, preempt (adds running, waiting, "
+        "evictions)",
     )
     parser.set_defaults(command=bench)
 

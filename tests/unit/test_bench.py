@@ -28,3 +28,19 @@ def test_bench_binds_only_what_fits() -> None:
 def test_bad_size_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["bench", "--size", "lots"]) == 2
     assert "expected NODESxPODS" in capsys.readouterr().err
+
+
+def test_backlog_times_the_next_session_on_a_full_cluster() -> None:
+    """2 nodes × 32 cpu: 6 gangs run, 4 wait; alike, none may evict another."""
+    from kbatch import bench
+
+    result = bench.run_backlog(2, 100)
+    assert (result["running"], result["waiting"]) == (60, 40)
+    assert (result["binds"], result["evictions"]) == (0, 0)
+    assert result["seconds"] >= 0
+
+
+def test_backlog_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["bench", "--backlog", "--size", "2x100"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["waiting"] == 40
