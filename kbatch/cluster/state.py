@@ -69,6 +69,9 @@ class ClusterState:
         self._assumed: dict[str, _Assumption] = {}  # by pod key
         # What a session could act on: our unbound pending pods, PodGroups not admitted.
         self._waiting: dict[str, set[str]] = {"Pod": set(), "PodGroup": set()}
+        # PodGroup keys by queue and by namespace, for admission's lookups.
+        self._groups_by_queue: dict[str, set[str]] = {}
+        self._groups_by_namespace: dict[str, set[str]] = {}
         self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder()
@@ -98,6 +101,10 @@ class ClusterState:
         raw = dict(obj) if owned else copy.deepcopy(dict(obj))
         with self._lock:
             self.generation += 1
+            if kind == "PodGroup":
+                self._unindex_group(key)
+                self._groups_by_queue.setdefault(parsed.spec.queue, set()).add(key)
+                self._groups_by_namespace.setdefault(key.partition("/")[0], set()).add(key)
             self._raw[kind][key] = raw
             self._parsed[kind][key] = parsed
             if kind == "Pod" and key in self._assumed:
@@ -139,8 +146,16 @@ class ClusterState:
         with self._lock:
             self._drop(kind, self._key(kind, namespace, name))
 
+    def _unindex_group(self, key: str) -> None:
+        old = self._parsed["PodGroup"].get(key)
+        if old is not None:
+            self._groups_by_queue.get(old.spec.queue, set()).discard(key)
+            self._groups_by_namespace.get(key.partition("/")[0], set()).discard(key)
+
     def _drop(self, kind: str, key: str) -> None:
         self.generation += 1
+        if kind == "PodGroup":
+            self._unindex_group(key)
         self._raw[kind].pop(key, None)
         self._parsed[kind].pop(key, None)
         if kind == "Pod":
@@ -220,6 +235,16 @@ class ClusterState:
     def pod_groups(self) -> dict[str, PodGroup]:
         with self._lock:
             return dict(self._parsed["PodGroup"])
+
+    def pod_groups_in_queue(self, queue: str) -> builtins.list[str]:
+        """The keys (namespace/name) of the PodGroups naming ``queue``, sorted."""
+        with self._lock:
+            return sorted(self._groups_by_queue.get(queue, ()))
+
+    def pod_groups_in_namespace(self, namespace: str) -> builtins.list[PodGroup]:
+        with self._lock:
+            keys = self._groups_by_namespace.get(namespace, ())
+            return [self._parsed["PodGroup"][key] for key in sorted(keys)]
 
     def queues(self) -> dict[str, Queue]:
         with self._lock:

@@ -96,16 +96,13 @@ class StateView:
         except ValueError:
             return PodGroupPhase.UNKNOWN
 
-    # ClusterState keys PodGroups by "namespace/name": filtering on keys is what keeps a
-    # lookup cheap (a few strings compared, not a model read per group).
+    # ClusterState indexes PodGroups by namespace and by queue: a lookup reads only
+    # the groups it is about, whatever the size of the cluster.
     def pod_groups(self, namespace: str) -> list[PodGroup]:
-        prefix = f"{namespace}/"
-        return [group for key, group in self.state.pod_groups().items() if key.startswith(prefix)]
+        return self.state.pod_groups_in_namespace(namespace)
 
     def pod_groups_in_queue(self, queue: str) -> list[str]:
-        return sorted(
-            key for key, group in self.state.pod_groups().items() if group.spec.queue == queue
-        )
+        return self.state.pod_groups_in_queue(queue)
 
     def quotas(self, namespace: str) -> list[Quota]:
         return [

@@ -283,3 +283,29 @@ def test_a_group_whose_pods_are_all_another_schedulers_gets_no_status_from_us() 
     session = runner.open_session(snapshot, runner.default_conf(), cluster, now=1.0, uid="s")
     runner.close_session(session)
     assert sorted(cluster.pod_groups) == ["default/empty", "default/mine", "default/mixed"]
+
+
+def test_pod_groups_are_indexed_by_queue_and_namespace_as_they_change() -> None:
+    def group(name: str, queue: str, namespace: str = "a") -> dict:
+        return {
+            "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"minMember": 1, "queue": queue},
+        }
+
+    state = ClusterState()
+    state.apply(group("g1", "q1"))
+    state.apply(group("g2", "q1", namespace="b"))
+    state.apply(group("g3", "q2"))
+    assert state.pod_groups_in_queue("q1") == ["a/g1", "b/g2"]
+    state.apply(group("g1", "q2"))  # moved to another queue
+    assert state.pod_groups_in_queue("q1") == ["b/g2"]
+    assert state.pod_groups_in_queue("q2") == ["a/g1", "a/g3"]
+    state.delete("PodGroup", "a", "g3")
+    assert state.pod_groups_in_queue("q2") == ["a/g1"]
+    assert [g.spec.queue for g in state.pod_groups_in_namespace("a")] == ["q2"]
+    state.replace("PodGroup", [group("g9", "q3", namespace="b")])
+    assert state.pod_groups_in_queue("q1") == state.pod_groups_in_queue("q2") == []
+    assert state.pod_groups_in_queue("q3") == ["b/g9"]
+    assert state.pod_groups_in_namespace("a") == []
