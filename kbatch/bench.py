@@ -23,7 +23,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,18 +110,28 @@ class CountingCluster:
         return self.snap
 
 
-def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
+def loaded_state(objects: Iterable[dict[str, Any]]) -> ClusterState:
     state = ClusterState()
-    for obj in synthetic_objects(nodes, pods):
+    for obj in objects:
         state.apply(obj)
+    return state
+
+
+def timed_session(cluster: CountingCluster, conf: SchedulerConf, now: float = 0.0) -> float:
+    """One session on ``cluster``; its seconds (open, actions, close)."""
+    scheduler = runner.Scheduler(cluster, conf, clock=lambda: now, session_ids=lambda: "bench")
+    started = time.perf_counter()
+    scheduler.run_once()
+    return time.perf_counter() - started
+
+
+def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
+    state = loaded_state(synthetic_objects(nodes, pods))
     started = time.perf_counter()
     snap = state.snapshot()
     snapshot_seconds = time.perf_counter() - started
     cluster = CountingCluster(snap)
-    scheduler = runner.Scheduler(cluster, conf, clock=lambda: 0.0, session_ids=lambda: "bench")
-    started = time.perf_counter()
-    scheduler.run_once()
-    seconds = time.perf_counter() - started
+    seconds = timed_session(cluster, conf)
     return {
         "nodes": nodes,
         "pods": pods,
@@ -137,11 +147,9 @@ def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
     waiting."""
     conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
     objects = list(synthetic_objects(nodes, pods))
-    state = ClusterState()
-    for obj in objects:
-        state.apply(obj)
+    state = loaded_state(objects)
     first = CountingCluster(state.snapshot())
-    runner.Scheduler(first, conf, clock=lambda: 0.0, session_ids=lambda: "first").run_once()
+    timed_session(first, conf)
     for obj in objects:
         if obj["kind"] != "Pod":
             continue
@@ -151,10 +159,7 @@ def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
             obj["status"] = {"phase": "Running"}
             state.apply(obj)
     cluster = CountingCluster(state.snapshot())
-    scheduler = runner.Scheduler(cluster, conf, clock=lambda: 1.0, session_ids=lambda: "next")
-    started = time.perf_counter()
-    scheduler.run_once()
-    seconds = time.perf_counter() - started
+    seconds = timed_session(cluster, conf, now=1.0)
     return {
         "nodes": nodes,
         "pods": pods,
