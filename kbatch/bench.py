@@ -94,6 +94,9 @@ class CountingCluster:
         self.binds += 1
         self.bound[task.key] = node
 
+    def nominate(self, task: TaskInfo, node: str | None) -> None:
+        pass
+
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions += 1
 

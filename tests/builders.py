@@ -58,6 +58,7 @@ class FakeCluster:
     pod_groups: dict[str, PodGroupStatus] = field(default_factory=dict)
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     recorded: list[tuple[ObjectRef, str, str, str]] = field(default_factory=list)
+    nominations: dict[str, str | None] = field(default_factory=dict)  # pod name -> node
 
     def __post_init__(self) -> None:
         self.binder = self
@@ -67,6 +68,9 @@ class FakeCluster:
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds.append((task.name, node))
+
+    def nominate(self, task: TaskInfo, node: str | None) -> None:
+        self.nominations[task.name] = node
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions.append((task.name, reason))
@@ -99,13 +103,18 @@ class JobBuilder:
         status: TaskStatus = TaskStatus.PENDING,
         node: str | None = None,
         priority: int | None = None,
+        nominated: str | None = None,
         **spec: object,
     ) -> JobBuilder:
+        """``nominated``: a node that keeps room for these pending tasks (they evicted
+        others there)."""
         template = self.cluster.template(
             cpu=cpu, memory=memory, gpu=gpu, namespace=self.job.namespace, **spec
         )
         for _ in range(count):
-            self.task(template, status=status, node=node, priority=priority)
+            task = self.task(template, status=status, node=node, priority=priority)
+            if nominated is not None:
+                self.cluster.nominated.append((task, nominated))
         return self
 
     def task(
@@ -139,6 +148,7 @@ class Cluster:
         self.jobs: dict[str, JobInfo] = {}
         self.pending_tasks: list[tuple[TaskInfo, str | None]] = []
         self.foreign: list[tuple[TaskInfo, str]] = []
+        self.nominated: list[tuple[TaskInfo, str]] = []  # pending tasks and their kept node
         self._clock = itertools.count(1)
 
     def node(
@@ -261,6 +271,9 @@ class Cluster:
                 nodes.place(task, task.node)
             else:
                 task.node = NO_NODE
+        for task, node in self.nominated:
+            task.nominated = nodes.index[node]
+            nodes.reserve(task, 1.0)
         return Snapshot(dims=DIMS, nodes=nodes, jobs=self.jobs, queues=self.queues)
 
     def open(self, conf: str | SchedulerConf | None = None, now: float = 100.0) -> Session:

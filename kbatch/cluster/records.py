@@ -69,6 +69,7 @@ class PodRecord:
     deleting: bool
     priority: int | None
     spec: ParsedSpec
+    nominated_node: str | None = None  # status.nominatedNodeName: room kept for it there
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,7 @@ class _PodFields:
     scheduler_name: str | None
     priority: int | None
     phase: str | None
+    nominated_node: str | None
 
 
 def _pod_fields(obj: Mapping[str, Any]) -> _PodFields:
@@ -156,6 +158,7 @@ def _pod_fields(obj: Mapping[str, Any]) -> _PodFields:
         scheduler_name=fields.string(obj, "spec.schedulerName"),
         priority=fields.integer(obj, "spec.priority"),
         phase=fields.string(obj, "status.phase"),
+        nominated_node=fields.string(obj, "status.nominatedNodeName"),
     )
 
 
@@ -190,6 +193,7 @@ def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodR
         deleting=bool(meta.get("deletionTimestamp")),
         priority=pod.priority,
         spec=parsed,
+        nominated_node=pod.nominated_node or None,
     )
 
 

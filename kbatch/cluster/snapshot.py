@@ -118,6 +118,10 @@ class SnapshotBuilder:
             )
             if job is not None:
                 job.add_task(task)
+                kept = node_set.index.get(pod.nominated_node or "", NO_NODE)
+                if status is TaskStatus.PENDING and kept != NO_NODE:
+                    task.nominated = kept  # it evicted others for this room: kept for it
+                    node_set.reserve(task, 1.0)
             elif status is TaskStatus.PENDING:
                 continue  # another scheduler's pending pod, or an orphan: takes no room
             where = node_set.index.get(pod.node_name or "", NO_NODE)

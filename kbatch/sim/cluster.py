@@ -287,6 +287,16 @@ class SimCluster:
         self._start(self.pods.setdefault(_key(pod), PodTimes()))
         self.record(ref, "Normal", "Scheduled", f"Successfully assigned {task.key} to {node}")
 
+    def nominate(self, task: TaskInfo, node: str | None) -> None:
+        """status.nominatedNodeName, as kube-scheduler writes it for a preemptor."""
+        pod = self.state.get("Pod", task.namespace, task.name)
+        if pod is None or pod["spec"].get("nodeName"):
+            return
+        status = {k: v for k, v in (pod.get("status") or {}).items() if k != "nominatedNodeName"}
+        if node is not None:
+            status["nominatedNodeName"] = node
+        self._apply_pod({**pod, "status": status})
+
     def evict(self, task: TaskInfo, reason: str) -> None:
         pod = self.state.get("Pod", task.namespace, task.name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):

@@ -207,6 +207,21 @@ class KubeCluster:
             at,
         )
 
+    def nominate(self, task: TaskInfo, node: str | None) -> None:
+        """The pod's status.nominatedNodeName (as kube-scheduler writes it for a
+        preemptor), in order with status writes."""
+        path = f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status"
+        self._writes.submit(self._nominate, path, {"status": {"nominatedNodeName": node}})
+
+    def _nominate(self, path: str, patch: dict[str, Any]) -> None:
+        if not self.may_write():
+            return
+        try:
+            request(self.api, "PATCH", path, patch, "application/merge-patch+json")
+        except Exception as exc:
+            if not (isinstance(exc, ApiError) and exc.status == 404):
+                log.warning("nominating %s failed: %s", path, exc)
+
     # ----------------------------------------------------------------- evictor
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.state.assume_releasing(task.namespace, task.name)

@@ -33,6 +33,7 @@ NS = "kbatch-system"
 CLUSTER_RULES = {
     ("", "pods"): {"list", "watch", "delete"},
     ("", "pods/binding"): {"create"},
+    ("", "pods/status"): {"patch"},
     ("", "nodes"): {"list", "watch"},
     ("", "resourcequotas"): {"list", "watch"},
     ("", "events"): {"create"},

@@ -184,3 +184,26 @@ def test_an_event_is_stamped_when_the_session_sent_the_bind(api: FakeApi) -> Non
     stamped = kube.datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00")).timestamp()
     assert decided <= stamped < decided + 0.5
     assert event["action"] and event["reportingInstance"], "the API server requires them"
+
+
+def test_a_nomination_is_a_merge_patch_of_the_pods_status(api: FakeApi) -> None:
+    state = world(pod("a"))
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster.nominate(task(state, "a"), "n1")
+    cluster.nominate(task(state, "a"), None)
+    cluster.shutdown()
+    with api.lock:
+        sent = [(m, p, b) for m, p, b in api.sent if p.endswith("/status")]
+    path = "/api/v1/namespaces/default/pods/a/status"
+    assert sent == [
+        ("PATCH", path, {"status": {"nominatedNodeName": "n1"}}),
+        ("PATCH", path, {"status": {"nominatedNodeName": None}}),
+    ]
+
+
+def test_no_nomination_is_written_once_the_lead_is_lost(api: FakeApi) -> None:
+    state = world(pod("a"))
+    cluster = KubeCluster(None, state, may_write=lambda: False)  # type: ignore[arg-type]
+    cluster.nominate(task(state, "a"), "n1")
+    cluster.shutdown()
+    assert api.paths("PATCH") == []

@@ -115,6 +115,17 @@ def test_a_high_priority_gang_preempts_within_its_queue() -> None:
     assert outcome.summary["evictions"] == 2, "evicted pods' replacements do not evict back"
 
 
+def test_a_preemptor_keeps_the_room_its_victims_free() -> None:
+    """The victims take 20s to go; jb (another queue, first in queue order) must not take
+    their room meanwhile or once it is free, nor make high evict again."""
+    outcome = run("policy/preempt-keeps-its-room.yaml", until="1m")
+    assert outcome.summary["evictions"] == 2
+    assert outcome.evictions(job="low") == 2
+    assert len(outcome.running(job="high")) == 2
+    assert scheduled_at(outcome, "high")[0] >= 30.0, "high waited for its victims to go"
+    assert outcome.bound(job="jb") == []
+
+
 def test_no_preemption_across_queues() -> None:
     outcome = run("policy/preempt-not-across-queues.yaml")
     assert outcome.summary["evictions"] == 0

@@ -64,6 +64,7 @@ def execute(session: Session) -> None:
 def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
     """One turn of ``job``; True if it became ready with tasks still pending (more turns)."""
     statement = Statement(session)
+    statement.claim_kept_room(job)
     requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
     placed = _place_requested(session, placer, job, statement, requested)
     if requested and not session.job_ready(job):

@@ -51,6 +51,7 @@ def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
         return  # room enough; the job waits for allocate, not for victims
     queue = session.queues[job.queue]
     statement = Statement(session)
+    statement.claim_kept_room(job)
     for task in pending_tasks(session, job):
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain

@@ -55,6 +55,7 @@ def _reclaim_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
     queue = session.queues[job.queue]
     mask = shareable(session.dims)
     statement = Statement(session)
+    statement.claim_kept_room(job)
     for task in pending_tasks(session, job):
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain

@@ -174,6 +174,7 @@ def fits_without_eviction(session: Session, placer: Placer, job: JobInfo) -> boo
     """Could the job's next tasks go where there is room (idle or being released), far
     enough to make it pipelined? A dry run: whatever it places is undone."""
     statement = Statement(session)
+    statement.claim_kept_room(job)
     placed = 0
     for task in pending_tasks(session, job):
         choice = placer.choose(task)

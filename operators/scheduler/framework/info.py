@@ -54,6 +54,9 @@ class TaskInfo:
     priority: int = 0
     created: float = 0.0
     critical: bool = False  # system-cluster-critical / system-node-critical priority class
+    # A pending task that evicted others to make room on this node (its pod's
+    # status.nominatedNodeName): the room is kept for it there (NodeSet.reserve).
+    nominated: int = NO_NODE
 
     @property
     def request(self) -> np.ndarray:
@@ -171,8 +174,10 @@ class NodeSet:
 
     ``used`` holds what occupies a node now (every pod, whatever its scheduler);
     ``releasing`` what is on its way out; ``pipelined`` what is promised to
-    tasks waiting for the releasing part. ``version[i]`` grows whenever node
-    ``i`` changes, so that per-template results can be refreshed node by node.
+    tasks waiting for the releasing part; ``nominated`` what is kept for pending
+    tasks that evicted others to make room here (no one else may take it).
+    ``version[i]`` grows whenever node ``i`` changes, so that per-template results
+    can be refreshed node by node.
     """
 
     def __init__(self, infos: list[NodeInfo], allocatable: np.ndarray) -> None:
@@ -184,6 +189,7 @@ class NodeSet:
         self.used = np.zeros_like(self.allocatable)
         self.releasing = np.zeros_like(self.allocatable)
         self.pipelined = np.zeros_like(self.allocatable)
+        self.nominated = np.zeros_like(self.allocatable)
         self.version = np.zeros(len(self.infos), dtype=np.int64)
         self.all = np.arange(len(self.infos))
         # Kept current row by row: room for a new allocation now (pipelined tasks hold
@@ -209,6 +215,11 @@ class NodeSet:
         self._account(task, node, -1.0)
         self.infos[node].tasks.pop(task.uid, None)
 
+    def reserve(self, task: TaskInfo, sign: float) -> None:
+        """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""
+        self.nominated[task.nominated] += sign * task.request
+        self._refresh(task.nominated)
+
     def _account(self, task: TaskInfo, node: int, sign: float) -> None:
         status = task.status
         if status in OCCUPYING_STATUSES:
@@ -217,8 +228,11 @@ class NodeSet:
             self.releasing[node] += sign * task.request
         elif status is TaskStatus.PIPELINED:
             self.pipelined[node] += sign * task.request
+        self._refresh(node)
+
+    def _refresh(self, node: int) -> None:
         idle = self.allocatable[node] - self.used[node]
-        waiting = self.pipelined[node] - self.releasing[node]
+        waiting = self.pipelined[node] + self.nominated[node] - self.releasing[node]
         self.future[node] = idle - waiting
         self.free[node] = idle - np.maximum(waiting, 0)
         self.version[node] += 1

@@ -37,6 +37,10 @@ class Snapshot:
 class Binder(Protocol):
     def bind(self, task: TaskInfo, node: str) -> None: ...
 
+    def nominate(self, task: TaskInfo, node: str | None) -> None:
+        """Keep ``node``'s room for pending ``task`` (its pod's status.nominatedNodeName),
+        or stop keeping it (None)."""
+
 
 class Evictor(Protocol):
     def evict(self, task: TaskInfo, reason: str) -> None: ...

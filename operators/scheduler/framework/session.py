@@ -348,6 +348,10 @@ class Session:
         job = self.jobs[task.job]
         self.changes += 1
         old_node, old = task.node, task.status
+        if task.nominated != NO_NODE and (old is TaskStatus.PENDING) != (
+            status is TaskStatus.PENDING
+        ):  # placed, its kept room is its own again; back to pending, kept again
+            self.nodes.reserve(task, -1.0 if old is TaskStatus.PENDING else 1.0)
         was = _counts_as_allocated(old)
         if old_node != NO_NODE:
             self.nodes.remove(task, old_node)
@@ -379,6 +383,19 @@ class Session:
         if task.created:
             self.stats.task_latencies.append(max(self.now - task.created, 0.0))
 
+    def nominate(self, task: TaskInfo, node: int) -> None:
+        """Keep ``node``'s room for ``task`` in the sessions to come (Statement.commit: it
+        evicted others to make that room)."""
+        self.cluster.binder.nominate(task, self.nodes.names[node])
+
+    def release_nomination(self, task: TaskInfo) -> None:
+        """Give the room kept for pending ``task`` back to everyone, in this session and
+        in the cluster."""
+        self.nodes.reserve(task, -1.0)
+        task.nominated = NO_NODE
+        self.changes += 1
+        self.cluster.binder.nominate(task, None)
+
     def evict_now(self, task: TaskInfo, reason: str) -> None:
         """Send an eviction (Statement.commit); the task is already Releasing."""
         self.cluster.evictor.evict(task, reason)
@@ -402,6 +419,7 @@ class Session:
 
     # ----------------------------------------------------------------- close
     def close(self) -> None:
+        self._expire_nominations()
         for name, closer in self._closers:
             started = time.perf_counter()
             closer(self)
@@ -409,6 +427,15 @@ class Session:
         for ref, type_, reason, message in self._events:
             self.cluster.events.record(ref, type_, reason, message)
         self._events.clear()
+
+    def _expire_nominations(self) -> None:
+        """A task kept room on a node while its victims were leaving; once nothing is
+        leaving there and it still was not placed, the room goes back to everyone
+        (else a job that cannot run after all would hold it for ever)."""
+        for job in self.jobs.values():
+            for task in job.tasks_with(TaskStatus.PENDING):
+                if task.nominated != NO_NODE and not self.nodes.releasing[task.nominated].any():
+                    self.release_nomination(task)
 
 
 def _counts_as_allocated(status: TaskStatus) -> bool:

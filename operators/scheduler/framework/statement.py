@@ -10,7 +10,7 @@ server.
 from dataclasses import dataclass
 from enum import Enum
 
-from kbatch.operators.scheduler.framework.info import NO_NODE, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.framework.info import NO_NODE, JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.session import Session
 
 
@@ -18,6 +18,7 @@ class Op(Enum):
     ALLOCATE = "allocate"
     PIPELINE = "pipeline"
     EVICT = "evict"
+    UNRESERVE = "unreserve"
 
 
 @dataclass(slots=True)
@@ -26,6 +27,7 @@ class _Change:
     task: TaskInfo
     previous: TaskStatus
     reason: str = ""
+    nominated: int = NO_NODE
 
 
 class Statement:
@@ -56,6 +58,18 @@ class Statement:
         self._changes.append(_Change(Op.EVICT, task, task.status, reason))
         self.session.set_status(task, TaskStatus.RELEASING)
 
+    def claim_kept_room(self, job: JobInfo) -> None:
+        """The room kept for ``job``'s pending tasks (their nominated nodes) is theirs to
+        take now: no longer held against them as against everyone else."""
+        for task in job.tasks_with(TaskStatus.PENDING):
+            if task.nominated != NO_NODE:
+                self._changes.append(
+                    _Change(Op.UNRESERVE, task, task.status, nominated=task.nominated)
+                )
+                self.session.nodes.reserve(task, -1.0)
+                task.nominated = NO_NODE
+                self.session.changes += 1
+
     def evicted(self) -> list[TaskInfo]:
         return [c.task for c in self._changes if c.op is Op.EVICT]
 
@@ -70,6 +84,10 @@ class Statement:
         del self._changes[mark:]
 
     def commit(self) -> None:
+        """Send the changes. Tasks pipelined by a statement that evicts are nominated to
+        their nodes: the room their victims free is kept for them in the next sessions,
+        not taken by whoever comes first once the victims are gone."""
+        evicts = any(change.op is Op.EVICT for change in self._changes)
         for change in self._changes:
             if change.op is Op.ALLOCATE:
                 self.session.dispatch(change.task)
@@ -77,11 +95,18 @@ class Statement:
                 self.session.evict_now(change.task, change.reason)
                 # victims are counted here, when sent: never those of a discarded try
                 self.session.stats.preemption_victims += 1
+            elif change.op is Op.PIPELINE and evicts and change.task.status is TaskStatus.PIPELINED:
+                self.session.nominate(change.task, change.task.node)
         self._changes.clear()
 
     def discard(self) -> None:
         self.rollback(0)
 
     def _undo(self, change: _Change) -> None:
+        if change.op is Op.UNRESERVE:
+            change.task.nominated = change.nominated
+            self.session.nodes.reserve(change.task, 1.0)
+            self.session.changes += 1
+            return
         node = change.task.node if change.previous is not TaskStatus.PENDING else NO_NODE
         self.session.set_status(change.task, change.previous, node)

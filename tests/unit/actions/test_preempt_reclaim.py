@@ -268,3 +268,62 @@ def test_victim_functions_that_do_not_say_what_they_read_are_never_reused(
         cluster.job(f"wait{j}", priority=5).tasks(1, cpu=1)
     run_actions(cluster.open(conf), "preempt")
     assert len(plans) >= 3
+
+
+def test_a_preemptor_is_nominated_to_the_node_its_victims_leave() -> None:
+    cluster = Cluster().node("n1", cpu=2).node("n2", cpu=2)
+    cluster.job("low", priority=1).tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("busy", priority=100).tasks(2, cpu=1, status=R, node="n2")
+    cluster.job("high", priority=100, min_member=2).tasks(2, cpu=1)
+    sent = run_actions(cluster.open(FULL), "preempt")
+    assert evicted_jobs(sent.evictions) == {"low": 2}
+    assert sent.nominations == {"high-0": "n1", "high-1": "n1"}
+
+
+def test_nothing_is_nominated_by_a_statement_that_evicts_nothing() -> None:
+    """allocate pipelining a job behind pods already leaving nominates nobody."""
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.job("leaving").tasks(2, cpu=1, status=TaskStatus.RELEASING, node="n1")
+    cluster.job("next", min_member=2).tasks(2, cpu=1)
+    assert run_actions(cluster.open(FULL), "allocate").nominations == {}
+
+
+def kept_room_cluster(leaving: bool) -> Cluster:
+    """n1 (1 cpu) keeps room for high (queue a) that evicted there. Queue a already runs
+    a pod on n2, so queue b's job, other, is first in queue order and wants that cpu.
+    ``leaving``: high's victim is still terminating on n1 (else it is gone)."""
+    cluster = Cluster().node("n1", cpu=1).node("n2", cpu=1).queue("a").queue("b")
+    cluster.job("a-run", queue="a").tasks(1, cpu=1, status=R, node="n2")
+    if leaving:
+        cluster.job("victim", queue="a").tasks(1, cpu=1, status=TaskStatus.RELEASING, node="n1")
+    cluster.job("other", queue="b").tasks(1, cpu=1)
+    cluster.job("high", queue="a", priority=100).tasks(1, cpu=1, nominated="n1")
+    return cluster
+
+
+def test_room_kept_for_a_nominated_task_is_not_given_to_another_job() -> None:
+    """While the victim leaves, other may not wait for its room (pipeline) there: high
+    does, and its nomination stands."""
+    session = kept_room_cluster(leaving=True).open(FULL)
+    sent = run_actions(session, "allocate")
+    assert sent.binds == [] and sent.nominations == {}
+    statuses = {t.name: t.status for j in session.jobs.values() for t in j.tasks.values()}
+    assert statuses["high-0"] is TaskStatus.PIPELINED
+    assert statuses["other-0"] is TaskStatus.PENDING
+
+
+def test_a_nominated_task_takes_its_kept_room_once_free() -> None:
+    sent = run_actions(kept_room_cluster(leaving=False).open(FULL), "allocate")
+    assert sent.binds == [("high-0", "n1")]
+
+
+def test_a_nomination_no_one_used_ends_once_nothing_is_leaving() -> None:
+    """high cannot run (its gang needs 2; 1 fits): with its victims gone, the room it
+    kept goes back to everyone, in the session and in the cluster."""
+    cluster = Cluster().node("n1", cpu=1)
+    cluster.job("high", priority=100, min_member=2).tasks(1, cpu=1, nominated="n1").tasks(1)
+    session = cluster.open(FULL)
+    sent = run_actions(session, "allocate")
+    assert sent.binds == []
+    assert sent.nominations == {"high-0": None}
+    assert session.nodes.nominated.sum() == 0

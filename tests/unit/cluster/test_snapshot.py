@@ -143,3 +143,26 @@ def test_a_group_asking_a_resource_the_cluster_lacks_is_not_admitted() -> None:
     enqueue.execute(session)
     assert session.jobs["default/g"].phase is PodGroupPhase.PENDING
     assert "nvidia.com/gpu" in session.job_reasons["default/g"]
+
+
+def test_a_pending_pod_nominated_to_a_node_keeps_its_room_there() -> None:
+    """status.nominatedNodeName (written when it evicted others): its request is kept on
+    that node; a bound pod's nomination, or one naming no node we know, counts for nothing."""
+    snap = snapshot_of(
+        pod("waiting"),
+        pod("bound", nodeName="n1"),
+        pod("nowhere"),
+    )
+    assert snap.nodes.nominated.sum() == 0
+    nominated = [
+        {**pod("waiting"), "status": {"phase": "Pending", "nominatedNodeName": "n1"}},
+        {**pod("bound", nodeName="n1"), "status": {"phase": "Running", "nominatedNodeName": "n1"}},
+        {**pod("nowhere"), "status": {"phase": "Pending", "nominatedNodeName": "gone"}},
+    ]
+    snap = snapshot_of(*nominated)
+    tasks = {t.name: t for job in snap.jobs.values() for t in job.tasks.values()}
+    assert tasks["waiting"].nominated == snap.nodes.index["n1"]
+    assert tasks["bound"].nominated == tasks["nowhere"].nominated == -1
+    cpu = snap.dims.index["cpu"]
+    assert snap.nodes.nominated[snap.nodes.index["n1"], cpu] == 1000  # millicores
+    assert snap.nodes.free[snap.nodes.index["n1"], cpu] == 4000 - 1000 - 1000  # bound, kept
