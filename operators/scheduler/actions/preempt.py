@@ -4,8 +4,8 @@ its own job. Per job, all through one Statement: if the job cannot become ready
 (pipelined) with the room made, or a victim's room would be left unused, nothing
 is evicted. A task its queue may not take (capability) evicts nothing."""
 
+from kbatch.operators.scheduler.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.framework.eviction import (
-    EvictableRoom,
     Rules,
     fits_without_eviction,
     jobs_by_queue,

@@ -15,8 +15,8 @@ Each task tried counts as a preemption attempt (kube-batch counted preempt's
 only; a reclaim is a preemption across queues).
 """
 
+from kbatch.operators.scheduler.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.framework.eviction import (
-    EvictableRoom,
     Rules,
     fits_without_eviction,
     holds_deserved_after,
@@ -44,7 +44,7 @@ def execute(session: Session) -> None:
         if session.overused(queue):
             continue
         rules = _rules(session, room, queue)
-        if not rules.room.held_by(rules).any():
+        if not rules.room.held_by(rules.key, rules.wanted).any():
             continue  # no other queue has anything it could give back
         if fits_without_eviction(session, placer, job):
             continue  # allocate will place it

@@ -15,24 +15,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kbatch.operators.scheduler.framework.info import (
-    NO_NODE,
-    JobInfo,
-    QueueInfo,
-    TaskInfo,
-    TaskStatus,
-)
+from kbatch.operators.scheduler.framework.evictable import EVICTABLE, EvictableRoom
+from kbatch.operators.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.framework.placement import Placer
 from kbatch.operators.scheduler.framework.resources import EPSILON
 from kbatch.operators.scheduler.framework.session import Session
 from kbatch.operators.scheduler.framework.statement import Statement
 
-EVICTABLE = (TaskStatus.RUNNING, TaskStatus.BOUND)
-
 # (preemptor, candidates on one node) -> the victims the plugins allow
 VictimChooser = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
-# How many rules' room per node EvictableRoom keeps at once.
-HELD_KEPT = 32
 # How many nodes that work are compared before the best of them is taken (in node
 # order, roomiest and best scored first), so that a big full cluster stays cheap.
 PLANS_COMPARED = 8
@@ -44,61 +35,6 @@ def _always(_: TaskInfo) -> bool:
 
 def _no_preference(_: TaskInfo) -> float:
     return 0.0
-
-
-class EvictableRoom:
-    """The running tasks an action could evict, indexed once as the action starts: per
-    job, the nodes its evictable tasks are on and their requests. What a rule's
-    candidates hold on every node is then one ``np.add.at``, not a loop over every
-    node's tasks for every task that needs room (DESIGN §10).
-
-    Tasks evicted later in the action are still counted, so this bounds the room a
-    node could give from above; ``_plan`` then makes the exact plan on the nodes the
-    bound leaves.
-
-    It also remembers the plans that failed. A failed plan depends on the node (its
-    version), the session's task states (``Session.changes``), the task's request,
-    the rule and what the deciding plugins read of the preemptor; with all of these
-    equal it fails again, so a backlog of alike jobs that can evict nothing costs one
-    plan per node, not one per job and node.
-    """
-
-    def __init__(self, session: Session) -> None:
-        self._shape = session.nodes.allocatable.shape
-        self._jobs: list[JobInfo] = []
-        self._nodes: list[np.ndarray] = []
-        self._requests: list[np.ndarray] = []
-        self._held: dict[Hashable, np.ndarray] = {}  # by rule key: what its jobs hold
-        self.failed: set[Hashable] = set()
-        self.holders: set[str] = set()  # uids of the jobs with evictable tasks
-        for job in session.jobs.values():
-            tasks = [t for t in job.tasks.values() if t.status in EVICTABLE and t.node != NO_NODE]
-            if tasks:
-                self.holders.add(job.uid)
-                self._jobs.append(job)
-                self._nodes.append(np.fromiter((t.node for t in tasks), np.int64, len(tasks)))
-                self._requests.append(np.stack([t.request for t in tasks]))
-
-    def held_by(self, rules: "Rules") -> np.ndarray:
-        """(nodes × dims): what the evictable tasks of the jobs ``rules.wanted`` accepts
-        hold. Rules with one key pick the same jobs: the answer is kept by key (a few
-        at a time; the jobs of a queue take their turns one after another)."""
-        held = None if rules.key is None else self._held.get(rules.key)
-        if held is not None:
-            return held
-        if len(self._held) >= HELD_KEPT:
-            self._held.clear()
-        picked = [i for i, job in enumerate(self._jobs) if rules.wanted(job)]
-        room = np.zeros(self._shape)
-        if picked:
-            np.add.at(
-                room,
-                np.concatenate([self._nodes[i] for i in picked]),
-                np.concatenate([self._requests[i] for i in picked]),
-            )
-        if rules.key is not None:
-            self._held[rules.key] = room
-        return room
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,7 +358,7 @@ def _nodes_worth_trying(
     """Nodes passing the predicates whose room plus every candidate's could hold the
     task: those with room already first, then best score first, ties by name."""
     nodes = session.nodes
-    evictable = rules.room.held_by(rules)
+    evictable = rules.room.held_by(rules.key, rules.wanted)
     future = nodes.future_idle()
     could = ok & np.all(request <= future + evictable + EPSILON, axis=1)
     roomy = np.all(request <= future + EPSILON, axis=1)
