@@ -97,6 +97,9 @@ class CountingCluster:
     def nominate(self, task: TaskInfo, node: str | None) -> None:
         pass
 
+    def flush(self) -> None:
+        pass
+
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions += 1
 

@@ -72,6 +72,9 @@ class FakeCluster:
     def nominate(self, task: TaskInfo, node: str | None) -> None:
         self.nominations[task.name] = node
 
+    def flush(self) -> None:
+        pass
+
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions.append((task.name, reason))
 

@@ -287,6 +287,9 @@ class SimCluster:
         self._start(self.pods.setdefault(_key(pod), PodTimes()))
         self.record(ref, "Normal", "Scheduled", f"Successfully assigned {task.key} to {node}")
 
+    def flush(self) -> None:
+        pass  # binds take effect at once in the simulator
+
     def nominate(self, task: TaskInfo, node: str | None) -> None:
         """status.nominatedNodeName, as kube-scheduler writes it for a preemptor."""
         pod = self.state.get("Pod", task.namespace, task.name)

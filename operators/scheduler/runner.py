@@ -91,10 +91,13 @@ class Scheduler:
         session = open_session(
             self.cluster.snapshot(), self.conf, self.cluster, self.clock(), self.session_ids()
         )
-        for name in self.conf.actions:
-            action_started = time.perf_counter()
-            ACTIONS[name].execute(session)
-            session.stats.action_seconds[name] = time.perf_counter() - action_started
-        close_session(session)
+        try:
+            for name in self.conf.actions:
+                action_started = time.perf_counter()
+                ACTIONS[name].execute(session)
+                session.stats.action_seconds[name] = time.perf_counter() - action_started
+            close_session(session)
+        finally:
+            self.cluster.binder.flush()  # what was committed goes out, whatever failed after
         session.stats.e2e_seconds = time.perf_counter() - started
         return session

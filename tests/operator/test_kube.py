@@ -97,6 +97,7 @@ def test_binds_queued_when_the_lead_is_lost_are_not_sent(api: FakeApi) -> None:
     api.gate.clear()  # the first bind hangs on the API server
     cluster.bind(task(state, "a"), "n1")
     cluster.bind(task(state, "b"), "n1")
+    cluster.flush()
     wait_for("a's bind under way", lambda: cluster.binds_in_flight())
     leading[0] = False
     api.gate.set()
@@ -112,6 +113,7 @@ def test_shutdown_drops_binds_not_yet_sent(api: FakeApi) -> None:
     api.gate.clear()
     for i in range(5):
         cluster.bind(task(state, f"p{i}"), "n1")
+    cluster.flush()
     threading.Timer(0.2, api.gate.set).start()
     cluster.shutdown()
     assert len([p for p in api.paths("POST") if p.endswith("/binding")]) == 1
@@ -123,6 +125,7 @@ def test_an_eviction_is_not_queued_behind_binds(api: FakeApi) -> None:
     cluster = KubeCluster(None, state, bind_workers=1)  # type: ignore[arg-type]
     api.gate.clear()
     cluster.bind(task(state, "pending"), "n1")
+    cluster.flush()
     cluster.evict(task(state, "victim"), "preempted")
     wait_for("the eviction sent while the bind hangs", lambda: api.paths("DELETE"))
     api.gate.set()
@@ -176,6 +179,7 @@ def test_an_event_is_stamped_when_the_session_sent_the_bind(api: FakeApi) -> Non
     api.gate.clear()
     decided = time.time()
     cluster.bind(task(state, "a"), "n1")
+    cluster.flush()
     time.sleep(1.1)  # the bind (and so its event) takes a while
     api.gate.set()
     cluster.shutdown()
@@ -207,3 +211,31 @@ def test_no_nomination_is_written_once_the_lead_is_lost(api: FakeApi) -> None:
     cluster.nominate(task(state, "a"), "n1")
     cluster.shutdown()
     assert api.paths("PATCH") == []
+
+
+def test_a_sessions_binds_are_sent_when_it_ends(api: FakeApi) -> None:
+    """Bound in the session (the state sees it at once), sent at flush: the bind workers do
+    not compete with the session for the interpreter while it places the rest."""
+    state = world(pod("a"))
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster.bind(task(state, "a"), "n1")
+    assert task(state, "a").status is TaskStatus.BOUND, "assumed bound at once"
+    assert cluster.binds_in_flight()
+    time.sleep(0.1)
+    assert api.paths("POST") == [], "nothing sent before the session ends"
+    cluster.flush()
+    wait_for("the bind sent", lambda: not cluster.binds_in_flight())
+    cluster.shutdown()
+    sent = [path for path in api.paths("POST") if path.endswith("/binding")]
+    assert sent == ["/api/v1/namespaces/default/pods/a/binding"]
+
+
+def test_binds_never_flushed_are_forgotten_at_shutdown(api: FakeApi) -> None:
+    state = world(pod("a"))
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster.bind(task(state, "a"), "n1")
+    cluster.shutdown()
+    cluster.flush()  # a session ending after the shutdown sends nothing
+    assert api.paths("POST") == []
+    assert not cluster.binds_in_flight()
+    assert task(state, "a").status is TaskStatus.PENDING

@@ -35,7 +35,12 @@ class Snapshot:
 
 
 class Binder(Protocol):
-    def bind(self, task: TaskInfo, node: str) -> None: ...
+    def bind(self, task: TaskInfo, node: str) -> None:
+        """The task is bound to ``node``: the cluster (and its next snapshot) sees it so,
+        though the binding itself may be sent only at ``flush``."""
+
+    def flush(self) -> None:
+        """The session has ended: send the binds it made."""
 
     def nominate(self, task: TaskInfo, node: str | None) -> None:
         """Keep ``node``'s room for pending ``task`` (its pod's status.nominatedNodeName),
