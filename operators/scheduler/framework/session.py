@@ -388,13 +388,24 @@ class Session:
         evicted others to make that room)."""
         self.cluster.binder.nominate(task, self.nodes.names[node])
 
-    def release_nomination(self, task: TaskInfo) -> None:
-        """Give the room kept for pending ``task`` back to everyone, in this session and
-        in the cluster."""
+    def any_room_kept(self) -> bool:
+        """Is room kept on any node for a nominated task? (rarely: a cheap test first)"""
+        return bool(self.nodes.nominated.any())
+
+    def unkeep(self, task: TaskInfo) -> int:
+        """Stop keeping room for pending ``task`` on its nominated node, in this session
+        only; the node it was kept on."""
+        node = task.nominated
         self.nodes.reserve(task, -1.0)
         task.nominated = NO_NODE
         self.changes += 1
-        self.cluster.binder.nominate(task, None)
+        return node
+
+    def keep(self, task: TaskInfo, node: int) -> None:
+        """Keep room for pending ``task`` on ``node`` again (a discarded claim)."""
+        task.nominated = node
+        self.nodes.reserve(task, 1.0)
+        self.changes += 1
 
     def evict_now(self, task: TaskInfo, reason: str) -> None:
         """Send an eviction (Statement.commit); the task is already Releasing."""
@@ -430,12 +441,15 @@ class Session:
 
     def _expire_nominations(self) -> None:
         """A task kept room on a node while its victims were leaving; once nothing is
-        leaving there and it still was not placed, the room goes back to everyone
-        (else a job that cannot run after all would hold it for ever)."""
+        leaving there and it still was not placed, the room goes back to everyone, in
+        the cluster too (else a job that cannot run after all would hold it for ever)."""
+        if not self.any_room_kept():
+            return
         for job in self.jobs.values():
             for task in job.tasks_with(TaskStatus.PENDING):
                 if task.nominated != NO_NODE and not self.nodes.releasing[task.nominated].any():
-                    self.release_nomination(task)
+                    self.unkeep(task)
+                    self.cluster.binder.nominate(task, None)
 
 
 def _counts_as_allocated(status: TaskStatus) -> bool:

@@ -61,14 +61,12 @@ class Statement:
     def claim_kept_room(self, job: JobInfo) -> None:
         """The room kept for ``job``'s pending tasks (their nominated nodes) is theirs to
         take now: no longer held against them as against everyone else."""
+        if not self.session.any_room_kept():
+            return
         for task in job.tasks_with(TaskStatus.PENDING):
             if task.nominated != NO_NODE:
-                self._changes.append(
-                    _Change(Op.UNRESERVE, task, task.status, nominated=task.nominated)
-                )
-                self.session.nodes.reserve(task, -1.0)
-                task.nominated = NO_NODE
-                self.session.changes += 1
+                node = self.session.unkeep(task)
+                self._changes.append(_Change(Op.UNRESERVE, task, task.status, nominated=node))
 
     def evicted(self) -> list[TaskInfo]:
         return [c.task for c in self._changes if c.op is Op.EVICT]
@@ -104,9 +102,7 @@ class Statement:
 
     def _undo(self, change: _Change) -> None:
         if change.op is Op.UNRESERVE:
-            change.task.nominated = change.nominated
-            self.session.nodes.reserve(change.task, 1.0)
-            self.session.changes += 1
+            self.session.keep(change.task, change.nominated)
             return
         node = change.task.node if change.previous is not TaskStatus.PENDING else NO_NODE
         self.session.set_status(change.task, change.previous, node)

@@ -11,6 +11,8 @@ reclaim can make room". What earlier such admissions were promised is not
 promised again.
 """
 
+import bisect
+
 import numpy as np
 
 from kbatch.config import PluginOption
@@ -56,21 +58,31 @@ class PreemptibleRoom:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.mask = shareable(session.dims)
-        self._held: dict[str, list[tuple[int, np.ndarray]]] | None = None
+        # per queue: its jobs' priorities, ascending, and what the jobs up to each hold
+        self._held: dict[str, tuple[list[int], np.ndarray]] | None = None
         self.promised: dict[str, np.ndarray] = {}
         self.permitted: set[str] = set()
 
     def held_below(self, queue: str, priority: int) -> np.ndarray:
         if self._held is None:  # built on first use: enqueue runs before anything moves
-            self._held = {}
-            for job in self.session.jobs.values():
-                if job.allocated.any():
-                    self._held.setdefault(job.queue, []).append((job.priority, job.allocated))
-        room = self.session.dims.zeros()
-        for held_priority, allocated in self._held.get(queue, ()):
-            if held_priority < priority:
-                room += allocated
-        return room * self.mask
+            self._held = self._running_sums()
+        priorities, held = self._held.get(queue, ([], None))
+        below = bisect.bisect_left(priorities, priority)
+        if held is None or below == 0:
+            return self.session.dims.zeros()
+        return held[below - 1] * self.mask
+
+    def _running_sums(self) -> dict[str, tuple[list[int], np.ndarray]]:
+        by_queue: dict[str, list[tuple[int, np.ndarray]]] = {}
+        for job in self.session.jobs.values():
+            if job.allocated.any():
+                by_queue.setdefault(job.queue, []).append((job.priority, job.allocated))
+        sums = {}
+        for queue, held in by_queue.items():
+            held.sort(key=lambda entry: entry[0])
+            priorities = [priority for priority, _ in held]
+            sums[queue] = (priorities, np.cumsum([allocated for _, allocated in held], axis=0))
+        return sums
 
     def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
         if job.min_resources is None:

@@ -1,5 +1,7 @@
 """priority, drf and conformance: orders and victim rules."""
 
+import pytest
+
 from builders import Cluster
 from kbatch.operators.scheduler.framework.info import TaskStatus
 from kbatch.operators.scheduler.plugins import conformance
@@ -61,3 +63,18 @@ def test_conformance_shields_critical_and_kube_system_pods() -> None:
     assert [t.name for t in session.preemptable(preemptor, candidates)] == ["plain-0"]
     assert [t.name for t in session.reclaimable(preemptor, candidates)] == ["plain-0"]
     assert not conformance.evictable(candidates[0])
+
+
+@pytest.mark.parametrize(("priority", "cpu"), [(1, 0), (2, 1), (5, 1), (6, 6), (10, 8)], ids=str)
+def test_preemptible_room_is_what_strictly_lower_priority_jobs_of_the_queue_hold(
+    priority: int, cpu: float
+) -> None:
+    from kbatch.operators.scheduler.plugins.priority import PreemptibleRoom
+
+    cluster = Cluster().node("n1", cpu=16).queue("q").queue("other")
+    for name, job_priority, count in (("a", 1, 1), ("b", 5, 2), ("c", 5, 3), ("d", 9, 2)):
+        cluster.job(name, queue="q", priority=job_priority).tasks(count, cpu=1, status=R, node="n1")
+    cluster.job("elsewhere", queue="other", priority=0).tasks(4, cpu=1, status=R, node="n1")
+    room = PreemptibleRoom(cluster.open())
+    assert room.held_below("q", priority)[0] == cpu * 1000  # millicores
+    assert not room.held_below("empty", priority).any()
