@@ -17,6 +17,7 @@ when the session sent it, not when its event was written after the binds).
 """
 
 import contextlib
+import functools
 import json
 import logging
 import socket
@@ -155,11 +156,9 @@ class KubeCluster:
 
     def shutdown(self) -> None:
         """Stop: binds and evictions not yet sent are dropped (the next leader decides
-        again), those being sent finish; status writes and events are drained. Call it
-        before giving up the lead."""
+        again; a session still running drops its binds at ``flush``), those being sent
+        finish; status writes and events are drained. Call it before giving up the lead."""
         self._binds.shutdown(wait=True, cancel_futures=True)
-        self._drop_unsent(self._unsent)
-        self._unsent = []
         self._evictions.shutdown(wait=True, cancel_futures=True)
         self._writes.shutdown(wait=True)
         self._events.shutdown(wait=True)
@@ -186,14 +185,23 @@ class KubeCluster:
                     self._post_binding, task.namespace, task.name, task.uid, node, decided
                 )
             except RuntimeError:  # shut down meanwhile: the next leader decides again
-                self._drop_unsent(unsent[at:])
-                return
-            sent.add_done_callback(lambda _: self._in_flight.add(-1))  # also when cancelled
+                for dropped, _ in unsent[at:]:
+                    self._unbound(dropped.namespace, dropped.name)
+                break
+            sent.add_done_callback(functools.partial(self._bind_done, task.namespace, task.name))
+        with self._recent_lock:  # Evict outcomes the session never told about (it failed)
+            self._evicted.clear()
 
-    def _drop_unsent(self, unsent: list[tuple[TaskInfo, str]]) -> None:
-        for task, _ in unsent:
-            self.state.forget(task.namespace, task.name)
+    def _bind_done(self, namespace: str, name: str, done: "Future[None]") -> None:
+        if done.cancelled():  # at shutdown: never sent
+            self._unbound(namespace, name)
+        else:
             self._in_flight.add(-1)
+
+    def _unbound(self, namespace: str, name: str) -> None:
+        """A bind the session made that is never sent: the pod is as the watch shows it."""
+        self.state.forget(namespace, name)
+        self._in_flight.add(-1)
 
     def _post_binding(self, namespace: str, name: str, uid: str, node: str, at: float) -> None:
         if not self._still_leading("bind", namespace, name):
@@ -347,10 +355,15 @@ class KubeCluster:
                     k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS
                 }
         with contextlib.suppress(RuntimeError):  # shut down meanwhile (a late eviction)
-            self._events.submit(self._event, ref, type_, reason, message, at)
+            # binds first (events are for people), for at most EVENT_WAIT_FOR_BINDS from
+            # now: a deadline per event, not a wait per event in turn on the one thread
+            deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
+            self._events.submit(self._event, ref, type_, reason, message, at, deadline)
 
-    def _event(self, ref: ObjectRef, type_: str, reason: str, message: str, at: float) -> None:
-        self._in_flight.wait_idle(EVENT_WAIT_FOR_BINDS)  # binds first: events are for people
+    def _event(
+        self, ref: ObjectRef, type_: str, reason: str, message: str, at: float, deadline: float
+    ) -> None:
+        self._in_flight.wait_idle(max(deadline - time.monotonic(), 0.0))
         namespace = ref.namespace or "default"
         existing = self.state.get(ref.kind, ref.namespace, ref.name) or {}
         api_version = existing.get("apiVersion") or (

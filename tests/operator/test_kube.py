@@ -31,18 +31,20 @@ def pod(name: str, node_name: str | None = None, group: str | None = None) -> di
 
 
 class FakeApi:
-    """Records every request; ``answers`` maps (method, path suffix) to an exception, and
-    ``gate`` holds binds until it is set."""
+    """Records every request; ``answers`` maps (method, path suffix) to an exception,
+    ``gate`` holds binds until it is set, and ``entered`` is set once a bind reached it."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, str, Any]] = []
         self.answers: dict[tuple[str, str], Exception] = {}
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()
         self.lock = threading.Lock()
 
     def __call__(self, _api: Any, method: str, path: str, body: Any = None, *_: Any) -> Any:
         if path.endswith("/binding"):
+            self.entered.set()
             assert self.gate.wait(10)
         with self.lock:
             self.sent.append((method, path, body))
@@ -98,7 +100,7 @@ def test_binds_queued_when_the_lead_is_lost_are_not_sent(api: FakeApi) -> None:
     cluster.bind(task(state, "a"), "n1")
     cluster.bind(task(state, "b"), "n1")
     cluster.flush()
-    wait_for("a's bind under way", lambda: cluster.binds_in_flight())
+    wait_for("a's bind under way", api.entered.is_set)
     leading[0] = False
     api.gate.set()
     wait_for("both binds done", lambda: not cluster.binds_in_flight())
@@ -118,6 +120,8 @@ def test_shutdown_drops_binds_not_yet_sent(api: FakeApi) -> None:
     cluster.shutdown()
     assert len([p for p in api.paths("POST") if p.endswith("/binding")]) == 1
     assert not cluster.binds_in_flight(), "a cancelled bind is not in flight"
+    pending = [f"p{i}" for i in range(5) if task(state, f"p{i}").status is TaskStatus.PENDING]
+    assert len(pending) == 4, "a bind never sent is not assumed any more"
 
 
 def test_an_eviction_is_not_queued_behind_binds(api: FakeApi) -> None:
@@ -239,3 +243,49 @@ def test_binds_never_flushed_are_forgotten_at_shutdown(api: FakeApi) -> None:
     assert api.paths("POST") == []
     assert not cluster.binds_in_flight()
     assert task(state, "a").status is TaskStatus.PENDING
+
+
+def test_events_wait_for_binds_for_one_budget_in_all_not_one_each(
+    api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bind that hangs keeps binds in flight: each event waits until the budget from
+    when it was recorded, so five events go out after one budget, not five in turn."""
+    monkeypatch.setattr(kube, "EVENT_WAIT_FOR_BINDS", 0.5)
+    state = world(pod("hangs"), *(pod(f"p{i}") for i in range(5)))
+    cluster = KubeCluster(None, state, bind_workers=1)  # type: ignore[arg-type]
+    api.gate.clear()
+    cluster.bind(task(state, "hangs"), "n1")
+    cluster.flush()
+    started = time.monotonic()
+    for i in range(5):
+        cluster.record(ObjectRef("Pod", "default", f"p{i}"), "Normal", "Told", f"event {i}")
+    wait_for("five events sent", lambda: len(api.events()) == 5)
+    assert time.monotonic() - started < 1.5, "they waited one after another"
+    api.gate.set()
+    cluster.shutdown()
+
+
+def test_an_evict_event_a_failed_session_never_told_is_not_paired_with_a_later_one(
+    api: FakeApi,
+) -> None:
+    """The session evicted 'first' (refused) and failed before recording its events; the
+    next session's Evict event on the group is about 'second', whose eviction worked."""
+    group = {
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"minMember": 1},
+    }
+    state = world(group, pod("first", "n1", group="g"), pod("second", "n1", group="g"))
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    api.answers[("DELETE", "/pods/first")] = ApiError(500, "etcd timed out")
+    cluster.evict(task(state, "first"), "preempted")
+    cluster.flush()  # the session ends without its events
+    second = task(state, "second")
+    cluster.evict(second, "preempted")
+    message = f"Evicted {second.key}: preempted"
+    cluster.record(ObjectRef("PodGroup", "default", "g"), "Normal", "Evict", message)
+    cluster.flush()
+    wait_for("both evictions tried", lambda: len(api.paths("DELETE")) == 2)
+    cluster.shutdown()
+    told = [e["reason"] for e in api.events() if e["involvedObject"]["kind"] == "PodGroup"]
+    assert told == ["Evict"]
