@@ -31,9 +31,9 @@ from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
-from kbatch.operators.scheduler import runner
-from kbatch.operators.scheduler.framework.info import TaskInfo
-from kbatch.operators.scheduler.framework.interface import ObjectRef, Snapshot
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Snapshot
 
 SIZES = ((100, 1_000), (1_000, 10_000), (5_000, 50_000))
 BACKLOG_SIZES = ((100, 5_000), (1_000, 50_000))

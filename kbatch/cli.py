@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     """``kbatch run``: the operators against a cluster, until interrupted."""
     import logging
 
-    from kbatch.operators.scheduler import operator
+    from kbatch.operators.scheduler.runtime import operator
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -17,9 +17,9 @@ import contextlib
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.operators.scheduler.framework.info import TaskStatus
-from kbatch.operators.scheduler.framework.resources import Dims
-from kbatch.operators.scheduler.framework.session import Session
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.resources import Dims
+from kbatch.operators.scheduler.core.framework.session import Session
 
 LATENCY_MS_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 TASK_MS_BUCKETS = (10, 100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000)

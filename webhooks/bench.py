@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import kopf
-from kubernetes import client
 
+from kbatch import kubeapi
 from kbatch.api import API_VERSION, GROUP_NAME_ANNOTATION
 from kbatch.cluster.state import ClusterState
 from kbatch.webhooks import configuration, jobs, server
@@ -45,7 +45,7 @@ Handler = Callable[..., Awaitable[Any]]
 class Runtime:
     """What the handlers read of ``kbatch run``'s Runtime."""
 
-    def __init__(self, state: ClusterState, api: client.ApiClient) -> None:
+    def __init__(self, state: ClusterState, api: kubeapi.ApiClient) -> None:
         self.state = state
         self.api = api  # read only on the no-Job path: an empty Job list
         self.settings = argparse.Namespace(
@@ -120,7 +120,7 @@ def handlers(runtime: Runtime) -> dict[str, Handler]:
     registry = kopf.OperatorRegistry()
     delayed = jobs.DelayedPodCreation()
     delayed.supported = True  # an API server with Job suspend: Jobs are held
-    server.register(registry, runtime, delayed)  # type: ignore[arg-type]
+    server.register(registry, runtime, delayed)
     return {h.id: cast(Handler, h.fn) for h in registry._webhooks.get_all_handlers()}
 
 
@@ -220,12 +220,12 @@ class EmptyJobLists(http.server.BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def stub_api() -> Iterator[client.ApiClient]:
+def stub_api() -> Iterator[kubeapi.ApiClient]:
     stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmptyJobLists)
     thread = threading.Thread(target=stub.serve_forever, daemon=True)
     thread.start()
     try:
-        api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{stub.server_port}"))
+        api = kubeapi.client_for(f"http://127.0.0.1:{stub.server_port}")
         with api:
             yield api
     finally:

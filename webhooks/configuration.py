@@ -14,10 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client
-
+from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
-from kbatch.operators.scheduler.kube import ApiError, request
 
 log = logging.getLogger("kbatch.webhooks")
 
@@ -121,31 +119,29 @@ def configurations(
     return out
 
 
-def apply(api: client.ApiClient, bodies: Mapping[bool, Mapping[str, Any]]) -> None:
+def apply(api: kubeapi.ApiClient, bodies: Mapping[bool, Mapping[str, Any]]) -> None:
     """Create both configurations, or bring existing ones to ``bodies``."""
     for mutating, body in bodies.items():
         name = body["metadata"]["name"]
         try:
-            request(api, "POST", PATHS[mutating], body)
-        except ApiError as exc:
+            kubeapi.request(api, "POST", PATHS[mutating], body)
+        except kubeapi.ApiError as exc:
             if exc.status != 409:
                 raise
             patch = {
                 "metadata": {"labels": body["metadata"]["labels"]},
                 "webhooks": body["webhooks"],
             }
-            request(
-                api, "PATCH", f"{PATHS[mutating]}/{name}", patch, "application/merge-patch+json"
-            )
+            kubeapi.request(api, "PATCH", f"{PATHS[mutating]}/{name}", patch, kubeapi.MERGE_PATCH)
         log.info("%s %s points at %s", body["kind"], name, _where(body))
 
 
-def remove(api: client.ApiClient) -> None:
+def remove(api: kubeapi.ApiClient) -> None:
     """Delete both configurations (the end of a local run: nothing is left to fail closed)."""
     for mutating, name in ((True, MUTATING), (False, VALIDATING)):
         try:
-            request(api, "DELETE", f"{PATHS[mutating]}/{name}")
-        except ApiError as exc:
+            kubeapi.request(api, "DELETE", f"{PATHS[mutating]}/{name}")
+        except kubeapi.ApiError as exc:
             if exc.status != 404:
                 log.warning("could not delete webhook configuration %s: %s", name, exc)
 

@@ -1,6 +1,7 @@
-"""kbatch's admission webhooks under kopf (DESIGN §7), and the release side of delayed
-pod creation (DESIGN §6): ``register(registry, runtime)`` adds them to ``kbatch run``'s
-one kopf registry when ``--webhook-address`` is given.
+"""kbatch's admission webhooks under kopf (DESIGN §7): ``register(registry, runtime,
+delayed)`` adds them, and the kopf index of kbatch's Jobs by PodGroup that they read,
+to ``kbatch run``'s one kopf registry when ``--webhook-address`` is given. (The held
+Jobs' release is a controller's: ``kbatch.operators.jobs``.)
 
 The handlers are thin: they gather what the admission functions read (the
 scheduler's watched ClusterState; the pod templates of Jobs from a kopf index of
@@ -15,28 +16,23 @@ refused (fail closed, "try again") and Jobs are never held.
 
 import asyncio
 import logging
-import threading
 import time
 import types
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 import kopf
-import urllib3
 
+from kbatch import kubeapi
 from kbatch.api import DEFAULT_QUEUE, GROUP, VERSION
-from kbatch.api.podgroup import PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.operators.queue import controller as queue_operator
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.cluster.state import ClusterState
 from kbatch.webhooks import configuration, endpoint, jobs
 from kbatch.webhooks.admission import job, podgroup, queue
 from kbatch.webhooks.admission.result import Admission
 from kbatch.webhooks.admission.view import StateView
-
-if TYPE_CHECKING:
-    from kbatch.operators.scheduler.operator import Runtime
 
 log = logging.getLogger("kbatch.webhooks")
 
@@ -49,10 +45,37 @@ log = logging.getLogger("kbatch.webhooks")
 REVIEW_SECONDS = configuration.TIMEOUT_SECONDS - 1.0
 LOOKUP_TIMEOUT_SECONDS = 1.0
 LOOKUP_RESERVE_SECONDS = 2 * LOOKUP_TIMEOUT_SECONDS
-DEFAULT_QUEUE_SECONDS = 120.0
 Object = dict[str, Any]
-JobIndex = Mapping[tuple[str, str], Sequence[Object]]
+JobIndex = jobs.JobIndex
 NO_JOBS: JobIndex = types.MappingProxyType({})
+
+
+class WebhookSettings(Protocol):
+    """What the webhooks read of ``kbatch run``'s settings."""
+
+    @property
+    def webhook_address(self) -> str: ...
+    @property
+    def webhook_cert_dir(self) -> Path | None: ...
+    @property
+    def webhook_host(self) -> str | None: ...
+    @property
+    def manage_webhooks(self) -> bool: ...
+    @property
+    def lock_namespace(self) -> str: ...
+
+
+class Runtime(Protocol):
+    """What the webhooks read of ``kbatch run``: its settings, its API client and the
+    scheduler's watched state."""
+
+    @property
+    def settings(self) -> WebhookSettings: ...
+    @property
+    def api(self) -> kubeapi.ApiClient: ...
+    @property
+    def state(self) -> ClusterState: ...
+    def synced(self) -> bool: ...
 
 
 class RefusalsAreAnswers(logging.Filter):
@@ -84,17 +107,13 @@ class Budget:
 
 
 def register(
-    registry: kopf.OperatorRegistry,
-    runtime: "Runtime",
-    delayed: jobs.DelayedPodCreation | None = None,
+    registry: kopf.OperatorRegistry, runtime: Runtime, delayed: jobs.DelayedPodCreation
 ) -> None:
-    """The admission handlers, the Job index and the release handlers (when webhooks are on).
-    ``delayed``: whether Jobs are held, when known already (else learned at start)."""
+    """The admission handlers and the Job index (when webhooks are on). ``delayed``:
+    whether Jobs are held (learned at start when not known yet)."""
     settings = runtime.settings
     if not settings.webhook_address:
         return
-    delayed = delayed or jobs.DelayedPodCreation()
-    sweeper: dict[str, asyncio.Task[None]] = {}
     kopf_objects = logging.getLogger("kopf.objects")
     if not any(isinstance(f, RefusalsAreAnswers) for f in kopf_objects.filters):
         kopf_objects.addFilter(RefusalsAreAnswers())
@@ -105,15 +124,9 @@ def register(
 
         def serving(client_config: Object) -> None:
             """The server listens: point the configurations at it (when kbatch keeps
-            them), and make what was refused while it could not answer."""
+            them)."""
             if runtime.settings.manage_webhooks:
                 configuration.apply(runtime.api, configuration.configurations(client_config, skip))
-            threading.Thread(
-                target=_ensure_default_queue,
-                args=(runtime,),
-                name="kbatch-default-queue",
-                daemon=True,
-            ).start()
 
         settings.admission.server = endpoint.server(
             runtime.settings.webhook_address,
@@ -123,16 +136,6 @@ def register(
         )
         settings.admission.managed = None  # kbatch writes its own (configuration.py)
         delayed.learn(runtime.api, time.monotonic())
-
-    @kopf.on.startup(registry=registry)
-    async def start_release_sweep(jobs_by_group: JobIndex = NO_JOBS, **_: Any) -> None:
-        sweeper["task"] = asyncio.create_task(jobs.sweep_forever(runtime, delayed, jobs_by_group))
-
-    @kopf.on.cleanup(registry=registry)
-    async def stop_release_sweep(**_: Any) -> None:
-        task = sweeper.pop("task", None)
-        if task is not None:
-            task.cancel()
 
     if settings.manage_webhooks:
 
@@ -229,79 +232,11 @@ def register(
         if job.group_of(body) is None:
             return
         hold = bool(delayed.supported) and runtime.synced()  # unsure of the group: never hold
-        view = jobs.index_view(runtime, jobs_by_group)
+        view = jobs.index_view(runtime.state, jobs_by_group)
         _respond(job.mutate(dict(body), view, hold), warnings, patch)
-
-    @kopf.on.event(GROUP, VERSION, "podgroups", id="release-held-jobs", registry=registry)
-    def release_for_group(
-        type: str,
-        body: kopf.Body,
-        namespace: str | None,
-        name: str,
-        jobs_by_group: JobIndex = NO_JOBS,
-        **_: Any,
-    ) -> None:
-        if type == "DELETED" or not delayed.supported or not runtime.leads():
-            return
-        namespace = namespace or "default"
-        held = [j for j in jobs_by_group.get((namespace, name), ()) if job.is_held(j)]
-        if held:
-            group = jobs.group_of_event(body, namespace, name)
-            view = jobs.index_view(runtime, jobs_by_group)
-            jobs.release(runtime, job.to_release(held, view, group))
-
-    @kopf.on.event(
-        "batch",
-        "v1",
-        "jobs",
-        id="release-held-job",
-        annotations={job.HELD_ANNOTATION: kopf.PRESENT},
-        registry=registry,
-    )
-    def release_job(
-        type: str, body: kopf.Body, jobs_by_group: JobIndex = NO_JOBS, **_: Any
-    ) -> None:
-        if type == "DELETED" or not delayed.supported or not runtime.leads():
-            return
-        if job.is_held(body):
-            view = jobs.index_view(runtime, jobs_by_group)
-            jobs.release(runtime, job.to_release([dict(body)], view))
-
-    @kopf.on.event("batch", "v1", "jobs", id="fill-pod-group-min-resources", registry=registry)
-    def fill_min_resources(
-        type: str | None, body: kopf.Body, jobs_by_group: JobIndex = NO_JOBS, **_: Any
-    ) -> None:
-        """PodGroupMinResources for a PodGroup created before its Job (kube-batch's
-        usual order): filled when the Job comes, as an update through its admission."""
-        if type not in (None, "ADDED") or not runtime.leads() or not runtime.synced():
-            return
-        if job.group_of(body) is None:
-            return
-        fill = podgroup.fill_from_job(dict(body), jobs.index_view(runtime, jobs_by_group))
-        if fill is not None:
-            jobs.fill_min_resources(runtime, *fill)
 
 
 # --------------------------------------------------------------------------- helpers
-def _ensure_default_queue(runtime: "Runtime") -> None:
-    """The leader makes the default queue when it takes the lead; with the webhooks on,
-    that can come before they answer (validate-queue fails closed) and be refused.
-    Once they answer, the leader tries again until it is done (or it no longer leads):
-    the API server may yet route the review to a replica that does not answer."""
-    delay, deadline = 0.5, time.monotonic() + DEFAULT_QUEUE_SECONDS
-    while runtime.leads():
-        try:
-            queue_operator.ensure_default_queue(runtime.api)
-            return
-        except Exception as exc:
-            if time.monotonic() > deadline:
-                log.error("could not create the default queue: %s", exc)
-                return
-            log.info("the default queue is not made yet (%s); trying again", exc)
-        time.sleep(delay)
-        delay = min(delay * 2, 5.0)
-
-
 def _respond(answer: Admission, warnings: list[str], patch: kopf.Patch | None = None) -> None:
     warnings.extend(answer.warnings)
     if not answer.allowed:
@@ -315,15 +250,8 @@ def _dict(body: kopf.Body | None) -> Object | None:
     return None if body is None else dict(body)
 
 
-def _phase(value: object) -> PodGroupPhase | None:
-    try:
-        return PodGroupPhase(str(value or PodGroupPhase.PENDING))
-    except ValueError:
-        return None
-
-
 async def _wait_synced(
-    runtime: "Runtime",
+    runtime: Runtime,
     budget: Budget,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> None:
@@ -338,7 +266,7 @@ async def _wait_synced(
 
 
 async def _view(
-    runtime: "Runtime", budget: Budget, queue_name: object = None, group_jobs: Sequence[Object] = ()
+    runtime: Runtime, budget: Budget, queue_name: object = None, group_jobs: Sequence[Object] = ()
 ) -> StateView:
     """The scheduler's (synced) state, with the Queue ``queue_name`` read from the API if
     the watch has not brought it yet (a 503 when it cannot be read in the time left)."""
@@ -350,7 +278,7 @@ async def _view(
             if not timeout:
                 raise TimeoutError("no time left in this review")
             fetched = await asyncio.to_thread(_read_queue, runtime, name, timeout)
-        except (ApiError, OSError, urllib3.exceptions.HTTPError) as exc:
+        except kubeapi.ApiError as exc:
             raise kopf.AdmissionError(
                 f"kbatch could not read Queue {name!r} from the API server ({exc}); try again",
                 code=503,
@@ -360,10 +288,12 @@ async def _view(
     return StateView(runtime.state, lambda namespace, group: group_jobs, queues)
 
 
-def _read_queue(runtime: "Runtime", name: str, timeout: float) -> Queue | None:
+def _read_queue(runtime: Runtime, name: str, timeout: float) -> Queue | None:
     try:
-        raw = request(runtime.api, "GET", f"/apis/{GROUP}/{VERSION}/queues/{name}", timeout=timeout)
-    except ApiError as exc:
+        raw = kubeapi.request(
+            runtime.api, "GET", f"/apis/{GROUP}/{VERSION}/queues/{name}", timeout=timeout
+        )
+    except kubeapi.ApiError as exc:
         if exc.status == 404:
             return None
         raise
@@ -371,7 +301,7 @@ def _read_queue(runtime: "Runtime", name: str, timeout: float) -> Queue | None:
 
 
 async def _group_jobs(
-    runtime: "Runtime", index: JobIndex, namespace: str, group: str, budget: Budget
+    runtime: Runtime, index: JobIndex, namespace: str, group: str, budget: Budget
 ) -> Sequence[Object]:
     """The group's Jobs: from the index, else (a Job the watch has not brought yet) listed
     by the label the Job webhook gives them, when the review has time for it."""
@@ -389,9 +319,9 @@ async def _group_jobs(
         return ()
 
 
-def _listed_jobs(runtime: "Runtime", namespace: str, group: str, timeout: float) -> list[Object]:
+def _listed_jobs(runtime: Runtime, namespace: str, group: str, timeout: float) -> list[Object]:
     query = urllib.parse.urlencode({"labelSelector": f"{job.GROUP_LABEL}={group}"})
     path = f"/apis/batch/v1/namespaces/{namespace}/jobs?{query}"
-    listed = request(runtime.api, "GET", path, timeout=timeout)
+    listed = kubeapi.request(runtime.api, "GET", path, timeout=timeout)
     names = runtime.state.scheduler_names
     return [item for item in listed.get("items") or [] if job.kbatch_group_of(item, names) == group]

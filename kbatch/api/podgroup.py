@@ -72,29 +72,3 @@ class PodGroup(BaseModel):
     metadata: ObjectMeta
     spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
-
-
-def next_phase(
-    current: PodGroupPhase,
-    *,
-    min_member: int,
-    scheduled: int,
-    succeeded: int,
-    unfinished: int,
-    admitted: bool,
-) -> PodGroupPhase:
-    """The phase rules of DESIGN §2, shared by the scheduler and the PodGroup operator.
-
-    ``scheduled`` counts pods bound or running, ``succeeded`` pods that
-    finished well, ``unfinished`` pods that are not Succeeded/Failed (pending
-    included); ``admitted`` tells whether the enqueue step let the group in.
-    """
-    if unfinished == 0 and succeeded >= min_member:
-        return PodGroupPhase.COMPLETED
-    if scheduled + succeeded >= min_member:
-        return PodGroupPhase.RUNNING
-    if current in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN) and scheduled > 0:
-        return PodGroupPhase.UNKNOWN
-    if admitted or current is PodGroupPhase.INQUEUE:
-        return PodGroupPhase.INQUEUE
-    return PodGroupPhase.PENDING

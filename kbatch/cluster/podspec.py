@@ -9,7 +9,7 @@ from typing import Any
 
 from kbatch.cluster import fields
 from kbatch.cluster.quantity import amounts
-from kbatch.operators.scheduler.framework.podspec import (
+from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     HostPort,
     LabelSelector,

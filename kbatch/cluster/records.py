@@ -18,7 +18,7 @@ from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.podspec import ParsedSpec, parse_spec, spec_key
 from kbatch.cluster.quantity import amounts
-from kbatch.operators.scheduler.framework.podspec import Taint
+from kbatch.operators.scheduler.core.framework.podspec import Taint
 
 M = TypeVar("M", bound=BaseModel)
 

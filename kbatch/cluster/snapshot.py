@@ -15,7 +15,7 @@ from kbatch.api.queue import Queue, QueueState
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import NodeRecord, PodRecord, PriorityClassRecord, timestamp
-from kbatch.operators.scheduler.framework.info import (
+from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     JobInfo,
     NodeInfo,
@@ -24,9 +24,9 @@ from kbatch.operators.scheduler.framework.info import (
     TaskInfo,
     TaskStatus,
 )
-from kbatch.operators.scheduler.framework.interface import Snapshot
-from kbatch.operators.scheduler.framework.podspec import PodTemplate
-from kbatch.operators.scheduler.framework.resources import PODS, Dims
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
+from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 

@@ -14,7 +14,8 @@ from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
 from kbatch.cluster import records, snapshot
 from kbatch.cluster.errors import ObjectError
-from kbatch.operators.scheduler.framework.interface import Snapshot
+from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
 
 __all__ = ["ClusterState", "ObjectError"]
 
@@ -231,6 +232,12 @@ class ClusterState:
                 self._key("Pod", namespace, name)
             )
             return record
+
+    def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
+        """The PodGroup's phase as its object says (one rule for reading it:
+        ``kbatch.operators.podgroup.status.phase_of``), or None when there is none."""
+        raw = self.get("PodGroup", namespace, name)
+        return None if raw is None else pod_group_status.phase_of(raw)
 
     def pod_groups(self) -> dict[str, PodGroup]:
         with self._lock:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kbatch.api.podgroup import PodGroup
-from kbatch.operators.scheduler.framework.interface import ObjectRef
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import jobs
 from kbatch.sim.cluster import SimCluster
 from kbatch.webhooks.admission import chain, job, podgroup, result

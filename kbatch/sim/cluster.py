@@ -27,8 +27,8 @@ from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler.framework.info import TaskInfo
-from kbatch.operators.scheduler.framework.interface import (
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.interface import (
     Binder,
     EventRecorder,
     Evictor,

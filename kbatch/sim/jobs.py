@@ -22,7 +22,7 @@ from typing import Any
 
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
-from kbatch.operators.scheduler.framework.interface import ObjectRef
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests
 from kbatch.sim.cluster import FINISHED, SimCluster
 

@@ -1,28 +1,19 @@
 """The PodGroup controller the simulator plays (the podgroup operator's job in a cluster).
 
 After every tick it recounts each touched PodGroup's running, succeeded and failed
-pods and moves its phase by the shared rules (``kbatch.api.podgroup.next_phase``).
+pods and moves its phase by the shared rules (``kbatch.operators.podgroup.status``).
 It reads the pods' parsed records with the snapshot's own ``task_status`` and
-counts them with the session close's own ``counted_status``, so both count
-alike and neither undoes the other's write. Only changed statuses
+counts them as the session close does, so both count alike and neither undoes
+the other's write. Only changed statuses
 are written; conditions are the scheduler's and kept as they are.
 """
 
 from collections import Counter
 
-from kbatch.api.podgroup import PodGroupStatus
 from kbatch.cluster.snapshot import task_status
-from kbatch.operators.scheduler.framework.info import TaskStatus
-from kbatch.operators.scheduler.framework.job_status import counted_status
+from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.sim.cluster import SimCluster
-
-
-def status_of(old: PodGroupStatus, min_member: int, counts: Counter[TaskStatus]) -> PodGroupStatus:
-    """What a PodGroup's status should say, given its pods' statuses."""
-    phase, running, succeeded, failed = counted_status(old.phase, min_member, counts)
-    return old.model_copy(
-        update={"phase": phase, "running": running, "succeeded": succeeded, "failed": failed}
-    )
 
 
 def reconcile(cluster: SimCluster) -> None:
@@ -35,7 +26,7 @@ def reconcile(cluster: SimCluster) -> None:
         if group is None:
             continue
         counts = _count(cluster, namespace, name)
-        status = status_of(group.status, group.spec.min_member, counts)
+        status = pod_group_status.counted(group.status, group.spec.min_member, counts)
         if status != group.status:
             cluster.update_pod_group(namespace, name, status)
     cluster.touched.groups.clear()

@@ -41,7 +41,12 @@ from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
-from kbatch.operators.scheduler.runner import Scheduler, default_conf, load_conf, load_conf_file
+from kbatch.operators.scheduler.core.runner import (
+    Scheduler,
+    default_conf,
+    load_conf,
+    load_conf_file,
+)
 from kbatch.sim import clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
 from kbatch.sim.cluster import SimCluster

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from kbatch.api import DEFAULT_QUEUE
 from kbatch.cluster.quantity import amount
-from kbatch.operators.scheduler.framework.info import JobInfo, TaskStatus
-from kbatch.operators.scheduler.framework.interface import Snapshot
-from kbatch.operators.scheduler.framework.resources import CPU, MEMORY
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
 
 # Read from a session's snapshot as the session left it: what it bound is Binding.
 STARTED = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from e2e.controlplane import Cluster, _die_with_parent, tail
 
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, request
 
 KBATCH = Path(sys.executable).with_name("kbatch")
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -20,9 +20,9 @@ import yaml
 
 from chart.tools import CHART, by_kind, helm, one, require_tool, template
 from kbatch.config import DEFAULT_CONF
-from kbatch.operators.scheduler import runner
-from kbatch.operators.scheduler.actions import REGISTRY as ACTIONS
-from kbatch.operators.scheduler.plugins import REGISTRY as PLUGINS
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
+from kbatch.operators.scheduler.core.plugins import REGISTRY as PLUGINS
 from kbatch.webhooks import configuration
 
 require_tool("helm", module=True)

@@ -11,8 +11,8 @@ from builders import Cluster, FakeCluster, vec
 from chart import dashboards
 from chart.tools import CHART
 from kbatch.metrics import SchedulerMetrics, exported_names
-from kbatch.operators.scheduler import runner
-from kbatch.operators.scheduler.framework.info import TaskStatus
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
 # The panels the issue asks for, by dashboard.
 REQUIRED_PANELS = {

@@ -29,7 +29,7 @@ from chart import kube
 from chart.kube import Plane, get
 from chart.tools import CHART, helm, require_control_plane, require_tool
 from kbatch.api import GROUP, VERSION
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, request
 
 pytestmark = pytest.mark.e2e
 require_tool("helm", module=True)

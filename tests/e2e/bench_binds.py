@@ -27,8 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from e2e.controlplane import Cluster, discover
-from kbatch.operators.scheduler.informer import raw_get
-from kbatch.operators.scheduler.kube import request
+from kbatch.kubeapi import raw_get, request
 
 WORKERS = 16
 NAMESPACE = "default"

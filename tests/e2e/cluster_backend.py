@@ -57,8 +57,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from e2e.kubelet import DURATION, Watch, parse_time, rfc3339
 from kbatch.api import GROUP, VERSION
 from kbatch.config import DEFAULT_CONF
-from kbatch.operators.scheduler import runner as scheduler_runner
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, request
+from kbatch.operators.scheduler.core import runner as scheduler_runner
 from kbatch.sim import clock, manifests, output
 
 Json = dict[str, Any]

@@ -36,7 +36,7 @@ from e2e.cluster_backend import ClusterBackend, Scheduler, poll
 from e2e.controlplane import Cluster, Unavailable, _die_with_parent, discover, free_ports, tail
 from e2e.kubelet import Kubelet
 from kbatch.config import DEFAULT_CONF
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, request
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

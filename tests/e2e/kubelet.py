@@ -34,8 +34,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from kbatch.operators.scheduler.informer import raw_get
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, raw_get, request
 from kbatch.sim import clock
 
 log = logging.getLogger("e2e.kubelet")

@@ -32,7 +32,7 @@ from e2e.cluster_backend import SESSIONS, metrics, poll
 from e2e.kubelet import Watch
 from kbatch.api import GROUP, VERSION
 from kbatch.cluster.quantity import amount
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, request
 
 pytestmark = pytest.mark.e2e
 

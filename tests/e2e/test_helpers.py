@@ -14,7 +14,8 @@ import pytest
 from e2e import kubelet as kubelet_module
 from e2e.cluster_backend import event_time, poll
 from e2e.kubelet import Kubelet
-from kbatch.operators.scheduler.kube import ApiError, micro_time
+from kbatch.kubeapi import ApiError
+from kbatch.operators.scheduler.runtime.cluster import micro_time
 
 REPO = Path(__file__).resolve().parents[2]
 

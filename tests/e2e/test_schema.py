@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from kbatch.api import GROUP, VERSION
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, request
 
 pytestmark = pytest.mark.e2e
 

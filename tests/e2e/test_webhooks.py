@@ -31,7 +31,7 @@ import yaml
 
 from e2e.controlplane import KUBECONFIG_ENV, Cluster, free_ports, tail
 from kbatch.api import API_VERSION, GROUP, GROUP_NAME_ANNOTATION, VERSION
-from kbatch.operators.scheduler.kube import ApiError, request
+from kbatch.kubeapi import ApiError, request
 from kbatch.webhooks import configuration
 
 pytestmark = pytest.mark.e2e

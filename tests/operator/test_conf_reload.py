@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kbatch.config import ConfigError
-from kbatch.operators.scheduler.loop import ConfSource
+from kbatch.operators.scheduler.runtime.loop import ConfSource
 
 GOOD = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
 BETTER = (
@@ -44,7 +44,7 @@ def test_no_file_means_the_default_conf() -> None:
 
 def test_sessions_run_when_there_is_work_else_every_few_periods() -> None:
     from kbatch.metrics import SchedulerMetrics
-    from kbatch.operators.scheduler.loop import SchedulerLoop
+    from kbatch.operators.scheduler.runtime.loop import SchedulerLoop
 
     work = {"now": False, "generation": 0, "busy": False}
     loop = SchedulerLoop(

@@ -1,6 +1,6 @@
 """Operator handlers called directly with real object dicts."""
 
-from kbatch.operators.podgroup import controller as podgroups
+from kbatch.operators.podgroup import status as podgroups
 from kbatch.operators.queue import controller as queues
 
 

@@ -8,8 +8,8 @@ import urllib.request
 import pytest
 
 from kbatch.metrics import SchedulerMetrics
-from kbatch.operators.scheduler.health import HealthServer
-from kbatch.operators.scheduler.loop import ConfSource, SchedulerLoop
+from kbatch.operators.scheduler.runtime.health import HealthServer
+from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
 
 
 def get(port: int, path: str = "/healthz") -> tuple[int, dict]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler import informer as informer_module
-from kbatch.operators.scheduler.informer import RESOURCES, Informer
+from kbatch.operators.scheduler.runtime.informer import RESOURCES, Informer
 
 PODS = next(r for r in RESOURCES if r.kind == "Pod")
 
@@ -79,7 +79,7 @@ def test_a_watch_error_leads_to_a_relist_that_replaces_the_kind(
             FakeResponse({"metadata": {"resourceVersion": "20"}, "items": [pod("a"), pod("c")]}),
         ]
     )
-    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    monkeypatch.setattr(kubeapi, "raw_get", api.get)
     state = ClusterState()
     informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
     informer.start()
@@ -106,7 +106,7 @@ def test_deleted_events_remove_and_bad_objects_are_skipped(monkeypatch: pytest.M
             ),
         ]
     )
-    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    monkeypatch.setattr(kubeapi, "raw_get", api.get)
     state = ClusterState()
     informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
     informer.start()
@@ -138,7 +138,7 @@ def test_a_watch_the_server_ends_resumes_from_the_last_version_seen(
             FakeResponse(),  # ends at once, having seen nothing: resumes from 9 again
         ]
     )
-    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    monkeypatch.setattr(kubeapi, "raw_get", api.get)
     state = ClusterState()
     informer = Informer(object(), PODS, state, watch_seconds=300)  # type: ignore[arg-type]
     informer.start()
@@ -160,7 +160,7 @@ def test_410_gone_lists_again_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
             FakeResponse({"metadata": {"resourceVersion": "30"}, "items": [pod("z")]}),
         ]
     )
-    monkeypatch.setattr(informer_module, "raw_get", api.get)
+    monkeypatch.setattr(kubeapi, "raw_get", api.get)
     state = ClusterState()
     informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
     started = time.monotonic()

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler import kube
-from kbatch.operators.scheduler.framework.info import TaskInfo, TaskStatus
-from kbatch.operators.scheduler.framework.interface import ObjectRef
-from kbatch.operators.scheduler.kube import ApiError, KubeCluster
+from kbatch.kubeapi import ApiError
+from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+from kbatch.operators.scheduler.runtime import cluster as kube
+from kbatch.operators.scheduler.runtime.cluster import KubeCluster
 
 
 def node(name: str) -> dict[str, Any]:
@@ -65,7 +67,7 @@ class FakeApi:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     fake = FakeApi()
-    monkeypatch.setattr(kube, "request", fake)
+    monkeypatch.setattr(kubeapi, "request", fake)
     return fake
 
 

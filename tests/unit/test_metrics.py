@@ -4,7 +4,7 @@ from prometheus_client import generate_latest
 
 from builders import Cluster, run_actions, vec
 from kbatch.metrics import SchedulerMetrics, exported_names
-from kbatch.operators.scheduler.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
 DESIGN_NAMES = {
     "kbatch_e2e_scheduling_latency_milliseconds_bucket",

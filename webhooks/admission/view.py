@@ -87,14 +87,7 @@ class StateView:
         return self.state.pod_groups().get(f"{namespace}/{name}")
 
     def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
-        raw = self.state.get("PodGroup", namespace, name)
-        if raw is None:
-            return None
-        phase = (raw.get("status") or {}).get("phase") or PodGroupPhase.PENDING
-        try:
-            return PodGroupPhase(phase)
-        except ValueError:
-            return PodGroupPhase.UNKNOWN
+        return self.state.pod_group_phase(namespace, name)
 
     # ClusterState indexes PodGroups by namespace and by queue: a lookup reads only
     # the groups it is about, whatever the size of the cluster.

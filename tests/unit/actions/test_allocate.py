@@ -4,7 +4,7 @@ import pytest
 
 from builders import Cluster, run_actions
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.operators.scheduler.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
 R = TaskStatus.RUNNING
 
@@ -163,7 +163,7 @@ def test_pending_groups_wait_for_enqueue_only_when_enqueue_is_configured() -> No
     with_enqueue = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
     without = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
     s = cluster().open(with_enqueue)
-    from kbatch.operators.scheduler.actions import allocate
+    from kbatch.operators.scheduler.core.actions import allocate
 
     allocate.execute(s)
     assert s.stats.binds == 0

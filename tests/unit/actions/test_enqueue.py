@@ -35,7 +35,7 @@ def test_inqueue_reservations_are_not_handed_to_others() -> None:
 
 
 def test_within_the_queue_deserved_share_even_when_the_cluster_is_full() -> None:
-    from kbatch.operators.scheduler.framework.info import TaskStatus
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
     cluster = Cluster().node("n1", cpu=4).queue("busy").queue("starving")
     cluster.job("hog", queue="busy").tasks(4, cpu=1, status=TaskStatus.RUNNING, node="n1")
@@ -66,7 +66,7 @@ def test_a_full_queue_admits_a_group_that_lower_priority_jobs_make_room_for() ->
     """With preempt configured, what lower-priority jobs of the group's own queue hold
     counts as room: else a high-priority gang held until admitted never gets pods, and
     preempt never makes room for it. Each such admission is promised only once."""
-    from kbatch.operators.scheduler.framework.info import TaskStatus
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
     cluster = Cluster().node("n1", cpu=4).queue("shared")
     cluster.job("low", queue="shared", priority=10).tasks(
@@ -90,7 +90,7 @@ def test_a_full_queue_admits_a_group_that_lower_priority_jobs_make_room_for() ->
 
 
 def test_without_preempt_lower_priority_jobs_make_no_room() -> None:
-    from kbatch.operators.scheduler.framework.info import TaskStatus
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
     cluster = Cluster().node("n1", cpu=4).queue("shared").queue("other")
     cluster.job("low", queue="shared", priority=10).tasks(

@@ -4,7 +4,7 @@ import numpy as np
 
 from builders import Cluster, run_actions, vec
 from kbatch.config import DEFAULT_CONF
-from kbatch.operators.scheduler.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
 R = TaskStatus.RUNNING
 # The default tiers with every action, in kube-batch's order.
@@ -211,7 +211,7 @@ def test_no_reclaim_for_a_task_its_queue_may_not_take() -> None:
 
 def count_plans(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
     """Count the per-node plans eviction makes."""
-    from kbatch.operators.scheduler.framework import eviction
+    from kbatch.operators.scheduler.core.framework import eviction
 
     calls: list[int] = []
     real = eviction._plan

@@ -8,9 +8,10 @@ import yaml
 from kubernetes.utils import parse_quantity
 from pydantic import BaseModel, ValidationError
 
-from kbatch.api.podgroup import PodGroup, PodGroupPhase, next_phase
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import Queue, QueueState
+from kbatch.operators.podgroup.status import next_phase
 
 
 def podgroup(**spec: Any) -> dict[str, Any]:

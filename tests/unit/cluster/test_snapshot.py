@@ -5,9 +5,9 @@ import pytest
 from builders import FakeCluster
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler import runner
-from kbatch.operators.scheduler.actions import enqueue
-from kbatch.operators.scheduler.framework.interface import Snapshot
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.actions import enqueue
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
 
 
 def node(name: str = "n1", cpu: str = "4") -> dict:

@@ -5,7 +5,7 @@ import pytest
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.podspec import pod_request
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
 GiB = 2**30
 
@@ -267,7 +267,7 @@ def test_a_group_whose_pods_are_all_another_schedulers_gets_no_status_from_us() 
     """Two kbatch deployments (different --scheduler-name) must not overwrite each other's
     PodGroup status; a group with no pods yet still gets ours (it may be ours)."""
     from builders import FakeCluster
-    from kbatch.operators.scheduler import runner
+    from kbatch.operators.scheduler.core import runner
 
     state = ClusterState(frozenset({"kbatch"}))
     state.apply(node("n1"))

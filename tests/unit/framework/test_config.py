@@ -3,7 +3,7 @@
 import pytest
 
 from kbatch.config import ConfigError
-from kbatch.operators.scheduler import runner
+from kbatch.operators.scheduler.core import runner
 
 GOOD = """\
 actions: "enqueue, reclaim, allocate, backfill, preempt"

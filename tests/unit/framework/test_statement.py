@@ -3,8 +3,8 @@
 import numpy as np
 
 from builders import Cluster, fake
-from kbatch.operators.scheduler.framework.info import NO_NODE, TaskStatus
-from kbatch.operators.scheduler.framework.statement import Statement
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskStatus
+from kbatch.operators.scheduler.core.framework.statement import Statement
 
 
 def opened():

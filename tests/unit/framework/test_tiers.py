@@ -7,8 +7,8 @@ import pytest
 
 from builders import Cluster, FakeCluster
 from kbatch.config import PluginOption, SchedulerConf, Tier
-from kbatch.operators.scheduler.framework.info import TaskInfo
-from kbatch.operators.scheduler.framework.session import Invalid, Session
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.session import Invalid, Session
 
 Registrar = Callable[[Session], None]
 
@@ -176,7 +176,7 @@ def test_event_handlers_of_every_plugin_see_allocations() -> None:
         return reg
 
     session, _ = session_with([("x", register("x"), {})], [("y", register("y"), {})])
-    from kbatch.operators.scheduler.framework.statement import Statement
+    from kbatch.operators.scheduler.core.framework.statement import Statement
 
     task = next(iter(jobs(session)[0].tasks.values()))
     statement = Statement(session)

@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from builders import Cluster, assert_node_by_node, plugin_conf, scores_by_node
-from kbatch.operators.scheduler.framework.info import TaskInfo
-from kbatch.operators.scheduler.plugins import binpack
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.plugins import binpack
 
 
 def incoming(cluster: Cluster, **spec: Any) -> TaskInfo:

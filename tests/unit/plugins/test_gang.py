@@ -4,8 +4,8 @@ import pytest
 
 from builders import Cluster, run_actions
 from kbatch.api.podgroup import ConditionType
-from kbatch.operators.scheduler.framework.info import TaskStatus
-from kbatch.operators.scheduler.plugins import gang
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.plugins import gang
 
 R = TaskStatus.RUNNING
 GANG_ONLY = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
@@ -94,7 +94,7 @@ def test_the_spare_victims_of_a_gang_are_its_least_important_tasks() -> None:
 
 
 def test_victims_already_taken_this_session_count() -> None:
-    from kbatch.operators.scheduler.framework.statement import Statement
+    from kbatch.operators.scheduler.core.framework.statement import Statement
 
     cluster = Cluster().node("n1", cpu=16)
     cluster.job("victim", min_member=2).tasks(3, status=R, node="n1")

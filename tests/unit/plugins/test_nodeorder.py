@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from builders import Cluster, assert_node_by_node, plugin_conf, scores_by_node
-from kbatch.operators.scheduler.framework.info import TaskInfo, TaskStatus
-from kbatch.operators.scheduler.framework.podspec import (
+from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     LabelSelector,
     NodeSelectorTerm,
@@ -18,7 +18,7 @@ from kbatch.operators.scheduler.framework.podspec import (
     Toleration,
     WeightedPodAffinityTerm,
 )
-from kbatch.operators.scheduler.plugins import nodeorder
+from kbatch.operators.scheduler.core.plugins import nodeorder
 
 ALL_OFF = {
     "leastrequested.weight": 0,

@@ -12,8 +12,8 @@ from builders import (
     passing_nodes,
     plugin_conf,
 )
-from kbatch.operators.scheduler.framework.info import TaskInfo, TaskStatus
-from kbatch.operators.scheduler.framework.podspec import (
+from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     HostPort,
     LabelSelector,
@@ -24,8 +24,8 @@ from kbatch.operators.scheduler.framework.podspec import (
     Taint,
     Toleration,
 )
-from kbatch.operators.scheduler.plugins import predicates
-from kbatch.operators.scheduler.plugins.predicates import (
+from kbatch.operators.scheduler.core.plugins import predicates
+from kbatch.operators.scheduler.core.plugins.predicates import (
     DISK_PRESSURE,
     EXISTING_ANTI_AFFINITY,
     HOST_PORTS,

@@ -3,8 +3,8 @@
 import pytest
 
 from builders import Cluster
-from kbatch.operators.scheduler.framework.info import TaskStatus
-from kbatch.operators.scheduler.plugins import conformance
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.plugins import conformance
 
 R = TaskStatus.RUNNING
 
@@ -69,7 +69,7 @@ def test_conformance_shields_critical_and_kube_system_pods() -> None:
 def test_preemptible_room_is_what_strictly_lower_priority_jobs_of_the_queue_hold(
     priority: int, cpu: float
 ) -> None:
-    from kbatch.operators.scheduler.plugins.priority import PreemptibleRoom
+    from kbatch.operators.scheduler.core.plugins.priority import PreemptibleRoom
 
     cluster = Cluster().node("n1", cpu=16).queue("q").queue("other")
     for name, job_priority, count in (("a", 1, 1), ("b", 5, 2), ("c", 5, 3), ("d", 9, 2)):

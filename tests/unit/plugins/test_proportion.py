@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from builders import Cluster, run_actions, vec
-from kbatch.operators.scheduler.framework.info import TaskStatus
-from kbatch.operators.scheduler.plugins.proportion import deserved_shares
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.plugins.proportion import deserved_shares
 
 INF = np.full(4, np.inf)
 

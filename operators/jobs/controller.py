@@ -1,0 +1,219 @@
+"""The held-Job controller: the release side of delayed pod creation (DESIGN §6).
+
+A batch/v1 Job of a PodGroup not admitted yet is created suspended by the Job
+webhook (``kbatch.webhooks.admission.job``); this controller resumes it once it is
+no longer to be held (its group is admitted, or holding it can no longer end well):
+on events of the group or the Job, and by a sweep on taking the lead and every
+``SWEEP_SECONDS`` (an event missed while another replica led, or a release that
+failed, is not waited for for ever). It also fills the ``minResources`` of a
+PodGroup created before its Job (kube-batch's usual order) when the Job comes.
+
+The decisions are the admission functions'; this module does the API calls, through
+``kbatch.kubeapi``. Only the leader releases and fills. ``register`` adds the
+handlers to ``kbatch run``'s registry when the webhooks are on (without them no Job
+is ever held); they read kopf's Job index ``jobs_by_group``, which the webhooks
+register (``kbatch.webhooks.server``).
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import kopf
+
+from kbatch import kubeapi
+from kbatch.api import GROUP, VERSION
+from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.webhooks import jobs
+from kbatch.webhooks.admission import job, podgroup
+
+if TYPE_CHECKING:
+    from kbatch.operators.scheduler.runtime.operator import Runtime
+
+log = logging.getLogger("kbatch.jobs")
+
+SWEEP_SECONDS = 30.0
+SWEEP_TICK_SECONDS = 1.0
+JOBS = "/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+Object = dict[str, Any]
+NO_JOBS: jobs.JobIndex = {}
+
+
+def register(
+    registry: kopf.OperatorRegistry, runtime: "Runtime", delayed: jobs.DelayedPodCreation
+) -> None:
+    """The release handlers, the sweep and the minResources filler."""
+    sweeper: dict[str, asyncio.Task[None]] = {}
+
+    @kopf.on.startup(registry=registry)
+    async def start_release_sweep(jobs_by_group: jobs.JobIndex = NO_JOBS, **_: Any) -> None:
+        sweeper["task"] = asyncio.create_task(sweep_forever(runtime, delayed, jobs_by_group))
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_release_sweep(**_: Any) -> None:
+        task = sweeper.pop("task", None)
+        if task is not None:
+            task.cancel()
+
+    @kopf.on.event(GROUP, VERSION, "podgroups", id="release-held-jobs", registry=registry)
+    def release_for_group(
+        type: str,
+        body: kopf.Body,
+        namespace: str | None,
+        name: str,
+        jobs_by_group: jobs.JobIndex = NO_JOBS,
+        **_: Any,
+    ) -> None:
+        if type == "DELETED" or not delayed.supported or not runtime.leads():
+            return
+        namespace = namespace or "default"
+        held = [j for j in jobs_by_group.get((namespace, name), ()) if job.is_held(j)]
+        if held:
+            group = group_of_event(body, namespace, name)
+            view = jobs.index_view(runtime.state, jobs_by_group)
+            release(runtime, job.to_release(held, view, group))
+
+    @kopf.on.event(
+        "batch",
+        "v1",
+        "jobs",
+        id="release-held-job",
+        annotations={job.HELD_ANNOTATION: kopf.PRESENT},
+        registry=registry,
+    )
+    def release_job(
+        type: str, body: kopf.Body, jobs_by_group: jobs.JobIndex = NO_JOBS, **_: Any
+    ) -> None:
+        if type == "DELETED" or not delayed.supported or not runtime.leads():
+            return
+        if job.is_held(body):
+            view = jobs.index_view(runtime.state, jobs_by_group)
+            release(runtime, job.to_release([dict(body)], view))
+
+    @kopf.on.event("batch", "v1", "jobs", id="fill-pod-group-min-resources", registry=registry)
+    def fill_min_resources_from_job(
+        type: str | None, body: kopf.Body, jobs_by_group: jobs.JobIndex = NO_JOBS, **_: Any
+    ) -> None:
+        """PodGroupMinResources for a PodGroup created before its Job: filled when the
+        Job comes, as an update through its admission."""
+        if type not in (None, "ADDED") or not runtime.leads() or not runtime.synced():
+            return
+        if job.group_of(body) is None:
+            return
+        fill = podgroup.fill_from_job(dict(body), jobs.index_view(runtime.state, jobs_by_group))
+        if fill is not None:
+            fill_min_resources(runtime, *fill)
+
+
+class SweepSchedule:
+    """When the release sweep runs: as soon as this replica leads (with synced caches),
+    then every ``interval`` seconds while it does."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._last: float | None = None
+
+    def due(self, leads: bool, now: float) -> bool:
+        if not leads:
+            self._last = None
+            return False
+        if self._last is None or now - self._last >= self.interval:
+            self._last = now
+            return True
+        return False
+
+
+def group_of_event(body: kopf.Body, namespace: str, name: str) -> job.Group:
+    """The PodGroup of an event (the watched state may not have it yet)."""
+    min_member = (body.get("spec") or {}).get("minMember", 1)
+    phase = pod_group_status.phase_of(body)
+    return job.Group(namespace, name, phase, min_member if isinstance(min_member, int) else 1)
+
+
+def release_held_jobs(api: kubeapi.ApiClient, held: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Resume Jobs kbatch holds (``job.to_release`` says which); ``namespace/name`` of
+    those released. Each patch first tests that the Job is still held as the caller
+    saw it, so a Job its owner has changed since is left alone."""
+    released = []
+    for one in held:
+        if not job.is_held(one):
+            continue
+        meta = one["metadata"]
+        namespace = meta.get("namespace") or "default"
+        mark = meta["annotations"][job.HELD_ANNOTATION]
+        mark_path = "/metadata/annotations/" + job.HELD_ANNOTATION.replace("/", "~1")
+        patch = [
+            {"op": "test", "path": mark_path, "value": mark},
+            {"op": "remove", "path": mark_path},
+            {"op": "replace", "path": "/spec/suspend", "value": False},
+        ]
+        path = JOBS.format(namespace=namespace, name=meta["name"])
+        try:
+            kubeapi.request(api, "PATCH", path, patch, kubeapi.JSON_PATCH)
+        except kubeapi.ApiError as exc:  # the next sweep tries again
+            if exc.status not in (404, 409, 422):  # else: gone, or no longer held as seen
+                log.warning("could not release held Job %s/%s: %s", namespace, meta["name"], exc)
+            continue
+        released.append(f"{namespace}/{meta['name']}")
+    return released
+
+
+def release(runtime: "Runtime", decided: Sequence[tuple[Mapping[str, Any], str]]) -> None:
+    why = {
+        f"{j['metadata'].get('namespace') or 'default'}/{j['metadata']['name']}": reason
+        for j, reason in decided
+    }
+    try:
+        released = release_held_jobs(runtime.api, [j for j, _ in decided])
+    except Exception as exc:  # the next event, or the sweep, tries again
+        log.warning("could not release held Jobs: %s", exc)
+        return
+    for name in released:
+        log.info("released Job %s: %s", name, why[name])
+
+
+def sweep_held_jobs(runtime: "Runtime", index: jobs.JobIndex) -> None:
+    """Release every held Job in ``index`` that is no longer to be held: what events
+    may have missed."""
+    held = [j for entries in index.values() for j in entries if job.is_held(j)]
+    if held:
+        release(runtime, job.to_release(held, jobs.index_view(runtime.state, index)))
+
+
+async def sweep_forever(
+    runtime: "Runtime", delayed: jobs.DelayedPodCreation, index: jobs.JobIndex
+) -> None:
+    """The release sweep (see SWEEP_SECONDS); in kopf's loop, beside the index it reads."""
+    schedule = SweepSchedule(SWEEP_SECONDS)
+    while True:
+        try:
+            if delayed.supported is None:
+                await asyncio.to_thread(delayed.learn, runtime.api, time.monotonic())
+            leads = bool(delayed.supported) and runtime.leads() and runtime.synced()
+            if schedule.due(leads, time.monotonic()):
+                keys = {key for key, entries in index.items() if any(map(job.is_held, entries))}
+                snapshot = {key: list(index.get(key, ())) for key in keys}
+                await asyncio.to_thread(sweep_held_jobs, runtime, snapshot)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("the sweep of held Jobs failed; it runs again")
+        await asyncio.sleep(SWEEP_TICK_SECONDS)
+
+
+def fill_min_resources(runtime: "Runtime", namespace: str, group: str, patch: Object) -> None:
+    """Send PodGroupMinResources' patch as an update of the PodGroup: through its admission
+    (the quota), and only if the PodGroup is still as the state saw it."""
+    seen = runtime.state.get("PodGroup", namespace, group) or {}
+    version = (seen.get("metadata") or {}).get("resourceVersion")
+    body = {**patch, "metadata": {"resourceVersion": version}} if version else patch
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{group}"
+    try:
+        kubeapi.request(runtime.api, "PATCH", path, body, kubeapi.MERGE_PATCH)
+    except kubeapi.ApiError as exc:
+        log.warning("PodGroup %s/%s: spec.minResources not filled from its Job: %s",
+                    namespace, group, exc)  # fmt: skip
+        return
+    log.info("PodGroup %s/%s: spec.minResources filled from its Job", namespace, group)

@@ -1,9 +1,0 @@
-"""Actions: the mechanism of a session. Each is one module with ``NAME`` and ``execute``."""
-
-from types import ModuleType
-
-from kbatch.operators.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
-
-REGISTRY: dict[str, ModuleType] = {
-    module.NAME: module for module in (enqueue, allocate, backfill, preempt, reclaim)
-}

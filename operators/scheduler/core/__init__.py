@@ -1,0 +1,6 @@
+"""The scheduler core: framework (session, statement, tiers, scheduler-side models),
+actions (mechanism) and plugins (policy), and the runner that drives one session.
+
+Pure Python + numpy: it imports neither kopf nor kubernetes and sees a cluster only
+through ``framework.interface.Cluster`` (checked by the import-linter contracts).
+"""

@@ -1,0 +1,112 @@
+"""The allocate action: place pending tasks, a gang at a time, all or nothing.
+
+Queues by queue order (skipping overused ones), jobs of a queue by job order,
+tasks by task order. Each task goes to the best node that passes the
+predicates and has room (or room being released, which pipelines it). When the
+job becomes ready the statement is committed (binds are sent) and the job goes
+back in line for its remaining tasks; if it cannot become ready its changes are
+discarded, so the next job can use the room (kube-batch#514).
+
+Tasks with no resource request are left to backfill — unless the job's
+requested tasks alone do not make it ready: then its best-effort tasks are
+placed here too (first node by name that passes the predicates, as backfill
+would), in the same statement, so that a gang mixing both kinds (an MPI launcher
+without requests beside its workers) can become ready at all.
+
+A job that is only pipelined keeps its reservation for this session without
+binding anything: its allocated tasks are turned into pipelined ones, so that
+no later action counts them as placed and commits a part of the gang alone.
+"""
+
+import heapq
+import itertools
+
+from kbatch.operators.scheduler.core.actions import backfill
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.statement import Statement
+
+NAME = "allocate"
+
+
+def execute(session: Session) -> None:
+    placer = Placer(session)
+    tie = itertools.count()
+    per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
+    for job in session.jobs_to_place():
+        heap = per_queue.setdefault(job.queue, [])
+        heap.append((session.job_order_key(job), next(tie), job))
+    queues = []
+    for name, heap in per_queue.items():
+        heapq.heapify(heap)
+        queue = session.queues[name]
+        queues.append((session.queue_order_key(queue), next(tie), name))
+    heapq.heapify(queues)
+
+    while queues:
+        _, _, name = heapq.heappop(queues)
+        queue = session.queues[name]
+        jobs = per_queue[name]
+        if session.overused(queue):
+            for _, _, job in jobs:
+                session.job_reasons.setdefault(job.uid, f"queue {name} is using its deserved share")
+            continue
+        if not jobs:
+            continue
+        _, _, job = heapq.heappop(jobs)
+        if _allocate_job(session, placer, job):
+            heapq.heappush(jobs, (session.job_order_key(job), next(tie), job))
+        if jobs:
+            heapq.heappush(queues, (session.queue_order_key(queue), next(tie), name))
+
+
+def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
+    """One turn of ``job``; True if it became ready with tasks still pending (more turns)."""
+    statement = Statement(session)
+    statement.claim_kept_room(job)
+    requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
+    placed = _place_requested(session, placer, job, statement, requested)
+    if requested and not session.job_ready(job):
+        placed += backfill.place_best_effort(session, placer, job, statement, until_ready=True)
+    if session.job_ready(job):
+        session.stats.attempts["scheduled"] += placed
+        statement.commit()
+        return placed > 0 and any(
+            not t.template.best_effort for t in job.tasks_with(TaskStatus.PENDING)
+        )
+    if session.job_pipelined(job):
+        _hold(statement, job)
+    else:
+        statement.discard()
+    return False
+
+
+def _place_requested(
+    session: Session, placer: Placer, job: JobInfo, statement: Statement, tasks: list[TaskInfo]
+) -> int:
+    """Place ``tasks`` (by task order) until the job is ready or one does not fit."""
+    queue = session.queues[job.queue]
+    placed = 0
+    for task in sorted(tasks, key=session.task_order_key):
+        if not session.allocatable(queue, task):
+            session.job_reasons[job.uid] = f"queue {queue.name} has reached its capability"
+            break
+        choice = placer.choose(task)
+        if choice is None:
+            session.record_fit_error(job, task, placer.explain(task))
+            session.stats.attempts["unschedulable"] += 1
+            break
+        statement.place(task, choice.node, choice.pipelined)
+        placed += 1
+        if session.job_ready(job):
+            break
+    return placed
+
+
+def _hold(statement: Statement, job: JobInfo) -> None:
+    """Keep a pipelined job's room without sending anything: its allocated tasks become
+    pipelined, so a later commit (backfill's, say) cannot count them as placed and
+    bind the rest of the gang without them."""
+    for task in job.tasks_with(TaskStatus.ALLOCATED):
+        statement.pipeline(task, task.node)

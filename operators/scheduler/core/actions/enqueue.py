@@ -1,0 +1,88 @@
+"""The enqueue action: admit Pending PodGroups (→ Inqueue) when there is room.
+
+First come first served by queue and job order. A group is admitted when its
+minResources fit in the cluster's idle resources less what Inqueue groups
+already reserve, or when a plugin permits it (proportion: within the queue's
+deserved share, so that reclaim can make room for a starving queue); never
+when a plugin rejects it (proportion: past the queue's capability; a Closed
+queue). A group without minResources is admitted at once.
+"""
+
+import heapq
+import itertools
+
+import numpy as np
+
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.api.quantity import format_quantity
+from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.resources import EPSILON, less_equal, shareable
+from kbatch.operators.scheduler.core.framework.session import Session, Vote
+
+NAME = "enqueue"
+
+
+def reserved(session: Session) -> np.ndarray:
+    """What Inqueue groups have been promised and do not hold yet."""
+    total = session.dims.zeros()
+    for job in session.jobs.values():
+        if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
+            total += np.maximum(job.min_resources - job.allocated, 0)
+    return total
+
+
+def execute(session: Session) -> None:
+    mask = shareable(session.dims)
+    idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
+    tie = itertools.count()
+    per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
+    for job in session.jobs.values():
+        # A group with no pods yet may be admitted although it is not valid (too few pods
+        # for minMember): with delayed pod creation its pods only exist once it is Inqueue.
+        if (
+            job.phase is PodGroupPhase.PENDING
+            and job.has_pod_group
+            and job.queue in session.queues
+            and (not job.tasks or job.uid not in session.invalid)
+        ):
+            per_queue.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
+    queues = []
+    for name, jobs in per_queue.items():
+        heapq.heapify(jobs)
+        queues.append((session.queue_order_key(session.queues[name]), next(tie), name))
+    heapq.heapify(queues)
+    while queues:
+        _, _, name = heapq.heappop(queues)
+        _, _, job = heapq.heappop(per_queue[name])
+        idle = _try_admit(session, job, idle, mask)
+        if per_queue[name]:
+            heapq.heappush(queues, (session.queue_order_key(session.queues[name]), next(tie), name))
+
+
+def _try_admit(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    queue = session.queues[job.queue]
+    if not queue.open:
+        session.job_reasons[job.uid] = f"queue {queue.name} is Closed"
+        return idle
+    vote, why = session.job_enqueueable(job)
+    if vote is Vote.REJECT:
+        session.job_reasons[job.uid] = f"not admitted: {why}"
+        return idle
+    need = job.min_resources * mask if job.min_resources is not None else None
+    if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):
+        session.job_reasons[job.uid] = "not admitted: minResources " + _shortfall(
+            session, need, idle
+        )
+        return idle
+    job.phase = PodGroupPhase.INQUEUE
+    session.enqueued(job)
+    return idle - need if need is not None else idle
+
+
+def _shortfall(session: Session, need: np.ndarray, idle: np.ndarray) -> str:
+    parts = [
+        f"{name} {format_quantity(name, need[i])} > {format_quantity(name, max(idle[i], 0))} free"
+        for i, name in enumerate(session.dims.names)
+        if need[i] > idle[i] + EPSILON
+    ]
+    return "exceed the cluster's free resources: " + ", ".join(parts)

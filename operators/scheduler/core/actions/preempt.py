@@ -1,0 +1,66 @@
+"""The preempt action: a pending task may evict lower-importance tasks of other jobs
+in the same queue (victims from ``preemptable``), then, in a second phase, tasks of
+its own job. Per job, all through one Statement: if the job cannot become ready
+(pipelined) with the room made, or a victim's room would be left unused, nothing
+is evicted. A task its queue may not take (capability) evicts nothing."""
+
+from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
+from kbatch.operators.scheduler.core.framework.eviction import (
+    Rules,
+    fits_without_eviction,
+    jobs_by_queue,
+    make_room,
+    pending_tasks,
+    wasted_evictions,
+)
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.statement import Statement
+
+NAME = "preempt"
+
+
+def execute(session: Session) -> None:
+    placer = Placer(session)
+    room = EvictableRoom(session)
+    jobs = session.jobs_to_place()
+    for job in jobs_by_queue(session, jobs):
+
+        def other_job_same_queue(other: JobInfo, job: JobInfo = job) -> bool:
+            return other is not job and other.queue == job.queue
+
+        # Alike for every job of the queue that has nothing running to leave out.
+        key = ("others in queue", job.queue, job.uid if job.uid in room.holders else None)
+        rules = Rules(room, key, other_job_same_queue, session.preemptable, session.preemptable_key)
+        _preempt_for(session, placer, job, rules)
+    for job in sorted(jobs, key=session.job_order_key):
+        if job.counts[TaskStatus.PENDING]:
+
+            def same_job(other: JobInfo, job: JobInfo = job) -> bool:
+                return other is job
+
+            rules = Rules(
+                room, ("own job", job.uid), same_job, session.preemptable, session.preemptable_key
+            )
+            _preempt_for(session, placer, job, rules)
+
+
+def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:
+    if fits_without_eviction(session, placer, job):
+        return  # room enough; the job waits for allocate, not for victims
+    queue = session.queues[job.queue]
+    statement = Statement(session)
+    statement.claim_kept_room(job)
+    for task in pending_tasks(session, job):
+        if not session.allocatable(queue, task):
+            break  # its queue may not take it: evicting for it would be in vain
+        session.stats.preemption_attempts += 1
+        if not make_room(session, statement, placer, task, rules, f"preempted for {task.key}"):
+            break
+        if session.job_pipelined(job):
+            break  # kube-batch's pace: until pipelined, else one task a session
+    if session.job_pipelined(job) and not wasted_evictions(session, statement):
+        statement.commit()
+    else:
+        statement.discard()

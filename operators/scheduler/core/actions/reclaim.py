@@ -1,0 +1,115 @@
+"""The reclaim action: a queue below its deserved share takes resources back from
+queues above theirs — the most over-served queue first — never taking a queue
+below its deserved share, and only from queues marked reclaimable (victims from
+``reclaimable``).
+
+These limits are the action's own, whatever the tiers say (DESIGN §3): a victim
+may go only if its queue still holds its deserved share without it (counting the
+victims already taken), and the reclaimer takes room only up to its own deserved
+share, so that no eviction makes the victim's queue a reclaimer of the same room
+in the next session. A task its queue may not take (capability) evicts nothing.
+Per job through one Statement: if the job cannot become ready (pipelined) with
+the room taken back, nothing is evicted.
+
+Each task tried counts as a preemption attempt (kube-batch counted preempt's
+only; a reclaim is a preemption across queues).
+"""
+
+from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
+from kbatch.operators.scheduler.core.framework.eviction import (
+    Rules,
+    fits_without_eviction,
+    holds_deserved_after,
+    jobs_by_queue,
+    make_room,
+    pending_tasks,
+    rationed_dims,
+    wasted_evictions,
+    within_deserved,
+)
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.resources import share, shareable
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.statement import Statement
+
+NAME = "reclaim"
+
+
+def execute(session: Session) -> None:
+    placer = Placer(session)
+    room = EvictableRoom(session)
+    for job in jobs_by_queue(session, session.jobs_to_place()):
+        queue = session.queues[job.queue]
+        if session.overused(queue):
+            continue
+        rules = _rules(session, room, queue)
+        if not rules.room.held_by(rules.key, rules.wanted).any():
+            continue  # no other queue has anything it could give back
+        if fits_without_eviction(session, placer, job):
+            continue  # allocate will place it
+        _reclaim_for(session, placer, job, rules)
+
+
+def _reclaim_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:
+    queue = session.queues[job.queue]
+    mask = shareable(session.dims)
+    statement = Statement(session)
+    statement.claim_kept_room(job)
+    for task in pending_tasks(session, job):
+        if not session.allocatable(queue, task):
+            break  # its queue may not take it: evicting for it would be in vain
+        if not within_deserved(queue, task.request * mask):
+            break  # the queue takes back only up to its deserved share
+        session.stats.preemption_attempts += 1
+        if not make_room(session, statement, placer, task, rules, f"reclaimed by {task.key}"):
+            break
+        if session.job_pipelined(job):
+            break
+    if session.job_pipelined(job) and not wasted_evictions(session, statement):
+        statement.commit()
+    else:
+        statement.discard()
+
+
+def _rules(session: Session, room: EvictableRoom, reclaimer: QueueInfo) -> Rules:
+    """The rules for one job of ``reclaimer``. The queues it may take from are those
+    over their share as the job's turn begins; ``still_allowed`` asks again before
+    each victim, as the victims taken change the shares."""
+    mask = shareable(session.dims)
+    rationed = rationed_dims(session.queues.values(), len(session.dims))
+    givers = {
+        queue.name
+        for queue in session.queues.values()
+        if queue.name != reclaimer.name and queue.reclaimable and session.overused(queue)
+    }
+
+    def queue_of(t: TaskInfo) -> QueueInfo | None:
+        return session.queues.get(session.jobs[t.job].queue)
+
+    def from_other_overused_queue(job: JobInfo) -> bool:
+        return job.queue in givers
+
+    def still_allowed(t: TaskInfo) -> bool:
+        queue = queue_of(t)
+        return (
+            queue is not None
+            and session.overused(queue)
+            and holds_deserved_after(queue, t.request * mask, rationed)
+        )
+
+    def most_over_served_first(t: TaskInfo) -> float:
+        queue = queue_of(t)
+        if queue is None or queue.allocated is None or queue.deserved is None:
+            return 0.0
+        return -share(queue.allocated, queue.deserved)
+
+    return Rules(
+        room,
+        ("other queues", reclaimer.name, frozenset(givers)),
+        from_other_overused_queue,
+        session.reclaimable,
+        session.reclaimable_key,
+        still_allowed,
+        most_over_served_first,
+    )

@@ -1,0 +1,366 @@
+"""Making room for a task by evicting others, through a Statement.
+
+Shared by the preempt and reclaim actions: they differ in which running tasks
+are candidates, which plugin function chooses the victims, which victims go
+first and what may still go given the victims already taken.
+
+On each node worth trying, victims are taken in order until the task fits,
+gangs are kept whole (0 < ready < minMember never happens), then the victims
+not needed after all are spared again, most important first. Of the nodes
+that work, the one whose victims are fewest and least important wins.
+"""
+
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kbatch.operators.scheduler.core.framework.evictable import EVICTABLE, EvictableRoom
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.resources import EPSILON
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.statement import Statement
+
+# (preemptor, candidates on one node) -> the victims the plugins allow
+VictimChooser = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+# How many nodes that work are compared before the best of them is taken (in node
+# order, roomiest and best scored first), so that a big full cluster stays cheap.
+PLANS_COMPARED = 8
+
+
+def _always(_: TaskInfo) -> bool:
+    return True
+
+
+def _no_preference(_: TaskInfo) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What an action may evict, and in which order.
+
+    - ``room``: the action's index of evictable tasks;
+    - ``key``: what tells this rule's ``wanted``, ``allowed`` and ``first`` apart from
+      those of other rules alike (None: nothing; its failed plans are not reused);
+    - ``wanted``: may the running tasks of this job be candidates at all? (asked of
+      jobs, once per rule: which jobs qualify does not change task by task);
+    - ``choose``: the plugins' say (``preemptable`` / ``reclaimable``), and
+      ``choose_key`` what it reads of the preemptor (``Session.preemptable_key``);
+    - ``allowed``: may this victim still go, given the victims already taken
+      (asked again before each one, with the session as it is then);
+    - ``first``: victims with a lower value go first (asked again before each
+      one, so it can follow shares as they change); ties go to the least
+      important victim.
+    """
+
+    room: EvictableRoom
+    key: Hashable
+    wanted: Callable[[JobInfo], bool]
+    choose: VictimChooser
+    choose_key: Callable[[TaskInfo], Hashable]
+    allowed: Callable[[TaskInfo], bool] = _always
+    first: Callable[[TaskInfo], float] = _no_preference
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class _Plan:
+    cost: tuple[int, ...]
+    node: int
+    victims: list[TaskInfo] = field(compare=False)
+
+
+def evictable_tasks(
+    session: Session, node: int, wanted: Callable[[JobInfo], bool]
+) -> list[TaskInfo]:
+    jobs = session.jobs
+    return [
+        t
+        for t in session.nodes.infos[node].tasks.values()
+        if t.status in EVICTABLE and t.job and wanted(jobs[t.job])
+    ]
+
+
+def least_important_first(session: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """Victims in the order they should go: the least important job, then task, first."""
+
+    def key(task: TaskInfo) -> tuple[object, ...]:
+        return (session.job_order_key(session.jobs[task.job]), session.task_order_key(task))
+
+    return sorted(tasks, key=key, reverse=True)
+
+
+def jobs_by_queue(session: Session, jobs: list[JobInfo]) -> Iterator[JobInfo]:
+    """Each job once: from the queue first in queue order, then by job order. The queue
+    order is asked again before each job, so it follows the shares as they change."""
+    waiting: dict[str, list[JobInfo]] = {}
+    for job in sorted(jobs, key=session.job_order_key):
+        waiting.setdefault(job.queue, []).append(job)
+    while waiting:
+        name = min(waiting, key=lambda q: session.queue_order_key(session.queues[q]))
+        queue_jobs = waiting[name]
+        job = queue_jobs.pop(0)
+        if not queue_jobs:
+            del waiting[name]
+        yield job
+
+
+def fits_without_eviction(session: Session, placer: Placer, job: JobInfo) -> bool:
+    """Could the job's next tasks go where there is room (idle or being released), far
+    enough to make it pipelined? A dry run: whatever it places is undone."""
+    statement = Statement(session)
+    statement.claim_kept_room(job)
+    placed = 0
+    for task in pending_tasks(session, job):
+        choice = placer.choose(task)
+        if choice is None:
+            break
+        statement.place(task, choice.node, choice.pipelined)
+        placed += 1
+        if session.job_pipelined(job):
+            break
+    possible = placed > 0 and session.job_pipelined(job)
+    statement.discard()
+    return possible
+
+
+def pending_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
+    """The job's pending tasks that need resources, in task order."""
+    return sorted(
+        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
+        key=session.task_order_key,
+    )
+
+
+def make_room(
+    session: Session,
+    statement: Statement,
+    placer: Placer,
+    task: TaskInfo,
+    rules: Rules,
+    reason: str,
+) -> bool:
+    """Evict, on the node where that costs least, what ``rules`` allow to make ``task``
+    fit, then pipeline ``task`` there. False (and nothing done) if no node works."""
+    view = placer.view(task)
+    nodes = _nodes_worth_trying(session, view.ok, view.scores, task.request, rules)
+    plans: dict[int, list[TaskInfo]] = {}
+    alike = _alike(session, task, rules)
+    for node in nodes:
+        failed = None if alike is None else (node, int(session.nodes.version[node]), *alike)
+        if failed in rules.room.failed:
+            continue
+        victims = _plan(session, statement, task, node, rules)
+        if victims is None:
+            if failed is not None:
+                rules.room.failed.add(failed)
+            continue
+        plans[node] = victims
+        if not victims or len(plans) == PLANS_COMPARED:
+            break  # room without evicting anything: nothing beats it
+    if not plans:
+        return False
+    rank = _ranks(session, list(plans), rules)
+    best = min(
+        (_Plan(_cost(session, task, node, victims, rank, i), node, victims))
+        for i, (node, victims) in enumerate(plans.items())
+    )
+    for victim in best.victims:
+        statement.evict(victim, reason)
+    statement.pipeline(task, best.node)
+    return True
+
+
+def _alike(session: Session, task: TaskInfo, rules: Rules) -> tuple[Hashable, ...] | None:
+    """What, besides the node, a plan for ``task`` depends on (None: not known)."""
+    chooses = rules.choose_key(task)
+    if rules.key is None or chooses is None:
+        return None
+    return (session.changes, task.request.tobytes(), rules.key, chooses)
+
+
+def wasted_evictions(session: Session, statement: Statement) -> list[TaskInfo]:
+    """Victims whose room is still idle once the preemptor's tasks are placed: they
+    could have stayed. (Victims taken one by one are spared when not needed, so in
+    practice these are members of a whole gang evicted for a smaller preemptor.)"""
+    future = session.nodes.future_idle()
+    return [v for v in statement.evicted() if _fits(v.request, future[v.node])]
+
+
+def holds_deserved_after(queue: QueueInfo, request: np.ndarray, rationed: np.ndarray) -> bool:
+    """Would ``queue`` still hold its deserved share without ``request``? (see
+    ``keeps_deserved``; False for a queue without a deserved share)"""
+    if queue.deserved is None or queue.allocated is None:
+        return False
+    return keeps_deserved(queue.allocated, queue.deserved, request, rationed)
+
+
+def keeps_deserved(
+    allocated: np.ndarray, deserved: np.ndarray, request: np.ndarray, rationed: np.ndarray
+) -> bool:
+    """Does a queue holding ``allocated`` keep its ``deserved`` share without ``request``?
+
+    Checked in each dimension the request uses that is ``rationed`` (the queues
+    ask for more than there is, so deserved shares are real shares) or where the
+    queue holds more than it deserves. Where nobody is short (memory in a
+    cpu-bound cluster) the deserved amount is just the queue's demand, and
+    giving a task back takes no share it is owed: kube-batch's strict test
+    there made reclaim impossible from any queue whose pods ask for memory.
+
+    An eviction that passes never makes the victim's queue a reclaimer of the
+    same room: where it gave the task back, it keeps at least its deserved share.
+    """
+    checked = (request > EPSILON) & (rationed | (allocated > deserved + EPSILON))
+    return bool(np.all(allocated[checked] - request[checked] >= deserved[checked] - EPSILON))
+
+
+def rationed_dims(queues: Iterable[QueueInfo], dims: int) -> np.ndarray:
+    """The dimensions in which some queue deserves less than it asks (its request,
+    capped by its capability): those the queues really share."""
+    short = np.zeros(dims, dtype=bool)
+    for queue in queues:
+        if queue.deserved is None or queue.request is None:
+            continue
+        wants = queue.request
+        if queue.capability is not None:
+            wants = np.minimum(wants, queue.capability)
+        short |= queue.deserved < wants - EPSILON
+    return short
+
+
+def within_deserved(queue: QueueInfo, request: np.ndarray) -> bool:
+    """Would ``queue`` stay within its deserved share with ``request`` added, in each
+    dimension the request uses? (Volcano's test for a reclaimer.)"""
+    if queue.deserved is None or queue.allocated is None:
+        return False
+    used = request > EPSILON
+    return bool(np.all(queue.allocated[used] + request[used] <= queue.deserved[used] + EPSILON))
+
+
+def _plan(
+    session: Session, statement: Statement, task: TaskInfo, node: int, rules: Rules
+) -> list[TaskInfo] | None:
+    """The victims that make ``task`` fit on ``node`` (none if it fits already), or None.
+    Tried through the statement so that every rule sees the victims taken before;
+    everything is rolled back."""
+    future = session.nodes.future_idle()
+    request = task.request
+    if _fits(request, future[node]):
+        return []
+    candidates = rules.choose(task, evictable_tasks(session, node, rules.wanted))
+    order = {id(t): i for i, t in enumerate(least_important_first(session, candidates))}
+    mark = statement.mark()
+    taken: list[TaskInfo] = []
+    remaining = list(candidates)
+    while remaining and not _fits(request, future[node]):
+        victim = min(remaining, key=lambda t: (rules.first(t), order[id(t)]))
+        remaining.remove(victim)
+        if rules.allowed(victim):
+            statement.evict(victim, "")
+            taken.append(victim)
+    taken += _complete_broken_gangs(session, statement, candidates, taken)
+    victims = None
+    if _fits(request, future[node]) and not _breaks_a_gang(session, taken):
+        victims = _spare_unneeded(session, request, future[node].copy(), taken)
+    statement.rollback(mark)
+    return victims
+
+
+def _complete_broken_gangs(
+    session: Session, statement: Statement, candidates: list[TaskInfo], taken: list[TaskInfo]
+) -> list[TaskInfo]:
+    """If the victims taken break a gang, the rest of it on this node goes too (the
+    plugins offer a whole gang only when all of it is there)."""
+    more = []
+    for job_uid in {t.job for t in taken}:
+        job = session.jobs[job_uid]
+        if 0 < job.ready_count < job.min_member:
+            for victim in candidates:
+                if victim.job == job_uid and victim.status in EVICTABLE:
+                    statement.evict(victim, "")
+                    more.append(victim)
+    return more
+
+
+def _spare_unneeded(
+    session: Session, request: np.ndarray, room: np.ndarray, taken: list[TaskInfo]
+) -> list[TaskInfo]:
+    """Give back, most important first, the victims the task fits without. A gang
+    evicted whole is given back whole or not at all."""
+    units = _units(session, taken)
+    spared: set[int] = set()
+    for unit in reversed(units):
+        need = sum((t.request for t in unit), np.zeros_like(request))
+        if _fits(request, room - need):
+            room = room - need
+            spared.update(id(t) for t in unit)
+    return [t for t in taken if id(t) not in spared]
+
+
+def _units(session: Session, taken: list[TaskInfo]) -> list[list[TaskInfo]]:
+    """The victims as they can be spared: one by one, except a gang that would be
+    broken by sparing just one of its members (then all of them together)."""
+    units: list[list[TaskInfo]] = []
+    together: dict[str, list[TaskInfo]] = {}
+    for task in taken:
+        job = session.jobs[task.job]
+        if job.ready_count + 1 >= job.min_member:
+            units.append([task])
+        elif task.job in together:
+            together[task.job].append(task)
+        else:
+            together[task.job] = [task]
+            units.append(together[task.job])
+    return units
+
+
+def _ranks(session: Session, nodes: list[int], rules: Rules) -> dict[int, int]:
+    """Each candidate's place in the order victims should go (0 goes first)."""
+    candidates = [t for node in nodes for t in evictable_tasks(session, node, rules.wanted)]
+    ordered = least_important_first(session, candidates)
+    by_importance = {id(t): i for i, t in enumerate(ordered)}
+    ordered.sort(key=lambda t: (rules.first(t), by_importance[id(t)]))
+    return {id(t): i for i, t in enumerate(ordered)}
+
+
+def _cost(
+    session: Session,
+    task: TaskInfo,
+    node: int,
+    victims: list[TaskInfo],
+    rank: dict[int, int],
+    position: int,
+) -> tuple[int, ...]:
+    """Lower is better: no victim's room left over (a gang evicted whole for less than
+    it frees), then the most important victim least important, then fewest victims,
+    then the node order."""
+    room = session.nodes.future_idle()[node] - task.request
+    for victim in victims:
+        room = room + victim.request
+    left_over = sum(1 for v in victims if _fits(v.request, room))
+    ranks = [rank[id(v)] for v in victims]
+    return (left_over, max(ranks, default=-1), len(victims), sum(ranks), position)
+
+
+def _breaks_a_gang(session: Session, taken: list[TaskInfo]) -> bool:
+    jobs = {session.jobs[t.job] for t in taken}
+    return any(0 < job.ready_count < job.min_member for job in jobs)
+
+
+def _fits(request: np.ndarray, room: np.ndarray) -> bool:
+    return bool(np.all(request <= room + EPSILON))
+
+
+def _nodes_worth_trying(
+    session: Session, ok: np.ndarray, scores: np.ndarray, request: np.ndarray, rules: Rules
+) -> list[int]:
+    """Nodes passing the predicates whose room plus every candidate's could hold the
+    task: those with room already first, then best score first, ties by name."""
+    nodes = session.nodes
+    evictable = rules.room.held_by(rules.key, rules.wanted)
+    future = nodes.future_idle()
+    could = ok & np.all(request <= future + evictable + EPSILON, axis=1)
+    roomy = np.all(request <= future + EPSILON, axis=1)
+    order = np.lexsort((np.arange(len(nodes)), -scores, ~roomy))
+    return [int(i) for i in order if could[i]]

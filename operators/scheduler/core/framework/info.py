@@ -1,0 +1,246 @@
+"""Scheduler-side models: tasks, jobs, queues and the vectorised node set.
+
+Kept apart from the CRD types: the cluster layer builds them for each
+session's snapshot; actions change them only through a Statement.
+"""
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase, PodGroupStatus
+from kbatch.api.queue import QueueStatus
+from kbatch.operators.scheduler.core.framework.podspec import HostPort, PodTemplate, Taint
+
+
+class TaskStatus(IntEnum):
+    PENDING = 0
+    ALLOCATED = 1
+    PIPELINED = 2
+    BINDING = 3
+    BOUND = 4
+    RUNNING = 5
+    RELEASING = 6
+    SUCCEEDED = 7
+    FAILED = 8
+    UNKNOWN = 9
+
+
+# The task's pod is on a node, or sent there: what a PodGroup counts as scheduled.
+SCHEDULED_STATUSES = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+# Placed on a node, in this session or before: the job's allocation (kube-batch's
+# AllocatedStatus).
+PLACED_STATUSES = SCHEDULED_STATUSES | {TaskStatus.ALLOCATED}
+# What the plugins count into a job's and a queue's share: placed, or promised room on a
+# node that is being freed (pipelined).
+SHARE_STATUSES = PLACED_STATUSES | {TaskStatus.PIPELINED}
+# Statuses that occupy a node's resources now.
+OCCUPYING_STATUSES = PLACED_STATUSES | {TaskStatus.RELEASING}
+# Statuses that make a gang member count toward readiness.
+READY_STATUSES = PLACED_STATUSES | {TaskStatus.SUCCEEDED}
+FINISHED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+NO_NODE = -1
+
+
+@dataclass(eq=False, slots=True)
+class TaskInfo:
+    """One pod. ``job`` is the owning job's uid ('' for a pod that is not ours)."""
+
+    uid: str
+    namespace: str
+    name: str
+    job: str
+    template: PodTemplate
+    status: TaskStatus = TaskStatus.PENDING
+    node: int = NO_NODE
+    priority: int = 0
+    created: float = 0.0
+    critical: bool = False  # system-cluster-critical / system-node-critical priority class
+    # A pending task that evicted others to make room on this node (its pod's
+    # status.nominatedNodeName): the room is kept for it there (NodeSet.reserve).
+    nominated: int = NO_NODE
+
+    @property
+    def request(self) -> np.ndarray:
+        return self.template.request
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(eq=False, slots=True)
+class JobInfo:
+    """A PodGroup (or the implicit group of one pod) and its tasks."""
+
+    uid: str
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    created: float
+    dims_len: int
+    priority: int = 0
+    min_resources: np.ndarray | None = None
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    conditions: tuple[PodGroupCondition, ...] = ()
+    old_status: PodGroupStatus | None = None  # as last written, for change detection
+    has_pod_group: bool = True  # False for a pod's implicit group of one
+    pod_group_missing: bool = False  # pods name a PodGroup that does not exist (yet)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    counts: list[int] = field(default_factory=lambda: [0] * len(TaskStatus))
+    allocated: np.ndarray = field(init=False)
+    total_request: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.allocated = np.zeros(self.dims_len)
+        self.total_request = np.zeros(self.dims_len)
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.counts[task.status] += 1
+        if task.status in PLACED_STATUSES:
+            self.allocated += task.request
+        if task.status not in FINISHED_STATUSES:
+            self.total_request += task.request
+
+    def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move ``task`` to ``status``, keeping the counts and the allocation current."""
+        old = task.status
+        self.counts[old] -= 1
+        self.counts[status] += 1
+        was, now = old in PLACED_STATUSES, status in PLACED_STATUSES
+        if was and not now:
+            self.allocated -= task.request
+        elif now and not was:
+            self.allocated += task.request
+        task.status = status
+
+    def count(self, *statuses: TaskStatus) -> int:
+        return sum(self.counts[s] for s in statuses)
+
+    @property
+    def ready_count(self) -> int:
+        return sum(self.counts[s] for s in READY_STATUSES)
+
+    @property
+    def valid_count(self) -> int:
+        """Tasks that can still take part in the gang (all but Failed/Unknown/Releasing)."""
+        return len(self.tasks) - self.count(
+            TaskStatus.FAILED, TaskStatus.UNKNOWN, TaskStatus.RELEASING
+        )
+
+    def tasks_with(self, *statuses: TaskStatus) -> list[TaskInfo]:
+        wanted = set(statuses)
+        return [t for t in self.tasks.values() if t.status in wanted]
+
+
+@dataclass(eq=False, slots=True)
+class QueueInfo:
+    name: str
+    weight: int
+    created: float
+    capability: np.ndarray | None = None
+    reclaimable: bool = True
+    open: bool = True
+    # Published by plugins (the proportion plugin: kept current from session open).
+    deserved: np.ndarray | None = None
+    allocated: np.ndarray | None = None
+    request: np.ndarray | None = None
+    share: float = 0.0
+    old_status: QueueStatus | None = None  # as last written, for change detection
+
+
+@dataclass(eq=False, slots=True)
+class NodeInfo:
+    """The non-vector part of a node: labels, taints, conditions, and its pods."""
+
+    name: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    conditions: dict[str, str] = field(default_factory=dict)  # type -> status
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+
+    def host_ports(self) -> list[HostPort]:
+        return [
+            port
+            for task in self.tasks.values()
+            if task.status not in FINISHED_STATUSES
+            for port in task.template.host_ports
+        ]
+
+
+class NodeSet:
+    """All nodes, sorted by name, with their resources as (nodes × dims) matrices.
+
+    ``used`` holds what occupies a node now (every pod, whatever its scheduler);
+    ``releasing`` what is on its way out; ``pipelined`` what is promised to
+    tasks waiting for the releasing part; ``nominated`` what is kept for pending
+    tasks that evicted others to make room here (no one else may take it).
+    ``version[i]`` grows whenever node ``i`` changes, so that per-template results
+    can be refreshed node by node.
+    """
+
+    def __init__(self, infos: list[NodeInfo], allocatable: np.ndarray) -> None:
+        order = sorted(range(len(infos)), key=lambda i: infos[i].name)
+        self.infos = [infos[i] for i in order]
+        self.names = [info.name for info in self.infos]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.allocatable = allocatable[order] if len(order) else allocatable
+        self.used = np.zeros_like(self.allocatable)
+        self.releasing = np.zeros_like(self.allocatable)
+        self.pipelined = np.zeros_like(self.allocatable)
+        self.nominated = np.zeros_like(self.allocatable)
+        self.version = np.zeros(len(self.infos), dtype=np.int64)
+        self.all = np.arange(len(self.infos))
+        # Kept current row by row: room for a new allocation now (pipelined tasks hold
+        # idle room beyond what is being released) and room once releases are done.
+        self.free = self.allocatable.copy()
+        self.future = self.allocatable.copy()
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def idle(self) -> np.ndarray:
+        return self.allocatable - self.used
+
+    def future_idle(self) -> np.ndarray:
+        return self.future
+
+    def place(self, task: TaskInfo, node: int) -> None:
+        """Account ``task`` (in its current status) on ``node``."""
+        self.infos[node].tasks[task.uid] = task
+        self._account(task, node, +1.0)
+
+    def remove(self, task: TaskInfo, node: int) -> None:
+        self._account(task, node, -1.0)
+        self.infos[node].tasks.pop(task.uid, None)
+
+    def reserve(self, task: TaskInfo, sign: float) -> None:
+        """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""
+        self.nominated[task.nominated] += sign * task.request
+        self._refresh(task.nominated)
+
+    def _account(self, task: TaskInfo, node: int, sign: float) -> None:
+        status = task.status
+        if status in OCCUPYING_STATUSES:
+            self.used[node] += sign * task.request
+        if status is TaskStatus.RELEASING:
+            self.releasing[node] += sign * task.request
+        elif status is TaskStatus.PIPELINED:
+            self.pipelined[node] += sign * task.request
+        self._refresh(node)
+
+    def _refresh(self, node: int) -> None:
+        idle = self.allocatable[node] - self.used[node]
+        waiting = self.pipelined[node] + self.nominated[node] - self.releasing[node]
+        self.future[node] = idle - waiting
+        self.free[node] = idle - np.maximum(waiting, 0)
+        self.version[node] += 1
+
+    @property
+    def capacity(self) -> np.ndarray:
+        return np.asarray(self.allocatable.sum(axis=0))

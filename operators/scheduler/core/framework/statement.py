@@ -1,0 +1,108 @@
+"""A Statement: the changes one action makes to a session, kept or undone together.
+
+``commit()`` sends them to the cluster (binds for allocations, evictions);
+``discard()`` undoes them in the session and sends nothing. Pipelined tasks are
+never sent: they hold room on a node until the resources being released there
+are free. This is what makes a gang all or nothing without touching the API
+server.
+"""
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.session import Session
+
+
+class Op(Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+    UNRESERVE = "unreserve"
+
+
+@dataclass(slots=True)
+class _Change:
+    op: Op
+    task: TaskInfo
+    previous: TaskStatus
+    reason: str = ""
+    nominated: int = NO_NODE
+
+
+class Statement:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._changes: list[_Change] = []
+
+    def __len__(self) -> int:
+        return len(self._changes)
+
+    def allocate(self, task: TaskInfo, node: int) -> None:
+        self._changes.append(_Change(Op.ALLOCATE, task, task.status))
+        self.session.set_status(task, TaskStatus.ALLOCATED, node)
+
+    def pipeline(self, task: TaskInfo, node: int) -> None:
+        self._changes.append(_Change(Op.PIPELINE, task, task.status))
+        self.session.set_status(task, TaskStatus.PIPELINED, node)
+
+    def place(self, task: TaskInfo, node: int, pipelined: bool) -> None:
+        """Allocate ``task`` on ``node``, or pipeline it there if it must wait for room
+        being released."""
+        if pipelined:
+            self.pipeline(task, node)
+        else:
+            self.allocate(task, node)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self._changes.append(_Change(Op.EVICT, task, task.status, reason))
+        self.session.set_status(task, TaskStatus.RELEASING)
+
+    def claim_kept_room(self, job: JobInfo) -> None:
+        """The room kept for ``job``'s pending tasks (their nominated nodes) is theirs to
+        take now: no longer held against them as against everyone else."""
+        if not self.session.any_room_kept():
+            return
+        for task in job.tasks_with(TaskStatus.PENDING):
+            if task.nominated != NO_NODE:
+                node = self.session.unkeep(task)
+                self._changes.append(_Change(Op.UNRESERVE, task, task.status, nominated=node))
+
+    def evicted(self) -> list[TaskInfo]:
+        return [c.task for c in self._changes if c.op is Op.EVICT]
+
+    def mark(self) -> int:
+        """A point to roll back to (see ``rollback``)."""
+        return len(self._changes)
+
+    def rollback(self, mark: int) -> None:
+        """Undo, in the session, the changes made since ``mark``."""
+        for change in reversed(self._changes[mark:]):
+            self._undo(change)
+        del self._changes[mark:]
+
+    def commit(self) -> None:
+        """Send the changes. Tasks pipelined by a statement that evicts are nominated to
+        their nodes: the room their victims free is kept for them in the next sessions,
+        not taken by whoever comes first once the victims are gone."""
+        evicts = any(change.op is Op.EVICT for change in self._changes)
+        for change in self._changes:
+            if change.op is Op.ALLOCATE:
+                self.session.dispatch(change.task)
+            elif change.op is Op.EVICT:
+                self.session.evict_now(change.task, change.reason)
+                # victims are counted here, when sent: never those of a discarded try
+                self.session.stats.preemption_victims += 1
+            elif change.op is Op.PIPELINE and evicts and change.task.status is TaskStatus.PIPELINED:
+                self.session.nominate(change.task, change.task.node)
+        self._changes.clear()
+
+    def discard(self) -> None:
+        self.rollback(0)
+
+    def _undo(self, change: _Change) -> None:
+        if change.op is Op.UNRESERVE:
+            self.session.keep(change.task, change.nominated)
+            return
+        node = change.task.node if change.previous is not TaskStatus.PENDING else NO_NODE
+        self.session.set_status(change.task, change.previous, node)

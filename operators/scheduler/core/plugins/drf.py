@@ -1,0 +1,57 @@
+"""The drf plugin: dominant resource fairness between jobs.
+
+A job's share is the largest, over resources, of what it holds divided by the
+cluster's total. Jobs with the smaller share go first; a task may preempt
+another job's task only if its own job's share stays below the victim job's.
+"""
+
+import numpy as np
+
+from kbatch.config import PluginOption
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.resources import share, shareable
+from kbatch.operators.scheduler.core.framework.session import Session
+
+NAME = "drf"
+
+
+class _Shares:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.mask = shareable(session.dims)
+        self.total = session.total * self.mask
+        self.allocated = {uid: job.allocated * self.mask for uid, job in session.jobs.items()}
+        self.share = {uid: share(alloc, self.total) for uid, alloc in self.allocated.items()}
+
+    def key(self, job: JobInfo) -> float:
+        return self.share[job.uid]
+
+    def changed(self, task: TaskInfo, sign: float) -> None:
+        allocated = self.allocated[task.job]
+        allocated += sign * task.request * self.mask
+        self.share[task.job] = share(allocated, self.total)
+
+    def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        mine = share(self.allocated[preemptor.job] + preemptor.request * self.mask, self.total)
+        chosen = []
+        taken: dict[str, np.ndarray] = {}
+        for task in candidates:
+            if task.job == preemptor.job:
+                continue
+            freed = task.request * self.mask
+            left = self.allocated[task.job] - taken.get(task.job, 0) - freed
+            if mine < share(left, self.total):
+                chosen.append(task)
+                taken[task.job] = taken.get(task.job, 0) + freed
+        return chosen
+
+
+def on_session_open(session: Session, option: PluginOption) -> None:
+    del option
+    shares = _Shares(session)
+    session.add_job_order_fn(shares.key)
+    session.add_preemptable_fn(shares.victims)
+    session.add_event_handler(
+        allocate=lambda task: shares.changed(task, +1.0),
+        deallocate=lambda task: shares.changed(task, -1.0),
+    )

@@ -1,0 +1,166 @@
+"""The gang plugin: a job runs all together or not at all.
+
+- job_valid: a job needs at least minMember tasks that can still run;
+- job_ready / job_pipelined: minMember tasks placed (or waiting for released room);
+- job_order: jobs that are not ready yet go first;
+- preemptable / reclaimable: a running gang is never left with 0 < running < minMember;
+- on close: the Unschedulable / Scheduled conditions and events, in words.
+"""
+
+from kbatch.api.podgroup import ConditionType
+from kbatch.config import PluginOption
+from kbatch.operators.podgroup.status import condition
+from kbatch.operators.scheduler.core.framework.info import (
+    READY_STATUSES,
+    JobInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+from kbatch.operators.scheduler.core.framework.session import (
+    Invalid,
+    Session,
+    histogram,
+    no_preemptor,
+)
+
+NAME = "gang"
+
+
+def valid(job: JobInfo) -> Invalid | None:
+    have = job.valid_count
+    if have >= job.min_member:
+        return None
+    return Invalid(
+        "NotEnoughTasks",
+        f"{have}/{job.min_member} tasks in gang: minMember is {job.min_member} "
+        f"but only {have} pod(s) exist that can run",
+    )
+
+
+def ready(job: JobInfo) -> bool:
+    return job.ready_count >= job.min_member
+
+
+def pipelined(job: JobInfo) -> bool:
+    return job.ready_count + job.counts[TaskStatus.PIPELINED] >= job.min_member
+
+
+def order_key(job: JobInfo) -> int:
+    return 1 if ready(job) else 0
+
+
+def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    """Candidates whose eviction keeps every job at ≥ minMember ready tasks (its least
+    important ones by task order), or takes the whole gang. Victims already chosen
+    this session count (they are Releasing)."""
+    spare: dict[str, int] = {}
+    by_job: dict[str, list[TaskInfo]] = {}
+    for task in candidates:
+        by_job.setdefault(task.job, []).append(task)
+    chosen: list[TaskInfo] = []
+    for job_uid, tasks in by_job.items():
+        job = session.jobs[job_uid]
+        occupying = job.ready_count - job.counts[TaskStatus.SUCCEEDED]
+        spare[job_uid] = job.ready_count - job.min_member
+        if spare[job_uid] > 0:
+            least_important = sorted(tasks, key=session.task_order_key, reverse=True)
+            chosen.extend(least_important[: spare[job_uid]])
+        elif 0 < occupying <= len(tasks):
+            chosen.extend(tasks)  # the whole running gang at once
+    keep = {id(t) for t in chosen}
+    return [t for t in candidates if id(t) in keep]
+
+
+def close(session: Session) -> None:
+    for job in session.jobs.values():
+        if job.uid in session.invalid:
+            if not job.tasks and job.uid in session.job_reasons:
+                _report_not_admitted(session, job)
+            continue
+        pending = job.tasks_with(TaskStatus.PENDING)
+        if not job.has_pod_group:
+            if pending and not ready(job):
+                _report_pods(session, job, pending, "waiting")
+            continue
+        if ready(job):
+            if _was_unschedulable(job):
+                session.set_condition(
+                    job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", "")
+                )
+            scheduled = sum(job.counts[s] for s in READY_STATUSES)
+            session.set_condition(
+                job,
+                condition(
+                    ConditionType.SCHEDULED,
+                    True,
+                    "Scheduled",
+                    f"{scheduled}/{len(job.tasks)} tasks in gang scheduled",
+                ),
+            )
+        elif pending:
+            _report_unschedulable(session, job, pending)
+
+
+def _was_unschedulable(job: JobInfo) -> bool:
+    return any(c.type is ConditionType.UNSCHEDULABLE and c.status == "True" for c in job.conditions)
+
+
+def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo]) -> None:
+    errors = session.fit_errors.get(job.uid, {})
+    if errors:
+        why = histogram(next(iter(errors.values())))
+        reason = "NotEnoughResources"
+    else:
+        why = session.job_reasons.get(job.uid, "waiting for other gang members to be placed")
+        reason = "NotEnoughResources" if job.uid in session.job_reasons else "Unschedulable"
+    message = f"{len(pending)}/{len(job.tasks)} tasks in gang unschedulable: {why}"
+    session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, True, reason, message))
+    session.record_event(
+        ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
+    )
+    _report_pods(session, job, pending, message)
+
+
+def _report_not_admitted(session: Session, job: JobInfo) -> None:
+    """A group with no pods yet that enqueue did not admit: its pods may well be held
+    until it is (delayed pod creation), so the reason is admission, not a gang with too
+    few pods."""
+    message = f"gang of {job.min_member} {session.job_reasons[job.uid]}"
+    session.set_condition(
+        job, condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
+    )
+    session.record_event(
+        ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
+    )
+
+
+def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], message: str) -> None:
+    """FailedScheduling on each pending pod: its own fit error, else the gang's reason."""
+    errors = session.fit_errors.get(job.uid, {})
+    if not errors and not job.has_pod_group:
+        message = session.job_reasons.get(job.uid, "")
+        if not message:
+            return
+    nodes = len(session.nodes)
+    for task in pending:
+        reasons = errors.get(task.uid)
+        detail = f"0/{nodes} nodes are available: {histogram(reasons)}." if reasons else message
+        session.record_event(
+            ObjectRef("Pod", task.namespace, task.name), "Warning", "FailedScheduling", detail
+        )
+
+
+def on_session_open(session: Session, option: PluginOption) -> None:
+    del option
+    session.add_job_valid_fn(valid)
+    session.add_job_ready_fn(ready)
+    session.add_job_pipelined_fn(pipelined)
+    session.add_job_order_fn(order_key)
+    session.add_preemptable_fn(
+        lambda _preemptor, candidates: victims(session, candidates), preemptor_key=no_preemptor
+    )
+    session.add_reclaimable_fn(
+        lambda _reclaimer, candidates: victims(session, candidates), preemptor_key=no_preemptor
+    )
+    session.add_close_fn(close)

@@ -1,0 +1,216 @@
+"""Per-session numpy indexes of the nodes' static state: labels, taints, conditions.
+
+Labels, taints and conditions do not change during a session, so whatever is
+computed from them (a node selector's mask, the taints a set of tolerations
+leaves untolerated) is computed once over all nodes and cached by value; a
+predicate or a score then only indexes the result with the nodes it is asked
+about (DESIGN §10). One index per session, shared by the plugins that need it.
+"""
+
+import re
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbatch.operators.scheduler.core.framework.info import NodeSet
+from kbatch.operators.scheduler.core.framework.podspec import (
+    NodeSelectorTerm,
+    Operator,
+    Requirement,
+    Taint,
+    Toleration,
+)
+from kbatch.operators.scheduler.core.framework.session import Session
+
+NO_SCHEDULE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+NODE_NAME_FIELD = "metadata.name"
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_SET_OPERATORS = (Operator.IN, Operator.NOT_IN)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelColumn:
+    """One label key over all nodes: ``codes[i]`` indexes ``values`` (-1: node lacks the key)."""
+
+    codes: np.ndarray
+    values: tuple[str, ...]
+    vocab: dict[str, int]
+
+    @property
+    def present(self) -> np.ndarray:
+        return self.codes >= 0
+
+    def where(self, test: Callable[[str], bool]) -> np.ndarray:
+        """Nodes whose value passes ``test`` (nodes lacking the key never do)."""
+        table = np.array([test(value) for value in self.values] + [False], dtype=bool)
+        return table[self.codes]  # code -1 reads the trailing False
+
+    def among(self, wanted: tuple[str, ...]) -> np.ndarray:
+        codes = [self.vocab[value] for value in wanted if value in self.vocab]
+        return np.isin(self.codes, codes)
+
+
+def _column(values: list[str | None]) -> LabelColumn:
+    vocab: dict[str, int] = {}
+    codes = np.fromiter(
+        (-1 if value is None else vocab.setdefault(value, len(vocab)) for value in values),
+        dtype=np.int64,
+        count=len(values),
+    )
+    return LabelColumn(codes, tuple(vocab), vocab)
+
+
+class TaintTable:
+    """The taints of some effects over all nodes, as (node, distinct taint) pairs."""
+
+    def __init__(self, nodes: NodeSet, effects: frozenset[str]) -> None:
+        distinct: dict[Taint, int] = {}
+        pair_nodes: list[int] = []
+        pair_taints: list[int] = []
+        for node, info in enumerate(nodes.infos):
+            for taint in info.taints:
+                if taint.effect in effects:
+                    pair_nodes.append(node)
+                    pair_taints.append(distinct.setdefault(taint, len(distinct)))
+        self.size = len(nodes)
+        self.taints = tuple(distinct)
+        self._nodes = np.array(pair_nodes, dtype=np.int64)
+        self._taints = np.array(pair_taints, dtype=np.int64)
+        self.counts = np.bincount(self._nodes, minlength=self.size)
+
+    def untolerated(self, tolerations: tuple[Toleration, ...]) -> np.ndarray:
+        """Per node: how many of its taints none of ``tolerations`` tolerates."""
+        if not self.taints:
+            return np.zeros(self.size, dtype=np.int64)
+        left = np.array(
+            [not any(t.tolerates(taint) for t in tolerations) for taint in self.taints],
+            dtype=np.int64,
+        )
+        return np.bincount(self._nodes, weights=left[self._taints], minlength=self.size).astype(
+            np.int64
+        )
+
+
+class NodeIndex:
+    """Masks over all nodes (in ``NodeSet`` order), built lazily and cached by value."""
+
+    def __init__(self, nodes: NodeSet) -> None:
+        self.nodes = nodes
+        self.size = len(nodes)
+        self._columns: dict[str, LabelColumn] = {}
+        self._names = _column(list(nodes.names))
+        self._terms: dict[tuple[NodeSelectorTerm, ...], np.ndarray] = {}
+        self._selectors: dict[tuple[tuple[str, str], ...], np.ndarray] = {}
+        self.no_schedule = TaintTable(nodes, NO_SCHEDULE_EFFECTS)
+        self.prefer_no_schedule = TaintTable(nodes, frozenset({PREFER_NO_SCHEDULE}))
+
+    # ------------------------------------------------------------------ labels
+    def column(self, key: str) -> LabelColumn:
+        column = self._columns.get(key)
+        if column is None:
+            column = _column([info.labels.get(key) for info in self.nodes.infos])
+            self._columns[key] = column
+        return column
+
+    def selector_mask(self, node_selector: tuple[tuple[str, str], ...]) -> np.ndarray:
+        """Nodes carrying every label of a pod's ``nodeSelector``."""
+        mask = self._selectors.get(node_selector)
+        if mask is None:
+            mask = np.ones(self.size, dtype=bool)
+            for key, value in node_selector:
+                mask &= self.column(key).among((value,))
+            self._selectors[node_selector] = mask
+        return mask
+
+    def terms_mask(self, terms: tuple[NodeSelectorTerm, ...]) -> np.ndarray:
+        """Nodes matching any of ``terms`` (no terms, or only empty ones, match no node)."""
+        mask = self._terms.get(terms)
+        if mask is None:
+            mask = np.zeros(self.size, dtype=bool)
+            for term in terms:
+                mask |= self.term_mask(term)
+            self._terms[terms] = mask
+        return mask
+
+    def term_mask(self, term: NodeSelectorTerm) -> np.ndarray:
+        """Nodes matching every requirement of ``term``; an empty or invalid term matches none."""
+        if not term.match_expressions and not term.match_fields:
+            return np.zeros(self.size, dtype=bool)
+        mask = np.ones(self.size, dtype=bool)
+        for req in term.match_expressions:
+            mask &= self._label_requirement(req)
+        for req in term.match_fields:
+            mask &= self._field_requirement(req)
+        return mask
+
+    def _label_requirement(self, req: Requirement) -> np.ndarray:
+        if not _valid(req):
+            return np.zeros(self.size, dtype=bool)
+        return _requirement_mask(req, self.column(req.key))
+
+    def _field_requirement(self, req: Requirement) -> np.ndarray:
+        # Kubernetes knows one node field, with In/NotIn and exactly one value.
+        if req.key != NODE_NAME_FIELD or req.operator not in _SET_OPERATORS:
+            return np.zeros(self.size, dtype=bool)
+        if len(req.values) != 1:
+            return np.zeros(self.size, dtype=bool)
+        return _requirement_mask(req, self._names)
+
+    # ------------------------------------------------------------------ conditions
+    def condition_is(self, kind: str, status: str) -> np.ndarray:
+        """Nodes reporting condition ``kind`` with ``status``."""
+        return np.array(
+            [info.conditions.get(kind) == status for info in self.nodes.infos], dtype=bool
+        )
+
+    def condition_is_not(self, kind: str, status: str) -> np.ndarray:
+        """Nodes reporting condition ``kind`` with any other status (absent: not reported)."""
+        return np.array(
+            [info.conditions.get(kind, status) != status for info in self.nodes.infos],
+            dtype=bool,
+        )
+
+    def unschedulable(self) -> np.ndarray:
+        return np.array([info.unschedulable for info in self.nodes.infos], dtype=bool)
+
+
+def _valid(req: Requirement) -> bool:
+    """Kubernetes refuses a malformed requirement (and then the term matches no node)."""
+    if req.operator in _SET_OPERATORS:
+        return bool(req.values)
+    if req.operator in (Operator.EXISTS, Operator.DOES_NOT_EXIST):
+        return not req.values
+    return len(req.values) == 1 and _INTEGER.fullmatch(req.values[0]) is not None
+
+
+def _requirement_mask(req: Requirement, column: LabelColumn) -> np.ndarray:
+    op = req.operator
+    if op is Operator.IN:
+        return column.among(req.values)
+    if op is Operator.NOT_IN:
+        return ~column.among(req.values)
+    if op is Operator.EXISTS:
+        return column.present
+    if op is Operator.DOES_NOT_EXIST:
+        return ~column.present
+    bound = int(req.values[0])
+    if op is Operator.GT:
+        return column.where(
+            lambda value: _INTEGER.fullmatch(value) is not None and int(value) > bound
+        )
+    return column.where(lambda value: _INTEGER.fullmatch(value) is not None and int(value) < bound)
+
+
+_INDEXES: "weakref.WeakKeyDictionary[Session, NodeIndex]" = weakref.WeakKeyDictionary()
+
+
+def of(session: Session) -> NodeIndex:
+    """The session's node index (built on first use, shared by every plugin)."""
+    index = _INDEXES.get(session)
+    if index is None:
+        index = NodeIndex(session.nodes)
+        _INDEXES[session] = index
+    return index

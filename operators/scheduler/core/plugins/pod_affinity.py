@@ -1,0 +1,236 @@
+"""Inter-pod affinity and anti-affinity, and host ports: checks that read the pods on nodes.
+
+The pods on the nodes change during a session, so they are indexed by *kind*
+(pod template and namespace: pods of one kind match one term alike) with, for
+each kind, how many of its pods sit on which node. The index is brought up to
+date node by node, only where ``NodeSet.version`` moved. A term is matched
+against kinds, never against every pod; the matching pods' counts are then
+summed per topology domain with ``np.bincount``. Results are over all nodes;
+callers index them with the nodes they were asked about.
+
+Semantics are Kubernetes' (InterPodAffinity): a pod's required affinity needs,
+in the node's domain of every term, an existing pod matching *all* its terms
+(unless no such pod exists anywhere and the pod matches its own terms); its
+required anti-affinity forbids a domain holding a pod matching a term; an
+existing pod's required anti-affinity term that matches the incoming pod
+forbids the existing pod's domain.
+"""
+
+import weakref
+from collections.abc import Iterable
+
+import numpy as np
+
+from kbatch.operators.scheduler.core.framework.info import (
+    FINISHED_STATUSES,
+    NodeSet,
+    TaskInfo,
+    TaskStatus,
+)
+from kbatch.operators.scheduler.core.framework.podspec import (
+    HostPort,
+    PodAffinityTerm,
+    PodTemplate,
+    WeightedPodAffinityTerm,
+)
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.plugins import node_index
+
+# Pods of one kind are alike for every check here: same labels, namespace, terms, ports.
+Kind = tuple[PodTemplate, str]
+Terms = tuple[PodAffinityTerm, ...]
+
+
+def _occupies(task: TaskInfo) -> bool:
+    return task.status is not TaskStatus.PENDING and task.status not in FINISHED_STATUSES
+
+
+def term_matches(term: PodAffinityTerm, owner_namespace: str, kind: Kind) -> bool:
+    """Does ``term`` (of a pod in ``owner_namespace``) select pods of ``kind``?"""
+    template, namespace = kind
+    if namespace not in (term.namespaces or (owner_namespace,)):
+        return False
+    return term.selector.matches(template.labels)
+
+
+class PodIndex:
+    """Which kinds of pods sit on which nodes, kept current with ``NodeSet.version``."""
+
+    def __init__(self, nodes: NodeSet) -> None:
+        self.nodes = nodes
+        self._seen = np.full(len(nodes), -1, dtype=np.int64)
+        self._on_node: list[dict[Kind, int]] = [{} for _ in range(len(nodes))]
+        self.placement: dict[Kind, dict[int, int]] = {}
+        self.kinds: list[Kind] = []  # every kind ever placed, in the order first seen
+        self.anti_kinds: list[Kind] = []  # those with required anti-affinity terms
+        self.port_kinds: list[Kind] = []  # those with host ports
+        self._matched: dict[tuple[Terms, str], tuple[int, list[Kind]]] = {}
+
+    def refresh(self) -> None:
+        changed = np.flatnonzero(self.nodes.version != self._seen)
+        for node in changed.tolist():
+            self._recount(node)
+        self._seen[changed] = self.nodes.version[changed]
+
+    def _recount(self, node: int) -> None:
+        for kind in self._on_node[node]:
+            self.placement[kind].pop(node, None)
+        counts: dict[Kind, int] = {}
+        for task in self.nodes.infos[node].tasks.values():
+            if _occupies(task):
+                kind = (task.template, task.namespace)
+                counts[kind] = counts.get(kind, 0) + 1
+        for kind, count in counts.items():
+            if kind not in self.placement:
+                self._first_seen(kind)
+            self.placement[kind][node] = count
+        self._on_node[node] = counts
+
+    def _first_seen(self, kind: Kind) -> None:
+        self.placement[kind] = {}
+        self.kinds.append(kind)
+        if kind[0].affinity.anti_required:
+            self.anti_kinds.append(kind)
+        if kind[0].host_ports:
+            self.port_kinds.append(kind)
+
+    def per_node(self, kinds: Iterable[Kind]) -> np.ndarray:
+        """How many pods of ``kinds`` each node holds."""
+        counts = np.zeros(len(self.nodes))
+        for kind in kinds:
+            where = self.placement[kind]
+            if where:
+                nodes = np.fromiter(where.keys(), dtype=np.int64, count=len(where))
+                counts[nodes] += np.fromiter(where.values(), dtype=np.float64, count=len(where))
+        return counts
+
+    def matching_all(self, terms: Terms, owner_namespace: str) -> list[Kind]:
+        """Kinds matching every one of ``terms``; kinds are checked once, as they appear."""
+        key = (terms, owner_namespace)
+        checked, matched = self._matched.get(key, (0, []))
+        for kind in self.kinds[checked:]:
+            if all(term_matches(term, owner_namespace, kind) for term in terms):
+                matched.append(kind)
+        self._matched[key] = (len(self.kinds), matched)
+        return matched
+
+
+class PodChecks:
+    """The checks of one session; every result is over all nodes."""
+
+    def __init__(self, session: Session) -> None:
+        self.pods = PodIndex(session.nodes)
+        self.labels = node_index.of(session)
+        self.size = len(session.nodes)
+
+    def in_domain(self, counts: np.ndarray, topology_key: str) -> np.ndarray:
+        """For each node: the pods counted in its ``topology_key`` domain (0 without the key)."""
+        column = self.labels.column(topology_key)
+        present = column.present
+        per_domain = np.bincount(
+            column.codes[present], weights=counts[present], minlength=len(column.values)
+        )
+        spread = np.zeros(self.size)
+        spread[present] = per_domain[column.codes[present]]
+        return spread
+
+    def port_conflicts(self, template: PodTemplate) -> np.ndarray:
+        """Nodes holding a pod whose host ports clash with the template's."""
+        self.pods.refresh()
+        clashing = [
+            kind
+            for kind in self.pods.port_kinds
+            if _ports_clash(template.host_ports, kind[0].host_ports)
+        ]
+        return self.pods.per_node(clashing) > 0
+
+    def existing_anti_affinity(self, task: TaskInfo) -> np.ndarray:
+        """Nodes in the domain of an existing pod whose required anti-affinity selects ``task``."""
+        self.pods.refresh()
+        failed = np.zeros(self.size, dtype=bool)
+        incoming: Kind = (task.template, task.namespace)
+        for kind in self.pods.anti_kinds:
+            terms = [
+                term
+                for term in kind[0].affinity.anti_required
+                if term_matches(term, kind[1], incoming)
+            ]
+            if not terms or not self.pods.placement[kind]:
+                continue
+            counts = self.pods.per_node((kind,))
+            for term in terms:
+                failed |= self.in_domain(counts, term.topology_key) > 0
+        return failed
+
+    def affinity(self, task: TaskInfo) -> np.ndarray:
+        """Nodes that fail the task's required pod affinity."""
+        terms = task.template.affinity.pod_required
+        self.pods.refresh()
+        counts = self.pods.per_node(self.pods.matching_all(terms, task.namespace))
+        has_keys = np.ones(self.size, dtype=bool)
+        satisfied = np.ones(self.size, dtype=bool)
+        anywhere = False
+        for term in terms:
+            column = self.labels.column(term.topology_key)
+            has_keys &= column.present
+            in_domain = self.in_domain(counts, term.topology_key)
+            satisfied &= in_domain > 0
+            anywhere = anywhere or bool(np.any(in_domain > 0))
+        if not anywhere and all(
+            term_matches(t, task.namespace, (task.template, task.namespace)) for t in terms
+        ):
+            # The first of a series of pods with affinity to each other may go anywhere.
+            return ~has_keys
+        return ~(has_keys & satisfied)
+
+    def anti_affinity(self, task: TaskInfo) -> np.ndarray:
+        """Nodes whose domain holds a pod the task's required anti-affinity selects."""
+        self.pods.refresh()
+        failed = np.zeros(self.size, dtype=bool)
+        for term in task.template.affinity.anti_required:
+            counts = self.pods.per_node(self.pods.matching_all((term,), task.namespace))
+            failed |= self.in_domain(counts, term.topology_key) > 0
+        return failed
+
+    def preferred_score(self, task: TaskInfo) -> np.ndarray:
+        """10 × (matched affinity weight − matched anti-affinity weight) / all their weight.
+
+        A term is matched on a node when its domain holds a pod the term selects.
+        """
+        affinity = task.template.affinity
+        total = sum(t.weight for t in (*affinity.pod_preferred, *affinity.anti_preferred))
+        score = np.zeros(self.size)
+        if total <= 0:
+            return score
+        self.pods.refresh()
+        score += self._matched_weight(task, affinity.pod_preferred)
+        score -= self._matched_weight(task, affinity.anti_preferred)
+        return 10.0 * score / total
+
+    def _matched_weight(
+        self, task: TaskInfo, weighted: tuple[WeightedPodAffinityTerm, ...]
+    ) -> np.ndarray:
+        weight = np.zeros(self.size)
+        for entry in weighted:
+            if entry.weight <= 0:
+                continue
+            kinds = self.pods.matching_all((entry.term,), task.namespace)
+            counts = self.pods.per_node(kinds)
+            weight += entry.weight * (self.in_domain(counts, entry.term.topology_key) > 0)
+        return weight
+
+
+def _ports_clash(ours: tuple[HostPort, ...], theirs: tuple[HostPort, ...]) -> bool:
+    return any(a.conflicts(b) for a in ours for b in theirs)
+
+
+_CHECKS: "weakref.WeakKeyDictionary[Session, PodChecks]" = weakref.WeakKeyDictionary()
+
+
+def of(session: Session) -> PodChecks:
+    """The session's pod checks (built on first use, shared by every plugin)."""
+    checks = _CHECKS.get(session)
+    if checks is None:
+        checks = PodChecks(session)
+        _CHECKS[session] = checks
+    return checks

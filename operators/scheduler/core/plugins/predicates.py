@@ -1,0 +1,191 @@
+"""The predicates plugin: may a task go on a node at all? (resource fit is the allocate action's)
+
+Checks, in Kubernetes' order, each node reporting only the first check it fails
+(as Kubernetes does, so the reasons' histogram counts every node once):
+
+static — from the node's labels, taints and conditions, computed once per pod
+template over all nodes and cached (the template's node selector, node
+affinity, tolerations and QoS are the key):
+  node Ready (and network available); not cordoned, unless the pod tolerates
+  the ``node.kubernetes.io/unschedulable`` taint; nodeSelector and required
+  node affinity; NoSchedule and NoExecute taints tolerated; and, when enabled,
+  memory pressure (best-effort pods only, as Kubernetes), disk and PID pressure.
+dynamic — from the pods on the nodes, evaluated for the nodes asked about:
+  host ports; max pods; required pod affinity and anti-affinity, and the
+  existing pods' required anti-affinity (see ``pod_affinity``).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbatch.config import PluginOption
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate, Taint, Toleration
+from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
+from kbatch.operators.scheduler.core.framework.session import Failures, Session
+from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
+
+NAME = "predicates"
+
+MEMORY_PRESSURE_ENABLE = "predicate.MemoryPressureEnable"
+DISK_PRESSURE_ENABLE = "predicate.DiskPressureEnable"
+PID_PRESSURE_ENABLE = "predicate.PIDPressureEnable"
+
+NOT_READY = "node(s) were not ready"
+NETWORK_UNAVAILABLE = "node(s) had unavailable network"
+UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_SELECTOR = "node(s) didn't match node selector"
+TAINTS = "node(s) had taints that the pod didn't tolerate"
+MEMORY_PRESSURE = "node(s) had memory pressure"
+DISK_PRESSURE = "node(s) had disk pressure"
+PID_PRESSURE = "node(s) had pid pressure"
+HOST_PORTS = "node(s) didn't have free ports for the requested pod ports"
+TOO_MANY_PODS = "Too many pods"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+POD_AFFINITY = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+
+# A cordoned node admits a pod that tolerates this taint (Kubernetes' CheckNodeUnschedulable).
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+@dataclass(frozen=True, slots=True)
+class PredicatesArguments:
+    memory_pressure: bool = False
+    disk_pressure: bool = False
+    pid_pressure: bool = False
+
+
+def parse_arguments(args: Mapping[str, Any]) -> PredicatesArguments:
+    """Validate the plugin's arguments (kube-batch's names); raise ValueError naming the bad one."""
+    known = (MEMORY_PRESSURE_ENABLE, DISK_PRESSURE_ENABLE, PID_PRESSURE_ENABLE)
+    arguments.refuse_unknown(args, known, NAME)
+    return PredicatesArguments(
+        memory_pressure=arguments.boolean(args, MEMORY_PRESSURE_ENABLE, False),
+        disk_pressure=arguments.boolean(args, DISK_PRESSURE_ENABLE, False),
+        pid_pressure=arguments.boolean(args, PID_PRESSURE_ENABLE, False),
+    )
+
+
+# What the static checks of a template depend on.
+StaticKey = tuple[tuple[tuple[str, str], ...], object, tuple[Toleration, ...], bool]
+
+
+class StaticChecks:
+    """The node-state checks, per template over all nodes, cached by what they depend on."""
+
+    def __init__(self, session: Session, args: PredicatesArguments) -> None:
+        self.index = node_index.of(session)
+        self.args = args
+        index = self.index
+        self.not_ready = index.condition_is_not("Ready", "True")
+        self.network_unavailable = index.condition_is_not("NetworkUnavailable", "False")
+        self.cordoned = index.unschedulable()
+        self.memory_pressure = index.condition_is("MemoryPressure", "True")
+        self.disk_pressure = index.condition_is("DiskPressure", "True")
+        self.pid_pressure = index.condition_is("PIDPressure", "True")
+        self._by_template: dict[PodTemplate, Failures] = {}
+        self._by_value: dict[StaticKey, Failures] = {}
+
+    def failures(self, template: PodTemplate) -> Failures:
+        """(reason, mask over all nodes) for the failing static checks, each node once."""
+        found = self._by_template.get(template)
+        if found is None:
+            key: StaticKey = (
+                template.node_selector,
+                template.affinity.node_required,
+                template.tolerations,
+                template.best_effort,
+            )
+            found = self._by_value.get(key)
+            if found is None:
+                found = first_failures(self._evaluate(template))
+                self._by_value[key] = found
+            self._by_template[template] = found
+        return found
+
+    def _evaluate(self, template: PodTemplate) -> list[tuple[str, np.ndarray]]:
+        index, args = self.index, self.args
+        tolerations = template.tolerations
+        tolerates_cordon = any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations)
+        node_match = index.selector_mask(template.node_selector)
+        required = template.affinity.node_required
+        if required is not None:
+            node_match = node_match & index.terms_mask(required)
+        checks = [
+            (NOT_READY, self.not_ready),
+            (NETWORK_UNAVAILABLE, self.network_unavailable),
+            (UNSCHEDULABLE, self.cordoned & (not tolerates_cordon)),
+            (NODE_SELECTOR, ~node_match),
+            (TAINTS, index.no_schedule.untolerated(tolerations) > 0),
+        ]
+        if args.memory_pressure and template.best_effort:
+            checks.append((MEMORY_PRESSURE, self.memory_pressure))
+        if args.disk_pressure:
+            checks.append((DISK_PRESSURE, self.disk_pressure))
+        if args.pid_pressure:
+            checks.append((PID_PRESSURE, self.pid_pressure))
+        return checks
+
+
+def first_failures(
+    checks: list[tuple[str, np.ndarray]], taken: np.ndarray | None = None
+) -> Failures:
+    """Keep each node only under the first check it fails (and none already ``taken``)."""
+    out: Failures = []
+    for reason, failed in checks:
+        if taken is not None:
+            failed = failed & ~taken
+        if failed.any():
+            out.append((reason, failed))
+            taken = failed if taken is None else taken | failed
+    return out
+
+
+def on_session_open(session: Session, option: PluginOption) -> None:
+    args = parse_arguments(option.arguments)
+    static = StaticChecks(session, args)
+    pod_checks = pod_affinity.of(session)
+    nodes = session.nodes
+    pods_dim = session.dims.index[PODS]
+
+    def predicate(task: TaskInfo, idx: np.ndarray) -> Failures:
+        template = task.template
+        fixed = [(reason, mask[idx]) for reason, mask in static.failures(template)]
+        fixed = [(reason, failed) for reason, failed in fixed if failed.any()]
+        dynamic: list[tuple[str, np.ndarray]] = []
+        if template.host_ports:
+            dynamic.append((HOST_PORTS, pod_checks.port_conflicts(template)[idx]))
+        too_many = nodes.used[idx, pods_dim] + 1 > nodes.allocatable[idx, pods_dim] + EPSILON
+        dynamic.append((TOO_MANY_PODS, too_many))
+        if (
+            session.anti_affinity_pods
+            or template.affinity.pod_required
+            or template.affinity.anti_required
+        ):
+            dynamic.extend(_pod_affinity(pod_checks, task, idx))
+        taken = np.zeros(len(idx), dtype=bool)
+        for _, failed in fixed:
+            taken |= failed
+        return fixed + first_failures(dynamic, taken)
+
+    session.add_predicate_fn(predicate)
+
+
+def _pod_affinity(
+    checks: pod_affinity.PodChecks, task: TaskInfo, idx: np.ndarray
+) -> list[tuple[str, np.ndarray]]:
+    """Existing pods' anti-affinity first, then the task's affinity, then its anti-affinity."""
+    affinity = task.template.affinity
+    out: list[tuple[str, np.ndarray]] = []
+    checks.pods.refresh()  # anti_kinds grows as pods with anti-affinity are placed
+    if checks.pods.anti_kinds:
+        out.append((EXISTING_ANTI_AFFINITY, checks.existing_anti_affinity(task)[idx]))
+    if affinity.pod_required:
+        out.append((POD_AFFINITY, checks.affinity(task)[idx]))
+    if affinity.anti_required:
+        out.append((POD_ANTI_AFFINITY, checks.anti_affinity(task)[idx]))
+    return out

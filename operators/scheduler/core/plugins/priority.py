@@ -1,0 +1,114 @@
+"""The priority plugin: PriorityClass values order jobs and tasks, and shield the
+higher-priority from the lower.
+
+With the preempt action configured it also votes on admission (enqueue): a
+Pending group whose minResources are covered by what lower-priority jobs of its
+own queue hold is admitted although the cluster has no idle room for it — else a
+high-priority gang whose pods are held until it is admitted (delayed pod
+creation) could never get pods, and preempt could never make room for it. This
+is the counterpart of proportion's "within the queue's deserved share, so that
+reclaim can make room". What earlier such admissions were promised is not
+promised again.
+"""
+
+import bisect
+
+import numpy as np
+
+from kbatch.config import PluginOption
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.resources import less_equal, shareable
+from kbatch.operators.scheduler.core.framework.session import Session, Vote
+
+NAME = "priority"
+
+
+def job_key(job: JobInfo) -> int:
+    return -job.priority
+
+
+def task_key(task: TaskInfo) -> int:
+    return -task.priority
+
+
+def victims(session: Session, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    """Tasks of lower-priority jobs; within the preemptor's own job, lower-priority tasks."""
+    mine = session.jobs[preemptor.job].priority
+    chosen = []
+    for task in candidates:
+        if task.job == preemptor.job:
+            if task.priority < preemptor.priority:
+                chosen.append(task)
+        elif session.jobs[task.job].priority < mine:
+            chosen.append(task)
+    return chosen
+
+
+def preemptor_key(session: Session, preemptor: TaskInfo) -> tuple[int, int]:
+    """What ``victims`` reads of the preemptor: its job's priority and its own. (Its job
+    matters too, for candidates of that very job: the preempt action's rule names the
+    job whenever those can be candidates.)"""
+    return session.jobs[preemptor.job].priority, preemptor.priority
+
+
+class PreemptibleRoom:
+    """Per queue, what lower-priority jobs hold (as the session opened), less what
+    admissions this plugin permitted have been promised of it."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.mask = shareable(session.dims)
+        # per queue: its jobs' priorities, ascending, and what the jobs up to each hold
+        self._held: dict[str, tuple[list[int], np.ndarray]] | None = None
+        self.promised: dict[str, np.ndarray] = {}
+        self.permitted: set[str] = set()
+
+    def held_below(self, queue: str, priority: int) -> np.ndarray:
+        if self._held is None:  # built on first use: enqueue runs before anything moves
+            self._held = self._running_sums()
+        priorities, held = self._held.get(queue, ([], None))
+        below = bisect.bisect_left(priorities, priority)
+        if held is None or below == 0:
+            return self.session.dims.zeros()
+        return held[below - 1] * self.mask
+
+    def _running_sums(self) -> dict[str, tuple[list[int], np.ndarray]]:
+        by_queue: dict[str, list[tuple[int, np.ndarray]]] = {}
+        for job in self.session.jobs.values():
+            if job.allocated.any():
+                by_queue.setdefault(job.queue, []).append((job.priority, job.allocated))
+        sums = {}
+        for queue, held in by_queue.items():
+            held.sort(key=lambda entry: entry[0])
+            priorities = [priority for priority, _ in held]
+            sums[queue] = (priorities, np.cumsum([allocated for _, allocated in held], axis=0))
+        return sums
+
+    def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
+        if job.min_resources is None:
+            return Vote.ABSTAIN, ""
+        need = job.min_resources * self.mask
+        room = self.held_below(job.queue, job.priority) - self.promised.get(job.queue, 0)
+        if not need.any() or not less_equal(need, room):
+            return Vote.ABSTAIN, ""
+        self.permitted.add(job.uid)
+        return Vote.PERMIT, f"lower-priority jobs of queue {job.queue} hold room to preempt"
+
+    def enqueued(self, job: JobInfo) -> None:
+        if job.uid in self.permitted and job.min_resources is not None:
+            promised = self.promised.get(job.queue, self.session.dims.zeros())
+            self.promised[job.queue] = promised + job.min_resources * self.mask
+
+
+def on_session_open(session: Session, option: PluginOption) -> None:
+    del option
+    session.add_job_order_fn(job_key)
+    session.add_task_order_fn(task_key)
+    session.add_preemptable_fn(
+        lambda preemptor, candidates: victims(session, preemptor, candidates),
+        preemptor_key=lambda preemptor: preemptor_key(session, preemptor),
+    )
+    if "preempt" in session.conf.actions:
+        room = PreemptibleRoom(session)
+        session.add_job_enqueueable_fn(room.enqueueable)
+        session.add_event_handler(enqueue=room.enqueued)

@@ -1,0 +1,210 @@
+"""The proportion plugin: queues share the cluster by weight.
+
+Deserved shares come from water-filling: the cluster is split by weight among
+the queues whose request is not yet met; a queue that would get more than it
+asks keeps just its request (capped by its capability), and what is left is
+split again among the others, until nothing is left or every queue is met.
+Dimensions that nobody asks for never keep a queue from being met.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.config import PluginOption
+from kbatch.operators.scheduler.core.framework.eviction import keeps_deserved, rationed_dims
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.resources import (
+    EPSILON,
+    less_equal,
+    share,
+    shareable,
+)
+from kbatch.operators.scheduler.core.framework.session import Session, Vote, no_preemptor
+
+NAME = "proportion"
+
+
+@dataclass(slots=True)
+class QueueShare:
+    name: str
+    weight: int
+    capability: np.ndarray
+    request: np.ndarray
+    allocated: np.ndarray
+    reserved: np.ndarray  # minResources of Inqueue jobs not yet allocated
+    deserved: np.ndarray = field(init=False)
+    share: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.deserved = np.zeros_like(self.request)
+
+    def refresh(self) -> None:
+        self.share = share(self.allocated, self.deserved)
+
+
+def deserved_shares(
+    total: np.ndarray,
+    weights: dict[str, int],
+    requests: dict[str, np.ndarray],
+    capabilities: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """Water-filling of ``total`` between queues by weight (see module doc).
+
+    A queue never gets more than min(request, capability) in any dimension, and
+    what one does not take is shared again among the others. Dimensions do not
+    interact (a queue capped in one still shares the others by weight), so each
+    is filled on its own, exactly: the kube-batch loop of rounds reaches the same
+    level only in the limit, and stopped early it left room undistributed.
+    """
+    names = list(weights)
+    if not names:
+        return {}
+    weight = np.array([float(weights[n]) for n in names])
+    limits = np.array([np.minimum(requests[n], capabilities[n]) for n in names], dtype=float)
+    deserved = np.zeros_like(limits)
+    for dim, amount in enumerate(np.asarray(total, dtype=float).tolist()):
+        deserved[:, dim] = _fill(amount, weight, limits[:, dim])
+    return {name: deserved[i] for i, name in enumerate(names)}
+
+
+def _fill(total: float, weight: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """One dimension: each queue gets ``weight × level`` but at most its ``limit``, at the
+    highest level ``total`` allows. Queues are met in order of limit/weight; from the
+    first one that would not be met, the rest share what is left by weight."""
+    out = np.zeros_like(limit)
+    left, open_weight = max(total, 0.0), float(weight.sum())
+    order = np.argsort(limit / weight, kind="stable")
+    for k, i in enumerate(order):
+        if limit[i] * open_weight > left * weight[i]:
+            rest = order[k:]
+            out[rest] = left * weight[rest] / open_weight
+            break
+        out[i] = limit[i]
+        left -= limit[i]
+        open_weight -= weight[i]
+    return out
+
+
+class _Proportion:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        dims = len(session.dims)
+        self.mask = shareable(session.dims)
+        self.queues: dict[str, QueueShare] = {}
+        for name, queue in session.queues.items():
+            capability = queue.capability if queue.capability is not None else np.full(dims, np.inf)
+            self.queues[name] = QueueShare(
+                name, queue.weight, capability, np.zeros(dims), np.zeros(dims), np.zeros(dims)
+            )
+        for job in session.jobs.values():
+            attr = self.queues.get(job.queue)
+            if attr is None:
+                continue
+            attr.allocated += job.allocated * self.mask
+            attr.request += (job.allocated + _pending_request(job)) * self.mask
+            if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
+                attr.reserved += np.maximum(job.min_resources - job.allocated, 0) * self.mask
+        deserved = deserved_shares(
+            session.total * self.mask,
+            {n: q.weight for n, q in self.queues.items()},
+            {n: q.request for n, q in self.queues.items()},
+            {n: q.capability for n, q in self.queues.items()},
+        )
+        for name, attr in self.queues.items():
+            attr.deserved = deserved[name]
+            attr.refresh()
+        self.publish(session)
+        self.rationed = rationed_dims(session.queues.values(), dims)
+
+    def queue_key(self, queue: QueueInfo) -> float:
+        return self.queues[queue.name].share
+
+    def overused(self, queue: QueueInfo) -> bool:
+        attr = self.queues[queue.name]
+        return bool(np.any(attr.allocated > attr.deserved + EPSILON))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        attr = self.queues[queue.name]
+        return less_equal(attr.allocated + task.request * self.mask, attr.capability)
+
+    def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
+        attr = self.queues.get(job.queue)
+        if attr is None or job.min_resources is None:
+            return Vote.ABSTAIN, ""
+        wanted = attr.allocated + attr.reserved + job.min_resources * self.mask
+        if not less_equal(wanted, attr.capability):
+            return Vote.REJECT, f"queue {job.queue} would exceed its capability"
+        if less_equal(wanted, attr.deserved):
+            return Vote.PERMIT, f"within queue {job.queue}'s deserved share"
+        return Vote.ABSTAIN, ""
+
+    def enqueued(self, job: JobInfo) -> None:
+        attr = self.queues.get(job.queue)
+        if attr is not None and job.min_resources is not None:
+            attr.reserved += np.maximum(job.min_resources - job.allocated, 0) * self.mask
+
+    def victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Tasks of queues above their deserved share that, without them (and without the
+        candidates chosen before them), still hold their deserved share in every
+        rationed dimension they use (see eviction.keeps_deserved)."""
+        del reclaimer
+        taken: dict[str, np.ndarray] = {}
+        chosen = []
+        for task in candidates:
+            queue = self.session.jobs[task.job].queue
+            attr = self.queues[queue]
+            held = attr.allocated - taken.get(queue, 0)
+            request = task.request * self.mask
+            over = np.any(held > attr.deserved + EPSILON)
+            if over and keeps_deserved(held, attr.deserved, request, self.rationed):
+                chosen.append(task)
+                taken[queue] = taken.get(queue, 0) + request
+        return chosen
+
+    def changed(self, task: TaskInfo, sign: float) -> None:
+        name = self.session.jobs[task.job].queue
+        attr = self.queues.get(name)
+        if attr is not None:
+            attr.allocated += sign * task.request * self.mask  # in place: published as is
+            attr.refresh()
+            self.session.queues[name].share = attr.share
+
+    def publish(self, session: Session) -> None:
+        """Shares on the session's queues: at open, for the actions (reclaim keeps queues
+        at their deserved share; the arrays are the plugin's own, so they stay current
+        as tasks are placed and evicted), and again at close for the status."""
+        for name, queue in session.queues.items():
+            attr = self.queues[name]
+            queue.deserved = attr.deserved
+            queue.allocated = attr.allocated
+            queue.request = attr.request
+            queue.share = attr.share
+
+    def close(self, session: Session) -> None:
+        self.publish(session)
+
+
+def _pending_request(job: JobInfo) -> np.ndarray:
+    """What the job's unplaced tasks ask for (its minResources if it has no pods yet)."""
+    pending = job.total_request - job.allocated
+    if not job.tasks and job.min_resources is not None:
+        return job.min_resources
+    return np.maximum(pending, 0)
+
+
+def on_session_open(session: Session, option: PluginOption) -> None:
+    del option
+    plugin = _Proportion(session)
+    session.add_queue_order_fn(plugin.queue_key)
+    session.add_overused_fn(plugin.overused)
+    session.add_allocatable_fn(plugin.allocatable)
+    session.add_job_enqueueable_fn(plugin.enqueueable)
+    session.add_reclaimable_fn(plugin.victims, preemptor_key=no_preemptor)
+    session.add_event_handler(
+        allocate=lambda task: plugin.changed(task, +1.0),
+        deallocate=lambda task: plugin.changed(task, -1.0),
+        enqueue=plugin.enqueued,
+    )
+    session.add_close_fn(plugin.close)

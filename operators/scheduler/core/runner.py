@@ -1,0 +1,103 @@
+"""The scheduling cycle: open a session on a snapshot, run the actions, close it.
+
+The clock and the session id source are passed in, so a simulation is
+reproducible and a test can drive time.
+"""
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse_conf
+from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
+from kbatch.operators.scheduler.core.framework import job_status
+from kbatch.operators.scheduler.core.framework.interface import Cluster, Snapshot
+from kbatch.operators.scheduler.core.framework.session import Invalid, Session
+from kbatch.operators.scheduler.core.plugins import REGISTRY as PLUGINS
+
+KNOWN = Known(actions=frozenset(ACTIONS), plugins=frozenset(PLUGINS))
+
+
+def load_conf(text: str, source: str = "<scheduler conf>") -> SchedulerConf:
+    """Parse a scheduler configuration; plugin arguments are checked by their plugins."""
+    conf = parse_conf(text, KNOWN, source)
+    for tier_index, tier in enumerate(conf.tiers):
+        for option in tier.plugins:
+            parse_arguments = getattr(PLUGINS[option.name], "parse_arguments", None)
+            if parse_arguments is None:
+                continue
+            try:
+                parse_arguments(option.arguments)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"{source}: tiers[{tier_index}] plugin {option.name}: arguments: {exc}"
+                ) from exc
+    return conf
+
+
+def load_conf_file(path: Path) -> SchedulerConf:
+    return load_conf(path.read_text(encoding="utf-8"), str(path))
+
+
+def default_conf() -> SchedulerConf:
+    return load_conf(DEFAULT_CONF, "<default scheduler conf>")
+
+
+def open_session(
+    snapshot: Snapshot, conf: SchedulerConf, cluster: Cluster, now: float, uid: str
+) -> Session:
+    session = Session(snapshot, conf, cluster, now, uid)
+    for tier_index, tier in enumerate(conf.tiers):
+        for option in tier.plugins:
+            started = time.perf_counter()
+            session.opening(option, tier_index)
+            PLUGINS[option.name].on_session_open(session, option)
+            session.stats.plugin_open_seconds[option.name] = time.perf_counter() - started
+    session.compile()
+    for job in session.jobs.values():
+        verdict = _framework_verdict(session, job.queue) or session.job_valid(job)
+        if verdict is not None:
+            session.invalid[job.uid] = verdict
+    return session
+
+
+def _framework_verdict(session: Session, queue: str) -> Invalid | None:
+    if queue not in session.queues:
+        return Invalid("QueueNotFound", f"queue {queue!r} does not exist")
+    return None
+
+
+def close_session(session: Session) -> None:
+    session.close()
+    job_status.write_back(session)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        cluster: Cluster,
+        conf: SchedulerConf,
+        clock: Callable[[], float],
+        session_ids: Callable[[], str],
+    ) -> None:
+        self.cluster = cluster
+        self.conf = conf
+        self.clock = clock
+        self.session_ids = session_ids
+
+    def run_once(self) -> Session:
+        """One session, closed; its ``stats`` say what it did (for metrics)."""
+        started = time.perf_counter()
+        session = open_session(
+            self.cluster.snapshot(), self.conf, self.cluster, self.clock(), self.session_ids()
+        )
+        try:
+            for name in self.conf.actions:
+                action_started = time.perf_counter()
+                ACTIONS[name].execute(session)
+                session.stats.action_seconds[name] = time.perf_counter() - action_started
+            close_session(session)
+        finally:
+            self.cluster.binder.flush()  # what was committed goes out, whatever failed after
+        session.stats.e2e_seconds = time.perf_counter() - started
+        return session

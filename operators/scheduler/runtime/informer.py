@@ -1,0 +1,177 @@
+"""Watches that keep a ClusterState current: list, then watch from the list's
+resourceVersion. The watch remembers the last resourceVersion it saw (from events
+and BOOKMARKs) and, when the server ends it after ``watch_seconds``, resumes from
+there: no relist. On 410 Gone (that version is too old) it lists again at once; on
+any other error (a dropped connection, a read that timed out on a half-open one)
+after a short backoff. A relist *replaces* the kind, so nothing deleted meanwhile
+lingers and nothing is counted twice.
+
+Raw JSON over the kubernetes client's ApiClient: no model deserialisation,
+which would cost more than the scheduling itself on a large cluster.
+"""
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kbatch import kubeapi
+from kbatch.api import GROUP, VERSION
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.state import ClusterState
+
+log = logging.getLogger("kbatch.informer")
+
+CONNECT_TIMEOUT = 10.0
+READ_SLACK = 30.0  # a watch silent this long past its own timeout is a dead connection
+Gone = kubeapi.Gone
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    path: str  # the collection across all namespaces
+
+
+RESOURCES = (
+    Resource("Node", "/api/v1/nodes"),
+    Resource("Pod", "/api/v1/pods"),
+    Resource("PodGroup", f"/apis/{GROUP}/{VERSION}/podgroups"),
+    Resource("Queue", f"/apis/{GROUP}/{VERSION}/queues"),
+    Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+    Resource("ResourceQuota", "/api/v1/resourcequotas"),
+)
+
+
+class Informer:
+    """One resource's list+watch loop, on a daemon thread."""
+
+    def __init__(
+        self,
+        api: kubeapi.ApiClient,
+        resource: Resource,
+        state: ClusterState,
+        on_change: Callable[[], None] = lambda: None,
+        watch_seconds: int = 300,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.state = state
+        self.on_change = on_change
+        self.watch_seconds = watch_seconds
+        self.synced = threading.Event()
+        self._stop = threading.Event()
+        self._relist = threading.Event()
+        self._response: Any = None  # the open watch, closed to interrupt it
+        self._thread = threading.Thread(
+            target=self._run, name=f"informer-{resource.kind}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def relist(self) -> None:
+        """Rebuild this kind from a fresh list now (e.g. on taking the lead)."""
+        self.synced.clear()
+        self._relist.set()
+        self._interrupt()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.shutdown()
+
+    def _run(self) -> None:
+        backoff = 0.5
+        version: str | None = None
+        while not self._stop.is_set():
+            try:
+                if version is None or self._relist.is_set():
+                    version = self._list()
+                version = self._watch(version)
+                backoff = 0.5
+            except Gone as exc:  # list again at once: nothing is wrong but the version's age
+                version = None
+                log.info("watch of %s: %s; listing again", self.resource.kind, exc)
+            except Exception as exc:  # any failure: list again, after a pause
+                version = None
+                if self._relist.is_set() or self._stop.is_set():
+                    continue  # interrupted on purpose
+                log.warning("watch of %s failed (%s); listing again", self.resource.kind, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    def _list(self) -> str:
+        body = self._get({})
+        items = body.get("items") or []
+        for item in items:
+            item["kind"] = self.resource.kind
+        for error in self.state.replace(self.resource.kind, items, owned=True):
+            log.warning("ignoring %s", error)
+        self._relist.clear()
+        self.synced.set()
+        self.on_change()
+        return str(body["metadata"]["resourceVersion"])
+
+    def _watch(self, version: str) -> str:
+        """Apply events until the watch ends; the last resourceVersion seen."""
+        for event in self._stream(version):
+            if self._stop.is_set() or self._relist.is_set():
+                break
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                message = f"watch error: {obj.get('message', obj)}"
+                raise Gone(message) if obj.get("code") == 410 else RuntimeError(message)
+            meta = obj.get("metadata") or {}
+            version = str(meta.get("resourceVersion") or version)
+            if kind == "BOOKMARK":
+                continue
+            obj["kind"] = self.resource.kind
+            if kind == "DELETED":
+                self.state.delete(self.resource.kind, meta.get("namespace") or "", meta["name"])
+            else:
+                try:
+                    self.state.apply(obj, owned=True)
+                except ObjectError as exc:
+                    log.warning("ignoring %s", exc)
+            self.on_change()
+        return version
+
+    def _stream(self, version: str) -> Iterator[dict[str, Any]]:
+        query = {
+            "watch": "true",
+            "resourceVersion": version,
+            "timeoutSeconds": str(self.watch_seconds),
+            "allowWatchBookmarks": "true",
+        }
+        response = self._call(query, timeout=(CONNECT_TIMEOUT, self.watch_seconds + READ_SLACK))
+        self._response = response
+        if self._relist.is_set() or self._stop.is_set():
+            response.release_conn()
+            return
+        try:
+            buffer = b""
+            for chunk in response.stream(65536):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            self._response = None
+            response.release_conn()
+
+    def _get(self, query: dict[str, str]) -> dict[str, Any]:
+        return json.loads(self._call(query, timeout=60).data)
+
+    def _call(self, query: dict[str, str], timeout: kubeapi.Timeout) -> Any:
+        """GET the resource's collection; the raw urllib3 response (not read yet)."""
+        return kubeapi.raw_get(self.api, self.resource.path, query, timeout)

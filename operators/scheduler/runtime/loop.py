@@ -1,0 +1,129 @@
+"""The scheduling loop of ``kbatch run``: one session per period while this replica
+leads and its caches are synced; a scheduler configuration file that is
+reloaded when it changes (a bad one is logged and the last good one kept).
+"""
+
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from kbatch.config import ConfigError, SchedulerConf
+from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.interface import Cluster
+
+log = logging.getLogger("kbatch.loop")
+
+
+class ConfSource:
+    """The scheduler conf from a file (or the default), re-read when its bytes change."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._digest = ""
+        self._conf = runner.default_conf() if path is None else runner.load_conf_file(path)
+        if path is not None:
+            self._digest = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def current(self) -> SchedulerConf:
+        if self.path is None:
+            return self._conf
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            log.error(
+                "cannot read scheduler conf %s (%s); keeping the last good one", self.path, exc
+            )
+            return self._conf
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != self._digest:
+            self._digest = digest
+            try:
+                self._conf = runner.load_conf(data.decode("utf-8"), str(self.path))
+                log.info(
+                    "scheduler conf %s reloaded: actions %s",
+                    self.path,
+                    ", ".join(self._conf.actions),
+                )
+            except (ConfigError, UnicodeDecodeError) as exc:
+                log.error("bad scheduler conf, keeping the last good one: %s", exc)
+        return self._conf
+
+
+class SchedulerLoop:
+    def __init__(
+        self,
+        cluster: Cluster,
+        conf: ConfSource,
+        period: float,
+        metrics: SchedulerMetrics,
+        may_schedule: Callable[[], bool],
+        has_work: Callable[[], bool] = lambda: True,
+        generation: Callable[[], int] = lambda: 0,
+        busy: Callable[[], bool] = lambda: False,
+        idle_every: int = 5,
+    ) -> None:
+        self.cluster = cluster
+        self.conf = conf
+        self.period = period
+        self.metrics = metrics
+        self.may_schedule = may_schedule
+        self.has_work = has_work
+        self.generation = generation
+        self.busy = busy
+        self.idle_every = idle_every
+        self.sessions = 0
+        self._idle_periods = 0
+        self._seen_generation = -1
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kbatch-scheduler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.ident is not None:  # a loop never started has nothing to join
+            self._thread.join(timeout=10)
+
+    def alive(self) -> bool:
+        """True until the loop has died or been stopped — also before its thread starts
+        (the health server answers from the first moment of ``kbatch run``)."""
+        if self._stop.is_set():
+            return False
+        return self._thread.ident is None or self._thread.is_alive()
+
+    def run_once(self) -> None:
+        scheduler = runner.Scheduler(
+            self.cluster, self.conf.current(), clock=time.time, session_ids=lambda: uuid.uuid4().hex
+        )
+        session = scheduler.run_once()
+        self.sessions += 1
+        self.metrics.record(session)
+
+    def _due(self) -> bool:
+        """Is a session worth its cost now? Yes when there is something to place or admit;
+        when anything changed since the last one and no binds are in flight (statuses
+        then catch up at once); and at least every ``idle_every`` periods. A bind burst
+        or a quiet cluster thus costs a session every few seconds, not every period."""
+        self._idle_periods += 1
+        changed = self.generation() != self._seen_generation and not self.busy()
+        if self.has_work() or changed or self._idle_periods >= self.idle_every:
+            self._idle_periods = 0
+            self._seen_generation = self.generation()
+            return True
+        return False
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            if self.may_schedule() and self._due():
+                try:
+                    self.run_once()
+                except Exception:
+                    log.exception("scheduling session failed")
+            self._stop.wait(max(self.period - (time.monotonic() - started), 0.0))

@@ -1,0 +1,195 @@
+"""``kbatch run``: the scheduler, the PodGroup, Queue and held-Job controllers and the
+admission webhooks in one kopf process.
+
+All kopf setup is assembled here, in one registry built by ``build_registry``: each
+controller module registers its own handlers (``register(registry, runtime)``), none
+by import side effects. kopf runs the process: startup starts the
+watches, the leader election, the scheduling loop and the metrics server;
+cleanup stops them. The watches run on every replica, so a replica that takes
+the lead has warm caches; it still relists everything before its first session
+(a fresh view from the API, nothing assumed from before).
+"""
+
+import gc
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kopf
+from prometheus_client import start_http_server
+
+from kbatch import kubeapi
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
+from kbatch.cluster.state import ClusterState
+from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.jobs import controller as held_jobs
+from kbatch.operators.podgroup import controller as podgroups
+from kbatch.operators.queue import controller as queues
+from kbatch.operators.scheduler.runtime.cluster import KubeCluster
+from kbatch.operators.scheduler.runtime.health import HealthServer
+from kbatch.operators.scheduler.runtime.informer import RESOURCES, Informer
+from kbatch.operators.scheduler.runtime.leader import LeaseElector
+from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+from kbatch.webhooks import jobs as webhook_jobs
+from kbatch.webhooks import server as webhooks
+
+log = logging.getLogger("kbatch.operator")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What ``kbatch run`` is told (see ``kbatch run --help``)."""
+
+    kubeconfig: str | None = None
+    scheduler_conf: Path | None = None
+    period: float = 1.0
+    scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
+    metrics_address: str | None = "0.0.0.0:8080"
+    health_address: str | None = "0.0.0.0:8081"
+    leader_elect: bool = True
+    lock_namespace: str = field(
+        default_factory=lambda: os.environ.get("POD_NAMESPACE", "kube-system")
+    )
+    lease_seconds: int = 15
+    # Admission webhooks (webhooks/README.md): no server when webhook_address is "".
+    webhook_address: str = ""
+    webhook_cert_dir: Path | None = None
+    webhook_host: str | None = None
+    manage_webhooks: bool = False
+
+
+def connection_info(configuration: kubeapi.Configuration) -> kopf.ConnectionInfo:
+    """kopf's credentials from the kubernetes client's configuration."""
+    header = configuration.get_api_key_with_prefix("BearerToken") or ""
+    scheme, _, token = header.partition(" ") if " " in header else ("", "", header)
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )
+
+
+class Runtime:
+    """Everything ``kbatch run`` starts besides kopf itself."""
+
+    def __init__(self, settings: RunSettings) -> None:
+        self.settings = settings
+        self.conf = ConfSource(settings.scheduler_conf)  # a bad file fails here, at start
+        self.api = kubeapi.api_client(settings.kubeconfig)
+        self.state = ClusterState(settings.scheduler_names)
+        self.elector: LeaseElector | None = None
+        # binds and evictions check the lead as they are sent: none after it is lost
+        self.cluster = KubeCluster(self.api, self.state, may_write=self.leads)
+        self.metrics = SchedulerMetrics()
+        self.informers = [Informer(self.api, r, self.state) for r in RESOURCES]
+        self.health_server: HealthServer | None = None
+        if settings.leader_elect:
+            self.elector = LeaseElector(
+                self.api,
+                settings.lock_namespace,
+                lease_seconds=settings.lease_seconds,
+                renew_seconds=max(settings.lease_seconds / 5, 0.5),
+                on_change=self._lead_changed,
+            )
+        self.loop = SchedulerLoop(
+            self.cluster,
+            self.conf,
+            settings.period,
+            self.metrics,
+            self.may_schedule,
+            has_work=self.state.has_work,
+            generation=lambda: self.state.generation,
+            busy=self.cluster.binds_in_flight,
+        )
+
+    def leads(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def synced(self) -> bool:
+        return all(informer.synced.is_set() for informer in self.informers)
+
+    def may_schedule(self) -> bool:
+        return self.leads() and self.synced()
+
+    def _lead_changed(self, leader: bool) -> None:
+        if not leader:
+            self.metrics.forget_cluster_state()
+        if leader:
+            for informer in self.informers:
+                informer.relist()
+            queues.keep_default_queue(self.api, self.leads)
+
+    def health(self) -> tuple[bool, bool, dict[str, Any]]:
+        """(alive, ready, details) for /healthz and /readyz."""
+        synced = self.synced()
+        details = {"leader": self.leads(), "synced": synced, "sessions": self.loop.sessions}
+        return self.loop.alive(), synced, details
+
+    def start(self) -> None:
+        if self.settings.health_address:
+            self.health_server = HealthServer(self.settings.health_address, self.health)
+            self.health_server.start()
+        if self.settings.metrics_address:
+            host, _, port = self.settings.metrics_address.rpartition(":")
+            start_http_server(int(port), addr=host or "0.0.0.0", registry=self.metrics.registry)
+        for informer in self.informers:
+            informer.start()
+        if self.elector is not None:
+            self.elector.start()
+        else:
+            queues.keep_default_queue(self.api, self.leads)
+        self.loop.start()
+
+    def stop(self) -> None:
+        """Stop scheduling, then settle what was sent, and only then give up the Lease: a
+        peer that takes it at once must not race binds still queued here."""
+        if self.health_server is not None:
+            self.health_server.stop()
+        self.loop.stop()
+        self.cluster.shutdown()
+        if self.elector is not None:
+            self.elector.stop()
+        for informer in self.informers:
+            informer.stop()
+
+
+def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection_info(runtime.api.configuration)  # the very credentials we use
+
+    @kopf.on.startup(registry=registry)
+    def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # our events are our own, not kopf's log lines
+        settings.persistence.finalizer = "kbatch.io/finalizer"
+        runtime.start()
+
+    @kopf.on.cleanup(registry=registry)
+    def cleanup(**_: Any) -> None:
+        runtime.stop()
+
+    podgroups.register(registry, runtime)
+    queues.register(registry, runtime)
+    if runtime.settings.webhook_address:  # with the webhooks only: no Job is held without
+        delayed = webhook_jobs.DelayedPodCreation()
+        webhooks.register(registry, runtime, delayed)
+        held_jobs.register(registry, runtime, delayed)
+    return registry
+
+
+def run(settings: RunSettings) -> None:
+    """Run until interrupted."""
+    # The cache holds every pod as nested dicts: collect cycles far less often than
+    # Python's default, whose full passes over it stall binds for a tenth of a second.
+    gc.set_threshold(100_000, 50, 100)
+    runtime = Runtime(settings)
+    registry = build_registry(runtime)
+    kopf.run(registry=registry, clusterwide=True, standalone=True)
