@@ -24,16 +24,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kbatch.api.podgroup import PodGroupStatus
-from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core import runner
-from kbatch.operators.scheduler.core.framework.info import TaskInfo
-from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Snapshot
+from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 
 SIZES = ((100, 1_000), (1_000, 10_000), (5_000, 50_000))
 BACKLOG_SIZES = ((100, 5_000), (1_000, 50_000))
@@ -80,37 +77,17 @@ def synthetic_objects(nodes: int, pods: int) -> Iterator[dict[str, Any]]:
 
 @dataclass
 class CountingCluster:
-    """Takes the session's side effects and only counts them."""
+    """Takes a session's outcome and only counts it."""
 
     snap: Snapshot
     binds: int = 0
     evictions: int = 0
+    bound: dict[str, str] = field(default_factory=dict)  # pod key -> node
 
-    def __post_init__(self) -> None:
-        self.binder = self.evictor = self.status = self.events = self
-        self.bound: dict[str, str] = {}  # pod key -> node
-
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.binds += 1
-        self.bound[task.key] = node
-
-    def nominate(self, task: TaskInfo, node: str | None) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.evictions += 1
-
-    def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
-        pass
-
-    def update_queue(self, name: str, status: QueueStatus) -> None:
-        pass
-
-    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        pass
+    def apply(self, outcome: Outcome) -> None:
+        self.binds += len(outcome.binds)
+        self.evictions += len(outcome.evictions)
+        self.bound.update((bind.task.key, bind.node) for bind in outcome.binds)
 
     def snapshot(self) -> Snapshot:
         return self.snap

@@ -174,7 +174,7 @@ class SchedulerMetrics:
         unschedulable = 0
         for job in session.jobs.values():
             pending = job.counts[TaskStatus.PENDING]
-            if pending and (job.uid in session.fit_errors or job.uid in session.invalid):
+            if pending and session.unschedulable(job):
                 unschedulable += 1
                 self._set(self.unschedulable_tasks, (job.uid,), pending)
                 self.job_retries.labels(job_id=job.uid).inc()

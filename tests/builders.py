@@ -17,8 +17,8 @@ import numpy as np
 from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.config import SchedulerConf
-from kbatch.operators.scheduler import runner
-from kbatch.operators.scheduler.framework.info import (
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     JobInfo,
     NodeInfo,
@@ -27,16 +27,16 @@ from kbatch.operators.scheduler.framework.info import (
     TaskInfo,
     TaskStatus,
 )
-from kbatch.operators.scheduler.framework.interface import ObjectRef, Snapshot
-from kbatch.operators.scheduler.framework.podspec import (
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     HostPort,
     PodTemplate,
     Taint,
     Toleration,
 )
-from kbatch.operators.scheduler.framework.resources import Dims
-from kbatch.operators.scheduler.framework.session import Session
+from kbatch.operators.scheduler.core.framework.resources import Dims
+from kbatch.operators.scheduler.core.framework.session import Session
 
 GiB = 2**30
 DIMS = Dims.of(["cpu", "memory", "pods", "nvidia.com/gpu"])
@@ -50,46 +50,41 @@ def vec(cpu: float = 0, memory: float = 0, pods: float = 0, gpu: float = 0) -> n
 
 @dataclass
 class FakeCluster:
-    """Records every side effect a session sends."""
+    """Records what a session decided: the outcome it built (also before it is closed)."""
 
     snap: Snapshot | None = None
-    binds: list[tuple[str, str]] = field(default_factory=list)
-    evictions: list[tuple[str, str]] = field(default_factory=list)
-    pod_groups: dict[str, PodGroupStatus] = field(default_factory=dict)
-    queues: dict[str, QueueStatus] = field(default_factory=dict)
-    recorded: list[tuple[ObjectRef, str, str, str]] = field(default_factory=list)
-    nominations: dict[str, str | None] = field(default_factory=dict)  # pod name -> node
+    outcome: Outcome = field(default_factory=Outcome)
 
-    def __post_init__(self) -> None:
-        self.binder = self
-        self.evictor = self
-        self.status = self
-        self.events = self
-
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.binds.append((task.name, node))
-
-    def nominate(self, task: TaskInfo, node: str | None) -> None:
-        self.nominations[task.name] = node
-
-    def flush(self) -> None:
-        pass
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.evictions.append((task.name, reason))
-
-    def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
-        self.pod_groups[f"{namespace}/{name}"] = status
-
-    def update_queue(self, name: str, status: QueueStatus) -> None:
-        self.queues[name] = status
-
-    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        self.recorded.append((ref, type_, reason, message))
+    def apply(self, outcome: Outcome) -> None:
+        self.outcome = outcome
 
     def snapshot(self) -> Snapshot:
         assert self.snap is not None
         return self.snap
+
+    @property
+    def binds(self) -> list[tuple[str, str]]:
+        return [(b.task.name, b.node) for b in self.outcome.binds]
+
+    @property
+    def evictions(self) -> list[tuple[str, str]]:
+        return [(e.task.name, e.reason) for e in self.outcome.evictions]
+
+    @property
+    def nominations(self) -> dict[str, str | None]:  # pod name -> node, the last word
+        return {n.task.name: n.node for n in self.outcome.nominations}
+
+    @property
+    def pod_groups(self) -> dict[str, PodGroupStatus]:
+        return {f"{u.namespace}/{u.name}": u.status for u in self.outcome.pod_groups}
+
+    @property
+    def queues(self) -> dict[str, QueueStatus]:
+        return {u.name: u.status for u in self.outcome.queues}
+
+    @property
+    def recorded(self) -> list[tuple[ObjectRef, str, str, str]]:
+        return [(e.ref, e.type, e.reason, e.message) for e in self.outcome.events]
 
 
 class JobBuilder:
@@ -287,25 +282,21 @@ class Cluster:
             parsed = runner.load_conf(conf)
         else:
             parsed = conf
-        fake = FakeCluster(self.snapshot())
-        return runner.open_session(fake.snapshot(), parsed, fake, now=now, uid="session-1")
+        return runner.open_session(self.snapshot(), parsed, now=now, uid="session-1")
 
 
 def fake(session: Session) -> FakeCluster:
-    """The FakeCluster behind a session opened by ``Cluster.open``."""
-    cluster = session.cluster
-    assert isinstance(cluster, FakeCluster)
-    return cluster
+    """What ``session`` decided so far, as a cluster would have been told it."""
+    return FakeCluster(outcome=session.outcome)
 
 
 def run_actions(session: Session, *names: str) -> FakeCluster:
     """Run actions on an open session and close it; return what reached the cluster."""
-    from kbatch.operators.scheduler.actions import REGISTRY
+    from kbatch.operators.scheduler.core.actions import REGISTRY
 
     for name in names or session.conf.actions:
         REGISTRY[name].execute(session)
-    runner.close_session(session)
-    return fake(session)
+    return FakeCluster(outcome=runner.close_session(session))
 
 
 # ---------------------------------------------------------------- predicate / score helpers

@@ -45,6 +45,9 @@ Handler = Callable[..., Awaitable[Any]]
 class Runtime:
     """What the handlers read of ``kbatch run``'s Runtime."""
 
+    def webhooks_serving(self) -> None:
+        pass
+
     def __init__(self, state: ClusterState, api: kubeapi.ApiClient) -> None:
         self.state = state
         self.api = api  # read only on the no-Job path: an empty Job list

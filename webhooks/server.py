@@ -76,6 +76,8 @@ class Runtime(Protocol):
     @property
     def state(self) -> ClusterState: ...
     def synced(self) -> bool: ...
+    def webhooks_serving(self) -> None:
+        """The webhook server answers now: what was refused before it did may be redone."""
 
 
 class RefusalsAreAnswers(logging.Filter):
@@ -124,9 +126,10 @@ def register(
 
         def serving(client_config: Object) -> None:
             """The server listens: point the configurations at it (when kbatch keeps
-            them)."""
+            them), and redo what was refused while it could not answer."""
             if runtime.settings.manage_webhooks:
                 configuration.apply(runtime.api, configuration.configurations(client_config, skip))
+            runtime.webhooks_serving()
 
         settings.admission.server = endpoint.server(
             runtime.settings.webhook_address,

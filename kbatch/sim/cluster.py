@@ -27,15 +27,9 @@ from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
-from kbatch.operators.scheduler.core.framework.interface import (
-    Binder,
-    EventRecorder,
-    Evictor,
-    ObjectRef,
-    Snapshot,
-    StatusWriter,
-)
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.sim import clock, manifests
 
 Object = dict[str, Any]
@@ -80,10 +74,6 @@ class SimCluster:
     def __init__(self, state: ClusterState, sim_clock: clock.SimClock) -> None:
         self.state = state
         self.clock = sim_clock
-        self.binder: Binder = self
-        self.evictor: Evictor = self
-        self.status: StatusWriter = self
-        self.events: EventRecorder = self
         self.event_log: list[Event] = []
         self.pods: dict[PodKey, PodTimes] = {}
         self.removed: dict[PodKey, Object] = {}  # pods deleted during the run, as last seen
@@ -93,7 +83,7 @@ class SimCluster:
         self.touched = Touched()
         self.group_pods: dict[tuple[str, str], set[str]] = {}  # names, kept as pods come and go
         self._uids = 0
-        self._last_event: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+        self._told = decided.EventFilter()
 
     # ----------------------------------------------------------------- the API server
     def snapshot(self) -> Snapshot:
@@ -271,12 +261,29 @@ class SimCluster:
         ]
         return min(times, default=None)
 
-    # ----------------------------------------------------------------- Binder, Evictor
+    # ----------------------------------------------------------------- a session's outcome
+    def apply(self, outcome: Outcome) -> None:
+        """What the API server and the kubelets would make of a session's outcome, at
+        once and in the runtime's order: binds, evictions, nominations, statuses, events."""
+        for bind in outcome.binds:
+            self.bind(bind.task, bind.node)
+        for eviction in outcome.evictions:
+            self.evict(eviction.task, eviction.reason)
+        for nomination in outcome.nominations:
+            self.nominate(nomination.task, nomination.node)
+        for group in outcome.pod_groups:
+            self.update_pod_group(group.namespace, group.name, group.status)
+        for queue in outcome.queues:
+            self.update_queue(queue.name, queue.status)
+        for event in outcome.events:
+            self.record(event.ref, event.type, event.reason, event.message)
+
     def bind(self, task: TaskInfo, node: str) -> None:
         pod = self.state.get("Pod", task.namespace, task.name)
         ref = ObjectRef("Pod", task.namespace, task.name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
-            self.record(ref, "Warning", "FailedBinding", f"pod {task.key} no longer exists")
+            why = decided.binding_rejected_message(f"pod {task.key} no longer exists")
+            self.record(ref, "Warning", decided.FAILED_SCHEDULING, why)
             return
         status = {
             **(pod.get("status") or {}),
@@ -285,10 +292,7 @@ class SimCluster:
         }
         self._apply_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
         self._start(self.pods.setdefault(_key(pod), PodTimes()))
-        self.record(ref, "Normal", "Scheduled", f"Successfully assigned {task.key} to {node}")
-
-    def flush(self) -> None:
-        pass  # binds take effect at once in the simulator
+        self.record(ref, "Normal", decided.SCHEDULED, decided.scheduled_message(task.key, node))
 
     def nominate(self, task: TaskInfo, node: str | None) -> None:
         """status.nominatedNodeName, as kube-scheduler writes it for a preemptor."""
@@ -307,7 +311,6 @@ class SimCluster:
         self.pods.setdefault(_key(pod), PodTimes()).evictions += 1
         self.delete_pod(pod)
 
-    # ----------------------------------------------------------------- StatusWriter
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         self._write_status(
             "PodGroup",
@@ -327,22 +330,24 @@ class SimCluster:
         self.changes += 1
         if kind == "PodGroup":
             self.touched.groups.add((namespace, name))
-            self._phase_changed(namespace, name, obj.get("status") or {}, status)
 
-    def _phase_changed(self, namespace: str, name: str, old: Object, new: Object) -> None:
-        """An event per PodGroup phase change (reason: the new phase), so that
-        ``events`` show each group's Pending → Inqueue → Running over time."""
-        before, after = old.get("phase") or "Pending", new.get("phase") or "Pending"
-        if before != after:
-            ref = ObjectRef("PodGroup", namespace, name)
-            self.record(ref, "Normal", after, f"phase {before} → {after}")
+    def _uid_of(self, ref: ObjectRef) -> str:
+        """The object's uid ('' for a kind the state does not keep, such as a Job: the
+        simulator's Jobs are made once and never again under the same name)."""
+        try:
+            obj = self.state.get(ref.kind, ref.namespace, ref.name) or {}
+        except KeyError:
+            return ""
+        return str((obj.get("metadata") or {}).get("uid", ""))
 
-    # ----------------------------------------------------------------- EventRecorder
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        key, entry = (ref.kind, ref.namespace, ref.name), (type_, reason, message)
-        if self._last_event.get(key) == entry:
+        """An event, unless the same was told lately (one rule with the runtime:
+        ``outcome.EventFilter``, on simulated time)."""
+        identity = (ref, self._uid_of(ref))
+        if not self._told.fresh(
+            identity, decided.Event(ref, type_, reason, message), self.clock.now
+        ):
             return
-        self._last_event[key] = entry
         self.event_log.append(
             Event(self.clock.now, ref.kind, ref.namespace, ref.name, type_, reason, message)
         )

@@ -13,6 +13,7 @@ from collections import Counter
 from kbatch.cluster.snapshot import task_status
 from kbatch.operators.podgroup import status as pod_group_status
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.outcome import phase_event
 from kbatch.sim.cluster import SimCluster
 
 
@@ -29,6 +30,9 @@ def reconcile(cluster: SimCluster) -> None:
         status = pod_group_status.counted(group.status, group.spec.min_member, counts)
         if status != group.status:
             cluster.update_pod_group(namespace, name, status)
+            if status.phase is not group.status.phase:  # told as the session close tells it
+                told = phase_event(namespace, name, group.status.phase, status.phase)
+                cluster.record(told.ref, told.type, told.reason, told.message)
     cluster.touched.groups.clear()
 
 

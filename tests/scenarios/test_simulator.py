@@ -233,7 +233,9 @@ def test_submissions_snap_to_the_period_grid() -> None:
 
 
 def test_identical_events_are_not_repeated() -> None:
-    from kbatch.operators.scheduler.framework.interface import ObjectRef
+    """The runtime's rule (``outcome.EventFilter``): an event identical to one told for
+    the same object within five minutes is dropped, on simulated time."""
+    from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 
     loaded = load_documents([node()])
     simulation = runner.Simulation(loaded, runner.resolve_conf(None, loaded))
@@ -242,11 +244,13 @@ def test_identical_events_are_not_repeated() -> None:
         simulation.cluster.record(ref, "Warning", reason, "why")
     other = ObjectRef("Pod", "default", "q")
     simulation.cluster.record(other, "Warning", "A", "why")
-    assert [(e.name, e.reason) for e in simulation.cluster.event_log] == [
-        ("p", "A"),
-        ("p", "B"),
-        ("p", "A"),
-        ("q", "A"),
+    simulation.clock.now = 300.0
+    simulation.cluster.record(ref, "Warning", "A", "why")
+    assert [(e.name, e.reason, e.time) for e in simulation.cluster.event_log] == [
+        ("p", "A", 0.0),
+        ("p", "B", 0.0),
+        ("q", "A", 0.0),
+        ("p", "A", 300.0),
     ]
 
 

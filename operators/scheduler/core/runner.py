@@ -1,4 +1,5 @@
-"""The scheduling cycle: open a session on a snapshot, run the actions, close it.
+"""The scheduling cycle: open a session on a snapshot, run the actions, close it, and
+have the cluster apply the outcome in one step.
 
 The clock and the session id source are passed in, so a simulation is
 reproducible and a test can drive time.
@@ -11,8 +12,9 @@ from pathlib import Path
 from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse_conf
 from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.core.framework import job_status
-from kbatch.operators.scheduler.core.framework.interface import Cluster, Snapshot
-from kbatch.operators.scheduler.core.framework.session import Invalid, Session
+from kbatch.operators.scheduler.core.framework.interface import Cluster, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.tiers import Invalid
 from kbatch.operators.scheduler.core.plugins import REGISTRY as PLUGINS
 
 KNOWN = Known(actions=frozenset(ACTIONS), plugins=frozenset(PLUGINS))
@@ -43,10 +45,8 @@ def default_conf() -> SchedulerConf:
     return load_conf(DEFAULT_CONF, "<default scheduler conf>")
 
 
-def open_session(
-    snapshot: Snapshot, conf: SchedulerConf, cluster: Cluster, now: float, uid: str
-) -> Session:
-    session = Session(snapshot, conf, cluster, now, uid)
+def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float, uid: str) -> Session:
+    session = Session(snapshot, conf, now, uid)
     for tier_index, tier in enumerate(conf.tiers):
         for option in tier.plugins:
             started = time.perf_counter()
@@ -57,7 +57,7 @@ def open_session(
     for job in session.jobs.values():
         verdict = _framework_verdict(session, job.queue) or session.job_valid(job)
         if verdict is not None:
-            session.invalid[job.uid] = verdict
+            session.invalidate(job, verdict)
     return session
 
 
@@ -67,9 +67,10 @@ def _framework_verdict(session: Session, queue: str) -> Invalid | None:
     return None
 
 
-def close_session(session: Session) -> None:
+def close_session(session: Session) -> Outcome:
+    """Close ``session``: its outcome, with the statuses that changed and the events."""
     session.close()
-    job_status.write_back(session)
+    return job_status.publish(session)
 
 
 class Scheduler:
@@ -86,18 +87,22 @@ class Scheduler:
         self.session_ids = session_ids
 
     def run_once(self) -> Session:
-        """One session, closed; its ``stats`` say what it did (for metrics)."""
+        """One session, closed and its outcome applied; its ``stats`` say what it did (for
+        metrics). A session that fails after committing still has what it committed
+        (binds, evictions, nominations) applied, without statuses or events: the
+        cluster must not be left unaware of what the snapshot was told."""
         started = time.perf_counter()
-        session = open_session(
-            self.cluster.snapshot(), self.conf, self.cluster, self.clock(), self.session_ids()
-        )
+        session = open_session(self.cluster.snapshot(), self.conf, self.clock(), self.session_ids())
         try:
             for name in self.conf.actions:
                 action_started = time.perf_counter()
                 ACTIONS[name].execute(session)
                 session.stats.action_seconds[name] = time.perf_counter() - action_started
-            close_session(session)
-        finally:
-            self.cluster.binder.flush()  # what was committed goes out, whatever failed after
+            outcome = close_session(session)
+        except BaseException:
+            committed = session.outcome
+            self.cluster.apply(Outcome(committed.binds, committed.evictions, committed.nominations))
+            raise
+        self.cluster.apply(outcome)
         session.stats.e2e_seconds = time.perf_counter() - started
         return session

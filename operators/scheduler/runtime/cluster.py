@@ -1,4 +1,5 @@
-"""The scheduler's side effects on a real cluster: binds, evictions, status, events.
+"""A session's outcome applied to a real cluster: binds, evictions, nominations,
+statuses, events (``apply``, in that order).
 
 Each runs on a worker thread, so a session never waits for the API server:
 binds concurrently (a pod is *assumed* bound in the cache meanwhile, so the next
@@ -33,14 +34,13 @@ from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
-from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Snapshot
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 
 log = logging.getLogger("kbatch.kube")
 COMPONENT = "kbatch"
-EVENT_REPEAT_SECONDS = 300.0  # an identical event for the same object is not sent again sooner
-EVENT_WAIT_FOR_BINDS = 30.0  # an event waits at most this long for the binds in flight
-EVICT = "Evict"  # the reason of the session's eviction events
+EVENT_WAIT_FOR_BINDS = 30.0  # a status or event waits at most this long for binds in flight
 
 
 class _Counter:
@@ -92,10 +92,6 @@ class KubeCluster:
         self.api = api
         self.state = state
         self.may_write = may_write
-        self.binder = self
-        self.evictor = self
-        self.status = self
-        self.events = self
         self.instance = socket.gethostname()
         self._binds = ThreadPoolExecutor(bind_workers, thread_name_prefix="kbatch-bind")
         # A session's binds, sent when it ends: the bind workers do not compete for the
@@ -109,7 +105,7 @@ class KubeCluster:
         self._evicted: dict[tuple[str, str, str], deque[Future[bool]]] = {}
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="kbatch-write")  # ordered status
         self._events = ThreadPoolExecutor(1, thread_name_prefix="kbatch-event")
-        self._recent: dict[tuple[str, str, str, str, str], float] = {}
+        self._told = decided.EventFilter()  # the simulator's rule for repeats, too
         self._recent_lock = threading.Lock()
         self._in_flight = _Counter()
 
@@ -135,7 +131,27 @@ class KubeCluster:
         log.info("not sending the %s of %s/%s: no longer the leader", what, namespace, name)
         return False
 
-    # ----------------------------------------------------------------- binder
+    # ----------------------------------------------------------------- a session's outcome
+    def apply(self, outcome: Outcome) -> None:
+        """Send a session's outcome, in one order: the binds (assumed in the state at once,
+        sent on the bind workers), the evictions, the nominations, then the PodGroup and
+        Queue statuses (written once the binds they count are out, within a bounded
+        wait), then the events (likewise)."""
+        for bind in outcome.binds:
+            self.bind(bind.task, bind.node)
+        self.flush()
+        for eviction in outcome.evictions:
+            self.evict(eviction.task, eviction.reason)
+        for nomination in outcome.nominations:
+            self.nominate(nomination.task, nomination.node)
+        for group in outcome.pod_groups:
+            self.update_pod_group(group.namespace, group.name, group.status)
+        for queue in outcome.queues:
+            self.update_queue(queue.name, queue.status)
+        for event in outcome.events:
+            self.record(event.ref, event.type, event.reason, event.message)
+
+    # ----------------------------------------------------------------- binds
     def bind(self, task: TaskInfo, node: str) -> None:
         self.state.assume_bound(task.namespace, task.name, node)
         self._in_flight.add(1)
@@ -190,8 +206,8 @@ class KubeCluster:
             self.record(
                 ObjectRef("Pod", namespace, name),
                 "Warning",
-                "FailedScheduling",
-                f"Binding rejected: {exc}",
+                decided.FAILED_SCHEDULING,
+                decided.binding_rejected_message(str(exc)),
                 at,
             )
             return
@@ -200,7 +216,7 @@ class KubeCluster:
             ObjectRef("Pod", namespace, name),
             "Normal",
             "Scheduled",
-            f"Successfully assigned {namespace}/{name} to {node}",
+            decided.scheduled_message(f"{namespace}/{name}", node),
             at,
         )
 
@@ -244,7 +260,9 @@ class KubeCluster:
                 return False  # gone already, or another pod of that name now
             log.warning("eviction of %s/%s failed: %s", namespace, name, exc)
             message = f"Eviction of {namespace}/{name} failed: {exc}"
-            self.record(ObjectRef("Pod", namespace, name), "Warning", "FailedEviction", message)
+            self.record(
+                ObjectRef("Pod", namespace, name), "Warning", decided.FAILED_EVICTION, message
+            )
             return False
         self.state.confirmed(namespace, name)
         return True
@@ -264,21 +282,21 @@ class KubeCluster:
     # ----------------------------------------------------------------- status
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
-        self._writes.submit(
-            self._patch_status,
-            path,
-            status.model_dump(mode="json", by_alias=True, exclude_none=True),
-        )
+        self._write_status(path, status.model_dump(mode="json", by_alias=True, exclude_none=True))
 
     def update_queue(self, name: str, status: QueueStatus) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
-        self._writes.submit(
-            self._patch_status,
-            path,
-            status.model_dump(mode="json", by_alias=True, exclude_none=True),
-        )
+        self._write_status(path, status.model_dump(mode="json", by_alias=True, exclude_none=True))
 
-    def _patch_status(self, path: str, status: dict[str, Any]) -> None:
+    def _write_status(self, path: str, status: dict[str, Any]) -> None:
+        """In order on the writer; after the binds in flight (which the status counts),
+        waiting at most EVENT_WAIT_FOR_BINDS from now."""
+        deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
+        with contextlib.suppress(RuntimeError):  # shut down meanwhile
+            self._writes.submit(self._patch_status, path, status, deadline)
+
+    def _patch_status(self, path: str, status: dict[str, Any], deadline: float) -> None:
+        self._in_flight.wait_idle(max(deadline - time.monotonic(), 0.0))
         # The whole status, replaced: a merge patch would keep the keys a map no longer
         # has (a queue's allocated memory after its last pod asking memory finished).
         patch = [{"op": "add", "path": "/status", "value": status}]
@@ -295,7 +313,7 @@ class KubeCluster:
         """Send an event (``at``: when it happened; now by default), unless the same was
         sent lately; an Evict event once its eviction has succeeded."""
         at = time.time() if at is None else at
-        outcome = self._eviction_of(ref) if reason == EVICT else None
+        outcome = self._eviction_of(ref) if reason == decided.EVICT else None
         if outcome is None:
             self._record(ref, type_, reason, message, at)
             return
@@ -310,17 +328,10 @@ class KubeCluster:
         # by uid too: a pod made again under the same name is told about again
         obj = self.state.get(ref.kind, ref.namespace, ref.name) or {}
         uid = str((obj.get("metadata") or {}).get("uid", ""))
-        key = (ref.kind, ref.namespace, ref.name, uid, reason + "\0" + message)
-        now = time.monotonic()
         with self._recent_lock:
-            last = self._recent.get(key)
-            if last is not None and now - last < EVENT_REPEAT_SECONDS:
+            event = decided.Event(ref, type_, reason, message)
+            if not self._told.fresh((ref, uid), event, time.monotonic()):
                 return
-            self._recent[key] = now
-            if len(self._recent) > 50_000:
-                self._recent = {
-                    k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS
-                }
         with contextlib.suppress(RuntimeError):  # shut down meanwhile (a late eviction)
             # binds first (events are for people), for at most EVENT_WAIT_FOR_BINDS from
             # now: a deadline per event, not a wait per event in turn on the one thread

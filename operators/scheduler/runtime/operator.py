@@ -125,6 +125,12 @@ class Runtime:
                 informer.relist()
             queues.keep_default_queue(self.api, self.leads)
 
+    def webhooks_serving(self) -> None:
+        """The default queue may have been refused while kbatch's own Queue webhook did
+        not answer yet: make it again now (while this replica leads)."""
+        if self.leads():
+            queues.keep_default_queue(self.api, self.leads)
+
     def health(self) -> tuple[bool, bool, dict[str, Any]]:
         """(alive, ready, details) for /healthz and /readyz."""
         synced = self.synced()

@@ -279,9 +279,8 @@ def test_a_group_whose_pods_are_all_another_schedulers_gets_no_status_from_us() 
     state.apply(pod("x2", group="mixed"))
     snapshot = state.snapshot()
     assert snapshot.foreign_groups == {"default/theirs"}
-    cluster = FakeCluster(snapshot)
-    session = runner.open_session(snapshot, runner.default_conf(), cluster, now=1.0, uid="s")
-    runner.close_session(session)
+    session = runner.open_session(snapshot, runner.default_conf(), now=1.0, uid="s")
+    cluster = FakeCluster(outcome=runner.close_session(session))
     assert sorted(cluster.pod_groups) == ["default/empty", "default/mine", "default/mixed"]
 
 

@@ -5,10 +5,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from builders import Cluster, FakeCluster
+from builders import Cluster
 from kbatch.config import PluginOption, SchedulerConf, Tier
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
-from kbatch.operators.scheduler.core.framework.session import Invalid, Session
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.tiers import Invalid
 
 Registrar = Callable[[Session], None]
 
@@ -25,8 +26,7 @@ def session_with(*tiers: list[tuple[str, Registrar, dict[str, bool]]]) -> tuple[
             for tier in tiers
         ),
     )
-    fake = FakeCluster(cluster.snapshot())
-    session = Session(fake.snapshot(), conf, fake, now=0.0, uid="s")
+    session = Session(cluster.snapshot(), conf, now=0.0, uid="s")
     for t, tier in enumerate(tiers):
         for (_, register, _), option in zip(tier, conf.tiers[t].plugins, strict=True):
             session.opening(option, t)

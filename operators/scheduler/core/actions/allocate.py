@@ -50,7 +50,7 @@ def execute(session: Session) -> None:
         jobs = per_queue[name]
         if session.overused(queue):
             for _, _, job in jobs:
-                session.job_reasons.setdefault(job.uid, f"queue {name} is using its deserved share")
+                session.note_waiting(job, f"queue {name} is using its deserved share", first=True)
             continue
         if not jobs:
             continue
@@ -70,7 +70,7 @@ def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
     if requested and not session.job_ready(job):
         placed += backfill.place_best_effort(session, placer, job, statement, until_ready=True)
     if session.job_ready(job):
-        session.stats.attempts["scheduled"] += placed
+        session.note_attempts(scheduled=placed)
         statement.commit()
         return placed > 0 and any(
             not t.template.best_effort for t in job.tasks_with(TaskStatus.PENDING)
@@ -90,12 +90,12 @@ def _place_requested(
     placed = 0
     for task in sorted(tasks, key=session.task_order_key):
         if not session.allocatable(queue, task):
-            session.job_reasons[job.uid] = f"queue {queue.name} has reached its capability"
+            session.note_waiting(job, f"queue {queue.name} has reached its capability")
             break
         choice = placer.choose(task)
         if choice is None:
-            session.record_fit_error(job, task, placer.explain(task))
-            session.stats.attempts["unschedulable"] += 1
+            session.note_fit_error(job, task, placer.explain(task))
+            session.note_attempts(unschedulable=1)
             break
         statement.place(task, choice.node, choice.pipelined)
         placed += 1

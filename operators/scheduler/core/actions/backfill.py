@@ -36,7 +36,7 @@ def place_best_effort(
     for task in sorted(tasks, key=session.task_order_key):
         node = placer.first_fit(task)
         if node == NO_NODE:
-            session.record_fit_error(job, task, placer.explain(task))
+            session.note_fit_error(job, task, placer.explain(task))
             break
         statement.allocate(task, node)
         placed += 1

@@ -17,7 +17,8 @@ from kbatch.api.podgroup import PodGroupPhase
 from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, less_equal, shareable
-from kbatch.operators.scheduler.core.framework.session import Session, Vote
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.tiers import Vote
 
 NAME = "enqueue"
 
@@ -43,7 +44,7 @@ def execute(session: Session) -> None:
             job.phase is PodGroupPhase.PENDING
             and job.has_pod_group
             and job.queue in session.queues
-            and (not job.tasks or job.uid not in session.invalid)
+            and (not job.tasks or session.invalid_reason(job) is None)
         ):
             per_queue.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
     queues = []
@@ -62,17 +63,15 @@ def execute(session: Session) -> None:
 def _try_admit(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray) -> np.ndarray:
     queue = session.queues[job.queue]
     if not queue.open:
-        session.job_reasons[job.uid] = f"queue {queue.name} is Closed"
+        session.note_waiting(job, f"queue {queue.name} is Closed")
         return idle
     vote, why = session.job_enqueueable(job)
     if vote is Vote.REJECT:
-        session.job_reasons[job.uid] = f"not admitted: {why}"
+        session.note_waiting(job, f"not admitted: {why}")
         return idle
     need = job.min_resources * mask if job.min_resources is not None else None
     if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):
-        session.job_reasons[job.uid] = "not admitted: minResources " + _shortfall(
-            session, need, idle
-        )
+        session.note_waiting(job, "not admitted: minResources " + _shortfall(session, need, idle))
         return idle
     job.phase = PodGroupPhase.INQUEUE
     session.enqueued(job)

@@ -55,7 +55,7 @@ def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
     for task in pending_tasks(session, job):
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain
-        session.stats.preemption_attempts += 1
+        session.note_preemption_attempt()
         if not make_room(session, statement, placer, task, rules, f"preempted for {task.key}"):
             break
         if session.job_pipelined(job):

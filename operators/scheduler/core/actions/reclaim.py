@@ -61,7 +61,7 @@ def _reclaim_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
             break  # its queue may not take it: evicting for it would be in vain
         if not within_deserved(queue, task.request * mask):
             break  # the queue takes back only up to its deserved share
-        session.stats.preemption_attempts += 1
+        session.note_preemption_attempt()
         if not make_room(session, statement, placer, task, rules, f"reclaimed by {task.key}"):
             break
         if session.job_pipelined(job):

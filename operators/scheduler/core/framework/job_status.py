@@ -15,6 +15,12 @@ from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import QueueStatus
 from kbatch.operators.podgroup import status as pod_group_status_rules
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.outcome import (
+    Outcome,
+    PodGroupUpdate,
+    QueueUpdate,
+    phase_event,
+)
 from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.session import Session
 
@@ -23,7 +29,7 @@ def pod_group_status(job: JobInfo, session: Session) -> PodGroupStatus:
     counts = {status: job.counts[status] for status in TaskStatus}
     old = PodGroupStatus(phase=job.phase, conditions=job.conditions)
     status = pod_group_status_rules.counted(old, job.min_member, counts)
-    new = session.new_conditions.get(job.uid, [])
+    new = session.conditions_of(job)
     return pod_group_status_rules.with_conditions(status, new, session.now, session.uid)
 
 
@@ -44,14 +50,16 @@ def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStat
     )
 
 
-def write_back(session: Session) -> None:
-    """Send every PodGroup and Queue status that changed to the cluster."""
+def publish(session: Session) -> Outcome:
+    """Add every PodGroup and Queue status that changed to the session's outcome, and
+    an event for each PodGroup phase change; the outcome."""
+    outcome = session.outcome
     by_queue: dict[str, list[JobInfo]] = {name: [] for name in session.queues}
     for job in session.jobs.values():
         if not job.has_pod_group:
             continue
-        invalid = session.invalid.get(job.uid)
-        if invalid is not None and job.uid not in session.new_conditions:
+        invalid = session.invalid_reason(job)
+        if invalid is not None and not session.conditions_of(job):
             session.set_condition(
                 job,
                 pod_group_status_rules.condition(
@@ -60,10 +68,14 @@ def write_back(session: Session) -> None:
             )
         status = pod_group_status(job, session)
         if status != job.old_status and job.uid not in session.foreign_groups:
-            session.cluster.status.update_pod_group(job.namespace, job.name, status)
+            outcome.pod_groups.append(PodGroupUpdate(job.namespace, job.name, status))
+            was = job.old_status.phase if job.old_status is not None else PodGroupPhase.PENDING
+            if status.phase is not was:  # as the object showed it (enqueue moves job.phase)
+                outcome.events.append(phase_event(job.namespace, job.name, was, status.phase))
         job.phase = status.phase
         by_queue.setdefault(job.queue, []).append(job)
     for name, queue in session.queues.items():
         published = queue_status(queue, session.dims, by_queue.get(name, []))
         if published != queue.old_status:
-            session.cluster.status.update_queue(name, published)
+            outcome.queues.append(QueueUpdate(name, published))
+    return outcome

@@ -1,79 +1,40 @@
-"""One scheduling cycle: a snapshot, the plugins' functions combined by tier, and the
+"""One scheduling cycle: a snapshot, the plugins' functions (``tiers``), and the
 bookkeeping that actions drive through a Statement.
 
-The combination rules are kube-batch's (DESIGN §3). Order functions are given as
-*keys*: a plugin's key tells two objects apart when the keys differ, and the
-first plugin (tier order, then order in tier) that tells them apart wins, which
-is exactly a lexicographic comparison of the keys; full ties fall to creation
-time, then uid.
+The session decides; it sends nothing. What its statements commit (binds,
+evictions, nominations) and what its close adds (statuses, events) gather in its
+``outcome``, which the runner hands to the backend to apply in one step. Plugins and
+actions say why a job did not get what it asked for through the session's methods
+(``note_fit_error``, ``note_waiting``, ``set_condition``, ...), read back by the
+plugins that word conditions (gang) and by metrics.
 """
 
 import time
-from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
-
-import numpy as np
 
 from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase
-from kbatch.config import PluginOption, SchedulerConf
+from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     SHARE_STATUSES,
     JobInfo,
-    QueueInfo,
     TaskInfo,
     TaskStatus,
 )
-from kbatch.operators.scheduler.core.framework.interface import Cluster, ObjectRef, Snapshot
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.outcome import (
+    EVICT,
+    Bind,
+    Eviction,
+    Nomination,
+    ObjectRef,
+    Outcome,
+    evicted_message,
+)
+from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunctions
 
-Key = Any
-OrderKeyFn = Callable[[Any], Key]
-# A predicate answers, for the nodes ``idx``, which fail and why: a list of
-# (reason, mask over idx); nodes failing none of them pass.
-Failures = list[tuple[str, np.ndarray]]
-PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
-NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
-VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
-# What a victims function reads of the preemptor: two preemptors with equal keys get
-# the same victims from the same candidates in the same session state.
-PreemptorKeyFn = Callable[[TaskInfo], Hashable]
-
-
-def no_preemptor(_: TaskInfo) -> tuple[()]:
-    """The PreemptorKeyFn of a victims function that does not look at who asks."""
-    return ()
-
-
-JobCheckFn = Callable[[JobInfo], bool]
-OverusedFn = Callable[[QueueInfo], bool]
-AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
-TaskEventFn = Callable[[TaskInfo], None]
-JobEventFn = Callable[[JobInfo], None]
-CloseFn = Callable[["Session"], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Invalid:
-    """Why a job may not be scheduled at all (from a job_valid function)."""
-
-    reason: str
-    message: str
-
-
-JobValidFn = Callable[[JobInfo], Invalid | None]
-
-
-class Vote(Enum):
-    """A plugin's say on admitting a Pending job (enqueue)."""
-
-    PERMIT = "permit"  # admit even if the idle resources do not cover it
-    REJECT = "reject"  # never admit now
-    ABSTAIN = "abstain"
-
-
-EnqueueFn = Callable[[JobInfo], tuple[Vote, str]]
+# Why a task did not fit: reason -> number of nodes that failed for it.
+FitError = dict[str, int]
 
 
 @dataclass(slots=True)
@@ -92,44 +53,20 @@ class SessionStats:
     plugin_close_seconds: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class _Registered:
-    plugin: PluginOption
-    tier: int
-    fn: Any
-
-
-class Session:
-    def __init__(
-        self,
-        snapshot: Snapshot,
-        conf: SchedulerConf,
-        cluster: Cluster,
-        now: float,
-        uid: str,
-    ) -> None:
+class Session(TieredFunctions):
+    def __init__(self, snapshot: Snapshot, conf: SchedulerConf, now: float, uid: str) -> None:
+        super().__init__(conf)
         self.dims = snapshot.dims
         self.nodes = snapshot.nodes
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
         self.orphans = snapshot.orphans
         self.foreign_groups = snapshot.foreign_groups
-        self.conf = conf
-        self.cluster = cluster
         self.now = now
         self.uid = uid
         self.stats = SessionStats()
         self.total = self.nodes.capacity
-        # Per job: why its tasks did not fit (task uid -> reason -> number of nodes).
-        self.fit_errors: dict[str, dict[str, dict[str, int]]] = {}
-        self.invalid: dict[str, Invalid] = {}
-        self.new_conditions: dict[str, list[PodGroupCondition]] = {}
-        self._events: list[tuple[ObjectRef, str, str, str]] = []
-        self._fns: dict[str, list[_Registered]] = {}
-        self._current: tuple[PluginOption, int] | None = None
-        self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
-        self._enqueue_handlers: list[JobEventFn] = []
-        self._victim_keys: dict[int, PreemptorKeyFn | None] = {}
+        self.outcome = Outcome()
         # Grows with every task status change: session state as plugins read it.
         self.changes = 0
         # Pods carrying required anti-affinity terms: while there are any, a placement
@@ -140,193 +77,12 @@ class Session:
             for task in info.tasks.values()
             if task.template.affinity.anti_required
         )
-        # Why a job did not get what it asked for, in words (actions fill it in).
-        self.job_reasons: dict[str, str] = {}
-        self._closers: list[tuple[str, CloseFn]] = []
+        # Why jobs did not get what they asked for (see the notes below).
+        self._fit_errors: dict[str, dict[str, FitError]] = {}  # job -> task -> reasons
+        self._waiting: dict[str, str] = {}  # job -> why, in words
+        self._invalid: dict[str, Invalid] = {}
+        self._conditions: dict[str, list[PodGroupCondition]] = {}
 
-    # ----------------------------------------------------------------- registration
-    def opening(self, plugin: PluginOption, tier: int) -> None:
-        """The framework names the plugin whose on_session_open runs next."""
-        self._current = (plugin, tier)
-
-    def _register(self, kind: str, fn: Any) -> None:
-        if self._current is None:
-            raise RuntimeError(f"{kind} registered outside on_session_open")
-        plugin, tier = self._current
-        self._fns.setdefault(kind, []).append(_Registered(plugin, tier, fn))
-
-    def add_job_order_fn(self, fn: OrderKeyFn) -> None:
-        self._register("JobOrder", fn)
-
-    def add_queue_order_fn(self, fn: OrderKeyFn) -> None:
-        self._register("QueueOrder", fn)
-
-    def add_task_order_fn(self, fn: OrderKeyFn) -> None:
-        self._register("TaskOrder", fn)
-
-    def add_predicate_fn(self, fn: PredicateFn) -> None:
-        self._register("Predicate", fn)
-
-    def add_node_order_fn(self, fn: NodeOrderFn) -> None:
-        self._register("NodeOrder", fn)
-
-    def add_preemptable_fn(
-        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
-    ) -> None:
-        """``preemptor_key``: what ``fn`` reads of the preemptor (None: anything), so
-        that eviction can reuse a plan that failed for an alike preemptor."""
-        self._register("Preemptable", fn)
-        self._victim_keys[id(fn)] = preemptor_key
-
-    def add_reclaimable_fn(
-        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
-    ) -> None:
-        self._register("Reclaimable", fn)
-        self._victim_keys[id(fn)] = preemptor_key
-
-    def add_overused_fn(self, fn: OverusedFn) -> None:
-        self._register("Overused", fn)
-
-    def add_job_ready_fn(self, fn: JobCheckFn) -> None:
-        self._register("JobReady", fn)
-
-    def add_job_pipelined_fn(self, fn: JobCheckFn) -> None:
-        self._register("JobPipelined", fn)
-
-    def add_job_valid_fn(self, fn: JobValidFn) -> None:
-        self._register("JobValid", fn)
-
-    def add_allocatable_fn(self, fn: AllocatableFn) -> None:
-        """May this queue take this task now? (e.g. within its capability)"""
-        self._register("Allocatable", fn)
-
-    def add_job_enqueueable_fn(self, fn: EnqueueFn) -> None:
-        self._register("JobEnqueueable", fn)
-
-    def add_event_handler(
-        self,
-        allocate: TaskEventFn | None = None,
-        deallocate: TaskEventFn | None = None,
-        enqueue: JobEventFn | None = None,
-    ) -> None:
-        self._handlers.append((allocate, deallocate))
-        if enqueue is not None:
-            self._enqueue_handlers.append(enqueue)
-
-    def add_close_fn(self, fn: CloseFn) -> None:
-        if self._current is None:
-            raise RuntimeError("close function registered outside on_session_open")
-        self._closers.append((self._current[0].name, fn))
-
-    def _enabled(self, kind: str) -> list[_Registered]:
-        return [r for r in self._fns.get(kind, []) if r.plugin.enables(kind)]
-
-    def compile(self) -> None:
-        """Fix the enabled functions once all plugins have registered."""
-        self._current = None
-        self._job_keys = [r.fn for r in self._enabled("JobOrder")]
-        self._queue_keys = [r.fn for r in self._enabled("QueueOrder")]
-        self._task_keys = [r.fn for r in self._enabled("TaskOrder")]
-        self._predicates: list[PredicateFn] = [r.fn for r in self._enabled("Predicate")]
-        self._node_orders: list[NodeOrderFn] = [r.fn for r in self._enabled("NodeOrder")]
-        self._overused: list[OverusedFn] = [r.fn for r in self._enabled("Overused")]
-        self._ready: list[JobCheckFn] = [r.fn for r in self._enabled("JobReady")]
-        self._pipelined: list[JobCheckFn] = [r.fn for r in self._enabled("JobPipelined")]
-        self._valid: list[JobValidFn] = [r.fn for r in self._enabled("JobValid")]
-        self._allocatable: list[AllocatableFn] = [r.fn for r in self._enabled("Allocatable")]
-        self._enqueueable: list[EnqueueFn] = [r.fn for r in self._enabled("JobEnqueueable")]
-        self._preemptable = self._by_tier("Preemptable")
-        self._reclaimable = self._by_tier("Reclaimable")
-
-    def _by_tier(self, kind: str) -> list[list[VictimsFn]]:
-        tiers: list[list[VictimsFn]] = [[] for _ in self.conf.tiers]
-        for r in self._enabled(kind):
-            tiers[r.tier].append(r.fn)
-        return tiers
-
-    # ----------------------------------------------------------------- combination
-    def job_order_key(self, job: JobInfo) -> tuple[Key, ...]:
-        return (*(fn(job) for fn in self._job_keys), job.created, job.uid)
-
-    def queue_order_key(self, queue: QueueInfo) -> tuple[Key, ...]:
-        return (*(fn(queue) for fn in self._queue_keys), queue.created, queue.name)
-
-    def task_order_key(self, task: TaskInfo) -> tuple[Key, ...]:
-        return (*(fn(task) for fn in self._task_keys), task.created, task.uid)
-
-    def predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, Failures]:
-        """Which of the nodes ``idx`` every predicate of every tier accepts, and why not."""
-        failures: Failures = []
-        for fn in self._predicates:
-            failures.extend(fn(task, idx))
-        ok = np.ones(len(idx), dtype=bool)
-        for _, failed in failures:
-            ok &= ~failed
-        return ok, failures
-
-    def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-        scores = np.zeros(len(idx))
-        for fn in self._node_orders:
-            scores += fn(task, idx)
-        return scores
-
-    def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for fn in self._overused)
-
-    def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self._ready)
-
-    def job_pipelined(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self._pipelined)
-
-    def job_valid(self, job: JobInfo) -> Invalid | None:
-        for fn in self._valid:
-            verdict = fn(job)
-            if verdict is not None:
-                return verdict
-        return None
-
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._allocatable)
-
-    def job_enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
-        """REJECT if any plugin rejects (with its reason), else PERMIT if any permits."""
-        verdict: tuple[Vote, str] = (Vote.ABSTAIN, "")
-        for fn in self._enqueueable:
-            vote, reason = fn(job)
-            if vote is Vote.REJECT:
-                return vote, reason
-            if vote is Vote.PERMIT:
-                verdict = (vote, reason)
-        return verdict
-
-    def enqueued(self, job: JobInfo) -> None:
-        """The enqueue action admitted ``job``: plugins update their reservations."""
-        for handler in self._enqueue_handlers:
-            handler(job)
-
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self._preemptable, preemptor, candidates)
-
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self._reclaimable, reclaimer, candidates)
-
-    def preemptable_key(self, preemptor: TaskInfo) -> Hashable:
-        """What ``preemptable`` reads of ``preemptor`` (see PreemptorKeyFn), or None."""
-        return self._victims_key(self._preemptable, preemptor)
-
-    def reclaimable_key(self, reclaimer: TaskInfo) -> Hashable:
-        return self._victims_key(self._reclaimable, reclaimer)
-
-    def _victims_key(self, tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo) -> Hashable:
-        """None when a function of the deciding tier did not say what it reads."""
-        deciding = next((fns for fns in tiers if fns), [])
-        keys = [self._victim_keys.get(id(fn)) for fn in deciding]
-        if any(key is None for key in keys):
-            return None
-        return tuple(key(preemptor) for key in keys if key is not None)
-
-    # ----------------------------------------------------------------- bookkeeping
     def jobs_to_place(self) -> list[JobInfo]:
         """Jobs that placing actions work on: valid, admitted, in a known queue, with
         pending tasks. (Pending PodGroups wait for the enqueue action when it is
@@ -335,7 +91,7 @@ class Session:
         return [
             job
             for job in self.jobs.values()
-            if job.uid not in self.invalid
+            if job.uid not in self._invalid
             and job.counts[TaskStatus.PENDING]
             and job.queue in self.queues
             and not (gate and job.phase is PodGroupPhase.PENDING)
@@ -379,7 +135,7 @@ class Session:
         """Send an allocated task to its node (Statement.commit)."""
         job = self.jobs[task.job]
         job.set_status(task, TaskStatus.BINDING)
-        self.cluster.binder.bind(task, self.nodes.names[task.node])
+        self.outcome.binds.append(Bind(task, self.nodes.names[task.node]))
         self.stats.binds += 1
         if task.created:
             self.stats.task_latencies.append(max(self.now - task.created, 0.0))
@@ -387,7 +143,7 @@ class Session:
     def nominate(self, task: TaskInfo, node: int) -> None:
         """Keep ``node``'s room for ``task`` in the sessions to come (Statement.commit: it
         evicted others to make that room)."""
-        self.cluster.binder.nominate(task, self.nodes.names[node])
+        self.outcome.nominations.append(Nomination(task, self.nodes.names[node]))
 
     def any_room_kept(self) -> bool:
         """Is room kept on any node for a nominated task? (rarely: a cheap test first)"""
@@ -410,35 +166,74 @@ class Session:
 
     def evict_now(self, task: TaskInfo, reason: str) -> None:
         """Send an eviction (Statement.commit); the task is already Releasing."""
-        self.cluster.evictor.evict(task, reason)
+        self.outcome.evictions.append(Eviction(task, reason))
         self.stats.evictions += 1
+        self.stats.preemption_victims += 1  # counted when sent: never a discarded try's
         job = self.jobs[task.job]
-        message = f"Evicted {task.key}: {reason}"
-        self.record_event(ObjectRef("Pod", task.namespace, task.name), "Normal", "Evict", message)
+        message = evicted_message(task.key, reason)
+        self.record_event(ObjectRef("Pod", task.namespace, task.name), "Normal", EVICT, message)
         if job.has_pod_group:
             self.record_event(
-                ObjectRef("PodGroup", job.namespace, job.name), "Normal", "Evict", message
+                ObjectRef("PodGroup", job.namespace, job.name), "Normal", EVICT, message
             )
 
     def record_event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        self._events.append((ref, type_, reason, message))
+        self.outcome.event(ref, type_, reason, message)
 
+    # ----------------------------------------------------------------- why not, in words
     def set_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
-        self.new_conditions.setdefault(job.uid, []).append(condition)
+        """A condition for the job's PodGroup status at close (gang words them)."""
+        self._conditions.setdefault(job.uid, []).append(condition)
 
-    def record_fit_error(self, job: JobInfo, task: TaskInfo, reasons: dict[str, int]) -> None:
-        self.fit_errors.setdefault(job.uid, {})[task.uid] = reasons
+    def conditions_of(self, job: JobInfo) -> list[PodGroupCondition]:
+        return self._conditions.get(job.uid, [])
+
+    def note_fit_error(self, job: JobInfo, task: TaskInfo, reasons: FitError) -> None:
+        """No node took ``task``: why, node by node (reason -> number of nodes)."""
+        self._fit_errors.setdefault(job.uid, {})[task.uid] = reasons
+
+    def fit_errors_of(self, job: JobInfo) -> dict[str, FitError]:
+        return self._fit_errors.get(job.uid, {})
+
+    def note_waiting(self, job: JobInfo, why: str, first: bool = False) -> None:
+        """Why ``job`` did not get what it asked for, in words (``first``: unless an
+        earlier step already said why)."""
+        if first:
+            self._waiting.setdefault(job.uid, why)
+        else:
+            self._waiting[job.uid] = why
+
+    def waiting_reason(self, job: JobInfo) -> str | None:
+        return self._waiting.get(job.uid)
+
+    def invalidate(self, job: JobInfo, verdict: Invalid) -> None:
+        """``job`` may not be scheduled at all (job_valid, or the framework's own checks)."""
+        self._invalid[job.uid] = verdict
+
+    def invalid_reason(self, job: JobInfo) -> Invalid | None:
+        return self._invalid.get(job.uid)
+
+    def unschedulable(self, job: JobInfo) -> bool:
+        """Was ``job`` found invalid, or a task of it without a node, this session?"""
+        return job.uid in self._invalid or job.uid in self._fit_errors
+
+    def note_attempts(self, scheduled: int = 0, unschedulable: int = 0) -> None:
+        self.stats.attempts["scheduled"] += scheduled
+        self.stats.attempts["unschedulable"] += unschedulable
+
+    def note_preemption_attempt(self) -> None:
+        self.stats.preemption_attempts += 1
 
     # ----------------------------------------------------------------- close
-    def close(self) -> None:
+    def close(self) -> Outcome:
+        """Run the plugins' close functions; the outcome so far (the runner adds the
+        statuses, ``job_status.publish``)."""
         self._expire_nominations()
         for name, closer in self._closers:
             started = time.perf_counter()
             closer(self)
             self.stats.plugin_close_seconds[name] = time.perf_counter() - started
-        for ref, type_, reason, message in self._events:
-            self.cluster.events.record(ref, type_, reason, message)
-        self._events.clear()
+        return self.outcome
 
     def _expire_nominations(self) -> None:
         """A task kept room on a node while its victims were leaving; once nothing is
@@ -450,26 +245,7 @@ class Session:
             for task in job.tasks_with(TaskStatus.PENDING):
                 if task.nominated != NO_NODE and not self.nodes.releasing[task.nominated].any():
                     self.unkeep(task)
-                    self.cluster.binder.nominate(task, None)
-
-
-def _victims(
-    tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo, candidates: list[TaskInfo]
-) -> list[TaskInfo]:
-    """The first tier that has the function decides: the intersection of its plugins' lists.
-
-    An empty intersection means no victims; a later tier is asked only when no
-    earlier tier has the function at all (kube-batch fell through, on purpose we don't).
-    """
-    for fns in tiers:
-        if not fns:
-            continue
-        chosen: set[int] | None = None
-        for fn in fns:
-            ids = {id(t) for t in fn(preemptor, candidates)}
-            chosen = ids if chosen is None else chosen & ids
-        return [t for t in candidates if id(t) in (chosen or set())]
-    return []
+                    self.outcome.nominations.append(Nomination(task, None))
 
 
 def histogram(reasons: dict[str, int]) -> str:

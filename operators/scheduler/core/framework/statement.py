@@ -1,7 +1,8 @@
 """A Statement: the changes one action makes to a session, kept or undone together.
 
-``commit()`` sends them to the cluster (binds for allocations, evictions);
-``discard()`` undoes them in the session and sends nothing. Pipelined tasks are
+``commit()`` puts them in the session's outcome (binds for allocations, evictions),
+which the backend applies when the session ends; ``discard()`` undoes them in the
+session and keeps nothing. Pipelined tasks are
 never sent: they hold room on a node until the resources being released there
 are free. This is what makes a gang all or nothing without touching the API
 server.
@@ -91,8 +92,6 @@ class Statement:
                 self.session.dispatch(change.task)
             elif change.op is Op.EVICT:
                 self.session.evict_now(change.task, change.reason)
-                # victims are counted here, when sent: never those of a discarded try
-                self.session.stats.preemption_victims += 1
             elif change.op is Op.PIPELINE and evicts and change.task.status is TaskStatus.PIPELINED:
                 self.session.nominate(change.task, change.task.node)
         self._changes.clear()

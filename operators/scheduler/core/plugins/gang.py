@@ -17,12 +17,8 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.core.framework.session import (
-    Invalid,
-    Session,
-    histogram,
-    no_preemptor,
-)
+from kbatch.operators.scheduler.core.framework.session import Session, histogram
+from kbatch.operators.scheduler.core.framework.tiers import Invalid, no_preemptor
 
 NAME = "gang"
 
@@ -74,8 +70,8 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
 
 def close(session: Session) -> None:
     for job in session.jobs.values():
-        if job.uid in session.invalid:
-            if not job.tasks and job.uid in session.job_reasons:
+        if session.invalid_reason(job) is not None:
+            if not job.tasks and session.waiting_reason(job) is not None:
                 _report_not_admitted(session, job)
             continue
         pending = job.tasks_with(TaskStatus.PENDING)
@@ -107,13 +103,14 @@ def _was_unschedulable(job: JobInfo) -> bool:
 
 
 def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo]) -> None:
-    errors = session.fit_errors.get(job.uid, {})
+    errors = session.fit_errors_of(job)
+    waiting = session.waiting_reason(job)
     if errors:
         why = histogram(next(iter(errors.values())))
         reason = "NotEnoughResources"
     else:
-        why = session.job_reasons.get(job.uid, "waiting for other gang members to be placed")
-        reason = "NotEnoughResources" if job.uid in session.job_reasons else "Unschedulable"
+        why = waiting or "waiting for other gang members to be placed"
+        reason = "NotEnoughResources" if waiting is not None else "Unschedulable"
     message = f"{len(pending)}/{len(job.tasks)} tasks in gang unschedulable: {why}"
     session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, True, reason, message))
     session.record_event(
@@ -126,7 +123,7 @@ def _report_not_admitted(session: Session, job: JobInfo) -> None:
     """A group with no pods yet that enqueue did not admit: its pods may well be held
     until it is (delayed pod creation), so the reason is admission, not a gang with too
     few pods."""
-    message = f"gang of {job.min_member} {session.job_reasons[job.uid]}"
+    message = f"gang of {job.min_member} {session.waiting_reason(job)}"
     session.set_condition(
         job, condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
     )
@@ -137,9 +134,9 @@ def _report_not_admitted(session: Session, job: JobInfo) -> None:
 
 def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], message: str) -> None:
     """FailedScheduling on each pending pod: its own fit error, else the gang's reason."""
-    errors = session.fit_errors.get(job.uid, {})
+    errors = session.fit_errors_of(job)
     if not errors and not job.has_pod_group:
-        message = session.job_reasons.get(job.uid, "")
+        message = session.waiting_reason(job) or ""
         if not message:
             return
     nodes = len(session.nodes)

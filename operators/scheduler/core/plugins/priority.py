@@ -18,7 +18,8 @@ import numpy as np
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.resources import less_equal, shareable
-from kbatch.operators.scheduler.core.framework.session import Session, Vote
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.tiers import Vote
 
 NAME = "priority"
 

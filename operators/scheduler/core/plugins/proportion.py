@@ -21,7 +21,8 @@ from kbatch.operators.scheduler.core.framework.resources import (
     share,
     shareable,
 )
-from kbatch.operators.scheduler.core.framework.session import Session, Vote, no_preemptor
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
 
 NAME = "proportion"
 

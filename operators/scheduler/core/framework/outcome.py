@@ -1,0 +1,131 @@
+"""What a session decided, for a backend to apply: the one thing that crosses from
+the scheduler core to a cluster besides the snapshot.
+
+A session builds its ``Outcome`` as its statements commit (binds, evictions,
+nominations) and its close adds the PodGroup and Queue statuses that changed and the
+events. A backend (the Kubernetes runtime, the simulator) applies it in one step and
+in one order: binds, evictions, nominations, then the statuses that count them, then
+the events. What the user reads is worded here once, for both backends: the event
+reasons and messages, and which repeats are dropped (``EventFilter``).
+"""
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
+from kbatch.api.queue import QueueStatus
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+
+# An identical event (same object, reason and message) is not told again sooner.
+EVENT_REPEAT_SECONDS = 300.0
+SCHEDULED = "Scheduled"
+FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's reason, for a rejected bind too
+EVICT = "Evict"
+FAILED_EVICTION = "FailedEviction"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    task: TaskInfo
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    task: TaskInfo
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    """Keep ``node``'s room for pending ``task`` (its pod's status.nominatedNodeName), or
+    stop keeping it (None)."""
+
+    task: TaskInfo
+    node: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupUpdate:
+    namespace: str
+    name: str
+    status: PodGroupStatus
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUpdate:
+    name: str
+    status: QueueStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    ref: ObjectRef
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A session's decisions, in the order a backend applies them."""
+
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    nominations: list[Nomination] = field(default_factory=list)
+    pod_groups: list[PodGroupUpdate] = field(default_factory=list)
+    queues: list[QueueUpdate] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        self.events.append(Event(ref, type_, reason, message))
+
+
+# --------------------------------------------------------------------------- words
+def scheduled_message(key: str, node: str) -> str:
+    return f"Successfully assigned {key} to {node}"
+
+
+def binding_rejected_message(why: str) -> str:
+    return f"Binding rejected: {why}"
+
+
+def evicted_message(key: str, reason: str) -> str:
+    return f"Evicted {key}: {reason}"
+
+
+def phase_event(namespace: str, name: str, old: PodGroupPhase, new: PodGroupPhase) -> Event:
+    """A PodGroup's phase change, told as an event (reason: the new phase), so that its
+    events show Pending → Inqueue → Running over time."""
+    message = f"phase {old.value} → {new.value}"
+    return Event(ObjectRef("PodGroup", namespace, name), "Normal", new.value, message)
+
+
+class EventFilter:
+    """Which events to tell: an event identical to one told for the same object (by
+    identity: a pod made again under the same name is told about again) within
+    ``EVENT_REPEAT_SECONDS`` is dropped. The clock is the caller's (simulated time in
+    the simulator, monotonic seconds on a cluster)."""
+
+    def __init__(self, repeat_seconds: float = EVENT_REPEAT_SECONDS, limit: int = 50_000) -> None:
+        self.repeat_seconds = repeat_seconds
+        self.limit = limit
+        self._told: dict[tuple[Hashable, str, str, str], float] = {}
+
+    def fresh(self, identity: Hashable, event: Event, now: float) -> bool:
+        """Tell ``event`` now? (and remember it if so)"""
+        key = (identity, event.type, event.reason, event.message)
+        last = self._told.get(key)
+        if last is not None and now - last < self.repeat_seconds:
+            return False
+        self._told[key] = now
+        if len(self._told) > self.limit:
+            self._told = {k: t for k, t in self._told.items() if now - t < self.repeat_seconds}
+        return True

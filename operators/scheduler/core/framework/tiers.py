@@ -1,0 +1,287 @@
+"""The plugins' functions, registered tier by tier and combined by kube-batch's rules
+(DESIGN §3): what a session asks its plugins.
+
+Order functions are given as *keys*: a plugin's key tells two objects apart when the
+keys differ, and the first plugin (tier order, then order in tier) that tells them
+apart wins, which is exactly a lexicographic comparison of the keys; full ties fall
+to creation time, then uid. A plugin registers only inside its ``on_session_open``
+(``opening`` names it), and ``compile`` fixes the enabled functions once all have.
+"""
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from kbatch.config import PluginOption, SchedulerConf
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+
+Key = Any
+OrderKeyFn = Callable[[Any], Key]
+# A predicate answers, for the nodes ``idx``, which fail and why: a list of
+# (reason, mask over idx); nodes failing none of them pass.
+Failures = list[tuple[str, np.ndarray]]
+PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
+NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+# What a victims function reads of the preemptor: two preemptors with equal keys get
+# the same victims from the same candidates in the same session state.
+PreemptorKeyFn = Callable[[TaskInfo], Hashable]
+
+
+def no_preemptor(_: TaskInfo) -> tuple[()]:
+    """The PreemptorKeyFn of a victims function that does not look at who asks."""
+    return ()
+
+
+JobCheckFn = Callable[[JobInfo], bool]
+OverusedFn = Callable[[QueueInfo], bool]
+AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
+TaskEventFn = Callable[[TaskInfo], None]
+JobEventFn = Callable[[JobInfo], None]
+CloseFn = Callable[[Any], None]  # called with the session
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """Why a job may not be scheduled at all (from a job_valid function)."""
+
+    reason: str
+    message: str
+
+
+JobValidFn = Callable[[JobInfo], Invalid | None]
+
+
+class Vote(Enum):
+    """A plugin's say on admitting a Pending job (enqueue)."""
+
+    PERMIT = "permit"  # admit even if the idle resources do not cover it
+    REJECT = "reject"  # never admit now
+    ABSTAIN = "abstain"
+
+
+EnqueueFn = Callable[[JobInfo], tuple[Vote, str]]
+
+
+@dataclass(slots=True)
+class _Registered:
+    plugin: PluginOption
+    tier: int
+    fn: Any
+
+
+class TieredFunctions:
+    """The registry and the combination rules; a Session is one (plus its bookkeeping)."""
+
+    def __init__(self, conf: SchedulerConf) -> None:
+        self.conf = conf
+        self._fns: dict[str, list[_Registered]] = {}
+        self._current: tuple[PluginOption, int] | None = None
+        self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
+        self._enqueue_handlers: list[JobEventFn] = []
+        self._victim_keys: dict[int, PreemptorKeyFn | None] = {}
+        self._closers: list[tuple[str, CloseFn]] = []
+
+    # ----------------------------------------------------------------- registration
+    def opening(self, plugin: PluginOption, tier: int) -> None:
+        """The framework names the plugin whose on_session_open runs next."""
+        self._current = (plugin, tier)
+
+    def _register(self, kind: str, fn: Any) -> None:
+        if self._current is None:
+            raise RuntimeError(f"{kind} registered outside on_session_open")
+        plugin, tier = self._current
+        self._fns.setdefault(kind, []).append(_Registered(plugin, tier, fn))
+
+    def add_job_order_fn(self, fn: OrderKeyFn) -> None:
+        self._register("JobOrder", fn)
+
+    def add_queue_order_fn(self, fn: OrderKeyFn) -> None:
+        self._register("QueueOrder", fn)
+
+    def add_task_order_fn(self, fn: OrderKeyFn) -> None:
+        self._register("TaskOrder", fn)
+
+    def add_predicate_fn(self, fn: PredicateFn) -> None:
+        self._register("Predicate", fn)
+
+    def add_node_order_fn(self, fn: NodeOrderFn) -> None:
+        self._register("NodeOrder", fn)
+
+    def add_preemptable_fn(
+        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
+    ) -> None:
+        """``preemptor_key``: what ``fn`` reads of the preemptor (None: anything), so
+        that eviction can reuse a plan that failed for an alike preemptor."""
+        self._register("Preemptable", fn)
+        self._victim_keys[id(fn)] = preemptor_key
+
+    def add_reclaimable_fn(
+        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
+    ) -> None:
+        self._register("Reclaimable", fn)
+        self._victim_keys[id(fn)] = preemptor_key
+
+    def add_overused_fn(self, fn: OverusedFn) -> None:
+        self._register("Overused", fn)
+
+    def add_job_ready_fn(self, fn: JobCheckFn) -> None:
+        self._register("JobReady", fn)
+
+    def add_job_pipelined_fn(self, fn: JobCheckFn) -> None:
+        self._register("JobPipelined", fn)
+
+    def add_job_valid_fn(self, fn: JobValidFn) -> None:
+        self._register("JobValid", fn)
+
+    def add_allocatable_fn(self, fn: AllocatableFn) -> None:
+        """May this queue take this task now? (e.g. within its capability)"""
+        self._register("Allocatable", fn)
+
+    def add_job_enqueueable_fn(self, fn: EnqueueFn) -> None:
+        self._register("JobEnqueueable", fn)
+
+    def add_event_handler(
+        self,
+        allocate: TaskEventFn | None = None,
+        deallocate: TaskEventFn | None = None,
+        enqueue: JobEventFn | None = None,
+    ) -> None:
+        self._handlers.append((allocate, deallocate))
+        if enqueue is not None:
+            self._enqueue_handlers.append(enqueue)
+
+    def add_close_fn(self, fn: CloseFn) -> None:
+        if self._current is None:
+            raise RuntimeError("close function registered outside on_session_open")
+        self._closers.append((self._current[0].name, fn))
+
+    def _enabled(self, kind: str) -> list[_Registered]:
+        return [r for r in self._fns.get(kind, []) if r.plugin.enables(kind)]
+
+    def compile(self) -> None:
+        """Fix the enabled functions once all plugins have registered."""
+        self._current = None
+        self._job_keys = [r.fn for r in self._enabled("JobOrder")]
+        self._queue_keys = [r.fn for r in self._enabled("QueueOrder")]
+        self._task_keys = [r.fn for r in self._enabled("TaskOrder")]
+        self._predicates: list[PredicateFn] = [r.fn for r in self._enabled("Predicate")]
+        self._node_orders: list[NodeOrderFn] = [r.fn for r in self._enabled("NodeOrder")]
+        self._overused: list[OverusedFn] = [r.fn for r in self._enabled("Overused")]
+        self._ready: list[JobCheckFn] = [r.fn for r in self._enabled("JobReady")]
+        self._pipelined: list[JobCheckFn] = [r.fn for r in self._enabled("JobPipelined")]
+        self._valid: list[JobValidFn] = [r.fn for r in self._enabled("JobValid")]
+        self._allocatable: list[AllocatableFn] = [r.fn for r in self._enabled("Allocatable")]
+        self._enqueueable: list[EnqueueFn] = [r.fn for r in self._enabled("JobEnqueueable")]
+        self._preemptable = self._by_tier("Preemptable")
+        self._reclaimable = self._by_tier("Reclaimable")
+
+    def _by_tier(self, kind: str) -> list[list[VictimsFn]]:
+        tiers: list[list[VictimsFn]] = [[] for _ in self.conf.tiers]
+        for r in self._enabled(kind):
+            tiers[r.tier].append(r.fn)
+        return tiers
+
+    # ----------------------------------------------------------------- combination
+    def job_order_key(self, job: JobInfo) -> tuple[Key, ...]:
+        return (*(fn(job) for fn in self._job_keys), job.created, job.uid)
+
+    def queue_order_key(self, queue: QueueInfo) -> tuple[Key, ...]:
+        return (*(fn(queue) for fn in self._queue_keys), queue.created, queue.name)
+
+    def task_order_key(self, task: TaskInfo) -> tuple[Key, ...]:
+        return (*(fn(task) for fn in self._task_keys), task.created, task.uid)
+
+    def predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, Failures]:
+        """Which of the nodes ``idx`` every predicate of every tier accepts, and why not."""
+        failures: Failures = []
+        for fn in self._predicates:
+            failures.extend(fn(task, idx))
+        ok = np.ones(len(idx), dtype=bool)
+        for _, failed in failures:
+            ok &= ~failed
+        return ok, failures
+
+    def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        scores = np.zeros(len(idx))
+        for fn in self._node_orders:
+            scores += fn(task, idx)
+        return scores
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self._overused)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._ready)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._pipelined)
+
+    def job_valid(self, job: JobInfo) -> Invalid | None:
+        for fn in self._valid:
+            verdict = fn(job)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for fn in self._allocatable)
+
+    def job_enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
+        """REJECT if any plugin rejects (with its reason), else PERMIT if any permits."""
+        verdict: tuple[Vote, str] = (Vote.ABSTAIN, "")
+        for fn in self._enqueueable:
+            vote, reason = fn(job)
+            if vote is Vote.REJECT:
+                return vote, reason
+            if vote is Vote.PERMIT:
+                verdict = (vote, reason)
+        return verdict
+
+    def enqueued(self, job: JobInfo) -> None:
+        """The enqueue action admitted ``job``: plugins update their reservations."""
+        for handler in self._enqueue_handlers:
+            handler(job)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _victims(self._preemptable, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _victims(self._reclaimable, reclaimer, candidates)
+
+    def preemptable_key(self, preemptor: TaskInfo) -> Hashable:
+        """What ``preemptable`` reads of ``preemptor`` (see PreemptorKeyFn), or None."""
+        return self._victims_key(self._preemptable, preemptor)
+
+    def reclaimable_key(self, reclaimer: TaskInfo) -> Hashable:
+        return self._victims_key(self._reclaimable, reclaimer)
+
+    def _victims_key(self, tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo) -> Hashable:
+        """None when a function of the deciding tier did not say what it reads."""
+        deciding = next((fns for fns in tiers if fns), [])
+        keys = [self._victim_keys.get(id(fn)) for fn in deciding]
+        if any(key is None for key in keys):
+            return None
+        return tuple(key(preemptor) for key in keys if key is not None)
+
+
+def _victims(
+    tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo, candidates: list[TaskInfo]
+) -> list[TaskInfo]:
+    """The first tier that has the function decides: the intersection of its plugins' lists.
+
+    An empty intersection means no victims; a later tier is asked only when no
+    earlier tier has the function at all (kube-batch fell through, on purpose we don't).
+    """
+    for fns in tiers:
+        if not fns:
+            continue
+        chosen: set[int] | None = None
+        for fn in fns:
+            ids = {id(t) for t in fn(preemptor, candidates)}
+            chosen = ids if chosen is None else chosen & ids
+        return [t for t in candidates if id(t) in (chosen or set())]
+    return []
