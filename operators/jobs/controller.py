@@ -25,9 +25,13 @@ import kopf
 
 from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
+from kbatch.api.podgroup import PodGroup
+from kbatch.cluster.records import parse_pod_group
+from kbatch.cluster.state import ClusterState
 from kbatch.operators.podgroup import status as pod_group_status
 from kbatch.webhooks import jobs
 from kbatch.webhooks.admission import job, podgroup
+from kbatch.webhooks.admission.view import StateView
 
 if TYPE_CHECKING:
     from kbatch.operators.scheduler.runtime.operator import Runtime
@@ -102,9 +106,7 @@ def register(
             return
         if job.group_of(body) is None:
             return
-        fill = podgroup.fill_from_job(dict(body), jobs.index_view(runtime.state, jobs_by_group))
-        if fill is not None:
-            fill_min_resources(runtime, *fill)
+        fill_min_resources(runtime, dict(body), jobs_by_group)
 
 
 class SweepSchedule:
@@ -203,17 +205,61 @@ async def sweep_forever(
         await asyncio.sleep(SWEEP_TICK_SECONDS)
 
 
-def fill_min_resources(runtime: "Runtime", namespace: str, group: str, patch: Object) -> None:
-    """Send PodGroupMinResources' patch as an update of the PodGroup: through its admission
-    (the quota), and only if the PodGroup is still as the state saw it."""
-    seen = runtime.state.get("PodGroup", namespace, group) or {}
-    version = (seen.get("metadata") or {}).get("resourceVersion")
-    body = {**patch, "metadata": {"resourceVersion": version}} if version else patch
-    path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{group}"
-    try:
-        kubeapi.request(runtime.api, "PATCH", path, body, kubeapi.MERGE_PATCH)
-    except kubeapi.ApiError as exc:
-        log.warning("PodGroup %s/%s: spec.minResources not filled from its Job: %s",
-                    namespace, group, exc)  # fmt: skip
+FILL_ATTEMPTS = 3
+
+
+class FreshGroupView(StateView):
+    """The scheduler's state and the Job index, but PodGroups read from the API server:
+    a Job may come before the watch brings its PodGroup, or while the PodGroup's initial
+    status is being written (a patch made on the watched version would then conflict)."""
+
+    def __init__(self, api: kubeapi.ApiClient, state: ClusterState, index: jobs.JobIndex):
+        super().__init__(state, lambda namespace, group: list(index.get((namespace, group), ())))
+        self.api = api
+        self.versions: dict[tuple[str, str], str] = {}
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        try:
+            raw = kubeapi.request(self.api, "GET", pod_group_path(namespace, name))
+        except kubeapi.ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        self.versions[namespace, name] = raw["metadata"]["resourceVersion"]
+        return parse_pod_group(raw)
+
+
+def pod_group_path(namespace: str, name: str) -> str:
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}"
+
+
+def fill_min_resources(runtime: "Runtime", job_body: Object, index: jobs.JobIndex) -> None:
+    """PodGroupMinResources for a PodGroup made before its Job: the patch is sent as an
+    update of the PodGroup, through its admission (the quota), and only if the PodGroup
+    is still as it was read; when it has changed meanwhile, it is read again."""
+    for _ in range(FILL_ATTEMPTS):
+        view = FreshGroupView(runtime.api, runtime.state, index)
+        try:
+            fill = podgroup.fill_from_job(job_body, view)
+            if fill is None:
+                return
+            namespace, group, patch = fill
+            body = {**patch, "metadata": {"resourceVersion": view.versions[namespace, group]}}
+            kubeapi.request(
+                runtime.api, "PATCH", pod_group_path(namespace, group), body, kubeapi.MERGE_PATCH
+            )
+        except kubeapi.ApiError as exc:
+            if exc.status == 409:
+                continue
+            log.warning("Job %s: spec.minResources of its PodGroup not filled: %s",
+                        _name_of(job_body), exc)  # fmt: skip
+            return
+        log.info("PodGroup %s/%s: spec.minResources filled from its Job", namespace, group)
         return
-    log.info("PodGroup %s/%s: spec.minResources filled from its Job", namespace, group)
+    log.warning("Job %s: spec.minResources of its PodGroup not filled: the PodGroup kept "
+                "changing (%d attempts)", _name_of(job_body), FILL_ATTEMPTS)  # fmt: skip
+
+
+def _name_of(obj: Object) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"

@@ -94,8 +94,11 @@ def queue(name: str) -> dict[str, Any]:
     }
 
 
-def batch_job(name: str) -> dict[str, Any]:
-    """A Job of PodGroup ``name``: a best-effort pod on the system node."""
+def batch_job(name: str, cpu: str | None = None) -> dict[str, Any]:
+    """A Job of PodGroup ``name``: a pod on the system node, best-effort unless ``cpu``."""
+    container: dict[str, Any] = {"name": "work", "image": "busybox"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -107,7 +110,7 @@ def batch_job(name: str) -> dict[str, Any]:
                     "schedulerName": "kbatch",
                     "restartPolicy": "Never",
                     "nodeSelector": {"kubernetes.io/hostname": SYSTEM_NODE},
-                    "containers": [{"name": "work", "image": "busybox"}],
+                    "containers": [container],
                 },
             }
         },
@@ -222,6 +225,15 @@ def admission_works_through_the_chart(api: Any) -> None:
     kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group("j", "default", 1))
     labelled = get(api, f"{JOBS}/j") or {}
     assert labelled["metadata"].get("labels", {}).get("kbatch.io/pod-group") == "j", labelled
+    # kube-batch's usual order: the PodGroup first, filled when its Job comes
+    kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group("k", "default", 1))
+    kube.ensure(api, JOBS, batch_job("k", cpu="100m"))
+
+    def filled() -> bool:
+        group = get(api, f"{PG}/namespaces/{WORK_NS}/podgroups/k") or {}
+        return "minResources" in group.get("spec", {})
+
+    kube.poll("PodGroup k's minResources filled from its Job", filled, 30)
 
 
 def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:

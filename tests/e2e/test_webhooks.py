@@ -350,11 +350,6 @@ def test_min_resources_are_filled_from_the_groups_job(webhooks: Webhooks) -> Non
     assert stored["spec"]["minResources"] == group["spec"]["minResources"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression from moving the Job-event filler to operators/jobs (issue 9, in "
-    "progress): minResources is not filled when the Job comes; see the closing note",
-)
 def test_a_pod_group_made_before_its_job_is_filled_when_the_job_comes(webhooks: Webhooks) -> None:
     """kube-batch's usual order: the PodGroup first (nothing to fill it from yet)."""
     ns = webhooks.namespace("pgfirst")
