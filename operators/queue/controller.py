@@ -67,8 +67,10 @@ def keep_default_queue(api: kubeapi.ApiClient, leads: Callable[[], bool]) -> thr
 def _until_made(
     api: kubeapi.ApiClient, leads: Callable[[], bool], sleep: Callable[[float], None] = time.sleep
 ) -> None:
+    """Try at once (called as this replica takes the lead, which the elector says only
+    once its hooks have run), then again while it leads."""
     delay, deadline = 0.5, time.monotonic() + DEFAULT_QUEUE_SECONDS
-    while leads():
+    while True:
         try:
             ensure_default_queue(api)
             return
@@ -79,3 +81,5 @@ def _until_made(
             log.info("the default queue is not made yet (%s); trying again", exc)
         sleep(delay)
         delay = min(delay * 2, 5.0)
+        if not leads():
+            return

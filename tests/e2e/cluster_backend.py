@@ -250,6 +250,9 @@ class ClusterBackend:
     _held: bool = False  # the lease is ours and kbatch run has been seen to stop
     last_scrape: str = ""  # /metrics at the last read-back
     last_metrics: dict[str, float] = field(default_factory=dict)  # its samples
+    # /metrics just before the scheduler took the last scenario on: kbatch run serves
+    # the whole e2e session, so its counters count earlier scenarios too
+    metrics_before: dict[str, float] = field(default_factory=dict)
 
     def __call__(self, paths: Sequence[Path], **options: Any) -> Json:
         return self.run(paths, **options)
@@ -279,6 +282,7 @@ class ClusterBackend:
                 self.apply(item.obj)
             self._await_job_pods(recorder, [m.obj for m in due if m.submit_at <= 0])
             before = metrics(self.scheduler.metrics_url)
+            self.metrics_before = before
             self.release()
             first = poll(
                 "the scheduler's first session",
