@@ -1,7 +1,10 @@
 """The ``kbatch`` command: one function per subcommand, each thin over its package.
 
-An input error (bad manifest, config, duration, missing file) prints one line,
-``kbatch: error: ...``, on stderr and exits 2 — never a traceback.
+An input that cannot be read (a missing file, a file that is not YAML, a document
+that is not a Kubernetes object, a bad config or duration) prints one line,
+``kbatch: error: ...``, on stderr and exits 2 — never a traceback. An object the
+API server would refuse is not such an error: ``kbatch simulate`` names it and its
+field on stderr, simulates the rest and exits 0.
 """
 
 import argparse

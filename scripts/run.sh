@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up .venv from the project's own files and runs kbatch.
-# With no arguments: the simulator on the first example (a kube-batch gang job).
+# With no arguments: the simulator on the first example (a kube-batch gang job), on the
+# examples' cluster.
 # Arguments are kbatch's own; relative paths in them are taken from where you are.
 # The venv is (re)installed only when pyproject.toml or setup.py changed since.
 set -euo pipefail
@@ -15,6 +16,6 @@ if [ ! -x "$venv/bin/kbatch" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]
   echo "$wanted" >"$stamp"
 fi
 if [ $# -eq 0 ]; then
-  set -- simulate "$root/examples/gang-job.yaml"
+  set -- simulate "$root/examples/sim-cluster.yaml" "$root/examples/gang-job.yaml"
 fi
 exec "$venv/bin/kbatch" "$@"

@@ -28,13 +28,14 @@ def _join(at: str, path: str) -> str:
     return f"{at}.{path}" if at and path else at or path
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
+    """``value`` as messages quote it: its repr, cut to 40 characters."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _expected(field: str, what: str, value: object) -> FieldError:
-    return FieldError(field, f"expected {what}, not {_shown(value)}")
+    return FieldError(field, f"expected {what}, not {shown(value)}")
 
 
 def value(obj: Mapping[str, Any], path: str, *, at: str = "") -> Any:

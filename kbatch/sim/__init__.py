@@ -1,9 +1,10 @@
 """The simulator: the real scheduler against an in-memory cluster built from manifests.
 
     from kbatch.sim import simulate
-    result = simulate(["examples/gang-job.yaml"], until="5m")   # DESIGN §5's JSON
+    result = simulate(["examples/sim-cluster.yaml", "examples/gang-job.yaml"], until="5m")
 
 Modules: ``manifests`` (reading input), ``cluster`` (API server and kubelet),
+``validation`` and ``admission`` (what the API server and the webhooks refuse),
 ``jobs`` and ``podgroups`` (the controllers it plays), ``runner`` (the loop),
 ``timeline``, ``output`` and ``report`` (what comes out), ``clock``, ``progress``.
 """
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbatch.sim import clock, output, runner
+from kbatch.sim import clock, manifests, output, runner
 
 __all__ = ["run", "simulate"]
 
@@ -38,7 +39,9 @@ def run(
     progress: runner.ProgressFn | None = None,
     warn: Callable[[str], None] = _warn_on_stderr,
 ) -> runner.Outcome:
-    """Load, check and simulate; every input error is a ValueError subclass with a clear message
+    """Load and simulate. An object the API server would refuse is refused when it is due
+    (``warn`` names it and its field; the JSON's ``warnings`` list it) and the rest runs;
+    input that cannot be read at all is a ValueError subclass with a clear message
     (ManifestError, ConfigError, DurationError)."""
     options = runner.Options(
         period=_duration(period, "--period") or 0.0,
@@ -48,7 +51,7 @@ def run(
     for note in runner.skipped_notes(loaded):
         warn(note)
     conf = runner.resolve_conf(Path(config) if config is not None else None, loaded)
-    runner.check(loaded, options.scheduler_names)
+    manifests.check_unique(loaded)
     if not loaded.objects:
         warn("the input holds no objects to simulate (the cluster stays empty)")
     outcome = runner.Simulation(loaded, conf, options, progress, warn).run()

@@ -1,8 +1,10 @@
 """The admission webhooks in a simulation: every object the input creates goes through
 the same admission functions as on a cluster (``kbatch.webhooks.admission``).
 
-A rejected object is not created; a ``Warning`` event ``AdmissionRejected`` on it
-carries the webhook's message (on a cluster, ``kubectl apply`` would print it).
+First the API server's own checks: an object of the wrong shape or out of range
+(``kbatch.sim.validation``) is refused before any webhook sees it. A rejected object
+is not created; a ``Warning`` event ``AdmissionRejected`` on it carries the message
+naming the field (on a cluster, ``kubectl apply`` would print it).
 A Job held for its PodGroup gets a ``Held`` event, and ``Released`` when it is no
 longer to be held (the PodGroup operator's side of delayed pod creation); a Job of
 a group that is not held although its group waits gets ``NotHeld``, saying why.
@@ -18,8 +20,8 @@ from typing import Any
 
 from kbatch.api.podgroup import PodGroup
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.sim import jobs
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim import jobs, validation
+from kbatch.sim.cluster import REJECTED, SimCluster
 from kbatch.webhooks.admission import chain, job, podgroup, result
 from kbatch.webhooks.admission.view import StateView
 
@@ -44,18 +46,19 @@ class SimAdmission:
         return found
 
     def admit(self, obj: Object) -> Object | None:
-        """``obj`` as admission leaves it, or None (and an event saying why) if rejected."""
+        """``obj`` as the webhooks leave it, or None (and an event saying why) if they
+        reject it. ``obj`` has passed ``invalid`` (the API server checks it first)."""
         kind, meta = obj["kind"], obj["metadata"]
         namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
+        ref = ObjectRef(kind, namespace, name)
         if kind == "Job":
             existing = self.controller.jobs.get((namespace, name))
             old = existing.obj if existing is not None else None
         else:
             old = self.cluster.state.get(kind, namespace, name)
         answer = chain.admit(obj, old, self.view)
-        ref = ObjectRef(kind, namespace, name)
         if not answer.allowed:
-            self.cluster.record(ref, "Warning", "AdmissionRejected", answer.message)
+            self.cluster.record(ref, "Warning", REJECTED, answer.message)
             return None
         admitted = answer.applied_to(obj) if answer.patch else obj
         if kind == "Job" and old is None:
@@ -63,6 +66,16 @@ class SimAdmission:
         elif kind == "PodGroup" and old is None:
             self._group_created(admitted)
         return admitted
+
+    def invalid(self, obj: Object) -> str | None:
+        """Why the API server's schema and validation refuse ``obj`` (a Warning event
+        ``AdmissionRejected`` on it says so too), or None."""
+        why = validation.refusal(obj)
+        if why is not None:
+            meta = obj["metadata"]
+            ref = ObjectRef(obj["kind"], str(meta.get("namespace") or ""), str(meta["name"]))
+            self.cluster.record(ref, "Warning", REJECTED, why)
+        return why
 
     def _job_created(self, ref: ObjectRef, admitted: Object, warnings: tuple[str, ...]) -> None:
         group = job.kbatch_group_of(admitted, self.view.scheduler_names())
@@ -92,7 +105,7 @@ class SimAdmission:
         answer = chain.admit(updated, old, self.view)
         ref = ObjectRef("PodGroup", namespace, name)
         if not answer.allowed:
-            self.cluster.record(ref, "Warning", "AdmissionRejected", answer.message)
+            self.cluster.record(ref, "Warning", REJECTED, answer.message)
             return
         self.cluster.create(answer.applied_to(updated))
 

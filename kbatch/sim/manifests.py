@@ -11,8 +11,12 @@ A manifest of an object that an earlier one created, due later, updates it (the
 simulator's ``kubectl apply``); two of one object due at the same time are an
 error (``check_unique``).
 
-A document that is not a Kubernetes object is a ManifestError naming the file
-and the document (numbered from 1, as the ``---`` separators count them).
+A document that is not a Kubernetes object (not a mapping; no apiVersion, kind or
+metadata.name) is a ManifestError naming the file and the document (numbered from 1,
+as the ``---`` separators count them): the input cannot be read. An object of a bad
+shape or with bad values is read as it is, and refused when it is due, as the API
+server would refuse it (``kbatch.sim.validation``); a bad ``kbatch.io/sim-submit-at``
+makes it due at 0, to be refused then.
 """
 
 import copy
@@ -189,8 +193,7 @@ def _add(result: Manifests, document: object, where: str) -> None:
         result.skipped[label] = result.skipped.get(label, 0) + 1
         return
     normalised = _normalised(obj)
-    _check_shape(normalised, where)
-    submit_at = _submit_at(normalised, where)
+    submit_at = _submit_at(normalised)
     result.objects.append(Manifest(normalised, where, submit_at, len(result.objects)))
 
 
@@ -210,31 +213,21 @@ def _checked_object(document: object, where: str) -> Object:
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise ManifestError(f"{where}: {document['kind']} has no metadata.name")
-    try:
-        fields.string(document, "metadata.namespace")
-        fields.string_map(document, "metadata.labels")
-        fields.string_map(document, "metadata.annotations")
-    except fields.FieldError as exc:
-        raise ManifestError(f"{where}: {document['kind']} {name}: {exc}") from exc
     return document
-
-
-def _check_shape(obj: Object, where: str) -> None:
-    """The top-level fields every modelled kind reads must be maps."""
-    try:
-        for part in ("spec", "status"):
-            fields.mapping(obj, part)
-    except fields.FieldError as exc:
-        raise ManifestError(f"{where}: {ref_of(obj)}: {exc}") from exc
 
 
 def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
+def _annotations(obj: Object) -> dict[str, Any]:
+    """The object's annotations, {} when they are not a map (validation says why)."""
+    annotations = obj["metadata"].get("annotations")
+    return annotations if isinstance(annotations, dict) else {}
+
+
 def _is_conf(obj: Object) -> bool:
-    annotations = obj["metadata"].get("annotations") or {}
-    return str(annotations.get(SCHEDULER_CONF, "")).lower() == "true"
+    return str(_annotations(obj).get(SCHEDULER_CONF, "")).lower() == "true"
 
 
 def _conf_of(obj: Object, where: str) -> tuple[str, str]:
@@ -266,7 +259,7 @@ def _normalised(obj: Object) -> Object:
 def ref_of(obj: Object) -> str:
     metadata = obj["metadata"]
     namespace = metadata.get("namespace")
-    return f"{obj['kind']} {namespace + '/' if namespace else ''}{metadata['name']}"
+    return f"{obj['kind']} {f'{namespace}/' if namespace else ''}{metadata['name']}"
 
 
 def annotation_duration(obj: Object, key: str, where: str) -> float | None:
@@ -277,22 +270,13 @@ def annotation_duration(obj: Object, key: str, where: str) -> float | None:
     return clock.parse_duration(annotations[key], f"{where}: {ref_of(obj)}: annotation {key}")
 
 
-def _submit_at(obj: Object, where: str) -> float:
+def _submit_at(obj: Object) -> float:
+    """Its ``kbatch.io/sim-submit-at`` in seconds; 0 when absent or unreadable (it is
+    then refused at 0, naming the annotation)."""
     try:
-        submit_at = annotation_duration(obj, SUBMIT_AT, where)
-        annotation_duration(obj, DURATION, where)
-        if obj["kind"] == "Job":
-            annotations = template_annotations(obj)
-            if DURATION in annotations:
-                clock.parse_duration(
-                    annotations[DURATION],
-                    f"{where}: {ref_of(obj)}: spec.template annotation {DURATION}",
-                )
-    except clock.DurationError as exc:
-        raise ManifestError(str(exc)) from exc
-    except fields.FieldError as exc:
-        raise ManifestError(f"{where}: {ref_of(obj)}: {exc}") from exc
-    return submit_at or 0.0
+        return clock.parse_duration(_annotations(obj)[SUBMIT_AT], SUBMIT_AT)
+    except (KeyError, clock.DurationError):
+        return 0.0
 
 
 def template_annotations(job: Object) -> dict[str, str]:

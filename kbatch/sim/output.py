@@ -1,6 +1,9 @@
 """What a simulation ends with: the JSON contract of DESIGN §5, and a table for people.
 
-JSON: ``time``, ``pods``, ``podGroups``, ``queues``, ``events``, ``summary``.
+JSON: ``time``, ``pods``, ``podGroups``, ``queues``, ``events``, ``warnings``,
+``summary``. ``warnings`` lists every object refused (by the API server's checks or
+by admission), in the order refused: time, kind, namespace, name, and the message
+naming the field.
 Lists of objects are sorted by namespace, then name; events are in time order
 (and, at one time, in the order they happened). Quantities are Kubernetes
 strings. ``pods`` also lists the pods removed during the run (evicted, or
@@ -13,7 +16,7 @@ from typing import Any
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster.quantity import amounts
 from kbatch.sim import clock
-from kbatch.sim.cluster import group_of
+from kbatch.sim.cluster import REJECTED, group_of
 from kbatch.sim.runner import Outcome
 
 Json = dict[str, Any]
@@ -37,12 +40,28 @@ def to_json(outcome: Outcome) -> Json:
             }
             for e in outcome.cluster.event_log
         ],
+        "warnings": warnings(outcome),
         "summary": {
             "sessions": outcome.totals.sessions,
             "binds": outcome.totals.binds,
             "evictions": outcome.totals.evictions,
         },
     }
+
+
+def warnings(outcome: Outcome) -> list[Json]:
+    """The refusals: the ``AdmissionRejected`` events, which the table shows as WARNINGS."""
+    return [
+        {
+            "time": float(e.time),
+            "kind": e.kind,
+            "namespace": e.namespace,
+            "name": e.name,
+            "message": e.message,
+        }
+        for e in outcome.cluster.event_log
+        if e.reason == REJECTED
+    ]
 
 
 def pods(outcome: Outcome) -> list[Json]:

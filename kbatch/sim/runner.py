@@ -196,7 +196,7 @@ def create(
     ``admission`` is given. A refused object is not created: a Warning event on it says
     why, and so does the returned message (None: created)."""
     if admission is not None:
-        refused = cluster.refusal(obj)
+        refused = admission.invalid(obj) or cluster.refusal(obj)
         if refused is not None:
             return refused
         admitted = admission.admit(obj)
@@ -233,26 +233,6 @@ def _make_defaults(cluster: SimCluster) -> None:
             "spec": {"weight": 1},
         }
     )
-
-
-def check(loaded: manifests.Manifests, scheduler_names: frozenset[str]) -> None:
-    """Create every object (and a pod of every Job) in a scratch cluster, so that a bad
-    one is reported before the run rather than when it is due; ManifestError if not."""
-    manifests.check_unique(loaded)
-    scratch = SimCluster(ClusterState(scheduler_names), clock.SimClock())
-    controller = jobs.JobController(scratch)
-    for item in sorted(loaded.objects, key=lambda m: m.due):
-        with refused_as_input(item):
-            create(scratch, controller, item.obj)
-        if item.kind != "Job":
-            continue
-        record = controller.jobs[(item.namespace, item.name)]
-        try:
-            scratch.create(jobs.pod_for(record.obj, 0))
-        except ObjectError as exc:
-            where = f"{item.source}: {item.ref}: spec.template"
-            detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
-            raise manifests.ManifestError(f"{where}: {detail}") from exc
 
 
 @contextmanager

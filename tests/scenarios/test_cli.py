@@ -14,6 +14,7 @@ from kbatch import cli
 from kbatch.sim.progress import ProgressBar
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
+CLUSTER = str(EXAMPLES / "sim-cluster.yaml")  # the examples' cluster: each example is a workload
 GANG = str(EXAMPLES / "gang-job.yaml")
 
 
@@ -24,7 +25,7 @@ def kbatch(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
 
 
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = kbatch(capsys, "simulate", GANG)
+    code, out, err = kbatch(capsys, "simulate", CLUSTER, GANG)
     assert (code, err) == (0, "")
     assert re.search(r"^default\s+qj-1-0\s+node-\d\s+Running\s+qj-1\s+0$", out, re.M)
     assert re.search(r"^default\s+qj-1\s+default\s+Running\s+6\s+6\s+0$", out, re.M)
@@ -33,7 +34,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kbatch(
-        capsys, "simulate", GANG, "--output", "json", "--until", "5m", "--period", "2s"
+        capsys, "simulate", CLUSTER, GANG, "--output", "json", "--until", "5m", "--period", "2s"
     )
     result = json.loads(out)
     assert code == 0
@@ -42,10 +43,15 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_examples_all_run(capsys: pytest.CaptureFixture[str]) -> None:
-    for example in sorted(EXAMPLES.glob("*.yaml")):
-        code, out, _ = kbatch(capsys, "simulate", str(example), "--output", "json")
+    """Each on the examples' cluster, then all together (as README.md runs them)."""
+    workloads = [str(p) for p in sorted(EXAMPLES.glob("*.yaml")) if str(p) != CLUSTER]
+    assert len(workloads) >= 4
+    for example in [*([w] for w in workloads), workloads]:
+        code, out, err = kbatch(capsys, "simulate", CLUSTER, *example, "--output", "json")
         assert code == 0, example
-        assert json.loads(out)["summary"]["binds"] > 0, example
+        result = json.loads(out)
+        assert result["summary"]["binds"] > 0 and result["warnings"] == [], example
+        assert "error" not in err and "refused" not in err, example
 
 
 def test_report_is_one_self_contained_html_page(
@@ -53,7 +59,7 @@ def test_report_is_one_self_contained_html_page(
 ) -> None:
     report = tmp_path / "out.html"
     code, _, _ = kbatch(
-        capsys, "simulate", str(EXAMPLES / "two-queues.yaml"), "--report", str(report)
+        capsys, "simulate", CLUSTER, str(EXAMPLES / "two-queues.yaml"), "--report", str(report)
     )
     assert code == 0
     page = report.read_text(encoding="utf-8")
@@ -71,7 +77,13 @@ def test_report_is_one_self_contained_html_page(
 
 def test_progress_bar_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = kbatch(
-        capsys, "simulate", str(EXAMPLES / "job-stream.yaml"), "--progress", "--until", "10m"
+        capsys,
+        "simulate",
+        CLUSTER,
+        str(EXAMPLES / "job-stream.yaml"),
+        "--progress",
+        "--until",
+        "10m",
     )
     assert code == 0
     assert "sessions=" in err and "%" in err and err.endswith("\n")
@@ -117,18 +129,17 @@ def test_errors_are_one_line_and_exit_2(
     assert re.search(message, err)
 
 
-def test_a_bad_manifest_and_a_bad_config_exit_2_without_traceback(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: x}}}]}\n"
+def test_an_unreadable_manifest_and_a_bad_config_exit_2_without_traceback(
+    tmp_path: Path,
+) -> None:
+    unreadable = tmp_path / "bad.yaml"
+    unreadable.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\n- not\n- an object\n"
     )
     conf = tmp_path / "conf.yaml"
     conf.write_text('actions: "allocate, teleport"\ntiers:\n- plugins:\n  - name: gang\n')
     for args, expected in (
-        (
-            [str(bad)],
-            "bad.yaml, document 1: Pod default/p: spec.containers[0].resources.requests.cpu",
-        ),
+        ([str(unreadable)], "bad.yaml, document 2: not a Kubernetes object (a list"),
         ([GANG, "--config", str(conf)], "conf.yaml line 1: unknown action 'teleport'"),
     ):
         done = subprocess.run(
@@ -142,6 +153,30 @@ def test_a_bad_manifest_and_a_bad_config_exit_2_without_traceback(tmp_path: Path
         assert done.stdout == ""
         assert done.stderr.startswith("kbatch: error: ") and expected in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_refused_object_is_not_an_error(tmp_path: Path) -> None:
+    """What the API server would refuse is refused alone: named on stderr, exit 0."""
+    manifest = tmp_path / "in.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '4'}}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        "spec: {schedulerName: kbatch, containers: [{name: c, resources: {requests: {cpu: x}}}]}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "kbatch.cli", "simulate", str(manifest), "--output", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0
+    assert done.stderr == (
+        "kbatch: Pod default/p refused: spec.containers[0].resources.requests.cpu: "
+        "'x' is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')\n"
+    )
+    (warning,) = json.loads(done.stdout)["warnings"]
+    assert warning["kind"] == "Pod" and warning["message"].startswith("spec.containers[0]")
 
 
 # --------------------------------------------------------------------------- warnings
@@ -246,3 +281,16 @@ def test_run_sh_reinstalls_when_the_project_changed(tmp_path: Path) -> None:
     done = run_sh(root, fakes, tmp_path, "simulate", "mine.yaml")
     assert done.returncode != 0  # the fake python3 fails
     assert (tmp_path / "python3.log").read_text().startswith("-m venv ")
+
+
+def test_run_sh_without_arguments_simulates_the_gang_job_on_the_examples_cluster(
+    tmp_path: Path,
+) -> None:
+    digest = hashlib.sha256(b"[project]\nname = 'x'\n").hexdigest()
+    root, fakes = fake_root(tmp_path, stamp=digest)
+    (root / "examples").symlink_to(EXAMPLES)
+    real = root / ".venv" / "bin" / "kbatch"
+    real.write_text(f'#!/bin/sh\nexec {sys.executable} -m kbatch.cli "$@"\n')
+    done = run_sh(root, fakes, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^default\s+qj-1\s+default\s+Running\s+6\s+6\s+0$", done.stdout, re.M)

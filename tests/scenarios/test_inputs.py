@@ -1,6 +1,12 @@
-"""What the simulator accepts and how it refuses the rest: every error names where."""
+"""What the simulator accepts and how it refuses the rest: every error names where.
+
+One rule: an object the API server would refuse (schema, validation, a missing
+PriorityClass) is refused alone, when it is due, naming its field (the JSON's
+``warnings``, the warn channel), and the rest runs; input that cannot be read at
+all (not YAML, not a Kubernetes object) is a ManifestError (the CLI's exit 2)."""
 
 import copy
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +17,7 @@ from kbatch import cli
 from kbatch.config import ConfigError
 from kbatch.sim import clock, runner, simulate
 from kbatch.sim.manifests import ManifestError, load_documents, load_files
-from scenarios.objects import conf_map, job, node, pod
+from scenarios.objects import at, conf_map, job, node, pod, pod_group, queue
 
 
 @pytest.mark.parametrize(
@@ -86,53 +92,6 @@ def test_a_missing_file(tmp_path: Path) -> None:
         load_files([tmp_path / "nope.yaml"])
 
 
-@pytest.mark.parametrize(
-    ("doc", "message"),
-    [
-        (
-            pod("p", cpu="lots"),
-            r"^<documents>, document 2: Pod default/p: spec\.containers\[0\]\.resources\.requests\.cpu: 'lots' is not a Kubernetes quantity",
-        ),
-        (
-            pod("p", duration="soon"),
-            r"^<documents>, document 2: Pod default/p: annotation kbatch\.io/sim-duration: 'soon' is not a duration",
-        ),
-        (
-            {**pod("p"), "metadata": {"name": "p", "annotations": {"kbatch.io/sim-submit-at": 30}}},
-            r"document 2: Pod p: metadata\.annotations\.kbatch\.io/sim-submit-at: "
-            r"expected a string \(quote it\), not 30",
-        ),
-        (
-            job("j", cpu="1Zi"),
-            r"document 2: Job default/j: spec\.template: spec\.containers\[0\]\.resources\.requests\.cpu: '1Zi'",
-        ),
-        (
-            job("j", duration="2 minutes"),
-            r"Job default/j: spec\.template annotation kbatch\.io/sim-duration",
-        ),
-        (
-            {**job("j"), "spec": {**job("j")["spec"], "parallelism": "two"}},
-            r"Job default/j: spec\.parallelism: expected an integer, not 'two'",
-        ),
-        (
-            {**job("j"), "spec": {**job("j")["spec"], "parallelism": -1}},
-            r"Job default/j: spec\.parallelism: expected a non-negative integer, not -1",
-        ),
-        (
-            {**job("j"), "spec": {"parallelism": 1}},
-            r"Job default/j: spec\.template\.spec: a Job needs a pod template",
-        ),
-        (
-            {**node(), "status": {"allocatable": {"cpu": "4 cores"}}},
-            r"document 2: Node node-1: status\.allocatable\.cpu",
-        ),
-    ],
-)
-def test_bad_objects_are_refused_naming_document_object_and_field(doc: dict, message: str) -> None:
-    with pytest.raises(ManifestError, match=message):
-        simulate(documents=[node("other"), doc])
-
-
 def changed(obj: dict, path: str, value: object) -> dict:
     """A deep copy of ``obj`` with the dotted ``path`` set to ``value``."""
     result = copy.deepcopy(obj)
@@ -148,103 +107,342 @@ def quota(spec: object) -> dict:
     return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "rq"}, "spec": spec}
 
 
-TEMPLATE_META = "spec.template.metadata"
-# Fields of the wrong shape: each is one clear line naming the document, object and field.
-MISSHAPEN = [
-    (changed(pod("p"), "spec", "x"), r"Pod default/p: spec: expected a map, not 'x'"),
-    (changed(pod("p"), "status", "x"), r"Pod default/p: status: expected a map, not 'x'"),
+def priority_class(name: str, value: int = 100) -> dict:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def simulated(*docs: dict, **options: object) -> tuple[dict, list[str]]:
+    """The JSON of ``docs`` simulated with a Node and a Pod that fit, and the warn lines."""
+    notes: list[str] = []
+    result = simulate(documents=[node("other"), pod("ok"), *docs], warn=notes.append, **options)
+    return result, notes
+
+
+def assert_refused(result: dict, notes: list[str], ref: str, message: str) -> dict:
+    """``ref`` (``Kind ns/name``) was refused, alone, with a message matching ``message``
+    (named with its field): in the JSON's warnings and on the warn channel; the rest ran."""
+    (warning,) = result["warnings"]
+    kind, _, where = ref.partition(" ")
+    namespace, _, name = where.rpartition("/")
+    assert (warning["kind"], warning["namespace"], warning["name"]) == (kind, namespace, name)
+    assert re.match(message, warning["message"]), warning["message"]
+    assert "pydantic" not in warning["message"]
+    assert notes == [f"{ref} refused: {warning['message']}"]
+    assert result["pods"][0]["name"] == "ok" and result["pods"][0]["node"] == "other"
+    return dict(warning)
+
+
+# Objects the API server would refuse: each is refused alone, naming its field.
+BAD_OBJECTS = [
     (
-        changed(pod("p"), "spec.containers", "x"),
-        r"Pod default/p: spec\.containers: expected a list, not 'x'",
+        pod("p", cpu="lots"),
+        "Pod default/p",
+        r"spec\.containers\[0\]\.resources\.requests\.cpu: 'lots' is not a Kubernetes quantity",
     ),
     (
-        changed(pod("p"), "spec.containers", ["x"]),
-        r"Pod default/p: spec\.containers\[0\]: expected a map, not 'x'",
+        pod("p", duration="soon"),
+        "Pod default/p",
+        r"metadata\.annotations\.kbatch\.io/sim-duration: 'soon' is not a duration",
     ),
     (
-        changed(pod("p"), "spec.initContainers", "x"),
-        r"Pod default/p: spec\.initContainers: expected a list, not 'x'",
+        {**pod("p"), "metadata": {"name": "p", "annotations": {"kbatch.io/sim-submit-at": 30}}},
+        "Pod default/p",
+        r"metadata\.annotations\.kbatch\.io/sim-submit-at: expected a string \(quote it\), not 30",
     ),
     (
-        changed(pod("p"), "metadata.labels", ["a"]),
-        r"Pod p: metadata\.labels: expected a map, not \['a'\]",
+        {**pod("p"), "metadata": {"name": "p", "annotations": {"kbatch.io/sim-submit-at": "x"}}},
+        "Pod default/p",
+        r"metadata\.annotations\.kbatch\.io/sim-submit-at: 'x' is not a duration",
     ),
     (
-        changed(pod("p"), "metadata.namespace", 5),
-        r"Pod p: metadata\.namespace: expected a string, not 5",
+        job("j", cpu="1Zi"),
+        "Job default/j",
+        r"spec\.template\.spec\.containers\[0\]\.resources\.requests\.cpu: '1Zi'",
     ),
     (
-        changed(pod("p"), "metadata.annotations", {"scheduling.k8s.io/group-name": 5}),
-        r"Pod p: metadata\.annotations\.scheduling\.k8s\.io/group-name: expected a string",
+        job("j", duration="2 minutes"),
+        "Job default/j",
+        r"spec\.template\.metadata\.annotations\.kbatch\.io/sim-duration: '2 minutes' is not",
     ),
     (
-        changed(pod("p"), "spec.nodeName", 5),
-        r"Pod default/p: spec\.nodeName: expected a string, not 5",
+        {**job("j"), "spec": {**job("j")["spec"], "parallelism": "two"}},
+        "Job default/j",
+        r"spec\.parallelism: expected an integer, not 'two'",
     ),
     (
-        changed(pod("p"), "spec.schedulerName", 5),
-        r"Pod default/p: spec\.schedulerName: expected a string, not 5",
+        {**job("j"), "spec": {**job("j")["spec"], "parallelism": -1}},
+        "Job default/j",
+        r"spec\.parallelism: expected a non-negative integer, not -1",
     ),
     (
-        changed(pod("p"), "spec.priority", "x"),
-        r"Pod default/p: spec\.priority: expected an integer, not 'x'",
+        {**job("j"), "spec": {"parallelism": 1}},
+        "Job default/j",
+        r"spec\.template\.spec: a Job needs a pod template",
     ),
     (
-        changed(pod("p"), "spec.terminationGracePeriodSeconds", "x"),
-        r"Pod default/p: spec\.terminationGracePeriodSeconds: expected an integer",
+        {**node(), "status": {"allocatable": {"cpu": "4 cores"}}},
+        "Node node-1",
+        r"status\.allocatable\.cpu: '4 cores' is not a Kubernetes quantity",
     ),
     (
-        changed(pod("p"), "spec.affinity", {"podAffinity": "x"}),
-        r"Pod default/p: spec\.affinity\.podAffinity: expected a map, not 'x'",
-    ),
-    (changed(job("j"), "spec", "x"), r"Job default/j: spec: expected a map, not 'x'"),
-    (
-        changed(job("j"), TEMPLATE_META, "x"),
-        r"Job default/j: spec\.template\.metadata: expected a map, not 'x'",
+        {**pod_group("g"), "spec": {"minMember": 1, "size": 3}},
+        "PodGroup default/g",
+        r"spec\.size: unknown field",
     ),
     (
-        changed(job("j"), f"{TEMPLATE_META}.annotations", "x"),
-        r"Job default/j: spec\.template\.metadata\.annotations: expected a map, not 'x'",
+        {**pod_group("g"), "status": {"phase": "Done"}},
+        "PodGroup default/g",
+        r"status\.phase: must be 'Pending', 'Inqueue', 'Running', 'Unknown' or 'Completed', "
+        r"not 'Done'",
     ),
     (
-        changed(job("j"), f"{TEMPLATE_META}.labels", ["a"]),
-        r"Job default/j: spec\.template\.metadata\.labels: expected a map, not \['a'\]",
-    ),
-    (changed(node("n2"), "status", "x"), r"Node n2: status: expected a map, not 'x'"),
-    (
-        changed(node("n2"), "spec.taints", "x"),
-        r"Node n2: spec\.taints: expected a list, not 'x'",
+        {**queue("q"), "spec": {"weight": 1, "reclaimable": "maybe"}},
+        "Queue q",
+        r"spec\.reclaimable: expected true or false, not 'maybe'",
     ),
     (
-        changed(node("n2"), "status.conditions", "Ready"),
-        r"Node n2: status\.conditions: expected a list, not 'Ready'",
+        {**priority_class("top"), "value": 2_000_000_000},
+        "PriorityClass top",
+        r"value: must be <= 1000000000 \(higher values are reserved for system-\* classes\)",
     ),
-    (quota("x"), r"ResourceQuota default/rq: spec: expected a map, not 'x'"),
+    (
+        quota({"hard": {"cpu": "-4"}}),
+        "ResourceQuota default/rq",
+        r"spec\.hard\.cpu: '-4' is negative",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("doc", "message"), MISSHAPEN)
-def test_misshapen_fields_are_refused_naming_document_object_and_field(
-    doc: dict, message: str
-) -> None:
-    with pytest.raises(ManifestError, match=r"^<documents>, document 2: " + message):
-        simulate(documents=[node("other"), doc])
+@pytest.mark.parametrize(("doc", "ref", "message"), BAD_OBJECTS)
+def test_bad_objects_are_refused_naming_object_and_field(doc: dict, ref: str, message: str) -> None:
+    assert_refused(*simulated(doc), ref, message)
 
 
-@pytest.mark.parametrize(("doc", "message"), MISSHAPEN[:3])
-def test_misshapen_fields_exit_2_with_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict, message: str
+TEMPLATE_META = "spec.template.metadata"
+# Fields of the wrong shape: each object is refused alone, naming its field.
+MISSHAPEN = [
+    (changed(pod("p"), "spec", "x"), "Pod default/p", r"spec: expected a map, not 'x'"),
+    (
+        changed(pod("p"), "spec.priorityClassName", ["a"]),
+        "Pod default/p",
+        r"spec\.priorityClassName: expected a string, not \['a'\]",
+    ),
+    (changed(pod("p"), "status", "x"), "Pod default/p", r"status: expected a map, not 'x'"),
+    (
+        changed(pod("p"), "spec.containers", "x"),
+        "Pod default/p",
+        r"spec\.containers: expected a list, not 'x'",
+    ),
+    (
+        changed(pod("p"), "spec.containers", ["x"]),
+        "Pod default/p",
+        r"spec\.containers\[0\]: expected a map, not 'x'",
+    ),
+    (
+        changed(pod("p"), "spec.initContainers", "x"),
+        "Pod default/p",
+        r"spec\.initContainers: expected a list, not 'x'",
+    ),
+    (
+        changed(pod("p"), "metadata.labels", ["a"]),
+        "Pod default/p",
+        r"metadata\.labels: expected a map, not \['a'\]",
+    ),
+    (
+        changed(pod("p"), "metadata.namespace", 5),
+        "Pod 5/p",
+        r"metadata\.namespace: expected a string, not 5",
+    ),
+    (
+        changed(pod("p"), "metadata.annotations", {"scheduling.k8s.io/group-name": 5}),
+        "Pod default/p",
+        r"metadata\.annotations\.scheduling\.k8s\.io/group-name: expected a string",
+    ),
+    (
+        changed(pod("p"), "metadata.annotations", "x"),
+        "Pod default/p",
+        r"metadata\.annotations: expected a map, not 'x'",
+    ),
+    (
+        changed(pod("p"), "metadata.ownerReferences", "x"),
+        "Pod default/p",
+        r"metadata\.ownerReferences: expected a list, not 'x'",
+    ),
+    (
+        changed(pod("p"), "metadata.ownerReferences", [{"kind": "Job", "name": "j"}]),
+        "Pod default/p",
+        r"metadata\.ownerReferences\[0\]\.apiVersion: required",
+    ),
+    (
+        changed(pod("p"), "spec.nodeName", 5),
+        "Pod default/p",
+        r"spec\.nodeName: expected a string, not 5",
+    ),
+    (
+        changed(pod("p"), "spec.schedulerName", 5),
+        "Pod default/p",
+        r"spec\.schedulerName: expected a string, not 5",
+    ),
+    (
+        changed(pod("p"), "spec.priority", "x"),
+        "Pod default/p",
+        r"spec\.priority: expected an integer, not 'x'",
+    ),
+    (
+        changed(pod("p"), "spec.terminationGracePeriodSeconds", "x"),
+        "Pod default/p",
+        r"spec\.terminationGracePeriodSeconds: expected an integer",
+    ),
+    (
+        changed(pod("p"), "spec.affinity", {"podAffinity": "x"}),
+        "Pod default/p",
+        r"spec\.affinity\.podAffinity: expected a map, not 'x'",
+    ),
+    (changed(job("j"), "spec", "x"), "Job default/j", r"spec: expected a map, not 'x'"),
+    (
+        changed(job("j"), TEMPLATE_META, "x"),
+        "Job default/j",
+        r"spec\.template\.metadata: expected a map, not 'x'",
+    ),
+    (
+        changed(job("j"), f"{TEMPLATE_META}.annotations", "x"),
+        "Job default/j",
+        r"spec\.template\.metadata\.annotations: expected a map, not 'x'",
+    ),
+    (
+        changed(job("j"), f"{TEMPLATE_META}.labels", ["a"]),
+        "Job default/j",
+        r"spec\.template\.metadata\.labels: expected a map, not \['a'\]",
+    ),
+    (
+        changed(job("j"), "spec.template.spec.containers", "x"),
+        "Job default/j",
+        r"spec\.template\.spec\.containers: expected a list, not 'x'",
+    ),
+    (changed(node("n2"), "status", "x"), "Node n2", r"status: expected a map, not 'x'"),
+    (
+        changed(node("n2"), "spec.taints", "x"),
+        "Node n2",
+        r"spec\.taints: expected a list, not 'x'",
+    ),
+    (
+        changed(node("n2"), "status.conditions", "Ready"),
+        "Node n2",
+        r"status\.conditions: expected a list, not 'Ready'",
+    ),
+    (changed(pod_group("g"), "spec", "x"), "PodGroup default/g", r"spec: expected a map"),
+    (quota("x"), "ResourceQuota default/rq", r"spec: expected a map, not 'x'"),
+]
+
+
+@pytest.mark.parametrize(("doc", "ref", "message"), MISSHAPEN)
+def test_misshapen_fields_are_refused_naming_object_and_field(
+    doc: dict, ref: str, message: str
 ) -> None:
-    path = write(tmp_path, yaml.safe_dump_all([node("other"), doc]))
-    assert cli.main(["simulate", str(path)]) == 2
+    assert_refused(*simulated(doc), ref, message)
+
+
+def test_what_the_api_server_sets_itself_is_not_checked() -> None:
+    mine = changed(pod("p"), "metadata.creationTimestamp", "yesterday")
+    result, notes = simulated(changed(mine, "metadata.uid", 5))
+    assert notes == [] and result["warnings"] == []
+    assert {p["name"]: p["phase"] for p in result["pods"]} == {"ok": "Running", "p": "Running"}
+
+
+# The brief of issue 9: each bad object is refused naming kind, name and field in the JSON,
+# through the CLI, and the rest of the simulation runs (exit 0).
+REFUSED_VIA_CLI = [
+    (pod_group("pg-1", min_member=-1), "PodGroup default/pg-1", r"spec\.minMember: must be >= 1"),
+    (
+        changed(pod_group("pg-1"), "spec.minMember", "x"),
+        "PodGroup default/pg-1",
+        r"spec\.minMember: expected an integer, not 'x'",
+    ),
+    (
+        pod("p", cpu="lots"),
+        "Pod default/p",
+        r"spec\.containers\[0\]\.resources\.requests\.cpu: 'lots' is not a Kubernetes quantity",
+    ),
+    (
+        pod("p", cpu="-1"),
+        "Pod default/p",
+        r"spec\.containers\[0\]\.resources\.requests\.cpu: '-1' is negative",
+    ),
+    (queue("q", weight=0), "Queue q", r"spec\.weight: must be >= 1, not 0"),
+    (
+        changed(queue("q"), "spec.capability", {"cpu": "-2"}),
+        "Queue q",
+        r"spec\.capability\.cpu: '-2' is negative",
+    ),
+    (
+        changed(pod_group("pg-1"), "spec.minResources", {"cpu": "-1"}),
+        "PodGroup default/pg-1",
+        r"spec\.minResources\.cpu: '-1' is negative",
+    ),
+    (
+        pod("p", priorityClassName="nosuch"),
+        "Pod default/p",
+        r"spec\.priorityClassName: no PriorityClass named 'nosuch'",
+    ),
+    (
+        changed(pod("p"), "metadata.labels", ["app"]),
+        "Pod default/p",
+        r"metadata\.labels: expected a map, not \['app'\]",
+    ),
+    (
+        changed(pod("p"), "spec.containers", "main"),
+        "Pod default/p",
+        r"spec\.containers: expected a list, not 'main'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "ref", "message"), REFUSED_VIA_CLI)
+def test_the_cli_refuses_a_bad_object_and_runs_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict, ref: str, message: str
+) -> None:
+    path = write(tmp_path, yaml.safe_dump_all([node("other"), pod("ok"), doc]))
+    assert cli.main(["simulate", str(path), "--output", "json"]) == 0
     out, err = capsys.readouterr()
-    assert out == ""
-    assert re.fullmatch(rf"kbatch: error: {re.escape(str(path))}, document 2: {message}\n", err)
+    result = json.loads(out)
+    assert err.endswith("\n") and all(line.startswith("kbatch: ") for line in err.splitlines())
+    notes = [line.removeprefix("kbatch: ") for line in err.splitlines()]
+    warning = assert_refused(result, notes, ref, message)
+    assert list(warning) == ["time", "kind", "namespace", "name", "message"]
+    assert warning["time"] == 0.0
+    assert [(p["name"], p["phase"]) for p in result["pods"]] == [("ok", "Running")]
 
 
-def test_an_unforeseen_crash_while_checking_names_the_object(
-    monkeypatch: pytest.MonkeyPatch,
+def test_the_table_names_a_refused_object_under_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    path = write(tmp_path, yaml.safe_dump_all([node("other"), pod_group("pg-1", min_member=-1)]))
+    assert cli.main(["simulate", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "kbatch: PodGroup default/pg-1 refused: spec.minMember: must be >= 1, not -1\n"
+    assert re.search(
+        r"^WARNINGS .*\nTIME\s+KIND\s+NAMESPACE\s+NAME\s+REASON\s+MESSAGE\n"
+        r"0s\s+PodGroup\s+default\s+pg-1\s+AdmissionRejected\s+spec\.minMember: must be >= 1",
+        out,
+        re.M,
+    )
+
+
+def test_a_pod_of_a_refused_pod_group_waits_like_one_of_a_missing_group() -> None:
+    result, _ = simulated(
+        pod_group("g", min_member=-1), pod("a", group="g"), pod("b", group="none")
+    )
+    rows = {p["name"]: (p["node"], p["phase"]) for p in result["pods"]}
+    assert rows["a"] == rows["b"] == (None, "Pending")
+    assert result["podGroups"] == []
+
+
+def test_an_unforeseen_crash_names_the_object(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: object) -> None:
         raise TypeError("'int' object is not iterable")
 
@@ -256,13 +454,20 @@ def test_an_unforeseen_crash_while_checking_names_the_object(
         simulate(documents=[pod("p")])
 
 
-def test_a_bad_object_due_later_is_refused_before_the_run() -> None:
-    late = {
-        **pod("p", cpu="lots"),
-        "metadata": {"name": "p", "annotations": {"kbatch.io/sim-submit-at": "1h"}},
-    }
-    with pytest.raises(ManifestError, match="Pod default/p"):
-        simulate(documents=[node(), late])
+def test_a_bad_object_due_later_is_refused_when_it_is_due() -> None:
+    late = at(pod("p", cpu="lots"), "1h")
+    result, notes = simulated(late)
+    warning = assert_refused(result, notes, "Pod default/p", r"spec\.containers\[0\]")
+    assert warning["time"] == 3600.0
+    assert result["summary"]["binds"] == 1
+
+
+def test_a_refused_update_leaves_the_object_as_it_was() -> None:
+    update = at(changed(pod_group("g", min_member=2), "spec.minMember", 0), "10s")
+    result, notes = simulated(pod_group("g", min_member=2), update)
+    warning = assert_refused(result, notes, "PodGroup default/g", r"spec\.minMember: must be >= 1")
+    assert warning["time"] == 10.0
+    assert [(g["name"], g["minMember"]) for g in result["podGroups"]] == [("g", 2)]
 
 
 def test_unknown_kinds_are_named_once_and_skipped() -> None:

@@ -16,8 +16,9 @@ def sim(*docs: object, **options: object) -> Outcome:
 
 
 def test_same_input_gives_identical_json() -> None:
-    first = simulate([EXAMPLES / "two-queues.yaml"])
-    second = simulate([EXAMPLES / "two-queues.yaml"])
+    files = [EXAMPLES / "sim-cluster.yaml", EXAMPLES / "two-queues.yaml"]
+    first = simulate(files)
+    second = simulate(files)
     assert json.dumps(first) == json.dumps(second)
 
 
@@ -32,7 +33,7 @@ def test_json_contract_shape() -> None:
         pod("z", namespace="team"),
     )
     result = outcome.json
-    assert list(result) == ["time", "pods", "podGroups", "queues", "events", "summary"]
+    assert list(result) == ["time", "pods", "podGroups", "queues", "events", "warnings", "summary"]
     assert isinstance(result["time"], float)
     pod_keys = ["namespace", "name", "node", "phase", "podGroup", "evictions"]
     assert all(list(p) == pod_keys for p in result["pods"])

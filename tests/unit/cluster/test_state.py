@@ -99,11 +99,11 @@ def test_pod_request_follows_kubernetes(spec: dict, expected: dict) -> None:
         ),
         (
             pod_group("g", min_member=0),
-            "PodGroup default/g: spec.minMember: Input should be greater than or equal to 1",
+            "PodGroup default/g: spec.minMember: must be >= 1, not 0",
         ),
         (
             pod_group("g", min_member="6"),
-            "PodGroup default/g: spec.minMember: Input should be a valid integer",
+            "PodGroup default/g: spec.minMember: expected an integer, not '6'",
         ),
         (pod_group("g", minResources={"cpu": "lots"}), "PodGroup default/g: spec.minResources.cpu"),
         (node("n", cpu="x"), "Node n: status.allocatable.cpu: 'x' is not a Kubernetes quantity"),

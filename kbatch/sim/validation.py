@@ -1,0 +1,111 @@
+"""What the simulated API server refuses of an object before admission: the wrong shape
+(its schema) or a value out of range (its validation), in kbatch's words naming the field.
+
+    refusal(obj)   # "spec.minMember: must be >= 1, not -1"; None when acceptable
+
+The checks are the cluster layer's own parsers (``kbatch.cluster.records``, which
+refuse the same object in ``kbatch run``), plus what only the simulator reads: a Job's
+spec and its pod template (the pod its controller makes must itself be acceptable), a
+PriorityClass's fields, and the simulation annotations ``kbatch.io/sim-submit-at`` and
+``kbatch.io/sim-duration``. A missing PriorityClass is the API server's priority
+admission (``SimCluster.refusal``); the webhooks' checks are ``kbatch.sim.admission``.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kbatch.cluster import fields, records
+from kbatch.cluster.errors import ObjectError
+from kbatch.sim import clock, jobs, manifests
+
+Object = Mapping[str, Any]
+# The highest value of a PriorityClass not named system-* (HighestUserDefinablePriority).
+HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+def refusal(obj: Object) -> str | None:
+    """Why the API server refuses ``obj`` (``field: why``), or None."""
+    try:
+        _metadata(obj)
+        _CHECKS.get(str(obj["kind"]), _nothing)(_as_created(obj))
+    except ObjectError as exc:
+        return f"{exc.field}: {exc.why}" if exc.field else exc.why
+    except (fields.FieldError, clock.DurationError) as exc:
+        return str(exc)
+    return None
+
+
+def _metadata(obj: Object) -> None:
+    """What every kind shares: metadata's types, the simulation annotations, and a
+    ``spec`` and ``status`` that are maps."""
+    fields.string(obj, "metadata.namespace")
+    fields.string_map(obj, "metadata.labels")
+    annotations = fields.string_map(obj, "metadata.annotations")
+    for key in (manifests.SUBMIT_AT, manifests.DURATION):
+        if key in annotations:
+            clock.parse_duration(annotations[key], f"metadata.annotations.{key}")
+    for i, owner in enumerate(fields.mappings(obj, "metadata.ownerReferences")):
+        for key in ("apiVersion", "kind", "name", "uid"):
+            if not fields.string(owner, key, at=f"metadata.ownerReferences[{i}]"):
+                raise fields.FieldError(f"metadata.ownerReferences[{i}].{key}", "required")
+    fields.mapping(obj, "spec")
+    fields.mapping(obj, "status")
+
+
+def _as_created(obj: Object) -> Object:
+    """``obj`` without what the API server sets itself on creation (uid, creationTimestamp):
+    whatever the input says there is not kept, so it is not checked either."""
+    metadata = {k: v for k, v in obj["metadata"].items() if k not in ("uid", "creationTimestamp")}
+    return {**obj, "metadata": metadata}
+
+
+def _nothing(obj: Object) -> None:
+    pass
+
+
+def _pod(obj: Object) -> None:
+    records.parse_pod(obj)
+
+
+def _job(obj: Object) -> None:
+    """The Job's own fields, then the pod its controller would make from the template."""
+    jobs.job_spec_ints(dict(obj))
+    annotations = manifests.template_annotations(dict(obj))
+    if manifests.DURATION in annotations:
+        where = f"spec.template.metadata.annotations.{manifests.DURATION}"
+        clock.parse_duration(annotations[manifests.DURATION], where)
+    try:
+        records.parse_pod(jobs.pod_for(dict(obj), 0))
+    except ObjectError as exc:
+        # The pod's fields (spec..., metadata...) are the template's, one level down.
+        detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
+        raise ObjectError(exc.ref, "", f"spec.template.{detail}") from exc
+
+
+def _priority_class(obj: Object) -> None:
+    record = records.parse_priority_class(obj)
+    ref = records.ref_of(obj)
+    if record.value > HIGHEST_USER_PRIORITY and not record.name.startswith("system-"):
+        raise ObjectError(
+            ref,
+            "value",
+            f"must be <= {HIGHEST_USER_PRIORITY} (higher values are reserved for system-* "
+            f"classes), not {record.value}",
+        )
+    global_default = obj.get("globalDefault")
+    if global_default is not None and not isinstance(global_default, bool):
+        raise ObjectError(
+            ref, "globalDefault", f"expected true or false, not {fields.shown(global_default)}"
+        )
+
+
+_CHECKS: dict[str, Callable[[Object], object]] = {
+    "Namespace": _nothing,
+    "Node": records.parse_node,
+    "Pod": _pod,
+    "PodGroup": records.parse_pod_group,
+    "Queue": records.parse_queue,
+    "ResourceQuota": records.parse_quota,
+    "PriorityClass": _priority_class,
+    "Job": _job,
+}

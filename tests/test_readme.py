@@ -1,0 +1,158 @@
+"""README.md's simulator commands run as written, and its claims about the simulator hold.
+
+Every ``kbatch simulate ...`` command of README.md's fenced code blocks, and every
+``./scripts/run.sh ...`` command there or in an inline code span (inline, ``kbatch
+simulate FILE...`` is the usage, not a command), is run from the repository's
+root through the ``kbatch`` console script of this venv, its globs expanded as the
+shell would. ``./scripts/run.sh ARGS`` runs ``kbatch ARGS`` once the venv is set up
+(see run.sh), so it is run as that; with no ARGS, with run.sh's own default. Only
+``--report``'s output path is rewritten, into a temporary folder.
+"""
+
+import glob
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbatch.sim import simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RUN_SH = ROOT / "scripts" / "run.sh"
+KBATCH = Path(sys.executable).with_name("kbatch")  # this venv's console script
+
+
+def code_in(markdown: str) -> list[tuple[str, bool]]:
+    """Every line of the fenced code blocks, and every inline code span outside them,
+    each with whether it is fenced."""
+    found: list[tuple[str, bool]] = []
+    fenced = False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced:
+            found.append((line.strip(), True))
+        else:
+            found.extend((span, False) for span in re.findall(r"`([^`]+)`", line))
+    return found
+
+
+def commands(markdown: str) -> list[str]:
+    """The simulator commands among them (a trailing ``# comment`` dropped)."""
+    return [
+        re.sub(r"\s+#.*$", "", code)
+        for code, fenced in code_in(markdown)
+        if re.match(r"\./scripts/run\.sh(\s|$)", code)
+        or (fenced and re.match(r"kbatch simulate\s", code))
+    ]
+
+
+def run_sh_default() -> list[str]:
+    """What ``./scripts/run.sh`` runs with no arguments (its ``set -- ...`` line)."""
+    (line,) = [ln for ln in RUN_SH.read_text().splitlines() if ln.strip().startswith("set -- ")]
+    words = shlex.split(line.replace('"$root', f'"{ROOT}'))
+    return words[2:]
+
+
+def as_kbatch(command: str, out: Path) -> list[str]:
+    """The command as arguments of the ``kbatch`` console script: globs expanded from
+    the root as bash would (sorted; kept as written when nothing matches), the
+    ``--report`` file put in ``out``."""
+    words = shlex.split(command)
+    args = words[1:]
+    if words[0] == "./scripts/run.sh" and not args:
+        args = run_sh_default()
+    expanded: list[str] = []
+    for word in args:
+        magic = any(c in word for c in "*?[")
+        matches = sorted(glob.glob(word, root_dir=ROOT)) if magic else []
+        expanded.extend(matches or [word])
+    for i, word in enumerate(expanded[:-1]):
+        if word == "--report":
+            expanded[i + 1] = str(out / Path(expanded[i + 1]).name)
+    return expanded
+
+
+SIMULATE = commands(README.read_text(encoding="utf-8"))
+
+
+def test_the_readme_shows_simulator_commands() -> None:
+    assert len(SIMULATE) >= 4, SIMULATE
+    assert any("--report" in c for c in SIMULATE)
+    assert "./scripts/run.sh" in SIMULATE, "the no-argument run.sh of 'Two commands'"
+
+
+@pytest.mark.parametrize("command", SIMULATE)
+def test_each_readme_command_runs_as_written(command: str, tmp_path: Path) -> None:
+    args = as_kbatch(command, tmp_path)
+    if args[0] != "simulate":
+        pytest.skip(f"not a simulation: {command}")
+    done = subprocess.run(
+        [str(KBATCH), *args], capture_output=True, text=True, check=False, cwd=ROOT, timeout=600
+    )
+    assert done.returncode == 0, f"{command}\n{done.stderr}"
+    assert done.stdout.strip(), command
+    assert "Traceback" not in done.stderr and "refused" not in done.stderr, done.stderr
+    if "--report" in args:
+        report = Path(args[args.index("--report") + 1])
+        assert report.parent == tmp_path
+        assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_the_readme_command_parser_sees_a_command_that_fails(tmp_path: Path) -> None:
+    """A README command that does not run would fail: here, a file that is not there."""
+    (command,) = commands("```sh\nkbatch simulate examples/no-such.yaml  # broken\n```\n")
+    done = subprocess.run(
+        [str(KBATCH), *as_kbatch(command, tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2 and "no-such.yaml: cannot read" in done.stderr
+
+
+# "Why is a job waiting? Its PodGroup's Unschedulable condition says so, in words — e.g.
+# `3/6 tasks in gang unschedulable: 2 Insufficient cpu, ...` — and so do the
+# FailedScheduling events on its pods."
+WHY = r"\d+/\d+ tasks in gang unschedulable: \d+ [^,]+(, \d+ [^,]+)*"
+
+
+def test_why_a_job_waits_is_said_as_the_readme_says() -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    (example,) = re.findall(r"e\.g\. `([^`]*tasks in gang unschedulable[^`]*)`", readme)
+    assert re.fullmatch(WHY, example)
+    wide = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "wide"},
+        "spec": {
+            "parallelism": 3,
+            "template": {
+                "metadata": {"annotations": {"scheduling.k8s.io/group-name": "wide"}},
+                "spec": {
+                    "schedulerName": "kbatch",
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "5"}}}],
+                },
+            },
+        },
+    }
+    group = {
+        "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "wide"},
+        "spec": {"minMember": 3},  # 15 cpu fit the 16 free, but not 5 on each 8-cpu node
+    }
+    result = simulate([ROOT / "examples" / "sim-cluster.yaml"], documents=[wide, group])
+    (row,) = result["podGroups"]
+    (condition,) = [c for c in row["conditions"] if c["type"] == "Unschedulable"]
+    assert condition["status"] == "True"
+    assert re.fullmatch(WHY, condition["message"]), condition["message"]
+    assert "Insufficient cpu" in condition["message"]
+    failed = [e for e in result["events"] if e["reason"] == "FailedScheduling"]
+    assert {e["name"] for e in failed} == {"wide-0", "wide-1", "wide-2"}
+    assert all("Insufficient cpu" in e["message"] for e in failed)
