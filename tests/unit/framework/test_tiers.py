@@ -142,6 +142,45 @@ def test_victims_come_from_the_first_tier_that_has_the_function(
     assert [t.name for t in session.preemptable(preemptor, cands)] == expected
 
 
+def test_each_plugin_of_a_tier_chooses_among_what_the_ones_before_it_chose() -> None:
+    """Two plugins that each want one victim, either of two equal ones, but not the
+    same one when asked alone: choosing in turn keeps one (intersecting kept none)."""
+
+    def last_of_offered(s: Session) -> None:
+        s.add_preemptable_fn(lambda p, cands: cands[-1:])
+
+    def first_of_offered(s: Session) -> None:
+        s.add_preemptable_fn(lambda p, cands: cands[:1])
+
+    session, _ = session_with([("last", last_of_offered, {}), ("first", first_of_offered, {})])
+    preemptor, cands = candidates(session)
+    assert [t.name for t in session.preemptable(preemptor, cands)] == ["a-0"]
+
+
+def test_queue_share_questions_need_a_plugin_that_answers() -> None:
+    """Reclaim asks the plugins that know shares; with none, no queue takes back and none
+    gives back. With several, all must agree; the highest share counts."""
+
+    def shares(take: bool, lose: bool, share: float) -> Registrar:
+        def register(s: Session) -> None:
+            s.add_reclaimer_fn(lambda queue, task: take)
+            s.add_victim_queue_fn(lambda queue, task: lose)
+            s.add_queue_share_fn(lambda queue: share)
+
+        return register
+
+    none, _ = session_with([("none", lambda s: None, {})])
+    queue, task = none.queues["default"], next(iter(jobs(none)[0].tasks.values()))
+    assert not none.may_reclaim_for(queue, task) and not none.may_lose(queue, task)
+    assert none.queue_share(queue) == 0.0
+    both, _ = session_with(
+        [("x", shares(True, True, 0.5), {})], [("y", shares(True, False, 2.0), {})]
+    )
+    queue, task = both.queues["default"], next(iter(jobs(both)[0].tasks.values()))
+    assert both.may_reclaim_for(queue, task) and not both.may_lose(queue, task)
+    assert both.queue_share(queue) == 2.0
+
+
 def test_overused_if_any_ready_only_if_all_valid_first_rejection() -> None:
     def register(overused: bool, ready: bool, invalid: str | None) -> Registrar:
         def reg(s: Session) -> None:

@@ -3,11 +3,14 @@ queues above theirs — the most over-served queue first — never taking a queu
 below its deserved share, and only from queues marked reclaimable (victims from
 ``reclaimable``).
 
-These limits are the action's own, whatever the tiers say (DESIGN §3): a victim
-may go only if its queue still holds its deserved share without it (counting the
-victims already taken), and the reclaimer takes room only up to its own deserved
-share, so that no eviction makes the victim's queue a reclaimer of the same room
-in the next session. A task its queue may not take (capability) evicts nothing.
+These limits hold whatever the tiers say (DESIGN §3), asked of the plugins that
+know the shares (proportion) through session functions: a victim may go only if
+its queue may lose it now (``may_lose``: it still holds its deserved share without
+it, counting the victims already taken), and the reclaimer takes room only while
+its queue may take it back (``may_reclaim_for``: up to its own deserved share), so
+that no eviction makes the victim's queue a reclaimer of the same room in the next
+session. The most over-served queue (``queue_share``) gives back first. A task its
+queue may not take (capability) evicts nothing.
 Per job through one Statement: if the job cannot become ready (pipelined) with
 the room taken back, nothing is evicted.
 
@@ -19,17 +22,13 @@ from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import (
     Rules,
     fits_without_eviction,
-    holds_deserved_after,
     jobs_by_queue,
     make_room,
     pending_tasks,
-    rationed_dims,
     wasted_evictions,
-    within_deserved,
 )
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.placement import Placer
-from kbatch.operators.scheduler.core.framework.resources import share, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
@@ -53,13 +52,12 @@ def execute(session: Session) -> None:
 
 def _reclaim_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:
     queue = session.queues[job.queue]
-    mask = shareable(session.dims)
     statement = Statement(session)
     statement.claim_kept_room(job)
     for task in pending_tasks(session, job):
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain
-        if not within_deserved(queue, task.request * mask):
+        if not session.may_reclaim_for(queue, task):
             break  # the queue takes back only up to its deserved share
         session.note_preemption_attempt()
         if not make_room(session, statement, placer, task, rules, f"reclaimed by {task.key}"):
@@ -76,8 +74,6 @@ def _rules(session: Session, room: EvictableRoom, reclaimer: QueueInfo) -> Rules
     """The rules for one job of ``reclaimer``. The queues it may take from are those
     over their share as the job's turn begins; ``still_allowed`` asks again before
     each victim, as the victims taken change the shares."""
-    mask = shareable(session.dims)
-    rationed = rationed_dims(session.queues.values(), len(session.dims))
     givers = {
         queue.name
         for queue in session.queues.values()
@@ -92,17 +88,11 @@ def _rules(session: Session, room: EvictableRoom, reclaimer: QueueInfo) -> Rules
 
     def still_allowed(t: TaskInfo) -> bool:
         queue = queue_of(t)
-        return (
-            queue is not None
-            and session.overused(queue)
-            and holds_deserved_after(queue, t.request * mask, rationed)
-        )
+        return queue is not None and session.overused(queue) and session.may_lose(queue, t)
 
     def most_over_served_first(t: TaskInfo) -> float:
         queue = queue_of(t)
-        if queue is None or queue.allocated is None or queue.deserved is None:
-            return 0.0
-        return -share(queue.allocated, queue.deserved)
+        return 0.0 if queue is None else -session.queue_share(queue)
 
     return Rules(
         room,

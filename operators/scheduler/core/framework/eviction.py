@@ -10,15 +10,15 @@ not needed after all are spared again, most important first. Of the nodes
 that work, the one whose victims are fewest and least important wins.
 """
 
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kbatch.operators.scheduler.core.framework.evictable import EVICTABLE, EvictableRoom
-from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.placement import Placer
-from kbatch.operators.scheduler.core.framework.resources import EPSILON
+from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
@@ -185,57 +185,7 @@ def wasted_evictions(session: Session, statement: Statement) -> list[TaskInfo]:
     could have stayed. (Victims taken one by one are spared when not needed, so in
     practice these are members of a whole gang evicted for a smaller preemptor.)"""
     future = session.nodes.future_idle()
-    return [v for v in statement.evicted() if _fits(v.request, future[v.node])]
-
-
-def holds_deserved_after(queue: QueueInfo, request: np.ndarray, rationed: np.ndarray) -> bool:
-    """Would ``queue`` still hold its deserved share without ``request``? (see
-    ``keeps_deserved``; False for a queue without a deserved share)"""
-    if queue.deserved is None or queue.allocated is None:
-        return False
-    return keeps_deserved(queue.allocated, queue.deserved, request, rationed)
-
-
-def keeps_deserved(
-    allocated: np.ndarray, deserved: np.ndarray, request: np.ndarray, rationed: np.ndarray
-) -> bool:
-    """Does a queue holding ``allocated`` keep its ``deserved`` share without ``request``?
-
-    Checked in each dimension the request uses that is ``rationed`` (the queues
-    ask for more than there is, so deserved shares are real shares) or where the
-    queue holds more than it deserves. Where nobody is short (memory in a
-    cpu-bound cluster) the deserved amount is just the queue's demand, and
-    giving a task back takes no share it is owed: kube-batch's strict test
-    there made reclaim impossible from any queue whose pods ask for memory.
-
-    An eviction that passes never makes the victim's queue a reclaimer of the
-    same room: where it gave the task back, it keeps at least its deserved share.
-    """
-    checked = (request > EPSILON) & (rationed | (allocated > deserved + EPSILON))
-    return bool(np.all(allocated[checked] - request[checked] >= deserved[checked] - EPSILON))
-
-
-def rationed_dims(queues: Iterable[QueueInfo], dims: int) -> np.ndarray:
-    """The dimensions in which some queue deserves less than it asks (its request,
-    capped by its capability): those the queues really share."""
-    short = np.zeros(dims, dtype=bool)
-    for queue in queues:
-        if queue.deserved is None or queue.request is None:
-            continue
-        wants = queue.request
-        if queue.capability is not None:
-            wants = np.minimum(wants, queue.capability)
-        short |= queue.deserved < wants - EPSILON
-    return short
-
-
-def within_deserved(queue: QueueInfo, request: np.ndarray) -> bool:
-    """Would ``queue`` stay within its deserved share with ``request`` added, in each
-    dimension the request uses? (Volcano's test for a reclaimer.)"""
-    if queue.deserved is None or queue.allocated is None:
-        return False
-    used = request > EPSILON
-    return bool(np.all(queue.allocated[used] + request[used] <= queue.deserved[used] + EPSILON))
+    return [v for v in statement.evicted() if _fits(session, v.request, future[v.node])]
 
 
 def _plan(
@@ -246,14 +196,14 @@ def _plan(
     everything is rolled back."""
     future = session.nodes.future_idle()
     request = task.request
-    if _fits(request, future[node]):
+    if _fits(session, request, future[node]):
         return []
     candidates = rules.choose(task, evictable_tasks(session, node, rules.wanted))
     order = {id(t): i for i, t in enumerate(least_important_first(session, candidates))}
     mark = statement.mark()
     taken: list[TaskInfo] = []
     remaining = list(candidates)
-    while remaining and not _fits(request, future[node]):
+    while remaining and not _fits(session, request, future[node]):
         victim = min(remaining, key=lambda t: (rules.first(t), order[id(t)]))
         remaining.remove(victim)
         if rules.allowed(victim):
@@ -261,7 +211,7 @@ def _plan(
             taken.append(victim)
     taken += _complete_broken_gangs(session, statement, candidates, taken)
     victims = None
-    if _fits(request, future[node]) and not _breaks_a_gang(session, taken):
+    if _fits(session, request, future[node]) and not _breaks_a_gang(session, taken):
         victims = _spare_unneeded(session, request, future[node].copy(), taken)
     statement.rollback(mark)
     return victims
@@ -292,7 +242,7 @@ def _spare_unneeded(
     spared: set[int] = set()
     for unit in reversed(units):
         need = sum((t.request for t in unit), np.zeros_like(request))
-        if _fits(request, room - need):
+        if _fits(session, request, room - need):
             room = room - need
             spared.update(id(t) for t in unit)
     return [t for t in taken if id(t) not in spared]
@@ -338,7 +288,7 @@ def _cost(
     room = session.nodes.future_idle()[node] - task.request
     for victim in victims:
         room = room + victim.request
-    left_over = sum(1 for v in victims if _fits(v.request, room))
+    left_over = sum(1 for v in victims if _fits(session, v.request, room))
     ranks = [rank[id(v)] for v in victims]
     return (left_over, max(ranks, default=-1), len(victims), sum(ranks), position)
 
@@ -348,8 +298,12 @@ def _breaks_a_gang(session: Session, taken: list[TaskInfo]) -> bool:
     return any(0 < job.ready_count < job.min_member for job in jobs)
 
 
-def _fits(request: np.ndarray, room: np.ndarray) -> bool:
-    return bool(np.all(request <= room + EPSILON))
+def _fits(session: Session, request: np.ndarray, room: np.ndarray) -> bool:
+    """Does ``request`` fit in ``room``? Not counting pods: max pods is a predicate, as
+    in placement (a node whose allocatable has no pod count takes pods all the same)."""
+    fits = request <= room + EPSILON
+    fits[session.dims.index[PODS]] = True
+    return bool(fits.all())
 
 
 def _nodes_worth_trying(
@@ -360,7 +314,9 @@ def _nodes_worth_trying(
     nodes = session.nodes
     evictable = rules.room.held_by(rules.key, rules.wanted)
     future = nodes.future_idle()
-    could = ok & np.all(request <= future + evictable + EPSILON, axis=1)
-    roomy = np.all(request <= future + EPSILON, axis=1)
+    counted = np.ones(len(session.dims), dtype=bool)
+    counted[session.dims.index[PODS]] = False  # see _fits
+    could = ok & np.all((request <= future + evictable + EPSILON)[:, counted], axis=1)
+    roomy = np.all((request <= future + EPSILON)[:, counted], axis=1)
     order = np.lexsort((np.arange(len(nodes)), -scores, ~roomy))
     return [int(i) for i in order if could[i]]

@@ -39,6 +39,11 @@ def no_preemptor(_: TaskInfo) -> tuple[()]:
 JobCheckFn = Callable[[JobInfo], bool]
 OverusedFn = Callable[[QueueInfo], bool]
 AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
+# Reclaim's questions about queue shares (the proportion plugin answers them):
+# may this queue take back room for this task / lose this task now; how far above its
+# share a queue is (the most over-served gives back first).
+QueueTaskFn = Callable[[QueueInfo, TaskInfo], bool]
+QueueShareFn = Callable[[QueueInfo], float]
 TaskEventFn = Callable[[TaskInfo], None]
 JobEventFn = Callable[[JobInfo], None]
 CloseFn = Callable[[Any], None]  # called with the session
@@ -141,6 +146,21 @@ class TieredFunctions:
         """May this queue take this task now? (e.g. within its capability)"""
         self._register("Allocatable", fn)
 
+    def add_reclaimer_fn(self, fn: QueueTaskFn) -> None:
+        """May this queue take back, from other queues, the room of this task of its
+        own? (proportion: only up to its deserved share)"""
+        self._register("Reclaimer", fn)
+
+    def add_victim_queue_fn(self, fn: QueueTaskFn) -> None:
+        """May this queue lose this task of its now, given the victims taken already?
+        (proportion: only while it keeps its deserved share)"""
+        self._register("VictimQueue", fn)
+
+    def add_queue_share_fn(self, fn: QueueShareFn) -> None:
+        """How much of its share a queue holds (1.0: all of it); the highest gives back
+        first."""
+        self._register("QueueShare", fn)
+
     def add_job_enqueueable_fn(self, fn: EnqueueFn) -> None:
         self._register("JobEnqueueable", fn)
 
@@ -176,6 +196,9 @@ class TieredFunctions:
         self._valid: list[JobValidFn] = [r.fn for r in self._enabled("JobValid")]
         self._allocatable: list[AllocatableFn] = [r.fn for r in self._enabled("Allocatable")]
         self._enqueueable: list[EnqueueFn] = [r.fn for r in self._enabled("JobEnqueueable")]
+        self._reclaimers: list[QueueTaskFn] = [r.fn for r in self._enabled("Reclaimer")]
+        self._victim_queues: list[QueueTaskFn] = [r.fn for r in self._enabled("VictimQueue")]
+        self._queue_shares: list[QueueShareFn] = [r.fn for r in self._enabled("QueueShare")]
         self._preemptable = self._by_tier("Preemptable")
         self._reclaimable = self._by_tier("Reclaimable")
 
@@ -230,6 +253,17 @@ class TieredFunctions:
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for fn in self._allocatable)
 
+    def may_reclaim_for(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """All that answer agree; with none, no queue has a share to take back."""
+        return bool(self._reclaimers) and all(fn(queue, task) for fn in self._reclaimers)
+
+    def may_lose(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """All that answer agree; with none, no queue gives anything back."""
+        return bool(self._victim_queues) and all(fn(queue, task) for fn in self._victim_queues)
+
+    def queue_share(self, queue: QueueInfo) -> float:
+        return max((fn(queue) for fn in self._queue_shares), default=0.0)
+
     def job_enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
         """REJECT if any plugin rejects (with its reason), else PERMIT if any permits."""
         verdict: tuple[Vote, str] = (Vote.ABSTAIN, "")
@@ -271,17 +305,21 @@ class TieredFunctions:
 def _victims(
     tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo, candidates: list[TaskInfo]
 ) -> list[TaskInfo]:
-    """The first tier that has the function decides: the intersection of its plugins' lists.
+    """The first tier that has the function decides: each of its plugins chooses among
+    what the ones before it in the tier chose, so the victims satisfy every plugin.
 
-    An empty intersection means no victims; a later tier is asked only when no
-    earlier tier has the function at all (kube-batch fell through, on purpose we don't).
+    (kube-batch intersected lists each plugin chose from all the candidates: when two
+    plugins each pick a different subset of equally good candidates — gang the job's
+    spare tasks by task order, proportion the queue's by node order — nothing is
+    left, although any one would do.) A later tier is asked only when no earlier tier
+    has the function at all (kube-batch fell through, on purpose we don't).
     """
     for fns in tiers:
         if not fns:
             continue
-        chosen: set[int] | None = None
+        chosen = candidates
         for fn in fns:
-            ids = {id(t) for t in fn(preemptor, candidates)}
-            chosen = ids if chosen is None else chosen & ids
-        return [t for t in candidates if id(t) in (chosen or set())]
+            kept = {id(t) for t in fn(preemptor, chosen)}
+            chosen = [t for t in chosen if id(t) in kept]
+        return chosen
     return []

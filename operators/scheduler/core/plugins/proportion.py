@@ -5,15 +5,20 @@ the queues whose request is not yet met; a queue that would get more than it
 asks keeps just its request (capped by its capability), and what is left is
 split again among the others, until nothing is left or every queue is met.
 Dimensions that nobody asks for never keep a queue from being met.
+
+The plugin also answers the reclaim action's questions about shares (DESIGN §3):
+which queues are over their share (``overused``), whether a queue may take room back
+for a task (up to its deserved share) or lose a task (only while it keeps its
+deserved share), and how far above its share a queue is.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import PluginOption
-from kbatch.operators.scheduler.core.framework.eviction import keeps_deserved, rationed_dims
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.resources import (
     EPSILON,
@@ -117,7 +122,7 @@ class _Proportion:
             attr.deserved = deserved[name]
             attr.refresh()
         self.publish(session)
-        self.rationed = rationed_dims(session.queues.values(), dims)
+        self.rationed = rationed_dims(self.queues.values(), dims)
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].share
@@ -129,6 +134,23 @@ class _Proportion:
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.queues[queue.name]
         return less_equal(attr.allocated + task.request * self.mask, attr.capability)
+
+    def may_reclaim_for(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Would ``queue`` stay within its deserved share with ``task`` added, in each
+        dimension the task uses? (Volcano's test for a reclaimer.)"""
+        attr = self.queues[queue.name]
+        request = task.request * self.mask
+        used = request > EPSILON
+        return bool(np.all(attr.allocated[used] + request[used] <= attr.deserved[used] + EPSILON))
+
+    def may_lose(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Does ``queue`` (as it holds now, the victims taken so far gone) keep its
+        deserved share without ``task``?"""
+        attr, request = self.queues[queue.name], task.request * self.mask
+        return keeps_deserved(attr.allocated, attr.deserved, request, self.rationed)
+
+    def over_share(self, queue: QueueInfo) -> float:
+        return self.queues[queue.name].share
 
     def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
         attr = self.queues.get(job.queue)
@@ -173,9 +195,8 @@ class _Proportion:
             self.session.queues[name].share = attr.share
 
     def publish(self, session: Session) -> None:
-        """Shares on the session's queues: at open, for the actions (reclaim keeps queues
-        at their deserved share; the arrays are the plugin's own, so they stay current
-        as tasks are placed and evicted), and again at close for the status."""
+        """Shares on the session's queues, for their status and metrics (at open, and
+        again at close). The actions ask the session functions instead."""
         for name, queue in session.queues.items():
             attr = self.queues[name]
             queue.deserved = attr.deserved
@@ -185,6 +206,34 @@ class _Proportion:
 
     def close(self, session: Session) -> None:
         self.publish(session)
+
+
+def keeps_deserved(
+    allocated: np.ndarray, deserved: np.ndarray, request: np.ndarray, rationed: np.ndarray
+) -> bool:
+    """Does a queue holding ``allocated`` keep its ``deserved`` share without ``request``?
+
+    Checked in each dimension the request uses that is ``rationed`` (the queues
+    ask for more than there is, so deserved shares are real shares) or where the
+    queue holds more than it deserves. Where nobody is short (memory in a
+    cpu-bound cluster) the deserved amount is just the queue's demand, and
+    giving a task back takes no share it is owed: kube-batch's strict test
+    there made reclaim impossible from any queue whose pods ask for memory.
+
+    An eviction that passes never makes the victim's queue a reclaimer of the
+    same room: where it gave the task back, it keeps at least its deserved share.
+    """
+    checked = (request > EPSILON) & (rationed | (allocated > deserved + EPSILON))
+    return bool(np.all(allocated[checked] - request[checked] >= deserved[checked] - EPSILON))
+
+
+def rationed_dims(queues: Iterable[QueueShare], dims: int) -> np.ndarray:
+    """The dimensions in which some queue deserves less than it asks (its request,
+    capped by its capability): those the queues really share."""
+    short = np.zeros(dims, dtype=bool)
+    for queue in queues:
+        short |= queue.deserved < np.minimum(queue.request, queue.capability) - EPSILON
+    return short
 
 
 def _pending_request(job: JobInfo) -> np.ndarray:
@@ -203,6 +252,9 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_allocatable_fn(plugin.allocatable)
     session.add_job_enqueueable_fn(plugin.enqueueable)
     session.add_reclaimable_fn(plugin.victims, preemptor_key=no_preemptor)
+    session.add_reclaimer_fn(plugin.may_reclaim_for)
+    session.add_victim_queue_fn(plugin.may_lose)
+    session.add_queue_share_fn(plugin.over_share)
     session.add_event_handler(
         allocate=lambda task: plugin.changed(task, +1.0),
         deallocate=lambda task: plugin.changed(task, -1.0),
