@@ -265,18 +265,10 @@ class SimCluster:
     def apply(self, outcome: Outcome) -> None:
         """What the API server and the kubelets would make of a session's outcome, at
         once and in the runtime's order: binds, evictions, nominations, statuses, events."""
-        for bind in outcome.binds:
-            self.bind(bind.task, bind.node)
-        for eviction in outcome.evictions:
-            self.evict(eviction.task, eviction.reason)
-        for nomination in outcome.nominations:
-            self.nominate(nomination.task, nomination.node)
-        for group in outcome.pod_groups:
-            self.update_pod_group(group.namespace, group.name, group.status)
-        for queue in outcome.queues:
-            self.update_queue(queue.name, queue.status)
-        for event in outcome.events:
-            self.record(event.ref, event.type, event.reason, event.message)
+        decided.apply_in_order(self, outcome)
+
+    def flush(self) -> None:
+        """Binds are applied as they come: nothing waits to be sent."""
 
     def bind(self, task: TaskInfo, node: str) -> None:
         pod = self.state.get("Pod", task.namespace, task.name)

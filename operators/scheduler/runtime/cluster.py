@@ -137,19 +137,7 @@ class KubeCluster:
         sent on the bind workers), the evictions, the nominations, then the PodGroup and
         Queue statuses (written once the binds they count are out, within a bounded
         wait), then the events (likewise)."""
-        for bind in outcome.binds:
-            self.bind(bind.task, bind.node)
-        self.flush()
-        for eviction in outcome.evictions:
-            self.evict(eviction.task, eviction.reason)
-        for nomination in outcome.nominations:
-            self.nominate(nomination.task, nomination.node)
-        for group in outcome.pod_groups:
-            self.update_pod_group(group.namespace, group.name, group.status)
-        for queue in outcome.queues:
-            self.update_queue(queue.name, queue.status)
-        for event in outcome.events:
-            self.record(event.ref, event.type, event.reason, event.message)
+        decided.apply_in_order(self, outcome)
 
     # ----------------------------------------------------------------- binds
     def bind(self, task: TaskInfo, node: str) -> None:

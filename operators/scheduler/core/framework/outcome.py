@@ -11,6 +11,7 @@ reasons and messages, and which repeats are dropped (``EventFilter``).
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
@@ -86,6 +87,37 @@ class Outcome:
 
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         self.events.append(Event(ref, type_, reason, message))
+
+
+class Backend(Protocol):
+    """What applying an outcome asks of a cluster (``apply_in_order``)."""
+
+    def bind(self, task: TaskInfo, node: str) -> None: ...
+    def flush(self) -> None: ...
+    def evict(self, task: TaskInfo, reason: str) -> None: ...
+    def nominate(self, task: TaskInfo, node: str | None) -> None: ...
+    def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None: ...
+    def update_queue(self, name: str, status: QueueStatus) -> None: ...
+    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None: ...
+
+
+def apply_in_order(backend: Backend, outcome: Outcome) -> None:
+    """The one order both backends apply an outcome in: the binds (then ``flush``: all
+    of them are known, to be sent), the evictions, the nominations, then the PodGroup
+    and Queue statuses that count them, then the events."""
+    for bind in outcome.binds:
+        backend.bind(bind.task, bind.node)
+    backend.flush()
+    for eviction in outcome.evictions:
+        backend.evict(eviction.task, eviction.reason)
+    for nomination in outcome.nominations:
+        backend.nominate(nomination.task, nomination.node)
+    for group in outcome.pod_groups:
+        backend.update_pod_group(group.namespace, group.name, group.status)
+    for queue in outcome.queues:
+        backend.update_queue(queue.name, queue.status)
+    for event in outcome.events:
+        backend.record(event.ref, event.type, event.reason, event.message)
 
 
 # --------------------------------------------------------------------------- words
