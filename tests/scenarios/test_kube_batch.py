@@ -14,8 +14,8 @@ switched on; it runs for ``UNTIL``: the first session decides, the few after it 
 that nothing more is decided (no second round of victims).
 
 Each row says what kube-batch's test asserts and what kbatch does. Where kbatch differs
-on purpose, ``why`` names the rule; where it differs by a bug, the row is a strict xfail
-whose reason says where. kbatch's own additions to the Go assertions: the PodGroup
+on purpose, ``why`` names the rule (the two bugs these cases found are fixed: victims
+chosen in turn within a tier, max pods left to the predicates in eviction). kbatch's own additions to the Go assertions: the PodGroup
 phases after the run (DESIGN §2: a group is Inqueue only once the enqueue action
 admits it, and none of these confs has it), and which PodGroups the victims belong to.
 
@@ -56,9 +56,6 @@ class Case:
     phases: dict[str, str]  # PodGroup "ns/name" -> phase after the run (kbatch's check)
     kbatch: Expect | None = None  # None: as kube-batch
     why: str = ""  # why kbatch's answer differs, on purpose
-    bug: str = ""  # a kbatch bug this case shows: a strict xfail (on a cluster too, unless:)
-    # what a cluster shows of a kbatch bug when chance decides it: an xfail there, not strict
-    cluster_bug: str = ""
 
     @property
     def expected(self) -> Expect:
@@ -120,15 +117,6 @@ FEWEST_VICTIMS = (
     "one 700m victim on n2 makes room for the other two. kube-batch evicts 2, and its own "
     "comment on the case says only 1 should go."
 )
-TIES_BY_UID = (
-    "on a cluster the task order's full tie (same creationTimestamp, to the second) falls "
-    "to the pods' uids, random UUIDs from the API server, so each job's p1 or p2 is bound "
-    "at random (a p2 in most runs here); the simulator's uids count up in input order, "
-    "so it always binds the p1s, as kube-batch's test does (its uids are 'c1-p1' < "
-    "'c1-p2'). framework/tiers.py task_order_key ends in (created, uid); "
-    "kbatch/sim/cluster.py gives sequential uids"
-)
-
 CASES: dict[str, Case] = {
     # ------------------------------------------------------------------ v0.5: allocate
     "allocate-one-job-two-pods.yaml": Case(
@@ -142,7 +130,6 @@ CASES: dict[str, Case] = {
         name="two Jobs on one node",
         kube_batch=Expect(binds={"c1/p1": "n1", "c2/p1": "n1"}),
         phases={"c1/pg1": "Running", "c2/pg2": "Running"},
-        cluster_bug=TIES_BY_UID,
     ),
     # ------------------------------------------------------------------ v0.5: preempt
     "preempt-one-job-two-pods.yaml": Case(
@@ -238,21 +225,9 @@ def path_of(case: str) -> Path:
     return DIRECTORY / case
 
 
-def params(cluster: bool = False) -> list[object]:
-    """The cases for pytest.mark.parametrize: a kbatch bug's as a strict xfail, and on a
-    cluster (``cluster``) one that only a cluster shows as an xfail that may pass."""
-
-    def marks(case: Case) -> list[pytest.MarkDecorator]:
-        if cluster and case.cluster_bug:
-            return [pytest.mark.xfail(strict=False, reason=case.cluster_bug)]
-        if case.bug:
-            return [pytest.mark.xfail(strict=True, reason=case.bug)]
-        return []
-
-    return [
-        pytest.param(name, id=name.removesuffix(".yaml"), marks=marks(case))
-        for name, case in sorted(CASES.items())
-    ]
+def params() -> list[object]:
+    """The cases for pytest.mark.parametrize, named by their files."""
+    return [pytest.param(name, id=name.removesuffix(".yaml")) for name in sorted(CASES)]
 
 
 def binds(outcome: Outcome) -> dict[str, str | None]:

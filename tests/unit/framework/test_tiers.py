@@ -57,6 +57,17 @@ def test_full_tie_falls_to_creation_time_then_uid() -> None:
     assert sorted([b, a], key=session.job_order_key) == [a, b]  # uid "default/a" < "default/b"
 
 
+def test_a_full_tie_of_tasks_falls_to_the_pods_name_not_its_uid() -> None:
+    """A cluster's uids are random UUIDs: broken by name, a tie is broken alike by the
+    simulator and a cluster (kube-batch's allocate test binds p1 before p2)."""
+    tie = lambda s: s.add_task_order_fn(lambda task: 0)  # noqa: E731
+    session, _ = session_with([("tie", tie, {})])
+    a, b = (next(iter(job.tasks.values())) for job in jobs(session))
+    b.created = a.created
+    a.uid, b.uid = "ffff", "0000"
+    assert sorted([b, a], key=session.task_order_key) == [a, b]
+
+
 @pytest.mark.parametrize("switch", [{"enableJobOrder": False}, {"disableJobOrder": True}])
 def test_switched_off_order_function_is_not_asked(switch: dict[str, bool]) -> None:
     prefer_b = lambda s: s.add_job_order_fn(lambda job: 0 if job.name == "b" else 1)  # noqa: E731

@@ -4,8 +4,10 @@
 Order functions are given as *keys*: a plugin's key tells two objects apart when the
 keys differ, and the first plugin (tier order, then order in tier) that tells them
 apart wins, which is exactly a lexicographic comparison of the keys; full ties fall
-to creation time, then uid. A plugin registers only inside its ``on_session_open``
-(``opening`` names it), and ``compile`` fixes the enabled functions once all have.
+to creation time, then (tasks) the pod's namespace/name, then uid: a cluster's uids are
+random, so a tie broken by name is broken alike by the simulator and a cluster. A
+plugin registers only inside its ``on_session_open`` (``opening`` names it), and
+``compile`` fixes the enabled functions once all have.
 """
 
 from collections.abc import Callable, Hashable, Sequence
@@ -216,7 +218,7 @@ class TieredFunctions:
         return (*(fn(queue) for fn in self._queue_keys), queue.created, queue.name)
 
     def task_order_key(self, task: TaskInfo) -> tuple[Key, ...]:
-        return (*(fn(task) for fn in self._task_keys), task.created, task.uid)
+        return (*(fn(task) for fn in self._task_keys), task.created, task.key, task.uid)
 
     def predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, Failures]:
         """Which of the nodes ``idx`` every predicate of every tier accepts, and why not."""
