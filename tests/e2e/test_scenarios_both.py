@@ -115,11 +115,6 @@ def what_the_user_sees(outcome: Outcome) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 9 item 6 in progress: the live events differ from the simulator's in "
-    "some runs (passed on a clean clone, failed once): timing-dependent, to be fixed",
-)
 def test_both_backends_tell_the_user_the_same(cluster_backend: Any, tmp_path: Path) -> None:
     """One scenario, the simulator and a real cluster: the same phases, conditions, event
     reasons and messages (phase changes included), with the same de-duplication."""
