@@ -117,9 +117,9 @@ def test_the_readme_command_parser_sees_a_command_that_fails(tmp_path: Path) -> 
 
 
 # "Why is a job waiting? Its PodGroup's Unschedulable condition says so, in words — e.g.
-# `3/6 tasks in gang unschedulable: 2 Insufficient cpu, ...` — and so do the
-# FailedScheduling events on its pods."
-WHY = r"\d+/\d+ tasks in gang unschedulable: \d+ [^,]+(, \d+ [^,]+)*"
+# `3/6 tasks in gang unschedulable: 0/4 nodes are available: 2 Insufficient cpu, ...`
+# — and so do the FailedScheduling events on its pods." (kube-scheduler's words)
+WHY = r"\d+/\d+ tasks in gang unschedulable: 0/\d+ nodes are available: \d+ [^,]+(, \d+ [^,]+)*"
 
 
 def test_why_a_job_waits_is_said_as_the_readme_says() -> None:

@@ -24,7 +24,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskInfo,
     TaskStatus,
 )
-from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
@@ -96,15 +96,16 @@ class SnapshotBuilder:
         resolver = _Priorities(priority_classes)
         queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
         jobs = {key: _job_info(key, group, dims, resolver) for key, group in pod_groups.items()}
-        orphans: dict[str, str] = {}
+        orphans: list[OrphanPod] = []
         for pod in pods:
             status = task_status(pod)
             if status is None:
                 continue
             priority = resolver.of_pod(pod)
             job = self._job_of(pod, priority, jobs, dims, scheduler_names)
-            if job is None and pod.group and pod.scheduler_name in scheduler_names:
-                orphans[pod.uid] = pod.group
+            waits = status is TaskStatus.PENDING and pod.scheduler_name in scheduler_names
+            if job is None and pod.group and waits:
+                orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
             task = TaskInfo(
                 uid=pod.uid,
                 namespace=pod.namespace,
@@ -129,9 +130,12 @@ class SnapshotBuilder:
                 task.node = where
                 node_set.place(task, where)
         for key, group in pod_groups.items():
-            if not group.spec.priority_class_name and jobs[key].tasks:
+            job = jobs[key]
+            if not group.spec.priority_class_name and job.tasks:
                 # A PodGroup naming no PriorityClass takes its pods' highest priority.
-                jobs[key].priority = max(t.priority for t in jobs[key].tasks.values())
+                job.priority = max(t.priority for t in job.tasks.values())
+            if job.min_resources is None and job.tasks:
+                job.min_resources = gang_minimum(job)
         node_set.version[:] = 0
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
 
@@ -222,6 +226,14 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         open=spec.state is QueueState.OPEN,
         old_status=queue.status,
     )
+
+
+def gang_minimum(job: JobInfo) -> np.ndarray:
+    """The minResources of a group that has none, as the PodGroup webhook fills them
+    (minMember × the smallest request of its pods, per resource), so that enqueue never
+    admits a gang the cluster cannot hold, with the webhooks on or not."""
+    smallest = np.min([task.request for task in job.tasks.values()], axis=0)
+    return smallest * job.min_member
 
 
 def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) -> JobInfo:

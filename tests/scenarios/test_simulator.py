@@ -255,6 +255,22 @@ def test_identical_events_are_not_repeated() -> None:
     ]
 
 
+def test_a_pod_waiting_for_a_missing_pod_group_is_told_so_once() -> None:
+    """Nothing waits in silence: one event while it waits (not one a session), and the
+    pod is scheduled once its PodGroup comes."""
+    ticks = [at(pod(f"tick-{i}", duration="1s"), f"{10 * i}s") for i in range(1, 11)]
+    late = at(pod_group("later"), "4m")
+    outcome = sim(node(), pod("p", group="later"), *ticks, late, until="5m")
+    assert outcome.summary["sessions"] > 10  # sessions ran while it waited
+    told = [(e["time"], e["type"], e["message"]) for e in outcome.events("FailedScheduling")]
+    message = (
+        "PodGroup default/later does not exist: the pod waits until it is created "
+        "(annotation scheduling.k8s.io/group-name)"
+    )
+    assert told == [(0.0, "Warning", message)]
+    assert outcome.pod("p")["phase"] == "Running"
+
+
 def test_scheduler_conf_from_an_annotated_config_map() -> None:
     from scenarios.objects import conf_map
 
@@ -364,15 +380,18 @@ def test_gangs_submitted_together_that_do_not_both_fit_never_deadlock() -> None:
 
 
 def test_gangs_of_bare_pods_that_do_not_both_fit_never_deadlock() -> None:
-    """No Job, so no minResources: both groups are admitted at once and both gangs' pods
-    exist from the start. Allocate must place one whole and leave the other with none
-    (discarding its partial placement), not half-place both."""
+    """No Job, so no minResources: enqueue takes the gang's minimum from its pods, as the
+    webhook would (6 × 1 cpu), so the second gang is not admitted onto the room the first
+    holds; neither is half placed."""
     gangs = [pod_group(name, min_member=6) for name in ("first", "second")]
     pods = [pod(f"{g}-{i}", group=g) for g in ("first", "second") for i in range(6)]
     outcome = sim(node("n1"), node("n2"), *gangs, *pods)
     assert len(outcome.running(job="first")) == 6, "the older gang runs whole"
     assert outcome.bound(job="second") == []
+    assert outcome.group("second")["phase"] == "Pending"
     waiting = outcome.condition("second", "Unschedulable")
     assert waiting is not None and waiting["status"] == "True"
-    assert waiting["message"].startswith("6/6 tasks in gang unschedulable: ")
-    assert "Insufficient cpu" in waiting["message"]
+    assert waiting["message"] == (
+        "6/6 tasks in gang unschedulable: not admitted: minResources exceed the "
+        "cluster's free resources: cpu 6 > 2 free"
+    )

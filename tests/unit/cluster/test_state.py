@@ -6,6 +6,7 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.podspec import pod_request
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import OrphanPod
 
 GiB = 2**30
 
@@ -141,7 +142,7 @@ def test_snapshot_groups_pods_and_counts_every_pod_on_nodes() -> None:
     cpu = snap.dims.index["cpu"]
     assert snap.nodes.used[snap.nodes.index["n1"], cpu] == 1000
     assert snap.nodes.used[snap.nodes.index["n2"], cpu] == 3000
-    assert snap.orphans == {"uid-orphan": "missing"}
+    assert snap.orphans == [OrphanPod("default", "orphan", "missing")]
 
 
 def test_alike_pods_share_one_template() -> None:

@@ -114,7 +114,8 @@ def test_unschedulable_condition_names_counts_and_reasons_then_clears() -> None:
     assert cond.type is ConditionType.UNSCHEDULABLE and cond.status == "True"
     assert (
         cond.message
-        == "3/3 tasks in gang unschedulable: 1 Insufficient cpu, 1 node(s) didn't match node selector"
+        == "3/3 tasks in gang unschedulable: 0/2 nodes are available: 1 Insufficient cpu, "
+        "1 node(s) didn't match node selector"
     )
     events = {(ref.name, reason) for ref, _, reason, _ in sent.recorded}
     assert ("big", "Unschedulable") in events and ("big-0", "FailedScheduling") in events

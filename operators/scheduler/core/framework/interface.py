@@ -12,7 +12,16 @@ from kbatch.operators.scheduler.core.framework.info import JobInfo, NodeSet, Que
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef, Outcome
 from kbatch.operators.scheduler.core.framework.resources import Dims
 
-__all__ = ["Cluster", "ObjectRef", "Outcome", "Snapshot"]
+__all__ = ["Cluster", "ObjectRef", "OrphanPod", "Outcome", "Snapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanPod:
+    """A pod that waits for a PodGroup that does not exist (``group``, its namespace's)."""
+
+    namespace: str
+    name: str
+    group: str
 
 
 @dataclass(slots=True)
@@ -23,8 +32,8 @@ class Snapshot:
     nodes: NodeSet
     jobs: dict[str, JobInfo]
     queues: dict[str, QueueInfo]
-    # Pods named by a group annotation whose PodGroup does not exist: uid -> group name.
-    orphans: dict[str, str] = field(default_factory=dict)
+    # Our pending pods named by a group annotation whose PodGroup does not exist.
+    orphans: list[OrphanPod] = field(default_factory=list)
     # PodGroups (job uids) with pods, all of them another scheduler's: not ours to write.
     foreign_groups: frozenset[str] = frozenset()
 

@@ -16,9 +16,13 @@ from kbatch.api.queue import QueueStatus
 from kbatch.operators.podgroup import status as pod_group_status_rules
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import (
+    FAILED_SCHEDULING,
+    Event,
+    ObjectRef,
     Outcome,
     PodGroupUpdate,
     QueueUpdate,
+    missing_group_message,
     phase_event,
 )
 from kbatch.operators.scheduler.core.framework.resources import Dims
@@ -51,8 +55,9 @@ def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStat
 
 
 def publish(session: Session) -> Outcome:
-    """Add every PodGroup and Queue status that changed to the session's outcome, and
-    an event for each PodGroup phase change; the outcome."""
+    """Add every PodGroup and Queue status that changed to the session's outcome, an
+    event for each PodGroup phase change, and one on each pod that waits for a PodGroup
+    that does not exist (nothing else would tell); the outcome."""
     outcome = session.outcome
     by_queue: dict[str, list[JobInfo]] = {name: [] for name in session.queues}
     for job in session.jobs.values():
@@ -78,4 +83,8 @@ def publish(session: Session) -> Outcome:
         published = queue_status(queue, session.dims, by_queue.get(name, []))
         if published != queue.old_status:
             outcome.queues.append(QueueUpdate(name, published))
+    for pod in session.orphans:  # the events' de-duplication keeps this to once a while
+        ref = ObjectRef("Pod", pod.namespace, pod.name)
+        message = missing_group_message(pod.namespace, pod.group)
+        outcome.events.append(Event(ref, "Warning", FAILED_SCHEDULING, message))
     return outcome

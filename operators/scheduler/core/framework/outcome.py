@@ -129,6 +129,13 @@ def binding_rejected_message(why: str) -> str:
     return f"Binding rejected: {why}"
 
 
+def missing_group_message(namespace: str, group: str) -> str:
+    return (
+        f"PodGroup {namespace}/{group} does not exist: the pod waits until it is created "
+        "(annotation scheduling.k8s.io/group-name)"
+    )
+
+
 def evicted_message(key: str, reason: str) -> str:
     return f"Evicted {key}: {reason}"
 

@@ -106,7 +106,7 @@ def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo
     errors = session.fit_errors_of(job)
     waiting = session.waiting_reason(job)
     if errors:
-        why = histogram(next(iter(errors.values())))
+        why = nodes_unavailable(len(session.nodes), next(iter(errors.values())))
         reason = "NotEnoughResources"
     else:
         why = waiting or "waiting for other gang members to be placed"
@@ -142,10 +142,16 @@ def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], messag
     nodes = len(session.nodes)
     for task in pending:
         reasons = errors.get(task.uid)
-        detail = f"0/{nodes} nodes are available: {histogram(reasons)}." if reasons else message
+        detail = f"{nodes_unavailable(nodes, reasons)}." if reasons else message
         session.record_event(
             ObjectRef("Pod", task.namespace, task.name), "Warning", "FailedScheduling", detail
         )
+
+
+def nodes_unavailable(nodes: int, reasons: dict[str, int]) -> str:
+    """kube-scheduler's words: '0/4 nodes are available: 4 Insufficient cpu' (the
+    counts are of nodes, which the bare histogram left the reader to guess)."""
+    return f"0/{nodes} nodes are available: {histogram(reasons)}"
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
