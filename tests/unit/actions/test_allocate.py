@@ -38,6 +38,20 @@ def test_two_gangs_that_do_not_both_fit_never_deadlock() -> None:
     assert sent.pod_groups["default/second"].conditions[0].status == "True"
 
 
+@pytest.mark.parametrize("other", ["queue", "priority"])
+def test_a_partly_placed_gang_is_completed_before_any_other_starts(other: str) -> None:
+    """Half of a gang bound (its leader died mid-bind): the room it still needs goes to it,
+    although another queue's turn (lower share) or a more important job comes first."""
+    cluster = Cluster().node("n1", cpu=4).queue("a").queue("b")
+    half = cluster.job("half", queue="a", min_member=4, created=2.0)
+    half.tasks(2, cpu=1, status=R, node="n1").tasks(2, cpu=1)
+    if other == "queue":
+        cluster.job("new", queue="b", min_member=2, created=1.0).tasks(2, cpu=1)
+    else:
+        cluster.job("new", queue="a", min_member=2, priority=100, created=1.0).tasks(2, cpu=1)
+    assert bound_jobs(run_actions(cluster.open(), "allocate").binds) == {"half": 2}
+
+
 def test_a_discarded_gang_leaves_room_for_the_next_job() -> None:
     # kube-batch#514: the half-placed big gang kept its room until the session ended
     cluster = Cluster().node("n1", cpu=4)

@@ -13,6 +13,10 @@ placed here too (first node by name that passes the predicates, as backfill
 would), in the same statement, so that a gang mixing both kinds (an MPI launcher
 without requests beside its workers) can become ready at all.
 
+A gang already partly placed (binds a dead leader did not finish, or that failed)
+holds room and does nothing with it: such gangs are completed first, before any
+queue's turn, whatever the queue and job order say.
+
 A job that is only pipelined keeps its reservation for this session without
 binding anything: its allocated tasks are turned into pipelined ones, so that
 no later action counts them as placed and commits a part of the gang alone.
@@ -32,9 +36,11 @@ NAME = "allocate"
 
 def execute(session: Session) -> None:
     placer = Placer(session)
+    jobs_to_place = session.jobs_to_place()
+    _complete_partly_placed(session, placer, jobs_to_place)
     tie = itertools.count()
     per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
-    for job in session.jobs_to_place():
+    for job in jobs_to_place:
         heap = per_queue.setdefault(job.queue, [])
         heap.append((session.job_order_key(job), next(tie), job))
     queues = []
@@ -59,6 +65,13 @@ def execute(session: Session) -> None:
             heapq.heappush(jobs, (session.job_order_key(job), next(tie), job))
         if jobs:
             heapq.heappush(queues, (session.queue_order_key(queue), next(tie), name))
+
+
+def _complete_partly_placed(session: Session, placer: Placer, jobs: list[JobInfo]) -> None:
+    """One turn, first, for each gang with tasks placed but not ready, by job order."""
+    partly = [job for job in jobs if job.ready_count > 0 and not session.job_ready(job)]
+    for job in sorted(partly, key=session.job_order_key):
+        _allocate_job(session, placer, job)
 
 
 def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
