@@ -2,8 +2,15 @@
 
 from types import ModuleType
 
-from kbatch.operators.scheduler.core.actions import allocate, backfill, enqueue, preempt, reclaim
+from kbatch.operators.scheduler.core.actions import (
+    allocate,
+    backfill,
+    enqueue,
+    preempt,
+    reclaim,
+    reserve,
+)
 
 REGISTRY: dict[str, ModuleType] = {
-    module.NAME: module for module in (enqueue, allocate, backfill, preempt, reclaim)
+    module.NAME: module for module in (enqueue, allocate, backfill, preempt, reclaim, reserve)
 }

@@ -82,6 +82,10 @@ class Session(TieredFunctions):
         self._waiting: dict[str, str] = {}  # job -> why, in words
         self._invalid: dict[str, Invalid] = {}
         self._conditions: dict[str, list[PodGroupCondition]] = {}
+        # Room kept this session for a job waiting for nodes to drain (the reserve
+        # action): its tasks' nominations do not expire at close.
+        self._draining: dict[str, str] = {}  # job -> why, in words
+        self._drain_tasks: set[str] = set()
 
     def jobs_to_place(self) -> list[JobInfo]:
         """Jobs that placing actions work on: valid, admitted, in a known queue, with
@@ -164,6 +168,23 @@ class Session(TieredFunctions):
         self.nodes.reserve(task, 1.0)
         self.changes += 1
 
+    def drain_for(self, task: TaskInfo, node: int) -> None:
+        """Keep ``node``'s room for pending ``task`` until what runs there ends (no one
+        else is placed in it), in the cluster too (its nominated node)."""
+        if task.nominated != node:
+            if task.nominated != NO_NODE:
+                self.unkeep(task)
+            self.keep(task, node)
+            self.nominate(task, node)
+        self._drain_tasks.add(task.uid)
+
+    def note_draining(self, job: JobInfo, why: str) -> None:
+        self._draining[job.uid] = why
+
+    def draining_reason(self, job: JobInfo) -> str | None:
+        """Why ``job`` waits with room kept for it (which nodes drain), or None."""
+        return self._draining.get(job.uid)
+
     def evict_now(self, task: TaskInfo, reason: str) -> None:
         """Send an eviction (Statement.commit); the task is already Releasing."""
         self.outcome.evictions.append(Eviction(task, reason))
@@ -238,11 +259,14 @@ class Session(TieredFunctions):
     def _expire_nominations(self) -> None:
         """A task kept room on a node while its victims were leaving; once nothing is
         leaving there and it still was not placed, the room goes back to everyone, in
-        the cluster too (else a job that cannot run after all would hold it for ever)."""
+        the cluster too (else a job that cannot run after all would hold it for ever).
+        Room the reserve action kept this session for a drain stays kept."""
         if not self.any_room_kept():
             return
         for job in self.jobs.values():
             for task in job.tasks_with(TaskStatus.PENDING):
+                if task.uid in self._drain_tasks:
+                    continue
                 if task.nominated != NO_NODE and not self.nodes.releasing[task.nominated].any():
                     self.unkeep(task)
                     self.outcome.nominations.append(Nomination(task, None))

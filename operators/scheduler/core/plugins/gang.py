@@ -105,7 +105,10 @@ def _was_unschedulable(job: JobInfo) -> bool:
 def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo]) -> None:
     errors = session.fit_errors_of(job)
     waiting = session.waiting_reason(job)
-    if errors:
+    draining = session.draining_reason(job)
+    if draining is not None:  # room is kept for it: say where, not why it did not fit
+        why, reason = draining, "NotEnoughResources"
+    elif errors:
         why = nodes_unavailable(len(session.nodes), next(iter(errors.values())))
         reason = "NotEnoughResources"
     else:

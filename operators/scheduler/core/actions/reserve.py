@@ -1,0 +1,137 @@
+"""The reserve action: a large job is not starved by a flood of small ones (DESIGN §11).
+
+For each queue within its deserved share, by queue order, the first job in its
+order that is still not ready after the placing actions (its head) gets room kept
+on the nodes that cost least to drain: nothing else is placed in that room, and
+the job takes it once what runs there has ended — no eviction. The room is kept
+with the nominations preempt and reclaim use (a pod's ``nominatedNodeName``), so
+it survives to the next session and to another leader; it is given back as soon
+as a session no longer reserves it (the job was placed, is no longer its queue's
+head, or its queue went over its share).
+
+Configure it after the placing actions, e.g. ``enqueue, allocate, backfill,
+reserve``: without it nothing changes (kube-batch's behaviour).
+
+The cost of a node is what is in the way: the share of the node that must still
+be freed for the task, then the number of running tasks there, then the node
+order. A task's node is kept between sessions while it still can hold it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbatch.api.quantity import format_quantity
+from kbatch.operators.scheduler.core.framework.info import (
+    NO_NODE,
+    OCCUPYING_STATUSES,
+    JobInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
+from kbatch.operators.scheduler.core.framework.session import Session
+
+NAME = "reserve"
+
+
+def execute(session: Session) -> None:
+    placer = Placer(session, score=False)
+    by_queue: dict[str, list[JobInfo]] = {}
+    for job in sorted(session.jobs_to_place(), key=session.job_order_key):
+        by_queue.setdefault(job.queue, []).append(job)
+    drained = _room_when_drained(session)
+    for name in sorted(by_queue, key=lambda q: session.queue_order_key(session.queues[q])):
+        if session.overused(session.queues[name]):
+            continue
+        head = next((job for job in by_queue[name] if not session.job_ready(job)), None)
+        if head is not None and not session.job_pipelined(head):
+            _reserve_for(session, placer, head, drained)
+
+
+@dataclass(slots=True)
+class _Plan:
+    task: TaskInfo
+    node: int
+
+
+def _room_when_drained(session: Session) -> np.ndarray:
+    """Each node's room once every task of ours there has ended: less what other
+    schedulers' pods hold (they may never end) and the room kept for others."""
+    nodes = session.nodes
+    room = nodes.allocatable - nodes.nominated
+    for i, info in enumerate(nodes.infos):
+        for task in info.tasks.values():
+            if not task.job and task.status in OCCUPYING_STATUSES:
+                room[i] -= task.request
+    return room
+
+
+def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.ndarray) -> None:
+    """Keep room for the tasks ``job`` needs to become ready, or for none of them."""
+    need = max(job.min_member - job.ready_count, 1)
+    waiting = sorted(
+        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
+        key=session.task_order_key,
+    )[:need]
+    if len(waiting) < need:
+        return  # not all its pods exist: nothing would make it ready
+    room = drained.copy()
+    for task in waiting:  # its own kept room is its own to plan with
+        if task.nominated != NO_NODE:
+            room[task.nominated] += task.request
+    plans = []
+    for task in waiting:
+        node = _best_node(session, placer, task, room)
+        if node == NO_NODE:
+            return
+        room[node] -= task.request
+        plans.append(_Plan(task, node))
+    for plan in plans:
+        session.drain_for(plan.task, plan.node)
+    drained[:] = room
+    session.note_draining(job, _waiting_message(session, job, sorted({p.node for p in plans})))
+
+
+def _best_node(session: Session, placer: Placer, task: TaskInfo, room: np.ndarray) -> int:
+    """The node that holds ``task`` once drained and has least in the way; the task's
+    own node from an earlier session while it still can."""
+    counted = np.ones(len(session.dims), dtype=bool)
+    counted[session.dims.index[PODS]] = False  # max pods is a predicate
+    ok = placer.view(task).ok
+    holds = ok & np.all((task.request <= room + EPSILON)[:, counted], axis=1)
+    if task.nominated != NO_NODE and holds[task.nominated]:
+        return task.nominated
+    candidates = np.flatnonzero(holds)
+    if not candidates.size:
+        return NO_NODE
+    nodes = session.nodes
+    still_needed = np.maximum(task.request - np.maximum(nodes.free, 0), 0)
+    capacity = nodes.allocatable
+    share = np.divide(still_needed, capacity, out=np.zeros_like(still_needed), where=capacity > 0)
+    in_the_way = share[:, counted].max(axis=1)
+
+    def cost(i: int) -> tuple[float, int, int]:
+        return (float(in_the_way[i]), len(nodes.infos[i].tasks), int(i))
+
+    return int(min(candidates.tolist(), key=cost))
+
+
+def _waiting_message(session: Session, job: JobInfo, nodes: list[int]) -> str:
+    """'waiting for 1 node to drain: node-1 reserved (12 of 32 cpu still in use)'."""
+    node_set, dims = session.nodes, session.dims
+    request = sum((t.request for t in job.tasks.values()), np.zeros(len(dims)))
+    capacity = node_set.allocatable[nodes].sum(axis=0)
+    ratio = np.divide(request, capacity, out=np.zeros_like(request), where=capacity > 0)
+    ratio[dims.index[PODS]] = -1.0
+    dim = int(np.argmax(ratio))
+    name = dims.names[dim]
+    used = float(node_set.used[nodes, dim].sum())
+    names = ", ".join(node_set.names[i] for i in nodes)
+    count = f"{len(nodes)} node{'s' if len(nodes) > 1 else ''}"
+    return (
+        f"waiting for {count} to drain: {names} reserved "
+        f"({format_quantity(name, used)} of {format_quantity(name, float(capacity[dim]))} "
+        f"{name} still in use)"
+    )
