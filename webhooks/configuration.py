@@ -7,6 +7,16 @@ Webhooks on kbatch's own resources fail closed (a PodGroup or Queue nobody has
 checked is not admitted); the Job webhook fails open (kbatch down must never block
 a cluster's Jobs: the scheduler still gangs their pods) and skips the namespaces
 it must never hold Jobs in.
+
+Queue creation and update skip a Queue labelled ``DEFAULT_QUEUE_LABEL``: the Helm
+chart's ``default`` Queue, which Helm creates right after these configurations and
+before kbatch's pods can answer (fail closed, the install would fail). The CRD's
+schema still checks it (weight ≥ 1, state); its deletion still asks kbatch (a
+webhook of its own, without that selector), which refuses it.
+
+A ``--manage-webhooks`` run that was killed leaves its configurations behind, failing
+closed at an address nobody serves: the next such run removes them (``remove_stale``)
+before it serves. They are told from the chart's by their managed-by label.
 """
 
 import logging
@@ -21,6 +31,10 @@ log = logging.getLogger("kbatch.webhooks")
 
 MUTATING = "kbatch-mutating"
 VALIDATING = "kbatch-validating"
+NAMES = ((True, MUTATING), (False, VALIDATING))
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_KBATCH = "kbatch"  # the chart's say "Helm"
+DEFAULT_QUEUE_LABEL = "kbatch.io/chart-default-queue"
 TIMEOUT_SECONDS = 5
 NAME_SUFFIX = ".kbatch.io"  # webhook names must be fully qualified
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace from 1.21
@@ -28,6 +42,7 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace from 1
 MUTATE_POD_GROUP = "mutate-podgroup"
 VALIDATE_POD_GROUP = "validate-podgroup"
 VALIDATE_QUEUE = "validate-queue"
+VALIDATE_QUEUE_DELETE = "validate-queue-delete"  # served at VALIDATE_QUEUE's path
 MUTATE_JOB = "mutate-job"
 
 
@@ -41,6 +56,8 @@ class Hook:
     scope: str
     operations: tuple[str, ...]
     fails_open: bool = False
+    name: str = ""  # the webhook's name (before NAME_SUFFIX) when it is not the path
+    skips_label: str = ""  # objects with this label are not sent
 
 
 HOOKS = (
@@ -49,7 +66,24 @@ HOOKS = (
         VALIDATE_POD_GROUP, False, GROUP, VERSION, "podgroups", "Namespaced", ("CREATE", "UPDATE")
     ),
     Hook(
-        VALIDATE_QUEUE, False, GROUP, VERSION, "queues", "Cluster", ("CREATE", "UPDATE", "DELETE")
+        VALIDATE_QUEUE,
+        False,
+        GROUP,
+        VERSION,
+        "queues",
+        "Cluster",
+        ("CREATE", "UPDATE"),
+        skips_label=DEFAULT_QUEUE_LABEL,
+    ),
+    Hook(
+        VALIDATE_QUEUE,
+        False,
+        GROUP,
+        VERSION,
+        "queues",
+        "Cluster",
+        ("DELETE",),
+        name=VALIDATE_QUEUE_DELETE,
     ),
     Hook(MUTATE_JOB, True, "batch", "v1", "jobs", "Namespaced", ("CREATE",), fails_open=True),
 )
@@ -71,7 +105,7 @@ def webhook(
     if "service" in config:
         config["service"] = {**config["service"], "path": f"/{hook.path}"}
     entry: dict[str, Any] = {
-        "name": hook.path + NAME_SUFFIX,
+        "name": (hook.name or hook.path) + NAME_SUFFIX,
         "clientConfig": config,
         "rules": [
             {
@@ -96,6 +130,10 @@ def webhook(
                 {"key": NAMESPACE_LABEL, "operator": "NotIn", "values": list(skip_namespaces)}
             ]
         }
+    if hook.skips_label:
+        entry["objectSelector"] = {
+            "matchExpressions": [{"key": hook.skips_label, "operator": "DoesNotExist"}]
+        }
     return entry
 
 
@@ -104,12 +142,12 @@ def configurations(
 ) -> dict[bool, dict[str, Any]]:
     """The MutatingWebhookConfiguration (key True) and the ValidatingWebhookConfiguration."""
     out = {}
-    for mutating, name in ((True, MUTATING), (False, VALIDATING)):
+    for mutating, name in NAMES:
         kind = "MutatingWebhookConfiguration" if mutating else "ValidatingWebhookConfiguration"
         out[mutating] = {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": kind,
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kbatch"}},
+            "metadata": {"name": name, "labels": {MANAGED_BY_LABEL: MANAGED_BY_KBATCH}},
             "webhooks": [
                 webhook(hook, client_config, skip_namespaces)
                 for hook in HOOKS
@@ -138,12 +176,39 @@ def apply(api: kubeapi.ApiClient, bodies: Mapping[bool, Mapping[str, Any]]) -> N
 
 def remove(api: kubeapi.ApiClient) -> None:
     """Delete both configurations (the end of a local run: nothing is left to fail closed)."""
-    for mutating, name in ((True, MUTATING), (False, VALIDATING)):
+    for mutating, name in NAMES:
         try:
             kubeapi.request(api, "DELETE", f"{PATHS[mutating]}/{name}")
         except kubeapi.ApiError as exc:
             if exc.status != 404:
                 log.warning("could not delete webhook configuration %s: %s", name, exc)
+
+
+def remove_stale(api: kubeapi.ApiClient) -> list[str]:
+    """Delete the configurations an earlier ``--manage-webhooks`` run left (killed before
+    its cleanup, they refuse kbatch's objects with "connection refused"): kbatch's names
+    labelled managed-by kbatch, never the chart's. The names removed; a failure is
+    logged, not raised (``apply`` brings them to this run's address anyway)."""
+    removed = []
+    for mutating, name in NAMES:
+        path = f"{PATHS[mutating]}/{name}"
+        try:
+            found = kubeapi.request(api, "GET", path)
+            meta = found.get("metadata") or {}
+            managed_by = (meta.get("labels") or {}).get(MANAGED_BY_LABEL)
+            if managed_by != MANAGED_BY_KBATCH:
+                log.info("leaving webhook configuration %s: managed by %s", name, managed_by)
+                continue
+            # only the object just read: not one a run starting meanwhile made again
+            preconditions = {"preconditions": {"uid": meta.get("uid")}}
+            kubeapi.request(api, "DELETE", path, preconditions)
+        except kubeapi.ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("could not remove stale webhook configuration %s: %s", name, exc)
+            continue
+        log.info("removed webhook configuration %s, left by an earlier run", name)
+        removed.append(name)
+    return removed
 
 
 def _where(body: Mapping[str, Any]) -> str:

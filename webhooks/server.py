@@ -131,6 +131,8 @@ def register(
                 configuration.apply(runtime.api, configuration.configurations(client_config, skip))
             runtime.webhooks_serving()
 
+        if runtime.settings.manage_webhooks:  # a killed run's, refusing all at a dead address
+            configuration.remove_stale(runtime.api)
         settings.admission.server = endpoint.server(
             runtime.settings.webhook_address,
             runtime.settings.webhook_cert_dir,

@@ -20,6 +20,7 @@ import yaml
 
 from chart.tools import CHART, by_kind, helm, one, require_tool, template
 from kbatch.config import DEFAULT_CONF
+from kbatch.operators.queue.controller import DEFAULT_QUEUE_OBJECT
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.core.plugins import REGISTRY as PLUGINS
@@ -89,13 +90,14 @@ def port_of(c: dict[str, Any], name: str) -> int:
     return next(p["containerPort"] for p in c["ports"] if p["name"] == name)
 
 
-def webhooks(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    found = {}
-    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        for config in by_kind(objects, kind):
-            for hook in config["webhooks"]:
-                found[(kind, hook["clientConfig"]["service"]["path"])] = hook
-    return found
+def webhooks(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every webhook of both configurations, by name (two may share a path)."""
+    return {
+        hook["name"]: hook
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for config in by_kind(objects, kind)
+        for hook in config["webhooks"]
+    }
 
 
 def openssl(*args: str, stdin: str | None = None) -> str:
@@ -122,12 +124,12 @@ def test_default_render_has_every_object(default) -> None:
     assert kinds == sorted(
         ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
          "ConfigMap", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget",
-         "Service", "Service", "Secret",
+         "Service", "Service", "Secret", "Queue",
          "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
     )  # fmt: skip
     for obj in default:
         if (
-            obj["kind"] not in ("ClusterRole", "ClusterRoleBinding")
+            obj["kind"] not in ("ClusterRole", "ClusterRoleBinding", "Queue")
             and "Webhook" not in obj["kind"]
         ):
             assert obj["metadata"]["namespace"] == NS, obj["metadata"]["name"]
@@ -269,6 +271,33 @@ def test_webhook_configurations_are_kbatchs_own_definition(default) -> None:
         "kbatch-mutating",
         "kbatch-validating",
     }
+
+
+def test_default_queue_is_kbatchs_and_skips_only_the_queue_webhook(default) -> None:
+    """The chart's default Queue is kbatch's own default queue, kept on uninstall, and
+    labelled so that the Queue webhook (no kbatch answers yet when Helm creates it)
+    skips it on create and update, and only that webhook: its deletion is still asked."""
+    queue = one(default, "Queue")
+    assert queue["apiVersion"] == DEFAULT_QUEUE_OBJECT["apiVersion"]
+    assert queue["metadata"]["name"] == DEFAULT_QUEUE_OBJECT["metadata"]["name"]
+    assert queue["spec"] == DEFAULT_QUEUE_OBJECT["spec"]
+    assert queue["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    labels = queue["metadata"]["labels"]
+    assert labels[configuration.DEFAULT_QUEUE_LABEL] == "true"
+
+    def sent(hook: dict[str, Any]) -> bool:
+        expressions = (hook.get("objectSelector") or {}).get("matchExpressions", [])
+        return all(e["operator"] == "DoesNotExist" and e["key"] not in labels
+                   for e in expressions)  # fmt: skip
+
+    queue_hooks = {
+        tuple(h["rules"][0]["operations"]): sent(h)
+        for h in webhooks(default).values()
+        if h["rules"][0]["resources"] == ["queues"]
+    }
+    assert queue_hooks == {("CREATE", "UPDATE"): False, ("DELETE",): True}
+    assert not by_kind(template("--set", "defaultQueue.create=false"), "Queue")
+    assert one(template("--set", "webhook.enabled=false"), "Queue")
 
 
 def test_generated_certificate_is_signed_by_the_webhooks_ca(default, tmp_path) -> None:

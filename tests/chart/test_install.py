@@ -1,9 +1,10 @@
 """`helm install`, `helm upgrade` and `helm uninstall` of the default chart against a
 real API server (tests/chart/conftest.py's): every object is accepted and made,
+the default Queue too although the webhooks (failing closed) have nobody to ask,
 an upgrade keeps the generated webhook certificate, a wrong value fails with the
-schema's message, the uninstall removes everything but the CRDs. There is no
-kubelet, so kbatch's pods never run: the objects are what is checked. NOTES.txt's
-first gang job is run through the simulator.
+schema's message, the uninstall removes everything but the CRDs and the default
+Queue. There is no kubelet, so kbatch's pods never run: the objects are what is
+checked. NOTES.txt's first gang job is run through the simulator.
 """
 
 from __future__ import annotations
@@ -20,11 +21,17 @@ import yaml
 from chart import kube
 from chart.kube import Plane, get
 from chart.tools import CHART, helm, require_control_plane, require_tool
-from kbatch.api import GROUP
+from kbatch.api import GROUP, VERSION
+from kbatch.kubeapi import ApiError, request
+from kbatch.operators.queue.controller import DEFAULT_QUEUE_OBJECT
+from kbatch.webhooks import configuration
 
 pytestmark = pytest.mark.e2e
 require_tool("helm", module=True)
 require_control_plane()
+
+QUEUES = f"/apis/{GROUP}/{VERSION}/queues"
+DEFAULT_QUEUE = f"{QUEUES}/default"
 
 
 # Every object of a default install, where the API serves it.
@@ -80,8 +87,39 @@ def assert_first_gang_job_schedules(notes: str, tmp_path: Path) -> None:
     assert group["phase"] in ("Running", "Completed"), group
 
 
+def without_a_default_queue(api: Any) -> None:
+    """No Queue "default" (left by another test; no webhook may refuse its deletion)."""
+    kube.delete(api, DEFAULT_QUEUE)
+    kube.poll("no default queue", lambda: get(api, DEFAULT_QUEUE) is None, 30)
+
+
+def refusal(api: Any, method: str, path: str, body: Any = None) -> str:
+    """Why the API server refused the request ("" if it did not)."""
+    try:
+        request(api, method, path, body)
+    except ApiError as exc:
+        return str(exc)
+    return ""
+
+
+def assert_the_charts_default_queue(api: Any, release: str) -> None:
+    """The default Queue is the chart's, and only it passes the Queue webhook, which
+    has nobody to answer it (no kbatch pod runs): fail closed, others are refused."""
+    queue = get(api, DEFAULT_QUEUE)
+    assert queue is not None, "no default queue right after helm install"
+    assert queue["spec"] == DEFAULT_QUEUE_OBJECT["spec"]
+    assert queue["metadata"]["labels"][configuration.DEFAULT_QUEUE_LABEL] == "true"
+    assert queue["metadata"]["annotations"]["meta.helm.sh/release-name"] == release
+    other = {**DEFAULT_QUEUE_OBJECT, "metadata": {"name": "other"}}
+    assert "validate-queue.kbatch.io" in refusal(api, "POST", f"{QUEUES}?dryRun=All", other)
+    deleted = refusal(api, "DELETE", f"{DEFAULT_QUEUE}?dryRun=All")
+    assert "validate-queue-delete.kbatch.io" in deleted  # deletion is still asked
+
+
 def test_install_upgrade_and_uninstall_the_default_chart(plane: Plane, tmp_path: Path) -> None:
     ns, release = "kbatch-system", "kbatch"
+    with plane.cluster.api_client() as api:
+        without_a_default_queue(api)
     out = helm(
         "install", release, str(CHART), "-n", ns, "--create-namespace", *plane.kubeconfig_args()
     ).stdout
@@ -89,6 +127,7 @@ def test_install_upgrade_and_uninstall_the_default_chart(plane: Plane, tmp_path:
     with plane.cluster.api_client() as api:
         missing = [p for p in installed_paths(ns, release) if get(api, p) is None]
         assert not missing, missing
+        assert_the_charts_default_queue(api, release)
         # policy/v1 from Kubernetes 1.21, policy/v1beta1 before (the e2e plane is 1.20)
         pdb = "/apis/policy/{}/namespaces/" + ns + "/poddisruptionbudgets/" + release
         assert get(api, pdb.format("v1")) or get(api, pdb.format("v1beta1"))
@@ -110,6 +149,7 @@ def test_install_upgrade_and_uninstall_the_default_chart(plane: Plane, tmp_path:
         helm("upgrade", release, str(CHART), "-n", ns, *plane.kubeconfig_args())
         again = get(api, f"/api/v1/namespaces/{ns}/secrets/{release}-webhook-tls")
         assert again is not None and again["data"] == secret["data"]
+        assert_the_charts_default_queue(api, release)
 
         # A wrong value fails the install with the schema's message.
         bad = helm(
@@ -122,5 +162,64 @@ def test_install_upgrade_and_uninstall_the_default_chart(plane: Plane, tmp_path:
         helm("uninstall", release, "-n", ns, *plane.kubeconfig_args())
         left = [p for p in installed_paths(ns, release) if get(api, p) is not None]
         assert not left, left
+        assert get(api, DEFAULT_QUEUE) is not None  # kept, like the CRDs
+        without_a_default_queue(api)  # allowed now: no webhook is left to refuse it
 
     assert_first_gang_job_schedules(out, tmp_path)
+
+
+def test_the_default_queue_is_taken_back_or_left_alone(plane: Plane) -> None:
+    """The release installed again takes back the default Queue its uninstall kept; a
+    "default" Queue someone else made (here as kbatch's leader does) is left as it is:
+    Helm could not adopt it, and the install must not fail for it."""
+    ns, release = "kbatch-queue", "kbatch-queue"
+    install = ("install", release, str(CHART), "-n", ns, "--create-namespace")
+    uninstall = ("uninstall", release, "-n", ns)
+    with plane.cluster.api_client() as api:
+        without_a_default_queue(api)
+        try:
+            helm(*install, *plane.kubeconfig_args())
+            helm(*uninstall, *plane.kubeconfig_args())
+            kept = get(api, DEFAULT_QUEUE)
+            assert kept is not None
+            helm(*install, *plane.kubeconfig_args())
+            assert_the_charts_default_queue(api, release)
+            helm(*uninstall, *plane.kubeconfig_args())
+            without_a_default_queue(api)
+
+            request(api, "POST", QUEUES, DEFAULT_QUEUE_OBJECT)  # kbatch's, no Helm labels
+            helm(*install, *plane.kubeconfig_args())
+            theirs = get(api, DEFAULT_QUEUE)
+            assert theirs is not None
+            assert configuration.DEFAULT_QUEUE_LABEL not in (theirs["metadata"].get("labels") or {})
+            helm(*uninstall, *plane.kubeconfig_args())
+            assert get(api, DEFAULT_QUEUE) is not None  # not the release's to delete
+        finally:
+            helm(*uninstall, *plane.kubeconfig_args(), check=False)
+            without_a_default_queue(api)
+
+
+def test_a_killed_local_runs_configurations_are_removed_the_charts_never(plane: Plane) -> None:
+    """What ``kbatch run --manage-webhooks`` does at start (configuration.remove_stale),
+    against a real API server: the configurations a killed run left (at a dead address)
+    go; the chart's, of the same names, stay."""
+    ns, release = "kbatch-stale", "kbatch-stale"
+    dead = {"url": "https://127.0.0.1:1", "caBundle": "Q0E="}
+    paths = [f"{configuration.PATHS[m]}/{name}" for m, name in configuration.NAMES]
+    with plane.cluster.api_client() as api:
+        try:
+            helm("install", release, str(CHART), "-n", ns, "--create-namespace",
+                 "--set", "defaultQueue.create=false", *plane.kubeconfig_args())  # fmt: skip
+            charts = [get(api, path) for path in paths]
+            assert configuration.remove_stale(api) == []
+            assert [get(api, path) for path in paths] == charts
+            helm("uninstall", release, "-n", ns, *plane.kubeconfig_args())
+
+            configuration.apply(api, configuration.configurations(dead))
+            left = {**DEFAULT_QUEUE_OBJECT, "metadata": {"name": "left"}}
+            assert "connection refused" in refusal(api, "POST", f"{QUEUES}?dryRun=All", left)
+            assert configuration.remove_stale(api) == ["kbatch-mutating", "kbatch-validating"]
+            assert [get(api, path) for path in paths] == [None, None]
+        finally:
+            helm("uninstall", release, "-n", ns, *plane.kubeconfig_args(), check=False)
+            configuration.remove(api)

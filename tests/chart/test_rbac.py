@@ -349,9 +349,14 @@ def stand_in(plane: Plane, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         pytest.skip("e2e: no non-loopback address for the API server to reach kbatch's webhooks")
     work = tmp_path_factory.mktemp("rbac")
     (webhook_port,) = free_ports(1)
+    # Without the chart's default Queue (and none left by another test): kbatch's leader
+    # makes it, and so uses `create` (test_kbatch_makes_the_default_queue_with_its_webhooks_on).
+    with plane.cluster.api_client() as api:
+        kube.delete(api, f"{PG}/queues/default")
     helm(
         "install", NS, str(CHART), "-n", NS, "--create-namespace",
-        "--set", f"replicaCount=1,webhook.port={webhook_port}", *plane.kubeconfig_args(),
+        "--set", f"replicaCount=1,webhook.port={webhook_port},defaultQueue.create=false",
+        *plane.kubeconfig_args(),
     )  # fmt: skip
     with plane.cluster.api_client() as api:
         kbatch = None

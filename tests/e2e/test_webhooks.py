@@ -248,6 +248,7 @@ def test_the_configurations_follow_the_contract(webhooks: Webhooks) -> None:
             assert policies == {
                 "validate-podgroup.kbatch.io": "Fail",
                 "validate-queue.kbatch.io": "Fail",
+                "validate-queue-delete.kbatch.io": "Fail",
             }
 
 

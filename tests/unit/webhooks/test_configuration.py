@@ -3,12 +3,17 @@
 import contextlib
 import json
 import ssl
+import types
 from pathlib import Path
+from typing import Any
 
+import kopf
 import pytest
 from cryptography import x509
 
-from kbatch.webhooks import configuration, endpoint
+from kbatch import kubeapi
+from kbatch.cluster.state import ClusterState
+from kbatch.webhooks import configuration, endpoint, jobs, server
 
 CLIENT = {"url": "https://127.0.0.1:9443", "caBundle": "Q0E="}
 
@@ -28,6 +33,7 @@ def test_the_configurations_are_the_readmes_table() -> None:
         ("mutate-job.kbatch.io", "https://127.0.0.1:9443/mutate-job", "Ignore"),
         ("validate-podgroup.kbatch.io", "https://127.0.0.1:9443/validate-podgroup", "Fail"),
         ("validate-queue.kbatch.io", "https://127.0.0.1:9443/validate-queue", "Fail"),
+        ("validate-queue-delete.kbatch.io", "https://127.0.0.1:9443/validate-queue", "Fail"),
     }
     for body in bodies.values():
         for hook in body["webhooks"]:
@@ -50,9 +56,29 @@ def test_the_configurations_are_the_readmes_table() -> None:
             "values": ["kube-system", "kbatch"],
         }
     ]
-    queue_hook = next(h for h in validating["webhooks"] if h["name"].startswith("validate-queue"))
-    assert queue_hook["rules"][0]["operations"] == ["CREATE", "UPDATE", "DELETE"]
     assert all("namespaceSelector" not in h for h in validating["webhooks"])
+
+
+def test_only_the_charts_default_queue_skips_queue_validation_and_never_on_delete() -> None:
+    """Helm creates the chart's default Queue before kbatch can answer: its creation and
+    updates skip the Queue webhook (the CRD's schema still checks them); deletion of any
+    Queue is still asked, so the default queue stays undeletable."""
+    validating = configuration.configurations(CLIENT)[False]
+    queue_hooks = {
+        h["name"]: h for h in validating["webhooks"] if h["rules"][0]["resources"] == ["queues"]
+    }
+    writes, deletes = (
+        queue_hooks["validate-queue.kbatch.io"],
+        queue_hooks["validate-queue-delete.kbatch.io"],
+    )
+    assert writes["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    assert writes["objectSelector"] == {
+        "matchExpressions": [{"key": "kbatch.io/chart-default-queue", "operator": "DoesNotExist"}]
+    }
+    assert deletes["rules"][0]["operations"] == ["DELETE"]
+    assert "objectSelector" not in deletes
+    others = [h for h in validating["webhooks"] if h["name"] not in queue_hooks]
+    assert all("objectSelector" not in h for h in others)
 
 
 def test_a_service_client_config_gets_the_path() -> None:
@@ -148,3 +174,129 @@ def test_kopf_logs_a_refusal_at_info_and_other_failures_as_errors() -> None:
     assert level("Webhook 'validate-queue' failed permanently: spec.weight: ...") == "INFO"
     assert level("Webhook 'validate-queue' failed with an exception. Will retry.") == "ERROR"
     assert level("Handler 'release-held-jobs' failed permanently: boom") == "ERROR"
+
+
+# --------------------------------------------------------------------------- a killed run's
+class FakeApi:
+    """The admissionregistration paths of an API server: objects by path, and what was
+    asked of it."""
+
+    def __init__(self, *objects: dict[str, Any]) -> None:
+        self.objects = {self.path_of(o): o for o in objects}
+        self.calls: list[tuple[str, str]] = []
+
+    @staticmethod
+    def path_of(obj: dict[str, Any]) -> str:
+        mutating = obj["kind"].startswith("Mutating")
+        return f"{configuration.PATHS[mutating]}/{obj['metadata']['name']}"
+
+    def request(self, api: object, method: str, path: str, body: Any = None, *_: Any) -> Any:
+        assert api is self
+        self.calls.append((method, path))
+        if method == "POST":
+            self.objects[f"{path}/{body['metadata']['name']}"] = body
+            return body
+        if path not in self.objects:
+            raise kubeapi.ApiError(404, "not found")
+        if method == "DELETE":
+            uid = ((body or {}).get("preconditions") or {}).get("uid")
+            if uid is not None and uid != self.objects[path]["metadata"].get("uid"):
+                raise kubeapi.ApiError(409, "Precondition failed: UID in precondition")
+            return self.objects.pop(path)
+        return self.objects[path]
+
+
+def left_by_a_killed_run() -> list[dict[str, Any]]:
+    bodies = configuration.configurations({"url": "https://10.0.0.9:9443", "caBundle": "Q0E="})
+    for mutating, body in bodies.items():
+        body["metadata"]["uid"] = f"uid-{mutating}"
+    return list(bodies.values())
+
+
+def the_charts() -> list[dict[str, Any]]:
+    service = {"service": {"name": "kbatch-webhook", "namespace": "kbatch", "port": 443}}
+    bodies = configuration.configurations(service, ("kube-system", "kbatch"))
+    for body in bodies.values():
+        body["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "Helm"}
+    return list(bodies.values())
+
+
+def test_a_killed_runs_configurations_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = FakeApi(*left_by_a_killed_run())
+    monkeypatch.setattr(kubeapi, "request", api.request)
+    assert configuration.remove_stale(api) == ["kbatch-mutating", "kbatch-validating"]  # type: ignore[arg-type]
+    assert not api.objects
+    assert configuration.remove_stale(api) == []  # type: ignore[arg-type]
+
+
+def test_the_charts_configurations_are_never_removed_as_stale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = FakeApi(*the_charts())
+    monkeypatch.setattr(kubeapi, "request", api.request)
+    assert configuration.remove_stale(api) == []  # type: ignore[arg-type]
+    assert len(api.objects) == 2
+    assert not [method for method, _ in api.calls if method == "DELETE"]
+
+
+def test_a_configuration_made_again_meanwhile_is_not_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The DELETE names the uid it read: a configuration another run made in between is
+    that run's, not stale."""
+    api = FakeApi(*left_by_a_killed_run())
+    made_again = left_by_a_killed_run()[1]  # the validating one, made anew
+    made_again["metadata"]["uid"] = "uid-of-a-new-run"
+    reads = api.request
+
+    def read_then_replace(_api: object, method: str, path: str, *rest: Any) -> Any:
+        found = reads(_api, method, path, *rest)
+        if method == "GET" and path.endswith(configuration.VALIDATING):
+            api.objects[path] = made_again
+        return found
+
+    monkeypatch.setattr(kubeapi, "request", read_then_replace)
+    assert configuration.remove_stale(api) == ["kbatch-mutating"]  # type: ignore[arg-type]
+    assert [o["metadata"]["uid"] for o in api.objects.values()] == ["uid-of-a-new-run"]
+
+
+class ManagedRun:
+    """What the webhooks read of ``kbatch run --manage-webhooks``."""
+
+    def __init__(self, api: FakeApi) -> None:
+        self.api = api
+        self.settings = types.SimpleNamespace(
+            webhook_address="127.0.0.1:0",
+            webhook_cert_dir=None,
+            webhook_host=None,
+            manage_webhooks=True,
+            lock_namespace="kbatch",
+        )
+        self.state = ClusterState()
+
+    def synced(self) -> bool:
+        return True
+
+    def webhooks_serving(self) -> None:
+        pass
+
+
+def test_manage_webhooks_removes_a_killed_runs_configurations_before_it_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At start, before the server exists (so before anything points at it), the
+    configurations a killed run left are gone; the chart's are left alone."""
+    api = FakeApi(*left_by_a_killed_run())
+    monkeypatch.setattr(kubeapi, "request", api.request)
+    registry = kopf.OperatorRegistry()
+    delayed = jobs.DelayedPodCreation()
+    delayed.supported = True  # nothing to learn from the API server
+    server.register(registry, ManagedRun(api), delayed)  # type: ignore[arg-type]
+    (startup,) = [
+        h for h in registry._activities.get_all_handlers() if h.fn.__name__ == "webhook_server"
+    ]
+    settings = kopf.OperatorSettings()
+    startup.fn(settings=settings)
+    assert not api.objects
+    assert isinstance(settings.admission.server, endpoint.WebhookServer)
+    assert [method for method, _ in api.calls if method == "POST"] == []  # not serving yet
