@@ -28,6 +28,8 @@ import kopf
 from kbatch import kubeapi
 from kbatch.api import DEFAULT_QUEUE, GROUP, VERSION
 from kbatch.api.queue import Queue
+from kbatch.cluster import records
+from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.webhooks import configuration, endpoint, jobs
 from kbatch.webhooks.admission import job, podgroup, queue
@@ -177,7 +179,8 @@ def register(
         obj = dict(body)
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         group_jobs: Sequence[Object] = ()
-        if spec.get("minResources") is None:
+        malformed = not isinstance(meta, dict) or not isinstance(spec, dict)  # mutate says so
+        if not malformed and spec.get("minResources") is None:
             namespace = str(meta.get("namespace") or "default")
             name = str(meta.get("name"))
             group_jobs = await _group_jobs(runtime, jobs_by_group, namespace, name, budget)
@@ -198,7 +201,9 @@ def register(
         budget = Budget(REVIEW_SECONDS)
         await _wait_synced(runtime, budget)
         obj = dict(body)
-        view = await _view(runtime, budget, queue_name=(obj.get("spec") or {}).get("queue"))
+        spec = obj.get("spec")
+        queue_name = spec.get("queue") if isinstance(spec, dict) else None  # validate says so
+        view = await _view(runtime, budget, queue_name=queue_name)
         _respond(podgroup.validate(obj, _dict(old), view), warnings)
 
     @kopf.on.validate(
@@ -276,8 +281,9 @@ async def _view(
     """The scheduler's (synced) state, with the Queue ``queue_name`` read from the API if
     the watch has not brought it yet (a 503 when it cannot be read in the time left)."""
     queues: dict[str, Queue] = {}
+    refused: dict[str, str] = {}  # a Queue kbatch cannot use: the refusal says why
     name = str(queue_name or DEFAULT_QUEUE)
-    if name not in runtime.state.queues():
+    if name not in runtime.state.queues() and runtime.state.refusal("Queue", "", name) is None:
         timeout = budget.lookup_timeout()
         try:
             if not timeout:
@@ -288,12 +294,14 @@ async def _view(
                 f"kbatch could not read Queue {name!r} from the API server ({exc}); try again",
                 code=503,
             ) from exc
-        if fetched is not None:
+        if isinstance(fetched, ObjectError):
+            refused[name] = f"{fetched.field}: {fetched.why}" if fetched.field else fetched.why
+        elif fetched is not None:
             queues[name] = fetched
-    return StateView(runtime.state, lambda namespace, group: group_jobs, queues)
+    return StateView(runtime.state, lambda namespace, group: group_jobs, queues, refused)
 
 
-def _read_queue(runtime: Runtime, name: str, timeout: float) -> Queue | None:
+def _read_queue(runtime: Runtime, name: str, timeout: float) -> Queue | ObjectError | None:
     try:
         raw = kubeapi.request(
             runtime.api, "GET", f"/apis/{GROUP}/{VERSION}/queues/{name}", timeout=timeout
@@ -302,7 +310,10 @@ def _read_queue(runtime: Runtime, name: str, timeout: float) -> Queue | None:
         if exc.status == 404:
             return None
         raise
-    return Queue.model_validate(raw)
+    try:
+        return records.parse_queue(raw)
+    except ObjectError as exc:
+        return exc
 
 
 async def _group_jobs(

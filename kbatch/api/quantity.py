@@ -25,7 +25,7 @@ def _as_quantity_string(value: object) -> str:
     if not _QUANTITY.match(text):
         raise ValueError(f"{text!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')")
     if text.startswith("-"):
-        raise ValueError(f"{text!r} is negative; resource quantities must be ≥ 0")
+        raise ValueError(f"must not be negative, not {text}")
     return text
 
 

@@ -21,9 +21,14 @@ def amount(resource: str, value: object) -> float:
         raise ValueError(
             f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')"
         ) from exc
+    if not parsed.is_finite():  # NaN, Infinity: Decimal reads them, Kubernetes does not
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')")
     if parsed < 0:
-        raise ValueError(f"{value!r} is negative")
-    return float(parsed * 1000) if resource == CPU else float(parsed)
+        raise ValueError(f"must not be negative, not {value}")
+    out = float(parsed * 1000) if resource == CPU else float(parsed)
+    if out == float("inf"):
+        raise ValueError(f"{value!r} is too large a quantity")
+    return out
 
 
 def amounts(values: Mapping[str, object] | None, field: str) -> dict[str, float]:

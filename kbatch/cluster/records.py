@@ -3,7 +3,8 @@
 A bad object raises ObjectError naming the object and the field, and is not stored.
 """
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,24 +27,47 @@ CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace"})
 
 
 def ref_of(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    kind = obj.get("kind", "object")
-    name = meta.get("name", "<unnamed>")
+    """'Kind namespace/name' (or 'Kind name' when cluster-scoped), whatever the object's
+    shape: a malformed object still needs naming when it is refused."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    kind = kind if isinstance(kind, str) and kind else "object"
+    name = meta.get("name")
+    name = name if isinstance(name, str) and name else "<unnamed>"
     namespace = meta.get("namespace")
     return (
         f"{kind} {namespace}/{name}"
-        if namespace and kind not in CLUSTER_SCOPED
+        if isinstance(namespace, str) and namespace and kind not in CLUSTER_SCOPED
         else f"{kind} {name}"
     )
 
 
-def timestamp(value: object) -> float:
-    """RFC 3339 to epoch seconds (0 when absent)."""
+def timestamp(value: object, field: str = "metadata.creationTimestamp") -> float:
+    """RFC 3339 to epoch seconds (0 when absent); FieldError naming ``field`` otherwise."""
     if not value:
         return 0.0
     if isinstance(value, datetime):
         return value.timestamp()
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    if not isinstance(value, str):
+        raise fields.FieldError(field, f"expected an RFC 3339 time, not {fields.shown(value)}")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError) as exc:
+        raise fields.FieldError(
+            field, f"expected an RFC 3339 time, not {fields.shown(value)}"
+        ) from exc
+
+
+def _name(obj: Mapping[str, Any], namespaced: bool) -> tuple[str, str]:
+    """(namespace, name) of ``obj``: metadata must be a map, its name a non-empty string
+    and its namespace a string (``default`` when absent; "" when cluster-scoped)."""
+    fields.mapping(obj, "metadata")
+    name = fields.string(obj, "metadata.name")
+    if not name:
+        raise fields.FieldError("metadata.name", "required")
+    namespace = fields.string(obj, "metadata.namespace")
+    return ((namespace or "default") if namespaced else ""), name
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +112,8 @@ class QuotaRecord:
 
 @contextmanager
 def _naming(ref: str) -> Iterator[None]:
-    """Within it, a FieldError or a bad quantity becomes an ObjectError naming ``ref``."""
+    """Within it, a FieldError or a bad value becomes an ObjectError naming ``ref`` and the
+    field (a ValueError's text reads 'field: why', as ``quantity.amounts`` words it)."""
     try:
         yield
     except ObjectError:
@@ -96,12 +121,25 @@ def _naming(ref: str) -> Iterator[None]:
     except fields.FieldError as exc:
         raise ObjectError(ref, exc.field, exc.why) from exc
     except ValueError as exc:
-        raise ObjectError(ref, "", str(exc)) from exc
+        field, why = split_field(str(exc))
+        raise ObjectError(ref, field, why) from exc
+
+
+_FIELD_PATH = re.compile(r"[A-Za-z_][\w./\-]*(\[\d+\])*(\.[^\s:]+)*")
+
+
+def split_field(text: str) -> tuple[str, str]:
+    """'spec.x[0].y: why' as ('spec.x[0].y', 'why'); ('', text) when no field leads it."""
+    field, sep, why = text.partition(": ")
+    if sep and _FIELD_PATH.fullmatch(field):
+        return field, why
+    return "", text
 
 
 def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
     ref = ref_of(obj)
     with _naming(ref):
+        _, name = _name(obj, namespaced=False)
         status = fields.mapping(obj, "status")
         allocatable = amounts(
             status.get("allocatable") or status.get("capacity") or {}, "status.allocatable"
@@ -123,7 +161,6 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
                 "needs a key and an effect (NoSchedule, PreferNoSchedule or NoExecute)",
             )
         taints.append(Taint(str(taint["key"]), str(taint.get("value") or ""), effect))
-    name = obj["metadata"]["name"]
     return NodeRecord(
         name=name,
         labels={"kubernetes.io/hostname": name, **labels},
@@ -166,35 +203,46 @@ def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodR
     """``previous``: the record of the same pod before this update. Its parsed spec is
     reused while everything it was parsed from is the same (``_same_spec``)."""
     ref = ref_of(obj)
-    meta = obj["metadata"]
-    namespace = meta.get("namespace") or "default"
     with _naming(ref):
+        namespace, name = _name(obj, namespaced=True)
         spec = fields.mapping(obj, "spec")
         if not fields.mappings(obj, "spec.containers"):
             raise ObjectError(ref, "spec.containers", "a pod needs at least one container")
         pod = _pod_fields(obj)
-    uid = str(meta.get("uid") or f"{namespace}/{meta['name']}")
-    if previous is not None and _same_spec(previous, uid, namespace, pod.labels, spec):
-        parsed = previous.spec
-    else:
-        try:
-            parsed = parse_spec(namespace, pod.labels, spec)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ObjectError(ref, "", str(exc)) from exc
+        uid = fields.string(obj, "metadata.uid") or f"{namespace}/{name}"
+        created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
+        deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
+        if previous is not None and _same_spec(previous, uid, namespace, pod.labels, spec):
+            parsed = previous.spec
+        else:
+            parsed = _parsed_spec(ref, namespace, pod.labels, spec)
     return PodRecord(
         uid=uid,
         namespace=namespace,
-        name=meta["name"],
-        created=timestamp(meta.get("creationTimestamp")),
+        name=name,
+        created=created,
         scheduler_name=pod.scheduler_name or "default-scheduler",
         group=pod.annotations.get(GROUP_NAME_ANNOTATION) or None,
         node_name=pod.node_name or None,
         phase=pod.phase or "Pending",
-        deleting=bool(meta.get("deletionTimestamp")),
+        deleting=deleting,
         priority=pod.priority,
         spec=parsed,
         nominated_node=pod.nominated_node or None,
     )
+
+
+def _parsed_spec(
+    ref: str, namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+) -> ParsedSpec:
+    """``parse_spec``, whose field errors read 'spec.x: why'; a field of a shape it does
+    not expect (a KeyError, TypeError, ...) is refused naming ``spec``."""
+    try:
+        return parse_spec(namespace, labels, spec)
+    except ValueError:
+        raise  # 'field: why', named by _naming
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ObjectError(ref, "spec", f"not a valid pod spec ({type(exc).__name__})") from exc
 
 
 def _same_spec(
@@ -207,8 +255,14 @@ def _same_spec(
     """Whether ``previous``'s parsed spec still holds: the same pod, parsed from the same
     labels and spec fields (requests, selectors, affinity, tolerations, ports, priority
     class). Resources may change in place (in-place pod resize), so nothing is assumed
-    immutable."""
-    return previous.uid == uid and previous.spec.key == spec_key(namespace, labels, spec)
+    immutable. A spec that cannot even be keyed (keys of mixed types) is parsed anew,
+    to be refused naming its field."""
+    if previous.uid != uid:
+        return False
+    try:
+        return previous.spec.key == spec_key(namespace, labels, spec)
+    except (TypeError, ValueError):
+        return False
 
 
 def validate_model(model: type[M], obj: Mapping[str, Any]) -> M:
@@ -218,8 +272,22 @@ def validate_model(model: type[M], obj: Mapping[str, Any]) -> M:
         return model.model_validate(obj)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ObjectError(ref_of(obj), field, explain(first)) from exc
+        raise ObjectError(ref_of(obj), field_of(first["loc"]), explain(first)) from exc
+
+
+def field_of(loc: Sequence[int | str]) -> str:
+    """A pydantic error's location as a field path: ``spec.conditions[0].type``. A map's
+    key that is refused (``..., key, '[key]'``) names the map."""
+    path = ""
+    parts = list(loc)
+    for index, part in enumerate(parts):
+        if part == "[key]" or parts[index + 1 : index + 2] == ["[key]"]:
+            continue
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(the object)"
 
 
 # What a pydantic error type says the field should have been.
@@ -251,6 +319,8 @@ def explain(error: Mapping[str, Any]) -> str:
     as kbatch says it: never pydantic's own text."""
     kind, value, context = error["type"], error.get("input"), error.get("ctx") or {}
     shown = fields.shown(value)
+    if error["loc"][-1:] == ("[key]",):
+        return f"its keys must be strings, not {shown}"
     if kind in _EXPECTED:
         return f"expected {_EXPECTED[kind]}, not {shown}"
     if kind in _BOUNDS:
@@ -272,33 +342,41 @@ def explain(error: Mapping[str, Any]) -> str:
 
 
 def parse_pod_group(obj: Mapping[str, Any]) -> PodGroup:
+    """A PodGroup, or ObjectError naming the field (negative minResources included)."""
+    with _naming(ref_of(obj)):
+        _name(obj, namespaced=True)
     group = validate_model(PodGroup, obj)
     _check_quantities(obj, group.spec.min_resources, "spec.minResources")
     return group
 
 
 def parse_queue(obj: Mapping[str, Any]) -> Queue:
+    """A Queue, or ObjectError naming the field (a negative capability included)."""
+    with _naming(ref_of(obj)):
+        _name(obj, namespaced=False)
     queue = validate_model(Queue, obj)
     _check_quantities(obj, queue.spec.capability, "spec.capability")
     return queue
 
 
 def _check_quantities(obj: Mapping[str, Any], values: Mapping[str, str] | None, field: str) -> None:
-    try:
+    """What the quantity pattern lets through and the kubernetes parser still refuses."""
+    with _naming(ref_of(obj)):
         amounts(values, field)
-    except ValueError as exc:
-        raise ObjectError(ref_of(obj), "", str(exc)) from exc
 
 
 def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClassRecord:
+    ref = ref_of(obj)
+    with _naming(ref):
+        _, name = _name(obj, namespaced=False)
     value = obj.get("value")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ObjectError(ref_of(obj), "value", f"expected an integer, not {value!r}")
-    return PriorityClassRecord(obj["metadata"]["name"], value, bool(obj.get("globalDefault")))
+        raise ObjectError(ref, "value", f"expected an integer, not {fields.shown(value)}")
+    return PriorityClassRecord(name, value, bool(obj.get("globalDefault")))
 
 
 def parse_quota(obj: Mapping[str, Any]) -> QuotaRecord:
-    meta = obj["metadata"]
     with _naming(ref_of(obj)):
+        namespace, name = _name(obj, namespaced=True)
         hard = amounts(fields.mapping(obj, "spec.hard"), "spec.hard")
-    return QuotaRecord(meta.get("namespace") or "default", meta["name"], hard)
+    return QuotaRecord(namespace, name, hard)

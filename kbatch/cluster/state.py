@@ -12,7 +12,7 @@ from typing import Any
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.cluster import records, snapshot
+from kbatch.cluster import fields, records, snapshot
 from kbatch.cluster.errors import ObjectError
 from kbatch.operators.podgroup import status as pod_group_status
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
@@ -68,6 +68,9 @@ class ClusterState:
         self._raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _PARSERS}
         self._parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
         self._assumed: dict[str, _Assumption] = {}  # by pod key
+        # Objects whose latest version was refused, by kind and key: why ('field: why').
+        # The scheduler says why a PodGroup's Queue is ignored, not that it is missing.
+        self._refused: dict[str, dict[str, str]] = {kind: {} for kind in _PARSERS}
         # What a session could act on: our unbound pending pods, PodGroups not admitted.
         self._waiting: dict[str, set[str]] = {"Pod": set(), "PodGroup": set()}
         # PodGroup keys by queue and by namespace, for admission's lookups.
@@ -84,24 +87,34 @@ class ClusterState:
         return f"{namespace or 'default'}/{name}"
 
     def apply(self, obj: Mapping[str, Any], owned: bool = False) -> None:
-        """Create or replace an object; a bad one raises ObjectError and changes nothing.
+        """Create or replace an object; a bad one raises ObjectError and changes nothing
+        but what ``refusal`` says of it (a refused update leaves the last good version).
 
         The state keeps its own copy, unless ``owned``: the caller hands the object over
         and will not touch it again (a watch event just decoded)."""
         kind = obj.get("kind")
         meta = obj.get("metadata")
-        if not isinstance(meta, Mapping) or not meta.get("name"):
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(meta, Mapping) or not isinstance(name, str) or not name:
             raise ObjectError(records.ref_of(obj), "metadata.name", "required")
-        if kind not in _PARSERS:
-            raise ObjectError(records.ref_of(obj), "kind", f"kbatch does not model {kind!r}")
-        key = self._key(kind, str(meta.get("namespace") or ""), str(meta["name"]))
-        if kind == "Pod":
-            parsed: Any = records.parse_pod(obj, self._parsed["Pod"].get(key))
-        else:
-            parsed = _PARSERS[kind](obj)
+        if not isinstance(kind, str) or kind not in _PARSERS:
+            raise ObjectError(
+                records.ref_of(obj), "kind", f"kbatch does not model {fields.shown(kind)}"
+            )
+        key = self._key(kind, str(meta.get("namespace") or ""), name)
+        try:
+            if kind == "Pod":
+                parsed: Any = records.parse_pod(obj, self._parsed["Pod"].get(key))
+            else:
+                parsed = _PARSERS[kind](obj)
+        except ObjectError as exc:
+            with self._lock:
+                self._refused[kind][key] = f"{exc.field}: {exc.why}" if exc.field else exc.why
+            raise
         raw = dict(obj) if owned else copy.deepcopy(dict(obj))
         with self._lock:
             self.generation += 1
+            self._refused[kind].pop(key, None)
             if kind == "PodGroup":
                 self._unindex_group(key)
                 self._groups_by_queue.setdefault(parsed.spec.queue, set()).add(key)
@@ -115,6 +128,25 @@ class ClusterState:
                     self._waiting[kind].add(key)
                 else:
                     self._waiting[kind].discard(key)
+
+    def _key_of(self, kind: str, obj: Mapping[str, Any]) -> str | None:
+        """The key of ``obj`` as ``kind`` (None when it has no name to key it by)."""
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(meta, Mapping) or not isinstance(name, str) or not name:
+            return None
+        return self._key(kind, str(meta.get("namespace") or ""), name)
+
+    def refusal(self, kind: str, namespace: str, name: str) -> str | None:
+        """Why the object's latest version was refused ('field: why'), or None when it
+        was not (or has been fixed, or deleted since)."""
+        with self._lock:
+            return self._refused.get(kind, {}).get(self._key(kind, namespace, name))
+
+    def refused(self, kind: str) -> dict[str, str]:
+        """The refused objects of ``kind``: key (namespace/name, or name) -> 'field: why'."""
+        with self._lock:
+            return dict(self._refused.get(kind, {}))
 
     def _check_assumption(self, key: str, pod: records.PodRecord) -> None:
         """Drop the assumption about ``pod`` once this update shows it came true or no
@@ -159,6 +191,7 @@ class ClusterState:
             self._unindex_group(key)
         self._raw[kind].pop(key, None)
         self._parsed[kind].pop(key, None)
+        self._refused[kind].pop(key, None)
         if kind == "Pod":
             self._assumed.pop(key, None)
         if kind in self._waiting:
@@ -171,17 +204,23 @@ class ClusterState:
         Objects that cannot be used are skipped and returned, the rest applied."""
         errors: builtins.list[ObjectError] = []
         seen = set()
+        listed = set()  # applied or refused
         for obj in objects:
+            key = self._key_of(kind, obj)
+            if key is not None:
+                listed.add(key)
             try:
                 self.apply(obj, owned=owned)
             except ObjectError as exc:
                 errors.append(exc)
                 continue
-            meta = obj["metadata"]
-            seen.add(self._key(kind, str(meta.get("namespace") or ""), str(meta["name"])))
+            if key is not None:  # always, once applied
+                seen.add(key)
         with self._lock:
             for key in set(self._raw[kind]) - seen:
                 self._drop(kind, key)
+            for key in set(self._refused[kind]) - listed:
+                del self._refused[kind][key]  # gone from the cluster
         return errors
 
     def assume_bound(self, namespace: str, name: str, node: str) -> None:
@@ -275,7 +314,11 @@ class ClusterState:
                 priority_classes=dict(self._parsed["PriorityClass"]),
                 scheduler_names=self.scheduler_names,
             )
-            return dataclasses.replace(built, foreign_groups=self._foreign_groups(pods))
+            return dataclasses.replace(
+                built,
+                foreign_groups=self._foreign_groups(pods),
+                refused_queues=dict(self._refused["Queue"]),
+            )
 
     def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:
         """PodGroups with pods, none of them ours (another scheduler's groups)."""

@@ -213,7 +213,7 @@ BAD_OBJECTS = [
     (
         quota({"hard": {"cpu": "-4"}}),
         "ResourceQuota default/rq",
-        r"spec\.hard\.cpu: '-4' is negative",
+        r"spec\.hard\.cpu: must not be negative, not -4",
     ),
 ]
 
@@ -371,18 +371,18 @@ REFUSED_VIA_CLI = [
     (
         pod("p", cpu="-1"),
         "Pod default/p",
-        r"spec\.containers\[0\]\.resources\.requests\.cpu: '-1' is negative",
+        r"spec\.containers\[0\]\.resources\.requests\.cpu: must not be negative, not -1",
     ),
     (queue("q", weight=0), "Queue q", r"spec\.weight: must be >= 1, not 0"),
     (
         changed(queue("q"), "spec.capability", {"cpu": "-2"}),
         "Queue q",
-        r"spec\.capability\.cpu: '-2' is negative",
+        r"spec\.capability\.cpu: must not be negative, not -2",
     ),
     (
         changed(pod_group("pg-1"), "spec.minResources", {"cpu": "-1"}),
         "PodGroup default/pg-1",
-        r"spec\.minResources\.cpu: '-1' is negative",
+        r"spec\.minResources\.cpu: must not be negative, not -1",
     ),
     (
         pod("p", priorityClassName="nosuch"),

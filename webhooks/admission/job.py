@@ -26,6 +26,7 @@ from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.cluster import fields
 from kbatch.webhooks.admission import result
 from kbatch.webhooks.admission.result import Admission, Object
 from kbatch.webhooks.admission.view import ClusterView
@@ -42,29 +43,41 @@ _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 
 
 def group_of(job: Mapping[str, Any]) -> str | None:
-    """The PodGroup the Job's pods join, from its pod template's annotation."""
-    annotations = (_template(job).get("metadata") or {}).get("annotations") or {}
+    """The PodGroup the Job's pods join, from its pod template's annotation (None when
+    there is none, or the template is not of a shape the API server would store)."""
+    annotations = _read(job, "spec.template.metadata.annotations")
     group = annotations.get(GROUP_NAME_ANNOTATION)
-    return str(group) if group else None
+    return group if isinstance(group, str) and group else None
 
 
 def kbatch_group_of(job: Mapping[str, Any], scheduler_names: Iterable[str]) -> str | None:
     """The PodGroup of a Job whose pods kbatch schedules; None for any other Job."""
-    spec = _template(job).get("spec") or {}
-    if str(spec.get("schedulerName") or DEFAULT_SCHEDULER) not in scheduler_names:
+    scheduler = pod_spec_of(job).get("schedulerName") or DEFAULT_SCHEDULER
+    if not isinstance(scheduler, str) or scheduler not in scheduler_names:
         return None
     return group_of(job)
 
 
+def pod_spec_of(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The Job's pod template's spec ({} when absent or not a map)."""
+    return _read(job, "spec.template.spec")
+
+
+def name_of(job: Mapping[str, Any]) -> str:
+    """The Job's name ("" when absent or not a string)."""
+    name = _read(job, "metadata").get("name")
+    return name if isinstance(name, str) else ""
+
+
 def is_held(job: Mapping[str, Any]) -> bool:
     """Suspended by kbatch (not by its owner) and not released yet."""
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    return HELD_ANNOTATION in annotations and (job.get("spec") or {}).get("suspend") is True
+    annotations = _read(job, "metadata.annotations")
+    return HELD_ANNOTATION in annotations and _read(job, "spec").get("suspend") is True
 
 
 def pods_made(job: Mapping[str, Any]) -> int:
     """The pods the Job runs at once: min(parallelism, completions), Kubernetes' defaults."""
-    spec = job.get("spec") or {}
+    spec = _read(job, "spec")
     parallelism = _count(spec.get("parallelism"), 1)
     return min(parallelism, _count(spec.get("completions"), parallelism))
 
@@ -109,13 +122,12 @@ def decide(
 ) -> Decision:
     """Whether ``job`` is to be held for its group (``None``: it does not exist yet), given
     the Jobs known to make the group's pods (``job`` among them or not)."""
-    meta = job.get("metadata") or {}
-    namespace, name = str(meta.get("namespace") or "default"), _name(job)
+    namespace, name = _namespace(job), _name(job)
     ref = f"PodGroup {namespace}/{group_of(job)}"
     if group is not None and group.phase in ADMITTED:
         return Decision(False, f"{ref} is {group.phase.value}", admitted=True)
     others = [j for j in jobs if _name(j) != name]
-    unheld = sorted(_name(j) for j in others if (j.get("spec") or {}).get("suspend") is not True)
+    unheld = sorted(_name(j) for j in others if _read(j, "spec").get("suspend") is not True)
     if unheld:
         why = f"Job {namespace}/{unheld[0]} of {ref} was not held (its pods exist)"
         return Decision(False, f"{why}, so the group's other Jobs are not held either")
@@ -132,6 +144,7 @@ def decide(
     return Decision(True, f"{ref} is {group.phase.value}")
 
 
+@result.refusing
 def mutate(job: Mapping[str, Any], view: ClusterView, suspend_supported: bool = True) -> Admission:
     """A Job created: labelled with its group, and held while the group is not admitted
     (when holding can end well: see the module's docstring).
@@ -141,13 +154,16 @@ def mutate(job: Mapping[str, Any], view: ClusterView, suspend_supported: bool = 
     group = kbatch_group_of(job, view.scheduler_names())
     if group is None:
         return result.allow()
-    meta = job.get("metadata") or {}
+    fields.string(job, "metadata.namespace")  # a refusal naming it, when not a string
     patch: Object = {}
-    if label_value_ok(group) and (meta.get("labels") or {}).get(GROUP_LABEL) != group:
+    if (
+        label_value_ok(group)
+        and fields.string_map(job, "metadata.labels").get(GROUP_LABEL) != group
+    ):
         patch["metadata"] = {"labels": {GROUP_LABEL: group}}
-    if not suspend_supported or (job.get("spec") or {}).get("suspend") is True:
+    if not suspend_supported or fields.value(job, "spec.suspend") is True:
         return result.allow(patch)
-    namespace = str(meta.get("namespace") or "default")
+    namespace = _namespace(job)
     decision = decide(job, group_in(view, namespace, group), view.group_jobs(namespace, group))
     if not decision.hold:
         return result.allow(patch, () if decision.admitted else (f"Job not held: {decision.why}",))
@@ -167,7 +183,7 @@ def to_release(
         name = group_of(job)
         if not is_held(job) or name is None:
             continue
-        namespace = str(job["metadata"].get("namespace") or "default")
+        namespace = _namespace(job)
         known = group is not None and (group.namespace, group.name) == (namespace, name)
         found = group if known else group_in(view, namespace, name)
         decision = decide(job, found, view.group_jobs(namespace, name))
@@ -181,12 +197,22 @@ def release_patch() -> Object:
     return {"metadata": {"annotations": {HELD_ANNOTATION: None}}, "spec": {"suspend": False}}
 
 
-def _template(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (job.get("spec") or {}).get("template") or {}
+def _read(job: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """The map at ``path`` in a Job the API server stored (or is admitting): {} when it is
+    absent or of another shape — what holding reads is then as if unset."""
+    try:
+        return fields.mapping(job, path)
+    except fields.FieldError:
+        return {}
+
+
+def _namespace(job: Mapping[str, Any]) -> str:
+    namespace = _read(job, "metadata").get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
 
 
 def _name(job: Mapping[str, Any]) -> str:
-    return str((job.get("metadata") or {}).get("name") or "")
+    return name_of(job)
 
 
 def _count(value: object, default: int) -> int:

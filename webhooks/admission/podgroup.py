@@ -27,7 +27,8 @@ from kbatch.api import DEFAULT_QUEUE
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import QueueState
-from kbatch.cluster import quantity
+from kbatch.cluster import fields, quantity, records
+from kbatch.cluster.fields import shown
 from kbatch.cluster.podspec import PODS, pod_request
 from kbatch.webhooks.admission import job as jobs
 from kbatch.webhooks.admission import result
@@ -43,10 +44,11 @@ _amount = functools.lru_cache(maxsize=8192)(quantity.amount)
 
 
 # --------------------------------------------------------------------------- mutation
+@result.refusing
 def mutate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterView) -> Admission:
     """PodGroupMinResources, for a create (``old`` None) or an update."""
-    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    namespace, name = identity(obj)
+    spec = fields.mapping(obj, "spec")
     patch: Object = {}
     warnings: tuple[str, ...] = ()
     min_resources = spec.get("minResources")
@@ -58,17 +60,30 @@ def mutate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterV
             min_resources = filled
     if min_resources is None:
         return result.allow(warnings=warnings)
-    old_resources = ((old or {}).get("spec") or {}).get("minResources")
-    if old is not None and old_resources == min_resources:
+    if old is not None and _old_min_resources(old) == min_resources:
         return result.allow(patch, warnings)  # unchanged: the quota was checked when it was set
     try:
         need = amounts(min_resources, "spec.minResources")
     except ValueError as exc:
         field, _, why = str(exc).partition(": ")
         return result.deny(field, why)
-    priority_class = str(spec.get("priorityClassName") or "")
+    priority_class = fields.string(obj, "spec.priorityClassName") or ""
     rejection = quota_rejection(namespace, name, need, view, priority_class)
     return rejection if rejection is not None else result.allow(patch, warnings)
+
+
+def identity(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of an object under admission; FieldError when metadata is not a
+    map or they are not strings. The name may be "" (generateName, before it is made)."""
+    fields.mapping(obj, "metadata")
+    namespace = fields.string(obj, "metadata.namespace") or "default"
+    return namespace, fields.string(obj, "metadata.name") or ""
+
+
+def _old_min_resources(old: Mapping[str, Any]) -> object:
+    """The old object's minResources (the API server stored it: None if unreadable)."""
+    spec = old.get("spec") if isinstance(old, Mapping) else None
+    return spec.get("minResources") if isinstance(spec, Mapping) else None
 
 
 def fill_from_job(job: Mapping[str, Any], view: ClusterView) -> tuple[str, str, Object] | None:
@@ -79,12 +94,14 @@ def fill_from_job(job: Mapping[str, Any], view: ClusterView) -> tuple[str, str, 
     name = jobs.kbatch_group_of(job, view.scheduler_names())
     if name is None:
         return None
-    meta = job.get("metadata") or {}
-    namespace, job_name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    try:
+        namespace, job_name = identity(job)
+    except fields.FieldError:
+        return None  # the Job webhook refuses it
     group = view.pod_group(namespace, name)
     if group is None or group.spec.min_resources is not None:
         return None
-    known = [j for j in view.group_jobs(namespace, name) if j["metadata"]["name"] != job_name]
+    known = [j for j in view.group_jobs(namespace, name) if jobs.name_of(j) != job_name]
     filled, _ = min_resources_from_jobs(name, group.spec.min_member, [*known, job])
     return None if filled is None else (namespace, name, {"spec": {"minResources": filled}})
 
@@ -95,8 +112,7 @@ def min_resources_from_jobs(
     """minMember × the pod request of the group's Jobs (None when no Job is known)."""
     if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 1:
         return None, ()  # validation says why
-    templates = [(j.get("spec") or {}).get("template") or {} for j in group_jobs]
-    requests = _requests([t.get("spec") or {} for t in templates])
+    requests = _requests([jobs.pod_spec_of(j) for j in group_jobs])
     if not requests:
         return None, ()
     warnings: tuple[str, ...] = ()
@@ -134,10 +150,17 @@ def amounts(values: object, field: str) -> dict[str, float]:
     out = {}
     for resource, value in values.items():
         try:
-            out[str(resource)] = _amount(str(resource), value)
-        except (ValueError, TypeError) as exc:
+            out[str(resource)] = _amount_of(str(resource), value)
+        except ValueError as exc:
             raise ValueError(f"{field}.{resource}: {exc}") from exc
     return out
+
+
+def _amount_of(resource: str, value: object) -> float:
+    """``quantity.amount``, cached for the quantities it can hash (strings and numbers)."""
+    if isinstance(value, (str, int, float)):
+        return _amount(resource, value)
+    return quantity.amount(resource, value)
 
 
 # --------------------------------------------------------------------------- quota
@@ -196,7 +219,9 @@ def quota_selects(quota: Quota, priority_class: str) -> bool:
 def _priority_class_matches(expression: Mapping[str, Any], priority_class: str) -> bool:
     if expression.get("scopeName") != "PriorityClass":
         return False  # BestEffort, Terminating, ...: not decidable for a PodGroup
-    operator, values = expression.get("operator"), expression.get("values") or ()
+    operator, values = expression.get("operator"), expression.get("values") or []
+    if not isinstance(values, list):
+        return False  # not a quota the API server would have stored
     if operator == "Exists":
         return bool(priority_class)
     if operator == "DoesNotExist":
@@ -221,7 +246,7 @@ def _others(groups: Iterable[PodGroup], name: str, quota: Quota) -> tuple[dict[s
             continue  # it holds nothing, or nothing this quota bounds
         count += 1
         for resource, value in (group.spec.min_resources or {}).items():
-            total[resource] = total.get(resource, 0.0) + _amount(resource, value)
+            total[resource] = total.get(resource, 0.0) + _amount_of(resource, value)
     return total, count
 
 
@@ -233,8 +258,8 @@ def _limits(quota: Quota) -> list[tuple[str, str, float]]:
         if resource is None:
             continue
         try:
-            out.append((key, resource, _amount(resource, value)))
-        except (ValueError, TypeError):
+            out.append((key, resource, _amount_of(resource, value)))
+        except ValueError:
             continue  # the API server validates quotas; a bad one bounds nothing here
     return out
 
@@ -250,21 +275,31 @@ def _bounded_resource(key: str) -> str | None:
 
 
 # --------------------------------------------------------------------------- validation
+@result.refusing
 def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterView) -> Admission:
-    """minMember ≥ 1; the queue exists and is Open (on create, or when it changes)."""
-    spec = obj.get("spec") or {}
+    """minMember ≥ 1; every field of the shape kbatch reads (``records.parse_pod_group``:
+    minResources not negative, ...); the queue exists, kbatch has not refused it, and it
+    is Open (on create, or when it changes)."""
+    spec = fields.mapping(obj, "spec")
     min_member = spec.get("minMember", 1)
     if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 1:
         return result.deny(
             "spec.minMember",
-            f"must be an integer ≥ 1 (the pods that must run together), not {min_member!r}",
+            f"must be an integer ≥ 1 (the pods that must run together), not {shown(min_member)}",
         )
-    queue_name = spec.get("queue") or DEFAULT_QUEUE
-    old_queue = ((old or {}).get("spec") or {}).get("queue") or DEFAULT_QUEUE
-    if old is not None and queue_name == old_queue:
+    group = records.parse_pod_group(obj)
+    queue_name = group.spec.queue
+    if old is not None and queue_name == _old_queue(old):
         return result.allow()
-    queue = view.queue(str(queue_name))
+    queue = view.queue(queue_name)
     if queue is None:
+        refused = view.queue_refusal(queue_name)
+        if refused is not None:
+            return result.deny(
+                "spec.queue",
+                f"queue {queue_name!r} is ignored by kbatch ({refused}); "
+                "fix the queue or name another",
+            )
         return result.deny(
             "spec.queue", f"queue {queue_name!r} does not exist; create it or name another queue"
         )
@@ -273,3 +308,9 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: Cluste
             "spec.queue", f"queue {queue_name!r} is Closed: it admits no new PodGroups"
         )
     return result.allow()
+
+
+def _old_queue(old: Mapping[str, Any]) -> object:
+    """The old object's queue (``default`` when unset or unreadable)."""
+    spec = old.get("spec") if isinstance(old, Mapping) else None
+    return (spec.get("queue") if isinstance(spec, Mapping) else None) or DEFAULT_QUEUE

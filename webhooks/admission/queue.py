@@ -1,10 +1,14 @@
-"""Queue validation (DESIGN §7): weight ≥ 1; the default queue, and a queue that still
-has PodGroups, cannot be deleted."""
+"""Queue validation (DESIGN §7): weight ≥ 1, and every field of the shape kbatch reads
+(``records.parse_queue``: a capability's quantities not negative, ...) — a Queue the
+scheduler would ignore is refused here, naming the field; the default queue, and a
+queue that still has PodGroups, cannot be deleted."""
 
 from collections.abc import Mapping
 from typing import Any
 
 from kbatch.api import DEFAULT_QUEUE
+from kbatch.cluster import fields, records
+from kbatch.cluster.fields import shown
 from kbatch.webhooks.admission import result
 from kbatch.webhooks.admission.result import Admission
 from kbatch.webhooks.admission.view import ClusterView
@@ -12,19 +16,22 @@ from kbatch.webhooks.admission.view import ClusterView
 SHOWN = 5  # PodGroups named in a refusal to delete
 
 
+@result.refusing
 def validate(obj: Mapping[str, Any], view: ClusterView) -> Admission:
     """A Queue created or updated."""
-    weight = (obj.get("spec") or {}).get("weight", 1)
+    weight = fields.mapping(obj, "spec").get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
         return result.deny(
-            "spec.weight", f"must be an integer ≥ 1 (the queue's share), not {weight!r}"
+            "spec.weight", f"must be an integer ≥ 1 (the queue's share), not {shown(weight)}"
         )
+    records.parse_queue(obj)
     return result.allow()
 
 
+@result.refusing
 def validate_delete(obj: Mapping[str, Any], view: ClusterView) -> Admission:
     """A Queue deleted (``obj`` is the Queue as it was)."""
-    name = str((obj.get("metadata") or {}).get("name") or "")
+    name = fields.string(obj, "metadata.name") or ""
     if name == DEFAULT_QUEUE:
         return result.deny(
             "metadata.name",

@@ -1,9 +1,15 @@
 """What an admission function answers: allowed or not (and why), a merge patch, warnings."""
 
 import copy
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec
+
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.fields import FieldError
+
+P = ParamSpec("P")
 
 Object = dict[str, Any]
 
@@ -42,6 +48,21 @@ def allow(patch: Object | None = None, warnings: tuple[str, ...] = ()) -> Admiss
 
 def deny(field_path: str, why: str, code: int = INVALID) -> Admission:
     return Admission(False, f"{field_path}: {why}", code)
+
+
+def refusing(admission: Callable[P, Admission]) -> Callable[P, Admission]:
+    """An admission function that reads its object with ``kbatch.cluster.fields`` (or the
+    record parsers): a field of the wrong shape is a refusal naming it, not an exception
+    the API server would show as a failed webhook."""
+
+    @functools.wraps(admission)
+    def refused_when_malformed(*args: P.args, **kwargs: P.kwargs) -> Admission:
+        try:
+            return admission(*args, **kwargs)
+        except (FieldError, ObjectError) as exc:
+            return deny(exc.field or "(the object)", exc.why)
+
+    return refused_when_malformed
 
 
 def merge(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> Object:

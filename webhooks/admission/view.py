@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
+from kbatch.cluster import fields
 from kbatch.cluster.state import ClusterState
 
 GroupJobs = Callable[[str, str], Sequence[Mapping[str, Any]]]
@@ -32,6 +33,11 @@ class Quota:
 class ClusterView(Protocol):
     def queue(self, name: str) -> Queue | None:
         """The Queue of that name, or None."""
+        ...
+
+    def queue_refusal(self, name: str) -> str | None:
+        """Why kbatch refuses the cluster's Queue of that name ('field: why'), or None when
+        it has no such refused Queue (then ``queue`` says whether it exists)."""
         ...
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
@@ -68,20 +74,26 @@ def no_jobs(namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
 
 class StateView:
     """A ClusterView over a ClusterState; ``queues`` are known besides the state's
-    (a Queue just created that the watch has not brought yet)."""
+    (a Queue just created that the watch has not brought yet), and ``refused_queues``
+    (name -> 'field: why') besides those the state refused."""
 
     def __init__(
         self,
         state: ClusterState,
         group_jobs: GroupJobs = no_jobs,
         queues: Mapping[str, Queue] | None = None,
+        refused_queues: Mapping[str, str] | None = None,
     ) -> None:
         self.state = state
         self._group_jobs = group_jobs
         self._queues = queues or {}
+        self._refused_queues = refused_queues or {}
 
     def queue(self, name: str) -> Queue | None:
         return self.state.queues().get(name) or self._queues.get(name)
+
+    def queue_refusal(self, name: str) -> str | None:
+        return self.state.refusal("Queue", "", name) or self._refused_queues.get(name)
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self.state.pod_groups().get(f"{namespace}/{name}")
@@ -112,13 +124,22 @@ class StateView:
 
 
 def quota_of(raw: Mapping[str, Any]) -> Quota:
-    """A ResourceQuota object as admission reads it."""
+    """A ResourceQuota object as admission reads it (``raw`` was parsed by the state, so
+    its name and spec.hard are sound). Scopes of another shape than the API server's
+    stand for a scope kbatch cannot decide: such a quota is not applied."""
     meta, spec = raw["metadata"], raw.get("spec") or {}
-    selector = (spec.get("scopeSelector") or {}).get("matchExpressions") or ()
+    scopes = spec.get("scopes") or []
+    selector = spec.get("scopeSelector") or {}
+    expressions = selector.get("matchExpressions") or [] if isinstance(selector, Mapping) else 0
     return Quota(
         str(meta.get("namespace") or "default"),
         str(meta["name"]),
-        spec.get("hard") or {},
-        tuple(str(scope) for scope in spec.get("scopes") or ()),
-        tuple(r for r in selector if isinstance(r, Mapping)),
+        fields.mapping(raw, "spec.hard"),
+        tuple(str(scope) for scope in scopes) if isinstance(scopes, list) else (_UNREAD,),
+        tuple(e if isinstance(e, Mapping) else {"scopeName": _UNREAD} for e in expressions)
+        if isinstance(expressions, list)
+        else ({"scopeName": _UNREAD},),
     )
+
+
+_UNREAD = "(unreadable)"

@@ -6,7 +6,7 @@ reproducible and a test can drive time.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse_conf
@@ -55,16 +55,24 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float, uid: str) 
             session.stats.plugin_open_seconds[option.name] = time.perf_counter() - started
     session.compile()
     for job in session.jobs.values():
-        verdict = _framework_verdict(session, job.queue) or session.job_valid(job)
+        verdict = _framework_verdict(session, job.queue, snapshot.refused_queues)
+        verdict = verdict or session.job_valid(job)
         if verdict is not None:
             session.invalidate(job, verdict)
     return session
 
 
-def _framework_verdict(session: Session, queue: str) -> Invalid | None:
-    if queue not in session.queues:
-        return Invalid("QueueNotFound", f"queue {queue!r} does not exist")
-    return None
+def _framework_verdict(
+    session: Session, queue: str, refused_queues: Mapping[str, str]
+) -> Invalid | None:
+    """Why no job of ``queue`` can be scheduled, if it cannot: its Queue is missing, or
+    the cluster has it but kbatch refused it (``refused_queues``: name -> 'field: why') —
+    then the PodGroup says why the Queue is ignored, not that it does not exist."""
+    if queue in session.queues:
+        return None
+    if queue in refused_queues:
+        return Invalid("QueueInvalid", f"queue {queue!r} is ignored: {refused_queues[queue]}")
+    return Invalid("QueueNotFound", f"queue {queue!r} does not exist")
 
 
 def close_session(session: Session) -> Outcome:

@@ -69,7 +69,7 @@ def test_status_defaults() -> None:
             PodGroup,
             podgroup(minResources={"cpu": "-1"}),
             ("spec", "minResources", "cpu"),
-            "'-1' is negative",
+            "must not be negative, not -1",
         ),
         (
             PodGroup,

@@ -96,7 +96,7 @@ def test_pod_request_follows_kubernetes(spec: dict, expected: dict) -> None:
         ),
         (
             pod("p", cpu="-1"),
-            "Pod default/p: spec.containers[0].resources.requests.cpu: '-1' is negative",
+            "Pod default/p: spec.containers[0].resources.requests.cpu: must not be negative, not -1",
         ),
         (
             pod_group("g", min_member=0),

@@ -36,6 +36,9 @@ class Snapshot:
     orphans: list[OrphanPod] = field(default_factory=list)
     # PodGroups (job uids) with pods, all of them another scheduler's: not ours to write.
     foreign_groups: frozenset[str] = frozenset()
+    # Queues the cluster has but kbatch refused (a negative capability, ...): name -> why
+    # ('field: why'), so that their PodGroups are told why, not that the queue is missing.
+    refused_queues: dict[str, str] = field(default_factory=dict)
 
 
 class Cluster(Protocol):
