@@ -12,6 +12,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kbatch.api.errors import explain
+
 DEFAULT_CONF = """\
 actions: "enqueue, allocate, backfill"
 tiers:
@@ -127,7 +129,7 @@ def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> Sch
         first = exc.errors()[0]
         where = _describe(first["loc"])
         line = _line_of(root, first["loc"])
-        raise ConfigError(f"{source}{line}: {where}: {first['msg']}") from exc
+        raise ConfigError(f"{source}{line}: {where}: {explain(first)}") from exc
     for i, action in enumerate(conf.actions):
         if action not in known.actions:
             raise ConfigError(

@@ -14,6 +14,8 @@ name of ``obj`` itself, so that ``mapping(spec, "affinity", at="spec")`` names
 from collections.abc import Mapping
 from typing import Any
 
+from kbatch.api.errors import shown as shown  # fields.shown, as before
+
 
 class FieldError(ValueError):
     """A field of the wrong shape; ``str()`` reads 'field: why'."""
@@ -26,12 +28,6 @@ class FieldError(ValueError):
 
 def _join(at: str, path: str) -> str:
     return f"{at}.{path}" if at and path else at or path
-
-
-def shown(value: object) -> str:
-    """``value`` as messages quote it: its repr, cut to 40 characters."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _expected(field: str, what: str, value: object) -> FieldError:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.api.errors import explain
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
 from kbatch.cluster import fields
@@ -291,56 +292,6 @@ def field_of(loc: Sequence[int | str]) -> str:
 
 
 # What a pydantic error type says the field should have been.
-_EXPECTED = {
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "string_type": "a string",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "dict_type": "a map",
-    "model_type": "a map",
-    "model_attributes_type": "a map",
-    "list_type": "a list",
-    "tuple_type": "a list",
-}
-_BOUNDS = {
-    "greater_than_equal": (">=", "ge"),
-    "greater_than": (">", "gt"),
-    "less_than_equal": ("<=", "le"),
-    "less_than": ("<", "lt"),
-}
-
-
-def explain(error: Mapping[str, Any]) -> str:
-    """Why one pydantic error (an item of ``ValidationError.errors()``) refuses its field,
-    as kbatch says it: never pydantic's own text."""
-    kind, value, context = error["type"], error.get("input"), error.get("ctx") or {}
-    shown = fields.shown(value)
-    if error["loc"][-1:] == ("[key]",):
-        return f"its keys must be strings, not {shown}"
-    if kind in _EXPECTED:
-        return f"expected {_EXPECTED[kind]}, not {shown}"
-    if kind in _BOUNDS:
-        sign, key = _BOUNDS[kind]
-        return f"must be {sign} {context.get(key)}, not {shown}"
-    if kind in ("enum", "literal_error"):
-        return f"must be {context.get('expected')}, not {shown}"
-    if kind == "value_error" and "error" in context:
-        return str(context["error"])
-    if kind == "missing":
-        return "required"
-    if kind == "extra_forbidden":
-        return "unknown field"
-    if kind == "string_too_short":
-        return "must not be empty"
-    if kind == "string_too_long":
-        return f"must be at most {context.get('max_length')} characters"
-    return f"not a valid value: {shown}"
-
-
 def parse_pod_group(obj: Mapping[str, Any]) -> PodGroup:
     """A PodGroup, or ObjectError naming the field (negative minResources included)."""
     with _naming(ref_of(obj)):

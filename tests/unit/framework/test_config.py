@@ -51,11 +51,11 @@ def test_default_conf_is_the_design_default() -> None:
             'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: gnag\n',
             "line 5: unknown plugin 'gnag'",
         ),
-        ('actions: "allocate"\ntiers: []\n', "tiers: Tuple should have at least 1 item"),
-        ('actions: "allocate"\n', "tiers: Field required"),
+        ('actions: "allocate"\ntiers: []\n', "tiers: must have at least 1 item"),
+        ('actions: "allocate"\n', "tiers: required"),
         (
             'actions: "allocate"\ntiers:\n- plugins: []\n',
-            "line 3: tiers[0].plugins: Tuple should have at least 1 item",
+            "line 3: tiers[0].plugins: must have at least 1 item",
         ),
         (
             'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: "no"\n',
@@ -63,7 +63,7 @@ def test_default_conf_is_the_design_default() -> None:
         ),
         (
             'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    colour: red\n',
-            "colour: Extra inputs are not permitted",
+            "colour: unknown field",
         ),
         ("actions: 3\ntiers:\n- plugins:\n  - name: gang\n", "actions"),
         ('actions: ""\ntiers:\n- plugins:\n  - name: gang\n', "no action named"),
