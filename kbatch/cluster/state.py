@@ -318,6 +318,7 @@ class ClusterState:
                 built,
                 foreign_groups=self._foreign_groups(pods),
                 refused_queues=dict(self._refused["Queue"]),
+                refused_groups=dict(self._refused["PodGroup"]),
             )
 
     def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:

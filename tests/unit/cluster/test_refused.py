@@ -98,3 +98,37 @@ def test_pod_groups_of_a_missing_queue_are_told_it_does_not_exist() -> None:
     state = ClusterState()
     state.apply(pod_group(queue_name="nosuch"))
     assert verdicts(state) == {"pg": ("QueueNotFound", "queue 'nosuch' does not exist")}
+
+
+def test_pods_of_a_refused_pod_group_are_told_it_is_ignored() -> None:
+    """Not 'does not exist': the PodGroup is there, and kbatch says why it ignores it."""
+    from kbatch.operators.scheduler.core.runner import close_session
+
+    state = ClusterState()
+    bad = pod_group()
+    bad["spec"]["minResources"] = {"cpu": "-1"}
+    with pytest.raises(ObjectError):
+        state.apply(bad)
+    state.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "p",
+                "namespace": "default",
+                "uid": "uid-p",
+                "annotations": {"scheduling.k8s.io/group-name": "pg"},
+            },
+            "spec": {"schedulerName": "kbatch", "containers": [{"name": "c"}]},
+        }
+    )
+    outcome = close_session(open_session(state.snapshot(), default_conf(), now=0.0, uid="s"))
+    told = [(e.ref.name, e.reason, e.message) for e in outcome.events]
+    assert told == [
+        (
+            "p",
+            "FailedScheduling",
+            "PodGroup default/pg is ignored by kbatch (spec.minResources.cpu: must not be "
+            "negative, not -1): the pod waits until it is fixed",
+        )
+    ]

@@ -39,6 +39,8 @@ class Snapshot:
     # Queues the cluster has but kbatch refused (a negative capability, ...): name -> why
     # ('field: why'), so that their PodGroups are told why, not that the queue is missing.
     refused_queues: dict[str, str] = field(default_factory=dict)
+    # PodGroups likewise ('namespace/name' -> why): their pods are told so.
+    refused_groups: dict[str, str] = field(default_factory=dict)
 
 
 class Cluster(Protocol):

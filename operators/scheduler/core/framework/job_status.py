@@ -85,6 +85,7 @@ def publish(session: Session) -> Outcome:
             outcome.queues.append(QueueUpdate(name, published))
     for pod in session.orphans:  # the events' de-duplication keeps this to once a while
         ref = ObjectRef("Pod", pod.namespace, pod.name)
-        message = missing_group_message(pod.namespace, pod.group)
+        refused = session.refused_groups.get(f"{pod.namespace}/{pod.group}")
+        message = missing_group_message(pod.namespace, pod.group, refused)
         outcome.events.append(Event(ref, "Warning", FAILED_SCHEDULING, message))
     return outcome

@@ -129,7 +129,14 @@ def binding_rejected_message(why: str) -> str:
     return f"Binding rejected: {why}"
 
 
-def missing_group_message(namespace: str, group: str) -> str:
+def missing_group_message(namespace: str, group: str, refused: str | None = None) -> str:
+    """Why a pod waits for its PodGroup: there is none, or kbatch refused it (``refused``:
+    'field: why')."""
+    if refused is not None:
+        return (
+            f"PodGroup {namespace}/{group} is ignored by kbatch ({refused}): the pod waits "
+            "until it is fixed"
+        )
     return (
         f"PodGroup {namespace}/{group} does not exist: the pod waits until it is created "
         "(annotation scheduling.k8s.io/group-name)"

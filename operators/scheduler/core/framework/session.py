@@ -61,6 +61,7 @@ class Session(TieredFunctions):
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
         self.orphans = snapshot.orphans
+        self.refused_groups = snapshot.refused_groups
         self.foreign_groups = snapshot.foreign_groups
         self.now = now
         self.uid = uid
