@@ -5,13 +5,17 @@ data back; only this module imports the ``kubernetes`` client (an import-linter
 contract says so; kopf handler modules talk through kopf). It makes the client
 from a kubeconfig or the in-cluster service account, sends one JSON request
 (``request``), opens a streamed GET (``raw_get``, for list+watch), and turns an
-HTTP error into ``ApiError`` with the server's own message.
+HTTP error into ``ApiError`` with the server's own message, and no answer at all into
+``Unreachable``. It does not retry a failed connection itself: its callers back off
+(an outage must not cost one log line per try), and ``EXCHANGES`` tells them when the
+server answers again.
 
 Raw JSON over the client's ApiClient: no model deserialisation, which would cost
 more than the scheduling itself on a large cluster.
 """
 
 import json
+import threading
 from typing import Any
 
 import urllib3
@@ -25,6 +29,10 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 # Connections kept to the API server: the bind workers, the writer and the watches.
 CONNECTION_POOL = 32
+# No retry of a refused or timed-out connection (the client's default tries 4 times,
+# logging each retry): the caller backs off. One retry of an idempotent request whose
+# pooled connection the server had closed (a read error on GET), nothing else.
+RETRIES = urllib3.Retry(total=1, connect=0, read=1, redirect=0, status=0, other=0)
 
 
 class ApiError(RuntimeError):
@@ -41,6 +49,34 @@ class Unreachable(ApiError):
     def __init__(self, message: str) -> None:
         super().__init__(0, message)
         self.args = (f"API server unreachable: {message}",)
+
+
+class Exchanges:
+    """Requests sent to the API server, numbered in the order sent, and the highest
+    number answered: one that saw a request fail asks whether one sent after it has been
+    answered since (``answered_since``), i.e. whether the server is back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.sent = 0
+        self.answered = 0
+
+    def send(self) -> int:
+        with self._lock:
+            self.sent += 1
+            return self.sent
+
+    def answer(self, number: int) -> None:
+        with self._lock:
+            self.answered = max(self.answered, number)
+
+    def answered_since(self, sent: int) -> bool:
+        """Has a request sent after the ``sent``-th been answered?"""
+        return self.answered > sent
+
+
+# One per process: kbatch run talks to one API server.
+EXCHANGES = Exchanges()
 
 
 class Gone(ApiError):
@@ -62,12 +98,13 @@ def api_client(kubeconfig: str | None) -> ApiClient:
         except config.ConfigException:
             config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     configuration.connection_pool_maxsize = CONNECTION_POOL
+    configuration.retries = RETRIES
     return client.ApiClient(configuration)
 
 
 def client_for(host: str) -> ApiClient:
     """A client for a plain-HTTP API server at ``host`` (a local stub in tools and tests)."""
-    return client.ApiClient(client.Configuration(host=host))
+    return client.ApiClient(client.Configuration(host=host, retries=RETRIES))
 
 
 def request(
@@ -120,7 +157,14 @@ def _call(
     api: ApiClient, method: str, url: str, headers: Any, body: Any, post: Any, timeout: Timeout
 ) -> Any:
     """The raw response; Unreachable when none came (a failed or timed-out connection)."""
+    number = EXCHANGES.send()
     try:
-        return api.call_api(method, url, headers, body, post, _request_timeout=timeout).response
+        response = api.call_api(method, url, headers, body, post, _request_timeout=timeout)
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise Unreachable(f"{method} {url}: {exc}") from exc
+    except client.ApiException as exc:
+        if exc.status == 0 and "SSLError" in str(exc.reason):  # a TLS handshake cut short
+            raise Unreachable(f"{method} {url}: {exc.reason}") from exc
+        raise
+    EXCHANGES.answer(number)
+    return response.response

@@ -247,6 +247,15 @@ class ClusterState:
             if assumed is not None:
                 assumed.expires = self._clock() + self.assumed_ttl
 
+    def keep_assumed(self, namespace: str, name: str, seconds: float) -> None:
+        """The bind or eviction got no answer: snapshots keep assuming it ``seconds`` more
+        (its back-off, so no session sends it again meanwhile), then see the pod as the
+        watch does, and a session decides about it anew."""
+        with self._lock:
+            assumed = self._assumed.get(self._key("Pod", namespace, name))
+            if assumed is not None:
+                assumed.expires = self._clock() + seconds
+
     def forget(self, namespace: str, name: str) -> None:
         """A bind or an eviction failed: the pod is as the watch last showed it."""
         with self._lock:

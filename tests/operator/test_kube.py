@@ -291,3 +291,25 @@ def test_an_evict_event_a_failed_session_never_told_is_not_paired_with_a_later_o
     cluster.shutdown()
     told = [e["reason"] for e in api.events() if e["involvedObject"]["kind"] == "PodGroup"]
     assert told == ["Evict"]
+
+
+@pytest.mark.parametrize(("watched", "assumed"), [(None, True), ("n1", True), ("n2", False)])
+def test_a_409_on_a_bind_is_checked_against_the_pod(
+    api: FakeApi, watched: str | None, assumed: bool
+) -> None:
+    """The pod has a node already: this very bind's (an answer lost, a dying leader's same
+    decision) unless the watch shows another one. No failure event either way."""
+    state = world(pod("a"))
+    state.apply(node("n2"))
+    if watched is not None:
+        state.apply(pod("a", watched))
+    api.answers[("POST", "/pods/a/binding")] = ApiError(409, "pod a is already assigned")
+    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster.bind(task(state, "a"), "n1")
+    cluster.flush()
+    wait_for("the bind answered", lambda: not cluster.binds_in_flight())
+    cluster.shutdown()
+    snapshot = state.snapshot()
+    (placed,) = [t for job in snapshot.jobs.values() for t in job.tasks.values()]
+    assert snapshot.nodes.names[placed.node] == ("n1" if assumed else "n2")
+    assert [e for e in api.events() if e["reason"] == "FailedScheduling"] == []

@@ -8,6 +8,12 @@ why in an event); evictions on their own workers, not queued behind a bind burst
 (the victim is assumed Releasing meanwhile, so no later session picks more victims
 for the same room); status writes in order on one thread, events on another.
 
+A bind or an eviction that gets no answer (the API server is unreachable) is not sent
+again by every session: the pod stays assumed so for a back-off per pod (1 s doubling to
+30 s, reset by a success), or until the server answers a later request; then it is as
+the watch shows it and a session decides about it anew. Failures for want of an answer
+are logged once per interval with how many wait, not once per request.
+
 A bind or an eviction is sent only while ``may_write()`` (this replica leads): one
 queued when the lead was lost is dropped, not sent beside the new leader's. The
 ``Evict`` event the session records for a victim is sent only once its DELETE has
@@ -37,6 +43,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
+from kbatch.operators.scheduler.runtime import outage
 
 log = logging.getLogger("kbatch.kube")
 COMPONENT = "kbatch"
@@ -88,6 +95,7 @@ class KubeCluster:
         bind_workers: int = 16,
         evict_workers: int = 4,
         may_write: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,  # when failures are told
     ) -> None:
         self.api = api
         self.state = state
@@ -108,8 +116,11 @@ class KubeCluster:
         self._told = decided.EventFilter()  # the simulator's rule for repeats, too
         self._recent_lock = threading.Lock()
         self._in_flight = _Counter()
+        self._failures = outage.FailureReport(log, clock=clock)
+        self._holds = outage.Holds(state, self._failures)
 
     def snapshot(self) -> Snapshot:
+        self._holds.end()
         return self.state.snapshot()
 
     def binds_in_flight(self) -> bool:
@@ -141,6 +152,7 @@ class KubeCluster:
 
     # ----------------------------------------------------------------- binds
     def bind(self, task: TaskInfo, node: str) -> None:
+        self._holds.resend(task.namespace, task.name, task.uid)
         self.state.assume_bound(task.namespace, task.name, node)
         self._in_flight.add(1)
         self._unsent.append((task, node))
@@ -186,20 +198,10 @@ class KubeCluster:
                 self.api, "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body
             )
         except Exception as exc:
-            self.state.forget(namespace, name)
-            if isinstance(exc, kubeapi.ApiError) and exc.status == 409:
-                log.info("pod %s/%s was bound already: %s", namespace, name, exc)
-                return
-            log.warning("bind of %s/%s to %s failed: %s", namespace, name, node, exc)
-            self.record(
-                ObjectRef("Pod", namespace, name),
-                "Warning",
-                decided.FAILED_SCHEDULING,
-                decided.binding_rejected_message(str(exc)),
-                at,
-            )
+            self._bind_failed(namespace, name, uid, node, exc, at)
             return
         self.state.confirmed(namespace, name)
+        self._holds.answered("bind", (namespace, name, uid))
         self.record(
             ObjectRef("Pod", namespace, name),
             "Normal",
@@ -207,6 +209,43 @@ class KubeCluster:
             decided.scheduled_message(f"{namespace}/{name}", node),
             at,
         )
+
+    def _bind_failed(
+        self, namespace: str, name: str, uid: str, node: str, exc: Exception, at: float
+    ) -> None:
+        """No answer: the pod is held for its back-off. Refused: it is as the watch shows
+        it (bound already, on a 409). Either way, but the 409, an event says why."""
+        if isinstance(exc, kubeapi.Unreachable):
+            # the binds in flight count this one, and wait for an answer too
+            self._holds.no_answer("bind", (namespace, name, uid), exc, self._in_flight.value)
+        else:
+            if isinstance(exc, kubeapi.ApiError):
+                self._holds.answered("bind", (namespace, name, uid))
+            if isinstance(exc, kubeapi.ApiError) and exc.status == 409:
+                self._bound_already(namespace, name, node)
+                return
+            self.state.forget(namespace, name)
+            log.warning("bind of %s/%s to %s failed: %s", namespace, name, node, exc)
+        self.record(
+            ObjectRef("Pod", namespace, name),
+            "Warning",
+            decided.FAILED_SCHEDULING,
+            decided.binding_rejected_message(str(exc)),
+            at,
+        )
+
+    def _bound_already(self, namespace: str, name: str, node: str) -> None:
+        """A 409: the pod has a node. Most likely this very bind's (a request whose answer
+        was lost, a dying leader's same decision): no failure, the assumption holds
+        until the watch shows it. Only if the watch shows another node is it forgotten."""
+        watched = self.state.get("Pod", namespace, name) or {}
+        bound_to = (watched.get("spec") or {}).get("nodeName")
+        if bound_to and bound_to != node:
+            self.state.forget(namespace, name)
+            log.info("pod %s/%s was bound to %s meanwhile", namespace, name, bound_to)
+            return
+        self.state.confirmed(namespace, name)
+        log.info("pod %s/%s was bound already (409)", namespace, name)
 
     def nominate(self, task: TaskInfo, node: str | None) -> None:
         """The pod's status.nominatedNodeName (as kube-scheduler writes it for a
@@ -219,12 +258,15 @@ class KubeCluster:
             return
         try:
             kubeapi.request(self.api, "PATCH", path, patch, kubeapi.MERGE_PATCH)
+        except kubeapi.Unreachable as exc:
+            self._failures.failed("nomination", "%s: the next session nominates again", exc)
         except Exception as exc:
             if not (isinstance(exc, kubeapi.ApiError) and exc.status == 404):
                 log.warning("nominating %s failed: %s", path, exc)
 
     # ----------------------------------------------------------------- evictor
     def evict(self, task: TaskInfo, reason: str) -> None:
+        self._holds.resend(task.namespace, task.name, task.uid)
         self.state.assume_releasing(task.namespace, task.name)
         outcome = self._evictions.submit(self._evict, task.namespace, task.name, task.uid)
         keys = [("Pod", task.namespace, task.name)]
@@ -243,16 +285,20 @@ class KubeCluster:
         try:
             kubeapi.request(self.api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
         except Exception as exc:
-            self.state.forget(namespace, name)
-            if isinstance(exc, kubeapi.ApiError) and exc.status in (404, 409):
-                return False  # gone already, or another pod of that name now
-            log.warning("eviction of %s/%s failed: %s", namespace, name, exc)
+            if isinstance(exc, kubeapi.Unreachable):
+                self._holds.no_answer("eviction", (namespace, name, uid), exc)
+            else:
+                self.state.forget(namespace, name)
+                if isinstance(exc, kubeapi.ApiError) and exc.status in (404, 409):
+                    return False  # gone already, or another pod of that name now
+                log.warning("eviction of %s/%s failed: %s", namespace, name, exc)
             message = f"Eviction of {namespace}/{name} failed: {exc}"
             self.record(
                 ObjectRef("Pod", namespace, name), "Warning", decided.FAILED_EVICTION, message
             )
             return False
         self.state.confirmed(namespace, name)
+        self._holds.answered("eviction", (namespace, name, uid))
         return True
 
     def _eviction_of(self, ref: ObjectRef) -> "Future[bool] | None":
@@ -290,6 +336,8 @@ class KubeCluster:
         patch = [{"op": "add", "path": "/status", "value": status}]
         try:
             kubeapi.request(self.api, "PATCH", path, patch, kubeapi.JSON_PATCH)
+        except kubeapi.Unreachable as exc:
+            self._failures.failed("status", "%s: the next session writes statuses again", exc)
         except Exception as exc:
             if not (isinstance(exc, kubeapi.ApiError) and exc.status == 404):
                 log.warning("status write %s failed: %s", path, exc)

@@ -3,8 +3,10 @@ resourceVersion. The watch remembers the last resourceVersion it saw (from event
 and BOOKMARKs) and, when the server ends it after ``watch_seconds``, resumes from
 there: no relist. On 410 Gone (that version is too old) it lists again at once; on
 any other error (a dropped connection, a read that timed out on a half-open one)
-after a short backoff. A relist *replaces* the kind, so nothing deleted meanwhile
-lingers and nothing is counted twice.
+after a short backoff: 0.25 s doubling to at most 1 s, so that the caches are fresh
+within a second or two of an API server's return, without hammering it meanwhile. An
+outage is logged once per interval per kind, not once per try. A relist *replaces*
+the kind, so nothing deleted meanwhile lingers and nothing is counted twice.
 
 Raw JSON over the kubernetes client's ApiClient: no model deserialisation,
 which would cost more than the scheduling itself on a large cluster.
@@ -22,11 +24,14 @@ from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.runtime import outage
 
 log = logging.getLogger("kbatch.informer")
 
 CONNECT_TIMEOUT = 10.0
 READ_SLACK = 30.0  # a watch silent this long past its own timeout is a dead connection
+FIRST_BACKOFF = 0.25  # seconds before listing again after a failure; doubling ...
+MOST_BACKOFF = 1.0  # ... to at most this: one try a second per kind during an outage
 Gone = kubeapi.Gone
 
 
@@ -56,6 +61,7 @@ class Informer:
         state: ClusterState,
         on_change: Callable[[], None] = lambda: None,
         watch_seconds: int = 300,
+        failures: outage.FailureReport | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -65,6 +71,8 @@ class Informer:
         self.synced = threading.Event()
         self._stop = threading.Event()
         self._relist = threading.Event()
+        self._interrupted = False  # by relist(): the watch's error is not a failure
+        self._failures = failures or outage.FailureReport(log)
         self._response: Any = None  # the open watch, closed to interrupt it
         self._thread = threading.Thread(
             target=self._run, name=f"informer-{resource.kind}", daemon=True
@@ -77,6 +85,7 @@ class Informer:
         """Rebuild this kind from a fresh list now (e.g. on taking the lead)."""
         self.synced.clear()
         self._relist.set()
+        self._interrupted = True
         self._interrupt()
 
     def stop(self) -> None:
@@ -90,24 +99,29 @@ class Informer:
                 response.shutdown()
 
     def _run(self) -> None:
-        backoff = 0.5
+        backoff = FIRST_BACKOFF
         version: str | None = None
+        kind = self.resource.kind
         while not self._stop.is_set():
             try:
                 if version is None or self._relist.is_set():
                     version = self._list()
+                    self._failures.succeeded(kind, "watch of %s: listed again", kind)
                 version = self._watch(version)
-                backoff = 0.5
+                backoff = FIRST_BACKOFF
             except Gone as exc:  # list again at once: nothing is wrong but the version's age
                 version = None
-                log.info("watch of %s: %s; listing again", self.resource.kind, exc)
+                log.info("watch of %s: %s; listing again", kind, exc)
             except Exception as exc:  # any failure: list again, after a pause
                 version = None
-                if self._relist.is_set() or self._stop.is_set():
-                    continue  # interrupted on purpose
-                log.warning("watch of %s failed (%s); listing again", self.resource.kind, exc)
+                if self._stop.is_set():
+                    continue
+                if self._interrupted:  # by relist(), on purpose: list again at once
+                    self._interrupted = False
+                    continue
+                self._failures.failed(kind, "watch of %s failed (%s); listing again", kind, exc)
                 self._stop.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+                backoff = min(backoff * 2, MOST_BACKOFF)
 
     def _list(self) -> str:
         body = self._get({})
@@ -117,6 +131,7 @@ class Informer:
         for error in self.state.replace(self.resource.kind, items, owned=True):
             log.warning("ignoring %s", error)
         self._relist.clear()
+        self._interrupted = False
         self.synced.set()
         self.on_change()
         return str(body["metadata"]["resourceVersion"])
