@@ -3,7 +3,7 @@
 Debian's ``prometheus`` (scripts/install-tools.sh) scrapes ``kbatch run`` every
 second while it schedules a small cluster: one Node, a queue with a
 capability, a gang of three that fits (cpu and a GPU each) and a gang that
-never fits. Then every query of every panel of the chart's dashboards goes
+never fits (it asks for a node that does not exist). Then every query of every panel of the chart's dashboards goes
 through Prometheus's HTTP API (/api/v1/query, with Grafana's variables filled
 in as Grafana would) and must parse and return data.
 
@@ -48,9 +48,9 @@ DEADLINE = 90.0
 
 
 def gang(
-    name: str, members: int, cpu: str, gpu: int, queue: str = QUEUE
+    name: str, members: int, cpu: str, gpu: int, queue: str = QUEUE, node: str = NODE
 ) -> list[tuple[str, dict[str, Any]]]:
-    """A PodGroup of ``members`` and its pods, as (collection path, object)."""
+    """A PodGroup of ``members`` and its pods on ``node``, as (collection path, object)."""
     group = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "PodGroup",
@@ -73,7 +73,7 @@ def gang(
             },
             "spec": {
                 "schedulerName": SCHEDULER,
-                "nodeSelector": {"kubernetes.io/hostname": NODE},
+                "nodeSelector": {"kubernetes.io/hostname": node},
                 "tolerations": [{**TAINT, "operator": "Equal"}],
                 "containers": [{"name": "work", "image": "busybox", "resources": resources}],
             },
@@ -94,7 +94,10 @@ def create_cluster(api: Any) -> None:
         "spec": {"weight": 2, "capability": {"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "3"}},
     }
     kube.ensure(api, f"{PG_PATH}/queues", queue)
-    for path, obj in gang("fits", 3, "1", gpu=1) + gang("too-big", 2, "100", 0, "default"):
+    # the gang that never fits is admitted (its 2 cpu are free) and then fits no node:
+    # the unschedulable counts need a gang that allocate tries
+    nowhere = gang("never-fits", 2, "1", 0, "default", node="kbatch-prometheus-nowhere")
+    for path, obj in gang("fits", 3, "1", gpu=1) + nowhere:
         kube.ensure(api, path, obj)
 
 
@@ -103,10 +106,10 @@ def delete_cluster(api: Any) -> None:
         api,
         *(
             f"/api/v1/namespaces/{NAMESPACE}/pods/{name}"
-            for name in ("fits-0", "fits-1", "fits-2", "too-big-0", "too-big-1")
+            for name in ("fits-0", "fits-1", "fits-2", "never-fits-0", "never-fits-1")
         ),
         f"{PG_PATH}/namespaces/{NAMESPACE}/podgroups/fits",
-        f"{PG_PATH}/namespaces/{NAMESPACE}/podgroups/too-big",
+        f"{PG_PATH}/namespaces/{NAMESPACE}/podgroups/never-fits",
         f"{PG_PATH}/queues/{QUEUE}",
         f"/api/v1/nodes/{NODE}",
         f"/api/v1/namespaces/{NAMESPACE}",

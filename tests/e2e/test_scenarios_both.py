@@ -86,9 +86,47 @@ def check_gangs(outcome: Outcome) -> None:
     assert outcome.bound(group="too-big") == []
 
 
+# A gang the cluster cannot hold, its PodGroup without minResources (no webhook filled
+# them: kbatch run here has none, the simulator has no Job to fill them from): enqueue
+# takes its minimum from its pods, so it is never admitted onto the full cluster.
+FULL = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status:
+  allocatable: {cpu: "2", memory: 8Gi, pods: "110"}
+---
+apiVersion: scheduling.incubator.k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: wide}
+spec: {minMember: 3}
+""" + "".join(
+    f"""---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: wide-{i}
+  annotations: {{scheduling.k8s.io/group-name: wide}}
+spec:
+  schedulerName: kbatch
+  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+    for i in range(3)
+)
+
+
+def check_full(outcome: Outcome) -> None:
+    group = outcome.group("wide")
+    assert group["phase"] == "Pending", "not admitted onto a cluster that cannot hold it"
+    (waiting,) = [c for c in group["conditions"] if c["type"] == "Unschedulable"]
+    assert "minResources exceed the cluster's free resources: cpu 3 > 2 free" in waiting["message"]
+    assert outcome.bound(group="wide") == []
+
+
 SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {
     "finishing": (FINISHING, check_finishing),
     "gangs": (GANGS, check_gangs),
+    "full": (FULL, check_full),
 }
 
 
