@@ -9,5 +9,7 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+# A PodGroup's lifetime (DESIGN §11): a duration; "0" preemptible at any time.
+LIFETIME_ANNOTATION = "kbatch.io/lifetime"
 DEFAULT_QUEUE = "default"
 DEFAULT_SCHEDULER_NAMES = ("kbatch", "kube-batch")

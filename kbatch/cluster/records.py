@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.api import GROUP_NAME_ANNOTATION, LIFETIME_ANNOTATION
+from kbatch.api.duration import DurationError, parse_duration
 from kbatch.api.errors import explain
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
@@ -95,6 +96,7 @@ class PodRecord:
     priority: int | None
     spec: ParsedSpec
     nominated_node: str | None = None  # status.nominatedNodeName: room kept for it there
+    started: float | None = None  # status.startTime (None: not started)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +214,8 @@ def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodR
         pod = _pod_fields(obj)
         uid = fields.string(obj, "metadata.uid") or f"{namespace}/{name}"
         created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
+        start_time = fields.value(obj, "status.startTime")
+        started = timestamp(start_time, "status.startTime") if start_time else None
         deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
         if previous is not None and _same_spec(previous, uid, namespace, pod.labels, spec):
             parsed = previous.spec
@@ -230,6 +234,7 @@ def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodR
         priority=pod.priority,
         spec=parsed,
         nominated_node=pod.nominated_node or None,
+        started=started,
     )
 
 
@@ -298,7 +303,21 @@ def parse_pod_group(obj: Mapping[str, Any]) -> PodGroup:
         _name(obj, namespaced=True)
     group = validate_model(PodGroup, obj)
     _check_quantities(obj, group.spec.min_resources, "spec.minResources")
+    lifetime_of(group, ref_of(obj))
     return group
+
+
+def lifetime_of(group: PodGroup, ref: str = "PodGroup") -> float | None:
+    """The group's ``kbatch.io/lifetime`` in seconds (None: none given), or ObjectError."""
+    text = (group.metadata.annotations or {}).get(LIFETIME_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        return parse_duration(text, "")
+    except DurationError as exc:
+        field = f"metadata.annotations.{LIFETIME_ANNOTATION}"
+        why = f"{text!r} is not a duration (e.g. 0, 30s, 2m, 1h30m)"
+        raise ObjectError(ref, field, why) from exc
 
 
 def parse_queue(obj: Mapping[str, Any]) -> Queue:

@@ -14,7 +14,13 @@ from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue, QueueState
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.quantity import amounts
-from kbatch.cluster.records import NodeRecord, PodRecord, PriorityClassRecord, timestamp
+from kbatch.cluster.records import (
+    NodeRecord,
+    PodRecord,
+    PriorityClassRecord,
+    lifetime_of,
+    timestamp,
+)
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     JobInfo,
@@ -115,6 +121,7 @@ class SnapshotBuilder:
                 status=status,
                 priority=priority,
                 created=pod.created,
+                started=pod.started,
                 critical=pod.spec.priority_class_name in CRITICAL_CLASSES,
             )
             if job is not None:
@@ -253,6 +260,7 @@ def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) ->
         # known, may say otherwise (see SnapshotBuilder.build).
         priority=priorities.of_class(spec.priority_class_name),
         min_resources=min_resources,
+        lifetime=lifetime_of(group),
         phase=group.status.phase,
         conditions=group.status.conditions,
         old_status=group.status,

@@ -8,43 +8,13 @@ since the Unix epoch where Kubernetes wants a timestamp.
 """
 
 import math
-import re
 from datetime import UTC, datetime
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
-_EXAMPLES = "e.g. 30s, 2m, 1h30m, 500ms"
+from kbatch.api.duration import DurationError as DurationError  # clock.DurationError
+from kbatch.api.duration import parse_duration as parse_duration  # clock.parse_duration
+
 # Below this, two simulated times are the same instant (guards float noise on the grid).
 _TICK_EPSILON = 1e-9
-
-
-class DurationError(ValueError):
-    """A duration that cannot be read; the message names where it came from."""
-
-
-def parse_duration(text: object, where: str) -> float:
-    """Seconds in ``text`` (Go duration syntax), or DurationError naming ``where``.
-
-    ``where`` says what held the value, e.g. ``"--until"`` or
-    ``"Pod default/x: annotation kbatch.io/sim-duration"``.
-    """
-    if not isinstance(text, str):
-        raise DurationError(
-            f"{where}: {text!r} is not a duration: write it as a string with a unit ({_EXAMPLES})"
-        )
-    value = text.strip()
-    if value == "0":
-        return 0.0
-    position, total = 0, 0.0
-    while position < len(value):
-        match = _PART.match(value, position)
-        if match is None:
-            raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        position = match.end()
-    if position == 0:
-        raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
-    return total
 
 
 def format_duration(seconds: float) -> str:

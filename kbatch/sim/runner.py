@@ -41,6 +41,7 @@ from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.runner import (
     Scheduler,
     default_conf,
@@ -183,7 +184,21 @@ class Simulation:
         upcoming = self.cluster.next_event()
         if upcoming is not None:
             times.append(upcoming)
+        lifetime_ends = self._next_lifetime_end()
+        if lifetime_ends is not None:
+            times.append(lifetime_ends)
         return min(times, default=None)
+
+    def _next_lifetime_end(self) -> float | None:
+        """When the next running job's lifetime ends (it may then be reclaimed), while
+        work waits: a time-based change no other event would wake the clock for."""
+        snapshot = self.cluster.last_snapshot
+        if snapshot is None:
+            return None
+        if not any(job.counts[TaskStatus.PENDING] for job in snapshot.jobs.values()):
+            return None
+        ends = (job.protected_until() for job in snapshot.jobs.values())
+        return min((t for t in ends if t is not None and t > self.clock.now), default=None)
 
 
 def create(

@@ -57,6 +57,7 @@ class TaskInfo:
     node: int = NO_NODE
     priority: int = 0
     created: float = 0.0
+    started: float | None = None  # its pod's status.startTime (None: not started)
     critical: bool = False  # system-cluster-critical / system-node-critical priority class
     # A pending task that evicted others to make room on this node (its pod's
     # status.nominatedNodeName): the room is kept for it there (NodeSet.reserve).
@@ -84,6 +85,8 @@ class JobInfo:
     dims_len: int
     priority: int = 0
     min_resources: np.ndarray | None = None
+    # kbatch.io/lifetime in seconds (DESIGN §11): None, not preemptible for fair share
+    lifetime: float | None = None
     phase: PodGroupPhase = PodGroupPhase.PENDING
     conditions: tuple[PodGroupCondition, ...] = ()
     old_status: PodGroupStatus | None = None  # as last written, for change detection
@@ -93,6 +96,14 @@ class JobInfo:
     counts: list[int] = field(default_factory=lambda: [0] * len(TaskStatus))
     allocated: np.ndarray = field(init=False)
     total_request: np.ndarray = field(init=False)
+
+    def protected_until(self) -> float | None:
+        """When its lifetime ends: its first pod's start plus its lifetime (None: no
+        lifetime, or no pod started)."""
+        started = [t.started for t in self.tasks.values() if t.started is not None]
+        if self.lifetime is None or not started:
+            return None
+        return min(started) + self.lifetime
 
     def __post_init__(self) -> None:
         self.allocated = np.zeros(self.dims_len)

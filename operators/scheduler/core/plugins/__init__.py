@@ -9,6 +9,7 @@ from kbatch.operators.scheduler.core.plugins import (
     conformance,
     drf,
     gang,
+    lifetime,
     nodeorder,
     predicates,
     priority,
@@ -17,5 +18,15 @@ from kbatch.operators.scheduler.core.plugins import (
 
 REGISTRY: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (priority, gang, conformance, drf, predicates, proportion, nodeorder, binpack)
+    for module in (
+        priority,
+        gang,
+        conformance,
+        drf,
+        predicates,
+        proportion,
+        nodeorder,
+        binpack,
+        lifetime,
+    )
 }

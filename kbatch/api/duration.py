@@ -1,0 +1,40 @@
+"""Durations as Kubernetes users write them (Go's spelling, as ``kubectl`` and every
+controller flag): numbers with units ``ms``, ``s``, ``m``, ``h`` — ``"30s"``, ``"2m"``,
+``"1h30m"``, ``"500ms"``, ``"1.5s"``; ``"0"`` alone needs no unit. Used by the
+simulator's annotations and flags and by the scheduler (``kbatch.io/lifetime``).
+"""
+
+import re
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+_EXAMPLES = "e.g. 30s, 2m, 1h30m, 500ms"
+
+
+class DurationError(ValueError):
+    """A duration that cannot be read; the message names where it came from."""
+
+
+def parse_duration(text: object, where: str) -> float:
+    """Seconds in ``text`` (Go duration syntax), or DurationError naming ``where``.
+
+    ``where`` says what held the value, e.g. ``"--until"`` or
+    ``"Pod default/x: annotation kbatch.io/sim-duration"``.
+    """
+    if not isinstance(text, str):
+        raise DurationError(
+            f"{where}: {text!r} is not a duration: write it as a string with a unit ({_EXAMPLES})"
+        )
+    value = text.strip()
+    if value == "0":
+        return 0.0
+    position, total = 0, 0.0
+    while position < len(value):
+        match = _PART.match(value, position)
+        if match is None:
+            raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        position = match.end()
+    if position == 0:
+        raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
+    return total
