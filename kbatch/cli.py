@@ -36,20 +36,31 @@ def simulate(args: argparse.Namespace) -> int:
     from kbatch import sim
     from kbatch.sim import output, progress, report
 
+    if not (args.files or args.workload or args.cluster):
+        raise argparse.ArgumentTypeError(
+            "the following arguments are required: FILE (or --workload, --cluster)"
+        )
     bar = None
     if args.progress or sys.stderr.isatty():
         until = clock.parse_duration(args.until, "--until") if args.until else None
         bar = progress.ProgressBar(sys.stderr, until, forced=args.progress)
     try:
         outcome = sim.run(
-            args.files, config=args.config, until=args.until, period=args.period, progress=bar
+            args.files,
+            workload=args.workload,
+            cluster=args.cluster,
+            config=args.config,
+            until=args.until,
+            period=args.period,
+            progress=bar,
         )
     finally:
         if bar is not None:
             bar.close()
     result = output.to_json(outcome)
     if args.report is not None:
-        report.write(args.report, outcome.timeline, result, title=_title(args.files))
+        inputs = [*args.files, *(p for p in (args.workload, args.cluster) if p is not None)]
+        report.write(args.report, outcome.timeline, result, title=_title(inputs))
     if args.output == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -67,9 +78,22 @@ def _add_simulate(commands: "argparse._SubParsersAction[_Parser]") -> None:
         "simulate",
         help="run the scheduler against Kubernetes manifests in memory",
         description="Run the real scheduler against an in-memory cluster built from "
-        "Kubernetes manifests (Nodes, Queues, PodGroups, Pods, Jobs, ...).",
+        "Kubernetes manifests (Nodes, Queues, PodGroups, Pods, Jobs, ...), and Armada's "
+        "simulator files (--workload, --cluster).",
     )
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="YAML manifests")
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE", help="YAML manifests")
+    parser.add_argument(
+        "--workload",
+        type=Path,
+        metavar="W.yaml",
+        help="an Armada WorkloadSpec: queues and job templates (adds 'metrics' to the output)",
+    )
+    parser.add_argument(
+        "--cluster",
+        type=Path,
+        metavar="C.yaml",
+        help="an Armada ClusterSpec: clusters of node templates",
+    )
     parser.add_argument("--config", type=Path, metavar="FILE", help="scheduler conf (YAML)")
     parser.add_argument(
         "--until", metavar="DURATION", help="stop at this simulated time (e.g. 10m)"

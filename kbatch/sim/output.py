@@ -1,9 +1,10 @@
 """What a simulation ends with: the JSON contract of DESIGN §5, and a table for people.
 
 JSON: ``time``, ``pods``, ``podGroups``, ``queues``, ``events``, ``warnings``,
-``summary``. ``warnings`` lists every object refused (by the API server's checks or
-by admission), in the order refused: time, kind, namespace, name, and the message
-naming the field.
+``summary``, and ``metrics`` for a run of an Armada workload (``kbatch.sim.metrics``;
+the table shows them as METRICS). ``warnings`` lists every object refused (by the API
+server's checks or by admission), in the order refused: time, kind, namespace, name,
+and the message naming the field.
 Lists of objects are sorted by namespace, then name; events are in time order
 (and, at one time, in the order they happened). Quantities are Kubernetes
 strings. ``pods`` also lists the pods removed during the run (evicted, or
@@ -15,7 +16,7 @@ from typing import Any
 
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster.quantity import amounts
-from kbatch.sim import clock
+from kbatch.sim import clock, metrics
 from kbatch.sim.cluster import REJECTED, group_of
 from kbatch.sim.runner import Outcome
 
@@ -23,7 +24,7 @@ Json = dict[str, Any]
 
 
 def to_json(outcome: Outcome) -> Json:
-    return {
+    result: Json = {
         "time": float(outcome.time),
         "pods": pods(outcome),
         "podGroups": pod_groups(outcome),
@@ -47,6 +48,9 @@ def to_json(outcome: Outcome) -> Json:
             "evictions": outcome.totals.evictions,
         },
     }
+    if isinstance(outcome, metrics.MeasuredOutcome):
+        result["metrics"] = metrics.summary(outcome)
+    return result
 
 
 def warnings(outcome: Outcome) -> list[Json]:
@@ -202,6 +206,8 @@ def to_table(result: Json) -> str:
                 ],
             )
         )
+    if "metrics" in result:
+        sections.append(_metrics_section(result["metrics"]))
     summary = result["summary"]
     sections.append(
         f"at {clock.format_duration(result['time'])}: {summary['sessions']} sessions, "
@@ -209,6 +215,51 @@ def to_table(result: Json) -> str:
         f"{len(result['events'])} events"
     )
     return "\n\n".join(sections) + "\n"
+
+
+def _metrics_section(metrics: Json) -> str:
+    """The ``metrics`` object (a workload's run): throughput and utilisation in words,
+    then a row per queue."""
+    rate = metrics["throughput"]
+    use = metrics["utilisation"]
+    used = ", ".join(
+        f"{name} {_percent(values['mean'])} (while work waits {_percent(values['whileWaiting'])})"
+        for name, values in use.items()
+        if isinstance(values, dict)
+    )
+    shares, evicted = metrics["fairShare"], metrics["evictions"]["byQueue"]
+    rows = []
+    for queue, latency in metrics["latency"].items():
+        share = shares.get(queue, {})
+        rows.append(
+            [
+                queue,
+                latency["jobs"],
+                latency["started"],
+                _seconds(latency["p50"]),
+                _seconds(latency["p99"]),
+                _percent(share.get("share")),
+                _percent(share.get("fairShare")),
+                _seconds(share.get("belowFairShareSeconds")),
+                evicted.get(queue, 0),
+            ]
+        )
+    header = ["QUEUE", "JOBS", "STARTED", "WAIT P50", "WAIT P99", "SHARE", "FAIR SHARE"]
+    table = _table("METRICS", [*header, "BELOW FAIR", "EVICTIONS"], rows)
+    return (
+        f"{table}\nthroughput: {rate['jobsStarted']} jobs started "
+        f"({rate['jobsPerSecond']:.4g}/s), {rate['podsBound']} pods bound "
+        f"({rate['podsPerSecond']:.4g}/s)\nutilisation: {used or '-'}; work waited "
+        f"{_seconds(use['waitingSeconds'])}; evictions: {metrics['evictions']['total']}"
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else clock.format_duration(value)
 
 
 def _last_warnings(events: list[Json]) -> list[Json]:
