@@ -404,6 +404,37 @@ def test_past_a_resource_quota_a_pod_group_is_refused(webhooks: Webhooks) -> Non
     request(webhooks.api, "POST", pod_groups(ns), pod_group("b", minResources={"cpu": "1"}))
 
 
+# --------------------------------------------------------------------------- enqueue
+@pytest.mark.parametrize("filled_by", ["webhook", "scheduler"])
+def test_a_gang_the_cluster_cannot_hold_is_not_admitted(webhooks: Webhooks, filled_by: str) -> None:
+    """With the webhooks on, as without them (tests/e2e/test_scenarios_both.py, 'full') and
+    in the simulator: minResources filled from the Job by the webhook, or taken from the
+    pods by the scheduler when there is no Job, and the gang stays Pending."""
+    ns = webhooks.namespace(f"full-{filled_by}")
+    request(webhooks.api, "POST", pod_groups(ns), pod_group("huge", minMember=3))
+    if filled_by == "webhook":
+        huge = job("huge", "huge", cpu="100000")
+        huge["spec"]["parallelism"] = 3
+        request(webhooks.api, "POST", f"/apis/batch/v1/namespaces/{ns}/jobs", huge)
+    else:
+        for i in range(3):
+            body = job("huge", "huge", cpu="100000")["spec"]["template"]
+            body = {"apiVersion": "v1", "kind": "Pod", **body}
+            body["metadata"] = {**body["metadata"], "name": f"huge-{i}"}
+            request(webhooks.api, "POST", f"/api/v1/namespaces/{ns}/pods", body)
+
+    def not_admitted() -> str | None:
+        status = request(webhooks.api, "GET", f"{pod_groups(ns)}/huge").get("status") or {}
+        for condition in status.get("conditions") or []:
+            if condition["type"] == "Unschedulable" and "not admitted" in condition["message"]:
+                assert status.get("phase") == "Pending", status
+                return str(condition["message"])
+        return None
+
+    message = eventually("the gang is told it is not admitted", not_admitted)
+    assert "minResources exceed the cluster's free resources: cpu 300000 > " in message
+
+
 # --------------------------------------------------------------------------- delayed pod creation
 def test_without_job_suspend_delayed_pod_creation_is_skipped_saying_why_once(
     webhooks: Webhooks,
