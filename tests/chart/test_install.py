@@ -217,7 +217,12 @@ def test_a_killed_local_runs_configurations_are_removed_the_charts_never(plane: 
 
             configuration.apply(api, configuration.configurations(dead))
             left = {**DEFAULT_QUEUE_OBJECT, "metadata": {"name": "left"}}
-            assert "connection refused" in refusal(api, "POST", f"{QUEUES}?dryRun=All", left)
+            # the API server takes up a new configuration within a moment, not at once
+            kube.poll(
+                "the dead configuration refusing Queues",
+                lambda: "connection refused" in refusal(api, "POST", f"{QUEUES}?dryRun=All", left),
+                30,
+            )
             assert configuration.remove_stale(api) == ["kbatch-mutating", "kbatch-validating"]
             assert [get(api, path) for path in paths] == [None, None]
         finally:
