@@ -59,14 +59,3 @@ def test_the_condition_says_which_node_drains() -> None:
     assert said, outcome.events("Unschedulable")
     assert said[0].startswith("1/1 tasks in gang unschedulable: waiting for 1 node to drain: n")
     assert "cpu still in use)" in said[0]
-
-
-def test_a_queue_over_its_share_reserves_nothing() -> None:
-    """Queue a is over its share (b asks): its own waiting jobs keep no room."""
-    outcome = flood_and_big(f"{PLACING}, reserve")
-    flood_waits = [
-        e
-        for e in outcome.events("Unschedulable")
-        if e["name"] == "flood" and "drain" in e["message"]
-    ]
-    assert flood_waits == []

@@ -30,7 +30,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.placement import Placer
-from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
+from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 
 NAME = "reserve"
@@ -41,12 +41,13 @@ def execute(session: Session) -> None:
     by_queue: dict[str, list[JobInfo]] = {}
     for job in sorted(session.jobs_to_place(), key=session.job_order_key):
         by_queue.setdefault(job.queue, []).append(job)
-    drained = _room_when_drained(session)
+    drained: np.ndarray | None = None  # read off every node's tasks only if needed
     for name in sorted(by_queue, key=lambda q: session.queue_order_key(session.queues[q])):
         if session.overused(session.queues[name]):
             continue
         head = next((job for job in by_queue[name] if not session.job_ready(job)), None)
         if head is not None and not session.job_pipelined(head):
+            drained = _room_when_drained(session) if drained is None else drained
             _reserve_for(session, placer, head, drained)
 
 
@@ -97,8 +98,7 @@ def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.nda
 def _best_node(session: Session, placer: Placer, task: TaskInfo, room: np.ndarray) -> int:
     """The node that holds ``task`` once drained and has least in the way; the task's
     own node from an earlier session while it still can."""
-    counted = np.ones(len(session.dims), dtype=bool)
-    counted[session.dims.index[PODS]] = False  # max pods is a predicate
+    counted = session.room_dims
     ok = placer.view(task).ok
     holds = ok & np.all((task.request <= room + EPSILON)[:, counted], axis=1)
     if task.nominated != NO_NODE and holds[task.nominated]:
@@ -124,7 +124,7 @@ def _waiting_message(session: Session, job: JobInfo, nodes: list[int]) -> str:
     request = sum((t.request for t in job.tasks.values()), np.zeros(len(dims)))
     capacity = node_set.allocatable[nodes].sum(axis=0)
     ratio = np.divide(request, capacity, out=np.zeros_like(request), where=capacity > 0)
-    ratio[dims.index[PODS]] = -1.0
+    ratio[~session.room_dims] = -1.0
     dim = int(np.argmax(ratio))
     name = dims.names[dim]
     used = float(node_set.used[nodes, dim].sum())

@@ -1,0 +1,42 @@
+"""reserve: room kept for a queue's head job only while its queue is within its share."""
+
+from builders import Cluster, run_actions
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+
+R = TaskStatus.RUNNING
+
+
+def two_full_nodes() -> Cluster:
+    """Queue a's eight 1-cpu tasks fill two 4-cpu nodes (more on n1's side is in use:
+    n2 has one task fewer and a free core)."""
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4).queue("a").queue("b")
+    small = cluster.job("small", queue="a", created=1.0)
+    small.tasks(4, cpu=1, status=R, node="n1").tasks(3, cpu=1, status=R, node="n2")
+    return cluster
+
+
+def test_the_head_of_a_queue_within_its_share_keeps_the_node_cheapest_to_drain() -> None:
+    cluster = two_full_nodes()
+    cluster.job("big", queue="b", created=2.0).tasks(1, cpu=4)
+    sent = run_actions(cluster.open(), "allocate", "reserve")
+    assert sent.binds == []
+    assert sent.nominations == {"big-0": "n2"}, "n2 has less in the way"
+
+
+def test_a_queue_over_its_share_keeps_no_room() -> None:
+    """a holds 7 of its deserved 4: its own whole-node job keeps nothing, b's does."""
+    cluster = two_full_nodes()
+    cluster.job("a-big", queue="a", created=2.0).tasks(1, cpu=4)
+    cluster.job("b-big", queue="b", created=3.0).tasks(1, cpu=4)
+    sent = run_actions(cluster.open(), "allocate", "reserve")
+    assert sent.nominations == {"b-big-0": "n2"}
+
+
+def test_room_no_session_keeps_again_is_given_back() -> None:
+    """Kept in one session (the pod's nominated node), not kept again in the next once
+    the job is no longer its queue's head: the nomination is cleared."""
+    cluster = two_full_nodes()
+    cluster.job("big", queue="b", created=2.0).tasks(1, cpu=4, nominated="n2")
+    cluster.job("first", queue="b", created=1.5).tasks(1, cpu=5)  # now the head; fits nowhere
+    sent = run_actions(cluster.open(), "allocate", "reserve")
+    assert sent.nominations.get("big-0", "kept") is None
