@@ -4,7 +4,7 @@ A bad object raises ObjectError naming the object and the field, and is not stor
 """
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -350,3 +350,14 @@ def parse_quota(obj: Mapping[str, Any]) -> QuotaRecord:
         namespace, name = _name(obj, namespaced=True)
         hard = amounts(fields.mapping(obj, "spec.hard"), "spec.hard")
     return QuotaRecord(namespace, name, hard)
+
+
+# Every kind kbatch reads from the cluster, and its parser (ObjectError if refused).
+PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
+    "Node": parse_node,
+    "Pod": parse_pod,
+    "PodGroup": parse_pod_group,
+    "Queue": parse_queue,
+    "PriorityClass": parse_priority_class,
+    "ResourceQuota": parse_quota,
+}

@@ -33,12 +33,7 @@ class _Assumption:
 
 
 _PARSERS: dict[str, Any] = {
-    "Node": records.parse_node,
-    "Pod": records.parse_pod,
-    "PodGroup": records.parse_pod_group,
-    "Queue": records.parse_queue,
-    "PriorityClass": records.parse_priority_class,
-    "ResourceQuota": records.parse_quota,
+    **records.PARSERS,
     "Namespace": lambda obj: obj["metadata"]["name"],
 }
 

@@ -43,7 +43,8 @@ from typing import Any
 
 import yaml
 
-from kbatch.api import API_VERSION, GROUP_NAME_ANNOTATION
+from kbatch.api import API_VERSION, GROUP_NAME_ANNOTATION, LIFETIME_ANNOTATION
+from kbatch.api.errors import shown
 from kbatch.cluster.quantity import amount
 from kbatch.sim import clock, jobs, manifests
 
@@ -53,7 +54,6 @@ POOL_LABEL = "armadaproject.io/pool"
 QUEUE_ANNOTATION = "kbatch.io/armada-queue"
 TEMPLATE_LABEL = "kbatch.io/armada-template"
 JOB_SET_LABEL = "kbatch.io/armada-job-set"
-LIFETIME = "kbatch.io/lifetime"
 TOPOLOGY_REQUIRED = "kbatch.io/topology-required"
 PREEMPTIBLE, DEFAULT_CLASS = "armada-preemptible", "armada-default"
 ARMADA_PRIORITY = 30000
@@ -99,7 +99,7 @@ class Reader:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise self.error(path or "(the document)", f"expected a map, not {_shown(value)}")
+            raise self.error(path or "(the document)", f"expected a map, not {shown(value)}")
         out = {}
         for key, item in value.items():
             name = str(key) if known is None else known.get(str(key).lower())
@@ -111,17 +111,17 @@ class Reader:
 
     def items(self, value: object, path: str) -> list[Any]:
         if value is not None and not isinstance(value, list):
-            raise self.error(path, f"expected a list, not {_shown(value)}")
+            raise self.error(path, f"expected a list, not {shown(value)}")
         return value or []
 
     def integer(self, value: object, path: str, minimum: int = 0) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(path, f"expected an integer >= {minimum}, not {_shown(value)}")
+            raise self.error(path, f"expected an integer >= {minimum}, not {shown(value)}")
         return value
 
     def string(self, value: object, path: str) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise self.error(path, f"expected a string, not {_shown(value)}")
+            raise self.error(path, f"expected a string, not {shown(value)}")
         return str(value)
 
     def duration(self, value: object, path: str) -> float:
@@ -329,7 +329,7 @@ def _queue(reader: Reader, raw: object, at: str) -> _Queue:
         raise reader.error(f"{at}.name", "a queue needs a name")
     weight = queue.get("weight", 1.0)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-        raise reader.error(f"{at}.weight", f"expected a number > 0, not {_shown(weight)}")
+        raise reader.error(f"{at}.weight", f"expected a number > 0, not {shown(weight)}")
     raw_templates = reader.items(queue.get("jobTemplates"), f"{at}.jobTemplates")
     templates = [
         _template(reader, t, f"{at}.jobTemplates[{i}]", original, slug(original), i)
@@ -489,20 +489,20 @@ def runtime(template: Template, draw: random.Random) -> float:
 
 def job_objects(template: Template, name: str, seconds: float, submit_at: float) -> list[Object]:
     """The Job and the PodGroup of one Armada job (or gang), due at ``submit_at``."""
-    due = {manifests.SUBMIT_AT: go_duration(submit_at)}
+    due = {manifests.SUBMIT_AT: clock.format_duration(submit_at)}
     labels = {TEMPLATE_LABEL: slug(template.id)}
     if template.job_set:
         labels[JOB_SET_LABEL] = slug(template.job_set)
     group_annotations = dict(due)
     if template.priority_class == PREEMPTIBLE:
-        group_annotations[LIFETIME] = "0"
+        group_annotations[LIFETIME_ANNOTATION] = "0"
     if template.uniformity_label is not None:
         group_annotations[TOPOLOGY_REQUIRED] = template.uniformity_label
     size = template.cardinality or 1
     pod_annotations = {
         **template.annotations,
         GROUP_NAME_ANNOTATION: name,
-        manifests.DURATION: go_duration(seconds),
+        manifests.DURATION: clock.format_duration(seconds),
     }
     pod_spec = {
         **template.pod_spec,
@@ -576,18 +576,3 @@ class Dependencies:
 def slug(text: str) -> str:
     """A Kubernetes name of ``text``: lowercase, [a-z0-9-], no leading or trailing '-'."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-
-
-def go_duration(seconds: float) -> str:
-    """``seconds`` (to the millisecond) as a Go duration: ``"6m21.234s"``."""
-    millis = round(seconds * 1000)
-    minutes, millis = divmod(millis, 60_000)
-    text = f"{minutes}m" if minutes else ""
-    if millis or not text:
-        text += f"{millis / 1000:g}s"
-    return text
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -26,7 +26,7 @@ import kopf
 from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroup
-from kbatch.cluster.records import parse_pod_group
+from kbatch.cluster.records import parse_pod_group, ref_of
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.podgroup import status as pod_group_status
 from kbatch.webhooks import jobs
@@ -251,15 +251,10 @@ def fill_min_resources(runtime: "Runtime", job_body: Object, index: jobs.JobInde
         except kubeapi.ApiError as exc:
             if exc.status == 409:
                 continue
-            log.warning("Job %s: spec.minResources of its PodGroup not filled: %s",
-                        _name_of(job_body), exc)  # fmt: skip
+            log.warning("%s: spec.minResources of its PodGroup not filled: %s",
+                        ref_of(job_body), exc)  # fmt: skip
             return
         log.info("PodGroup %s/%s: spec.minResources filled from its Job", namespace, group)
         return
-    log.warning("Job %s: spec.minResources of its PodGroup not filled: the PodGroup kept "
-                "changing (%d attempts)", _name_of(job_body), FILL_ATTEMPTS)  # fmt: skip
-
-
-def _name_of(obj: Object) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    log.warning("%s: spec.minResources of its PodGroup not filled: the PodGroup kept "
+                "changing (%d attempts)", ref_of(job_body), FILL_ATTEMPTS)  # fmt: skip

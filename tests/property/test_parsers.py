@@ -1,7 +1,7 @@
 """The object parsers (``kbatch.cluster.records``) and ClusterState on malformed objects:
 only ObjectError or FieldError may come out, naming the field, in kbatch's own words."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given
@@ -13,14 +13,7 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.fields import FieldError
 from kbatch.cluster.state import ClusterState
 
-PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
-    "Node": records.parse_node,
-    "Pod": records.parse_pod,
-    "PodGroup": records.parse_pod_group,
-    "Queue": records.parse_queue,
-    "PriorityClass": records.parse_priority_class,
-    "ResourceQuota": records.parse_quota,
-}
+PARSERS = records.PARSERS
 
 
 def _parse_refusing_only_by_field(test: str, parse: Callable[[], object]) -> None:

@@ -254,15 +254,19 @@ class KubeCluster:
         self._writes.submit(self._nominate, path, {"status": {"nominatedNodeName": node}})
 
     def _nominate(self, path: str, patch: dict[str, Any]) -> None:
-        if not self.may_write():
-            return
+        if self.may_write():
+            self._write("nomination", path, patch, kubeapi.MERGE_PATCH)
+
+    def _write(self, what: str, path: str, patch: Any, content_type: str) -> None:
+        """A status write; its failure is logged (an outage once per interval: the next
+        session writes again), and a 404 (the object is gone) is none."""
         try:
-            kubeapi.request(self.api, "PATCH", path, patch, kubeapi.MERGE_PATCH)
+            kubeapi.request(self.api, "PATCH", path, patch, content_type)
         except kubeapi.Unreachable as exc:
-            self._failures.failed("nomination", "%s: the next session nominates again", exc)
+            self._failures.failed(what, "%s: the next session writes again", exc)
         except Exception as exc:
             if not (isinstance(exc, kubeapi.ApiError) and exc.status == 404):
-                log.warning("nominating %s failed: %s", path, exc)
+                log.warning("%s %s failed: %s", what, path, exc)
 
     # ----------------------------------------------------------------- evictor
     def evict(self, task: TaskInfo, reason: str) -> None:
@@ -334,13 +338,7 @@ class KubeCluster:
         # The whole status, replaced: a merge patch would keep the keys a map no longer
         # has (a queue's allocated memory after its last pod asking memory finished).
         patch = [{"op": "add", "path": "/status", "value": status}]
-        try:
-            kubeapi.request(self.api, "PATCH", path, patch, kubeapi.JSON_PATCH)
-        except kubeapi.Unreachable as exc:
-            self._failures.failed("status", "%s: the next session writes statuses again", exc)
-        except Exception as exc:
-            if not (isinstance(exc, kubeapi.ApiError) and exc.status == 404):
-                log.warning("status write %s failed: %s", path, exc)
+        self._write("status", path, patch, kubeapi.JSON_PATCH)
 
     # ----------------------------------------------------------------- events
     def record(

@@ -18,7 +18,7 @@ import numpy as np
 from kbatch.operators.scheduler.core.framework.evictable import EVICTABLE, EvictableRoom
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.placement import Placer
-from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
+from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
@@ -301,9 +301,7 @@ def _breaks_a_gang(session: Session, taken: list[TaskInfo]) -> bool:
 def _fits(session: Session, request: np.ndarray, room: np.ndarray) -> bool:
     """Does ``request`` fit in ``room``? Not counting pods: max pods is a predicate, as
     in placement (a node whose allocatable has no pod count takes pods all the same)."""
-    fits = request <= room + EPSILON
-    fits[session.dims.index[PODS]] = True
-    return bool(fits.all())
+    return bool(np.all((request <= room + EPSILON)[session.room_dims]))
 
 
 def _nodes_worth_trying(
@@ -314,8 +312,7 @@ def _nodes_worth_trying(
     nodes = session.nodes
     evictable = rules.room.held_by(rules.key, rules.wanted)
     future = nodes.future_idle()
-    counted = np.ones(len(session.dims), dtype=bool)
-    counted[session.dims.index[PODS]] = False  # see _fits
+    counted = session.room_dims  # see _fits
     could = ok & np.all((request <= future + evictable + EPSILON)[:, counted], axis=1)
     roomy = np.all((request <= future + EPSILON)[:, counted], axis=1)
     order = np.lexsort((np.arange(len(nodes)), -scores, ~roomy))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo
-from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
+from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 
 
@@ -43,8 +43,7 @@ class Placer:
         self.nodes = session.nodes
         self.score = score
         self._views: dict[int, _View] = {}
-        self._check = np.ones(len(session.dims), dtype=bool)
-        self._check[session.dims.index[PODS]] = False  # max pods is a predicate
+        self._check = session.room_dims
 
     def _fits(self, request: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         need = request[self._check] - EPSILON
@@ -118,7 +117,7 @@ class Placer:
                 failed_any |= failed
         future = nodes.future_idle()
         for dim, name in enumerate(self.session.dims.names):
-            if name == PODS or task.request[dim] <= EPSILON:
+            if not self.session.room_dims[dim] or task.request[dim] <= EPSILON:
                 continue
             short = (task.request[dim] > future[:, dim] + EPSILON) & ~failed_any
             if short.any():

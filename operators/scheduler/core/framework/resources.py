@@ -50,6 +50,13 @@ class Dims:
         }
 
 
+def room_dims(dims: Dims) -> np.ndarray:
+    """True for the dimensions a node's room is checked in when placing, evicting or
+    reserving: all but ``pods`` (max pods is a predicate, so a node whose allocatable
+    has no pod count takes pods all the same)."""
+    return shareable(dims) > 0
+
+
 def shareable(dims: Dims) -> np.ndarray:
     """1 for the dimensions queues and jobs share (all but ``pods``, a per-node count), else 0."""
     mask = np.ones(len(dims))

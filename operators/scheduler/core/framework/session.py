@@ -31,6 +31,7 @@ from kbatch.operators.scheduler.core.framework.outcome import (
     Outcome,
     evicted_message,
 )
+from kbatch.operators.scheduler.core.framework.resources import room_dims
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunctions
 
 # Why a task did not fit: reason -> number of nodes that failed for it.
@@ -67,6 +68,7 @@ class Session(TieredFunctions):
         self.uid = uid
         self.stats = SessionStats()
         self.total = self.nodes.capacity
+        self.room_dims = room_dims(self.dims)  # what a node's room is checked in
         self.outcome = Outcome()
         # Grows with every task status change: session state as plugins read it.
         self.changes = 0

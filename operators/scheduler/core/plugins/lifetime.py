@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from kbatch.config import PluginOption
-from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.info import QueueInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import no_preemptor
@@ -46,11 +46,6 @@ def parse_arguments(args: Mapping[str, Any]) -> LifetimeArguments:
     return LifetimeArguments(share_factor=arguments.number(args, SHARE_FACTOR, 1.0))
 
 
-def past_lifetime(job: JobInfo, now: float) -> bool:
-    until = job.protected_until()
-    return until is not None and now >= until - EPSILON
-
-
 class _Lifetimes:
     def __init__(self, session: Session, share_factor: float | None) -> None:
         self.session = session
@@ -60,13 +55,18 @@ class _Lifetimes:
         total = session.total * self.mask
         self.fair = {name: total * q.weight / weights for name, q in session.queues.items()}
         self.protected = {name: np.zeros(len(session.dims)) for name in session.queues}
+        # Jobs whose lifetime has ended (their pods' start times do not change in a session).
+        self.expired = {
+            job.uid
+            for job in session.jobs.values()
+            if (until := job.protected_until()) is not None and session.now >= until - EPSILON
+        }
         for job in session.jobs.values():
             if job.lifetime is None and job.queue in self.protected:
                 self.protected[job.queue] += job.allocated * self.mask
 
     def victims(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        jobs, now = self.session.jobs, self.session.now
-        return [t for t in candidates if past_lifetime(jobs[t.job], now)]
+        return [t for t in candidates if t.job in self.expired]
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         if self.share_factor is None or self.session.jobs[task.job].lifetime is not None:
