@@ -411,17 +411,22 @@ def test_a_gang_the_cluster_cannot_hold_is_not_admitted(webhooks: Webhooks, fill
     in the simulator: minResources filled from the Job by the webhook, or taken from the
     pods by the scheduler when there is no Job, and the gang stays Pending."""
     ns = webhooks.namespace(f"full-{filled_by}")
-    request(webhooks.api, "POST", pod_groups(ns), pod_group("huge", minMember=3))
     if filled_by == "webhook":
+        # The Job first, so that the PodGroup is created with its minResources: made the
+        # other way round, a session may admit the group (no minimum known, no pods yet)
+        # before the Job comes and the controller fills them.
         huge = job("huge", "huge", cpu="100000")
         huge["spec"]["parallelism"] = 3
         request(webhooks.api, "POST", f"/apis/batch/v1/namespaces/{ns}/jobs", huge)
-    else:
+        group = request(webhooks.api, "POST", pod_groups(ns), pod_group("huge", minMember=3))
+        assert group["spec"]["minResources"]["cpu"] == "300000"
+    else:  # the pods first for the same reason: the scheduler takes the minimum from them
         for i in range(3):
             body = job("huge", "huge", cpu="100000")["spec"]["template"]
             body = {"apiVersion": "v1", "kind": "Pod", **body}
             body["metadata"] = {**body["metadata"], "name": f"huge-{i}"}
             request(webhooks.api, "POST", f"/api/v1/namespaces/{ns}/pods", body)
+        request(webhooks.api, "POST", pod_groups(ns), pod_group("huge", minMember=3))
 
     def not_admitted() -> str | None:
         status = request(webhooks.api, "GET", f"{pod_groups(ns)}/huge").get("status") or {}
