@@ -2,10 +2,14 @@
 pattern the API server applies to ``resource.Quantity`` in a CRD schema.
 
 Parsing into numbers is the cluster layer's job (``kbatch.cluster.quantity``),
-with the kubernetes client's own parser.
+with the kubernetes client's own parser. The scheduler core may not import that
+client, so a plugin argument given as a quantity (the lifetime plugin's
+``excessBudget``) is read with ``scheduler_amount`` here: the same grammar and the
+same value (a property test holds the two parsers to each other).
 """
 
 import re
+from decimal import Decimal
 from typing import Annotated
 
 from pydantic import BeforeValidator, Field
@@ -35,6 +39,40 @@ Quantity = Annotated[
     Field(json_schema_extra={"x-kubernetes-int-or-string": True}),
 ]
 ResourceList = dict[str, Quantity]
+
+
+_DECIMAL_SUFFIXES = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+}
+_NUMBER_AND_SUFFIX = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$")
+
+
+def parse_quantity(value: object) -> Decimal:
+    """A non-negative Kubernetes quantity's exact value (``"1.5Gi"`` → 1610612736)."""
+    text = _as_quantity_string(value)
+    found = _NUMBER_AND_SUFFIX.match(text)
+    assert found is not None  # the pattern above has matched already
+    number, suffix = Decimal(found.group(1)), found.group(2)
+    if suffix.endswith("i"):  # before the exponent: "Ei" is exbi, not 10^i
+        return number * dict(_BINARY)[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE":  # "E" alone is exa
+        return number * Decimal(10) ** Decimal(suffix[1:])
+    return number * _DECIMAL_SUFFIXES[suffix]
+
+
+def scheduler_amount(resource: str, value: object) -> float:
+    """A quantity in the scheduler's units: cpu in millicores, others in base units."""
+    parsed = parse_quantity(value)
+    return float(parsed * 1000) if resource == "cpu" else float(parsed)
 
 
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
