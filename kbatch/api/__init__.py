@@ -11,5 +11,9 @@ API_VERSION = f"{GROUP}/{VERSION}"
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 # A PodGroup's lifetime (DESIGN §11): a duration; "0" preemptible at any time.
 LIFETIME_ANNOTATION = "kbatch.io/lifetime"
+# A pod's role in its gang (DESIGN §12), counted against PodGroup spec.minTaskMember;
+# Volcano's annotation is read too.
+TASK_ROLE_ANNOTATION = "kbatch.io/task"
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 DEFAULT_QUEUE = "default"
 DEFAULT_SCHEDULER_NAMES = ("kbatch", "kube-batch")

@@ -39,6 +39,10 @@ class PodGroupSpec(BaseModel):
     queue: Annotated[str, Field(min_length=1)] = DEFAULT_QUEUE
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
     min_resources: ResourceList | None = Field(default=None, alias="minResources")
+    # Per role (a pod's kbatch.io/task annotation): how many of its pods must run too.
+    min_task_member: dict[str, Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        default=None, alias="minTaskMember"
+    )
 
 
 class PodGroupCondition(BaseModel):

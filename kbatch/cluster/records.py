@@ -12,7 +12,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from kbatch.api import GROUP_NAME_ANNOTATION, LIFETIME_ANNOTATION
+from kbatch.api import (
+    GROUP_NAME_ANNOTATION,
+    LIFETIME_ANNOTATION,
+    TASK_ROLE_ANNOTATION,
+    VOLCANO_TASK_ANNOTATION,
+)
 from kbatch.api.duration import DurationError, parse_duration
 from kbatch.api.errors import explain
 from kbatch.api.podgroup import PodGroup
@@ -97,6 +102,7 @@ class PodRecord:
     spec: ParsedSpec
     nominated_node: str | None = None  # status.nominatedNodeName: room kept for it there
     started: float | None = None  # status.startTime (None: not started)
+    role: str = ""  # kbatch.io/task (or volcano.sh/task-spec): its role in the gang
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +241,13 @@ def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodR
         spec=parsed,
         nominated_node=pod.nominated_node or None,
         started=started,
+        role=role_of(pod.annotations),
     )
+
+
+def role_of(annotations: Mapping[str, str]) -> str:
+    """A pod's role in its gang: kbatch.io/task, else Volcano's volcano.sh/task-spec."""
+    return annotations.get(TASK_ROLE_ANNOTATION) or annotations.get(VOLCANO_TASK_ANNOTATION) or ""
 
 
 def _parsed_spec(

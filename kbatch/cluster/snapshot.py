@@ -123,6 +123,7 @@ class SnapshotBuilder:
                 created=pod.created,
                 started=pod.started,
                 critical=pod.spec.priority_class_name in CRITICAL_CLASSES,
+                role=pod.role,
             )
             if job is not None:
                 job.add_task(task)
@@ -237,10 +238,18 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
 
 def gang_minimum(job: JobInfo) -> np.ndarray:
     """The minResources of a group that has none, as the PodGroup webhook fills them
-    (minMember × the smallest request of its pods, per resource), so that enqueue never
-    admits a gang the cluster cannot hold, with the webhooks on or not."""
-    smallest = np.min([task.request for task in job.tasks.values()], axis=0)
-    return smallest * job.min_member
+    (each role's minimum × the smallest request of its pods, and the rest of minMember ×
+    the smallest request of any pod, per resource), so that enqueue never admits a gang
+    the cluster cannot hold, with the webhooks on or not."""
+    requests = [task.request for task in job.tasks.values()]
+    total = np.zeros_like(requests[0])
+    counted = 0
+    for role, minimum in job.min_task_member.items():
+        of_role = [task.request for task in job.tasks.values() if task.role == role]
+        if of_role and minimum:
+            total += np.min(of_role, axis=0) * minimum
+            counted += minimum
+    return total + np.min(requests, axis=0) * max(job.min_member - counted, 0)
 
 
 def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) -> JobInfo:
@@ -261,6 +270,7 @@ def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) ->
         priority=priorities.of_class(spec.priority_class_name),
         min_resources=min_resources,
         lifetime=lifetime_of(group),
+        min_task_member=spec.min_task_member or {},
         phase=group.status.phase,
         conditions=group.status.conditions,
         old_status=group.status,

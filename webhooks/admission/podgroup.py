@@ -54,7 +54,9 @@ def mutate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterV
     min_resources = spec.get("minResources")
     if min_resources is None:
         group_jobs = view.group_jobs(namespace, name)
-        filled, warnings = min_resources_from_jobs(name, spec.get("minMember", 1), group_jobs)
+        filled, warnings = min_resources_from_jobs(
+            name, spec.get("minMember", 1), group_jobs, _roles(spec)
+        )
         if filled is not None:
             patch = {"spec": {"minResources": filled}}
             min_resources = filled
@@ -102,35 +104,83 @@ def fill_from_job(job: Mapping[str, Any], view: ClusterView) -> tuple[str, str, 
     if group is None or group.spec.min_resources is not None:
         return None
     known = [j for j in view.group_jobs(namespace, name) if jobs.name_of(j) != job_name]
-    filled, _ = min_resources_from_jobs(name, group.spec.min_member, [*known, job])
+    filled, _ = min_resources_from_jobs(
+        name, group.spec.min_member, [*known, job], group.spec.min_task_member or {}
+    )
     return None if filled is None else (namespace, name, {"spec": {"minResources": filled}})
 
 
 def min_resources_from_jobs(
-    group: str, min_member: object, group_jobs: Sequence[Mapping[str, Any]]
+    group: str,
+    min_member: object,
+    group_jobs: Sequence[Mapping[str, Any]],
+    roles: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, str] | None, tuple[str, ...]]:
-    """minMember × the pod request of the group's Jobs (None when no Job is known)."""
+    """minMember × the pod request of the group's Jobs (None when no Job is known); with
+    roles (minTaskMember), each role's minimum × the request of its Jobs' pods (their
+    template's kbatch.io/task), and the rest of minMember × the smallest request."""
     if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 1:
         return None, ()  # validation says why
     requests = _requests([jobs.pod_spec_of(j) for j in group_jobs])
     if not requests:
         return None, ()
-    warnings: tuple[str, ...] = ()
-    per_pod = requests[0]
-    if any(r != per_pod for r in requests[1:]):
-        shared = set.intersection(*(set(r) for r in requests))
-        per_pod = {k: min(r[k] for r in requests) for k in shared}
-        warnings = (
-            f"spec.minResources: {len(requests)} Jobs with different pod templates name "
-            f"PodGroup {group}; filled from the smallest request of each resource "
-            "(set spec.minResources to be exact)",
-        )
+    per_pod, warnings = _smallest(group, requests)
+    total: dict[str, float] = {}
+    counted = 0
+    for role, minimum in sorted((roles or {}).items()):
+        of_role = _requests([jobs.pod_spec_of(j) for j in group_jobs if _role_of(j) == role])
+        if of_role and minimum:  # a role with no Job known yet counts at the smallest
+            role_pod, _ = _smallest(group, of_role)
+            counted += minimum
+            _add(total, role_pod, minimum)
+    _add(total, per_pod, max(min_member - counted, 0))
     filled = {
-        resource: format_quantity(resource, value * min_member)
-        for resource, value in sorted(per_pod.items())
+        resource: format_quantity(resource, value)
+        for resource, value in sorted(total.items())
         if value > 0
     }
     return filled, warnings
+
+
+def _add(total: dict[str, float], per_pod: Mapping[str, float], times: int) -> None:
+    for resource, value in per_pod.items():
+        total[resource] = total.get(resource, 0.0) + value * times
+
+
+def _smallest(
+    group: str, requests: list[dict[str, float]]
+) -> tuple[dict[str, float], tuple[str, ...]]:
+    """The per-pod request of the Jobs' templates: their smallest of each resource."""
+    per_pod = requests[0]
+    if all(r == per_pod for r in requests[1:]):
+        return per_pod, ()
+    shared = set.intersection(*(set(r) for r in requests))
+    warning = (
+        f"spec.minResources: {len(requests)} Jobs with different pod templates name "
+        f"PodGroup {group}; filled from the smallest request of each resource "
+        "(set spec.minResources to be exact)"
+    )
+    return {k: min(r[k] for r in requests) for k in shared}, (warning,)
+
+
+def _role_of(job: Mapping[str, Any]) -> str:
+    """The role of a Job's pods: its template's kbatch.io/task (or Volcano's)."""
+    annotations: object = job
+    for key in ("spec", "template", "metadata", "annotations"):
+        annotations = annotations.get(key) if isinstance(annotations, Mapping) else None
+    return records.role_of(annotations) if isinstance(annotations, Mapping) else ""
+
+
+def _roles(spec: Mapping[str, Any]) -> dict[str, int]:
+    """minTaskMember as far as it is well formed (validation refuses the rest)."""
+    roles = spec.get("minTaskMember")
+    if not isinstance(roles, Mapping):
+        return {}
+    return {
+        str(role): n
+        for role, n in roles.items()
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0
+    }
 
 
 def _requests(pod_specs: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
@@ -288,6 +338,14 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: Cluste
             f"must be an integer ≥ 1 (the pods that must run together), not {shown(min_member)}",
         )
     group = records.parse_pod_group(obj)
+    roles = group.spec.min_task_member or {}
+    if sum(roles.values()) > min_member:
+        listed = ", ".join(f"{role} {n}" for role, n in sorted(roles.items()))
+        return result.deny(
+            "spec.minTaskMember",
+            f"the roles' minimums ({listed}) add up to {sum(roles.values())}, more than "
+            f"minMember {min_member}: raise minMember or lower a role's minimum",
+        )
     queue_name = group.spec.queue
     if old is not None and queue_name == _old_queue(old):
         return result.allow()

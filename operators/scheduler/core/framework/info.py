@@ -4,6 +4,7 @@ Kept apart from the CRD types: the cluster layer builds them for each
 session's snapshot; actions change them only through a Statement.
 """
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -62,6 +63,7 @@ class TaskInfo:
     # A pending task that evicted others to make room on this node (its pod's
     # status.nominatedNodeName): the room is kept for it there (NodeSet.reserve).
     nominated: int = NO_NODE
+    role: str = ""  # its role in the gang (kbatch.io/task), counted for minTaskMember
 
     @property
     def request(self) -> np.ndarray:
@@ -87,6 +89,8 @@ class JobInfo:
     min_resources: np.ndarray | None = None
     # kbatch.io/lifetime in seconds (DESIGN §11): None, not preemptible for fair share
     lifetime: float | None = None
+    # spec.minTaskMember (DESIGN §12): role -> pods of that role that must run too
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
     phase: PodGroupPhase = PodGroupPhase.PENDING
     conditions: tuple[PodGroupCondition, ...] = ()
     old_status: PodGroupStatus | None = None  # as last written, for change detection
@@ -142,6 +146,9 @@ class JobInfo:
         return len(self.tasks) - self.count(
             TaskStatus.FAILED, TaskStatus.UNKNOWN, TaskStatus.RELEASING
         )
+
+    def role_count(self, role: str, statuses: Collection[TaskStatus]) -> int:
+        return sum(1 for t in self.tasks.values() if t.role == role and t.status in statuses)
 
     def tasks_with(self, *statuses: TaskStatus) -> list[TaskInfo]:
         wanted = set(statuses)

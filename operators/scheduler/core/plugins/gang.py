@@ -1,10 +1,16 @@
 """The gang plugin: a job runs all together or not at all.
 
-- job_valid: a job needs at least minMember tasks that can still run;
-- job_ready / job_pipelined: minMember tasks placed (or waiting for released room);
+- job_valid: a job needs at least minMember tasks that can still run, and as many of
+  each role as its minTaskMember asks (DESIGN §12; a pod's role is its kbatch.io/task);
+- job_ready / job_pipelined: minMember tasks placed (or waiting for released room), and
+  every role's minimum among them;
 - job_order: jobs that are not ready yet go first;
-- preemptable / reclaimable: a running gang is never left with 0 < running < minMember;
-- on close: the Unschedulable / Scheduled conditions and events, in words.
+- task_order: within a job, tasks of a role still short of its minimum go first, so
+  that the room goes to the roles the gang needs before the ones it has enough of;
+- preemptable / reclaimable: a running gang is never left with 0 < running < minMember,
+  nor a role below its minimum: only tasks beyond both go, or the whole gang at once;
+- on close: the Unschedulable / Scheduled conditions and events, in words, naming the
+  role that is short.
 """
 
 from kbatch.api.podgroup import ConditionType
@@ -17,40 +23,85 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.core.framework.session import Session, histogram
+from kbatch.operators.scheduler.core.framework.session import FitError, Session, histogram
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, no_preemptor
 
 NAME = "gang"
 
 
+# Tasks that can still take part in the gang (as JobInfo.valid_count counts them).
+VALID_STATUSES = frozenset(TaskStatus) - {
+    TaskStatus.FAILED,
+    TaskStatus.UNKNOWN,
+    TaskStatus.RELEASING,
+}
+PIPELINED_STATUSES = READY_STATUSES | {TaskStatus.PIPELINED}
+
+
+def short_roles(job: JobInfo, statuses: frozenset[TaskStatus]) -> list[tuple[str, int, int]]:
+    """(role, tasks of it in ``statuses``, its minimum) for each role below its minimum."""
+    short = []
+    for role, minimum in sorted(job.min_task_member.items()):
+        have = job.role_count(role, statuses)
+        if have < minimum:
+            short.append((role, have, minimum))
+    return short
+
+
 def valid(job: JobInfo) -> Invalid | None:
     have = job.valid_count
-    if have >= job.min_member:
-        return None
-    return Invalid(
-        "NotEnoughTasks",
-        f"{have}/{job.min_member} tasks in gang: minMember is {job.min_member} "
-        f"but only {have} pod(s) exist that can run",
-    )
+    if have < job.min_member:
+        return Invalid(
+            "NotEnoughTasks",
+            f"{have}/{job.min_member} tasks in gang: minMember is {job.min_member} "
+            f"but only {have} pod(s) exist that can run",
+        )
+    for role, have, minimum in short_roles(job, VALID_STATUSES):
+        return Invalid(
+            "NotEnoughTasks",
+            f"role {role}: {have}/{minimum} tasks in gang: minTaskMember asks {minimum} "
+            f"but only {have} pod(s) of role {role} exist that can run",
+        )
+    return None
 
 
 def ready(job: JobInfo) -> bool:
-    return job.ready_count >= job.min_member
+    if job.ready_count < job.min_member:
+        return False
+    return not job.min_task_member or not short_roles(job, READY_STATUSES)
 
 
 def pipelined(job: JobInfo) -> bool:
-    return job.ready_count + job.counts[TaskStatus.PIPELINED] >= job.min_member
+    if job.ready_count + job.counts[TaskStatus.PIPELINED] < job.min_member:
+        return False
+    return not job.min_task_member or not short_roles(job, PIPELINED_STATUSES)
 
 
 def order_key(job: JobInfo) -> int:
     return 1 if ready(job) else 0
 
 
+def task_order_key(session: Session, task: TaskInfo) -> int:
+    """0 for a pending task its role needs to reach minTaskMember: the first (by name)
+    as many pending tasks of the role as it is short of; 1 for every other task."""
+    job = session.jobs.get(task.job)
+    if job is None or task.role not in job.min_task_member or task.status != TaskStatus.PENDING:
+        return 1
+    short = job.min_task_member[task.role] - job.role_count(task.role, READY_STATUSES)
+    if short <= 0:
+        return 1
+    ahead = sum(
+        1
+        for other in job.tasks.values()
+        if other.role == task.role and other.status == TaskStatus.PENDING and other.name < task.name
+    )
+    return 0 if ahead < short else 1
+
+
 def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
-    """Candidates whose eviction keeps every job at ≥ minMember ready tasks (its least
-    important ones by task order), or takes the whole gang. Victims already chosen
-    this session count (they are Releasing)."""
-    spare: dict[str, int] = {}
+    """Candidates whose eviction keeps every job at ≥ minMember ready tasks and every
+    role at ≥ its minimum (its least important ones by task order), or takes the whole
+    gang. Victims already chosen this session count (they are Releasing)."""
     by_job: dict[str, list[TaskInfo]] = {}
     for task in candidates:
         by_job.setdefault(task.job, []).append(task)
@@ -58,17 +109,53 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
     for job_uid, tasks in by_job.items():
         job = session.jobs[job_uid]
         occupying = job.ready_count - job.counts[TaskStatus.SUCCEEDED]
-        spare[job_uid] = job.ready_count - job.min_member
-        if spare[job_uid] > 0:
-            least_important = sorted(tasks, key=session.task_order_key, reverse=True)
-            chosen.extend(least_important[: spare[job_uid]])
+        spare = _spare(session, job, tasks)
+        if spare:
+            chosen.extend(spare)
         elif 0 < occupying <= len(tasks):
             chosen.extend(tasks)  # the whole running gang at once
     keep = {id(t) for t in chosen}
     return [t for t in candidates if id(t) in keep]
 
 
-def close(session: Session) -> None:
+def _spare(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """The least important of ``tasks`` the job can lose and keep its minimums."""
+    left = job.ready_count - job.min_member
+    roles = {
+        role: job.role_count(role, READY_STATUSES) - minimum
+        for role, minimum in job.min_task_member.items()
+    }
+    spare = []
+    for task in sorted(tasks, key=session.task_order_key, reverse=True):
+        if left <= 0:
+            break
+        if roles.get(task.role, 1) <= 0:
+            continue  # its role is at its minimum
+        spare.append(task)
+        left -= 1
+        if task.role in roles:
+            roles[task.role] -= 1
+    return spare
+
+
+class RoleAttempts:
+    """The most tasks of each role a job had placed in this session, kept through a
+    discarded attempt, so that the condition can say how far the attempt got."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.most: dict[str, dict[str, int]] = {}
+
+    def allocated(self, task: TaskInfo) -> None:
+        job = self.session.jobs.get(task.job)
+        if job is None or task.role not in job.min_task_member:
+            return
+        placed = job.role_count(task.role, READY_STATUSES)
+        roles = self.most.setdefault(job.uid, {})
+        roles[task.role] = max(roles.get(task.role, 0), placed)
+
+
+def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     for job in session.jobs.values():
         if session.invalid_reason(job) is not None:
             if not job.tasks and session.waiting_reason(job) is not None:
@@ -95,14 +182,16 @@ def close(session: Session) -> None:
                 ),
             )
         elif pending:
-            _report_unschedulable(session, job, pending)
+            _report_unschedulable(session, job, pending, attempts)
 
 
 def _was_unschedulable(job: JobInfo) -> bool:
     return any(c.type is ConditionType.UNSCHEDULABLE and c.status == "True" for c in job.conditions)
 
 
-def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo]) -> None:
+def _report_unschedulable(
+    session: Session, job: JobInfo, pending: list[TaskInfo], attempts: RoleAttempts | None
+) -> None:
     errors = session.fit_errors_of(job)
     waiting = session.waiting_reason(job)
     draining = session.draining_reason(job)
@@ -114,12 +203,30 @@ def _report_unschedulable(session: Session, job: JobInfo, pending: list[TaskInfo
     else:
         why = waiting or "waiting for other gang members to be placed"
         reason = "NotEnoughResources" if waiting is not None else "Unschedulable"
+    if draining is None and errors and job.min_task_member:
+        why = _role_short(job, errors, attempts) + why
     message = f"{len(pending)}/{len(job.tasks)} tasks in gang unschedulable: {why}"
     session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, True, reason, message))
     session.record_event(
         ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
     )
     _report_pods(session, job, pending, message)
+
+
+def _role_short(job: JobInfo, errors: dict[str, FitError], attempts: RoleAttempts | None) -> str:
+    """'role worker: 3/8 placed: ' for the role of the task that found no node (as far
+    as the attempt got), else for the first role short of its minimum; '' when none is."""
+    tried = attempts.most.get(job.uid, {}) if attempts is not None else {}
+    failed = [job.tasks[uid].role for uid in errors if uid in job.tasks]
+    for role in failed:
+        minimum = job.min_task_member.get(role, 0)
+        if tried.get(role, 0) < minimum:
+            return f"role {role}: {tried.get(role, 0)}/{minimum} placed: "
+    short = short_roles(job, READY_STATUSES)
+    if not short:
+        return ""
+    role, have, minimum = short[0]
+    return f"role {role}: {max(have, tried.get(role, 0))}/{minimum} placed: "
 
 
 def _report_not_admitted(session: Session, job: JobInfo) -> None:
@@ -163,10 +270,13 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_job_ready_fn(ready)
     session.add_job_pipelined_fn(pipelined)
     session.add_job_order_fn(order_key)
+    session.add_task_order_fn(lambda task: task_order_key(session, task))
     session.add_preemptable_fn(
         lambda _preemptor, candidates: victims(session, candidates), preemptor_key=no_preemptor
     )
     session.add_reclaimable_fn(
         lambda _reclaimer, candidates: victims(session, candidates), preemptor_key=no_preemptor
     )
-    session.add_close_fn(close)
+    attempts = RoleAttempts(session)
+    session.add_event_handler(allocate=attempts.allocated)
+    session.add_close_fn(lambda closing: close(closing, attempts))
