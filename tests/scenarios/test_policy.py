@@ -18,6 +18,14 @@ def evictions_per_job(outcome: Outcome) -> dict[str, int]:
     return dict(counts)
 
 
+def eviction_times_per_job(outcome: Outcome) -> dict[str, int]:
+    """How many times (distinct moments) each job lost pods to an eviction."""
+    times: dict[str, set[float]] = defaultdict(set)
+    for event in outcome.events("Evict", kind="Pod"):
+        times[job_of(event["name"])].add(event["time"])
+    return {job: len(at) for job, at in times.items()}
+
+
 def _gains(outcome: Outcome) -> list[tuple[float, str, str]]:
     """(time, job that lost a pod, job it was evicted for), from the eviction events."""
     return [
@@ -281,7 +289,10 @@ def test_long_run_has_no_ping_pong_and_no_starvation(
     assert outcome.summary["sessions"] >= 100
     per_job = evictions_per_job(outcome)
     record_property("evictions_per_job", per_job)
-    assert max(per_job.values(), default=0) <= 3, per_job
+    # Ping-pong is a job evicted again and again; a gang evicted whole (DESIGN §12)
+    # loses all its pods at once, which is one eviction of the job.
+    times_per_job = eviction_times_per_job(outcome)
+    assert max(times_per_job.values(), default=0) <= 3, times_per_job
     assert outcome.summary["evictions"] <= 36, "evictions stay bounded"
     assert evicted_soon_after_gaining(outcome, within=10) == []
     assert room_passed_back(outcome) == []

@@ -63,12 +63,12 @@ def test_not_ready_jobs_go_first() -> None:
     ("min_member", "running", "offered", "expected"),
     [
         (2, 4, 3, 2),  # two spare above minMember
-        (2, 2, 1, 0),  # taking one would leave 1 of 2
+        (2, 2, 1, 1),  # offered: the eviction takes the rest of the gang too, or none
         (2, 2, 2, 2),  # the whole gang at once is allowed
         (1, 1, 1, 1),  # a group of one
     ],
 )
-def test_victims_never_leave_a_gang_below_min_member(
+def test_victims_are_spare_tasks_or_a_whole_gang(
     min_member: int, running: int, offered: int, expected: int
 ) -> None:
     cluster = Cluster().node("n1", cpu=16)
@@ -103,7 +103,10 @@ def test_victims_already_taken_this_session_count() -> None:
     first, *rest = session.jobs["default/victim"].tasks.values()
     Statement(session).evict(first, "preempted")
     preemptor = next(iter(session.jobs["default/preemptor"].tasks.values()))
-    assert session.preemptable(preemptor, rest[:1]) == []
+    # no spare left: what is offered of it is offered as a part of the whole gang
+    assert session.preemptable(preemptor, rest[:1]) == rest[:1]
+    job = session.jobs["default/victim"]
+    assert not job.can_lose(rest[0]) and not job.below_minimum()
 
 
 def test_unschedulable_condition_names_counts_and_reasons_then_clears() -> None:

@@ -1,11 +1,13 @@
 """The allocate action: place pending tasks, a gang at a time, all or nothing.
 
-Queues by queue order (skipping overused ones), jobs of a queue by job order,
-tasks by task order. Each task goes to the best node that passes the
-predicates and has room (or room being released, which pipelines it). When the
-job becomes ready the statement is committed (binds are sent) and the job goes
-back in line for its remaining tasks; if it cannot become ready its changes are
-discarded, so the next job can use the room (kube-batch#514).
+Queues by queue order (skipping overused ones), jobs of a queue by job order —
+except that a job already ready (what it still asks for is surplus) waits until every
+job of the queue still short of its minimum has had its turn — tasks by task order.
+Each task goes to the best node that passes the predicates and has room (or room
+being released, which pipelines it). When the job becomes ready the statement is
+committed (binds are sent) and the job goes back in line for its remaining tasks; if
+it cannot become ready its changes are discarded, so the next job can use the room
+(kube-batch#514).
 
 Tasks with no resource request are left to backfill — unless the job's
 requested tasks alone do not make it ready: then its best-effort tasks are
@@ -42,7 +44,7 @@ def execute(session: Session) -> None:
     per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
     for job in jobs_to_place:
         heap = per_queue.setdefault(job.queue, [])
-        heap.append((session.job_order_key(job), next(tie), job))
+        heap.append((_turn_key(session, job), next(tie), job))
     queues = []
     for name, heap in per_queue.items():
         heapq.heapify(heap)
@@ -62,9 +64,16 @@ def execute(session: Session) -> None:
             continue
         _, _, job = heapq.heappop(jobs)
         if _allocate_job(session, placer, job):
-            heapq.heappush(jobs, (session.job_order_key(job), next(tie), job))
+            heapq.heappush(jobs, (_turn_key(session, job), next(tie), job))
         if jobs:
             heapq.heappush(queues, (session.queue_order_key(queue), next(tie), name))
+
+
+def _turn_key(session: Session, job: JobInfo) -> tuple[object, ...]:
+    """A job's place in its queue's line: a job that is ready already (its pending tasks
+    are surplus: an elastic gang's, or a plain job's beyond minMember) comes after every
+    job still short of its minimum, whatever the job order says (DESIGN §12)."""
+    return (session.job_ready(job), *session.job_order_key(job))
 
 
 def _complete_partly_placed(session: Session, placer: Placer, jobs: list[JobInfo]) -> None:

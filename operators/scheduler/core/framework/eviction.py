@@ -4,10 +4,15 @@ Shared by the preempt and reclaim actions: they differ in which running tasks
 are candidates, which plugin function chooses the victims, which victims go
 first and what may still go given the victims already taken.
 
-On each node worth trying, victims are taken in order until the task fits,
-gangs are kept whole (0 < ready < minMember never happens), then the victims
-not needed after all are spared again, most important first. Of the nodes
-that work, the one whose victims are fewest and least important wins.
+On each node worth trying, victims are taken in order until the task fits —
+surplus first (tasks whose job keeps minMember and every role's minimum without
+them), then the rest — and gangs are kept whole: a gang that a victim would leave
+below its minimum (0 < ready < minMember, or a role short) goes whole, its tasks
+on every node (whole-group preemption, DESIGN §12), if the plugins let all of them
+go; else the plan fails. Then the victims not needed after all are spared again,
+most important first (a gang taken whole, whole or not at all). Of the nodes that
+work, the plan breaking the fewest groups wins, then the one whose victims are
+fewest and least important.
 """
 
 from collections.abc import Callable, Hashable, Iterator
@@ -183,9 +188,15 @@ def _alike(session: Session, task: TaskInfo, rules: Rules) -> tuple[Hashable, ..
 def wasted_evictions(session: Session, statement: Statement) -> list[TaskInfo]:
     """Victims whose room is still idle once the preemptor's tasks are placed: they
     could have stayed. (Victims taken one by one are spared when not needed, so in
-    practice these are members of a whole gang evicted for a smaller preemptor.)"""
+    practice these are members of a whole gang evicted for a smaller preemptor.) A gang
+    taken whole because some of its room was needed is not wasted: the rest of its room
+    is freed for whoever comes next (whole-group preemption, DESIGN §12)."""
     future = session.nodes.future_idle()
-    return [v for v in statement.evicted() if _fits(session, v.request, future[v.node])]
+    evicted = statement.evicted()
+    idle = [v for v in evicted if _fits(session, v.request, future[v.node])]
+    idle_ids = {id(v) for v in idle}
+    needed_jobs = {v.job for v in evicted if id(v) not in idle_ids}
+    return [v for v in idle if v.job not in needed_jobs]
 
 
 def _plan(
@@ -204,44 +215,57 @@ def _plan(
     taken: list[TaskInfo] = []
     remaining = list(candidates)
     while remaining and not _fits(session, request, future[node]):
-        victim = min(remaining, key=lambda t: (rules.first(t), order[id(t)]))
+        victim = min(
+            remaining, key=lambda t: (_not_surplus(session, t), rules.first(t), order[id(t)])
+        )
         remaining.remove(victim)
         if rules.allowed(victim):
             statement.evict(victim, "")
             taken.append(victim)
-    taken += _complete_broken_gangs(session, statement, candidates, taken)
+    taken += _complete_broken_gangs(session, statement, task, taken, rules)
     victims = None
     if _fits(session, request, future[node]) and not _breaks_a_gang(session, taken):
-        victims = _spare_unneeded(session, request, future[node].copy(), taken)
+        victims = _spare_unneeded(session, request, node, taken)
     statement.rollback(mark)
     return victims
 
 
+def _not_surplus(session: Session, task: TaskInfo) -> bool:
+    """False for a task its job can lose and keep its minimums: such go first."""
+    return not session.jobs[task.job].can_lose(task)
+
+
 def _complete_broken_gangs(
-    session: Session, statement: Statement, candidates: list[TaskInfo], taken: list[TaskInfo]
+    session: Session, statement: Statement, task: TaskInfo, taken: list[TaskInfo], rules: Rules
 ) -> list[TaskInfo]:
-    """If the victims taken break a gang, the rest of it on this node goes too (the
-    plugins offer a whole gang only when all of it is there)."""
+    """If the victims taken leave a gang below its minimum, the rest of it goes too, on
+    every node, as far as the plugins (asked of all of it at once) and the rule allow;
+    what they keep leaves the gang broken, and the plan fails."""
     more = []
-    for job_uid in {t.job for t in taken}:
+    for job_uid in sorted({t.job for t in taken}):
         job = session.jobs[job_uid]
-        if 0 < job.ready_count < job.min_member:
-            for victim in candidates:
-                if victim.job == job_uid and victim.status in EVICTABLE:
-                    statement.evict(victim, "")
-                    more.append(victim)
+        if not job.below_minimum():
+            continue
+        rest = [t for t in job.tasks.values() if t.status in EVICTABLE]
+        offered = {id(t) for t in rules.choose(task, rest)}
+        for victim in rest:
+            if id(victim) in offered and rules.allowed(victim):
+                statement.evict(victim, "")
+                more.append(victim)
     return more
 
 
 def _spare_unneeded(
-    session: Session, request: np.ndarray, room: np.ndarray, taken: list[TaskInfo]
+    session: Session, request: np.ndarray, node: int, taken: list[TaskInfo]
 ) -> list[TaskInfo]:
     """Give back, most important first, the victims the task fits without. A gang
-    evicted whole is given back whole or not at all."""
+    evicted whole is given back whole or not at all (its room on other nodes does not
+    help this task)."""
+    room = session.nodes.future_idle()[node].copy()
     units = _units(session, taken)
     spared: set[int] = set()
     for unit in reversed(units):
-        need = sum((t.request for t in unit), np.zeros_like(request))
+        need = sum((t.request for t in unit if t.node == node), np.zeros_like(request))
         if _fits(session, request, room - need):
             room = room - need
             spared.update(id(t) for t in unit)
@@ -249,13 +273,14 @@ def _spare_unneeded(
 
 
 def _units(session: Session, taken: list[TaskInfo]) -> list[list[TaskInfo]]:
-    """The victims as they can be spared: one by one, except a gang that would be
-    broken by sparing just one of its members (then all of them together)."""
+    """The victims as they can be spared: one by one, except a gang evicted whole,
+    which sparing one member would leave broken (then all of them together)."""
     units: list[list[TaskInfo]] = []
     together: dict[str, list[TaskInfo]] = {}
     for task in taken:
         job = session.jobs[task.job]
-        if job.ready_count + 1 >= job.min_member:
+        whole_gang = job.ready_count == 0 and (job.min_member > 1 or bool(job.min_task_member))
+        if not whole_gang:
             units.append([task])
         elif task.job in together:
             together[task.job].append(task)
@@ -282,20 +307,42 @@ def _cost(
     rank: dict[int, int],
     position: int,
 ) -> tuple[int, ...]:
-    """Lower is better: no victim's room left over (a gang evicted whole for less than
-    it frees), then the most important victim least important, then fewest victims,
-    then the node order."""
+    """Lower is better: no gang evicted whole where surplus would do, then no victim's
+    room on this node left over (a gang evicted whole for less than it frees; its room
+    on other nodes counts as freed, for whoever comes next), then the most important
+    victim least important, then fewest victims, then the node order."""
+    here = [v for v in victims if v.node == node]
     room = session.nodes.future_idle()[node] - task.request
-    for victim in victims:
+    for victim in here:
         room = room + victim.request
-    left_over = sum(1 for v in victims if _fits(session, v.request, room))
-    ranks = [rank[id(v)] for v in victims]
-    return (left_over, max(ranks, default=-1), len(victims), sum(ranks), position)
+    left_over = sum(1 for v in here if _fits(session, v.request, room))
+    ranks = [rank.get(id(v), len(rank)) for v in victims]
+    return (
+        _gangs_taken_whole(session, victims),
+        left_over,
+        max(ranks, default=-1),
+        len(victims),
+        sum(ranks),
+        position,
+    )
+
+
+def _gangs_taken_whole(session: Session, victims: list[TaskInfo]) -> int:
+    """Gangs (minMember > 1 or roles) all of whose running tasks are victims."""
+    taken: dict[str, int] = {}
+    for victim in victims:
+        taken[victim.job] = taken.get(victim.job, 0) + 1
+    whole = 0
+    for uid, count in taken.items():
+        job = session.jobs[uid]
+        occupying = sum(1 for t in job.tasks.values() if t.status in EVICTABLE)
+        if (job.min_member > 1 or job.min_task_member) and count >= occupying:
+            whole += 1
+    return whole
 
 
 def _breaks_a_gang(session: Session, taken: list[TaskInfo]) -> bool:
-    jobs = {session.jobs[t.job] for t in taken}
-    return any(0 < job.ready_count < job.min_member for job in jobs)
+    return any(session.jobs[uid].below_minimum() for uid in {t.job for t in taken})
 
 
 def _fits(session: Session, request: np.ndarray, room: np.ndarray) -> bool:

@@ -150,6 +150,26 @@ class JobInfo:
     def role_count(self, role: str, statuses: Collection[TaskStatus]) -> int:
         return sum(1 for t in self.tasks.values() if t.role == role and t.status in statuses)
 
+    def below_minimum(self) -> bool:
+        """Some of it placed, but fewer than minMember, or a role below its minimum: a
+        gang broken (an eviction must never leave one so)."""
+        ready = self.ready_count
+        if ready == 0:
+            return False
+        if ready < self.min_member:
+            return True
+        return any(
+            self.role_count(role, READY_STATUSES) < minimum
+            for role, minimum in self.min_task_member.items()
+        )
+
+    def can_lose(self, task: TaskInfo) -> bool:
+        """Would the job still hold minMember and every role's minimum without ``task``?"""
+        if self.ready_count - 1 < self.min_member:
+            return False
+        minimum = self.min_task_member.get(task.role)
+        return minimum is None or self.role_count(task.role, READY_STATUSES) - 1 >= minimum
+
     def tasks_with(self, *statuses: TaskStatus) -> list[TaskInfo]:
         wanted = set(statuses)
         return [t for t in self.tasks.values() if t.status in wanted]

@@ -100,8 +100,10 @@ def task_order_key(session: Session, task: TaskInfo) -> int:
 
 def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Candidates whose eviction keeps every job at ≥ minMember ready tasks and every
-    role at ≥ its minimum (its least important ones by task order), or takes the whole
-    gang. Victims already chosen this session count (they are Releasing)."""
+    role at ≥ its minimum (its least important ones by task order), or else all of a
+    running gang's candidates: the eviction then takes the whole gang, on every node,
+    or nothing of it (``eviction._complete_broken_gangs``). Victims already chosen this
+    session count (they are Releasing)."""
     by_job: dict[str, list[TaskInfo]] = {}
     for task in candidates:
         by_job.setdefault(task.job, []).append(task)
@@ -112,8 +114,8 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
         spare = _spare(session, job, tasks)
         if spare:
             chosen.extend(spare)
-        elif 0 < occupying <= len(tasks):
-            chosen.extend(tasks)  # the whole running gang at once
+        elif occupying > 0:
+            chosen.extend(tasks)  # the whole running gang at once, or none of it
     keep = {id(t) for t in chosen}
     return [t for t in candidates if id(t) in keep]
 
