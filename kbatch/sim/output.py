@@ -9,12 +9,15 @@ Lists of objects are sorted by namespace, then name; events are in time order
 (and, at one time, in the order they happened). Quantities are Kubernetes
 strings. ``pods`` also lists the pods removed during the run (evicted, or
 deleted by their Job): with ``node`` null and phase ``Failed`` unless they had
-finished, so that every eviction stays visible in its pod's ``evictions``.
+finished, so that every eviction stays visible in its pod's ``evictions``. A pod
+with a role in its gang (kbatch.io/task) has ``role``; a PodGroup with roles has
+``minTaskMember``, and the table a ROLES column (running of each role / its minimum).
 """
 
 from typing import Any
 
 from kbatch.api.quantity import format_quantity
+from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
 from kbatch.sim import clock, metrics
 from kbatch.sim.cluster import REJECTED, group_of
@@ -85,9 +88,16 @@ def pods(outcome: Outcome) -> list[Json]:
                 "phase": (pod.get("status") or {}).get("phase") or "Pending",
                 "podGroup": group_of(pod),
                 "evictions": times.evictions if times is not None else 0,
+                **role_field(pod),
             }
         )
     return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
+
+
+def role_field(pod: Json) -> Json:
+    """``{"role": ROLE}`` for a pod with a role in its gang (kbatch.io/task), else {}."""
+    role = records.role_of((pod.get("metadata") or {}).get("annotations") or {})
+    return {"role": role} if role else {}
 
 
 def pod_groups(outcome: Outcome) -> list[Json]:
@@ -108,6 +118,7 @@ def pod_group_row(group: Json) -> Json:
         "running": status.get("running", 0),
         "succeeded": status.get("succeeded", 0),
         "failed": status.get("failed", 0),
+        **({"minTaskMember": dict(spec["minTaskMember"])} if spec.get("minTaskMember") else {}),
         "conditions": [
             {
                 "type": c.get("type"),
@@ -146,6 +157,7 @@ def to_table(result: Json) -> str:
     """The JSON result as aligned text tables; the last Warning event of each object (a
     refused object, a Job that cannot create its pods, a pod that cannot be placed) gets
     a table of its own."""
+    roles = _role_counts(result)
     sections = [
         _table(
             "PODS",
@@ -157,7 +169,9 @@ def to_table(result: Json) -> str:
         ),
         _table(
             "PODGROUPS",
-            ["NAMESPACE", "NAME", "QUEUE", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED", "WHY NOT"],
+            ["NAMESPACE", "NAME", "QUEUE", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED"]
+            + (["ROLES (RUNNING/MIN)"] if roles else [])
+            + ["WHY NOT"],
             [
                 [
                     g["namespace"],
@@ -167,6 +181,7 @@ def to_table(result: Json) -> str:
                     g["minMember"],
                     g["running"],
                     g["succeeded"],
+                    *([roles.get((g["namespace"], g["name"]))] if roles else []),
                     _unschedulable(g),
                 ]
                 for g in result["podGroups"]
@@ -215,6 +230,31 @@ def to_table(result: Json) -> str:
         f"{len(result['events'])} events"
     )
     return "\n\n".join(sections) + "\n"
+
+
+def _role_counts(result: Json) -> dict[tuple[str, str], str]:
+    """'launcher 1/1, worker 3/8' per PodGroup with roles: each role's running pods
+    against its minimum (and roles without a minimum, with their running pods)."""
+    running: dict[tuple[str, str], dict[str, int]] = {}
+    for pod in result["pods"]:
+        if pod.get("role") and pod["podGroup"]:
+            counts = running.setdefault((pod["namespace"], pod["podGroup"]), {})
+            counts.setdefault(pod["role"], 0)
+            counts[pod["role"]] += pod["phase"] == "Running"
+    out = {}
+    for group in result["podGroups"]:
+        key = (group["namespace"], group["name"])
+        minimums = group.get("minTaskMember") or {}
+        counts = running.get(key, {})
+        if not minimums and not counts:
+            continue
+        parts = [
+            f"{role} {counts.get(role, 0)}/{minimums[role]}" if role in minimums
+            else f"{role} {counts.get(role, 0)}"
+            for role in sorted({*minimums, *counts})
+        ]  # fmt: skip
+        out[key] = ", ".join(parts)
+    return out
 
 
 def _metrics_section(metrics: Json) -> str:

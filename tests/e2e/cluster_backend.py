@@ -597,6 +597,7 @@ def _pod_row(pod: Json, removed: bool, evictions: dict[tuple[str, str], int]) ->
         "phase": phase,
         "podGroup": (meta.get("annotations") or {}).get(GROUP_NAME) or None,
         "evictions": evictions.get((meta["namespace"], meta["name"]), 0),
+        **output.role_field(pod),
     }
 
 

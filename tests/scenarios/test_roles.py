@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.sim import simulate
+from kbatch.sim import output, simulate
 from scenarios.objects import Obj, at, conf_map, job, node, pod, pod_group, queue
 from scenarios.runner import Outcome
 
@@ -129,3 +129,20 @@ def test_min_resources_are_filled_from_the_roles_templates() -> None:
     assert outcome.group("train")["phase"] == "Pending"
     message = outcome.condition("train", "Unschedulable")["message"]
     assert "cpu 6 > 5 free" in message, message
+
+
+def test_the_table_shows_each_roles_running_pods_against_its_minimum() -> None:
+    result = simulate(
+        documents=[
+            node("n1", cpu="8"),
+            with_roles(pod_group("train", min_member=3), {"launcher": 1, "worker": 2}),
+            role_pod("launcher", "launcher"),
+            *(role_pod(f"worker-{i}", "worker") for i in range(3)),
+        ],
+        until="1m",
+    )
+    assert result["podGroups"][0]["minTaskMember"] == {"launcher": 1, "worker": 2}
+    assert {p["name"]: p["role"] for p in result["pods"]}["worker-0"] == "worker"
+    table = output.to_table(result)
+    assert "ROLES (RUNNING/MIN)" in table
+    assert "launcher 1/1, worker 3/2" in table
