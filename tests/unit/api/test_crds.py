@@ -78,7 +78,7 @@ def test_check_mode_reports_a_stale_directory(tmp_path: Path) -> None:
 
 ALLOWED_KEYS = {
     "type", "description", "properties", "required", "items", "additionalProperties",
-    "enum", "default", "minimum", "maximum", "minLength", "maxLength", "pattern",
+    "enum", "default", "minimum", "maximum", "minLength", "maxLength", "pattern", "format",
     "x-kubernetes-int-or-string",
 }  # fmt: skip
 
@@ -90,7 +90,9 @@ def test_schema_is_structural(plural: str) -> None:
         if schema_node.get("x-kubernetes-int-or-string"):
             assert "type" not in schema_node, path
         else:
-            assert schema_node.get("type") in {"object", "array", "string", "integer", "boolean"}
+            assert schema_node.get("type") in {
+                "object", "array", "string", "integer", "number", "boolean",
+            }  # fmt: skip
         assert not ("properties" in schema_node and "additionalProperties" in schema_node), path
         assert not isinstance(schema_node.get("additionalProperties"), bool), path
         if "default" in schema_node:
@@ -164,6 +166,8 @@ PHASES = ["Pending", "Inqueue", "Running", "Unknown", "Completed"]
         ("queues", "status.allocated{}", QUANTITY),
         ("queues", "status.request{}", QUANTITY),
         ("queues", "status.inqueue", {"type": "integer", "minimum": 0}),
+        ("queues", "status.flow", {"type": "number", "minimum": 0}),
+        ("queues", "status.flowUpdated", {"type": "string", "format": "date-time"}),
     ],
 )
 def test_schema_node(plural: str, path: str, expected: Schema) -> None:

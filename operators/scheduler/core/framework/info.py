@@ -189,6 +189,12 @@ class QueueInfo:
     request: np.ndarray | None = None
     share: float = 0.0
     old_status: QueueStatus | None = None  # as last written, for change detection
+    # Set by the flow plugin at close (DESIGN §11): the flow for the status and when it
+    # was measured (epoch seconds); ``flow_due``: worth writing on its own. Without the
+    # plugin (None) the status keeps what it had.
+    flow: float | None = None
+    flow_updated: float | None = None
+    flow_due: bool = False
 
 
 @dataclass(eq=False, slots=True)

@@ -5,14 +5,15 @@ a PodGroup's only if it may be ours: one with a pod of our scheduler names, or w
 pods yet (it still needs Pending/Inqueue, and which scheduler it is for cannot be
 known). One whose pods are all another scheduler's (a second kbatch with another
 --scheduler-name) is left to that scheduler. A Queue's status is written whatever
-scheduler its groups are for.
+scheduler its groups are for; a change of its flow alone (the flow plugin's) only when
+the plugin says it is worth a write, and without the plugin the stored flow is kept.
 """
 
 import numpy as np
 
 from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
 from kbatch.api.quantity import format_quantity
-from kbatch.api.queue import QueueStatus
+from kbatch.api.queue import QueueStatus, rfc3339
 from kbatch.operators.podgroup import status as pod_group_status_rules
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import (
@@ -44,6 +45,10 @@ def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStat
         return {name: format_quantity(name, value) for name, value in dims.mapping(vector).items()}
 
     phases = [job.phase for job in jobs if job.has_pod_group]
+    old = queue.old_status
+    flow, flow_updated = (old.flow, old.flow_updated) if old is not None else (None, None)
+    if queue.flow is not None and queue.flow_updated is not None:
+        flow, flow_updated = queue.flow, rfc3339(queue.flow_updated)
     return QueueStatus(
         deserved=render(queue.deserved),
         allocated=render(queue.allocated),
@@ -51,7 +56,20 @@ def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStat
         pending=phases.count(PodGroupPhase.PENDING),
         inqueue=phases.count(PodGroupPhase.INQUEUE),
         running=phases.count(PodGroupPhase.RUNNING),
+        flow=flow,
+        flow_updated=flow_updated,
     )
+
+
+def _worth_writing(published: QueueStatus, queue: QueueInfo) -> bool:
+    """Has the status changed, beyond a flow that moved too little to be written on its
+    own (the flow plugin says when it did not: ``flow_due``)?"""
+    old = queue.old_status
+    if published == old:
+        return False
+    if old is None or queue.flow_due:
+        return True
+    return published.model_copy(update={"flow": old.flow, "flow_updated": old.flow_updated}) != old
 
 
 def publish(session: Session) -> Outcome:
@@ -81,7 +99,7 @@ def publish(session: Session) -> Outcome:
         by_queue.setdefault(job.queue, []).append(job)
     for name, queue in session.queues.items():
         published = queue_status(queue, session.dims, by_queue.get(name, []))
-        if published != queue.old_status:
+        if _worth_writing(published, queue):
             outcome.queues.append(QueueUpdate(name, published))
     for pod in session.orphans:  # the events' de-duplication keeps this to once a while
         ref = ObjectRef("Pod", pod.namespace, pod.name)

@@ -8,6 +8,7 @@ from kbatch.operators.scheduler.core.plugins import (
     binpack,
     conformance,
     drf,
+    flow,
     gang,
     lifetime,
     nodeorder,
@@ -28,5 +29,6 @@ REGISTRY: dict[str, ModuleType] = {
         nodeorder,
         binpack,
         lifetime,
+        flow,
     )
 }
