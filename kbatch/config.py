@@ -1,4 +1,5 @@
-"""The scheduler configuration (DESIGN §4): actions and tiers of plugins.
+"""The scheduler configuration (DESIGN §4): actions and tiers of plugins, and the
+network's topology levels (``topology: {levels: [...]}``, DESIGN §12).
 
 Parsed and validated with pydantic. Errors name the YAML line and the field.
 kube-batch's spellings are accepted (``disableJobOrder: true`` as well as
@@ -89,11 +90,28 @@ class Tier(BaseModel):
     plugins: Annotated[tuple[PluginOption, ...], Field(min_length=1)]
 
 
+class TopologyConf(BaseModel):
+    """The network's levels as node label keys, outermost first (DESIGN §12)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    levels: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
+
+    @field_validator("levels")
+    @classmethod
+    def _distinct(cls, levels: tuple[str, ...]) -> tuple[str, ...]:
+        twice = sorted({level for level in levels if levels.count(level) > 1})
+        if twice:
+            raise ValueError(f"a level is listed twice: {', '.join(twice)}")
+        return levels
+
+
 class SchedulerConf(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     actions: tuple[str, ...]
     tiers: Annotated[tuple[Tier, ...], Field(min_length=1)]
+    topology: TopologyConf | None = None
 
     @field_validator("actions", mode="before")
     @classmethod

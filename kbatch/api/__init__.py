@@ -15,5 +15,9 @@ LIFETIME_ANNOTATION = "kbatch.io/lifetime"
 # Volcano's annotation is read too.
 TASK_ROLE_ANNOTATION = "kbatch.io/task"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+# Topology-aware placement of a PodGroup (DESIGN §12): a level (node label key) whose one
+# domain must (required) or should (preferred) hold all its pods.
+TOPOLOGY_REQUIRED_ANNOTATION = "kbatch.io/topology-required"
+TOPOLOGY_PREFERRED_ANNOTATION = "kbatch.io/topology-preferred"
 DEFAULT_QUEUE = "default"
 DEFAULT_SCHEDULER_NAMES = ("kbatch", "kube-batch")

@@ -16,6 +16,8 @@ from kbatch.api import (
     GROUP_NAME_ANNOTATION,
     LIFETIME_ANNOTATION,
     TASK_ROLE_ANNOTATION,
+    TOPOLOGY_PREFERRED_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
     VOLCANO_TASK_ANNOTATION,
 )
 from kbatch.api.duration import DurationError, parse_duration
@@ -26,6 +28,7 @@ from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.podspec import ParsedSpec, parse_spec, spec_key
 from kbatch.cluster.quantity import amounts
+from kbatch.operators.scheduler.core.framework.info import PREFERRED, REQUIRED, TopologyRequest
 from kbatch.operators.scheduler.core.framework.podspec import Taint
 
 M = TypeVar("M", bound=BaseModel)
@@ -316,6 +319,7 @@ def parse_pod_group(obj: Mapping[str, Any]) -> PodGroup:
     group = validate_model(PodGroup, obj)
     _check_quantities(obj, group.spec.min_resources, "spec.minResources")
     lifetime_of(group, ref_of(obj))
+    topology_of(group, ref_of(obj))
     return group
 
 
@@ -330,6 +334,32 @@ def lifetime_of(group: PodGroup, ref: str = "PodGroup") -> float | None:
         field = f"metadata.annotations.{LIFETIME_ANNOTATION}"
         why = f"{text!r} is not a duration (e.g. 0, 30s, 2m, 1h30m)"
         raise ObjectError(ref, field, why) from exc
+
+
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}$")
+
+
+def topology_of(group: PodGroup, ref: str = "PodGroup") -> TopologyRequest | None:
+    """The group's kbatch.io/topology-required or -preferred (None: neither), or
+    ObjectError: the level must be a node label key, and only one may be given."""
+    annotations = group.metadata.annotations or {}
+    given = [
+        (mode, key, annotations[key])
+        for mode, key in ((REQUIRED, TOPOLOGY_REQUIRED_ANNOTATION),
+                          (PREFERRED, TOPOLOGY_PREFERRED_ANNOTATION))
+        if key in annotations
+    ]  # fmt: skip
+    if not given:
+        return None
+    if len(given) > 1:
+        why = "give one of kbatch.io/topology-required and kbatch.io/topology-preferred, not both"
+        raise ObjectError(ref, f"metadata.annotations.{TOPOLOGY_PREFERRED_ANNOTATION}", why)
+    mode, key, level = given[0]
+    if not _LABEL_KEY.match(level):
+        why = f"{level!r} is not a node label key (e.g. kbatch.io/rack)"
+        raise ObjectError(ref, f"metadata.annotations.{key}", why)
+    return TopologyRequest(mode, level)
 
 
 def parse_queue(obj: Mapping[str, Any]) -> Queue:

@@ -20,6 +20,7 @@ from kbatch.cluster.records import (
     PriorityClassRecord,
     lifetime_of,
     timestamp,
+    topology_of,
 )
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
@@ -271,6 +272,7 @@ def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) ->
         min_resources=min_resources,
         lifetime=lifetime_of(group),
         min_task_member=spec.min_task_member or {},
+        topology=topology_of(group),
         phase=group.status.phase,
         conditions=group.status.conditions,
         old_status=group.status,

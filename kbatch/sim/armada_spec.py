@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from kbatch.api import TOPOLOGY_REQUIRED_ANNOTATION
 from kbatch.api.errors import shown
 from kbatch.cluster.quantity import amount
 from kbatch.sim import clock, manifests
@@ -21,7 +22,7 @@ POOL_LABEL = "armadaproject.io/pool"
 QUEUE_ANNOTATION = "kbatch.io/armada-queue"
 TEMPLATE_LABEL = "kbatch.io/armada-template"
 JOB_SET_LABEL = "kbatch.io/armada-job-set"
-TOPOLOGY_REQUIRED = "kbatch.io/topology-required"
+TOPOLOGY_REQUIRED = TOPOLOGY_REQUIRED_ANNOTATION
 PREEMPTIBLE, DEFAULT_CLASS = "armada-preemptible", "armada-default"
 ARMADA_PRIORITY = 30000
 DEFAULT_PODS = "10000"

@@ -27,7 +27,10 @@ no later action counts them as placed and commits a part of the gang alone.
 import heapq
 import itertools
 
+import numpy as np
+
 from kbatch.operators.scheduler.core.actions import backfill
+from kbatch.operators.scheduler.core.framework import topology
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -84,11 +87,29 @@ def _complete_partly_placed(session: Session, placer: Placer, jobs: list[JobInfo
 
 
 def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
-    """One turn of ``job``; True if it became ready with tasks still pending (more turns)."""
+    """One turn of ``job``; True if it became ready with tasks still pending (more turns).
+    A job asking for a topology domain tries the domains ``topology.where`` gives, in
+    turn, until one works."""
+    requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
+    for within in topology.where(session, placer, job, requested):
+        kept = _attempt(session, placer, job, requested, within)
+        if kept is not None:
+            return kept
+    return False
+
+
+def _attempt(
+    session: Session,
+    placer: Placer,
+    job: JobInfo,
+    requested: list[TaskInfo],
+    within: np.ndarray | None,
+) -> bool | None:
+    """Place the job (on the nodes ``within`` only, unless None); what ``_allocate_job``
+    returns if anything is kept (committed, or held pipelined), else None: discarded."""
     statement = Statement(session)
     statement.claim_kept_room(job)
-    requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
-    placed = _place_requested(session, placer, job, statement, requested)
+    placed = _place_requested(session, placer, job, statement, requested, within)
     if requested and not session.job_ready(job):
         placed += backfill.place_best_effort(session, placer, job, statement, until_ready=True)
     if session.job_ready(job):
@@ -99,13 +120,18 @@ def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
         )
     if session.job_pipelined(job):
         _hold(statement, job)
-    else:
-        statement.discard()
-    return False
+        return False
+    statement.discard()
+    return None
 
 
 def _place_requested(
-    session: Session, placer: Placer, job: JobInfo, statement: Statement, tasks: list[TaskInfo]
+    session: Session,
+    placer: Placer,
+    job: JobInfo,
+    statement: Statement,
+    tasks: list[TaskInfo],
+    within: np.ndarray | None = None,
 ) -> int:
     """Place ``tasks`` (by task order) until the job is ready or one does not fit."""
     queue = session.queues[job.queue]
@@ -114,7 +140,7 @@ def _place_requested(
         if not session.allocatable(queue, task):
             session.note_waiting(job, f"queue {queue.name} has reached its capability")
             break
-        choice = placer.choose(task)
+        choice = placer.choose(task) if within is None else topology.choose(placer, task, within)
         if choice is None:
             session.note_fit_error(job, task, placer.explain(task))
             session.note_attempts(unschedulable=1)

@@ -44,6 +44,15 @@ FINISHED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 NO_NODE = -1
 
+# A PodGroup's topology request (DESIGN §12; framework/topology.py places it).
+REQUIRED, PREFERRED = "required", "preferred"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    mode: str  # REQUIRED (one domain, or wait) or PREFERRED (one domain if one holds it)
+    level: str  # a node label key
+
 
 @dataclass(eq=False, slots=True)
 class TaskInfo:
@@ -91,6 +100,8 @@ class JobInfo:
     lifetime: float | None = None
     # spec.minTaskMember (DESIGN §12): role -> pods of that role that must run too
     min_task_member: Mapping[str, int] = field(default_factory=dict)
+    # kbatch.io/topology-required / -preferred (DESIGN §12): ("required", LEVEL), ...
+    topology: TopologyRequest | None = None
     phase: PodGroupPhase = PodGroupPhase.PENDING
     conditions: tuple[PodGroupCondition, ...] = ()
     old_status: PodGroupStatus | None = None  # as last written, for change detection

@@ -1,0 +1,131 @@
+"""Topology-aware gang placement (DESIGN §12): a gang's domain is chosen for the whole
+gang — the smallest that holds it — and a required level waits rather than spreads."""
+
+from typing import Any
+
+import pytest
+
+from kbatch.config import ConfigError
+from kbatch.sim import simulate
+from scenarios.objects import Obj, conf_map, node, pod, pod_group
+from scenarios.runner import Outcome
+
+RACK, ZONE = "kbatch.io/rack", "topology.kubernetes.io/zone"
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+topology:
+  levels: [topology.kubernetes.io/zone, kbatch.io/rack, kubernetes.io/hostname]
+"""
+
+
+def rack_node(name: str, rack: str, zone: str = "z1", cpu: str = "4") -> Obj:
+    obj = node(name, cpu=cpu)
+    obj["metadata"]["labels"] = {RACK: rack, ZONE: zone, "kubernetes.io/hostname": name}
+    return obj
+
+
+def gang(name: str, size: int, cpu: str = "2", **topology: str) -> list[Obj]:
+    group = pod_group(name, min_member=size)
+    annotations = {f"kbatch.io/topology-{mode}": level for mode, level in topology.items()}
+    if annotations:
+        group["metadata"]["annotations"] = annotations
+    return [group, *(pod(f"{name}-{i}", cpu=cpu, group=name) for i in range(size))]
+
+
+def racks(count: int, nodes_per_rack: int = 2, cpu: str = "4") -> list[Obj]:
+    """Racks r1.. of ``nodes_per_rack`` nodes; racks 1-2 in zone z1, 3-4 in z2."""
+    return [
+        rack_node(f"r{r}-n{n}", f"r{r}", zone=f"z{(r + 1) // 2}", cpu=cpu)
+        for r in range(1, count + 1)
+        for n in range(1, nodes_per_rack + 1)
+    ]
+
+
+def run(*docs: Any) -> Outcome:
+    return Outcome(simulate(documents=[conf_map(CONF), *docs], until="1m"))
+
+
+def racks_of(outcome: Outcome, group: str) -> set[str]:
+    return {p["node"].partition("-")[0] for p in outcome.bound(group=group)}
+
+
+def test_required_waits_rather_than_spreads_and_says_which_racks_came_closest() -> None:
+    outcome = run(*racks(2), *gang("big", 6, required=RACK))
+    assert outcome.bound(group="big") == []
+    message = outcome.condition("big", "Unschedulable")["message"]
+    assert message.endswith(
+        "needs 6 pods in one kbatch.io/rack domain: the closest are r1 (room for 4), "
+        "r2 (room for 4)"
+    ), message
+
+
+def test_without_a_topology_request_the_same_gang_spreads() -> None:
+    outcome = run(*racks(2), *gang("big", 6))
+    assert racks_of(outcome, "big") == {"r1", "r2"}
+
+
+def test_required_places_the_whole_gang_in_one_rack() -> None:
+    outcome = run(*racks(2), *gang("fits", 4, required=RACK))
+    assert len(outcome.bound(group="fits")) == 4
+    assert len(racks_of(outcome, "fits")) == 1
+
+
+def test_preferred_packs_one_rack_where_nodeorder_alone_would_spread() -> None:
+    spread = run(*racks(2), *gang("g", 4))
+    assert racks_of(spread, "g") == {"r1", "r2"}, "least-requested spreads"
+    packed = run(*racks(2), *gang("g", 4, preferred=RACK))
+    assert len(racks_of(packed, "g")) == 1
+
+
+def test_preferred_goes_out_a_level_then_spreads_only_when_it_must() -> None:
+    """Six pods of 2 cpu: no rack holds them, zone z1 (racks 1-2) does."""
+    outcome = run(*racks(4), *gang("g", 6, preferred=RACK))
+    assert racks_of(outcome, "g") == {"r1", "r2"}
+    outcome = run(*racks(4), *gang("g", 12, preferred=RACK))
+    assert len(outcome.bound(group="g")) == 12, "no zone holds 12: it spreads"
+
+
+def test_two_gangs_do_not_fragment_each_others_racks() -> None:
+    """Rack r1 has 4 cpu free (a 4-cpu pod runs there), r2 all 8. The small gang
+    takes the tightest rack that holds it (r1), so the big one still finds a whole
+    rack (task by task, the small gang would take the roomiest nodes, in r2)."""
+    busy = pod("busy", cpu="4")
+    busy["spec"]["nodeName"] = "r1-n1"
+    docs = [*racks(2), busy, *gang("small", 2, preferred=RACK)]
+    docs += gang("big", 4, required=RACK)
+    outcome = run(*docs)
+    assert racks_of(outcome, "small") == {"r1"}
+    assert racks_of(outcome, "big") == {"r2"}
+    assert len(outcome.bound(group="big")) == 4
+
+
+def test_a_gang_not_asking_ignores_the_levels() -> None:
+    outcome = run(*racks(2), *gang("g", 8))
+    assert len(outcome.bound(group="g")) == 8
+
+
+@pytest.mark.parametrize(
+    ("annotations", "field"),
+    [
+        ({"kbatch.io/topology-required": "not a key!"}, "kbatch.io/topology-required"),
+        (
+            {"kbatch.io/topology-required": RACK, "kbatch.io/topology-preferred": RACK},
+            "kbatch.io/topology-preferred",
+        ),
+    ],
+)
+def test_a_bad_topology_annotation_is_refused_naming_it(annotations: dict, field: str) -> None:
+    group = pod_group("g")
+    group["metadata"]["annotations"] = annotations
+    result = simulate(documents=[*racks(1), group])
+    (warning,) = result["warnings"]
+    assert f"metadata.annotations.{field}" in warning["message"], warning
+
+
+def test_a_level_listed_twice_is_refused() -> None:
+    conf = CONF.replace("kubernetes.io/hostname]", "kbatch.io/rack]")
+    with pytest.raises(ConfigError, match=r"a level is listed twice: kbatch\.io/rack"):
+        simulate(documents=[conf_map(conf), *racks(1)])
