@@ -12,6 +12,19 @@ does not change (DESIGN §10).
 Arguments: ``binpack.weight`` (1), ``binpack.cpu`` (1), ``binpack.memory`` (1),
 ``binpack.resources`` (other resource names, comma separated) and
 ``binpack.resources.<name>`` (the weight of a listed resource, default 1).
+
+``binpack.lostOpportunity: true`` (Armada's executor, DESIGN §12) also counts the
+room a placement would strand: after the task, each configured resource the node has
+is free by some fraction, and the node can only take more work as far as its *least*
+free resource allows; what the others have beyond that is stranded (a cpu job filling
+the cpus of a GPU node strands its GPUs). The score becomes
+
+    10 × binpack.weight × max(fill − stranded, 0)
+
+with ``fill`` the score above (over 10 × weight) and ``stranded`` the weighted mean,
+over the configured resources the node has, of (free_r − min free), so that the task
+goes where it fills most *and* leaves the fewest resources no job could use, and big
+jobs find whole nodes.
 """
 
 from collections.abc import Mapping
@@ -35,6 +48,7 @@ CPU_WEIGHT = "binpack.cpu"
 MEMORY_WEIGHT = "binpack.memory"
 RESOURCES = "binpack.resources"
 RESOURCE_WEIGHT_PREFIX = "binpack.resources."
+LOST_OPPORTUNITY = "binpack.lostOpportunity"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +57,7 @@ class BinpackArguments:
     cpu: float = 1.0
     memory: float = 1.0
     resources: tuple[tuple[str, float], ...] = ()  # other resources and their weights
+    lost_opportunity: bool = False  # count the room a placement strands
 
     def resource_weights(self) -> dict[str, float]:
         return {CPU: self.cpu, MEMORY: self.memory, **dict(self.resources)}
@@ -51,7 +66,10 @@ class BinpackArguments:
 def parse_arguments(args: Mapping[str, Any]) -> BinpackArguments:
     """Validate the weights and the resource list; raise ValueError naming the bad argument."""
     arguments.refuse_unknown(
-        args, (WEIGHT, CPU_WEIGHT, MEMORY_WEIGHT, RESOURCES), NAME, prefix=RESOURCE_WEIGHT_PREFIX
+        args,
+        (WEIGHT, CPU_WEIGHT, MEMORY_WEIGHT, RESOURCES, LOST_OPPORTUNITY),
+        NAME,
+        prefix=RESOURCE_WEIGHT_PREFIX,
     )
     listed = [
         name.strip() for name in arguments.text(args, RESOURCES, "").split(",") if name.strip()
@@ -72,6 +90,7 @@ def parse_arguments(args: Mapping[str, Any]) -> BinpackArguments:
         cpu=arguments.number(args, CPU_WEIGHT, 1.0),
         memory=arguments.number(args, MEMORY_WEIGHT, 1.0),
         resources=resources,
+        lost_opportunity=arguments.boolean(args, LOST_OPPORTUNITY, False),
     )
 
 
@@ -110,6 +129,26 @@ def on_session_open(session: Session, option: PluginOption) -> None:
         fits = np.all(after <= allocatable + EPSILON, axis=1)
         fraction = np.zeros((len(idx), len(weight)))
         np.divide(after[:, scored], allocatable[:, scored], out=fraction, where=fits[:, None])
-        return fraction @ weight * (MAX_SCORE * args.weight / weight_sum)
+        fill = fraction @ weight / weight_sum
+        if args.lost_opportunity:
+            fill = np.where(fits, np.maximum(fill - stranded(task, idx), 0.0), 0.0)
+        return fill * (MAX_SCORE * args.weight)
+
+    def stranded(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        """Per node, the weighted mean over the configured resources it has of how much
+        more of each is free, after ``task``, than of its least free one."""
+        allocatable = nodes.allocatable.take(idx, axis=0)[:, configured]
+        after = nodes.used.take(idx, axis=0)[:, configured] + task.request[configured]
+        has = allocatable > EPSILON
+        free = np.ones_like(allocatable)
+        np.divide(allocatable - after, allocatable, out=free, where=has)
+        least = np.min(np.where(has, free, np.inf), axis=1, initial=np.inf)
+        least = np.where(np.isfinite(least), least, 1.0)
+        weight = np.where(has, weights[configured], 0.0)
+        total = weight.sum(axis=1)
+        excess = np.where(has, np.clip(free - least[:, None], 0.0, 1.0), 0.0)
+        out = np.zeros(len(idx))
+        np.divide((excess * weight).sum(axis=1), total, out=out, where=total > 0)
+        return out
 
     session.add_node_order_fn(node_order)
