@@ -114,7 +114,7 @@ def placement(
     for level in tried_levels:
         fitting = _fitting(levels, level, per_node, need)
         if fitting:
-            return Placement(tuple(fitting[:DOMAINS_TRIED]))
+            return Placement(tuple(fitting))
     if request.mode == PREFERRED:
         return ANYWHERE
     return Placement(waiting=_why_not(levels, request.level, per_node, need))
@@ -153,11 +153,12 @@ def _domain(levels: Levels, level: str, number: int, per_node: np.ndarray) -> Do
 
 
 def _fitting(levels: Levels, level: str, per_node: np.ndarray, need: int) -> list[Domain]:
-    """The domains of ``level`` with room for ``need`` pods, the tightest first."""
+    """The (first ``DOMAINS_TRIED``) domains of ``level`` with room for ``need`` pods,
+    the tightest first."""
     holds = _holds(levels, level, per_node)
     _, names = levels.ids(level)
     order = sorted(np.flatnonzero(holds >= need), key=lambda d: (holds[d], names[d]))
-    return [_domain(levels, level, int(d), per_node) for d in order]
+    return [_domain(levels, level, int(d), per_node) for d in order[:DOMAINS_TRIED]]
 
 
 def _why_not(levels: Levels, level: str, per_node: np.ndarray, need: int) -> str:
