@@ -27,6 +27,8 @@ Timeout = float | tuple[float, float] | None  # seconds, or (connect, read)
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+# Merges a list by its patch key: a pod's status.conditions by type.
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 # Connections kept to the API server: the bind workers, the writer and the watches.
 CONNECTION_POOL = 32
 # No retry of a refused or timed-out connection (the client's default tries 4 times,

@@ -106,6 +106,8 @@ class PodRecord:
     nominated_node: str | None = None  # status.nominatedNodeName: room kept for it there
     started: float | None = None  # status.startTime (None: not started)
     role: str = ""  # kbatch.io/task (or volcano.sh/task-spec): its role in the gang
+    # status.conditions' PodScheduled as (status, reason, message); None: none
+    scheduled_condition: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +247,18 @@ def parse_pod(obj: Mapping[str, Any], previous: PodRecord | None = None) -> PodR
         nominated_node=pod.nominated_node or None,
         started=started,
         role=role_of(pod.annotations),
+        scheduled_condition=_scheduled_condition(obj),
     )
+
+
+def _scheduled_condition(obj: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    for condition in fields.mappings(obj, "status.conditions"):
+        if condition.get("type") == "PodScheduled":
+            status, reason, message = (
+                str(condition.get(key) or "") for key in ("status", "reason", "message")
+            )
+            return status, reason, message
+    return None
 
 
 def role_of(annotations: Mapping[str, str]) -> str:

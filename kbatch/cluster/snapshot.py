@@ -125,6 +125,7 @@ class SnapshotBuilder:
                 started=pod.started,
                 critical=pod.spec.priority_class_name in CRITICAL_CLASSES,
                 role=pod.role,
+                scheduled_condition=pod.scheduled_condition,
             )
             if job is not None:
                 job.add_task(task)

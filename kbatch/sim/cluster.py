@@ -282,6 +282,9 @@ class SimCluster:
             "phase": "Running",
             "startTime": clock.timestamp(self.clock.now),
         }
+        # the API server's binding sets PodScheduled=True
+        scheduled = {"type": decided.POD_SCHEDULED, "status": "True"}
+        status["conditions"] = _with_condition(status.get("conditions"), scheduled, self.clock.now)
         self._apply_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
         self._start(self.pods.setdefault(_key(pod), PodTimes()))
         self.record(ref, "Normal", decided.SCHEDULED, decided.scheduled_message(task.key, node))
@@ -313,6 +316,22 @@ class SimCluster:
 
     def update_queue(self, name: str, status: QueueStatus) -> None:
         self._write_status("Queue", "", name, status.model_dump(mode="json", by_alias=True))
+
+    def update_pod_condition(self, condition: decided.PodCondition) -> None:
+        """PodScheduled into the pod's status.conditions (a strategic merge by type)."""
+        task = condition.task
+        pod = self.state.get("Pod", task.namespace, task.name)
+        if pod is None or pod["spec"].get("nodeName"):
+            return
+        written = {
+            "type": decided.POD_SCHEDULED,
+            "status": condition.status,
+            "reason": condition.reason,
+            "message": condition.message,
+        }
+        status = dict(pod.get("status") or {})
+        status["conditions"] = _with_condition(status.get("conditions"), written, self.clock.now)
+        self._apply_pod({**pod, "status": status})
 
     def _write_status(self, kind: str, namespace: str, name: str, status: Object) -> None:
         obj = self.state.get(kind, namespace, name)
@@ -358,3 +377,16 @@ def _key(pod: Object) -> PodKey:
 def group_of(pod: Object) -> str | None:
     annotations = pod["metadata"].get("annotations") or {}
     return annotations.get(GROUP_NAME_ANNOTATION) or None
+
+
+def _with_condition(conditions: object, condition: Object, now: float) -> list[Object]:
+    """``conditions`` with ``condition`` in place of the one of its type (its transition
+    time kept when the status did not change)."""
+    others = (
+        [c for c in conditions or [] if isinstance(c, dict)] if isinstance(conditions, list) else []
+    )
+    old = next((c for c in others if c.get("type") == condition["type"]), None)
+    same = old is not None and old.get("status") == condition["status"]
+    when = old.get("lastTransitionTime") if same and old is not None else clock.timestamp(now)
+    kept = [c for c in others if c.get("type") != condition["type"]]
+    return [*kept, {**condition, "lastTransitionTime": when}]

@@ -250,6 +250,7 @@ class ClusterBackend:
     _held: bool = False  # the lease is ours and kbatch run has been seen to stop
     last_scrape: str = ""  # /metrics at the last read-back
     last_metrics: dict[str, float] = field(default_factory=dict)  # its samples
+    last_pods: list[Json] = field(default_factory=list)  # the pods as read back
     # /metrics just before the scheduler took the last scenario on: kbatch run serves
     # the whole e2e session, so its counters count earlier scenarios too
     metrics_before: dict[str, float] = field(default_factory=dict)
@@ -537,6 +538,7 @@ class ClusterBackend:
                 key = (e["namespace"], e["name"])
                 evictions[key] = evictions.get(key, 0) + 1
         live = [p for ns in recorder.namespaces for p in self._list(collection("Pod", ns))]
+        self.last_pods = live
         live_uids = {p["metadata"]["uid"] for p in live}
         pods = [_pod_row(p, False, evictions) for p in live] + [
             _pod_row(p, True, evictions) for uid, p in removed.items() if uid not in live_uids

@@ -326,6 +326,25 @@ class KubeCluster:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
         self._write_status(path, status.model_dump(mode="json", by_alias=True, exclude_none=True))
 
+    def update_pod_condition(self, condition: decided.PodCondition) -> None:
+        """The pod's PodScheduled condition, merged into its status by type (the others
+        are the kubelet's), on the writer after the binds in flight."""
+        task = condition.task
+        path = f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status"
+        written = {
+            "type": decided.POD_SCHEDULED,
+            "status": condition.status,
+            "reason": condition.reason,
+            "message": condition.message,
+            "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        patch = {"status": {"conditions": [written]}}
+        if self.may_write():
+            with contextlib.suppress(RuntimeError):  # shut down meanwhile
+                self._writes.submit(
+                    self._write, "pod condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH
+                )
+
     def _write_status(self, path: str, status: dict[str, Any]) -> None:
         """In order on the writer; after the binds in flight (which the status counts),
         waiting at most EVENT_WAIT_FOR_BINDS from now."""

@@ -61,7 +61,9 @@ def execute(session: Session) -> None:
         jobs = per_queue[name]
         if session.overused(queue):
             for _, _, job in jobs:
-                session.note_waiting(job, f"queue {name} is using its deserved share", first=True)
+                session.note_waiting(
+                    job, f"queue {name} is using its deserved share", first=True, by_queue=True
+                )
             continue
         if not jobs:
             continue
@@ -138,7 +140,9 @@ def _place_requested(
     placed = 0
     for task in sorted(tasks, key=session.task_order_key):
         if not session.allocatable(queue, task):
-            session.note_waiting(job, f"queue {queue.name} has reached its capability")
+            session.note_waiting(
+                job, f"queue {queue.name} has reached its capability", by_queue=True
+            )
             break
         choice = placer.choose(task) if within is None else topology.choose(placer, task, within)
         if choice is None:

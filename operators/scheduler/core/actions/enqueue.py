@@ -63,11 +63,11 @@ def execute(session: Session) -> None:
 def _try_admit(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray) -> np.ndarray:
     queue = session.queues[job.queue]
     if not queue.open:
-        session.note_waiting(job, f"queue {queue.name} is Closed")
+        session.note_waiting(job, f"queue {queue.name} is Closed", by_queue=True)
         return idle
     vote, why = session.job_enqueueable(job)
     if vote is Vote.REJECT:
-        session.note_waiting(job, f"not admitted: {why}")
+        session.note_waiting(job, f"not admitted: {why}", by_queue=True)
         return idle
     need = job.min_resources * mask if job.min_resources is not None else None
     if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):

@@ -73,6 +73,8 @@ class TaskInfo:
     # status.nominatedNodeName): the room is kept for it there (NodeSet.reserve).
     nominated: int = NO_NODE
     role: str = ""  # its role in the gang (kbatch.io/task), counted for minTaskMember
+    # its pod's PodScheduled condition as (status, reason, message); None: it has none
+    scheduled_condition: tuple[str, str, str] | None = None
 
     @property
     def request(self) -> np.ndarray:

@@ -15,6 +15,7 @@ from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import QueueStatus, rfc3339
 from kbatch.operators.podgroup import status as pod_group_status_rules
+from kbatch.operators.scheduler.core.framework import pod_conditions
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import (
     FAILED_SCHEDULING,
@@ -106,4 +107,5 @@ def publish(session: Session) -> Outcome:
         refused = session.refused_groups.get(f"{pod.namespace}/{pod.group}")
         message = missing_group_message(pod.namespace, pod.group, refused)
         outcome.events.append(Event(ref, "Warning", FAILED_SCHEDULING, message))
+    pod_conditions.add(session)
     return outcome

@@ -22,6 +22,12 @@ EVENT_REPEAT_SECONDS = 300.0
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's reason, for a rejected bind too
 EVICT = "Evict"
+# A pending pod's PodScheduled condition (DESIGN §13): kube-scheduler's reason when no
+# node takes it (cluster-autoscaler and Karpenter scale up for exactly that), another
+# when its queue holds it, which autoscalers leave alone: more nodes would not help.
+POD_SCHEDULED = "PodScheduled"
+UNSCHEDULABLE = "Unschedulable"
+QUEUE_LIMITED = "kbatch.io/QueueLimited"
 FAILED_EVICTION = "FailedEviction"
 
 
@@ -74,6 +80,19 @@ class Event:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    """A pod's PodScheduled condition to write: status, reason, message."""
+
+    task: TaskInfo
+    status: str
+    reason: str
+    message: str
+
+    def triple(self) -> tuple[str, str, str]:
+        return (self.status, self.reason, self.message)
+
+
 @dataclass(slots=True)
 class Outcome:
     """A session's decisions, in the order a backend applies them."""
@@ -83,6 +102,7 @@ class Outcome:
     nominations: list[Nomination] = field(default_factory=list)
     pod_groups: list[PodGroupUpdate] = field(default_factory=list)
     queues: list[QueueUpdate] = field(default_factory=list)
+    pod_conditions: list[PodCondition] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
@@ -98,13 +118,15 @@ class Backend(Protocol):
     def nominate(self, task: TaskInfo, node: str | None) -> None: ...
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None: ...
     def update_queue(self, name: str, status: QueueStatus) -> None: ...
+    def update_pod_condition(self, condition: PodCondition) -> None: ...
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None: ...
 
 
 def apply_in_order(backend: Backend, outcome: Outcome) -> None:
     """The one order both backends apply an outcome in: the binds (then ``flush``: all
     of them are known, to be sent), the evictions, the nominations, then the PodGroup
-    and Queue statuses that count them, then the events."""
+    and Queue statuses that count them, the pods' PodScheduled conditions, then the
+    events."""
     for bind in outcome.binds:
         backend.bind(bind.task, bind.node)
     backend.flush()
@@ -116,6 +138,8 @@ def apply_in_order(backend: Backend, outcome: Outcome) -> None:
         backend.update_pod_group(group.namespace, group.name, group.status)
     for queue in outcome.queues:
         backend.update_queue(queue.name, queue.status)
+    for condition in outcome.pod_conditions:
+        backend.update_pod_condition(condition)
     for event in outcome.events:
         backend.record(event.ref, event.type, event.reason, event.message)
 

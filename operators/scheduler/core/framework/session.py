@@ -83,6 +83,7 @@ class Session(TieredFunctions):
         # Why jobs did not get what they asked for (see the notes below).
         self._fit_errors: dict[str, dict[str, FitError]] = {}  # job -> task -> reasons
         self._waiting: dict[str, str] = {}  # job -> why, in words
+        self._held_by_queue: set[str] = set()  # jobs whose queue, not the cluster, holds them
         self._invalid: dict[str, Invalid] = {}
         self._conditions: dict[str, list[PodGroupCondition]] = {}
         # Room kept this session for a job waiting for nodes to drain (the reserve
@@ -219,16 +220,26 @@ class Session(TieredFunctions):
     def fit_errors_of(self, job: JobInfo) -> dict[str, FitError]:
         return self._fit_errors.get(job.uid, {})
 
-    def note_waiting(self, job: JobInfo, why: str, first: bool = False) -> None:
+    def note_waiting(
+        self, job: JobInfo, why: str, first: bool = False, by_queue: bool = False
+    ) -> None:
         """Why ``job`` did not get what it asked for, in words (``first``: unless an
-        earlier step already said why)."""
-        if first:
-            self._waiting.setdefault(job.uid, why)
+        earlier step already said why); ``by_queue``: its queue holds it (its share, its
+        capability, its state), not the cluster's size, so more nodes would not help."""
+        if first and job.uid in self._waiting:
+            return
+        self._waiting[job.uid] = why
+        if by_queue:
+            self._held_by_queue.add(job.uid)
         else:
-            self._waiting[job.uid] = why
+            self._held_by_queue.discard(job.uid)
 
     def waiting_reason(self, job: JobInfo) -> str | None:
         return self._waiting.get(job.uid)
+
+    def held_by_queue(self, job: JobInfo) -> bool:
+        """Does ``job`` wait for its queue (see ``note_waiting``)?"""
+        return job.uid in self._held_by_queue
 
     def invalidate(self, job: JobInfo, verdict: Invalid) -> None:
         """``job`` may not be scheduled at all (job_valid, or the framework's own checks)."""
@@ -278,3 +289,9 @@ class Session(TieredFunctions):
 def histogram(reasons: dict[str, int]) -> str:
     """'2 Insufficient cpu, 1 node(s) didn't match node selector' (Kubernetes' wording)."""
     return ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+
+
+def nodes_unavailable(nodes: int, reasons: dict[str, int]) -> str:
+    """kube-scheduler's words: '0/4 nodes are available: 4 Insufficient cpu' (the
+    counts are of nodes, which the bare histogram left the reader to guess)."""
+    return f"0/{nodes} nodes are available: {histogram(reasons)}"

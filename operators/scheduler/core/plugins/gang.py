@@ -23,7 +23,11 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.core.framework.session import FitError, Session, histogram
+from kbatch.operators.scheduler.core.framework.session import (
+    FitError,
+    Session,
+    nodes_unavailable,
+)
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, no_preemptor
 
 NAME = "gang"
@@ -258,12 +262,6 @@ def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], messag
         session.record_event(
             ObjectRef("Pod", task.namespace, task.name), "Warning", "FailedScheduling", detail
         )
-
-
-def nodes_unavailable(nodes: int, reasons: dict[str, int]) -> str:
-    """kube-scheduler's words: '0/4 nodes are available: 4 Insufficient cpu' (the
-    counts are of nodes, which the bare histogram left the reader to guess)."""
-    return f"0/{nodes} nodes are available: {histogram(reasons)}"
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
