@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from kbatch import cli_visibility
 from kbatch.cluster.errors import ObjectError
 from kbatch.config import ConfigError
 from kbatch.sim import clock, manifests
@@ -277,6 +278,7 @@ def parser() -> argparse.ArgumentParser:
     _add_simulate(commands)
     _add_bench(commands)
     _add_run(commands)
+    cli_visibility.add_commands(commands)  # queues, jobs, explain
     return root
 
 

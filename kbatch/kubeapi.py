@@ -170,3 +170,29 @@ def _call(
         raise
     EXCHANGES.answer(number)
     return response.response
+
+
+def list_items(
+    api: ApiClient,
+    path: str,
+    query: dict[str, str] | None = None,
+    page_size: int = 500,
+    timeout: Timeout = 60,
+) -> list[dict[str, Any]]:
+    """Every item of the collection at ``path`` (all pages, ``page_size`` at a time),
+    as the server lists them (without ``kind``); ApiError as ``raw_get`` raises it."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        params = {**(query or {}), "limit": str(page_size)}
+        if token:
+            params["continue"] = token
+        response = raw_get(api, path, params, timeout)
+        try:
+            body = json.loads(response.data)
+        finally:
+            response.release_conn()
+        items.extend(body.get("items") or [])
+        token = (body.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items

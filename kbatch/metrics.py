@@ -23,6 +23,10 @@ from kbatch.operators.scheduler.core.framework.session import Session
 
 LATENCY_MS_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 TASK_MS_BUCKETS = (10, 100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000)
+# A PodGroup's wait, creation to start: seconds to a day.
+WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
+NOT_STARTED = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE)
+STARTED = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
 RESOURCE_KINDS = ("allocated", "request", "deserved", "capability")
 PHASES = {
     PodGroupPhase.PENDING: "pending",
@@ -104,6 +108,15 @@ class SchedulerMetrics:
             ["queue_name"],
             registry=r,
         )
+        # Where a job stands in line is not a metric (one series per job): the CLI computes
+        # it (kbatch jobs). How long jobs wait, per queue, is.
+        self.pod_group_wait = Histogram(
+            "kbatch_podgroup_wait_seconds",
+            "From a PodGroup's creation to its start (phase Running), by queue",
+            ["queue_name"],
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
         self.queue_groups = {
             phase: Gauge(
                 f"kbatch_queue_pod_group_{name}_count",
@@ -117,6 +130,7 @@ class SchedulerMetrics:
         self._series: dict[Gauge, set[tuple[str, ...]]] = {}
         self._setting: dict[Gauge, set[tuple[str, ...]]] = {}
         self._retried: set[str] = set()  # job ids with a kbatch_job_retry_counts series
+        self._waited: set[str] = set()  # queues with a kbatch_podgroup_wait_seconds series
 
     def _labelled_gauges(self) -> list[Gauge]:
         return [
@@ -158,6 +172,7 @@ class SchedulerMetrics:
         self.victims.set(stats.preemption_victims)
         self.preemption_attempts.inc(stats.preemption_attempts)
         self._record_jobs(session)
+        self._record_waits(session)
         self._record_queues(session)
         self._remove_unset()
 
@@ -166,6 +181,8 @@ class SchedulerMetrics:
         that stopped scheduling must not keep exporting what it saw last."""
         for gauge in self._labelled_gauges():
             gauge.clear()
+        self.pod_group_wait.clear()  # the leader's to tell; a reset is what rate() expects
+        self._waited.clear()
         self._series.clear()
         self._setting.clear()
         self.unschedulable_jobs.set(0)
@@ -184,6 +201,24 @@ class SchedulerMetrics:
             with contextlib.suppress(KeyError):
                 self.job_retries.remove(gone)
         self._retried &= session.jobs.keys()
+
+    def _record_waits(self, session: Session) -> None:
+        """A PodGroup that this session started (its status moves from Pending or Inqueue
+        to Running, or straight to Completed) waited from its creation until now. Once
+        only: the next session sees it Running already, and so does a new leader."""
+        for update in session.outcome.pod_groups:
+            job = session.jobs.get(f"{update.namespace}/{update.name}")
+            if job is None or update.status.phase not in STARTED:
+                continue
+            was = job.old_status.phase if job.old_status is not None else PodGroupPhase.PENDING
+            if was in NOT_STARTED:
+                wait = max(session.now - job.created, 0.0)
+                self.pod_group_wait.labels(queue_name=job.queue).observe(wait)
+                self._waited.add(job.queue)
+        for gone in self._waited - session.queues.keys():
+            with contextlib.suppress(KeyError):
+                self.pod_group_wait.remove(gone)
+        self._waited &= session.queues.keys()
 
     def _record_queues(self, session: Session) -> None:
         groups: dict[str, dict[PodGroupPhase, int]] = {q: {} for q in session.queues}

@@ -1,0 +1,329 @@
+"""``kbatch queues``, ``kbatch jobs``, ``kbatch explain``: where work stands, read from a cluster.
+
+They read, with the user's own kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``,
+``~/.kube/config`` or in-cluster credentials), what kbatch schedules and publishes —
+nodes, pods, PodGroups, Queues, PriorityClasses, ResourceQuotas; the Jobs kbatch holds
+and the events, when asked — and compute the rest with the scheduler's own code
+(``kbatch.visibility`` for the line, ``kbatch.eta`` for when). They write nothing. The
+scheduler conf is ``--scheduler-conf FILE``, else the one in the chart's ConfigMap
+(label ``app.kubernetes.io/name=kbatch``, key ``scheduler.conf``) when the user may read
+ConfigMaps, else the default; the output says which.
+
+The same main is the kubectl plugin ``kubectl-kbatch`` (``kubectl kbatch jobs``).
+"""
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from kbatch import eta, kubeapi, visibility
+from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
+from kbatch.config import ConfigError, SchedulerConf
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.sim import clock
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+CHART_CONF_SELECTOR = "app.kubernetes.io/name=kbatch"
+CHART_CONF_KEY = "scheduler.conf"
+# kind -> the collection across all namespaces
+COLLECTIONS = {
+    "Node": "/api/v1/nodes",
+    "Pod": "/api/v1/pods",
+    "PodGroup": f"/apis/{GROUP}/{VERSION}/podgroups",
+    "Queue": f"/apis/{GROUP}/{VERSION}/queues",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "ResourceQuota": "/api/v1/resourcequotas",
+    "Job": "/apis/batch/v1/jobs",
+}
+
+
+class Source(Protocol):
+    """Where the commands read a cluster from (the API server; a test's objects)."""
+
+    def objects(self, *, jobs: bool, events_in: str | None) -> visibility.ClusterObjects: ...
+
+    def conf(self) -> tuple[SchedulerConf, str]: ...
+
+
+@dataclass
+class LiveSource:
+    """The API server of a kubeconfig, read through ``kbatch.kubeapi``."""
+
+    api: Any
+    conf_file: Path | None
+    warn: Callable[[str], None]
+
+    def objects(self, *, jobs: bool, events_in: str | None) -> visibility.ClusterObjects:
+        read = {kind: self._list(kind) for kind in COLLECTIONS if kind != "Job"}
+        if jobs:
+            read["Job"] = self._list("Job", optional="held Jobs' pods are not foreseen")
+        events = []
+        if events_in is not None:
+            path = f"/api/v1/namespaces/{events_in}/events"
+            events = self._items(path, "Event", optional="no events shown")
+        return visibility.ClusterObjects(
+            now=time.time(),
+            nodes=read["Node"],
+            pods=read["Pod"],
+            pod_groups=read["PodGroup"],
+            queues=read["Queue"],
+            priority_classes=read["PriorityClass"],
+            quotas=read["ResourceQuota"],
+            jobs=read.get("Job", []),
+            events=events,
+        )
+
+    def _list(self, kind: str, optional: str = "") -> list[dict[str, Any]]:
+        return self._items(COLLECTIONS[kind], kind, optional)
+
+    def _items(self, path: str, kind: str, optional: str = "") -> list[dict[str, Any]]:
+        try:
+            items = kubeapi.list_items(self.api, path)
+        except kubeapi.ApiError as exc:
+            if not optional or exc.status not in (403, 404):
+                raise
+            self.warn(f"cannot list {kind}s ({exc}): {optional}")
+            return []
+        for item in items:
+            item["kind"] = kind  # a list's items do not say
+        return items
+
+    def conf(self) -> tuple[SchedulerConf, str]:
+        if self.conf_file is not None:
+            return runner.load_conf_file(self.conf_file), str(self.conf_file)
+        try:
+            maps = kubeapi.list_items(
+                self.api, "/api/v1/configmaps", {"labelSelector": CHART_CONF_SELECTOR}
+            )
+        except kubeapi.ApiError as exc:
+            if exc.status not in (403, 404):
+                raise
+            return runner.default_conf(), f"the default (cannot read ConfigMaps: {exc})"
+        for config_map in maps:
+            text = (config_map.get("data") or {}).get(CHART_CONF_KEY)
+            if text is None:
+                continue
+            meta = config_map["metadata"]
+            where = f"ConfigMap {meta.get('namespace')}/{meta['name']}"
+            try:
+                return runner.load_conf(text, where), where
+            except ConfigError as exc:
+                self.warn(f"{exc}; using the default conf")
+        return runner.default_conf(), "the default (no kbatch ConfigMap found)"
+
+
+class KubeconfigError(ValueError):
+    """No usable kubeconfig or in-cluster credentials."""
+
+
+def warn(message: str) -> None:
+    print(f"kbatch: warning: {message}", file=sys.stderr)
+
+
+def source_for(args: argparse.Namespace) -> Source:
+    """The cluster of ``args.kubeconfig`` (tests replace this function)."""
+    try:
+        api = kubeapi.api_client(args.kubeconfig)
+    except Exception as exc:  # the client's ConfigException, or a kubeconfig file's error
+        raise KubeconfigError(f"no cluster to read: {exc}") from exc
+    return LiveSource(api, args.scheduler_conf, warn)
+
+
+def _names(args: argparse.Namespace) -> frozenset[str]:
+    return frozenset(args.scheduler_name or DEFAULT_SCHEDULER_NAMES)
+
+
+# ----------------------------------------------------------------------------- commands
+def queues(args: argparse.Namespace) -> int:
+    """``kbatch queues``: each queue's weight, shares and PodGroups, in queue order."""
+    from kbatch import visibility_output as out  # rich: only when printing
+
+    source = source_for(args)
+    conf, _ = source.conf()
+    line = visibility.line(source.objects(jobs=False, events_in=None), conf, _names(args))
+    _warn_all(line.warnings)
+    if args.output == "table":
+        out.show(sys.stdout, out.queues_table(line.queues))
+    else:
+        out.print_data(
+            sys.stdout, {"queues": [out.queue_data(q) for q in line.queues]}, args.output
+        )
+    return 0
+
+
+def jobs(args: argparse.Namespace) -> int:
+    """``kbatch jobs``: the waiting jobs in the order kbatch considers them."""
+    from kbatch import visibility_output as out  # rich: only when printing
+
+    source = source_for(args)
+    conf, conf_source = source.conf()
+    objects = source.objects(jobs=args.eta, events_in=None)
+    session, warnings = visibility.open_session(objects, conf, _names(args))
+    line = visibility.line_of(session, warnings)
+    _warn_all(line.warnings)
+    rows = [
+        row
+        for row in line.jobs
+        if (args.queue is None or row.queue == args.queue)
+        and (args.namespace is None or row.namespace == args.namespace)
+    ]
+    estimates = None
+    if args.eta:
+        targets = [out.job_uid(row) for row in rows]
+        estimates = _forecast(args, session, objects, conf, targets).estimates
+    if args.output == "table":
+        out.show(sys.stdout, out.jobs_table(rows, objects.now, estimates))
+        if not rows:
+            print("no waiting jobs")
+    else:
+        data = [
+            out.job_data(r, estimates.get(out.job_uid(r)) if estimates else None, objects.now)
+            for r in rows
+        ]
+        listing = {"asOf": out.micro_time(objects.now), "schedulerConf": conf_source, "jobs": data}
+        out.print_data(sys.stdout, listing, args.output)
+    return 0
+
+
+def explain(args: argparse.Namespace) -> int:
+    """``kbatch explain PODGROUP``: the full story of one job."""
+    from kbatch import visibility_output as out  # rich: only when printing
+
+    namespace, _, name = args.podgroup.rpartition("/")
+    namespace = namespace or args.namespace
+    source = source_for(args)
+    conf, conf_source = source.conf()
+    objects = source.objects(jobs=args.eta, events_in=namespace)
+    session, warnings = visibility.open_session(objects, conf, _names(args))
+    line = visibility.line_of(session, warnings)
+    _warn_all(line.warnings)
+    story = visibility.explain(session, line, objects, namespace, name)
+    if story is None:
+        print(f"kbatch: error: no PodGroup or pod {namespace}/{name}", file=sys.stderr)
+        return EXIT_FAILED
+    estimate = None
+    if args.eta:
+        uid = out.job_uid(story.job)
+        estimate = _forecast(args, session, objects, conf, [uid]).estimates.get(uid)
+    if args.output == "table":
+        out.show(sys.stdout, out.explanation(story, objects.now, estimate, conf_source))
+    else:
+        data = out.explanation_data(story, objects.now, estimate, conf_source)
+        out.print_data(sys.stdout, data, args.output)
+    return 0
+
+
+def _forecast(
+    args: argparse.Namespace,
+    session: Session,
+    objects: visibility.ClusterObjects,
+    conf: SchedulerConf,
+    targets: list[str],
+) -> eta.Forecast:
+    period = clock.parse_duration(args.period, "--period")
+    budget = clock.parse_duration(args.eta_budget, "--eta-budget")
+    if period <= 0:
+        raise clock.DurationError("--period: must be more than 0")
+    return eta.forecast(
+        session, objects, conf, targets, period=period, budget=budget, scheduler_names=_names(args)
+    )
+
+
+def _warn_all(warnings: list[str]) -> None:
+    for message in warnings:
+        warn(message)
+
+
+def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command``, with an API server's refusal or absence as one line and exit 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except kubeapi.ApiError as exc:
+            print(f"kbatch: error: cannot read the cluster: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except KubeconfigError as exc:
+            print(f"kbatch: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+
+    return run
+
+
+# ----------------------------------------------------------------------------- parsers
+def add_commands(commands: "argparse._SubParsersAction[Any]") -> None:
+    """Add ``queues``, ``jobs`` and ``explain`` to ``kbatch``'s subcommands."""
+    parser = commands.add_parser(
+        "queues",
+        help="queues in kbatch's order: weight, deserved, allocated, share, PodGroups",
+        description="Each Queue as kbatch sees it now, in the order it serves them.",
+    )
+    _common(parser)
+    parser.set_defaults(command=guarded(queues))
+
+    parser = commands.add_parser(
+        "jobs",
+        help="waiting jobs in the order kbatch considers them, with their reasons",
+        description="The PodGroups (and pods of their own) that have not started, in the "
+        "order kbatch considers them: position in the cluster and in their queue, phase, "
+        "and why they wait.",
+    )
+    _common(parser)
+    parser.add_argument("-q", "--queue", metavar="QUEUE", help="only the jobs of this queue")
+    parser.add_argument("-n", "--namespace", metavar="NS", help="only the jobs of this namespace")
+    _eta_options(parser, "add an ETA column: the simulator run forward from now")
+    parser.set_defaults(command=guarded(jobs))
+
+    parser = commands.add_parser(
+        "explain",
+        help="the full story of one PodGroup: conditions, reasons, what is ahead, events",
+        description="Why a PodGroup (or a pod of its own) waits: its conditions, its "
+        "place in line, the jobs ahead of it, its last events; with --eta, when it starts.",
+    )
+    parser.add_argument("podgroup", metavar="PODGROUP", help="NAME or NAMESPACE/NAME")
+    parser.add_argument("-n", "--namespace", default="default", metavar="NS")
+    _common(parser)
+    _eta_options(parser, "estimate when it starts: the simulator run forward from now")
+    parser.set_defaults(command=guarded(explain))
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, ~/.kube/config or in-cluster"
+    )
+    parser.add_argument(
+        "--scheduler-conf",
+        type=Path,
+        metavar="FILE",
+        help="the scheduler conf (default: the chart's ConfigMap, else kbatch's default)",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="a schedulerName kbatch serves (repeatable; default kbatch and kube-batch)",
+    )
+    parser.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+
+
+def _eta_options(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--eta", action="store_true", help=help_text)
+    parser.add_argument(
+        "--period",
+        default="1s",
+        metavar="DURATION",
+        help="the scheduler's --schedule-period (default 1s)",
+    )
+    parser.add_argument(
+        "--eta-budget",
+        default=f"{eta.BUDGET:g}s",
+        metavar="DURATION",
+        help="stop simulating after this long; what has not started is 'later than' "
+        f"(default {eta.BUDGET:g}s)",
+    )

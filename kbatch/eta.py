@@ -1,0 +1,331 @@
+"""When will a waiting job start: the simulator run forward from a snapshot of the live cluster.
+
+The answer comes from the scheduler itself, not from a formula: the live objects become
+the simulator's input at simulated time 0 = now (``kbatch.eta_input``: nodes, the pods on
+them, the waiting PodGroups, their pods and held Jobs, queues, priority classes), and
+the real scheduler, with the cluster's own conf, runs forward — skipping the steps in
+which nothing can change — until the jobs asked about have started (their PodGroup
+Running, a pod of its own bound). Nothing in between is guessed: who goes first, what
+backfills, what is reclaimed, is what the scheduler does.
+
+What the simulator cannot know is how long the work runs: each pod's runtime comes from
+``kbatch.runtimes`` (activeDeadlineSeconds, kbatch.io/lifetime, else the median of
+finished pods of its PodGroup or queue); a pod with no known runtime runs for ever, so
+a job that waits only for it gets "unknown". The answer says which runtimes it rested
+on, and how far to trust it: high when they are all deadlines or lifetimes, medium
+when medians of at least ``CONFIDENT_SAMPLES`` finished pods, low otherwise.
+
+Cost: every simulated step with a finish or a start in it runs a whole session, and a
+session on 1,000 nodes and 10,000 pending pods takes a good part of a second; what the
+jobs ahead do (their binds, their statuses) costs the same whatever the step. So the
+step is the scheduling period while the work is short or the cluster small, and grows
+with the work on a large cluster: a round number of periods that makes the median known
+runtime at least ``STEPS_PER_RUNTIME`` steps (``POD_STEPS`` over the pods, when that is
+more). An estimate is exact to one step (the answer says so when a step is more than a
+period). A forecast also stops after ``MAX_SESSIONS`` sessions or ``budget`` seconds of
+its own; what has not started by then is "later than" the time reached.
+"""
+
+import math
+import statistics
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kbatch import eta_input, runtimes, visibility
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.config import SchedulerConf
+from kbatch.eta_input import Plan
+from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.runtimes import Runtime
+from kbatch.sim import manifests, runner
+
+HORIZON = 7 * 24 * 3600.0  # simulated seconds: later than this is "later than a week"
+MAX_SESSIONS = 400  # sessions a forecast may run (each is a whole scheduling session)
+BUDGET = 30.0  # seconds of wall time after which a forecast stops simulating
+# At least this many steps per typical runtime, and more on a smaller cluster, where a
+# session costs less: POD_STEPS / pods, so that a forecast costs about the same anywhere.
+STEPS_PER_RUNTIME = 12
+POD_STEPS = 120_000
+ROUND_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)  # seconds
+CONFIDENT_SAMPLES = 5  # a median of fewer finished pods is a weak guess
+STARTED_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """When one job starts: ``seconds`` from now (None: unknown, or not before
+    ``later_than`` seconds); ``when`` for a table's column ('~14 min', 'now', '>2h00m',
+    'unknown'), ``text`` the whole answer in words; and what it rests on."""
+
+    seconds: float | None
+    when: str
+    text: str
+    confidence: str  # high | medium | low | none
+    running_done: int = 0  # running jobs that finish by then
+    ahead_started: int = 0  # waiting jobs that start first
+    runtimes: str = ""  # where the runtimes it rests on came from
+    later_than: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds,
+            "when": self.when,
+            "laterThan": self.later_than,
+            "text": self.text,
+            "confidence": self.confidence,
+            "runningJobsFinishing": self.running_done,
+            "waitingJobsStartingFirst": self.ahead_started,
+            "runtimes": self.runtimes,
+        }
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """A forward simulation's answers, by job uid (a PodGroup's namespace/name, a pod
+    of its own's ``pod:namespace/name``), and what it cost."""
+
+    estimates: dict[str, Estimate]
+    simulated: float  # seconds of simulated time it covered
+    sessions: int
+    wall_seconds: float
+    stopped: str  # started (all asked about did) | settled | horizon | budget
+    step: float  # the simulated step: an estimate is exact to one step
+
+
+class _Stop(Exception):
+    """Ends the forward run early: all asked about have started, or the budget is spent."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def forecast(
+    session: Session,
+    objects: visibility.ClusterObjects,
+    conf: SchedulerConf,
+    targets: Collection[str],
+    *,
+    period: float = 1.0,
+    horizon: float = HORIZON,
+    max_sessions: int = MAX_SESSIONS,
+    budget: float = BUDGET,
+    scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
+) -> Forecast:
+    """When the jobs ``targets`` (uids of ``session``'s jobs) start. ``session`` is
+    opened on ``objects`` (``visibility.open_session``, with the same
+    ``scheduler_names``) and is only read; ``period`` is the scheduler's."""
+    began = time.perf_counter()
+    waiting = {uid for uid, job in session.jobs.items() if visibility.is_waiting(job)}
+    asked = {uid for uid in targets if uid in waiting}
+    plan = eta_input.plan_of(session, objects)
+    step = step_for(plan, period)
+    limits = _Limits(max_sessions, began + budget)
+    options = runner.Options(period=step, until=horizon, scheduler_names=scheduler_names)
+    forward = _Forward(plan, conf, options, limits, session.jobs, asked)
+    stopped = "started"
+    if asked:
+        try:
+            forward.run()
+            stopped = "horizon" if forward.clock.now + step > horizon else "settled"
+        except _Stop as stop:
+            stopped = stop.why
+    estimates = {}
+    for uid in targets:
+        job = session.jobs.get(uid)
+        if job is None:
+            continue
+        if uid not in waiting:
+            started = f"started already ({job.phase.value})"
+            estimates[uid] = Estimate(0.0, "started", started, "high")
+            continue
+        reason = visibility.reason_of(session, job)
+        estimates[uid] = _estimate(job, forward, plan, stopped, reason, period)
+    return Forecast(
+        estimates,
+        forward.clock.now,
+        forward.totals.sessions,
+        time.perf_counter() - began,
+        stopped,
+        step,
+    )
+
+
+def step_for(plan: Plan, period: float) -> float:
+    """The simulated step: the period, or a round number of periods (``ROUND_STEPS``)
+    that makes the median known runtime at least ``STEPS_PER_RUNTIME`` steps (more
+    on a smaller cluster: ``POD_STEPS`` over its pods)."""
+    known = plan.known_runtimes()
+    if not known:
+        return period
+    pods = sum(1 for obj in plan.objects if obj["kind"] == "Pod")
+    steps = max(STEPS_PER_RUNTIME, POD_STEPS / max(pods, 1))
+    most = statistics.median(known) / steps
+    seconds = max((s for s in ROUND_STEPS if s <= most), default=period)
+    return period * max(1, math.floor(seconds / period))
+
+
+@dataclass(frozen=True)
+class _Limits:
+    sessions: int
+    deadline: float  # time.perf_counter() by which to stop
+
+
+# ----------------------------------------------------------------------------- the run
+class _Forward(runner.Simulation):
+    """The simulator, started from the plan's objects, noting when each waiting job
+    starts; it stops once every job asked about has (``_Stop``)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        conf: SchedulerConf,
+        options: runner.Options,
+        limits: _Limits,
+        jobs: Mapping[str, JobInfo],
+        asked: set[str],
+    ) -> None:
+        super().__init__(manifests.Manifests(), conf, options)
+        self.limits = limits
+        self.asked = asked
+        self.watched = {uid: job for uid, job in jobs.items() if visibility.is_waiting(job)}
+        self.started: dict[str, float] = {}
+        if asked:
+            self._import(plan)
+
+    def _import(self, plan: Plan) -> None:
+        order = manifests.CREATE_ORDER
+        for obj in sorted(plan.objects, key=lambda o: order.index(o["kind"])):
+            if obj["kind"] == "Job":  # through admission, which holds it for its group
+                runner.create(self.cluster, self.jobs, obj, self.admission)
+            else:
+                self.cluster.create(obj)
+        state = self.cluster.state
+        for (kind, namespace, name), stamp in plan.stamps.items():
+            current = state.get(kind, namespace, name)
+            if current is not None:
+                meta = {**current["metadata"], "creationTimestamp": stamp}
+                state.apply({**current, "metadata": meta})
+
+    def tick(self, now: float) -> bool:
+        changed = super().tick(now)
+        for uid, job in self.watched.items():
+            if uid not in self.started and self._has_started(job):
+                self.started[uid] = now
+        if self.asked <= self.started.keys():
+            raise _Stop("started")
+        if (
+            self.totals.sessions >= self.limits.sessions
+            or time.perf_counter() > self.limits.deadline
+        ):
+            raise _Stop("budget")
+        return changed
+
+    def _has_started(self, job: JobInfo) -> bool:
+        state = self.cluster.state
+        if job.has_pod_group:
+            return state.pod_group_phase(job.namespace, job.name) in STARTED_PHASES
+        pod = state.pod_record(job.namespace, job.name)
+        return pod is not None and bool(pod.node_name)
+
+
+# ----------------------------------------------------------------------------- answers
+def _estimate(
+    job: JobInfo, forward: _Forward, plan: Plan, stopped: str, reason: str, period: float
+) -> Estimate:
+    at = forward.started.get(job.uid)
+    if at is None:
+        return _not_started(forward, plan, stopped, reason)
+    done = [
+        uid
+        for uid, pods in plan.running.items()
+        if uid != job.uid and all(_ends_by(r, 0.0, at) for r in pods)
+    ]
+    ahead = [uid for uid, t in forward.started.items() if t < at and uid != job.uid]
+    rested_on = [r for pods in plan.running.values() for r in pods if _ends_by(r, 0.0, at)]
+    for uid in ahead:
+        start = forward.started[uid]
+        rested_on += [r for r in plan.pending.get(uid, []) if _ends_by(r, start, at)]
+    confidence = _confidence(rested_on)
+    parts = []
+    if done:
+        parts.append(f"{_count(len(done), 'running job')} {_verb(len(done), 'finish')} by then")
+    if ahead:
+        parts.append(f"{_count(len(ahead), 'waiting job')} {_verb(len(ahead), 'start')} first")
+    sources = runtimes.summary(rested_on)
+    if sources:
+        parts.append(f"runtimes from {sources}")
+    step = forward.options.period
+    if step > period:
+        parts.append(f"to within {human(step)}")
+    parts.append(f"{confidence} confidence")
+    when = "now" if at == 0 else f"~{human(at)}"
+    text = f"{when} ({'; '.join(parts)})"
+    return Estimate(at, when, text, confidence, len(done), len(ahead), sources)
+
+
+def _ends_by(runtime: Runtime, start: float, at: float) -> bool:
+    return runtime.seconds is not None and start + runtime.seconds <= at
+
+
+def _confidence(rested_on: list[Runtime]) -> str:
+    """high: every runtime it rests on is a deadline, a lifetime or a deletion (or none
+    was needed); medium: medians of at least CONFIDENT_SAMPLES finished pods; low: fewer."""
+    history = [r for r in rested_on if r.source in (runtimes.GROUP, runtimes.QUEUE)]
+    if not history:
+        return "high"
+    return "medium" if min(r.samples for r in history) >= CONFIDENT_SAMPLES else "low"
+
+
+def _not_started(forward: _Forward, plan: Plan, stopped: str, reason: str) -> Estimate:
+    reached = forward.clock.now
+    if stopped in ("horizon", "budget"):
+        why = "the simulation stopped there"
+        if stopped == "budget":
+            why += f" after {_count(forward.totals.sessions, 'session')}"
+        text = f"later than {human(reached)} ({why})"
+        return Estimate(None, f">{human(reached)}", text, "none", later_than=reached)
+    blockers = []
+    if plan.unknown_running:
+        blockers.append(
+            f"{_count(plan.unknown_running, 'running pod')} with no known runtime "
+            "(no activeDeadlineSeconds, kbatch.io/lifetime, or finished pods of their "
+            "PodGroup or queue)"
+        )
+    endless = [
+        uid for uid in forward.started if any(r.seconds is None for r in plan.pending.get(uid, []))
+    ]
+    if endless:
+        blockers.append(f"{_count(len(endless), 'job')} starting before it with no known runtime")
+    if not blockers:
+        blockers.append(f"it does not start once all else has finished: {reason}")
+    return Estimate(None, "unknown", "unknown: " + "; ".join(blockers), "none")
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
+def _verb(n: int, verb: str) -> str:
+    """The verb agreeing with ``n`` things: 'finishes', 'finish'."""
+    if n != 1:
+        return verb
+    return verb + ("es" if verb.endswith(("sh", "ch", "s")) else "s")
+
+
+def human(seconds: float) -> str:
+    """'45s', '14 min', '3h05m', '2d4h': as precise as a wait is worth."""
+    if seconds < 120:
+        return f"{round(seconds)}s"
+    minutes = round(seconds / 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours}h"

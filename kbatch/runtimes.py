@@ -1,0 +1,178 @@
+"""How long pods run: what an ETA may assume, and where each figure comes from.
+
+A start time can only be estimated from how long the work ahead will take. kbatch does
+not keep a history of its own; the simplest honest source is what the API server still
+holds: a pod that **Succeeded** keeps its ``status.startTime`` and its containers'
+``state.terminated.finishedAt``, so its runtime is the last finish minus the start
+(until the pod is deleted: Jobs keep theirs until their ``ttlSecondsAfterFinished``).
+Runtimes are grouped by PodGroup and by queue; a pod of its own counts for its queue.
+
+For one pod, in this order of trust:
+
+1. ``spec.activeDeadlineSeconds``: the kubelet ends the pod that long after it started
+   (an upper bound, met exactly by a job that runs to its deadline);
+2. its PodGroup's ``kbatch.io/lifetime`` (DESIGN §11, when more than 0): the time it
+   is meant to run for, from the group's first start — once it is over, it says
+   nothing more;
+3. the median runtime of its PodGroup's finished pods, else of its queue's; for a pod
+   already running for ``e`` seconds, the median of the runtimes longer than ``e``,
+   less ``e`` (a pod that has run long is one of the long ones);
+4. nothing: unknown (the simulator then lets it run for ever).
+
+Pure: raw objects and an opened session's jobs in, figures out.
+"""
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbatch.cluster import records
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+
+Object = dict[str, Any]
+
+DEADLINE = "activeDeadlineSeconds"
+LIFETIME = "lifetime"
+GROUP = "group"  # history of the same PodGroup
+QUEUE = "queue"  # history of the same queue
+DELETING = "deleting"  # a pod being deleted: until its grace period ends
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """How long a pod runs (a pending pod) or still runs (a running one): ``seconds``
+    (None: unknown), from ``source``; for history, how many finished pods of which
+    ``scope`` (a PodGroup's namespace/name, or a queue's name) it comes from."""
+
+    seconds: float | None
+    source: str
+    samples: int = 0
+    scope: str = ""
+
+    def words(self) -> str:
+        """Where it comes from, as the ETA's explanation says it."""
+        if self.source == DEADLINE:
+            return "activeDeadlineSeconds"
+        if self.source == LIFETIME:
+            return "kbatch.io/lifetime"
+        if self.source == DELETING:
+            return "the deletion grace period"
+        if self.source in (GROUP, QUEUE):
+            kind = "PodGroup" if self.source == GROUP else "queue"
+            pods = "pod" if self.samples == 1 else "pods"
+            return f"{self.samples} finished {pods} of {kind} {self.scope}"
+        return "no known runtime"
+
+
+@dataclass
+class History:
+    """Runtimes (seconds) of finished pods, by PodGroup key (namespace/name) and by
+    queue name."""
+
+    by_group: dict[str, list[float]] = field(default_factory=dict)
+    by_queue: dict[str, list[float]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, jobs: Iterable[JobInfo], pods: Mapping[str, Object]) -> "History":
+        """From the Succeeded tasks of ``jobs`` (a session's), whose raw pods ``pods``
+        (by namespace/name) say when they started and finished."""
+        history = cls()
+        for job in jobs:
+            for task in job.tasks_with(TaskStatus.SUCCEEDED):
+                pod = pods.get(task.key)
+                seconds = None if pod is None else finished_runtime(pod)
+                if seconds is None:
+                    continue
+                if job.has_pod_group:
+                    history.by_group.setdefault(job.uid, []).append(seconds)
+                history.by_queue.setdefault(job.queue, []).append(seconds)
+        return history
+
+    def samples(self, job: JobInfo) -> tuple[list[float], str, str]:
+        """The runtimes that speak for ``job``'s pods: its group's, else its queue's;
+        with their source and scope."""
+        own = self.by_group.get(job.uid) if job.has_pod_group else None
+        if own:
+            return own, GROUP, job.uid
+        return self.by_queue.get(job.queue, []), QUEUE, job.queue
+
+
+def finished_runtime(pod: Mapping[str, Any]) -> float | None:
+    """A Succeeded pod's runtime: its containers' last finishedAt minus its startTime
+    (None when either is missing or unreadable)."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Succeeded" or not status.get("startTime"):
+        return None
+    finishes = [
+        ((container.get("state") or {}).get("terminated") or {}).get("finishedAt")
+        for container in status.get("containerStatuses") or []
+    ]
+    try:
+        started = records.timestamp(status["startTime"], "status.startTime")
+        ends = [records.timestamp(f, "finishedAt") for f in finishes if f]
+    except ValueError:
+        return None
+    if not ends:
+        return None
+    return max(max(ends) - started, 0.0)
+
+
+def deadline_of(pod: Mapping[str, Any]) -> float | None:
+    """``spec.activeDeadlineSeconds`` (None when absent or not a positive number)."""
+    value = (pod.get("spec") or {}).get(DEADLINE)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return float(value)
+
+
+def pending_runtime(pod: Mapping[str, Any], job: JobInfo, history: History) -> Runtime:
+    """How long a pod that has not started will run once it does."""
+    deadline = deadline_of(pod)
+    if deadline is not None:
+        return Runtime(deadline, DEADLINE)
+    if job.lifetime:
+        return Runtime(job.lifetime, LIFETIME)
+    samples, source, scope = history.samples(job)
+    if samples:
+        return Runtime(statistics.median(samples), source, len(samples), scope)
+    return Runtime(None, UNKNOWN)
+
+
+def remaining_runtime(
+    pod: Mapping[str, Any], job: JobInfo | None, started: float, now: float, history: History
+) -> Runtime:
+    """How much longer a pod that started at ``started`` runs after ``now``. A pod of
+    another scheduler (``job`` None) is known by its deadline only."""
+    elapsed = max(now - started, 0.0)
+    deadline = deadline_of(pod)
+    if deadline is not None:
+        return Runtime(max(deadline - elapsed, 0.0), DEADLINE)
+    if job is None:
+        return Runtime(None, UNKNOWN)
+    ends = job.protected_until()
+    if job.lifetime and ends is not None and ends > now:
+        return Runtime(ends - now, LIFETIME)
+    samples, source, scope = history.samples(job)
+    longer = [seconds - elapsed for seconds in samples if seconds > elapsed]
+    if longer:
+        return Runtime(statistics.median(longer), source, len(samples), scope)
+    return Runtime(None, UNKNOWN)
+
+
+def summary(runtimes: Sequence[Runtime]) -> str:
+    """Where a set of runtimes came from, in words: 'activeDeadlineSeconds of 3 pods;
+    42 finished pods of queue research'."""
+    counted: dict[tuple[str, str], tuple[Runtime, int]] = {}
+    for runtime in runtimes:
+        key = (runtime.source, runtime.scope)
+        first, count = counted.get(key, (runtime, 0))
+        counted[key] = (first, count + 1)
+    parts = []
+    for (source, _), (runtime, count) in counted.items():
+        if source in (GROUP, QUEUE):
+            parts.append(runtime.words())  # it says how many pods the median is of
+        else:
+            parts.append(f"{runtime.words()} of {count} pod{'' if count == 1 else 's'}")
+    return "; ".join(parts)

@@ -1,0 +1,180 @@
+"""``kbatch jobs`` and ``kbatch explain --eta`` against a real API server and a running
+``kbatch run``, as a user runs them: the installed commands, with a kubeconfig.
+
+A node of 2 cpu runs a gang of 2 whose pods end at their activeDeadlineSeconds (the test
+kubelet ends them then); two more gangs of 2 wait behind it. ``kbatch jobs`` lists them
+in kbatch's order with their positions; ``kbatch explain --eta`` says when the first of
+them starts, and it does, within one scheduling period of that (plus the round trips of
+a real cluster: kubelet, watch and session, at most ``LATENCY``).
+
+Everything here is its own: a namespace, a queue, a node only its pods select, and a
+``kbatch run`` serving a scheduler name of its own, so no other test's pods are touched.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.cluster_backend import poll
+from e2e.conftest import KbatchRuns
+from e2e.controlplane import Cluster
+from kbatch.kubeapi import ApiError, request
+
+pytestmark = pytest.mark.e2e
+
+NAMESPACE = "kbatch-visibility"
+QUEUE = "visibility"
+NODE = "visibility-node"
+SCHEDULER = "kbatch-visibility"
+LABEL = {"kbatch.io/e2e": "visibility"}
+RUNTIME = 20  # seconds: each pod's activeDeadlineSeconds, and when the kubelet ends it
+PERIOD = 1.0
+LATENCY = 0.5  # kubelet, watch and API round trips on a real (and busy) control plane
+BIN = Path(sys.executable).parent
+MERGE = "application/merge-patch+json"
+PG_API = "/apis/scheduling.incubator.k8s.io/v1alpha1"
+
+
+def _pod_group(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"minMember": 2, "queue": QUEUE, "minResources": {"cpu": "2"}},
+    }
+
+
+def _pod(group: str, index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{group}-{index}",
+            "namespace": NAMESPACE,
+            "annotations": {
+                "scheduling.k8s.io/group-name": group,
+                "kbatch.io/sim-duration": f"{RUNTIME}s",  # the test kubelet's cue
+            },
+        },
+        "spec": {
+            "schedulerName": SCHEDULER,
+            "nodeSelector": LABEL,
+            "activeDeadlineSeconds": RUNTIME,  # what kbatch's ETA reads
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    }
+
+
+def _submit(api: Any, group: str) -> None:
+    request(api, "POST", f"{PG_API}/namespaces/{NAMESPACE}/podgroups", _pod_group(group))
+    for index in range(2):
+        request(api, "POST", f"/api/v1/namespaces/{NAMESPACE}/pods", _pod(group, index))
+
+
+def _phase(api: Any, group: str) -> str:
+    obj = request(api, "GET", f"{PG_API}/namespaces/{NAMESPACE}/podgroups/{group}")
+    return str((obj.get("status") or {}).get("phase") or "Pending")
+
+
+def _conditions(api: Any, group: str) -> list[dict[str, Any]]:
+    obj = request(api, "GET", f"{PG_API}/namespaces/{NAMESPACE}/podgroups/{group}")
+    return list((obj.get("status") or {}).get("conditions") or [])
+
+
+def _seconds(micro_time: str) -> float:
+    return datetime.fromisoformat(micro_time.replace("Z", "+00:00")).timestamp()
+
+
+def _kbatch(cluster: Cluster, *argv: str, command: str = "kbatch") -> Any:
+    args = [str(BIN / command), *argv, "--kubeconfig", str(cluster.kubeconfig)]
+    args += ["--scheduler-name", SCHEDULER, "-o", "json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def own_corner(api_client: Any, crds: None) -> Iterator[Any]:
+    """The namespace, queue and node of this test (removed after)."""
+    api = api_client
+    request(api, "POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    queue = {"apiVersion": "scheduling.incubator.k8s.io/v1alpha1", "kind": "Queue"}
+    request(api, "POST", f"{PG_API}/queues", {**queue, "metadata": {"name": QUEUE}})
+    request(api, "POST", "/api/v1/nodes", {"metadata": {"name": NODE, "labels": LABEL}})
+    resources = {"cpu": "2", "memory": "8Gi", "pods": "110"}
+    status = {
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "E2E"}],
+    }
+    request(api, "PATCH", f"/api/v1/nodes/{NODE}/status", {"status": status}, MERGE)
+    try:
+        yield api
+    finally:
+        for path in (
+            f"/api/v1/namespaces/{NAMESPACE}/pods",
+            f"{PG_API}/namespaces/{NAMESPACE}/podgroups",
+        ):
+            request(api, "DELETE", path, {"gracePeriodSeconds": 0})
+        for path in (
+            f"/api/v1/nodes/{NODE}",
+            f"{PG_API}/queues/{QUEUE}",
+            f"/api/v1/namespaces/{NAMESPACE}",
+        ):
+            try:
+                request(api, "DELETE", path)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+
+
+def test_jobs_in_line_and_an_eta_that_comes_true(
+    control_plane: Cluster, own_corner: Any, kubelet: Any, kbatch_runs: KbatchRuns
+) -> None:
+    api = own_corner
+    run = kbatch_runs.start("visibility", scheduler_names=(SCHEDULER,), lock_namespace=NAMESPACE)
+    try:
+        _submit(api, "first")
+        poll("the first gang running", lambda: _phase(api, "first") == "Running", 30)
+        for group in ("second", "third"):
+            _submit(api, group)
+            time.sleep(1.1)  # creation times a second apart: the line is first come first served
+        for group in ("second", "third"):
+            poll(f"{group} told why it waits", lambda g=group: _conditions(api, g), 30)
+
+        listed = _kbatch(control_plane, "jobs", "-n", NAMESPACE, "-q", QUEUE)
+        rows = [(j["name"], j["queuePosition"], j["phase"]) for j in listed["jobs"]]
+        assert rows == [("second", 1, "Pending"), ("third", 2, "Pending")]
+        first, second = listed["jobs"]
+        assert first["position"] < second["position"]
+        assert "not admitted" in first["reason"], first["reason"]
+
+        story = _kbatch(control_plane, "explain", f"{NAMESPACE}/second", "--eta")
+        eta = story["eta"]
+        assert eta["seconds"] is not None and eta["confidence"] == "high", eta
+        assert "activeDeadlineSeconds of 2 pods" in eta["runtimes"]
+        assert 0 < eta["seconds"] <= RUNTIME
+        assert story["waitingAheadInCluster"] == first["position"] - 1
+        assert [r["name"] for r in story["runningInQueue"]] == ["first"]
+
+        started = poll(
+            "second running", lambda: _phase(api, "second") == "Running" and time.time(), 60, 0.05
+        )
+        missed_by = started - _seconds(eta["startsAt"])  # as of when it read the cluster
+        print(f"\nkbatch explain --eta: {eta['text']}; it started {missed_by:+.2f} s from that")
+        assert abs(missed_by) <= PERIOD + LATENCY
+
+        plugin = _kbatch(control_plane, "jobs", "-n", NAMESPACE, "--eta", command="kubectl-kbatch")
+        (third,) = plugin["jobs"]
+        assert third["name"] == "third" and third["eta"]["seconds"] is not None
+    finally:
+        run.stop()

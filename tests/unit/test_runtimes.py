@@ -1,0 +1,113 @@
+"""Runtimes an ETA may assume: deadlines, lifetimes, and finished pods' history."""
+
+import pytest
+
+from builders import Cluster
+from kbatch import runtimes
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.runtimes import History, Runtime
+
+
+def finished(start: str, *ends: str, phase: str = "Succeeded") -> dict:
+    containers = [
+        {"name": f"c{i}", "state": {"terminated": {"finishedAt": end}}}
+        for i, end in enumerate(ends)
+    ]
+    return {"status": {"phase": phase, "startTime": start, "containerStatuses": containers}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "seconds"),
+    [
+        (finished("2024-01-01T00:00:00Z", "2024-01-01T00:01:30Z"), 90.0),
+        (finished("2024-01-01T00:00:00Z", "2024-01-01T00:00:10Z", "2024-01-01T00:02:00Z"), 120.0),
+        (finished("2024-01-01T00:00:00Z"), None),  # no container says when it finished
+        (finished("2024-01-01T00:00:00Z", "2024-01-01T00:01:00Z", phase="Failed"), None),
+        (finished("not a time", "2024-01-01T00:01:00Z"), None),
+        ({"status": {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}}, None),
+    ],
+    ids=["one-container", "last-container", "no-finish", "failed", "bad-time", "running"],
+)
+def test_a_finished_pod_s_runtime(pod: dict, seconds: float | None) -> None:
+    assert runtimes.finished_runtime(pod) == seconds
+
+
+def job(lifetime: float | None = None, queue: str = "q"):
+    cluster = Cluster().queue(queue)
+    built = cluster.job("j", queue=queue).tasks(1).job
+    built.lifetime = lifetime
+    return built
+
+
+def with_deadline(seconds: int) -> dict:
+    return {"spec": {"activeDeadlineSeconds": seconds}}
+
+
+HISTORY = History(by_group={"default/j": [10.0, 20.0, 60.0]}, by_queue={"q": [100.0, 300.0]})
+
+
+@pytest.mark.parametrize(
+    ("pod", "lifetime", "history", "expected"),
+    [
+        (with_deadline(50), 600.0, HISTORY, Runtime(50.0, runtimes.DEADLINE)),
+        ({}, 600.0, HISTORY, Runtime(600.0, runtimes.LIFETIME)),
+        ({}, 0.0, HISTORY, Runtime(20.0, runtimes.GROUP, 3, "default/j")),  # 0: no runtime
+        ({}, None, History(by_queue=HISTORY.by_queue), Runtime(200.0, runtimes.QUEUE, 2, "q")),
+        ({}, None, History(), Runtime(None, runtimes.UNKNOWN)),
+    ],
+    ids=["deadline", "lifetime", "group-median", "queue-median", "unknown"],
+)
+def test_a_waiting_pod_s_runtime_in_order_of_trust(pod, lifetime, history, expected) -> None:
+    assert runtimes.pending_runtime(pod, job(lifetime), history) == expected
+
+
+def test_a_running_pod_s_remaining_time() -> None:
+    running = job()
+    task = next(iter(running.tasks.values()))
+    task.started = 1000.0
+    # the deadline, less what it ran already
+    assert (
+        runtimes.remaining_runtime(with_deadline(300), running, 1000.0, 1100.0, HISTORY).seconds
+        == 200.0
+    )
+    # history: of the runtimes longer than what it ran already (15 s), the median, less 15
+    left = runtimes.remaining_runtime({}, running, 1000.0, 1015.0, HISTORY)
+    assert left == Runtime(25.0, runtimes.GROUP, 3, "default/j")
+    # it ran longer than any of them: unknown
+    assert runtimes.remaining_runtime({}, running, 1000.0, 1100.0, HISTORY).seconds is None
+    # a lifetime counts from the group's first start, while it lasts
+    running.lifetime = 120.0
+    assert runtimes.remaining_runtime({}, running, 1000.0, 1100.0, HISTORY) == Runtime(
+        20.0, runtimes.LIFETIME
+    )
+    # another scheduler's pod is known by its deadline only
+    assert runtimes.remaining_runtime({}, None, 1000.0, 1100.0, HISTORY).source == runtimes.UNKNOWN
+
+
+def test_history_groups_finished_pods_by_podgroup_and_queue() -> None:
+    cluster = Cluster().queue("q")
+    group = cluster.job("g", queue="q").tasks(2, status=TaskStatus.SUCCEEDED).job
+    single = cluster.job("solo", queue="q").tasks(1, status=TaskStatus.SUCCEEDED).job
+    single.has_pod_group = False  # a pod of its own: it counts for its queue only
+    pods = {
+        "default/g-0": finished("2024-01-01T00:00:00Z", "2024-01-01T00:00:30Z"),
+        "default/g-1": finished("2024-01-01T00:00:00Z", "2024-01-01T00:00:50Z"),
+        "default/solo-0": finished("2024-01-01T00:00:00Z", "2024-01-01T00:01:40Z"),
+    }
+    history = History.of([group, single], pods)
+    assert history.by_group == {"default/g": [30.0, 50.0]}
+    assert history.by_queue == {"q": [30.0, 50.0, 100.0]}
+
+
+def test_the_summary_names_each_source_once() -> None:
+    used = [
+        Runtime(5.0, runtimes.DEADLINE),
+        Runtime(7.0, runtimes.DEADLINE),
+        Runtime(60.0, runtimes.QUEUE, 42, "research"),
+        Runtime(60.0, runtimes.QUEUE, 42, "research"),
+        Runtime(1.0, runtimes.GROUP, 1, "default/g"),
+    ]
+    assert runtimes.summary(used) == (
+        "activeDeadlineSeconds of 2 pods; 42 finished pods of queue research; "
+        "1 finished pod of PodGroup default/g"
+    )
