@@ -15,6 +15,9 @@ preempt): the first session's pods are Running, the rest wait. That session has
 little to place and much to try (every waiting gang asks reclaim and preempt for
 room), which is what a busy cluster pays every period. Its line adds running,
 waiting and evictions.
+
+``--trace`` simulates a day of a mixed workload instead (``kbatch.sim.trace``) and
+prints how many simulated seconds a wall second covers.
 """
 
 import itertools
@@ -25,14 +28,17 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 
-SIZES = ((100, 1_000), (1_000, 10_000), (5_000, 50_000))
+if TYPE_CHECKING:
+    from kbatch.sim.trace import TraceSpec
+
+SIZES = ((100, 1_000), (1_000, 10_000), (5_000, 50_000), (10_000, 100_000))
 BACKLOG_SIZES = ((100, 5_000), (1_000, 50_000))
 FULL_ACTIONS = ("enqueue", "reclaim", "allocate", "backfill", "preempt")
 TASKS_PER_JOB = 10
@@ -155,6 +161,14 @@ def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
     }
 
 
+def run_trace(spec: "TraceSpec") -> dict[str, Any]:
+    """``--trace``: a day of a mixed workload simulated (``kbatch.sim.trace``), in this
+    process; with its peak RSS."""
+    from kbatch.sim import trace
+
+    return {**trace.run(spec), "peak_rss_mib": round(peak_rss_kib() / 1024, 1)}
+
+
 def peak_rss_kib() -> int:
     """This process's peak resident memory. Linux: VmHWM, which starts afresh at exec
     (ru_maxrss does not: it keeps the forking parent's peak)."""
@@ -200,7 +214,14 @@ def run_in_fresh_process(nodes: int, pods: int, backlog: bool = False) -> dict[s
     return result
 
 
-def main(sizes: list[tuple[int, int]] | None = None, backlog: bool = False) -> int:
+def main(
+    sizes: list[tuple[int, int]] | None = None,
+    backlog: bool = False,
+    trace: "TraceSpec | None" = None,
+) -> int:
+    if trace is not None:
+        print(json.dumps(run_trace(trace)), flush=True)
+        return 0
     chosen = sizes or list(BACKLOG_SIZES if backlog else SIZES)
     for nodes, pods in chosen:
         check_size(nodes, pods)

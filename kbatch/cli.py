@@ -115,6 +115,14 @@ def bench(args: argparse.Namespace) -> int:
     from kbatch import bench as benchmark
 
     sizes = [_size(text) for text in args.size] if args.size else None
+    if args.trace:
+        from kbatch.sim import trace
+
+        try:
+            spec = trace.TraceSpec(args.trace_nodes, args.trace_hours, args.trace_seed)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return benchmark.main(trace=spec)
     return benchmark.main(sizes, backlog=args.backlog)
 
 
@@ -145,7 +153,8 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
         action="append",
         metavar="NODESxPODS",
         help="a size to run (repeatable; positive, PODS a multiple of 10); "
-        "default 100x1000, 1000x10000, 5000x50000 (with --backlog: 100x5000, 1000x50000)",
+        "default 100x1000, 1000x10000, 5000x50000, 10000x100000 (with --backlog: 100x5000, "
+        "1000x50000)",
     )
     parser.add_argument(
         "--backlog",
@@ -153,6 +162,30 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
         help="time the next session instead, on a full cluster with gangs waiting, under "
         "the actions enqueue, reclaim, allocate, backfill, preempt (adds running, waiting, "
         "evictions)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="simulate one day of a mixed workload instead (1,000 nodes, 100,000 gangs of "
+        "1 to 64 pods, 8 queues, a daily curve of submissions; seeded) and print one JSON "
+        "line: simulated seconds per wall second, sessions, binds, wall seconds",
+    )
+    parser.add_argument(
+        "--trace-hours",
+        type=float,
+        default=24.0,
+        metavar="H",
+        help="simulate only the first H hours of the day (default 24)",
+    )
+    parser.add_argument(
+        "--trace-nodes",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="N nodes, and the jobs scaled with them (100 a day per node; default 1000)",
+    )
+    parser.add_argument(
+        "--trace-seed", type=int, default=0, metavar="SEED", help="the workload's seed"
     )
     parser.set_defaults(command=bench)
 

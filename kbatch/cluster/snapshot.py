@@ -2,10 +2,13 @@
 
 Pods of one template share one PodTemplate (and its request vector); the
 templates are kept from session to session while the resource dimensions stay
-the same, so a steady cluster costs little per session.
+the same, so a steady cluster costs little per session. So are what a PodGroup's
+job is made from that takes parsing (minResources as a vector, its lifetime and
+topology, its creation time), for as long as the group object is the same one.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,6 +33,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     QueueInfo,
     TaskInfo,
     TaskStatus,
+    TopologyRequest,
 )
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
@@ -53,10 +57,25 @@ def task_status(pod: PodRecord) -> TaskStatus | None:
     return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
 
 
+@dataclass(frozen=True, slots=True)
+class _GroupParts:
+    """What a PodGroup's job takes from its object by parsing, kept while it is the same
+    object (records are replaced, never changed, on every update)."""
+
+    group: PodGroup
+    min_resources: np.ndarray | None
+    lifetime: float | None
+    topology: TopologyRequest | None
+    created: float
+
+
 class SnapshotBuilder:
     def __init__(self) -> None:
         self._dims: Dims | None = None
         self._templates: dict[str, PodTemplate] = {}
+        self._groups: dict[str, _GroupParts] = {}
+        # The node records of the last snapshot and their allocatable matrix.
+        self._nodes: tuple[list[NodeRecord], np.ndarray] | None = None
 
     def _template(self, spec: ParsedSpec, dims: Dims) -> PodTemplate:
         template = self._templates.get(spec.key)
@@ -76,12 +95,55 @@ class SnapshotBuilder:
             self._templates[spec.key] = template
         return template
 
-    def _dims_for(self, names: set[str]) -> Dims:
+    def _dims_for(self, names: Iterable[str]) -> Dims:
         dims = Dims.of(names)
         if dims != self._dims:
             self._dims = dims
             self._templates.clear()
+            self._groups.clear()
+            self._nodes = None
         return dims
+
+    def _allocatable(self, nodes: list[NodeRecord], dims: Dims) -> np.ndarray:
+        """The nodes' allocatable as a (nodes × dims) matrix, kept while they are the same
+        records (the snapshot's NodeSet takes its own copy)."""
+        if self._nodes is not None:
+            known, matrix = self._nodes
+            if len(known) == len(nodes) and all(a is b for a, b in zip(known, nodes, strict=True)):
+                return matrix
+        rows = [dims.vector(n.allocatable) for n in nodes]
+        matrix = np.array(rows).reshape(len(nodes), len(dims))
+        self._nodes = (nodes, matrix)
+        return matrix
+
+    def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> _GroupParts:
+        parts = self._groups.get(key)
+        if parts is None or parts.group is not group:
+            spec = group.spec
+            min_resources = None
+            if spec.min_resources:
+                min_resources = dims.vector(amounts(spec.min_resources, "spec.minResources"))
+            parts = _GroupParts(
+                group,
+                min_resources,
+                lifetime_of(group),
+                topology_of(group),
+                timestamp(group.metadata.creation_timestamp),
+            )
+            self._groups[key] = parts
+        return parts
+
+    def _forget_groups_but(self, keys: Mapping[str, PodGroup]) -> None:
+        """Drop the parts of groups this snapshot does not show (gone, or left out)."""
+        if len(self._groups) > 2 * len(keys):
+            self._groups = {k: v for k, v in self._groups.items() if k in keys}
+
+    def _forget_templates_but(self, pods: list[PodRecord]) -> None:
+        """Drop the templates no pod of this snapshot has (the pods of each Job have a
+        template of their own: a long run would keep one per Job it ever ran)."""
+        if len(self._templates) > 2 * len(pods) + 100:
+            used = {pod.spec.key for pod in pods}
+            self._templates = {k: v for k, v in self._templates.items() if k in used}
 
     def build(
         self,
@@ -91,18 +153,28 @@ class SnapshotBuilder:
         queues: Mapping[str, Queue],
         priority_classes: Mapping[str, PriorityClassRecord],
         scheduler_names: frozenset[str],
+        names: Iterable[str] | None = None,
     ) -> Snapshot:
-        dims = self._dims_for(_resource_names(nodes, pods, pod_groups, queues))
+        """The snapshot of these objects. ``names``: every resource name the cluster's
+        objects mention, when the caller keeps them (the objects given may be fewer)."""
+        if names is None:
+            names = _resource_names(nodes, pods, pod_groups, queues)
+        dims = self._dims_for(names)
         node_set = NodeSet(
             [
                 NodeInfo(n.name, n.labels, n.taints, n.unschedulable, dict(n.conditions))
                 for n in nodes
             ],
-            np.array([dims.vector(n.allocatable) for n in nodes]).reshape(len(nodes), len(dims)),
+            self._allocatable(nodes, dims),
         )
         resolver = _Priorities(priority_classes)
         queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
-        jobs = {key: _job_info(key, group, dims, resolver) for key, group in pod_groups.items()}
+        self._forget_groups_but(pod_groups)
+        self._forget_templates_but(pods)
+        jobs = {
+            key: _job_info(key, group, self._group_parts(key, group, dims), dims, resolver)
+            for key, group in pod_groups.items()
+        }
         orphans: list[OrphanPod] = []
         for pod in pods:
             status = task_status(pod)
@@ -191,15 +263,24 @@ def _resource_names(
     """Every resource name the objects mention: a name only a PodGroup's minResources
     or a Queue's capability uses is a dimension too (one the cluster has none of)."""
     names: set[str] = set()
-    for node in nodes:
-        names.update(node.allocatable)
-    for pod in pods:
-        names.update(name for name, _ in pod.spec.request)
-    for group in pod_groups.values():
-        names.update(group.spec.min_resources or ())
-    for queue in queues.values():
-        names.update(queue.spec.capability or ())
+    for objects in (nodes, pods, pod_groups.values(), queues.values()):
+        for record in objects:
+            names.update(resource_names_of(record))
     return names
+
+
+def resource_names_of(record: object) -> tuple[str, ...]:
+    """The resource names one parsed object mentions (a dimension each): a Node's
+    allocatable, a Pod's request, a PodGroup's minResources, a Queue's capability."""
+    if isinstance(record, NodeRecord):
+        return tuple(record.allocatable)
+    if isinstance(record, PodRecord):
+        return tuple(name for name, _ in record.spec.request)
+    if isinstance(record, PodGroup):
+        return tuple(record.spec.min_resources or ())
+    if isinstance(record, Queue):
+        return tuple(record.spec.capability or ())
+    return ()
 
 
 class _Priorities:
@@ -254,26 +335,26 @@ def gang_minimum(job: JobInfo) -> np.ndarray:
     return total + np.min(requests, axis=0) * max(job.min_member - counted, 0)
 
 
-def _job_info(key: str, group: PodGroup, dims: Dims, priorities: _Priorities) -> JobInfo:
+def _job_info(
+    key: str, group: PodGroup, parts: _GroupParts, dims: Dims, priorities: _Priorities
+) -> JobInfo:
     spec = group.spec
-    min_resources = None
-    if spec.min_resources:
-        min_resources = dims.vector(amounts(spec.min_resources, "spec.minResources"))
+    min_resources = parts.min_resources
     return JobInfo(
         uid=key,
         namespace=group.metadata.namespace or "default",
         name=group.metadata.name,
         queue=spec.queue,
         min_member=spec.min_member,
-        created=timestamp(group.metadata.creation_timestamp),
+        created=parts.created,
         dims_len=len(dims),
         # Without a class name: the globalDefault class's value, as kube-batch; pods, once
         # known, may say otherwise (see SnapshotBuilder.build).
         priority=priorities.of_class(spec.priority_class_name),
-        min_resources=min_resources,
-        lifetime=lifetime_of(group),
+        min_resources=None if min_resources is None else min_resources.copy(),
+        lifetime=parts.lifetime,
         min_task_member=spec.min_task_member or {},
-        topology=topology_of(group),
+        topology=parts.topology,
         phase=group.status.phase,
         conditions=group.status.conditions,
         old_status=group.status,

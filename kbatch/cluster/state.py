@@ -1,10 +1,18 @@
-"""ClusterState: the objects the scheduler reads, kept parsed, and the snapshot built from them."""
+"""ClusterState: the objects the scheduler reads, kept parsed, and the snapshot built from them.
+
+The resource names the objects mention (the snapshot's dimensions) are counted as
+objects come and go, not gathered from every object at each snapshot. With
+``leave_out_settled`` (the simulator's, whose cluster keeps every pod it ran),
+snapshots leave out jobs that are over and that a session has already seen so
+(``kbatch.cluster.settled``).
+"""
 
 import builtins
 import copy
 import dataclasses
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +20,7 @@ from typing import Any
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.cluster import fields, records, snapshot
+from kbatch.cluster import fields, records, settled, snapshot
 from kbatch.cluster.errors import ObjectError
 from kbatch.operators.podgroup import status as pod_group_status
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
@@ -56,6 +64,7 @@ class ClusterState:
         scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
         clock: Callable[[], float] = time.monotonic,
         assumed_ttl: float = ASSUMED_TTL,
+        leave_out_settled: bool = False,
     ) -> None:
         self.scheduler_names = scheduler_names
         self._clock = clock
@@ -74,6 +83,9 @@ class ClusterState:
         self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder()
+        self._names: Counter[str] = Counter()  # resource names, by how many objects say them
+        self._names_of: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._shown = settled.Shown() if leave_out_settled else None
 
     @staticmethod
     def _key(kind: str, namespace: str, name: str) -> str:
@@ -105,10 +117,15 @@ class ClusterState:
         except ObjectError as exc:
             with self._lock:
                 self._refused[kind][key] = f"{exc.field}: {exc.why}" if exc.field else exc.why
+                if kind == "Queue" and self._shown is not None:
+                    self._shown.verdicts_changed()
             raise
         raw = dict(obj) if owned else copy.deepcopy(dict(obj))
         with self._lock:
             self.generation += 1
+            self._count_names(kind, key, parsed)
+            if self._shown is not None:
+                self._show(kind, key, parsed)
             self._refused[kind].pop(key, None)
             if kind == "PodGroup":
                 self._unindex_group(key)
@@ -123,6 +140,31 @@ class ClusterState:
                     self._waiting[kind].add(key)
                 else:
                     self._waiting[kind].discard(key)
+
+    def _count_names(self, kind: str, key: str, parsed: Any) -> None:
+        """Count the resource names of ``parsed`` (None: the object is gone) in place of
+        those of the object's last version."""
+        self._names.subtract(self._names_of.pop((kind, key), ()))
+        names = () if parsed is None else snapshot.resource_names_of(parsed)
+        if names:
+            self._names_of[(kind, key)] = names
+            self._names.update(names)
+
+    def _show(self, kind: str, key: str, parsed: Any) -> None:
+        """Tell ``_shown`` of a change (``parsed`` None: the object is gone)."""
+        assert self._shown is not None
+        if kind == "Pod":
+            if parsed is None:
+                self._shown.pod_dropped(key)
+            else:
+                self._shown.pod_applied(key, parsed)
+        elif kind == "PodGroup":
+            if parsed is None:
+                self._shown.group_dropped(key)
+            else:
+                self._shown.group_applied(key, parsed)
+        elif kind == "Queue" and (parsed is None or key not in self._parsed["Queue"]):
+            self._shown.verdicts_changed()  # a Queue came or went
 
     def _key_of(self, kind: str, obj: Mapping[str, Any]) -> str | None:
         """The key of ``obj`` as ``kind`` (None when it has no name to key it by)."""
@@ -182,6 +224,9 @@ class ClusterState:
 
     def _drop(self, kind: str, key: str) -> None:
         self.generation += 1
+        self._count_names(kind, key, None)
+        if self._shown is not None and (kind != "Queue" or key in self._parsed["Queue"]):
+            self._show(kind, key, None)
         if kind == "PodGroup":
             self._unindex_group(key)
         self._raw[kind].pop(key, None)
@@ -306,17 +351,25 @@ class ClusterState:
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            pods = builtins.list(self._parsed["Pod"].values())
+            all_pods, all_groups = self._parsed["Pod"], self._parsed["PodGroup"]
+            if self._shown is None:
+                pods = builtins.list(all_pods.values())
+                pod_groups = dict(all_groups)
+            else:
+                pod_keys, group_keys = self._shown.settle()
+                pods = [all_pods[key] for key in pod_keys]
+                pod_groups = {key: all_groups[key] for key in group_keys}
             self._expire_assumptions()
             if self._assumed:
                 pods = [self._with_assumption(pod) for pod in pods]
             built = self._builder.build(
                 nodes=builtins.list(self._parsed["Node"].values()),
                 pods=pods,
-                pod_groups=dict(self._parsed["PodGroup"]),
+                pod_groups=pod_groups,
                 queues=dict(self._parsed["Queue"]),
                 priority_classes=dict(self._parsed["PriorityClass"]),
                 scheduler_names=self.scheduler_names,
+                names=[name for name, count in self._names.items() if count > 0],
             )
             return dataclasses.replace(
                 built,

@@ -15,7 +15,7 @@ a PodGroup created before it without minResources, the PodGroup is filled from i
 (an update that goes through the PodGroup's admission, quota included).
 """
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from kbatch.api.podgroup import PodGroup
@@ -117,16 +117,22 @@ class SimAdmission:
         held = [r for r in self._group_jobs(namespace, name) if job.is_held(r)]
         self._release(job.to_release(held, self.view, group))
 
-    def release(self) -> None:
-        """Resume the held Jobs that are no longer to be held (their group is admitted)."""
+    def release(self, groups: Collection[tuple[str, str]] | None = None) -> None:
+        """Resume the held Jobs that are no longer to be held (their group is admitted).
+        ``groups`` (namespace, name): look at the Jobs of these only (for the others,
+        neither their group nor their Jobs changed since the last call)."""
+        keys = self.held if groups is None else self._held_of(groups)
         held = []
-        for key in sorted(self.held):
+        for key in sorted(keys):
             record = self.controller.jobs.get(key)
             if record is None or not job.is_held(record.obj):
                 self.held.discard(key)
             else:
                 held.append(record.obj)
         self._release(job.to_release(held, self.view))
+
+    def _held_of(self, groups: Collection[tuple[str, str]]) -> set[JobKey]:
+        return {key for g in groups for key in self._jobs_of_group.get(g, ()) if key in self.held}
 
     def _release(self, decided: list[tuple[Mapping[str, Any], str]]) -> None:
         for held, why in decided:

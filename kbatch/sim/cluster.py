@@ -17,8 +17,14 @@ It implements the scheduler core's ``Cluster`` interface:
 It also keeps what the API would forget: when each object was created, each
 pod's evictions, and the pods removed during the run (reported with phase
 ``Failed``, as the kubelet ends a deleted pod that had not finished).
+
+For the runner's jumps over quiet ticks it counts its writes (``changes``), keeps
+the pods' finish and removal times in a heap (``kbatch.sim.timers``), and notes
+when an event told or held back lately may be told again (``retell_at``): a
+session that repeats it then adds it to the events.
 """
 
+import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +36,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
-from kbatch.sim import clock, manifests
+from kbatch.sim import clock, manifests, timers
 
 Object = dict[str, Any]
 PodKey = tuple[str, str]  # namespace, name
@@ -57,15 +63,18 @@ class PodTimes:
     finish_at: float | None = None  # set when it starts running with a duration
     release_at: float | None = None  # set when it is being deleted
     evictions: int = 0
+    order: int = 0  # when it was first seen, among the pods: the order due pods go in
 
 
 @dataclass(slots=True)
 class Touched:
     """What changed since the controllers last looked: PodGroups by (namespace, name),
-    whose pods or object changed, and Jobs by uid, whose pods changed."""
+    whose pods or object changed, and Jobs by uid, whose pods changed; and for the
+    admission's release of held Jobs, PodGroups whose object or Jobs changed."""
 
     groups: set[tuple[str, str]] = field(default_factory=set)
     jobs: set[str] = field(default_factory=set)
+    holding: set[tuple[str, str]] = field(default_factory=set)
 
 
 class SimCluster:
@@ -84,6 +93,27 @@ class SimCluster:
         self.group_pods: dict[tuple[str, str], set[str]] = {}  # names, kept as pods come and go
         self._uids = 0
         self._told = decided.EventFilter()
+        # When each event (by the filter's key) was last told, to know when it may be
+        # told again; and the earliest such time of the events recorded since the
+        # runner last reset it.
+        self._told_at: dict[tuple[object, ...], float] = {}
+        self.retell_at = math.inf
+        self._finishing = timers.Alarms[PodKey](lambda key: self.pods[key].finish_at, self._order)
+        self._releasing = timers.Alarms[PodKey](lambda key: self.pods[key].release_at, self._order)
+
+    def changed(self) -> None:
+        """Count a write (the runner does not jump over a tick that made one)."""
+        self.changes += 1
+
+    def _times(self, key: PodKey) -> PodTimes:
+        """What the simulator knows of pod ``key`` (made when first asked)."""
+        times = self.pods.get(key)
+        if times is None:
+            times = self.pods[key] = PodTimes(order=len(self.pods))
+        return times
+
+    def _order(self, key: PodKey) -> int:
+        return self.pods[key].order
 
     # ----------------------------------------------------------------- the API server
     def snapshot(self) -> Snapshot:
@@ -103,7 +133,7 @@ class SimCluster:
         if kind == "Pod":
             obj = self._started_if_bound(obj, existing)
         self.state.apply(obj)
-        self.changes += 1
+        self.changed()
         if existing is None:
             self.created_at[manifests.ref_of(obj)] = self.clock.now
         if kind == "Pod":
@@ -111,6 +141,7 @@ class SimCluster:
             self._pod_written(obj)
         elif kind == "PodGroup":
             self.touched.groups.add((namespace, metadata["name"]))
+            self.touched.holding.add((namespace, metadata["name"]))
 
     def missing_priority_class(self, pod: Object) -> str | None:
         """Why the API server's priority admission would refuse ``pod`` (None: it would not)."""
@@ -170,22 +201,23 @@ class SimCluster:
     def _track_pod(self, pod: Object, existing: Object | None) -> None:
         key = _key(pod)
         self.removed.pop(key, None)
-        times = self.pods.setdefault(key, PodTimes())
+        times = self._times(key)
         if existing is None or times.duration is None:
             times.duration = manifests.annotation_duration(pod, manifests.DURATION, "simulator")
         if (pod.get("status") or {}).get("phase") == "Running" and times.finish_at is None:
-            self._start(times)
+            self._start(key, times)
 
-    def _start(self, times: PodTimes) -> None:
+    def _start(self, key: PodKey, times: PodTimes) -> None:
         if times.duration is not None:
             times.finish_at = self.clock.now + times.duration
+            self._finishing.set(key, times.finish_at)
 
     def delete_pod(self, pod: Object) -> None:
         """Delete a pod: at once if it holds no node, else after its grace period."""
         metadata = pod["metadata"]
         if metadata.get("deletionTimestamp"):
             return
-        times = self.pods.setdefault(_key(pod), PodTimes())
+        times = self._times(_key(pod))
         if not (pod.get("spec") or {}).get("nodeName") or pod["status"].get("phase") in FINISHED:
             self._remove(pod)
             return
@@ -199,10 +231,11 @@ class SimCluster:
         self._apply_pod({**pod, "metadata": deleting})
         times.release_at = self.clock.now + grace
         times.finish_at = None
+        self._releasing.set(_key(pod), times.release_at)
 
     def _apply_pod(self, pod: Object) -> None:
         self.state.apply(pod)
-        self.changes += 1
+        self.changed()
         self._pod_written(pod)
 
     def _pod_written(self, pod: Object, removed: bool = False) -> None:
@@ -226,16 +259,14 @@ class SimCluster:
         if status.get("phase") not in FINISHED:
             pod = {**pod, "status": {**status, "phase": "Failed"}}
         self.removed[_key(pod)] = pod
-        self.changes += 1
+        self.changed()
         self._pod_written(pod, removed=True)
 
     # ----------------------------------------------------------------- the kubelet
     def finish_due(self, now: float) -> None:
         """Pods whose sim-duration has elapsed succeed."""
-        for key, times in self.pods.items():
-            if times.finish_at is None or times.finish_at > now:
-                continue
-            times.finish_at = None
+        for key in self._finishing.pop_due(now):
+            self.pods[key].finish_at = None
             pod = self.state.get("Pod", *key)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
                 continue
@@ -243,22 +274,15 @@ class SimCluster:
 
     def remove_released(self, now: float) -> None:
         """Pods being deleted whose grace period is over disappear."""
-        for key, times in self.pods.items():
-            if times.release_at is None or times.release_at > now:
-                continue
-            times.release_at = None
+        for key in self._releasing.pop_due(now):
+            self.pods[key].release_at = None
             pod = self.state.get("Pod", *key)
             if pod is not None:
                 self._remove(pod)
 
     def next_event(self) -> float | None:
         """When the next pod finishes or goes away on its own (None: never)."""
-        times = [
-            t
-            for pod in self.pods.values()
-            for t in (pod.finish_at, pod.release_at)
-            if t is not None
-        ]
+        times = [t for t in (self._finishing.next(), self._releasing.next()) if t is not None]
         return min(times, default=None)
 
     # ----------------------------------------------------------------- a session's outcome
@@ -286,7 +310,7 @@ class SimCluster:
         scheduled = {"type": decided.POD_SCHEDULED, "status": "True"}
         status["conditions"] = _with_condition(status.get("conditions"), scheduled, self.clock.now)
         self._apply_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
-        self._start(self.pods.setdefault(_key(pod), PodTimes()))
+        self._start(_key(pod), self._times(_key(pod)))
         self.record(ref, "Normal", decided.SCHEDULED, decided.scheduled_message(task.key, node))
 
     def nominate(self, task: TaskInfo, node: str | None) -> None:
@@ -303,7 +327,7 @@ class SimCluster:
         pod = self.state.get("Pod", task.namespace, task.name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return
-        self.pods.setdefault(_key(pod), PodTimes()).evictions += 1
+        self._times(_key(pod)).evictions += 1
         self.delete_pod(pod)
 
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
@@ -338,9 +362,10 @@ class SimCluster:
         if obj is None or obj.get("status") == status:
             return
         self.state.apply({**obj, "status": status})
-        self.changes += 1
+        self.changed()
         if kind == "PodGroup":
             self.touched.groups.add((namespace, name))
+            self.touched.holding.add((namespace, name))
 
     def _uid_of(self, ref: ObjectRef) -> str:
         """The object's uid ('' for a kind the state does not keep, such as a Job: the
@@ -355,13 +380,28 @@ class SimCluster:
         """An event, unless the same was told lately (one rule with the runtime:
         ``outcome.EventFilter``, on simulated time)."""
         identity = (ref, self._uid_of(ref))
-        if not self._told.fresh(
-            identity, decided.Event(ref, type_, reason, message), self.clock.now
-        ):
+        now = self.clock.now
+        fresh = self._told.fresh(identity, decided.Event(ref, type_, reason, message), now)
+        self._note_told(identity, type_, reason, message, fresh)
+        if not fresh:
             return
         self.event_log.append(
             Event(self.clock.now, ref.kind, ref.namespace, ref.name, type_, reason, message)
         )
+
+    def _note_told(
+        self, identity: tuple[ObjectRef, str], type_: str, reason: str, message: str, told: bool
+    ) -> None:
+        """Keep ``retell_at``: when this event, told now or held back as told lately, may
+        be told again (the filter's rule: ``repeat_seconds`` after it was last told)."""
+        key = (identity, type_, reason, message)
+        now, repeat = self.clock.now, self._told.repeat_seconds
+        if told:
+            self._told_at[key] = now
+            if len(self._told_at) > self._told.limit:  # forget what is fresh again anyway
+                self._told_at = {k: t for k, t in self._told_at.items() if now - t < repeat}
+        last = self._told_at.get(key, now)
+        self.retell_at = min(self.retell_at, last + repeat)
 
 
 def _ref(obj: Object) -> ObjectRef:

@@ -25,6 +25,7 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests
 from kbatch.sim.cluster import FINISHED, SimCluster
+from kbatch.webhooks.admission import job as holding
 
 Object = dict[str, Any]
 
@@ -128,7 +129,10 @@ class JobController:
         record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
         self._by_uid[identity["uid"]] = record
         self.cluster.touched.jobs.add(identity["uid"])
-        self.cluster.changes += 1
+        group = holding.group_of(job)
+        if group is not None:
+            self.cluster.touched.holding.add((metadata["namespace"], group))
+        self.cluster.changed()
 
     def touch_all(self) -> None:
         """Have every Job reconciled at the next call (something they may wait for came)."""
@@ -205,7 +209,7 @@ class JobController:
             status["conditions"] = [{"type": "Suspended", "status": "True"}]
         if status != old:
             record.obj = {**record.obj, "status": status}
-            self.cluster.changes += 1
+            self.cluster.changed()
 
 
 def _phase(pod: Object) -> str:

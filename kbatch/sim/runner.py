@@ -22,13 +22,24 @@ submission, no running pod with a pending finish, nothing being deleted, and
 the last tick changed nothing (no object created or removed, no bind, no
 eviction, no status written). ``Outcome.time`` is then the time of the last
 session; at ``until`` it is the last tick at or before ``until`` (whether or
-not a session had to run there). When a tick changes nothing but a future event
-exists, the clock **jumps** to the first tick of the period grid at or after
-that event: the ticks in between could not differ, so they are not run (and
-not counted in ``summary.sessions``). Without ``until``, a run that never
-settles stops after ``max_sessions`` sessions and says so (``settled`` False).
+not a session had to run there). Without ``until``, a run that never settles
+stops after ``max_sessions`` sessions and says so (``settled`` False).
+
+When a tick changes nothing but a future event exists, the clock **jumps** to
+the first tick of the period grid at or after that event: the ticks in between
+would see what that tick saw and do what it did — nothing — so they are not run
+(and not counted in ``summary.sessions``); everything else comes out as if
+every tick had run (``Options.skip_quiet_ticks`` False runs them all, and
+``tests/scenarios/test_sim_skip.py`` compares). The events are a submission, a
+pod's finish or removal, the end of a running job's lifetime while work waits
+(from then on it may be reclaimed), and the time an event the tick told or held
+back may be told again (the event filter's repeat interval): a quiet session
+repeats its events, and one that comes late would tell them late. Between two
+ticks that run, the Jobs held for their PodGroups are looked at again only when a
+PodGroup or a Job of theirs was written (nothing else can release one).
 """
 
+import math
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -41,7 +52,7 @@ from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
-from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.info import SHARE_STATUSES, TaskStatus
 from kbatch.operators.scheduler.core.runner import (
     Scheduler,
     default_conf,
@@ -71,6 +82,11 @@ class Options:
     until: float | None = None
     scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
     max_sessions: int = 100_000
+    # False: a session every period, quiet or not (to check that jumping changes nothing).
+    skip_quiet_ticks: bool = True
+    # False: snapshots show the jobs that are over, too (to check that leaving them out
+    # changes nothing: ``kbatch.cluster.settled``).
+    leave_out_settled: bool = True
 
 
 @dataclass(slots=True)
@@ -105,7 +121,8 @@ class Simulation:
         self.progress = progress
         self.warn = warn
         self.clock = clock.SimClock()
-        self.cluster = SimCluster(ClusterState(options.scheduler_names), self.clock)
+        state = ClusterState(options.scheduler_names, leave_out_settled=options.leave_out_settled)
+        self.cluster = SimCluster(state, self.clock)
         self.jobs = jobs.JobController(self.cluster)
         self.admission = SimAdmission(self.cluster, self.jobs)
         self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
@@ -132,7 +149,8 @@ class Simulation:
                 upcoming = self._next_event()
                 if upcoming is None:
                     break
-                next_k = max(next_k, clock.tick_at_or_after(upcoming, period))
+                if self.options.skip_quiet_ticks:
+                    next_k = max(next_k, clock.tick_at_or_after(upcoming, period))
             if until is not None and next_k * period > until + 1e-9:
                 # Nothing changes between here and the last tick before ``until``.
                 end = max(now, clock.tick_at_or_before(until, period) * period)
@@ -150,6 +168,7 @@ class Simulation:
         """One tick at ``now``; True if anything changed."""
         self.clock.now = now
         before = self.cluster.changes
+        self.cluster.retell_at = math.inf
         self._materialise(now)
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
@@ -159,10 +178,18 @@ class Simulation:
         self.totals.binds += stats.binds
         self.totals.evictions += stats.evictions
         podgroups.reconcile(self.cluster)
-        self.admission.release()  # delayed pod creation: Jobs of admitted groups resume
+        self._release_held()
         if self.cluster.last_snapshot is not None:
             self.timeline.record(now, self.cluster.last_snapshot, self.cluster.created_at)
         return self.cluster.changes != before or stats.binds > 0 or stats.evictions > 0
+
+    def _release_held(self) -> None:
+        """Delayed pod creation: Jobs of admitted groups resume. Whether a held Job is
+        released depends on its PodGroup and the specs of the group's Jobs only, so only
+        the held Jobs of groups for which either changed are looked at again."""
+        groups, self.cluster.touched.holding = self.cluster.touched.holding, set()
+        if groups:
+            self.admission.release(groups)
 
     def _materialise(self, now: float) -> None:
         while self.pending and self.pending[0].submit_at <= now + 1e-9:
@@ -187,17 +214,26 @@ class Simulation:
         lifetime_ends = self._next_lifetime_end()
         if lifetime_ends is not None:
             times.append(lifetime_ends)
+        if times and self.cluster.retell_at < math.inf:
+            # Only while the run goes on for another reason: with nothing left to happen
+            # it ends here, every tick run or not.
+            times.append(self.cluster.retell_at)
         return min(times, default=None)
 
     def _next_lifetime_end(self) -> float | None:
         """When the next running job's lifetime ends (it may then be reclaimed), while
-        work waits: a time-based change no other event would wake the clock for."""
+        work waits: a time-based change no other event would wake the clock for. A job
+        that holds no room (its pods are done) has nothing to lose when it ends."""
         snapshot = self.cluster.last_snapshot
         if snapshot is None:
             return None
         if not any(job.counts[TaskStatus.PENDING] for job in snapshot.jobs.values()):
             return None
-        ends = (job.protected_until() for job in snapshot.jobs.values())
+        ends = (
+            job.protected_until()
+            for job in snapshot.jobs.values()
+            if any(job.counts[status] for status in SHARE_STATUSES)
+        )
         return min((t for t in ends if t is not None and t > self.clock.now), default=None)
 
 

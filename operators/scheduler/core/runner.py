@@ -5,8 +5,10 @@ The clock and the session id source are passed in, so a simulation is
 reproducible and a test can drive time.
 """
 
+import gc
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse_conf
@@ -100,17 +102,36 @@ class Scheduler:
         (binds, evictions, nominations) applied, without statuses or events: the
         cluster must not be left unaware of what the snapshot was told."""
         started = time.perf_counter()
-        session = open_session(self.cluster.snapshot(), self.conf, self.clock(), self.session_ids())
-        try:
-            for name in self.conf.actions:
-                action_started = time.perf_counter()
-                ACTIONS[name].execute(session)
-                session.stats.action_seconds[name] = time.perf_counter() - action_started
-            outcome = close_session(session)
-        except BaseException:
-            committed = session.outcome
-            self.cluster.apply(Outcome(committed.binds, committed.evictions, committed.nominations))
-            raise
-        self.cluster.apply(outcome)
+        with collector_paused():
+            snapshot = self.cluster.snapshot()
+            session = open_session(snapshot, self.conf, self.clock(), self.session_ids())
+            try:
+                for name in self.conf.actions:
+                    action_started = time.perf_counter()
+                    ACTIONS[name].execute(session)
+                    session.stats.action_seconds[name] = time.perf_counter() - action_started
+                outcome = close_session(session)
+            except BaseException:
+                committed = session.outcome
+                self.cluster.apply(
+                    Outcome(committed.binds, committed.evictions, committed.nominations)
+                )
+                raise
+            self.cluster.apply(outcome)
         session.stats.e2e_seconds = time.perf_counter() - started
         return session
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: a session makes hundreds of thousands of
+    objects that all live until it ends, and a full collection in its middle walks every
+    one of them and of the cache (some 0.4 s at 50,000 pods) to free nothing. The
+    collector runs again, at its usual pace, once the session is over."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -32,7 +32,7 @@ import numpy as np
 from kbatch.operators.scheduler.core.actions import backfill
 from kbatch.operators.scheduler.core.framework import topology
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
-from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
@@ -138,13 +138,20 @@ def _place_requested(
     """Place ``tasks`` (by task order) until the job is ready or one does not fit."""
     queue = session.queues[job.queue]
     placed = 0
-    for task in sorted(tasks, key=session.task_order_key):
+    ordered = sorted(tasks, key=session.task_order_key)
+    ahead: list[Choice] = []  # nodes for the next alike tasks, chosen together, last first
+    for i, task in enumerate(ordered):
         if not session.allocatable(queue, task):
             session.note_waiting(
                 job, f"queue {queue.name} has reached its capability", by_queue=True
             )
             break
-        choice = placer.choose(task) if within is None else topology.choose(placer, task, within)
+        if not ahead:
+            if within is None:
+                ahead = placer.choose_alike(ordered[i:])[::-1]
+            else:
+                ahead = [c for c in [topology.choose(placer, task, within)] if c is not None]
+        choice = ahead.pop() if ahead else None
         if choice is None:
             session.note_fit_error(job, task, placer.explain(task))
             session.note_attempts(unschedulable=1)

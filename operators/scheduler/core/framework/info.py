@@ -4,7 +4,8 @@ Kept apart from the CRD types: the cluster layer builds them for each
 session's snapshot; actions change them only through a Statement.
 """
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -111,6 +112,8 @@ class JobInfo:
     pod_group_missing: bool = False  # pods name a PodGroup that does not exist (yet)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     counts: list[int] = field(default_factory=lambda: [0] * len(TaskStatus))
+    # Tasks in READY_STATUSES, kept with ``counts`` (gang asks after every placement).
+    ready_count: int = field(default=0, init=False)
     allocated: np.ndarray = field(init=False)
     total_request: np.ndarray = field(init=False)
 
@@ -129,6 +132,7 @@ class JobInfo:
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
         self.counts[task.status] += 1
+        self.ready_count += task.status in READY_STATUSES
         if task.status in PLACED_STATUSES:
             self.allocated += task.request
         if task.status not in FINISHED_STATUSES:
@@ -139,6 +143,7 @@ class JobInfo:
         old = task.status
         self.counts[old] -= 1
         self.counts[status] += 1
+        self.ready_count += (status in READY_STATUSES) - (old in READY_STATUSES)
         was, now = old in PLACED_STATUSES, status in PLACED_STATUSES
         if was and not now:
             self.allocated -= task.request
@@ -148,10 +153,6 @@ class JobInfo:
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(self.counts[s] for s in statuses)
-
-    @property
-    def ready_count(self) -> int:
-        return sum(self.counts[s] for s in READY_STATUSES)
 
     @property
     def valid_count(self) -> int:
@@ -238,7 +239,9 @@ class NodeSet:
     tasks waiting for the releasing part; ``nominated`` what is kept for pending
     tasks that evicted others to make room here (no one else may take it).
     ``version[i]`` grows whenever node ``i`` changes, so that per-template results
-    can be refreshed node by node.
+    can be refreshed node by node; ``changed`` lists the node of every change, in
+    order, so that a reader finds what changed since it last looked without comparing
+    every node's version.
     """
 
     def __init__(self, infos: list[NodeInfo], allocatable: np.ndarray) -> None:
@@ -251,7 +254,12 @@ class NodeSet:
         self.releasing = np.zeros_like(self.allocatable)
         self.pipelined = np.zeros_like(self.allocatable)
         self.nominated = np.zeros_like(self.allocatable)
+        self.kept = 0  # pending tasks room is kept for (``reserve``)
+        # Per node: is anything pipelined, nominated or releasing there (a row of those
+        # not all zero)? Most nodes have none, and their room is simply what is idle.
+        self._waits = np.zeros(len(self.infos), dtype=bool)
         self.version = np.zeros(len(self.infos), dtype=np.int64)
+        self.changed: list[int] = []
         self.all = np.arange(len(self.infos))
         # Kept current row by row: room for a new allocation now (pipelined tasks hold
         # idle room beyond what is being released) and room once releases are done.
@@ -279,24 +287,56 @@ class NodeSet:
     def reserve(self, task: TaskInfo, sign: float) -> None:
         """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""
         self.nominated[task.nominated] += sign * task.request
+        self.kept += 1 if sign > 0 else -1
+        self._waiting_changed(task.nominated)
         self._refresh(task.nominated)
 
     def _account(self, task: TaskInfo, node: int, sign: float) -> None:
         status = task.status
+        change = task.request if sign > 0 else -task.request  # sign * request, to the bit
         if status in OCCUPYING_STATUSES:
-            self.used[node] += sign * task.request
+            self.used[node] += change
         if status is TaskStatus.RELEASING:
-            self.releasing[node] += sign * task.request
+            self.releasing[node] += change
+            self._waiting_changed(node)
         elif status is TaskStatus.PIPELINED:
-            self.pipelined[node] += sign * task.request
+            self.pipelined[node] += change
+            self._waiting_changed(node)
         self._refresh(node)
 
+    def _waiting_changed(self, node: int) -> None:
+        self._waits[node] = bool(
+            self.pipelined[node].any() or self.nominated[node].any() or self.releasing[node].any()
+        )
+
     def _refresh(self, node: int) -> None:
-        idle = self.allocatable[node] - self.used[node]
-        waiting = self.pipelined[node] + self.nominated[node] - self.releasing[node]
-        self.future[node] = idle - waiting
-        self.free[node] = idle - np.maximum(waiting, 0)
+        if self._waits[node]:
+            self.free[node], self.future[node] = self._room(node, self.used[node])
+        else:  # what _room gives when nothing waits, without working out the zeros
+            self.free[node] = self.future[node] = self.allocatable[node] - self.used[node]
         self.version[node] += 1
+        self.changed.append(node)
+
+    def _room(self, node: int | np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Room for a new allocation now, and once releases are done, on ``node`` (a node
+        or an index array) if it held ``used``."""
+        idle = self.allocatable[node] - used
+        waiting = self.pipelined[node] + self.nominated[node] - self.releasing[node]
+        return idle - np.maximum(waiting, 0), idle - waiting
+
+    @contextmanager
+    def assumed(self, idx: np.ndarray, request: np.ndarray) -> Iterator[None]:
+        """Within the block, the nodes ``idx`` are as they would be with one more task
+        asking ``request`` allocated on each (to ask the plugins about that); afterwards
+        exactly as they were. Nothing is recorded as changed: versions do not move."""
+        saved = self.used[idx], self.free[idx], self.future[idx]
+        used = saved[0] + request  # what ``place`` adds, to the bit
+        self.used[idx] = used
+        self.free[idx], self.future[idx] = self._room(idx, used)
+        try:
+            yield
+        finally:
+            self.used[idx], self.free[idx], self.future[idx] = saved
 
     @property
     def capacity(self) -> np.ndarray:

@@ -2,18 +2,53 @@
 
 Pods of one template get the same answers, so a view is computed once per
 template over all nodes (vectorised) and afterwards refreshed only for the
-nodes whose version changed since (a placement, an eviction, a discard). The
-exception is a task whose answer depends on pods on *other* nodes — pod
-(anti-)affinity — which is evaluated afresh.
+nodes that changed since (a placement, an eviction, a discard), found in the node
+set's log of changes. The exception is a task whose answer depends on pods on
+*other* nodes — pod (anti-)affinity — which is evaluated afresh.
+
+Nor is the best node an argmax over all nodes per task: a template keeps its best
+nodes in a heap (``ranking.Ranking``) and, for them, the answers they will give once
+one more of its tasks is allocated there (``ranking.Lookahead``, one vectorised call
+for a few hundred nodes). So ``choose_alike`` plans the nodes of a run of alike tasks
+(a gang's) at once, with a few heap operations per task, and once they are placed
+the view takes the planned nodes' answers from the look-ahead instead of asking the
+plugins again. The contract that makes this exact: for a template without pod
+(anti-)affinity terms or host ports, what a node answers (the plugins' predicates
+and scores, and the room) depends on that node's resource rows alone —
+``NodeSet.used``, ``free`` and ``future`` — and on nothing else that changes during a
+session. The choices are the argmax's, task by task: same node, same ties (the
+first by name).
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
-from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.ranking import (
+    RANK,
+    Answer,
+    Answers,
+    Lookahead,
+    Ranking,
+)
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
+
+# A planned task counts as placed as planned while it has one of these statuses.
+_ALLOCATED = (TaskStatus.ALLOCATED, TaskStatus.BINDING)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The nodes ``choose_alike`` gave a run of tasks, and what they answer afterwards."""
+
+    tasks: Sequence[TaskInfo]
+    nodes: list[int]
+    after: list[Answer | None]  # each node's answers once its task is there (None: ask)
+    seen: int  # len(NodeSet.changed) when planned
 
 
 @dataclass(slots=True)
@@ -24,15 +59,35 @@ class _View:
     fit_idle: np.ndarray
     fit_future: np.ndarray
     ranked: np.ndarray = field(init=False)  # scores where ok and fit_idle, else -inf
+    seen: int = 0  # how much of NodeSet.changed the view has taken in
+    ranking: Ranking | None = None  # made on first use (see Placer._heap_of)
+    lookahead: Lookahead | None = None
+    by_argmax: bool = False  # a NaN rank: argmax's rules (a NaN wins), not the heap's
+    plan: _Plan | None = None  # the last plan, until the view catches up with it
 
     def __post_init__(self) -> None:
         self.ranked = np.where(self.ok & self.fit_idle, self.scores, -np.inf)
 
+    def take(self, node: int, answer: Answer) -> None:
+        """An answer known already (from the look-ahead) for ``node``."""
+        self.ok[node], self.scores[node], self.fit_idle[node], self.fit_future[node] = answer[:4]
+        self.ranked[node] = answer[RANK]
 
-@dataclass(frozen=True, slots=True)
-class Choice:
+    def update(self, idx: np.ndarray, answers: Answers) -> None:
+        ok, scores, fit_idle, fit_future = answers
+        self.ok[idx] = ok
+        self.scores[idx] = scores
+        self.fit_idle[idx] = fit_idle
+        self.fit_future[idx] = fit_future
+        self.ranked[idx] = np.where(ok & fit_idle, scores, -np.inf)
+
+
+class Choice(NamedTuple):
     node: int
     pipelined: bool  # fits only once the releasing resources there are gone
+
+
+_NO_NODES = np.zeros(0, dtype=np.int64)
 
 
 class Placer:
@@ -53,7 +108,7 @@ class Placer:
             np.all(nodes.future[idx][:, self._check] >= need, axis=1),
         )
 
-    def _evaluate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    def _evaluate(self, task: TaskInfo, idx: np.ndarray) -> Answers:
         ok, _ = self.session.predicate(task, idx)
         scores = self.session.node_scores(task, idx) if self.score else np.zeros(len(idx))
         fit_idle, fit_future = self._fits(task.request, idx)
@@ -62,40 +117,168 @@ class Placer:
     def _sensitive(self, task: TaskInfo) -> bool:
         return task.template.affinity.has_pod_terms or self.session.anti_affinity_pods > 0
 
-    def view(self, task: TaskInfo) -> _View:
+    def _fresh(self, task: TaskInfo) -> _View:
         nodes = self.nodes
+        view = _View(nodes.version.copy(), *self._evaluate(task, nodes.all))
+        view.seen = len(nodes.changed)
+        return view
+
+    # ----------------------------------------------------------------- keeping views current
+    def view(self, task: TaskInfo) -> _View:
+        """The template's answers over all nodes, as they are now."""
         if self._sensitive(task):
-            return _View(nodes.version.copy(), *self._evaluate(task, nodes.all))
+            return self._fresh(task)
         key = id(task.template)
         view = self._views.get(key)
         if view is None:
-            view = _View(nodes.version.copy(), *self._evaluate(task, nodes.all))
-            self._views[key] = view
-            return view
-        changed = np.flatnonzero(view.version != nodes.version)
-        if changed.size:
-            ok, scores, fit_idle, fit_future = self._evaluate(task, changed)
-            view.ok[changed] = ok
-            view.scores[changed] = scores
-            view.fit_idle[changed] = fit_idle
-            view.fit_future[changed] = fit_future
-            view.ranked[changed] = np.where(ok & fit_idle, scores, -np.inf)
-            view.version[changed] = nodes.version[changed]
+            view = self._views[key] = self._fresh(task)
+        else:
+            self._catch_up(task, view)
         return view
 
-    def choose(self, task: TaskInfo, allow_pipeline: bool = True) -> Choice | None:
-        """The best node for ``task`` (ties to the first by name), or None."""
-        if not len(self.nodes):
+    def _catch_up(self, task: TaskInfo, view: _View) -> None:
+        """Take in what changed since the view last looked: from the plan if its tasks
+        were placed as planned and nothing else changed, else from the plugins."""
+        plan, view.plan = view.plan, None
+        placed = self._placed_as_planned(view, plan)
+        if plan is not None and placed is not None:
+            self._follow(task, view, plan, placed)
+            return
+        changed = self._changed_since(view)
+        if changed.size:
+            view.update(changed, self._evaluate(task, changed))
+            view.version[changed] = self.nodes.version[changed]
+        moved = changed.tolist()
+        if plan is not None:  # its nodes are in the heap at their planned ranks
+            moved = sorted(set(moved).union(plan.nodes))
+        self._rerank(view, moved)
+
+    def _follow(self, task: TaskInfo, view: _View, plan: _Plan, placed: int) -> None:
+        """The first ``placed`` tasks of ``plan`` were placed as planned, and nothing else
+        changed: their nodes answer as the plan says (asked of the plugins where it
+        could not tell: a node given a second task)."""
+        nodes = self.nodes
+        final = dict(zip(plan.nodes[:placed], plan.after[:placed], strict=True))
+        version = nodes.version
+        unknown = []
+        for node, answer in final.items():
+            if answer is None:
+                unknown.append(node)
+            else:
+                view.take(node, answer)
+                view.version[node] = version[node]
+        if unknown:
+            idx = np.array(unknown, dtype=np.int64)
+            view.update(idx, self._evaluate(task, idx))
+            view.version[idx] = version[idx]
+        view.seen = len(nodes.changed)
+        # The plan left the nodes it knows in the heap at their ranks now; the others it
+        # touched go back at theirs.
+        moved = set(plan.nodes).difference(node for node in final if final[node] is not None)
+        self._rerank(view, sorted(moved))
+
+    def _placed_as_planned(self, view: _View, plan: _Plan | None) -> int | None:
+        """How many of ``plan``'s tasks were allocated on their planned nodes if, since
+        the plan, that is all that changed (None if not)."""
+        if plan is None or view.seen != plan.seen:
             return None
-        view = self.view(task)
-        best = int(np.argmax(view.ranked))
-        if view.ranked[best] > -np.inf:
-            return Choice(best, pipelined=False)
+        since = self.nodes.changed[plan.seen :]
+        placed = len(since)
+        if placed > len(plan.nodes) or since != plan.nodes[:placed]:
+            return None
+        for task, node in zip(plan.tasks, since, strict=False):
+            if task.node != node or task.status not in _ALLOCATED:
+                return None
+        return placed
+
+    def _changed_since(self, view: _View) -> np.ndarray:
+        """The nodes that changed since ``view`` last looked."""
+        nodes = self.nodes
+        log = nodes.changed
+        start, view.seen = view.seen, len(log)
+        if start == view.seen:
+            return _NO_NODES
+        if view.seen - start > len(nodes) // 8:  # many changes: compare every version
+            return np.flatnonzero(view.version != nodes.version)
+        touched = np.array(sorted(set(log[start:])), dtype=np.int64)
+        return touched[view.version[touched] != nodes.version[touched]]
+
+    def _rerank(self, view: _View, moved: list[int]) -> None:
+        """Put ``moved`` nodes in the heap at their ranks in the view."""
+        if view.ranking is None or not moved:
+            return
+        ranks = view.ranked[moved].tolist()
+        if any(rank != rank for rank in ranks):  # NaN
+            view.by_argmax, view.ranking, view.lookahead = True, None, None
+            return
+        for node, rank in zip(moved, ranks, strict=True):
+            view.ranking.moved(node, rank)
+
+    # ----------------------------------------------------------------- choosing
+    def _heap_of(self, task: TaskInfo, view: _View) -> Ranking | None:
+        """The template's heap of best nodes, filled; None where the argmax decides
+        (pod terms: the view is afresh each time; or NaN ranks)."""
+        if view.ranking is None and not self._sensitive(task) and not view.by_argmax:
+            view.by_argmax = bool(np.isnan(view.ranked).any())
+            view.ranking = None if view.by_argmax else Ranking()
+        ranking = view.ranking
+        if ranking is not None and ranking.best() == -1:
+            held = ranking.fill(view.ranked)
+            view.lookahead = None
+            if not task.template.host_ports:  # a port taken is not in the rows
+                view.lookahead = Lookahead(task.request, lambda idx: self._evaluate(task, idx))
+                view.lookahead.add(self.nodes, held)
+        return ranking
+
+    def _look_ahead(self, view: _View, ranking: Ranking, count: int) -> None:
+        """Before planning ``count`` tasks: if the best node's answers after one more
+        task are not known (it changed since the heap was filled), work them out for
+        the nodes at the top of the heap, in one call."""
+        best = ranking.best()
+        lookahead = view.lookahead
+        if lookahead is None or best is None or best == -1:
+            return
+        if lookahead.after(best, int(self.nodes.version[best])) is None:
+            lookahead.add(self.nodes, ranking.leaders(count))
+
+    def choose_alike(self, tasks: Sequence[TaskInfo], allow_pipeline: bool = True) -> list[Choice]:
+        """Nodes for the first tasks of ``tasks`` that are alike (the first one's template,
+        no room kept for them), placed one after another, each allocated where chosen:
+        what ``choose`` would answer task by task. As far as known ahead — at least the
+        first task's choice (which may be pipelined); [] if no node takes it. The
+        choices hold only if nothing else changes the nodes before they are placed."""
+        if not len(self.nodes) or not tasks:
+            return []
+        first = tasks[0]
+        view = self.view(first)
+        ranking = self._heap_of(first, view)
+        if ranking is None:
+            best = int(np.argmax(view.ranked))
+            if view.ranked[best] > -np.inf:
+                return [Choice(best, pipelined=False)]
+        else:
+            count = 1
+            while count < len(tasks) and _alike(tasks[count], first):
+                count += 1
+            if first.nominated != NO_NODE:  # placing it gives back the room kept for it
+                count = 1
+            if count > 1:
+                self._look_ahead(view, ranking, count)
+            nodes, after = ranking.plan(view.lookahead, self.nodes.version, count)
+            if nodes:
+                view.plan = _Plan(tasks[: len(nodes)], nodes, after, view.seen)
+                return [Choice(node, pipelined=False) for node in nodes]
         if allow_pipeline:
             candidates = view.ok & view.fit_future
             if candidates.any():
-                return Choice(int(np.argmax(np.where(candidates, view.scores, -np.inf))), True)
-        return None
+                best = int(np.argmax(np.where(candidates, view.scores, -np.inf)))
+                return [Choice(best, pipelined=True)]
+        return []
+
+    def choose(self, task: TaskInfo, allow_pipeline: bool = True) -> Choice | None:
+        """The best node for ``task`` (ties to the first by name), or None."""
+        choices = self.choose_alike([task], allow_pipeline)
+        return choices[0] if choices else None
 
     def first_fit(self, task: TaskInfo) -> int:
         """The first node by name that passes the predicates (backfill), or NO_NODE."""
@@ -125,3 +308,7 @@ class Placer:
         if not reasons:
             reasons["node(s) could not take the task"] = len(nodes)
         return reasons
+
+
+def _alike(task: TaskInfo, first: TaskInfo) -> bool:
+    return task.template is first.template and task.nominated == NO_NODE

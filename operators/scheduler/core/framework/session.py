@@ -155,7 +155,7 @@ class Session(TieredFunctions):
 
     def any_room_kept(self) -> bool:
         """Is room kept on any node for a nominated task? (rarely: a cheap test first)"""
-        return bool(self.nodes.nominated.any())
+        return self.nodes.kept > 0
 
     def unkeep(self, task: TaskInfo) -> int:
         """Stop keeping room for pending ``task`` on its nominated node, in this session

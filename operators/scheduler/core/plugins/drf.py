@@ -22,14 +22,25 @@ class _Shares:
         self.total = session.total * self.mask
         self.allocated = {uid: job.allocated * self.mask for uid, job in session.jobs.items()}
         self.share = {uid: share(alloc, self.total) for uid, alloc in self.allocated.items()}
+        self._stale: set[str] = set()  # jobs whose share is worked out when next asked
+        self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
 
     def key(self, job: JobInfo) -> float:
+        if job.uid in self._stale:
+            self._stale.discard(job.uid)
+            self.share[job.uid] = share(self.allocated[job.uid], self.total)
         return self.share[job.uid]
 
     def changed(self, task: TaskInfo, sign: float) -> None:
-        allocated = self.allocated[task.job]
-        allocated += sign * task.request * self.mask
-        self.share[task.job] = share(allocated, self.total)
+        # A gang placed task by task asks for its share once, not once per task.
+        masked = self._masked.get(id(task.template))
+        if masked is None:
+            masked = self._masked[id(task.template)] = task.request * self.mask
+        if sign > 0:
+            self.allocated[task.job] += masked
+        else:
+            self.allocated[task.job] -= masked
+        self._stale.add(task.job)
 
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         mine = share(self.allocated[preemptor.job] + preemptor.request * self.mask, self.total)

@@ -42,9 +42,11 @@ class QueueShare:
     reserved: np.ndarray  # minResources of Inqueue jobs not yet allocated
     deserved: np.ndarray = field(init=False)
     share: float = 0.0
+    unbounded: bool = field(init=False)  # no capability at all: nothing to check
 
     def __post_init__(self) -> None:
         self.deserved = np.zeros_like(self.request)
+        self.unbounded = bool(np.all(np.isposinf(self.capability)))
 
     def refresh(self) -> None:
         self.share = share(self.allocated, self.deserved)
@@ -123,6 +125,7 @@ class _Proportion:
             attr.refresh()
         self.publish(session)
         self.rationed = rationed_dims(self.queues.values(), dims)
+        self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].share
@@ -133,6 +136,8 @@ class _Proportion:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.queues[queue.name]
+        if attr.unbounded:
+            return True
         return less_equal(attr.allocated + task.request * self.mask, attr.capability)
 
     def may_reclaim_for(self, queue: QueueInfo, task: TaskInfo) -> bool:
@@ -190,7 +195,13 @@ class _Proportion:
         name = self.session.jobs[task.job].queue
         attr = self.queues.get(name)
         if attr is not None:
-            attr.allocated += sign * task.request * self.mask  # in place: published as is
+            masked = self._masked.get(id(task.template))
+            if masked is None:
+                masked = self._masked[id(task.template)] = task.request * self.mask
+            if sign > 0:  # in place: published as is
+                attr.allocated += masked
+            else:
+                attr.allocated -= masked
             attr.refresh()
             self.session.queues[name].share = attr.share
 

@@ -1,0 +1,173 @@
+"""Which pods and PodGroups a snapshot shows, when finished work is left out.
+
+A long simulation keeps every pod it ever ran (the output lists them), so a snapshot
+built from all of them grows with the run's history, and so does every session over
+it, although a job that is over changes nothing: its pods hold no room and ask for
+none, a PodGroup that is Completed counts in no queue's status, and its own status
+stays what the last session wrote. ``Shown`` leaves such jobs out.
+
+The unit is a job as the snapshot makes them: the pods naming a PodGroup (and the
+group, if it exists), or one pod without a group. A unit is *done* when none of its
+pods is unfinished (Succeeded or Failed) and its PodGroup, if any, is Completed. A
+done unit is shown to one more snapshot; if nothing about it changed by the next
+one (its group and pods unwritten — so the session that saw it wrote nothing for
+it), it is *settled* and left out from then on. Any write to it shows it again, as
+does a Queue appearing, going or being refused (a group's verdict names its queue).
+
+Order matters (sessions walk jobs and tasks in snapshot order, and the run must not
+depend on what was left out), so the shown keys keep the order of the state's own
+dicts: the order keys were first applied in (``OrderedSubset``).
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.cluster.records import PodRecord
+
+FINISHED_PHASES = ("Succeeded", "Failed")
+
+
+@dataclass(slots=True)
+class OrderedSubset:
+    """Some of a dict's keys, iterated in the dict's order (the order they were first
+    added in, a key dropped and added again coming last)."""
+
+    _rank: dict[str, int] = field(default_factory=dict)
+    _members: dict[str, None] = field(default_factory=dict)
+    _next: int = 0
+    _sorted: bool = True
+
+    def added(self, key: str) -> None:
+        """``key`` was applied; new keys rank last. It is a member from now on."""
+        if key not in self._rank:
+            self._rank[key] = self._next
+            self._next += 1
+            self._members[key] = None
+        else:
+            self.show(key)
+
+    def dropped(self, key: str) -> None:
+        self._rank.pop(key, None)
+        self._members.pop(key, None)
+
+    def hide(self, key: str) -> None:
+        self._members.pop(key, None)
+
+    def show(self, key: str) -> None:
+        if key in self._rank and key not in self._members:
+            self._members[key] = None
+            self._sorted = False
+
+    def keys(self) -> list[str]:
+        if not self._sorted:
+            self._members = dict.fromkeys(sorted(self._members, key=self._rank.__getitem__))
+            self._sorted = True
+        return list(self._members)
+
+
+def unit_of(pod: PodRecord) -> str:
+    """The job a pod belongs to, as the snapshot keys jobs."""
+    if pod.group:
+        return f"{pod.namespace}/{pod.group}"
+    return f"pod:{pod.namespace}/{pod.name}"
+
+
+class Shown:
+    """The state's pods and PodGroups less the settled units; told of every change."""
+
+    def __init__(self) -> None:
+        self.pods = OrderedSubset()
+        self.groups = OrderedSubset()
+        self._pod_units: dict[str, tuple[str, bool]] = {}  # pod key -> (unit, unfinished)
+        self._pods_of_unit: dict[str, set[str]] = {}
+        self._unfinished: Counter[str] = Counter()
+        self._completed: set[str] = set()  # PodGroups (keys) whose status says Completed
+        self._groups: set[str] = set()  # PodGroups that exist
+        self._dirty: set[str] = set()  # units written since the last snapshot
+        self._done_shown: set[str] = set()  # done units the last snapshot showed
+        self._settled: set[str] = set()
+
+    # ------------------------------------------------------------------ changes
+    def pod_applied(self, key: str, pod: PodRecord) -> None:
+        self._forget_pod(key)
+        unit, unfinished = unit_of(pod), pod.phase not in FINISHED_PHASES
+        self._pod_units[key] = (unit, unfinished)
+        self._pods_of_unit.setdefault(unit, set()).add(key)
+        self._unfinished[unit] += unfinished
+        self.pods.added(key)
+        self._dirty.add(unit)
+
+    def pod_dropped(self, key: str) -> None:
+        self._forget_pod(key)
+        self.pods.dropped(key)
+
+    def _forget_pod(self, key: str) -> None:
+        """Take the pod's last version out of its unit (which is then written)."""
+        known = self._pod_units.pop(key, None)
+        if known is None:
+            return
+        unit, unfinished = known
+        self._pods_of_unit[unit].discard(key)
+        self._unfinished[unit] -= unfinished
+        self._dirty.add(unit)
+
+    def group_applied(self, key: str, group: PodGroup) -> None:
+        self._groups.add(key)
+        if group.status.phase is PodGroupPhase.COMPLETED:
+            self._completed.add(key)
+        else:
+            self._completed.discard(key)
+        self.groups.added(key)
+        self._dirty.add(key)
+
+    def group_dropped(self, key: str) -> None:
+        self._groups.discard(key)
+        self._completed.discard(key)
+        self.groups.dropped(key)
+        self._dirty.add(key)
+
+    def verdicts_changed(self) -> None:
+        """Something every group's verdict reads changed (a Queue came, went or was
+        refused): every settled unit is shown again, and none settles before a session
+        has seen it since."""
+        self._dirty |= self._settled | self._done_shown
+
+    # ------------------------------------------------------------------ a snapshot
+    def settle(self) -> tuple[list[str], list[str]]:
+        """The keys of the pods and PodGroups the next snapshot shows, in order: done
+        units the last one showed and nothing wrote since are left out from now on."""
+        dirty, self._dirty = self._dirty, set()
+        for unit in self._done_shown - dirty:
+            self._settled.add(unit)
+            self._show(unit, False)
+        for unit in dirty & self._settled:
+            self._settled.discard(unit)
+            self._show(unit, True)
+        self._done_shown = {unit for unit in dirty if self._done(unit)}
+        for unit in dirty:
+            self._forget_if_empty(unit)
+        return self.pods.keys(), self.groups.keys()
+
+    def _done(self, unit: str) -> bool:
+        if self._unfinished[unit]:
+            return False
+        return unit not in self._groups or unit in self._completed
+
+    def _show(self, unit: str, shown: bool) -> None:
+        subsets = [(self.pods, key) for key in self._pods_of_unit.get(unit, ())]
+        if unit in self._groups:
+            subsets.append((self.groups, unit))
+        for subset, key in subsets:
+            if shown:
+                subset.show(key)
+            else:
+                subset.hide(key)
+
+    def _forget_if_empty(self, unit: str) -> None:
+        """A unit with no pods and no group left: nothing to remember of it."""
+        if not self._pods_of_unit.get(unit) and unit not in self._groups:
+            self._pods_of_unit.pop(unit, None)
+            self._unfinished.pop(unit, None)
+            self._settled.discard(unit)
+            self._done_shown.discard(unit)

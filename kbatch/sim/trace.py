@@ -1,0 +1,201 @@
+"""``kbatch bench --trace``: one simulated day of a mixed batch workload, timed.
+
+The workload (seeded, so every run is the same one): ``nodes`` Nodes of 32 cpu /
+256Gi / 110 pods; 8 queues ``q0``..``q7`` of weights 1, 1, 1, 1, 2, 2, 3, 3 that get
+25, 20, 15, 10, 10, 8, 7 and 5 % of the jobs; ``jobs`` jobs (100 per node, 100,000
+on the full 1,000 nodes) submitted over the day following a daily curve — the rate
+is ``1 − 0.6·cos(2π(t − 3h)/24h)`` times the mean, lowest at 03:00 and 4× that at
+15:00. A job is a gang of 2^k pods (k = 0..6, 1 to 64 pods, each size half as likely
+as the one before), every pod asking 1, 2, 4 or 8 cpu (40, 30, 20, 10 %) and 4Gi
+per cpu, all running one shifted-exponential runtime: 2 minutes plus an exponential
+of mean 25 minutes. On average that fills about half the cluster, near nine tenths
+in the afternoon, when work waits.
+
+Each job is what ``kbatch simulate --workload`` makes of an Armada job: a batch/v1
+Job (held until its PodGroup is admitted) and a PodGroup of ``minMember`` = its
+pods (``kbatch.sim.workload.job_objects``). The default scheduler conf runs it.
+
+``hours`` simulates only the first hours of the day (the jobs submitted by then,
+until then); fewer ``nodes`` scale the jobs down with them, so the load stays the
+same. The result is one JSON object: the workload's size, the simulated and wall
+seconds, simulated seconds per wall second, sessions, binds, evictions.
+"""
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbatch.api import API_VERSION
+from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.sim import manifests, runner
+from kbatch.sim.armada_spec import NAMESPACE
+from kbatch.sim.armada_templates import Template
+from kbatch.sim.workload import job_objects
+
+DAY = 86_400.0
+FULL_NODES = 1_000
+JOBS_PER_NODE = 100
+QUEUE_WEIGHTS = (1, 1, 1, 1, 2, 2, 3, 3)
+QUEUE_SHARES = (0.25, 0.20, 0.15, 0.10, 0.10, 0.08, 0.07, 0.05)
+GANG_SIZES = tuple(2**k for k in range(7))  # 1 .. 64 pods
+CPU_CHOICES = (1, 2, 4, 8)
+CPU_SHARES = (0.4, 0.3, 0.2, 0.1)
+MIN_RUNTIME = 120.0
+TAIL_MEAN = 1_500.0
+CURVE_DEPTH = 0.6  # the daily curve's swing around its mean
+LOWEST_AT = 3 * 3600.0  # 03:00
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSpec:
+    nodes: int = FULL_NODES
+    hours: float = 24.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.nodes <= 0:
+            raise ValueError(f"--trace-nodes: expected a positive number, not {self.nodes}")
+        if not 0 < self.hours <= 24:
+            raise ValueError(
+                f"--trace-hours: expected more than 0 and at most 24, not {self.hours}"
+            )
+
+    @property
+    def jobs_per_day(self) -> int:
+        return self.nodes * JOBS_PER_NODE
+
+    @property
+    def seconds(self) -> float:
+        return self.hours * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class TraceJob:
+    name: str
+    queue: str
+    submit_at: float
+    pods: int
+    cpu: int
+    runtime: float
+
+
+def submission_times(count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` sorted times in [0, DAY) drawn from the daily curve (inverse CDF)."""
+    grid = np.linspace(0.0, DAY, 24 * 60 + 1)
+    phase = 2 * math.pi * (grid - LOWEST_AT) / DAY
+    start = 2 * math.pi * -LOWEST_AT / DAY
+    cumulative = grid - CURVE_DEPTH * DAY / (2 * math.pi) * (np.sin(phase) - math.sin(start))
+    drawn = np.sort(rng.uniform(0.0, cumulative[-1], count))
+    times: np.ndarray = np.interp(drawn, cumulative, grid)
+    return times
+
+
+def trace_jobs(spec: TraceSpec) -> list[TraceJob]:
+    """The day's jobs submitted before ``spec.hours``, in submission order."""
+    rng = np.random.default_rng(spec.seed)
+    count = spec.jobs_per_day
+    times = submission_times(count, rng)
+    size_weights = np.array([1.0 / size for size in GANG_SIZES])
+    sizes = rng.choice(GANG_SIZES, size=count, p=size_weights / size_weights.sum())
+    queues = rng.choice(len(QUEUE_WEIGHTS), size=count, p=QUEUE_SHARES)
+    cpus = rng.choice(CPU_CHOICES, size=count, p=CPU_SHARES)
+    runtimes = MIN_RUNTIME + rng.exponential(TAIL_MEAN, size=count)
+    return [
+        TraceJob(
+            f"job-{i:06d}",
+            f"q{queues[i]}",
+            round(float(times[i]), 3),
+            int(sizes[i]),
+            int(cpus[i]),
+            round(float(runtimes[i]), 3),
+        )
+        for i in range(count)
+        if times[i] < spec.seconds
+    ]
+
+
+def trace_objects(spec: TraceSpec) -> list[Object]:
+    """The cluster and the workload as manifests (the jobs' due at their submission)."""
+    objects: list[Object] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    ]
+    for i, weight in enumerate(QUEUE_WEIGHTS):
+        objects.append(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "Queue",
+                "metadata": {"name": f"q{i}"},
+                "spec": {"weight": weight},
+            }
+        )
+    objects.extend(_node(n) for n in range(spec.nodes))
+    templates: dict[tuple[str, int, int], Template] = {}
+    for job in trace_jobs(spec):
+        key = (job.queue, job.pods, job.cpu)
+        template = templates.get(key)
+        if template is None:
+            template = templates[key] = _template(*key)
+        objects.extend(job_objects(template, job.name, job.runtime, job.submit_at))
+    return objects
+
+
+def _node(index: int) -> Object:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{index:05d}"},
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _template(queue: str, pods: int, cpu: int) -> Template:
+    """A job shape, as ``job_objects`` reads it (a gang of ``pods``)."""
+    requests = {"cpu": str(cpu), "memory": f"{4 * cpu}Gi"}
+    return Template(
+        id=f"{queue}-{pods}x{cpu}",
+        queue=queue,
+        number=1,
+        priority_class="",
+        pod_spec={"containers": [{"name": "main", "resources": {"requests": requests}}]},
+        annotations={},
+        minimum=MIN_RUNTIME,
+        tail_mean=TAIL_MEAN,
+        earliest=0.0,
+        after_dependencies=0.0,
+        cardinality=pods,
+        uniformity_label=None,
+        job_set="",
+        dependencies=(),
+        repeat=None,
+    )
+
+
+def run(spec: TraceSpec) -> dict[str, Any]:
+    """Simulate the trace; what it did and how fast (wall time: the simulation only)."""
+    objects = trace_objects(spec)
+    loaded = manifests.load_documents(objects, "<trace>")
+    options = runner.Options(until=spec.seconds)
+    simulation = runner.Simulation(loaded, default_conf(), options)
+    started = time.perf_counter()
+    outcome = simulation.run()
+    wall = time.perf_counter() - started
+    groups = sum(1 for obj in objects if obj["kind"] == "PodGroup")
+    pods = sum(obj["spec"]["minMember"] for obj in objects if obj["kind"] == "PodGroup")
+    return {
+        "trace": {"nodes": spec.nodes, "hours": spec.hours, "seed": spec.seed},
+        "jobs": groups,
+        "pods": pods,
+        "simulated_seconds": outcome.time,
+        "wall_seconds": round(wall, 3),
+        "simulated_per_wall_second": round(outcome.time / wall, 1) if wall > 0 else None,
+        "sessions": outcome.totals.sessions,
+        "binds": outcome.totals.binds,
+        "evictions": outcome.totals.evictions,
+    }

@@ -1,0 +1,211 @@
+"""The placement fast path (heap of best nodes, look-ahead, plans for runs of alike tasks)
+chooses exactly what the straightforward computation chooses: for every task, all
+nodes asked afresh and the argmax taken (ties to the first by name).
+
+Random small clusters — varied node sizes, labels, taints, cordoned nodes, room being
+released (pipelining), several templates per job (selectors, tolerations, preferred
+node affinity, pod affinity, host ports, best-effort), queues with capabilities — run
+through allocate and backfill twice, once with each placer; the binds, the final task
+statuses and nodes, and the PodGroup statuses must be the same. The heap is made tiny in
+some runs, so that it is filled again many times per session.
+"""
+
+import random
+
+import numpy as np
+import pytest
+import yaml
+
+from builders import Cluster, FakeCluster, run_actions, vec
+from kbatch.operators.scheduler.core.actions import allocate, backfill
+from kbatch.operators.scheduler.core.framework import ranking
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
+from kbatch.operators.scheduler.core.framework.podspec import (
+    Affinity,
+    HostPort,
+    LabelSelector,
+    NodeSelectorTerm,
+    Operator,
+    PodAffinityTerm,
+    PreferredNodeTerm,
+    Requirement,
+    Taint,
+    Toleration,
+)
+from kbatch.operators.scheduler.core.framework.resources import EPSILON
+from kbatch.operators.scheduler.core.framework.session import Session
+
+SEEDS = range(100)
+HEAP_SIZES = (1, 2, 4, 512)  # tiny heaps are filled again and again; a big one plans far
+ZONES = ("a", "b", "c")
+
+
+class Straightforward(Placer):
+    """Every answer worked out afresh over all nodes, and the argmax taken."""
+
+    def _answers(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        session, nodes = self.session, self.nodes
+        ok, _ = session.predicate(task, nodes.all)
+        scores = session.node_scores(task, nodes.all) if self.score else np.zeros(len(nodes))
+        need = task.request[session.room_dims] - EPSILON
+        fit_idle = np.all(nodes.free[:, session.room_dims] >= need, axis=1)
+        fit_future = np.all(nodes.future[:, session.room_dims] >= need, axis=1)
+        return ok, scores, fit_idle, fit_future
+
+    def choose_alike(self, tasks: list[TaskInfo], allow_pipeline: bool = True) -> list[Choice]:
+        if not len(self.nodes) or not tasks:
+            return []
+        ok, scores, fit_idle, fit_future = self._answers(tasks[0])
+        ranked = np.where(ok & fit_idle, scores, -np.inf)
+        best = int(np.argmax(ranked))
+        if ranked[best] > -np.inf:
+            return [Choice(best, pipelined=False)]
+        later = ok & fit_future
+        if allow_pipeline and later.any():
+            return [Choice(int(np.argmax(np.where(later, scores, -np.inf))), pipelined=True)]
+        return []
+
+    def first_fit(self, task: TaskInfo) -> int:
+        ok, _, fit_idle, _ = self._answers(task)
+        candidates = np.flatnonzero(ok & fit_idle)
+        return int(candidates[0]) if candidates.size else NO_NODE
+
+
+def random_cluster(seed: int) -> Cluster:
+    rng = random.Random(seed)
+    cluster = Cluster()
+    alike = rng.random() < 0.3  # identical nodes: ties everywhere, broken by name
+    for i in range(rng.randint(2, 12)):
+        taints: list[Taint] = []
+        if rng.random() < 0.2 and not alike:
+            taints.append(Taint("dedicated", "batch"))
+        if rng.random() < 0.3 and not alike:
+            taints.append(Taint("soft", effect="PreferNoSchedule"))
+        cluster.node(
+            f"n{i:02d}",
+            cpu=8 if alike else rng.choice([2, 4, 8, 16]),
+            memory=16 if alike else rng.choice([4, 8, 16, 32]),
+            pods=110 if alike else rng.choice([3, 8, 110]),
+            gpu=0 if alike else rng.choice([0, 0, 1, 2]),
+            labels={"zone": "a" if alike else rng.choice(ZONES)},
+            taints=tuple(taints),
+            unschedulable=rng.random() < 0.1 and not alike,
+        )
+    names = [info.name for info, _ in cluster.nodes]
+    cluster.queue("q1", weight=rng.randint(1, 3))
+    capability = vec(cpu=rng.choice([4, 8, 1000]), memory=1000, pods=1000, gpu=1000)
+    cluster.queue("q2", weight=rng.randint(1, 3), capability=capability)
+    _running(rng, cluster, names)
+    for j in range(rng.randint(2, 7)):
+        templates = [_template(rng, cluster) for _ in range(rng.randint(1, 3))]
+        size = rng.randint(1, 10)
+        job = cluster.job(
+            f"job{j}",
+            queue=rng.choice(["default", "q1", "q2"]),
+            min_member=rng.randint(1, size),
+            priority=rng.choice([0, 0, 10]),
+        )
+        mixed = rng.random() < 0.5  # else a gang of alike tasks
+        for _ in range(size):
+            job.task(rng.choice(templates) if mixed else templates[0])
+    return cluster
+
+
+def _running(rng: random.Random, cluster: Cluster, names: list[str]) -> None:
+    """Pods already on the nodes: running, some of them leaving (room to pipeline into),
+    now and then one with required anti-affinity (every template is then asked afresh)."""
+    running = cluster.job("running", min_member=1)
+    for _ in range(rng.randint(0, 2 * len(names))):
+        status = rng.choice([TaskStatus.RUNNING, TaskStatus.RUNNING, TaskStatus.RELEASING])
+        template = cluster.template(
+            cpu=rng.choice([0.5, 1, 2]),
+            memory=rng.choice([1, 2]),
+            labels={"app": rng.choice(["web", "db"])},
+            affinity=_anti_affinity() if rng.random() < 0.05 else None,
+        )
+        running.task(template, status=status, node=rng.choice(names))
+
+
+def _anti_affinity() -> Affinity:
+    term = PodAffinityTerm(LabelSelector((("app", "db"),)), "kubernetes.io/hostname")
+    return Affinity(anti_required=(term,))
+
+
+def _template(rng: random.Random, cluster: Cluster) -> object:
+    best_effort = rng.random() < 0.1
+    affinity = None
+    if rng.random() < 0.3:
+        zone = Requirement("zone", Operator.IN, (rng.choice(ZONES),))
+        preferred = (PreferredNodeTerm(rng.randint(1, 10), NodeSelectorTerm((zone,))),)
+        affinity = Affinity(node_preferred=preferred)
+    elif rng.random() < 0.1:
+        term = PodAffinityTerm(LabelSelector((("app", "web"),)), "zone")
+        affinity = Affinity(pod_required=(term,))
+    return cluster.template(
+        cpu=0 if best_effort else rng.choice([0.5, 1, 1, 2, 3]),
+        memory=0 if best_effort else rng.choice([0.5, 1, 2, 4]),
+        gpu=0 if best_effort or rng.random() < 0.8 else 1,
+        labels={"app": "web"},
+        node_selector={"zone": rng.choice(ZONES)} if rng.random() < 0.2 else None,
+        affinity=affinity,
+        tolerations=(Toleration("dedicated", "Exists"),) if rng.random() < 0.3 else (),
+        host_ports=(HostPort(8080),) if rng.random() < 0.1 else (),
+    )
+
+
+def conf(seed: int) -> str:
+    """The default tiers, or binpack in place of nodeorder, or nodeorder's other weights."""
+    plugins = ["drf", "predicates", "proportion"]
+    kind = seed % 3
+    last: dict[str, object] = {"name": "nodeorder"}
+    if kind == 1:
+        last = {"name": "binpack", "arguments": {"binpack.cpu": 2, "binpack.memory": 1}}
+    elif kind == 2:
+        last = {"name": "nodeorder", "arguments": {"mostrequested.weight": 2}}
+    tiers = [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+        {"plugins": [{"name": name} for name in plugins] + [last]},
+    ]
+    return yaml.safe_dump({"actions": "allocate, backfill", "tiers": tiers})
+
+
+def decided(seed: int, placer: type[Placer], monkeypatch: pytest.MonkeyPatch) -> tuple:
+    monkeypatch.setattr(allocate, "Placer", placer)
+    monkeypatch.setattr(backfill, "Placer", placer)
+    session = random_cluster(seed).open(conf(seed))
+    sent = run_actions(session)
+    return sent.binds, _placements(session), _statuses(sent)
+
+
+def _placements(session: Session) -> list[tuple[str, str, int]]:
+    return sorted(
+        (task.name, task.status.name, task.node)
+        for job in session.jobs.values()
+        for task in job.tasks.values()
+    )
+
+
+def _statuses(sent: FakeCluster) -> dict[str, object]:
+    return {key: (status.phase, status.running) for key, status in sent.pod_groups.items()}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_fast_path_places_as_the_straightforward_one(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ranking, "HEAP_SIZE", HEAP_SIZES[seed % len(HEAP_SIZES)])
+    expected = decided(seed, Straightforward, monkeypatch)
+    assert decided(seed, Placer, monkeypatch) == expected
+
+
+def test_the_random_clusters_exercise_what_they_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Across the seeds: gangs of alike tasks placed, tasks pipelined, tasks unplaced."""
+    seen: set[str] = set()
+    for seed in SEEDS:
+        binds, placements, _ = decided(seed, Placer, monkeypatch)
+        statuses = {status for _, status, _ in placements}
+        seen.update(statuses)
+        if len(binds) >= 3:
+            seen.add("three binds or more")
+    assert {"PIPELINED", "PENDING", "BINDING", "three binds or more"} <= seen

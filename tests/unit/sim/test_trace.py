@@ -1,0 +1,83 @@
+"""``kbatch bench --trace``: the day's workload is seeded and shaped as documented, and a
+tiny one simulates (no timing asserted: numbers go in benchmarks)."""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from kbatch import cli
+from kbatch.sim import trace
+
+
+def test_the_same_seed_makes_the_same_day_another_seed_another() -> None:
+    spec = trace.TraceSpec(nodes=20, seed=3)
+    assert trace.trace_jobs(spec) == trace.trace_jobs(spec)
+    assert trace.trace_jobs(spec) != trace.trace_jobs(trace.TraceSpec(nodes=20, seed=4))
+
+
+def test_a_day_is_shaped_as_documented() -> None:
+    jobs = trace.trace_jobs(trace.TraceSpec(nodes=100))
+    assert len(jobs) == 100 * trace.JOBS_PER_NODE
+    assert [j.submit_at for j in jobs] == sorted(j.submit_at for j in jobs)
+    assert all(0 <= j.submit_at < trace.DAY for j in jobs)
+    sizes = Counter(j.pods for j in jobs)
+    assert set(sizes) == {1, 2, 4, 8, 16, 32, 64}
+    assert sizes[1] > sizes[2] > sizes[4] > sizes[8] > sizes[64] > 0
+    assert {j.cpu for j in jobs} == {1, 2, 4, 8}
+    queues = Counter(j.queue for j in jobs)
+    assert sorted(queues) == [f"q{i}" for i in range(8)] and queues["q0"] > queues["q7"]
+    runtimes = np.array([j.runtime for j in jobs])
+    assert runtimes.min() >= trace.MIN_RUNTIME
+    mean_tail = runtimes.mean() - trace.MIN_RUNTIME
+    assert 0.9 * trace.TAIL_MEAN < mean_tail < 1.1 * trace.TAIL_MEAN
+
+
+def test_submissions_follow_the_daily_curve() -> None:
+    jobs = trace.trace_jobs(trace.TraceSpec(nodes=100))
+    hours = Counter(int(j.submit_at // 3600) for j in jobs)
+    night, afternoon = hours[2] + hours[3], hours[14] + hours[15]
+    # 1 − 0.6·cos: 0.4× the mean rate at 03:00, 1.6× at 15:00
+    assert 3.0 < afternoon / night < 5.0, (night, afternoon)
+
+
+def test_the_first_hours_are_the_days_first_jobs() -> None:
+    day = trace.trace_jobs(trace.TraceSpec(nodes=20))
+    morning = trace.trace_jobs(trace.TraceSpec(nodes=20, hours=6))
+    assert morning == [j for j in day if j.submit_at < 6 * 3600]
+
+
+def test_objects_are_a_held_job_and_a_gang_per_job() -> None:
+    spec = trace.TraceSpec(nodes=3, hours=4)
+    objects = trace.trace_objects(spec)
+    kinds = Counter(obj["kind"] for obj in objects)
+    assert kinds["Node"] == 3 and kinds["Queue"] == 8
+    assert kinds["Job"] == kinds["PodGroup"] == len(trace.trace_jobs(spec))
+    groups = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PodGroup"}
+    for job in (o for o in objects if o["kind"] == "Job"):
+        group = groups[job["metadata"]["name"]]
+        assert job["spec"]["parallelism"] == group["spec"]["minMember"]
+
+
+def test_a_tiny_trace_runs() -> None:
+    result = trace.run(trace.TraceSpec(nodes=2, hours=2))
+    assert result["simulated_seconds"] == 7200.0
+    assert 0 < result["binds"] <= result["pods"]
+    assert result["sessions"] > 0 and result["wall_seconds"] > 0
+
+
+def test_bench_trace_prints_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["bench", "--trace", "--trace-nodes", "2", "--trace-hours", "1"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    result = json.loads(line)
+    assert result["trace"] == {"nodes": 2, "hours": 1.0, "seed": 0}
+    assert {"simulated_per_wall_second", "sessions", "binds", "peak_rss_mib"} <= set(result)
+
+
+@pytest.mark.parametrize("flag", [["--trace-hours", "25"], ["--trace-nodes", "0"]])
+def test_bench_trace_refuses_a_bad_size(
+    flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["bench", "--trace", *flag]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err.startswith(f"kbatch: error: {flag[0]}:")
