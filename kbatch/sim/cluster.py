@@ -19,12 +19,10 @@ pod's evictions, and the pods removed during the run (reported with phase
 ``Failed``, as the kubelet ends a deleted pod that had not finished).
 
 For the runner's jumps over quiet ticks it counts its writes (``changes``), keeps
-the pods' finish and removal times in a heap (``kbatch.sim.timers``), and notes
-when an event told or held back lately may be told again (``retell_at``): a
-session that repeats it then adds it to the events.
+the pods' finish and removal times in a heap (``kbatch.sim.timers``), and its
+events know when one may be told again (``kbatch.sim.events``).
 """
 
-import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,22 +35,12 @@ from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.sim import clock, manifests, timers
+from kbatch.sim.events import EventLog
 
 Object = dict[str, Any]
 PodKey = tuple[str, str]  # namespace, name
 FINISHED = ("Succeeded", "Failed")
 REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    time: float
-    kind: str
-    namespace: str
-    name: str
-    type: str
-    reason: str
-    message: str
 
 
 @dataclass(slots=True)
@@ -83,7 +71,6 @@ class SimCluster:
     def __init__(self, state: ClusterState, sim_clock: clock.SimClock) -> None:
         self.state = state
         self.clock = sim_clock
-        self.event_log: list[Event] = []
         self.pods: dict[PodKey, PodTimes] = {}
         self.removed: dict[PodKey, Object] = {}  # pods deleted during the run, as last seen
         self.created_at: dict[str, float] = {}  # "Kind ns/name" -> simulated time
@@ -92,12 +79,8 @@ class SimCluster:
         self.touched = Touched()
         self.group_pods: dict[tuple[str, str], set[str]] = {}  # names, kept as pods come and go
         self._uids = 0
-        self._told = decided.EventFilter()
-        # When each event (by the filter's key) was last told, to know when it may be
-        # told again; and the earliest such time of the events recorded since the
-        # runner last reset it.
-        self._told_at: dict[tuple[object, ...], float] = {}
-        self.retell_at = math.inf
+        self.events = EventLog()
+        self.event_log = self.events.entries
         self._finishing = timers.Alarms[PodKey](lambda key: self.pods[key].finish_at, self._order)
         self._releasing = timers.Alarms[PodKey](lambda key: self.pods[key].release_at, self._order)
 
@@ -377,31 +360,9 @@ class SimCluster:
         return str((obj.get("metadata") or {}).get("uid", ""))
 
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        """An event, unless the same was told lately (one rule with the runtime:
-        ``outcome.EventFilter``, on simulated time)."""
+        """An event, unless the same was told lately (``kbatch.sim.events``)."""
         identity = (ref, self._uid_of(ref))
-        now = self.clock.now
-        fresh = self._told.fresh(identity, decided.Event(ref, type_, reason, message), now)
-        self._note_told(identity, type_, reason, message, fresh)
-        if not fresh:
-            return
-        self.event_log.append(
-            Event(self.clock.now, ref.kind, ref.namespace, ref.name, type_, reason, message)
-        )
-
-    def _note_told(
-        self, identity: tuple[ObjectRef, str], type_: str, reason: str, message: str, told: bool
-    ) -> None:
-        """Keep ``retell_at``: when this event, told now or held back as told lately, may
-        be told again (the filter's rule: ``repeat_seconds`` after it was last told)."""
-        key = (identity, type_, reason, message)
-        now, repeat = self.clock.now, self._told.repeat_seconds
-        if told:
-            self._told_at[key] = now
-            if len(self._told_at) > self._told.limit:  # forget what is fresh again anyway
-                self._told_at = {k: t for k, t in self._told_at.items() if now - t < repeat}
-        last = self._told_at.get(key, now)
-        self.retell_at = min(self.retell_at, last + repeat)
+        self.events.record(identity, ref, type_, reason, message, self.clock.now)
 
 
 def _ref(obj: Object) -> ObjectRef:

@@ -168,7 +168,7 @@ class Simulation:
         """One tick at ``now``; True if anything changed."""
         self.clock.now = now
         before = self.cluster.changes
-        self.cluster.retell_at = math.inf
+        self.cluster.events.retell_at = math.inf
         self._materialise(now)
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
@@ -214,10 +214,10 @@ class Simulation:
         lifetime_ends = self._next_lifetime_end()
         if lifetime_ends is not None:
             times.append(lifetime_ends)
-        if times and self.cluster.retell_at < math.inf:
+        if times and self.cluster.events.retell_at < math.inf:
             # Only while the run goes on for another reason: with nothing left to happen
             # it ends here, every tick run or not.
-            times.append(self.cluster.retell_at)
+            times.append(self.cluster.events.retell_at)
         return min(times, default=None)
 
     def _next_lifetime_end(self) -> float | None:

@@ -199,3 +199,8 @@ class EventFilter:
         if len(self._told) > self.limit:
             self._told = {k: t for k, t in self._told.items() if now - t < self.repeat_seconds}
         return True
+
+    def told_again_at(self, identity: Hashable, event: Event) -> float | None:
+        """When ``event`` may be told again (None: it is not remembered as told)."""
+        last = self._told.get((identity, event.type, event.reason, event.message))
+        return None if last is None else last + self.repeat_seconds

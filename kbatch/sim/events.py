@@ -1,0 +1,47 @@
+"""The simulated cluster's events: told on simulated time, as the runtime tells them.
+
+An event identical to one told lately about the same object is held back (one rule
+with the runtime: ``outcome.EventFilter``). The log also knows when an event it told
+or held back may be told again (``retell_at``, since the runner last reset it): a
+session that repeats the event then tells it, so a run that jumps over quiet ticks
+must not jump past that time (``kbatch.sim.runner``).
+"""
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from kbatch.operators.scheduler.core.framework import outcome as decided
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    time: float
+    kind: str
+    namespace: str
+    name: str
+    type: str
+    reason: str
+    message: str
+
+
+class EventLog:
+    def __init__(self) -> None:
+        self.entries: list[Event] = []
+        self.retell_at = math.inf
+        self._filter = decided.EventFilter()
+
+    def record(
+        self, identity: Hashable, ref: ObjectRef, type_: str, reason: str, message: str, now: float
+    ) -> None:
+        """Tell the event at ``now`` unless the same was told lately about ``identity``
+        (the object: a new one of the same name is told about again)."""
+        event = decided.Event(ref, type_, reason, message)
+        if self._filter.fresh(identity, event, now):
+            self.entries.append(
+                Event(now, ref.kind, ref.namespace, ref.name, type_, reason, message)
+            )
+        again = self._filter.told_again_at(identity, event)
+        if again is not None:
+            self.retell_at = min(self.retell_at, again)
