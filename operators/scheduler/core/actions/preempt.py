@@ -62,5 +62,6 @@ def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
             break  # kube-batch's pace: until pipelined, else one task a session
     if session.job_pipelined(job) and not wasted_evictions(session, statement):
         statement.commit()
+        rules.room.committed()
     else:
         statement.discard()

@@ -66,6 +66,7 @@ def _reclaim_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
             break
     if session.job_pipelined(job) and not wasted_evictions(session, statement):
         statement.commit()
+        rules.room.committed()
     else:
         statement.discard()
 

@@ -36,6 +36,10 @@ class EvictableRoom:
         self._requests: list[np.ndarray] = []
         self._held: dict[Hashable, np.ndarray] = {}  # by rule key: what its jobs hold
         self.failed: set[Hashable] = set()
+        # Whether a gang that can lose none of its tasks may go whole, by (rule key, what
+        # the plugins read of the preemptor) and job, as the cluster stands before any
+        # statement's victims; ``committed`` forgets it when victims are committed.
+        self.whole_gangs: dict[Hashable, dict[str, bool]] = {}
         self.holders: set[str] = set()  # uids of the jobs with evictable tasks
         for job in session.jobs.values():
             tasks = [t for t in job.tasks.values() if t.status in EVICTABLE and t.node != NO_NODE]
@@ -65,3 +69,7 @@ class EvictableRoom:
         if key is not None:
             self._held[key] = room
         return room
+
+    def committed(self) -> None:
+        """A statement's evictions were committed: what may go whole may have changed."""
+        self.whole_gangs.clear()

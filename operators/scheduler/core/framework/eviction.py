@@ -152,11 +152,12 @@ def make_room(
     nodes = _nodes_worth_trying(session, view.ok, view.scores, task.request, rules)
     plans: dict[int, list[TaskInfo]] = {}
     alike = _alike(session, task, rules)
+    whole = _whole_gangs(statement, task, rules)
     for node in nodes:
         failed = None if alike is None else (node, int(session.nodes.version[node]), *alike)
         if failed in rules.room.failed:
             continue
-        victims = _plan(session, statement, task, node, rules)
+        victims = _plan(session, statement, task, node, rules, whole)
         if victims is None:
             if failed is not None:
                 rules.room.failed.add(failed)
@@ -175,6 +176,16 @@ def make_room(
         statement.evict(victim, reason)
     statement.pipeline(task, best.node)
     return True
+
+
+def _whole_gangs(statement: Statement, task: TaskInfo, rules: Rules) -> dict[str, bool]:
+    """Where ``_may_go`` keeps its answers (job -> may it go whole): shared by every plan
+    of the action while no victim is taken yet (plans are rolled back, so the cluster
+    is as it was), else this task's own."""
+    key = rules.choose_key(task)
+    if rules.key is None or key is None or statement.evicted():
+        return {}
+    return rules.room.whole_gangs.setdefault((rules.key, key), {})
 
 
 def _alike(session: Session, task: TaskInfo, rules: Rules) -> tuple[Hashable, ...] | None:
@@ -200,16 +211,28 @@ def wasted_evictions(session: Session, statement: Statement) -> list[TaskInfo]:
 
 
 def _plan(
-    session: Session, statement: Statement, task: TaskInfo, node: int, rules: Rules
+    session: Session,
+    statement: Statement,
+    task: TaskInfo,
+    node: int,
+    rules: Rules,
+    whole: dict[str, bool],
 ) -> list[TaskInfo] | None:
     """The victims that make ``task`` fit on ``node`` (none if it fits already), or None.
     Tried through the statement so that every rule sees the victims taken before;
-    everything is rolled back."""
+    everything is rolled back. Candidates of a gang that can lose none of its tasks are
+    left out unless the whole gang may go (``whole`` remembers the answer per job), and
+    a node whose candidates could not make room anyway is given up before any trial
+    eviction."""
     future = session.nodes.future_idle()
     request = task.request
     if _fits(session, request, future[node]):
         return []
-    candidates = rules.choose(task, evictable_tasks(session, node, rules.wanted))
+    offered = rules.choose(task, evictable_tasks(session, node, rules.wanted))
+    candidates = [t for t in offered if _may_go(session, statement, task, t, rules, whole)]
+    freed = sum((t.request for t in candidates), np.zeros_like(request))
+    if not _fits(session, request, future[node] + freed):
+        return None
     order = {id(t): i for i, t in enumerate(least_important_first(session, candidates))}
     mark = statement.mark()
     taken: list[TaskInfo] = []
@@ -228,6 +251,37 @@ def _plan(
         victims = _spare_unneeded(session, request, node, taken)
     statement.rollback(mark)
     return victims
+
+
+def _may_go(
+    session: Session,
+    statement: Statement,
+    task: TaskInfo,
+    victim: TaskInfo,
+    rules: Rules,
+    whole: dict[str, bool],
+) -> bool:
+    """May ``victim`` be a candidate: its job can lose it and keep its minimums, or the
+    whole of its job may go — the plugins offer all of it and the rule allows each in
+    turn, with nothing else taken (more victims only allow less). Asked once per job,
+    through the statement, rolled back."""
+    job = session.jobs[victim.job]
+    if job.can_lose(victim):
+        return True
+    verdict = whole.get(job.uid)
+    if verdict is None:
+        rest = [t for t in job.tasks.values() if t.status in EVICTABLE]
+        offered = {id(t) for t in rules.choose(task, rest)}
+        verdict = all(id(t) in offered for t in rest)
+        mark = statement.mark()
+        for member in rest if verdict else []:
+            if not rules.allowed(member):
+                verdict = False
+                break
+            statement.evict(member, "")
+        statement.rollback(mark)
+        whole[job.uid] = verdict
+    return verdict
 
 
 def _not_surplus(session: Session, task: TaskInfo) -> bool:
