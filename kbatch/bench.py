@@ -58,27 +58,40 @@ def synthetic_objects(nodes: int, pods: int) -> Iterator[dict[str, Any]]:
                 "conditions": [{"type": "Ready", "status": "True"}],
             },
         }
-    container = {"name": "main", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}
-    counter = itertools.count()
+    uids = itertools.count()
     for j in range(pods // TASKS_PER_JOB):
-        name = f"job-{j:05d}"
+        yield from gang_objects(f"job-{j:05d}", TASKS_PER_JOB, f"q{j % QUEUES}", uids)
+
+
+def gang_objects(
+    name: str,
+    size: int,
+    queue: str,
+    uids: Iterator[int],
+    annotations: dict[str, str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """An admitted PodGroup of ``size`` pods of 1 cpu / 2Gi in namespace bench."""
+    metadata: dict[str, Any] = {"name": name, "namespace": "bench", "creationTimestamp": None}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    yield {
+        "kind": "PodGroup",
+        "metadata": metadata,
+        "spec": {"minMember": size, "queue": queue},
+        "status": {"phase": "Inqueue"},
+    }
+    container = {"name": "main", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}
+    for t in range(size):
         yield {
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "bench", "creationTimestamp": None},
-            "spec": {"minMember": TASKS_PER_JOB, "queue": f"q{j % QUEUES}"},
-            "status": {"phase": "Inqueue"},
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-{t}",
+                "namespace": "bench",
+                "uid": f"{next(uids):08d}",
+                "annotations": {"scheduling.k8s.io/group-name": name},
+            },
+            "spec": {"schedulerName": "kbatch", "containers": [container]},
         }
-        for t in range(TASKS_PER_JOB):
-            yield {
-                "kind": "Pod",
-                "metadata": {
-                    "name": f"{name}-{t}",
-                    "namespace": "bench",
-                    "uid": f"{next(counter):08d}",
-                    "annotations": {"scheduling.k8s.io/group-name": name},
-                },
-                "spec": {"schedulerName": "kbatch", "containers": [container]},
-            }
 
 
 @dataclass

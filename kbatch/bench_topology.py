@@ -19,7 +19,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from kbatch.bench import CountingCluster, bench_conf, loaded_state, peak_rss_kib, timed_session
+from kbatch.bench import (
+    CountingCluster,
+    bench_conf,
+    gang_objects,
+    loaded_state,
+    peak_rss_kib,
+    timed_session,
+)
 from kbatch.config import SchedulerConf, TopologyConf
 
 ZONE, BLOCK, RACK, HOST = (
@@ -61,33 +68,15 @@ def topology_objects(nodes: int, pods: int, prefer: bool) -> Iterator[dict[str, 
 
 
 def _gangs(pods: int, prefer: bool) -> Iterator[dict[str, Any]]:
-    container = {"name": "main", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}
-    annotations = {"kbatch.io/topology-preferred": RACK} if prefer else {}
-    uid = itertools.count()
+    annotations = {"kbatch.io/topology-preferred": RACK} if prefer else None
+    uids = itertools.count()
     left = pods
     for j, size in enumerate(itertools.cycle(GANG_SIZES)):
         size = min(size, left)
         if size <= 0:
             return
         left -= size
-        name = f"gang-{j:05d}"
-        yield {
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "bench", "annotations": dict(annotations)},
-            "spec": {"minMember": size, "queue": f"q{j % QUEUES}"},
-            "status": {"phase": "Inqueue"},
-        }
-        for t in range(size):
-            yield {
-                "kind": "Pod",
-                "metadata": {
-                    "name": f"{name}-{t}",
-                    "namespace": "bench",
-                    "uid": f"{next(uid):08d}",
-                    "annotations": {"scheduling.k8s.io/group-name": name},
-                },
-                "spec": {"schedulerName": "kbatch", "containers": [container]},
-            }
+        yield from gang_objects(f"gang-{j:05d}", size, f"q{j % QUEUES}", uids, annotations)
 
 
 def topology_conf() -> SchedulerConf:
