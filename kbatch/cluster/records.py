@@ -3,6 +3,7 @@
 A bad object raises ObjectError naming the object and the field, and is not stored.
 """
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,7 +29,12 @@ from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.podspec import ParsedSpec, parse_spec, spec_key
 from kbatch.cluster.quantity import amounts
-from kbatch.operators.scheduler.core.framework.info import PREFERRED, REQUIRED, TopologyRequest
+from kbatch.operators.scheduler.core.framework.info import (
+    PREFERRED,
+    REQUIRED,
+    TaskStatus,
+    TopologyRequest,
+)
 from kbatch.operators.scheduler.core.framework.podspec import Taint
 
 M = TypeVar("M", bound=BaseModel)
@@ -108,6 +114,32 @@ class PodRecord:
     role: str = ""  # kbatch.io/task (or volcano.sh/task-spec): its role in the gang
     # status.conditions' PodScheduled as (status, reason, message); None: none
     scheduled_condition: tuple[str, str, str] | None = None
+    # Worked out by __post_init__ (so by dataclasses.replace too) once per version of the
+    # pod, not by every snapshot: ``task_status(pod)``, and the key of the job the
+    # snapshot puts it in (its PodGroup's, or its own).
+    task_status: TaskStatus | None = dataclasses.field(init=False, repr=False, compare=False)
+    unit: str = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task_status", task_status(self))
+        namespace, group = self.namespace, self.group
+        unit = f"{namespace}/{group}" if group else f"pod:{namespace}/{self.name}"
+        object.__setattr__(self, "unit", unit)
+
+
+def task_status(pod: PodRecord) -> TaskStatus | None:
+    """The scheduler's view of a pod's lifecycle (None: nothing to schedule or account)."""
+    if pod.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.phase == "Failed":
+        return TaskStatus.FAILED
+    if pod.deleting:
+        return TaskStatus.RELEASING if pod.node_name else None
+    if pod.phase == "Running":
+        return TaskStatus.RUNNING
+    if pod.phase == "Unknown":
+        return TaskStatus.UNKNOWN
+    return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
 
 
 @dataclass(frozen=True, slots=True)

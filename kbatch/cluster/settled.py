@@ -68,9 +68,7 @@ class OrderedSubset:
 
 def unit_of(pod: PodRecord) -> str:
     """The job a pod belongs to, as the snapshot keys jobs."""
-    if pod.group:
-        return f"{pod.namespace}/{pod.group}"
-    return f"pod:{pod.namespace}/{pod.name}"
+    return pod.unit
 
 
 class Shown:

@@ -25,7 +25,9 @@ from kbatch.cluster.records import (
     timestamp,
     topology_of,
 )
+from kbatch.cluster.records import task_status as task_status  # the simulator's too
 from kbatch.operators.scheduler.core.framework.info import (
+    FINISHED_STATUSES,
     NO_NODE,
     JobInfo,
     NodeInfo,
@@ -34,6 +36,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskInfo,
     TaskStatus,
     TopologyRequest,
+    add_tasks,
 )
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
@@ -42,22 +45,7 @@ from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-def task_status(pod: PodRecord) -> TaskStatus | None:
-    """The scheduler's view of a pod's lifecycle (None: nothing to schedule or account)."""
-    if pod.phase == "Succeeded":
-        return TaskStatus.SUCCEEDED
-    if pod.phase == "Failed":
-        return TaskStatus.FAILED
-    if pod.deleting:
-        return TaskStatus.RELEASING if pod.node_name else None
-    if pod.phase == "Running":
-        return TaskStatus.RUNNING
-    if pod.phase == "Unknown":
-        return TaskStatus.UNKNOWN
-    return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _GroupParts:
     """What a PodGroup's job takes from its object by parsing, kept while it is the same
     object (records are replaced, never changed, on every update)."""
@@ -176,50 +164,90 @@ class SnapshotBuilder:
             for key, group in pod_groups.items()
         }
         orphans: list[OrphanPod] = []
-        for pod in pods:
-            status = task_status(pod)
-            if status is None:
-                continue
-            priority = resolver.of_pod(pod)
-            job = self._job_of(pod, priority, jobs, dims, scheduler_names)
-            waits = status is TaskStatus.PENDING and pod.scheduler_name in scheduler_names
-            if job is None and pod.group and waits:
-                orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
-            task = TaskInfo(
-                uid=pod.uid,
-                namespace=pod.namespace,
-                name=pod.name,
-                job=job.uid if job is not None else "",
-                template=self._template(pod.spec, dims),
-                status=status,
-                priority=priority,
-                created=pod.created,
-                started=pod.started,
-                critical=pod.spec.priority_class_name in CRITICAL_CLASSES,
-                role=pod.role,
-                scheduled_condition=pod.scheduled_condition,
-            )
-            if job is not None:
-                job.add_task(task)
-                kept = node_set.index.get(pod.nominated_node or "", NO_NODE)
-                if status is TaskStatus.PENDING and kept != NO_NODE:
-                    task.nominated = kept  # it evicted others for this room: kept for it
-                    node_set.reserve(task, 1.0)
-            elif status is TaskStatus.PENDING:
-                continue  # another scheduler's pending pod, or an orphan: takes no room
-            where = node_set.index.get(pod.node_name or "", NO_NODE)
-            if where != NO_NODE and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-                task.node = where
-                node_set.place(task, where)
+        owners, tasks, placed = self._tasks(
+            pods, jobs, node_set, dims, resolver, scheduler_names, orphans
+        )
+        add_tasks(owners, tasks)
+        # The tasks on nodes and the room kept for nominated ones, all at once (nothing
+        # reads the node set before it is complete).
+        node_set.place_all(placed, [task for task in tasks if task.nominated != NO_NODE])
         for key, group in pod_groups.items():
             job = jobs[key]
             if not group.spec.priority_class_name and job.tasks:
                 # A PodGroup naming no PriorityClass takes its pods' highest priority.
-                job.priority = max(t.priority for t in job.tasks.values())
+                job.priority = max([t.priority for t in job.tasks.values()])
             if job.min_resources is None and job.tasks:
                 job.min_resources = gang_minimum(job)
-        node_set.version[:] = 0
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
+
+    def _tasks(
+        self,
+        pods: list[PodRecord],
+        jobs: dict[str, JobInfo],
+        node_set: NodeSet,
+        dims: Dims,
+        resolver: "_Priorities",
+        scheduler_names: frozenset[str],
+        orphans: list[OrphanPod],
+    ) -> tuple[list[JobInfo], list[TaskInfo], list[TaskInfo]]:
+        """The pods' tasks, in pod order and not yet accounted: those of our jobs with
+        their jobs (two lists), and every task on a node, ours or not (its ``node`` set;
+        a pending one's ``nominated`` is). Pending pods of our groups that have no
+        PodGroup go to ``orphans``."""
+        owners: list[JobInfo] = []
+        tasks: list[TaskInfo] = []
+        placed: list[TaskInfo] = []
+        node_index, templates = node_set.index, self._templates
+        for pod in pods:
+            status = pod.task_status
+            if status is None:
+                continue
+            # Its own priority, else its class's; its template; its job (the common cases
+            # inline: this runs for every pod of every snapshot).
+            spec = pod.spec
+            priority = pod.priority
+            if priority is None:
+                priority = resolver.of_class(spec.priority_class_name)
+            template = templates.get(spec.key)
+            if template is None:
+                template = self._template(spec, dims)
+            job = jobs.get(pod.unit) if pod.scheduler_name in scheduler_names else None
+            if job is None:
+                job = self._job_of(pod, priority, jobs, dims, scheduler_names)
+            if job is None and status is TaskStatus.PENDING:
+                if pod.group and pod.scheduler_name in scheduler_names:
+                    orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
+                continue  # another scheduler's pending pod, or an orphan: takes no room
+            # By position, in TaskInfo's field order (half the cost of keywords, and this
+            # runs for every pod of every snapshot); tests/unit/cluster/test_snapshot_tasks.py
+            # holds each field to the pod's.
+            task = TaskInfo(
+                pod.uid,
+                pod.namespace,
+                pod.name,
+                "" if job is None else job.uid,  # job
+                template,
+                status,
+                NO_NODE,  # node
+                priority,
+                pod.created,
+                pod.started,
+                spec.priority_class_name in CRITICAL_CLASSES,  # critical
+                NO_NODE,  # nominated
+                pod.role,
+                pod.scheduled_condition,
+            )
+            if status is TaskStatus.PENDING:
+                # It evicted others for this room (its nominated node): kept for it.
+                task.nominated = node_index.get(pod.nominated_node or "", NO_NODE)
+            elif pod.node_name and status not in FINISHED_STATUSES:
+                task.node = node_index.get(pod.node_name, NO_NODE)
+                if task.node != NO_NODE:
+                    placed.append(task)
+            if job is not None:
+                owners.append(job)
+                tasks.append(task)
+        return owners, tasks, placed
 
     @staticmethod
     def _job_of(
@@ -233,11 +261,9 @@ class SnapshotBuilder:
         which takes the pod's priority. None for another scheduler's pod or an orphan."""
         if pod.scheduler_name not in scheduler_names:
             return None
-        if pod.group:
-            return jobs.get(f"{pod.namespace}/{pod.group}")
-        uid = f"pod:{pod.namespace}/{pod.name}"
+        uid = pod.unit
         job = jobs.get(uid)
-        if job is None:
+        if job is None and not pod.group:
             job = JobInfo(
                 uid=uid,
                 namespace=pod.namespace,
@@ -294,11 +320,6 @@ class _Priorities:
             return self.classes[name].value
         return self.default
 
-    def of_pod(self, pod: PodRecord) -> int:
-        if pod.priority is not None:
-            return pod.priority
-        return self.of_class(pod.spec.priority_class_name)
-
 
 def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
     spec = queue.spec
@@ -325,14 +346,26 @@ def gang_minimum(job: JobInfo) -> np.ndarray:
     the smallest request of any pod, per resource), so that enqueue never admits a gang
     the cluster cannot hold, with the webhooks on or not."""
     requests = [task.request for task in job.tasks.values()]
+    if not job.min_task_member:
+        # The general form below with nothing counted: zeros + x (0.0 + x: a -0.0 is 0.0).
+        return 0.0 + _smallest(requests) * max(job.min_member, 0)
     total = np.zeros_like(requests[0])
     counted = 0
     for role, minimum in job.min_task_member.items():
         of_role = [task.request for task in job.tasks.values() if task.role == role]
         if of_role and minimum:
-            total += np.min(of_role, axis=0) * minimum
+            total += _smallest(of_role) * minimum
             counted += minimum
-    return total + np.min(requests, axis=0) * max(job.min_member - counted, 0)
+    return total + _smallest(requests) * max(job.min_member - counted, 0)
+
+
+def _smallest(requests: list[np.ndarray]) -> np.ndarray:
+    """The smallest of ``requests`` per resource. The pods of a gang mostly share one
+    template, so one request array, and that is the answer (no reduction per job)."""
+    distinct = list({id(request): request for request in requests}.values())
+    if len(distinct) == 1:
+        return distinct[0]
+    return np.min(distinct, axis=0)
 
 
 def _job_info(

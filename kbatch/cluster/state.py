@@ -383,9 +383,9 @@ class ClusterState:
         ours: set[str] = set()
         theirs: set[str] = set()
         for pod in pods:
-            if pod.group:
+            if pod.group:  # its unit is its group's key
                 mine = pod.scheduler_name in self.scheduler_names
-                (ours if mine else theirs).add(f"{pod.namespace}/{pod.group}")
+                (ours if mine else theirs).add(pod.unit)
         return frozenset(theirs - ours)
 
     def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:

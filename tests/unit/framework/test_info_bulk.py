@@ -1,0 +1,129 @@
+"""The bulk forms a snapshot is built with (``add_tasks``, ``NodeSet.place_all``) give
+what the one-by-one forms give, to the bit.
+
+The requests are random fractions on purpose: sums of whole numbers come out the same in
+any order, these only when added in the same order as one by one.
+"""
+
+import random
+
+import numpy as np
+import pytest
+
+from kbatch.operators.scheduler.core.framework.info import (
+    JobInfo,
+    NodeInfo,
+    NodeSet,
+    TaskInfo,
+    TaskStatus,
+    add_tasks,
+)
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
+
+DIMS = 4
+
+
+def templates(rnd: random.Random, count: int) -> list[PodTemplate]:
+    return [
+        PodTemplate(
+            "ns", {}, np.array([rnd.random() * 10 ** rnd.randrange(6) for _ in range(DIMS)]), False
+        )
+        for _ in range(count)
+    ]
+
+
+def tasks(rnd: random.Random, count: int, statuses: list[TaskStatus]) -> list[TaskInfo]:
+    shared = templates(rnd, 3)
+    return [
+        TaskInfo(
+            uid=f"t{i}",
+            namespace="ns",
+            name=f"t{i}",
+            job="",
+            # Most share a template (one request array), as a gang's pods do; some not.
+            template=rnd.choice(shared) if rnd.random() < 0.7 else templates(rnd, 1)[0],
+            status=rnd.choice(statuses),
+        )
+        for i in range(count)
+    ]
+
+
+def jobs(count: int) -> list[JobInfo]:
+    return [JobInfo(f"j{i}", "ns", f"j{i}", "q", 1, 0.0, DIMS) for i in range(count)]
+
+
+def job_state(job: JobInfo) -> tuple[object, ...]:
+    return (
+        list(job.tasks),
+        job.counts,
+        job.ready_count,
+        job.allocated.tobytes(),
+        job.total_request.tobytes(),
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_add_tasks_is_add_task_one_by_one(seed: int) -> None:
+    rnd = random.Random(seed)
+    one_by_one, at_once = jobs(6), jobs(6)
+    # Both start from a task added the usual way (the sums go on from what is there).
+    for group in (one_by_one, at_once):
+        for job, task in zip(group, tasks(random.Random(seed), 6, list(TaskStatus)), strict=True):
+            job.add_task(task)
+    added = tasks(rnd, 300, list(TaskStatus))
+    picks = [rnd.randrange(6) if rnd.random() < 0.5 else 0 for _ in added]  # runs and jumps
+    for task, pick in zip(added, picks, strict=True):
+        one_by_one[pick].add_task(task)
+    add_tasks([at_once[pick] for pick in picks], added)
+    assert [job_state(job) for job in at_once] == [job_state(job) for job in one_by_one]
+
+
+def test_add_tasks_of_nothing_changes_nothing() -> None:
+    (job,) = jobs(1)
+    before = job_state(job)
+    add_tasks([], [])
+    assert job_state(job) == before
+
+
+def node_set(rnd: random.Random, count: int) -> NodeSet:
+    infos = [NodeInfo(f"n{i:02d}", {}) for i in rng_order(rnd, count)]
+    return NodeSet(infos, np.array([[rnd.random() * 1e6 for _ in range(DIMS)] for _ in infos]))
+
+
+def rng_order(rnd: random.Random, count: int) -> list[int]:
+    order = list(range(count))
+    rnd.shuffle(order)  # NodeSet sorts its nodes by name
+    return order
+
+
+NODE_STATES = ("used", "releasing", "pipelined", "nominated", "free", "future", "_waits")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_place_all_is_place_and_reserve_one_by_one(seed: int) -> None:
+    rnd = random.Random(seed)
+    one_by_one, at_once = node_set(random.Random(seed), 8), node_set(random.Random(seed), 8)
+    placed = tasks(rnd, 200, [s for s in TaskStatus if s is not TaskStatus.PENDING])
+    for task in placed:
+        task.node = rnd.randrange(8)
+    reserved = tasks(rnd, 30, [TaskStatus.PENDING])
+    for task in reserved:
+        task.nominated = rnd.randrange(8)
+    for task in placed:
+        one_by_one.place(task, task.node)
+    for task in reserved:
+        one_by_one.reserve(task, 1.0)
+    at_once.place_all(placed, reserved)
+    for name in NODE_STATES:
+        assert getattr(at_once, name).tobytes() == getattr(one_by_one, name).tobytes(), name
+    assert at_once.kept == one_by_one.kept == len(reserved)
+    assert [list(i.tasks) for i in at_once.infos] == [list(i.tasks) for i in one_by_one.infos]
+    # Nothing had seen these nodes: no version moved, no change logged.
+    assert not at_once.version.any() and at_once.changed == []
+
+
+def test_place_all_of_nothing_leaves_every_node_idle() -> None:
+    nodes = node_set(random.Random(0), 3)
+    nodes.place_all([])
+    assert (nodes.free == nodes.allocatable).all() and (nodes.future == nodes.allocatable).all()
+    assert not nodes._waits.any() and nodes.kept == 0
