@@ -37,11 +37,10 @@ class EventLog:
     ) -> None:
         """Tell the event at ``now`` unless the same was told lately about ``identity``
         (the object: a new one of the same name is told about again)."""
-        event = decided.Event(ref, type_, reason, message)
-        if self._filter.fresh(identity, event, now):
+        fresh, again = self._filter.check(identity, type_, reason, message, now)
+        if fresh:
             self.entries.append(
                 Event(now, ref.kind, ref.namespace, ref.name, type_, reason, message)
             )
-        again = self._filter.told_again_at(identity, event)
-        if again is not None:
-            self.retell_at = min(self.retell_at, again)
+        if again < self.retell_at:
+            self.retell_at = again

@@ -24,6 +24,7 @@ when it differs from the one before (values are steps, held until the next point
 """
 
 import math
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,10 @@ from kbatch.sim.timeline import STARTED
 GPU = "nvidia.com/gpu"
 RESOURCES = (CPU, MEMORY, GPU)  # Armada's DRF resources that kbatch's clusters have
 HOLDING = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+# A job's counts of its tasks in STARTED / HOLDING (``JobInfo.counts`` is by status): read
+# for every job at every tick.
+_started_counts = operator.itemgetter(*STARTED)
+_holding_counts = operator.itemgetter(*HOLDING)
 WINDOWS = 60
 Json = dict[str, Any]
 
@@ -91,18 +96,21 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
     active: set[str] = set()
     waits: set[str] = set()
     waiting = 0
+    # The RESOURCES the snapshot has, as (their place in a row, their column in it).
+    known = [(i, dims.index[r]) for i, r in enumerate(RESOURCES) if r in dims.index]
+    rows, columns = [i for i, _ in known], [index for _, index in known]
     for job in snapshot.jobs.values():
         queue = job.queue if job.has_pod_group else DEFAULT_QUEUE
-        waits_to_start = job.count(*STARTED) < job.min_member
+        waits_to_start = sum(_started_counts(job.counts)) < job.min_member
         waiting += waits_to_start
         if waits_to_start:
             waits.add(queue)
-        if waits_to_start or job.count(*HOLDING):
+        if waits_to_start or any(_holding_counts(job.counts)):
             active.add(queue)
-        row = allocated.setdefault(queue, np.zeros(len(RESOURCES)))
-        for i, resource in enumerate(RESOURCES):
-            if (index := dims.index.get(resource)) is not None:
-                row[i] += float(job.allocated[index])
+        row = allocated.get(queue)
+        if row is None:
+            row = allocated[queue] = np.zeros(len(RESOURCES))
+        row[rows] += job.allocated[columns]  # the same additions, element by element
     weights = {q: snapshot.queues[q].weight if q in snapshot.queues else 1 for q in active}
     weight_sum = sum(weights.values())
     shares = []

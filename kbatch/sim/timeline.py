@@ -9,6 +9,7 @@ submission (the earliest creation of the group and its pods) to the first
 tick at which at least minMember of its pods are bound, running or done.
 """
 
+import operator
 from dataclasses import dataclass, field
 
 from kbatch.api import DEFAULT_QUEUE
@@ -20,6 +21,9 @@ from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
 # Read from a session's snapshot as the session left it: what it bound is Binding.
 STARTED = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
 WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+# A job's counts of its tasks in WAITING (``JobInfo.counts`` is by status), for every job
+# at every tick.
+_waiting_counts = operator.itemgetter(*WAITING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +104,7 @@ def _sample(now: float, snapshot: Snapshot) -> Sample:
     for job in snapshot.jobs.values():
         queue = job.queue if job.has_pod_group else DEFAULT_QUEUE
         allocated[queue] = allocated.get(queue, 0.0) + float(job.allocated[dims.index[CPU]])
-        pending += job.count(*WAITING)
+        pending += sum(_waiting_counts(job.counts))
     queues = {}
     for name in sorted(allocated):
         queues[name] = (allocated[name] / 1000, _deserved_cpu(snapshot, name) / 1000)

@@ -32,6 +32,13 @@ def reserved(session: Session) -> np.ndarray:
     return total
 
 
+# What an admission verdict reads of a job: its queue, its priority (the priority plugin
+# weighs what lower-priority jobs of the queue hold) and its minResources.
+RefusalKey = tuple[str, int, bytes]
+# A refusal as ``note_waiting`` takes it: why, and whether the queue (not the cluster) holds it.
+Refusal = tuple[str, bool]
+
+
 def execute(session: Session) -> None:
     mask = shareable(session.dims)
     idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
@@ -52,30 +59,60 @@ def execute(session: Session) -> None:
         heapq.heapify(jobs)
         queues.append((session.queue_order_key(session.queues[name]), next(tie), name))
     heapq.heapify(queues)
+    # Refusals so far, by what the verdict reads: until a job is admitted (which moves the
+    # idle room and the plugins' reservations) a job alike to one refused is refused the
+    # same way. A long line of alike pending groups is the common case, and asking the
+    # plugins and wording the shortfall for each of them was most of the action's time.
+    refusals: dict[RefusalKey, Refusal] = {}
     while queues:
         _, _, name = heapq.heappop(queues)
         _, _, job = heapq.heappop(per_queue[name])
-        idle = _try_admit(session, job, idle, mask)
+        key = _refusal_key(job)
+        refusal = refusals.get(key) if key is not None else None
+        if refusal is not None:
+            session.note_waiting(job, refusal[0], by_queue=refusal[1])
+        else:
+            admitted, refusal = _try_admit(session, job, idle, mask)
+            if admitted is not None:
+                idle = admitted
+                refusals.clear()
+            elif key is not None and refusal is not None:
+                refusals[key] = refusal
         if per_queue[name]:
             heapq.heappush(queues, (session.queue_order_key(session.queues[name]), next(tie), name))
 
 
-def _try_admit(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _refusal_key(job: JobInfo) -> RefusalKey | None:
+    """What the verdict on ``job`` reads of it; None for a group without minResources
+    (admitted unless its queue refuses it: nothing worth remembering)."""
+    if job.min_resources is None:
+        return None
+    return job.queue, job.priority, job.min_resources.tobytes()
+
+
+def _try_admit(
+    session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray | None, Refusal | None]:
+    """Admit ``job`` if it may be: the idle room left after it, or None and why not (as
+    noted on the job)."""
     queue = session.queues[job.queue]
     if not queue.open:
-        session.note_waiting(job, f"queue {queue.name} is Closed", by_queue=True)
-        return idle
+        return None, _refuse(session, job, f"queue {queue.name} is Closed", by_queue=True)
     vote, why = session.job_enqueueable(job)
     if vote is Vote.REJECT:
-        session.note_waiting(job, f"not admitted: {why}", by_queue=True)
-        return idle
+        return None, _refuse(session, job, f"not admitted: {why}", by_queue=True)
     need = job.min_resources * mask if job.min_resources is not None else None
     if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):
-        session.note_waiting(job, "not admitted: minResources " + _shortfall(session, need, idle))
-        return idle
+        why = "not admitted: minResources " + _shortfall(session, need, idle)
+        return None, _refuse(session, job, why, by_queue=False)
     job.phase = PodGroupPhase.INQUEUE
     session.enqueued(job)
-    return idle - need if need is not None else idle
+    return (idle - need if need is not None else idle), None
+
+
+def _refuse(session: Session, job: JobInfo, why: str, by_queue: bool) -> Refusal:
+    session.note_waiting(job, why, by_queue=by_queue)
+    return why, by_queue
 
 
 def _shortfall(session: Session, need: np.ndarray, idle: np.ndarray) -> str:

@@ -9,14 +9,22 @@ scheduler its groups are for; a change of its flow alone (the flow plugin's) onl
 the plugin says it is worth a write, and without the plugin the stored flow is kept.
 """
 
+import itertools
+import operator
+
 import numpy as np
 
-from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
+from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import QueueStatus, rfc3339
 from kbatch.operators.podgroup import status as pod_group_status_rules
 from kbatch.operators.scheduler.core.framework import pod_conditions
-from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import (
+    SCHEDULED_STATUSES,
+    JobInfo,
+    QueueInfo,
+    TaskStatus,
+)
 from kbatch.operators.scheduler.core.framework.outcome import (
     FAILED_SCHEDULING,
     Event,
@@ -32,11 +40,64 @@ from kbatch.operators.scheduler.core.framework.session import Session
 
 
 def pod_group_status(job: JobInfo, session: Session) -> PodGroupStatus:
+    unchanged = _unchanged_status(job, session.conditions_of(job))
+    if unchanged is not None:
+        return unchanged
     counts = {status: job.counts[status] for status in TaskStatus}
     old = PodGroupStatus(phase=job.phase, conditions=job.conditions)
     status = pod_group_status_rules.counted(old, job.min_member, counts)
     new = session.conditions_of(job)
     return pod_group_status_rules.with_conditions(status, new, session.now, session.uid)
+
+
+# A job's counts of its tasks bound or running (``JobInfo.counts`` is by status).
+_scheduled_counts = operator.itemgetter(*SCHEDULED_STATUSES)
+
+
+def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupStatus | None:
+    """``job.old_status`` when the status the rules make would equal it, found without
+    building one; None when it may differ. Most groups, session after session, wait or
+    run on and are told the same words again: building their statuses (pydantic copies,
+    a time stamp each) only to find them equal was most of a session's close."""
+    old = job.old_status
+    if old is None or job.conditions is not old.conditions:
+        return None
+    counts = job.counts
+    running = counts[TaskStatus.RUNNING]
+    succeeded = counts[TaskStatus.SUCCEEDED]
+    failed = counts[TaskStatus.FAILED]
+    if running != old.running or succeeded != old.succeeded or failed != old.failed:
+        return None
+    phase = pod_group_status_rules.next_phase(
+        job.phase,
+        min_member=job.min_member,
+        scheduled=sum(_scheduled_counts(counts)),
+        succeeded=succeeded,
+        unfinished=sum(counts) - succeeded - failed,
+        admitted=job.phase is PodGroupPhase.INQUEUE,
+    )
+    if phase is not old.phase or not _conditions_kept(old.conditions, new):
+        return None
+    return old
+
+
+def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondition]) -> bool:
+    """Would ``with_conditions`` give back ``old`` as it is? Yes when ``old`` is in its
+    order (by type, one of each) and each new condition says what the one of its type
+    says: that one then keeps its transition time and id, and nothing else changes."""
+    if any(a.type.value >= b.type.value for a, b in itertools.pairwise(old)):
+        return False
+    by_type = {c.type: c for c in old}
+    for cond in new:
+        before = by_type.get(cond.type)
+        if (
+            before is None
+            or before.status != cond.status
+            or before.reason != cond.reason
+            or before.message != cond.message
+        ):
+            return False
+    return True
 
 
 def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStatus:
