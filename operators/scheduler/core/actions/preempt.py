@@ -7,14 +7,12 @@ is evicted. A task its queue may not take (capability) evicts nothing."""
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import (
     Rules,
-    fits_without_eviction,
-    jobs_by_queue,
     make_room,
-    pending_tasks,
     wasted_evictions,
 )
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.preemptors import jobs_by_queue, outlook
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
@@ -24,6 +22,7 @@ NAME = "preempt"
 def execute(session: Session) -> None:
     placer = Placer(session)
     room = EvictableRoom(session)
+    keeps = session.preemptable_filter()
     jobs = session.jobs_to_place()
     for job in jobs_by_queue(session, jobs):
 
@@ -31,8 +30,17 @@ def execute(session: Session) -> None:
             return other is not job and other.queue == job.queue
 
         # Alike for every job of the queue that has nothing running to leave out.
-        key = ("others in queue", job.queue, job.uid if job.uid in room.holders else None)
-        rules = Rules(room, key, other_job_same_queue, session.preemptable, session.preemptable_key)
+        others = ("others in queue", job.queue, job.uid if job.uid in room.holders else None)
+        rules = Rules(
+            room,
+            others,
+            other_job_same_queue,
+            session.preemptable,
+            session.preemptable_key,
+            queues=frozenset((job.queue,)),
+            keeps=keeps,
+            verdict_key="others in queue",
+        )
         _preempt_for(session, placer, job, rules)
     for job in sorted(jobs, key=session.job_order_key):
         if job.counts[TaskStatus.PENDING]:
@@ -40,19 +48,30 @@ def execute(session: Session) -> None:
             def same_job(other: JobInfo, job: JobInfo = job) -> bool:
                 return other is job
 
+            # Alike for every job with nothing running: there are no candidates. (What
+            # is learnt of whole gangs is not shared with the first phase: the plugins
+            # judge a job's own tasks by other rules, priority by task priority.)
+            own = ("own job", job.uid if job.uid in room.holders else None)
             rules = Rules(
-                room, ("own job", job.uid), same_job, session.preemptable, session.preemptable_key
+                room,
+                own,
+                same_job,
+                session.preemptable,
+                session.preemptable_key,
+                queues=frozenset((job.queue,)),
+                keeps=keeps,
             )
             _preempt_for(session, placer, job, rules)
 
 
 def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:
-    if fits_without_eviction(session, placer, job):
+    pending, fits = outlook(session, placer, job, rules.room)
+    if fits:
         return  # room enough; the job waits for allocate, not for victims
     queue = session.queues[job.queue]
     statement = Statement(session)
     statement.claim_kept_room(job)
-    for task in pending_tasks(session, job):
+    for task in pending:
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain
         session.note_preemption_attempt()

@@ -18,17 +18,21 @@ Each task tried counts as a preemption attempt (kube-batch counted preempt's
 only; a reclaim is a preemption across queues).
 """
 
+from collections.abc import Hashable
+
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import (
     Rules,
-    fits_without_eviction,
-    jobs_by_queue,
     make_room,
-    pending_tasks,
     wasted_evictions,
 )
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.placement import Placer
+from kbatch.operators.scheduler.core.framework.preemptors import (
+    fits_without_eviction,
+    jobs_by_queue,
+    pending_tasks,
+)
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
@@ -43,18 +47,21 @@ def execute(session: Session) -> None:
         if session.overused(queue):
             continue
         rules = _rules(session, room, queue)
-        if not rules.room.held_by(rules.key, rules.wanted).any():
+        if not rules.held().any():
             continue  # no other queue has anything it could give back
-        if fits_without_eviction(session, placer, job):
+        pending = pending_tasks(session, job)
+        if fits_without_eviction(session, placer, job, pending):
             continue  # allocate will place it
-        _reclaim_for(session, placer, job, rules)
+        _reclaim_for(session, placer, job, pending, rules)
 
 
-def _reclaim_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:
+def _reclaim_for(
+    session: Session, placer: Placer, job: JobInfo, pending: list[TaskInfo], rules: Rules
+) -> None:
     queue = session.queues[job.queue]
     statement = Statement(session)
     statement.claim_kept_room(job)
-    for task in pending_tasks(session, job):
+    for task in pending:
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain
         if not session.may_reclaim_for(queue, task):
@@ -91,16 +98,29 @@ def _rules(session: Session, room: EvictableRoom, reclaimer: QueueInfo) -> Rules
         queue = queue_of(t)
         return queue is not None and session.overused(queue) and session.may_lose(queue, t)
 
+    def what_allowed_reads(t: TaskInfo) -> Hashable:
+        """``still_allowed`` reads the victim's queue (``overused`` reads nothing else
+        of the session) and what ``may_lose`` reads of the victim."""
+        loses = session.may_lose_key(t)
+        return None if loses is None else (session.jobs[t.job].queue, loses)
+
     def most_over_served_first(t: TaskInfo) -> float:
         queue = queue_of(t)
         return 0.0 if queue is None else -session.queue_share(queue)
 
+    # The givers tell the rule apart: none of it reads the reclaimer (its own queue,
+    # never over its share here, is never one of them).
     return Rules(
         room,
-        ("other queues", reclaimer.name, frozenset(givers)),
+        ("other queues", frozenset(givers)),
         from_other_overused_queue,
         session.reclaimable,
         session.reclaimable_key,
         still_allowed,
         most_over_served_first,
+        queues=frozenset(givers),
+        keeps=session.reclaimable_filter(),
+        # Whether a gang may go whole does not depend on who reclaims.
+        verdict_key=NAME,
+        allowed_key=what_allowed_reads,
     )

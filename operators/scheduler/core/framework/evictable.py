@@ -1,10 +1,11 @@
 """The running tasks an action could evict, indexed once per action (see EvictableRoom)."""
 
-from collections.abc import Callable, Hashable
+import itertools
+from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
 
-from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.session import Session
 
 EVICTABLE = (TaskStatus.RUNNING, TaskStatus.BOUND)
@@ -14,62 +15,123 @@ HELD_KEPT = 32
 
 class EvictableRoom:
     """The running tasks an action could evict, indexed once as the action starts: per
-    job, the nodes its evictable tasks are on and their requests. What a rule's
-    candidates hold on every node is then one ``np.add.at``, not a loop over every
-    node's tasks for every task that needs room (DESIGN §10).
+    job, the nodes its evictable tasks are on and their requests, and the jobs by queue.
+    What a rule's candidates hold on every node is then one ``np.add.at`` over the jobs
+    of the rule's queues, not a loop over every node's tasks for every task that needs
+    room (DESIGN §10).
 
     Tasks evicted later in the action are still counted, so this bounds the room a
     node could give from above; ``_plan`` then makes the exact plan on the nodes the
     bound leaves.
 
-    It also remembers the plans that failed. A failed plan depends on the node (its
-    version), the session's task states (``Session.changes``), the task's request,
-    the rule and what the deciding plugins read of the preemptor; with all of these
-    equal it fails again, so a backlog of alike jobs that can evict nothing costs one
-    plan per node, not one per job and node.
+    It also remembers what failed. The session changes in an action only through its
+    statements, and those that are not committed are undone, so a session state is told
+    by ``generation`` (the commits so far) and the signature of the statement under way
+    (``state``). A failed plan depends on that state, the node, the task's request, the
+    rule and what the deciding plugins read of the preemptor; with all of these equal it
+    fails again, and so does a search over every node for a task of the same template.
+    A backlog of alike jobs that can evict nothing costs one search per rule and
+    template while nothing is committed, not one per job.
     """
 
     def __init__(self, session: Session) -> None:
         self._shape = session.nodes.allocatable.shape
         self._jobs: list[JobInfo] = []
+        self._tasks: list[list[TaskInfo]] = []
         self._nodes: list[np.ndarray] = []
         self._requests: list[np.ndarray] = []
+        self._by_queue: dict[str, list[int]] = {}
         self._held: dict[Hashable, np.ndarray] = {}  # by rule key: what its jobs hold
         self.failed: set[Hashable] = set()
+        self.generation = 0  # statements committed in the action so far
         # Whether a gang that can lose none of its tasks may go whole, by (rule key, what
-        # the plugins read of the preemptor) and job, as the cluster stands before any
+        # the plugins read of the preemptor) and job (and whether the rule allows alike
+        # members, by what it reads of them), as the cluster stands before any
         # statement's victims; ``committed`` forgets it when victims are committed.
-        self.whole_gangs: dict[Hashable, dict[str, bool]] = {}
+        self.whole_gangs: dict[Hashable, dict[Hashable, bool]] = {}
         self.holders: set[str] = set()  # uids of the jobs with evictable tasks
+        # preemptors.outlook's answers by job: (state, pending tasks, fits without eviction)
+        self.outlooks: dict[str, tuple[Hashable, list[TaskInfo], bool]] = {}
         for job in session.jobs.values():
             tasks = [t for t in job.tasks.values() if t.status in EVICTABLE and t.node != NO_NODE]
             if tasks:
                 self.holders.add(job.uid)
+                self._by_queue.setdefault(job.queue, []).append(len(self._jobs))
                 self._jobs.append(job)
-                self._nodes.append(np.fromiter((t.node for t in tasks), np.int64, len(tasks)))
-                self._requests.append(np.stack([t.request for t in tasks]))
+                self._tasks.append(tasks)
+        # All tasks' nodes and requests at once, then each job's slice of them.
+        every = [t for tasks in self._tasks for t in tasks]
+        nodes = np.fromiter((t.node for t in every), np.int64, len(every))
+        requests = _requests(every)
+        starts = np.cumsum([0] + [len(tasks) for tasks in self._tasks]).tolist()
+        for start, end in itertools.pairwise(starts):
+            self._nodes.append(nodes[start:end])
+            self._requests.append(requests[start:end])
 
-    def held_by(self, key: Hashable, wanted: Callable[[JobInfo], bool]) -> np.ndarray:
-        """(nodes × dims): what the evictable tasks of the jobs ``wanted`` accepts hold.
-        Rules with one ``key`` pick the same jobs: the answer is kept by key (a few at a
-        time; the jobs of a queue take their turns one after another). None: not kept."""
+    def held_by(
+        self,
+        key: Hashable,
+        wanted: Callable[[JobInfo], bool],
+        queues: Iterable[str] | None = None,
+        keeps: Callable[[TaskInfo], bool] | None = None,
+    ) -> np.ndarray:
+        """(nodes × dims): what the evictable tasks of the jobs ``wanted`` accepts hold
+        (only jobs of ``queues`` are asked, if given; only tasks ``keeps`` accepts count,
+        if given). Rules with one ``key`` pick the same tasks: the answer is kept by key
+        (a few at a time; the jobs of a queue take their turns one after another). None:
+        not kept."""
         held = None if key is None else self._held.get(key)
         if held is not None:
             return held
         if len(self._held) >= HELD_KEPT:
             self._held.clear()
-        picked = [i for i, job in enumerate(self._jobs) if wanted(job)]
+        among = range(len(self._jobs)) if queues is None else self._of_queues(queues)
+        nodes: list[np.ndarray] = []
+        requests: list[np.ndarray] = []
+        for i in among:
+            if not wanted(self._jobs[i]):
+                continue
+            if keeps is None:
+                nodes.append(self._nodes[i])
+                requests.append(self._requests[i])
+                continue
+            kept = np.fromiter(map(keeps, self._tasks[i]), bool, len(self._tasks[i]))
+            if kept.any():
+                nodes.append(self._nodes[i][kept])
+                requests.append(self._requests[i][kept])
         room = np.zeros(self._shape)
-        if picked:
-            np.add.at(
-                room,
-                np.concatenate([self._nodes[i] for i in picked]),
-                np.concatenate([self._requests[i] for i in picked]),
-            )
+        if nodes:
+            np.add.at(room, np.concatenate(nodes), np.concatenate(requests))
         if key is not None:
             self._held[key] = room
         return room
 
+    def _of_queues(self, queues: Iterable[str]) -> list[int]:
+        return sorted(i for queue in queues for i in self._by_queue.get(queue, []))
+
+    def state(self, signature: Hashable) -> Hashable:
+        """The session state, told apart from every other of the action (see class doc),
+        under a statement whose changes so far have ``signature``."""
+        return (self.generation, signature)
+
     def committed(self) -> None:
-        """A statement's evictions were committed: what may go whole may have changed."""
+        """A statement's changes were committed: the session state is a new one, and what
+        may go whole may have changed."""
+        self.generation += 1
         self.whole_gangs.clear()
+
+
+def _requests(tasks: list[TaskInfo]) -> np.ndarray:
+    """(tasks × dims): their requests. Tasks share a few templates: each is stacked once."""
+    if not tasks:
+        return np.zeros((0, 0))
+    index: dict[int, int] = {}
+    shared: list[np.ndarray] = []
+    which = []
+    for task in tasks:
+        i = index.get(id(task.template))
+        if i is None:
+            i = index[id(task.template)] = len(shared)
+            shared.append(task.request)
+        which.append(i)
+    return np.stack(shared)[which]

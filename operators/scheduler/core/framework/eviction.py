@@ -15,13 +15,13 @@ work, the plan breaking the fewest groups wins, then the one whose victims are
 fewest and least important.
 """
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kbatch.operators.scheduler.core.framework.evictable import EVICTABLE, EvictableRoom
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -29,6 +29,8 @@ from kbatch.operators.scheduler.core.framework.statement import Statement
 
 # (preemptor, candidates on one node) -> the victims the plugins allow
 VictimChooser = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+# (preemptor, candidate) -> may the plugins offer it at all (tiers.TaskFilterFn)
+TaskFilter = Callable[[TaskInfo, TaskInfo], bool]
 # How many nodes that work are compared before the best of them is taken (in node
 # order, roomiest and best scored first), so that a big full cluster stays cheap.
 PLANS_COMPARED = 8
@@ -57,7 +59,16 @@ class Rules:
       (asked again before each one, with the session as it is then);
     - ``first``: victims with a lower value go first (asked again before each
       one, so it can follow shares as they change); ties go to the least
-      important victim.
+      important victim;
+    - ``queues``: the queues of the jobs ``wanted`` may accept (None: any);
+    - ``keeps``: a test each victim ``choose`` offers passes (``Session.
+      preemptable_filter``; None: none known), to bound the room victims can free;
+    - ``verdict_key``: what tells ``choose`` and ``allowed`` apart from those of other
+      rules (None: ``key``), so that rules that differ only in ``wanted`` share what
+      they learn of whole gangs;
+    - ``allowed_key``: what ``allowed`` reads of a victim (None: anything, or not
+      known): with the victims before it alike by this key, victims alike by it are
+      allowed alike, so gangs whose members are alike get one answer.
     """
 
     room: EvictableRoom
@@ -67,6 +78,24 @@ class Rules:
     choose_key: Callable[[TaskInfo], Hashable]
     allowed: Callable[[TaskInfo], bool] = _always
     first: Callable[[TaskInfo], float] = _no_preference
+    queues: frozenset[str] | None = None
+    keeps: TaskFilter | None = None
+    verdict_key: Hashable = None
+    allowed_key: Callable[[TaskInfo], Hashable] | None = None
+
+    def held(self, preemptor: TaskInfo | None = None) -> np.ndarray:
+        """(nodes × dims): what this rule's candidates hold, on every node — for
+        ``preemptor``, those that pass ``keeps`` (the room its victims could free)."""
+        if preemptor is None or self.keeps is None:
+            return self.room.held_by(self.key, self.wanted, self.queues)
+        chooses = self.choose_key(preemptor)
+        key = None if self.key is None or chooses is None else ("kept", self.key, chooses)
+        keeps, test = self.keeps, preemptor
+
+        def kept(task: TaskInfo) -> bool:
+            return keeps(test, task)
+
+        return self.room.held_by(key, self.wanted, self.queues, kept)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -96,48 +125,6 @@ def least_important_first(session: Session, tasks: list[TaskInfo]) -> list[TaskI
     return sorted(tasks, key=key, reverse=True)
 
 
-def jobs_by_queue(session: Session, jobs: list[JobInfo]) -> Iterator[JobInfo]:
-    """Each job once: from the queue first in queue order, then by job order. The queue
-    order is asked again before each job, so it follows the shares as they change."""
-    waiting: dict[str, list[JobInfo]] = {}
-    for job in sorted(jobs, key=session.job_order_key):
-        waiting.setdefault(job.queue, []).append(job)
-    while waiting:
-        name = min(waiting, key=lambda q: session.queue_order_key(session.queues[q]))
-        queue_jobs = waiting[name]
-        job = queue_jobs.pop(0)
-        if not queue_jobs:
-            del waiting[name]
-        yield job
-
-
-def fits_without_eviction(session: Session, placer: Placer, job: JobInfo) -> bool:
-    """Could the job's next tasks go where there is room (idle or being released), far
-    enough to make it pipelined? A dry run: whatever it places is undone."""
-    statement = Statement(session)
-    statement.claim_kept_room(job)
-    placed = 0
-    for task in pending_tasks(session, job):
-        choice = placer.choose(task)
-        if choice is None:
-            break
-        statement.place(task, choice.node, choice.pipelined)
-        placed += 1
-        if session.job_pipelined(job):
-            break
-    possible = placed > 0 and session.job_pipelined(job)
-    statement.discard()
-    return possible
-
-
-def pending_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
-    """The job's pending tasks that need resources, in task order."""
-    return sorted(
-        (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
-        key=session.task_order_key,
-    )
-
-
 def make_room(
     session: Session,
     statement: Statement,
@@ -147,17 +134,22 @@ def make_room(
     reason: str,
 ) -> bool:
     """Evict, on the node where that costs least, what ``rules`` allow to make ``task``
-    fit, then pipeline ``task`` there. False (and nothing done) if no node works."""
+    fit, then pipeline ``task`` there. False (and nothing done) if no node works — known
+    at once when it was so for a task of the same template in the same state."""
+    alike = _alike(statement, task, rules)
+    tried = None if alike is None else (id(task.template), *alike)
+    if tried in rules.room.failed:
+        return False
     view = placer.view(task)
-    nodes = _nodes_worth_trying(session, view.ok, view.scores, task.request, rules)
+    nodes = _nodes_worth_trying(session, view.ok, view.scores, task, rules)
     plans: dict[int, list[TaskInfo]] = {}
-    alike = _alike(session, task, rules)
     whole = _whole_gangs(statement, task, rules)
+    reachable = _fit_with(session, task.request, rules.held(task))
     for node in nodes:
-        failed = None if alike is None else (node, int(session.nodes.version[node]), *alike)
+        failed = None if alike is None else (node, *alike)
         if failed in rules.room.failed:
             continue
-        victims = _plan(session, statement, task, node, rules, whole)
+        victims = _plan(session, statement, task, node, rules, whole, bool(reachable[node]))
         if victims is None:
             if failed is not None:
                 rules.room.failed.add(failed)
@@ -166,6 +158,8 @@ def make_room(
         if not victims or len(plans) == PLANS_COMPARED:
             break  # room without evicting anything: nothing beats it
     if not plans:
+        if tried is not None:
+            rules.room.failed.add(tried)
         return False
     rank = _ranks(session, list(plans), rules)
     best = min(
@@ -178,22 +172,24 @@ def make_room(
     return True
 
 
-def _whole_gangs(statement: Statement, task: TaskInfo, rules: Rules) -> dict[str, bool]:
+def _whole_gangs(statement: Statement, task: TaskInfo, rules: Rules) -> dict[Hashable, bool]:
     """Where ``_may_go`` keeps its answers (job -> may it go whole): shared by every plan
     of the action while no victim is taken yet (plans are rolled back, so the cluster
     is as it was), else this task's own."""
     key = rules.choose_key(task)
-    if rules.key is None or key is None or statement.evicted():
+    verdicts = rules.key if rules.verdict_key is None else rules.verdict_key
+    if verdicts is None or key is None or statement.evicted():
         return {}
-    return rules.room.whole_gangs.setdefault((rules.key, key), {})
+    return rules.room.whole_gangs.setdefault((verdicts, key), {})
 
 
-def _alike(session: Session, task: TaskInfo, rules: Rules) -> tuple[Hashable, ...] | None:
+def _alike(statement: Statement, task: TaskInfo, rules: Rules) -> tuple[Hashable, ...] | None:
     """What, besides the node, a plan for ``task`` depends on (None: not known)."""
     chooses = rules.choose_key(task)
     if rules.key is None or chooses is None:
         return None
-    return (session.changes, task.request.tobytes(), rules.key, chooses)
+    state = rules.room.state(statement.signature())
+    return (state, task.request.tobytes(), rules.key, chooses)
 
 
 def wasted_evictions(session: Session, statement: Statement) -> list[TaskInfo]:
@@ -216,18 +212,22 @@ def _plan(
     task: TaskInfo,
     node: int,
     rules: Rules,
-    whole: dict[str, bool],
+    whole: dict[Hashable, bool],
+    reachable: bool,
 ) -> list[TaskInfo] | None:
     """The victims that make ``task`` fit on ``node`` (none if it fits already), or None.
     Tried through the statement so that every rule sees the victims taken before;
     everything is rolled back. Candidates of a gang that can lose none of its tasks are
     left out unless the whole gang may go (``whole`` remembers the answer per job), and
     a node whose candidates could not make room anyway is given up before any trial
-    eviction."""
+    eviction — at once if even the tasks the plugins could offer could not
+    (``reachable``: they could)."""
     future = session.nodes.future_idle()
     request = task.request
     if _fits(session, request, future[node]):
         return []
+    if not reachable:
+        return None
     offered = rules.choose(task, evictable_tasks(session, node, rules.wanted))
     candidates = [t for t in offered if _may_go(session, statement, task, t, rules, whole)]
     freed = sum((t.request for t in candidates), np.zeros_like(request))
@@ -259,7 +259,7 @@ def _may_go(
     task: TaskInfo,
     victim: TaskInfo,
     rules: Rules,
-    whole: dict[str, bool],
+    whole: dict[Hashable, bool],
 ) -> bool:
     """May ``victim`` be a candidate: its job can lose it and keep its minimums, or the
     whole of its job may go — the plugins offer all of it and the rule allows each in
@@ -273,15 +273,34 @@ def _may_go(
         rest = [t for t in job.tasks.values() if t.status in EVICTABLE]
         offered = {id(t) for t in rules.choose(task, rest)}
         verdict = all(id(t) in offered for t in rest)
-        mark = statement.mark()
-        for member in rest if verdict else []:
-            if not rules.allowed(member):
-                verdict = False
-                break
-            statement.evict(member, "")
-        statement.rollback(mark)
+        if verdict:
+            verdict = _allowed_in_turn(statement, rest, rules, whole)
         whole[job.uid] = verdict
     return verdict
+
+
+def _allowed_in_turn(
+    statement: Statement, members: list[TaskInfo], rules: Rules, whole: dict[Hashable, bool]
+) -> bool:
+    """Does the rule allow each of ``members`` in turn, the ones before it taken? Asked
+    through the statement, rolled back; kept in ``whole`` by what ``allowed`` reads of
+    them (``allowed_key``), so that a gang alike to one asked before costs nothing."""
+    keys = None if rules.allowed_key is None else tuple(map(rules.allowed_key, members))
+    alike = None if keys is None or None in keys else ("members", keys)
+    known = whole.get(alike) if alike is not None else None
+    if known is not None:
+        return known
+    allowed = True
+    mark = statement.mark()
+    for member in members:
+        if not rules.allowed(member):
+            allowed = False
+            break
+        statement.evict(member, "")
+    statement.rollback(mark)
+    if alike is not None:
+        whole[alike] = allowed
+    return allowed
 
 
 def _not_surplus(session: Session, task: TaskInfo) -> bool:
@@ -405,16 +424,25 @@ def _fits(session: Session, request: np.ndarray, room: np.ndarray) -> bool:
     return bool(np.all((request <= room + EPSILON)[session.room_dims]))
 
 
+def _fit_with(session: Session, request: np.ndarray, freed: np.ndarray) -> np.ndarray:
+    """Per node: would ``request`` fit with ``freed`` (nodes × dims) given back? (As
+    ``_fits``, for every node at once.)"""
+    room = session.nodes.future_idle() + freed
+    return np.all((request <= room + EPSILON)[:, session.room_dims], axis=1)
+
+
 def _nodes_worth_trying(
-    session: Session, ok: np.ndarray, scores: np.ndarray, request: np.ndarray, rules: Rules
+    session: Session, ok: np.ndarray, scores: np.ndarray, task: TaskInfo, rules: Rules
 ) -> list[int]:
     """Nodes passing the predicates whose room plus every candidate's could hold the
     task: those with room already first, then best score first, ties by name."""
     nodes = session.nodes
-    evictable = rules.room.held_by(rules.key, rules.wanted)
+    request = task.request
     future = nodes.future_idle()
     counted = session.room_dims  # see _fits
-    could = ok & np.all((request <= future + evictable + EPSILON)[:, counted], axis=1)
-    roomy = np.all((request <= future + EPSILON)[:, counted], axis=1)
-    order = np.lexsort((np.arange(len(nodes)), -scores, ~roomy))
-    return [int(i) for i in order if could[i]]
+    worth = np.flatnonzero(ok & _fit_with(session, request, rules.held()))
+    if not worth.size:
+        return []
+    roomy = np.all((request <= future[worth] + EPSILON)[:, counted], axis=1)
+    order = np.lexsort((worth, -scores[worth], ~roomy))
+    return worth[order].tolist()

@@ -69,6 +69,11 @@ class Statement:
                 node = self.session.unkeep(task)
                 self._changes.append(_Change(Op.UNRESERVE, task, task.status, nominated=node))
 
+    def signature(self) -> tuple[tuple[Op, str, int], ...]:
+        """The changes made so far, as a key: from one session state, statements with
+        equal signatures leave equal states (eviction keeps verdicts by it)."""
+        return tuple((c.op, c.task.uid, c.task.node) for c in self._changes)
+
     def evicted(self) -> list[TaskInfo]:
         return [c.task for c in self._changes if c.op is Op.EVICT]
 

@@ -31,6 +31,11 @@ VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 # What a victims function reads of the preemptor: two preemptors with equal keys get
 # the same victims from the same candidates in the same session state.
 PreemptorKeyFn = Callable[[TaskInfo], Hashable]
+# A victims function's per-task form, for one that keeps each candidate on its own
+# merits: ``fn(preemptor, candidates) == [t for t in candidates if keeps(preemptor, t)]``
+# whatever else is offered, reading nothing that changes in a session (priorities, the
+# task's own fields). Eviction bounds the room victims could free with it.
+TaskFilterFn = Callable[[TaskInfo, TaskInfo], bool]
 
 
 def no_preemptor(_: TaskInfo) -> tuple[()]:
@@ -90,6 +95,8 @@ class TieredFunctions:
         self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
         self._enqueue_handlers: list[JobEventFn] = []
         self._victim_keys: dict[int, PreemptorKeyFn | None] = {}
+        self._victim_filters: dict[int, TaskFilterFn] = {}
+        self._victim_queue_keys: dict[int, Callable[[TaskInfo], Hashable] | None] = {}
         self._closers: list[tuple[str, CloseFn]] = []
 
     # ----------------------------------------------------------------- registration
@@ -119,18 +126,32 @@ class TieredFunctions:
         self._register("NodeOrder", fn)
 
     def add_preemptable_fn(
-        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
+        self,
+        fn: VictimsFn,
+        preemptor_key: PreemptorKeyFn | None = None,
+        keeps: TaskFilterFn | None = None,
     ) -> None:
         """``preemptor_key``: what ``fn`` reads of the preemptor (None: anything), so
-        that eviction can reuse a plan that failed for an alike preemptor."""
+        that eviction can reuse a plan that failed for an alike preemptor; ``keeps``:
+        ``fn`` task by task, if it is that simple (see TaskFilterFn)."""
         self._register("Preemptable", fn)
-        self._victim_keys[id(fn)] = preemptor_key
+        self._note_victims_fn(fn, preemptor_key, keeps)
 
     def add_reclaimable_fn(
-        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None = None
+        self,
+        fn: VictimsFn,
+        preemptor_key: PreemptorKeyFn | None = None,
+        keeps: TaskFilterFn | None = None,
     ) -> None:
         self._register("Reclaimable", fn)
+        self._note_victims_fn(fn, preemptor_key, keeps)
+
+    def _note_victims_fn(
+        self, fn: VictimsFn, preemptor_key: PreemptorKeyFn | None, keeps: TaskFilterFn | None
+    ) -> None:
         self._victim_keys[id(fn)] = preemptor_key
+        if keeps is not None:
+            self._victim_filters[id(fn)] = keeps
 
     def add_overused_fn(self, fn: OverusedFn) -> None:
         self._register("Overused", fn)
@@ -153,10 +174,15 @@ class TieredFunctions:
         own? (proportion: only up to its deserved share)"""
         self._register("Reclaimer", fn)
 
-    def add_victim_queue_fn(self, fn: QueueTaskFn) -> None:
+    def add_victim_queue_fn(
+        self, fn: QueueTaskFn, task_key: Callable[[TaskInfo], Hashable] | None = None
+    ) -> None:
         """May this queue lose this task of its now, given the victims taken already?
-        (proportion: only while it keeps its deserved share)"""
+        (proportion: only while it keeps its deserved share) ``task_key``: what ``fn``
+        reads of the task, if it reads of the session only what the queue holds (None:
+        anything), so that eviction can answer alike gangs alike."""
         self._register("VictimQueue", fn)
+        self._victim_queue_keys[id(fn)] = task_key
 
     def add_queue_share_fn(self, fn: QueueShareFn) -> None:
         """How much of its share a queue holds (1.0: all of it); the highest gives back
@@ -263,6 +289,13 @@ class TieredFunctions:
         """All that answer agree; with none, no queue gives anything back."""
         return bool(self._victim_queues) and all(fn(queue, task) for fn in self._victim_queues)
 
+    def may_lose_key(self, task: TaskInfo) -> Hashable:
+        """What ``may_lose`` reads of ``task`` (see ``add_victim_queue_fn``), or None."""
+        keys = [self._victim_queue_keys.get(id(fn)) for fn in self._victim_queues]
+        if any(key is None for key in keys):
+            return None
+        return tuple(key(task) for key in keys if key is not None)
+
     def queue_share(self, queue: QueueInfo) -> float:
         return max((fn(queue) for fn in self._queue_shares), default=0.0)
 
@@ -295,6 +328,27 @@ class TieredFunctions:
     def reclaimable_key(self, reclaimer: TaskInfo) -> Hashable:
         return self._victims_key(self._reclaimable, reclaimer)
 
+    def preemptable_filter(self) -> TaskFilterFn | None:
+        """A test every task ``preemptable`` offers passes (None: no such test)."""
+        return self._victims_filter(self._preemptable)
+
+    def reclaimable_filter(self) -> TaskFilterFn | None:
+        return self._victims_filter(self._reclaimable)
+
+    def _victims_filter(self, tiers: Sequence[list[VictimsFn]]) -> TaskFilterFn | None:
+        """What the deciding tier's per-task functions all keep: as each of its functions
+        chooses among what the ones before it chose, whatever the tier offers passes
+        every one of these tests, in whatever place of the tier the function is."""
+        deciding = next((fns for fns in tiers if fns), None)
+        if deciding is None:
+            return _offers_nothing
+        tests = [self._victim_filters[id(fn)] for fn in deciding if id(fn) in self._victim_filters]
+        if not tests:
+            return None
+        if len(tests) == 1:
+            return tests[0]
+        return lambda preemptor, task: all(test(preemptor, task) for test in tests)
+
     def _victims_key(self, tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo) -> Hashable:
         """None when a function of the deciding tier did not say what it reads."""
         deciding = next((fns for fns in tiers if fns), [])
@@ -302,6 +356,11 @@ class TieredFunctions:
         if any(key is None for key in keys):
             return None
         return tuple(key(preemptor) for key in keys if key is not None)
+
+
+def _offers_nothing(_preemptor: TaskInfo, _task: TaskInfo) -> bool:
+    """No tier has the victims function: nothing is ever offered (see ``_victims``)."""
+    return False
 
 
 def _victims(

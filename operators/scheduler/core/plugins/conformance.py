@@ -28,7 +28,12 @@ def victims(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
     return [task for task in candidates if evictable(task)]
 
 
+def keeps(preemptor: TaskInfo, task: TaskInfo) -> bool:
+    del preemptor
+    return evictable(task)
+
+
 def on_session_open(session: Session, option: PluginOption) -> None:
     del option
-    session.add_preemptable_fn(victims, preemptor_key=no_preemptor)
-    session.add_reclaimable_fn(victims, preemptor_key=no_preemptor)
+    session.add_preemptable_fn(victims, preemptor_key=no_preemptor, keeps=keeps)
+    session.add_reclaimable_fn(victims, preemptor_key=no_preemptor, keeps=keeps)

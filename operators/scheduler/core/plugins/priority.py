@@ -34,15 +34,14 @@ def task_key(task: TaskInfo) -> int:
 
 def victims(session: Session, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Tasks of lower-priority jobs; within the preemptor's own job, lower-priority tasks."""
-    mine = session.jobs[preemptor.job].priority
-    chosen = []
-    for task in candidates:
-        if task.job == preemptor.job:
-            if task.priority < preemptor.priority:
-                chosen.append(task)
-        elif session.jobs[task.job].priority < mine:
-            chosen.append(task)
-    return chosen
+    return [task for task in candidates if lower(session, preemptor, task)]
+
+
+def lower(session: Session, preemptor: TaskInfo, task: TaskInfo) -> bool:
+    """Is ``task`` less important than ``preemptor`` (``victims`` task by task)?"""
+    if task.job == preemptor.job:
+        return task.priority < preemptor.priority
+    return session.jobs[task.job].priority < session.jobs[preemptor.job].priority
 
 
 def preemptor_key(session: Session, preemptor: TaskInfo) -> tuple[int, int]:
@@ -108,6 +107,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_preemptable_fn(
         lambda preemptor, candidates: victims(session, preemptor, candidates),
         preemptor_key=lambda preemptor: preemptor_key(session, preemptor),
+        keeps=lambda preemptor, task: lower(session, preemptor, task),
     )
     if "preempt" in session.conf.actions:
         room = PreemptibleRoom(session)

@@ -219,6 +219,11 @@ class _Proportion:
         self.publish(session)
 
 
+def request_key(task: TaskInfo) -> bytes:
+    """What ``may_lose`` reads of a task: its request."""
+    return task.request.tobytes()
+
+
 def keeps_deserved(
     allocated: np.ndarray, deserved: np.ndarray, request: np.ndarray, rationed: np.ndarray
 ) -> bool:
@@ -264,7 +269,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_job_enqueueable_fn(plugin.enqueueable)
     session.add_reclaimable_fn(plugin.victims, preemptor_key=no_preemptor)
     session.add_reclaimer_fn(plugin.may_reclaim_for)
-    session.add_victim_queue_fn(plugin.may_lose)
+    session.add_victim_queue_fn(plugin.may_lose, task_key=request_key)
     session.add_queue_share_fn(plugin.over_share)
     session.add_event_handler(
         allocate=lambda task: plugin.changed(task, +1.0),

@@ -1,0 +1,181 @@
+"""Eviction's shortcuts give the decisions eviction makes without them.
+
+The shortcuts (framework/eviction.py, evictable.py): a failed search or plan is
+reused while the session state (commits so far, the statement's changes) is the
+same; whether a gang may go whole is asked once per job for every rule alike, and
+once for gangs whose members the rule reads alike (reclaim: queue and request); and
+a node whose tasks the plugins could never offer (priority, conformance task by
+task) is given up before the plugins are asked. Each is switched off here and the
+same random small clusters are scheduled with and without them.
+"""
+
+import random
+
+import pytest
+
+from builders import Cluster, FakeCluster, run_actions
+from kbatch.config import DEFAULT_CONF
+from kbatch.operators.scheduler.core.framework import eviction, tiers
+from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+
+R = TaskStatus.RUNNING
+FULL = DEFAULT_CONF.replace(
+    '"enqueue, allocate, backfill"', '"enqueue, reclaim, allocate, backfill, preempt"'
+)
+SEEDS = range(120)
+
+
+def random_cluster(seed: int) -> Cluster:
+    """A few full-ish nodes, queues of different weights, running gangs and single
+    pods of a few priorities (some critical), and waiting jobs of a few job and task
+    priorities that may preempt or reclaim, some with a task running already."""
+    rnd = random.Random(seed)
+    cluster = Cluster()
+    nodes = [f"n{i}" for i in range(rnd.randint(2, 5))]
+    for name in nodes:
+        cluster.node(name, cpu=rnd.choice([2, 4, 6]), memory=64)
+    queues = ["default"] + [f"q{i}" for i in range(rnd.randint(0, 2))]
+    for name in queues[1:]:
+        cluster.queue(name, weight=rnd.randint(1, 4), reclaimable=rnd.random() < 0.8)
+    free = {name: cluster.nodes[i][1][0] for i, name in enumerate(nodes)}
+    for j in range(rnd.randint(1, 6)):
+        size = rnd.randint(1, 4)
+        job = cluster.job(
+            f"run{j}",
+            queue=rnd.choice(queues),
+            min_member=rnd.randint(1, size),
+            priority=rnd.choice([0, 1, 5]),
+        )
+        critical = rnd.random() < 0.1
+        for _ in range(size):
+            roomy = [n for n in nodes if free[n] >= 1]
+            if not roomy:
+                break
+            node = rnd.choice(roomy)
+            free[node] -= 1
+            spec = {"priority_class_name": "system-node-critical"} if critical else {}
+            job.tasks(1, cpu=1, status=R, node=node, **spec)
+    for j in range(rnd.randint(1, 6)):
+        size = rnd.randint(1, 4)
+        job = cluster.job(
+            f"wait{j}",
+            queue=rnd.choice(queues),
+            min_member=rnd.randint(1, size),
+            priority=rnd.choice([0, 1, 5, 10]),
+        )
+        roomy = [n for n in nodes if free[n] >= 1]
+        if roomy and rnd.random() < 0.4:  # partly running: its own tasks may make room
+            node = rnd.choice(roomy)
+            free[node] -= 1
+            job.tasks(1, cpu=1, status=R, node=node, priority=rnd.choice([0, 1]))
+        job.tasks(size, cpu=rnd.choice([1, 1, 2]), priority=rnd.choice([None, 1, 3]))
+    return cluster
+
+
+def decisions(sent: FakeCluster) -> tuple[object, ...]:
+    return (sent.evictions, sent.binds, sent.nominations)
+
+
+def without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every state a new one (nothing failed is reused), no verdict on a whole gang kept
+    beyond one plan's candidates, and no per-task test known of the plugins."""
+    monkeypatch.setattr(EvictableRoom, "state", lambda self, signature: object())
+    monkeypatch.setattr(eviction, "_whole_gangs", lambda statement, task, rules: {})
+    monkeypatch.setattr(tiers.TieredFunctions, "_victims_filter", lambda self, fns: None)
+    monkeypatch.setattr(tiers.TieredFunctions, "may_lose_key", lambda self, task: None)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_small_clusters_get_the_same_decisions_with_and_without_shortcuts(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = decisions(run_actions(random_cluster(seed).open(FULL)))
+    with monkeypatch.context() as patched:
+        without_shortcuts(patched)
+        slow = decisions(run_actions(random_cluster(seed).open(FULL)))
+    assert fast == slow
+
+
+def test_the_random_clusters_do_evict() -> None:
+    """The comparison above is worth something only if eviction happens in it."""
+    evicting = sum(1 for seed in SEEDS if run_actions(random_cluster(seed).open(FULL)).evictions)
+    assert evicting >= len(SEEDS) // 10
+
+
+# ---------------------------------------------------------------- the parts, one by one
+def two_tier_conf(first: str, second: str) -> str:
+    return f'actions: "preempt"\ntiers:\n- plugins:\n{first}- plugins:\n{second}'
+
+
+def test_the_per_task_test_is_the_deciding_tiers_and_none_without_one() -> None:
+    """priority and conformance keep candidates task by task; drf does not (a victim's
+    fate depends on the others taken). The deciding tier's tests bound what it offers,
+    whatever else is in it; with no tier offering anything, nothing passes."""
+    cluster = Cluster().node("n1", cpu=4)
+    low = cluster.job("low", priority=1).tasks(1, status=R, node="n1").job
+    high = cluster.job("high", priority=9).tasks(1).job
+    victim, preemptor = next(iter(low.tasks.values())), next(iter(high.tasks.values()))
+    mixed = cluster.open(two_tier_conf("  - name: drf\n  - name: priority\n", "  - name: gang\n"))
+    keeps = mixed.preemptable_filter()
+    assert keeps is not None and keeps(preemptor, victim) and not keeps(victim, preemptor)
+    drf_only = cluster.open(two_tier_conf("  - name: drf\n", "  - name: priority\n"))
+    assert drf_only.preemptable_filter() is None
+    nothing = cluster.open(two_tier_conf("  - name: drf\n", "  - name: predicates\n"))
+    reclaim_keeps = nothing.reclaimable_filter()
+    assert reclaim_keeps is not None and not reclaim_keeps(preemptor, victim)
+
+
+def test_the_state_eviction_keeps_verdicts_by_changes_with_every_change_and_commit() -> None:
+    from kbatch.operators.scheduler.core.framework.statement import Statement
+
+    cluster = Cluster().node("n1", cpu=4)
+    cluster.job("run").tasks(2, status=R, node="n1")
+    session = cluster.open(FULL)
+    room = EvictableRoom(session)
+    statement = Statement(session)
+    before = room.state(statement.signature())
+    mark = statement.mark()
+    statement.evict(next(iter(session.jobs["default/run"].tasks.values())), "")
+    during = room.state(statement.signature())
+    statement.rollback(mark)
+    assert during != before == room.state(statement.signature())
+    room.committed()
+    assert room.state(statement.signature()) != before
+
+
+def test_a_failed_search_is_not_reused_for_a_preemptor_that_may_evict() -> None:
+    """Alike tasks (one template) of jobs of different priority: the first finds no
+    victim, the second (more important than the running job) must."""
+    cluster = Cluster().node("n1", cpu=2)
+    template = cluster.template(cpu=1)
+    cluster.job("running", priority=5).tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("peer", priority=5, created=1.0).task(template)
+    cluster.job("boss", priority=50, created=2.0).task(template)
+    sent = run_actions(cluster.open(FULL), "preempt")
+    assert [task for task, _ in sent.evictions] == ["running-1"]
+
+
+def over_served_queue() -> Cluster:
+    """Queue a holds 8 of 9 cpu and deserves 6 (weights 1:1; b asks for 3 in all): it
+    may give back 2. Its gangs pair and twin are alike (two 1-cpu tasks: one answer for
+    both, yes); wide (two 2-cpu tasks) is not (no). b's gang of 2 reclaims a pair's
+    room."""
+    cluster = Cluster().node("n1", cpu=5).node("n2", cpu=4).queue("a").queue("b")
+    cluster.job("wide", queue="a", min_member=2).tasks(2, cpu=2, status=R, node="n1")
+    cluster.job("pair", queue="a", min_member=2).tasks(2, cpu=1, status=R, node="n2")
+    cluster.job("twin", queue="a", min_member=2).tasks(2, cpu=1, status=R, node="n2")
+    cluster.job("filler", queue="b").tasks(1, cpu=1, status=R, node="n1")
+    cluster.job("want", queue="b", min_member=2).tasks(2, cpu=1)
+    return cluster
+
+
+def test_alike_gangs_of_an_over_served_queue_get_the_answers_they_get_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast = run_actions(over_served_queue().open(FULL), "reclaim")
+    with monkeypatch.context() as patched:
+        without_shortcuts(patched)
+        slow = run_actions(over_served_queue().open(FULL), "reclaim")
+    assert fast.evictions == slow.evictions
+    assert {task.rsplit("-", 1)[0] for task, _ in fast.evictions} in ({"pair"}, {"twin"})
