@@ -8,6 +8,10 @@ node affinity, pod affinity, host ports, best-effort), queues with capabilities 
 through allocate and backfill twice, once with each placer; the binds, the final task
 statuses and nodes, and the PodGroup statuses must be the same. The heap is made tiny in
 some runs, so that it is filled again many times per session.
+
+The same clusters with racks and gangs asking for a topology domain (required or
+preferred, at the zone, rack or node level) check the fast path among a domain's nodes
+(``within=``) against the argmax over those nodes, as topology placement had it.
 """
 
 import random
@@ -19,7 +23,14 @@ import yaml
 from builders import Cluster, FakeCluster, run_actions, vec
 from kbatch.operators.scheduler.core.actions import allocate, backfill
 from kbatch.operators.scheduler.core.framework import ranking
-from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import (
+    NO_NODE,
+    PREFERRED,
+    REQUIRED,
+    TaskInfo,
+    TaskStatus,
+    TopologyRequest,
+)
 from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
@@ -39,6 +50,8 @@ from kbatch.operators.scheduler.core.framework.session import Session
 SEEDS = range(100)
 HEAP_SIZES = (1, 2, 4, 512)  # tiny heaps are filled again and again; a big one plans far
 ZONES = ("a", "b", "c")
+RACKS = ("r0", "r1", "r2", "r3")
+LEVELS = ("zone", "rack", "kubernetes.io/hostname")
 
 
 class Straightforward(Placer):
@@ -53,9 +66,16 @@ class Straightforward(Placer):
         fit_future = np.all(nodes.future[:, session.room_dims] >= need, axis=1)
         return ok, scores, fit_idle, fit_future
 
-    def choose_alike(self, tasks: list[TaskInfo], allow_pipeline: bool = True) -> list[Choice]:
+    def choose_alike(
+        self,
+        tasks: list[TaskInfo],
+        allow_pipeline: bool = True,
+        within: np.ndarray | None = None,
+    ) -> list[Choice]:
         if not len(self.nodes) or not tasks:
             return []
+        if within is not None:
+            return self._choose_within(tasks[0], within, allow_pipeline)
         ok, scores, fit_idle, fit_future = self._answers(tasks[0])
         ranked = np.where(ok & fit_idle, scores, -np.inf)
         best = int(np.argmax(ranked))
@@ -66,13 +86,29 @@ class Straightforward(Placer):
             return [Choice(int(np.argmax(np.where(later, scores, -np.inf))), pipelined=True)]
         return []
 
+    def _choose_within(
+        self, task: TaskInfo, within: np.ndarray, allow_pipeline: bool
+    ) -> list[Choice]:
+        """Topology placement as it was before it had a fast path: the argmax over the
+        domain's nodes (a NaN rank wins, as np.argmax has it), else pipelined there."""
+        ok, scores, fit_idle, fit_future = (answer[within] for answer in self._answers(task))
+        ranked = np.where(ok & fit_idle, scores, -np.inf)
+        if ranked.size and (np.isnan(ranked).any() or ranked.max() > -np.inf):
+            return [Choice(int(within[int(np.argmax(ranked))]), pipelined=False)]
+        later = ok & fit_future
+        if allow_pipeline and later.any():
+            best = int(np.argmax(np.where(later, scores, -np.inf)))
+            return [Choice(int(within[best]), pipelined=True)]
+        return []
+
     def first_fit(self, task: TaskInfo) -> int:
         ok, _, fit_idle, _ = self._answers(task)
         candidates = np.flatnonzero(ok & fit_idle)
         return int(candidates[0]) if candidates.size else NO_NODE
 
 
-def random_cluster(seed: int) -> Cluster:
+def random_cluster(seed: int, topology: bool = False) -> Cluster:
+    """``topology``: nodes in racks too, and most gangs asking for a domain."""
     rng = random.Random(seed)
     cluster = Cluster()
     alike = rng.random() < 0.3  # identical nodes: ties everywhere, broken by name
@@ -88,7 +124,10 @@ def random_cluster(seed: int) -> Cluster:
             memory=16 if alike else rng.choice([4, 8, 16, 32]),
             pods=110 if alike else rng.choice([3, 8, 110]),
             gpu=0 if alike else rng.choice([0, 0, 1, 2]),
-            labels={"zone": "a" if alike else rng.choice(ZONES)},
+            labels={
+                "zone": "a" if alike else rng.choice(ZONES),
+                **({"rack": rng.choice(RACKS)} if topology else {}),
+            },
             taints=tuple(taints),
             unschedulable=rng.random() < 0.1 and not alike,
         )
@@ -97,8 +136,12 @@ def random_cluster(seed: int) -> Cluster:
     capability = vec(cpu=rng.choice([4, 8, 1000]), memory=1000, pods=1000, gpu=1000)
     cluster.queue("q2", weight=rng.randint(1, 3), capability=capability)
     _running(rng, cluster, names)
+    earlier = [_template(rng, cluster)] if topology else []
     for j in range(rng.randint(2, 7)):
         templates = [_template(rng, cluster) for _ in range(rng.randint(1, 3))]
+        if topology and rng.random() < 0.5:  # a template of an earlier job: its views too
+            templates[0] = rng.choice(earlier)
+        earlier += templates
         size = rng.randint(1, 10)
         job = cluster.job(
             f"job{j}",
@@ -109,6 +152,9 @@ def random_cluster(seed: int) -> Cluster:
         mixed = rng.random() < 0.5  # else a gang of alike tasks
         for _ in range(size):
             job.task(rng.choice(templates) if mixed else templates[0])
+        if topology and rng.random() < 0.8:
+            mode = rng.choice([REQUIRED, PREFERRED])
+            job.job.topology = TopologyRequest(mode, rng.choice(LEVELS))
     return cluster
 
 
@@ -154,8 +200,9 @@ def _template(rng: random.Random, cluster: Cluster) -> object:
     )
 
 
-def conf(seed: int) -> str:
-    """The default tiers, or binpack in place of nodeorder, or nodeorder's other weights."""
+def conf(seed: int, topology: bool = False) -> str:
+    """The default tiers, or binpack in place of nodeorder, or nodeorder's other weights;
+    ``topology``: with the levels zone, rack, node."""
     plugins = ["drf", "predicates", "proportion"]
     kind = seed % 3
     last: dict[str, object] = {"name": "nodeorder"}
@@ -167,13 +214,18 @@ def conf(seed: int) -> str:
         {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
         {"plugins": [{"name": name} for name in plugins] + [last]},
     ]
-    return yaml.safe_dump({"actions": "allocate, backfill", "tiers": tiers})
+    document: dict[str, object] = {"actions": "allocate, backfill", "tiers": tiers}
+    if topology:
+        document["topology"] = {"levels": list(LEVELS)}
+    return yaml.safe_dump(document)
 
 
-def decided(seed: int, placer: type[Placer], monkeypatch: pytest.MonkeyPatch) -> tuple:
+def decided(
+    seed: int, placer: type[Placer], monkeypatch: pytest.MonkeyPatch, topology: bool = False
+) -> tuple:
     monkeypatch.setattr(allocate, "Placer", placer)
     monkeypatch.setattr(backfill, "Placer", placer)
-    session = random_cluster(seed).open(conf(seed))
+    session = random_cluster(seed, topology).open(conf(seed, topology))
     sent = run_actions(session)
     return sent.binds, _placements(session), _statuses(sent)
 
@@ -199,6 +251,15 @@ def test_the_fast_path_places_as_the_straightforward_one(
     assert decided(seed, Placer, monkeypatch) == expected
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_fast_path_places_in_a_domain_as_the_straightforward_one(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ranking, "HEAP_SIZE", HEAP_SIZES[seed % len(HEAP_SIZES)])
+    expected = decided(seed, Straightforward, monkeypatch, topology=True)
+    assert decided(seed, Placer, monkeypatch, topology=True) == expected
+
+
 def test_the_random_clusters_exercise_what_they_claim(monkeypatch: pytest.MonkeyPatch) -> None:
     """Across the seeds: gangs of alike tasks placed, tasks pipelined, tasks unplaced."""
     seen: set[str] = set()
@@ -209,3 +270,27 @@ def test_the_random_clusters_exercise_what_they_claim(monkeypatch: pytest.Monkey
         if len(binds) >= 3:
             seen.add("three binds or more")
     assert {"PIPELINED", "PENDING", "BINDING", "three binds or more"} <= seen
+
+
+def test_the_topology_clusters_exercise_the_domain_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Across the seeds: runs of alike tasks planned at once within a domain, tasks
+    pipelined within one, and domains with no node for a task."""
+    seen: set[str] = set()
+    choose_alike = Placer.choose_alike
+
+    def spy(
+        placer: Placer,
+        tasks: list[TaskInfo],
+        allow_pipeline: bool = True,
+        within: np.ndarray | None = None,
+    ) -> list[Choice]:
+        choices = choose_alike(placer, tasks, allow_pipeline, within)
+        if within is not None:
+            seen.add("none" if not choices else f"{min(len(choices), 3)} at once")
+            seen.update("pipelined" for choice in choices if choice.pipelined)
+        return choices
+
+    monkeypatch.setattr(Placer, "choose_alike", spy)
+    for seed in SEEDS:
+        decided(seed, Placer, monkeypatch, topology=True)
+    assert {"none", "pipelined", "1 at once", "3 at once"} <= seen

@@ -147,10 +147,7 @@ def _place_requested(
             )
             break
         if not ahead:
-            if within is None:
-                ahead = placer.choose_alike(ordered[i:])[::-1]
-            else:
-                ahead = [c for c in [topology.choose(placer, task, within)] if c is not None]
+            ahead = placer.choose_alike(ordered[i:], within=within)[::-1]
         choice = ahead.pop() if ahead else None
         if choice is None:
             session.note_fit_error(job, task, placer.explain(task))

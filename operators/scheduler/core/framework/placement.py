@@ -18,6 +18,11 @@ and scores, and the room) depends on that node's resource rows alone —
 ``NodeSet.used``, ``free`` and ``future`` — and on nothing else that changes during a
 session. The choices are the argmax's, task by task: same node, same ties (the
 first by name).
+
+A topology domain (``within=``: a gang's pods go only to these nodes) gets its own
+ranking of the template's nodes there, beside the template's ranking over all nodes,
+both kept current from the one view and sharing the look-ahead: a gang placed in a
+rack costs heap operations too, not one evaluation per pod.
 """
 
 from collections.abc import Sequence
@@ -49,6 +54,20 @@ class _Plan:
     nodes: list[int]
     after: list[Answer | None]  # each node's answers once its task is there (None: ask)
     seen: int  # len(NodeSet.changed) when planned
+    ranking: Ranking  # the ranking that planned: it holds the known nodes at their ranks
+
+
+@dataclass(slots=True)
+class _Domain:
+    """A template's ranking over one node subset (a topology domain's nodes)."""
+
+    nodes: np.ndarray  # ascending
+    inside: np.ndarray  # per node of the cluster: in the domain
+    ranking: Ranking = field(default_factory=Ranking)
+
+    def holds(self, within: np.ndarray) -> bool:
+        nodes = self.nodes
+        return nodes is within or (len(nodes) == len(within) and np.array_equal(nodes, within))
 
 
 @dataclass(slots=True)
@@ -61,7 +80,8 @@ class _View:
     ranked: np.ndarray = field(init=False)  # scores where ok and fit_idle, else -inf
     seen: int = 0  # how much of NodeSet.changed the view has taken in
     ranking: Ranking | None = None  # made on first use (see Placer._heap_of)
-    lookahead: Lookahead | None = None
+    lookahead: Lookahead | None = None  # shared by ``ranking`` and ``domain``
+    domain: _Domain | None = None  # the last domain asked about (see Placer._domain_heap_of)
     by_argmax: bool = False  # a NaN rank: argmax's rules (a NaN wins), not the heap's
     plan: _Plan | None = None  # the last plan, until the view catches up with it
 
@@ -172,10 +192,11 @@ class Placer:
             view.update(idx, self._evaluate(task, idx))
             view.version[idx] = version[idx]
         view.seen = len(nodes.changed)
-        # The plan left the nodes it knows in the heap at their ranks now; the others it
-        # touched go back at theirs.
-        moved = set(plan.nodes).difference(node for node in final if final[node] is not None)
-        self._rerank(view, sorted(moved))
+        # The planning heap holds the nodes it knows at their ranks now (the other
+        # ranking does not); the others it touched go back at theirs.
+        known = {node for node, answer in final.items() if answer is not None}
+        self._rerank(view, sorted(set(plan.nodes).difference(known)))
+        self._rerank(view, sorted(known), besides=plan.ranking)
 
     def _placed_as_planned(self, view: _View, plan: _Plan | None) -> int | None:
         """How many of ``plan``'s tasks were allocated on their planned nodes if, since
@@ -203,16 +224,24 @@ class Placer:
         touched = np.array(sorted(set(log[start:])), dtype=np.int64)
         return touched[view.version[touched] != nodes.version[touched]]
 
-    def _rerank(self, view: _View, moved: list[int]) -> None:
-        """Put ``moved`` nodes in the heap at their ranks in the view."""
-        if view.ranking is None or not moved:
+    def _rerank(self, view: _View, moved: list[int], besides: Ranking | None = None) -> None:
+        """Put ``moved`` nodes in the heaps (but ``besides``) at their ranks in the view:
+        the template's, and its domain's for the nodes in that domain."""
+        if (view.ranking is None and view.domain is None) or not moved:
             return
         ranks = view.ranked[moved].tolist()
         if any(rank != rank for rank in ranks):  # NaN
-            view.by_argmax, view.ranking, view.lookahead = True, None, None
+            view.by_argmax, view.ranking, view.lookahead, view.domain = True, None, None, None
             return
-        for node, rank in zip(moved, ranks, strict=True):
-            view.ranking.moved(node, rank)
+        if view.ranking is not None and view.ranking is not besides:
+            for node, rank in zip(moved, ranks, strict=True):
+                view.ranking.moved(node, rank)
+        domain = view.domain
+        if domain is not None and domain.ranking is not besides:
+            inside = domain.inside[moved].tolist()
+            for node, rank, there in zip(moved, ranks, inside, strict=True):
+                if there:
+                    domain.ranking.moved(node, rank)
 
     # ----------------------------------------------------------------- choosing
     def _heap_of(self, task: TaskInfo, view: _View) -> Ranking | None:
@@ -230,6 +259,27 @@ class Placer:
                 view.lookahead.add(self.nodes, held)
         return ranking
 
+    def _domain_heap_of(self, task: TaskInfo, view: _View, within: np.ndarray) -> Ranking | None:
+        """The template's heap of best nodes among ``within``, filled; None where the
+        argmax decides. One domain is kept per template (a gang's pods are placed in one
+        after another); another replaces it. Its look-ahead answers are worked out when
+        planning (``_look_ahead``), for as many nodes as there are tasks."""
+        if self._sensitive(task) or view.by_argmax:
+            return None
+        domain = view.domain
+        if domain is None or not domain.holds(within):
+            if np.isnan(view.ranked[within]).any():
+                return None
+            inside = np.zeros(len(self.nodes), dtype=bool)
+            inside[within] = True
+            domain = view.domain = _Domain(within, inside)
+        ranking = domain.ranking
+        if ranking.best() == -1:
+            ranking.fill(view.ranked, among=within)
+        if view.lookahead is None and not task.template.host_ports:
+            view.lookahead = Lookahead(task.request, lambda idx: self._evaluate(task, idx))
+        return ranking
+
     def _look_ahead(self, view: _View, ranking: Ranking, count: int) -> None:
         """Before planning ``count`` tasks: if the best node's answers after one more
         task are not known (it changed since the heap was filled), work them out for
@@ -241,21 +291,30 @@ class Placer:
         if lookahead.after(best, int(self.nodes.version[best])) is None:
             lookahead.add(self.nodes, ranking.leaders(count))
 
-    def choose_alike(self, tasks: Sequence[TaskInfo], allow_pipeline: bool = True) -> list[Choice]:
+    def choose_alike(
+        self,
+        tasks: Sequence[TaskInfo],
+        allow_pipeline: bool = True,
+        within: np.ndarray | None = None,
+    ) -> list[Choice]:
         """Nodes for the first tasks of ``tasks`` that are alike (the first one's template,
         no room kept for them), placed one after another, each allocated where chosen:
         what ``choose`` would answer task by task. As far as known ahead — at least the
         first task's choice (which may be pipelined); [] if no node takes it. The
-        choices hold only if nothing else changes the nodes before they are placed."""
-        if not len(self.nodes) or not tasks:
+        choices hold only if nothing else changes the nodes before they are placed.
+        ``within``: among these nodes only (ascending node indices, e.g. a domain's)."""
+        if not len(self.nodes) or not tasks or (within is not None and not len(within)):
             return []
         first = tasks[0]
         view = self.view(first)
-        ranking = self._heap_of(first, view)
+        if within is None:
+            ranking = self._heap_of(first, view)
+        else:
+            ranking = self._domain_heap_of(first, view, within)
         if ranking is None:
-            best = int(np.argmax(view.ranked))
-            if view.ranked[best] > -np.inf:
-                return [Choice(best, pipelined=False)]
+            choice = _argmax(view, within)
+            if choice is not None:
+                return [choice]
         else:
             count = 1
             while count < len(tasks) and _alike(tasks[count], first):
@@ -266,18 +325,18 @@ class Placer:
                 self._look_ahead(view, ranking, count)
             nodes, after = ranking.plan(view.lookahead, self.nodes.version, count)
             if nodes:
-                view.plan = _Plan(tasks[: len(nodes)], nodes, after, view.seen)
+                view.plan = _Plan(tasks[: len(nodes)], nodes, after, view.seen, ranking)
                 return [Choice(node, pipelined=False) for node in nodes]
         if allow_pipeline:
-            candidates = view.ok & view.fit_future
-            if candidates.any():
-                best = int(np.argmax(np.where(candidates, view.scores, -np.inf)))
-                return [Choice(best, pipelined=True)]
+            return _pipelined(view, within)
         return []
 
-    def choose(self, task: TaskInfo, allow_pipeline: bool = True) -> Choice | None:
-        """The best node for ``task`` (ties to the first by name), or None."""
-        choices = self.choose_alike([task], allow_pipeline)
+    def choose(
+        self, task: TaskInfo, allow_pipeline: bool = True, within: np.ndarray | None = None
+    ) -> Choice | None:
+        """The best node for ``task`` (ties to the first by name), among ``within`` only
+        if given, or None."""
+        choices = self.choose_alike([task], allow_pipeline, within)
         return choices[0] if choices else None
 
     def first_fit(self, task: TaskInfo) -> int:
@@ -308,6 +367,31 @@ class Placer:
         if not reasons:
             reasons["node(s) could not take the task"] = len(nodes)
         return reasons
+
+
+def _argmax(view: _View, within: np.ndarray | None) -> Choice | None:
+    """The best node with idle room by the view's ranks alone (ties to the first by name).
+    Among all nodes a NaN rank is taken for no room; within a domain it wins, as
+    ``np.argmax`` has it (what topology placement always did)."""
+    if within is None:
+        best = int(np.argmax(view.ranked))
+        return Choice(best, pipelined=False) if view.ranked[best] > -np.inf else None
+    ranked = view.ranked[within]
+    if np.isnan(ranked).any() or ranked.max() > -np.inf:
+        return Choice(int(within[int(np.argmax(ranked))]), pipelined=False)
+    return None
+
+
+def _pipelined(view: _View, within: np.ndarray | None) -> list[Choice]:
+    """The best node where room is being released (ties to the first by name), if any."""
+    ok, fit_future, scores = view.ok, view.fit_future, view.scores
+    if within is not None:
+        ok, fit_future, scores = ok[within], fit_future[within], scores[within]
+    later = ok & fit_future
+    if not later.any():
+        return []
+    best = int(np.argmax(np.where(later, scores, -np.inf)))
+    return [Choice(best if within is None else int(within[best]), pipelined=True)]
 
 
 def _alike(task: TaskInfo, first: TaskInfo) -> bool:

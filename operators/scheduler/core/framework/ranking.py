@@ -40,10 +40,14 @@ Answer = tuple[bool, float, bool, bool, float]
 RANK = 4
 
 
-def best_first(ranked: np.ndarray, count: int) -> np.ndarray:
+def best_first(ranked: np.ndarray, count: int, among: np.ndarray | None = None) -> np.ndarray:
     """The ``count`` nodes of highest rank, best first (ties: lowest index first, as
-    ``np.argmax`` breaks them); nodes ranked -inf (they cannot take the task) never."""
-    candidates = np.flatnonzero(ranked > -np.inf)
+    ``np.argmax`` breaks them); nodes ranked -inf (they cannot take the task) never.
+    ``among``: only these nodes (ascending), else all."""
+    if among is None:
+        candidates = np.flatnonzero(ranked > -np.inf)
+    else:
+        candidates = among[ranked[among] > -np.inf]
     if candidates.size > count:
         values = ranked[candidates]
         cut = np.partition(values, values.size - count)[values.size - count]  # count-th best
@@ -93,9 +97,11 @@ class Ranking:
         # (-rank, node) of the best node not in the heap; at first every node is left out.
         self._left_out: tuple[float, int] | None = (-np.inf, -1)
 
-    def fill(self, ranked: np.ndarray) -> np.ndarray:
-        """Hold the best nodes of ``ranked`` (all nodes' ranks); the nodes held."""
-        top = best_first(ranked, HEAP_SIZE + 1)
+    def fill(self, ranked: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+        """Hold the best nodes of ``ranked`` (all nodes' ranks), of ``among`` only if
+        given (ascending: a node subset such as a topology domain); the nodes held. A
+        ranking filled from a subset must only be told of (``moved``) its nodes."""
+        top = best_first(ranked, HEAP_SIZE + 1, among)
         held = top[:HEAP_SIZE]
         # Sorted by (-rank, node), the list is a heap already.
         ranks, nodes = ranked[held].tolist(), held.tolist()
@@ -140,8 +146,11 @@ class Ranking:
         """The nodes ``count`` alike tasks go to one after another, each allocated where
         chosen (what ``best`` would answer between the placements), and each node's
         answers once its task is there — as far as the look-ahead knows them: the list
-        ends at the first node whose answers after its task are not known (that node
-        included), or where the heap would need filling.
+        ends before the first node whose answers after its task are not known (with
+        that node alone if it is the first: the caller asks the plugins about it once
+        placed), at a NaN rank (that node included), or where the heap would need
+        filling. Ending before an unknown node rather than at it saves asking about it
+        twice: once placed, and again with the look-ahead of the next run.
 
         The heap is left as if the tasks were placed: the caller puts the planned nodes
         back at their real ranks once it knows which were.
@@ -153,11 +162,13 @@ class Ranking:
             best = self.best()
             if best is None or best == -1:
                 break
-            nodes.append(best)
             # Known for one task more than the node has now (``version``), no further.
             known = None
             if lookahead is not None and best not in planned:
                 known = lookahead.after(best, int(version[best]))
+            if known is None and nodes:
+                break
+            nodes.append(best)
             after.append(known)
             if known is None or known[RANK] != known[RANK]:  # unknown, or NaN
                 break

@@ -18,8 +18,9 @@ racks. How many of the gang's pods a domain holds is counted node by node as who
 copies of its largest request that fit (where the pod's predicates pass), summed over
 the domain: a lower bound for mixed requests, exact for the uniform gangs of training
 jobs. The allocate action then places the gang's pods only on that domain's nodes
-(``Placer.choose(..., within=...)``); if the placement fails after all, the next domain
-is tried (up to ``DOMAINS_TRIED``).
+(``Placer.choose_alike(..., within=...)``, as fast as anywhere: a ranking of the domain's
+nodes); if the placement fails after all, the next domain is tried (up to
+``DOMAINS_TRIED``).
 
 What is placed already binds the choice: a gang with pods running (its surplus, or a
 gang completed after a restart) stays in the domain they are in. A level that the
@@ -27,8 +28,9 @@ conf does not list still works for ``required`` (its label is the domain); the c
 levels give ``preferred`` its way out.
 """
 
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -42,7 +44,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskInfo,
     TopologyRequest,
 )
-from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
+from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.session import Session
 
 DOMAINS_TRIED = 3
@@ -68,13 +70,26 @@ class Placement:
 ANYWHERE = Placement()
 
 
+@dataclass(slots=True)
+class _Copies:
+    """``Levels.copies``' answers for one request, and what they were worked out from."""
+
+    version: np.ndarray  # the nodes' versions then
+    ok: np.ndarray
+    per_node: np.ndarray
+    holds: dict[str, np.ndarray] = field(default_factory=dict)  # level -> per domain
+
+
 class Levels:
-    """The domains of each level, found once per session from the nodes' labels."""
+    """The domains of each level, found once per session from the nodes' labels; and
+    how many copies of a request each node holds, kept from one gang to the next."""
 
     def __init__(self, nodes: NodeSet, levels: Sequence[str]) -> None:
         self.nodes = nodes
         self.levels = tuple(levels)
         self._ids: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._members: dict[str, list[np.ndarray]] = {}
+        self._copies: dict[bytes, _Copies] = {}  # by request
 
     def ids(self, level: str) -> tuple[np.ndarray, list[str]]:
         """Per node, its domain's number at ``level`` (-1: none), and the domains' names."""
@@ -86,6 +101,54 @@ class Levels:
             ids = np.array([number.get(v, -1) if v is not None else -1 for v in values])
             found = self._ids[level] = (ids.astype(np.int64), names)
         return found
+
+    def members(self, level: str) -> list[np.ndarray]:
+        """Per domain of ``level`` (by number), its nodes in node order."""
+        found = self._members.get(level)
+        if found is None:
+            ids, names = self.ids(level)
+            order = np.argsort(ids, kind="stable")  # by domain, then by node
+            bounds = np.searchsorted(ids[order], np.arange(len(names) + 1))
+            found = self._members[level] = [order[a:b] for a, b in itertools.pairwise(bounds)]
+        return found
+
+    def copies(self, largest: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """Per node: how many copies of ``largest`` fit in its room for new pods, where
+        ``ok`` (0 elsewhere). Worked out again only for the nodes that changed (their
+        version, or ``ok``) since this request was last asked about: a gang placed
+        changes a few nodes, and every gang asks."""
+        nodes = self.nodes
+        key = largest.tobytes()
+        kept = self._copies.get(key)
+        if kept is None:
+            per_node = _copies(largest, ok, nodes.future)
+            kept = self._copies[key] = _Copies(nodes.version.copy(), ok.copy(), per_node)
+            return per_node
+        stale = np.flatnonzero((kept.version != nodes.version) | (kept.ok != ok))
+        if stale.size:
+            fresh = _copies(largest, ok[stale], nodes.future[stale])
+            for level, holds in kept.holds.items():
+                ids, _ = self.ids(level)
+                inside = ids[stale] >= 0
+                np.add.at(holds, ids[stale][inside], (fresh - kept.per_node[stale])[inside])
+            kept.per_node[stale] = fresh
+            kept.version[stale] = nodes.version[stale]
+            kept.ok[stale] = ok[stale]
+        return kept.per_node
+
+    def holds(self, level: str, per_node: np.ndarray) -> np.ndarray:
+        """Per domain of ``level`` (by number): how many pods it holds, the sum of
+        ``per_node`` over its nodes — kept up to date along with ``copies``' answers."""
+        kept = next((k for k in self._copies.values() if k.per_node is per_node), None)
+        if kept is not None and level in kept.holds:
+            return kept.holds[level]
+        ids, names = self.ids(level)
+        inside = ids >= 0
+        weights = per_node[inside]
+        holds = np.bincount(ids[inside], weights=weights, minlength=len(names)).astype(np.int64)
+        if kept is not None:
+            kept.holds[level] = holds
+        return holds
 
     def outward(self, level: str) -> list[str]:
         """``level`` and then the levels outside it, innermost first."""
@@ -100,13 +163,11 @@ def placement(
     job: JobInfo,
     tasks: list[TaskInfo],
     ok: np.ndarray,
-    room: np.ndarray,
     need: int,
 ) -> Placement:
     """Where ``job`` (its pending ``tasks``, of which ``need`` must be placed) may go.
-    ``ok``: the nodes whose predicates its pods pass; ``room``: each node's room for new
-    pods (nodes × dims)."""
-    per_node = _copies(tasks, ok, room)
+    ``ok``: the nodes whose predicates its pods pass."""
+    per_node = _per_node(levels, tasks, ok)
     placed = _placed_domain(levels, request, job)
     if placed is not None:
         return Placement((_domain(levels, request.level, placed, per_node),))
@@ -120,12 +181,17 @@ def placement(
     return Placement(waiting=_why_not(levels, request.level, per_node, need))
 
 
-def _copies(tasks: list[TaskInfo], ok: np.ndarray, room: np.ndarray) -> np.ndarray:
+def _per_node(levels: Levels, tasks: list[TaskInfo], ok: np.ndarray) -> np.ndarray:
     """Per node: how many copies of the largest of the tasks' requests fit in its room."""
-    largest = np.max([t.request for t in tasks], axis=0)
-    asked = largest > 0
-    if not asked.any():
+    largest = np.max([t.request for t in {id(t.template): t for t in tasks}.values()], axis=0)
+    if not (largest > 0).any():  # asking for nothing: all fit where the predicates pass
         return np.where(ok, len(tasks), 0)
+    return levels.copies(largest, ok)
+
+
+def _copies(largest: np.ndarray, ok: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Per node (of ``room``'s rows): how many copies of ``largest`` fit in its room."""
+    asked = largest > 0
     copies = np.floor(np.min(np.maximum(room[:, asked], 0) / largest[asked], axis=1) + 1e-9)
     return np.where(ok, copies, 0).astype(np.int64)
 
@@ -140,30 +206,25 @@ def _placed_domain(levels: Levels, request: TopologyRequest, job: JobInfo) -> in
     return None
 
 
-def _holds(levels: Levels, level: str, per_node: np.ndarray) -> np.ndarray:
-    ids, names = levels.ids(level)
-    inside = ids >= 0
-    return np.bincount(ids[inside], weights=per_node[inside], minlength=len(names)).astype(np.int64)
-
-
 def _domain(levels: Levels, level: str, number: int, per_node: np.ndarray) -> Domain:
-    ids, names = levels.ids(level)
-    nodes = np.flatnonzero(ids == number)
+    _, names = levels.ids(level)
+    nodes = levels.members(level)[number]
     return Domain(level, names[number], nodes, int(per_node[nodes].sum()))
 
 
 def _fitting(levels: Levels, level: str, per_node: np.ndarray, need: int) -> list[Domain]:
     """The (first ``DOMAINS_TRIED``) domains of ``level`` with room for ``need`` pods,
     the tightest first."""
-    holds = _holds(levels, level, per_node)
-    _, names = levels.ids(level)
-    order = sorted(np.flatnonzero(holds >= need), key=lambda d: (holds[d], names[d]))
-    return [_domain(levels, level, int(d), per_node) for d in order[:DOMAINS_TRIED]]
+    holds = levels.holds(level, per_node)
+    fitting = np.flatnonzero(holds >= need)
+    # Domains are numbered in the order of their names: ties go to the first by name.
+    order = fitting[np.lexsort((fitting, holds[fitting]))][:DOMAINS_TRIED]
+    return [_domain(levels, level, int(d), per_node) for d in order.tolist()]
 
 
 def _why_not(levels: Levels, level: str, per_node: np.ndarray, need: int) -> str:
     """'needs 8 pods in one kbatch.io/rack: the closest are rack-3 (room for 5), ...'."""
-    holds = _holds(levels, level, per_node)
+    holds = levels.holds(level, per_node)
     _, names = levels.ids(level)
     if not names:
         return f"needs {need} pods in one {level} domain: no node has the label {level}"
@@ -196,7 +257,7 @@ def where(
     for template in {id(t.template): t for t in tasks}.values():
         ok |= placer.view(template).ok
     need = 1 if session.job_ready(job) else max(job.min_member - job.ready_count, 1)
-    found = placement(levels_of(session), request, job, tasks, ok, session.nodes.future, need)
+    found = placement(levels_of(session), request, job, tasks, ok, need)
     if found.waiting is not None:
         session.note_waiting(job, found.waiting)
         return []
@@ -204,17 +265,3 @@ def where(
     if not tries or request.mode == PREFERRED:
         tries.append(None)  # preferred: spread only when no domain worked
     return tries
-
-
-def choose(placer: Placer, task: TaskInfo, within: np.ndarray) -> Choice | None:
-    """``Placer.choose`` among the nodes ``within`` only: the best with idle room (ties to
-    the first by name), else the best where room is being released (pipelined)."""
-    view = placer.view(task)
-    ranked = view.ranked[within]
-    if ranked.size and (np.isnan(ranked).any() or ranked.max() > -np.inf):
-        return Choice(int(within[int(np.argmax(ranked))]), pipelined=False)
-    later = view.ok[within] & view.fit_future[within]
-    if later.any():
-        best = int(np.argmax(np.where(later, view.scores[within], -np.inf)))
-        return Choice(int(within[best]), pipelined=True)
-    return None
