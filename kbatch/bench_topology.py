@@ -132,10 +132,19 @@ def measure(nodes: int, pods: int) -> dict[str, Any]:
     }
 
 
+def check_size(nodes: int, pods: int) -> None:
+    """ValueError unless both are positive (gangs of any size: the last one is cut)."""
+    if nodes <= 0 or pods <= 0:
+        raise ValueError("nodes and pods must be positive")
+
+
 def main(sizes: list[tuple[int, int]] | None = None) -> int:
-    for nodes, pods in sizes or list(SIZES):
-        if nodes <= 0 or pods <= 0:
-            raise ValueError("nodes and pods must be positive")
+    """``kbatch bench --topology``: one line per size (default ``SIZES``), each measured
+    in fresh processes (``measure``)."""
+    chosen = sizes or list(SIZES)
+    for nodes, pods in chosen:
+        check_size(nodes, pods)
+    for nodes, pods in chosen:
         print(json.dumps(measure(nodes, pods)), flush=True)
     return 0
 

@@ -114,6 +114,8 @@ def bench(args: argparse.Namespace) -> int:
     """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
     from kbatch import bench as benchmark
 
+    if args.topology:
+        return _bench_topology(args)
     sizes = [_size(text) for text in args.size] if args.size else None
     if args.trace:
         from kbatch.sim import trace
@@ -126,13 +128,25 @@ def bench(args: argparse.Namespace) -> int:
     return benchmark.main(sizes, backlog=args.backlog)
 
 
-def _size(text: str) -> tuple[int, int]:
+def _bench_topology(args: argparse.Namespace) -> int:
+    """``kbatch bench --topology``: each size twice (gangs preferring a rack, and not),
+    each run in a fresh process; one JSON line per size with both times and their ratio."""
+    from kbatch import bench_topology
+
+    if args.backlog or args.trace:
+        raise argparse.ArgumentTypeError("--topology goes with neither --backlog nor --trace")
+    sizes = [_size(text, bench_topology.check_size) for text in args.size] if args.size else None
+    return bench_topology.main(sizes)
+
+
+def _size(text: str, check: Callable[[int, int], None] | None = None) -> tuple[int, int]:
+    """NODESxPODS, checked by ``check`` (default: ``kbatch.bench``'s sizes)."""
     from kbatch import bench as benchmark
 
     nodes, _, pods = text.partition("x")
     try:
         size = int(nodes), int(pods)
-        benchmark.check_size(*size)
+        (check or benchmark.check_size)(*size)
     except ValueError as exc:
         why = "expected NODESxPODS, e.g. 100x1000" if "invalid literal" in str(exc) else exc
         raise argparse.ArgumentTypeError(f"--size {text!r}: {why}") from None
@@ -152,9 +166,9 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
         "--size",
         action="append",
         metavar="NODESxPODS",
-        help="a size to run (repeatable; positive, PODS a multiple of 10); "
-        "default 100x1000, 1000x10000, 5000x50000, 10000x100000 (with --backlog: 100x5000, "
-        "1000x50000)",
+        help="a size to run (repeatable; positive, PODS a multiple of 10 but with "
+        "--topology); default 100x1000, 1000x10000, 5000x50000, 10000x100000 (with --backlog: "
+        "100x5000, 1000x50000; with --topology: 5000x50000)",
     )
     parser.add_argument(
         "--backlog",
@@ -162,6 +176,15 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
         help="time the next session instead, on a full cluster with gangs waiting, under "
         "the actions enqueue, reclaim, allocate, backfill, preempt (adds running, waiting, "
         "evictions)",
+    )
+    parser.add_argument(
+        "--topology",
+        action="store_true",
+        help="time topology-aware placement instead: racks of 20 nodes in blocks and zones, "
+        "gangs of 8 to 64 pods each preferring one rack, and the same cluster with no gang "
+        "asking, each in a fresh process; one JSON line per size adds gangs, "
+        "gangs_in_one_rack, plain_seconds, plain_gangs_in_one_rack and ratio (seconds / "
+        "plain_seconds)",
     )
     parser.add_argument(
         "--trace",

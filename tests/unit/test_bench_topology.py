@@ -1,8 +1,12 @@
-"""kbatch bench --topology's synthetic cluster and one small run (no timing asserts)."""
+"""kbatch bench --topology's synthetic cluster, one small run, and the command line (no timing
+asserts)."""
 
+import json
 from collections import Counter
 
-from kbatch import bench_topology
+import pytest
+
+from kbatch import bench_topology, cli
 
 
 def test_the_cluster_has_four_levels_and_gangs_of_eight_to_sixty_four() -> None:
@@ -24,3 +28,23 @@ def test_every_gang_that_prefers_a_rack_gets_one() -> None:
     result = bench_topology.run_once(200, 1_000, prefer=True)
     assert result["binds"] == 1_000
     assert result["gangs_in_one_rack"] == result["gangs"]
+
+
+def test_topology_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """Both runs in fresh processes; one line with both times and their ratio."""
+    assert cli.main(["bench", "--topology", "--size", "40x100"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    result = json.loads(line)
+    assert (result["nodes"], result["pods"], result["binds"]) == (40, 100, 100)
+    assert result["gangs"] == 5  # 8, 16, 24, 32 and 20 of a 40
+    assert result["gangs_in_one_rack"] == result["gangs"]
+    assert {"seconds", "plain_seconds", "plain_gangs_in_one_rack", "ratio"} <= set(result)
+
+
+def test_topology_sizes_need_not_fill_gangs_of_ten_but_must_be_positive(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["bench", "--topology", "--size", "40x0"]) == 2
+    assert "must be positive" in capsys.readouterr().err
+    assert cli.main(["bench", "--topology", "--backlog"]) == 2
+    assert "--topology goes with neither" in capsys.readouterr().err
