@@ -1,6 +1,7 @@
 """Bind throughput: ``kbatch run`` against a bare pods/binding loop, same server, same run.
 
     .venv/bin/python tests/e2e/bench_binds.py [--pods 2000] [--nodes 50] [--rounds 5]
+    .venv/bin/python tests/e2e/bench_binds.py --cold-start [--rounds 3]
 
 Starts a local control plane (as the e2e suite does, or uses KBATCH_E2E_KUBECONFIG),
 then, each round: (1) creates N pods no scheduler owns and binds them from a thread
@@ -10,6 +11,12 @@ pods for kbatch, starts ``kbatch run`` and times from its first bind to the last
 settle (kopf started, caches synced), creates N pods, gives the Lease up and times
 kbatch's binds as it takes over that backlog (a failover with pods waiting). Prints
 one JSON line: medians, and each round's ratios.
+
+``--cold-start`` measures the restart instead (1,000 nodes and 10,000 pods in gangs of
+10 unless told otherwise): the wall time from starting ``kbatch run`` — which takes
+the lead, lists the cluster and schedules its backlog — to its last bind, against the
+wall time the bare loop needs for the same number of binds, from its first request to
+its last bind. Volcano's tracker reports minutes for this at its sizes.
 """
 
 import argparse
@@ -27,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from e2e.controlplane import Cluster, discover
+from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.kubeapi import raw_get, request
 
 WORKERS = 16
@@ -74,7 +82,52 @@ def create_pods(api: Any, prefix: str, count: int, scheduler: str) -> None:
         )
 
 
+def create_gangs(api: Any, prefix: str, count: int, size: int) -> None:
+    """``count`` pods for kbatch in PodGroups of ``size`` (minMember ``size``)."""
+    groups = f"/apis/scheduling.incubator.k8s.io/v1alpha1/namespaces/{NAMESPACE}/podgroups"
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(
+            pool.map(
+                lambda g: request(
+                    api,
+                    "POST",
+                    groups,
+                    {
+                        "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+                        "kind": "PodGroup",
+                        "metadata": {"name": f"{prefix}-g{g}", "namespace": NAMESPACE},
+                        "spec": {"minMember": size},
+                    },
+                ),
+                range(count // size),
+            )
+        )
+
+    def gang_pod(i: int) -> dict[str, Any]:
+        body = pod(f"{prefix}-{i}", "kbatch")
+        body["metadata"]["annotations"] = {GROUP_NAME_ANNOTATION: f"{prefix}-g{i // size}"}
+        return body
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(
+            pool.map(
+                lambda i: request(
+                    api, "POST", f"/api/v1/namespaces/{NAMESPACE}/pods", gang_pod(i)
+                ),
+                range(count),
+            )
+        )
+
+
 def bare_loop(api: Any, count: int, nodes: int, prefix: str = "bare") -> float:
+    return bare_loop_timed(api, count, nodes, prefix)[0]
+
+
+def bare_loop_timed(
+    api: Any, count: int, nodes: int, prefix: str = "bare"
+) -> tuple[float, float]:
+    """Binds per second (first bind seen to last), and the wall seconds from the first
+    bind request to the last bind seen."""
     create_pods(api, prefix, count, "nobody")
 
     def bind(i: int) -> None:
@@ -89,10 +142,11 @@ def bare_loop(api: Any, count: int, nodes: int, prefix: str = "bare") -> float:
     version = current_version(api)
     with ThreadPoolExecutor(WORKERS + 1) as pool:
         watch = pool.submit(bind_times, api, prefix, count, version)
+        started = time.perf_counter()
         list(pool.map(bind, range(count)))
         times = watch.result()
     # measured as kbatch's binds are: seen on a watch, from the first to the last
-    return (count - 1) / max(times[-1] - times[0], 1e-9)
+    return (count - 1) / max(times[-1] - times[0], 1e-9), times[-1] - started
 
 
 def current_version(api: Any) -> str:
@@ -213,6 +267,25 @@ def kbatch_warm(
     return rate_and_buckets(times)
 
 
+def kbatch_cold_start(api: Any, cluster: Cluster, count: int, gang: int, prefix: str) -> float:
+    """Wall seconds from starting ``kbatch run`` (leader election on, no holder: it
+    takes the lead at once) to its last bind, with ``count`` pods in gangs waiting."""
+    create_gangs(api, prefix, count, gang)
+    version = current_version(api)
+    namespace = f"lock-{prefix}"
+    request(api, "POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    with ThreadPoolExecutor(1) as pool:
+        watch = pool.submit(bind_times, api, prefix, count, version)
+        started = time.perf_counter()
+        proc = start_kbatch(cluster, "--leader-elect", "--lock-namespace", namespace)
+        try:
+            times = watch.result()
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+    return times[-1] - started
+
+
 def rate_and_buckets(times: list[float]) -> tuple[float, list[int]]:
     buckets = [0] * (int((times[-1] - times[0]) * 4) + 1)
     for moment in times:
@@ -220,60 +293,87 @@ def rate_and_buckets(times: list[float]) -> tuple[float, list[int]]:
     return (len(times) - 1) / max(times[-1] - times[0], 1e-9), buckets
 
 
+def prepare(api: Any, nodes: int) -> None:
+    """kbatch's CRDs, the default queue, and ``nodes`` Ready nodes."""
+    import yaml
+
+    crds = Path(__file__).resolve().parents[2] / "crds"
+    for path in sorted(crds.glob("*.yaml")):
+        request(
+            api,
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            yaml.safe_load(path.read_text()),
+        )
+    for i in range(nodes):
+        request(api, "POST", "/api/v1/nodes", node(f"node-{i}"))
+        request(
+            api,
+            "PATCH",
+            f"/api/v1/nodes/node-{i}/status",
+            node_status(),
+            "application/merge-patch+json",
+        )
+
+
+def rate_rounds(api: Any, cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
+    bares, ours, ratios, warm_ratios = [], [], [], []
+    per_quarter_second: list[int] = []
+    for round_ in range(args.rounds):
+        bares.append(bare_loop(api, args.pods, args.nodes, f"bare{round_}"))
+        rate, per_quarter_second = kbatch_run(api, cluster, args.pods, f"kb{round_}")
+        ours.append(rate)
+        ratios.append(rate / bares[-1])
+        warm, _ = kbatch_warm(api, cluster, args.pods, f"warm{round_}")
+        warm_ratios.append(warm / bares[-1])
+    return {
+        "bare_binds_per_second": round(statistics.median(bares), 1),
+        "kbatch_binds_per_second": round(statistics.median(ours), 1),
+        "ratio": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+        "warm_ratio": round(statistics.median(warm_ratios), 3),
+        "warm_ratios": [round(r, 3) for r in warm_ratios],
+        "kbatch_binds_per_250ms_last_round": per_quarter_second,
+    }
+
+
+def cold_start_rounds(api: Any, cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
+    """Each round: the bare loop's wall time for the binds, then a cold ``kbatch run``'s
+    from its start to its last bind; the ratio is kbatch's over the bare loop's."""
+    bares, colds = [], []
+    for round_ in range(args.rounds):
+        bares.append(bare_loop_timed(api, args.pods, args.nodes, f"bare{round_}")[1])
+        colds.append(kbatch_cold_start(api, cluster, args.pods, args.gang, f"cold{round_}"))
+    ratios = sorted(cold / bare for cold, bare in zip(colds, bares, strict=True))
+    return {
+        "gang": args.gang,
+        "bare_seconds": [round(b, 2) for b in bares],
+        "kbatch_cold_start_seconds": [round(c, 2) for c in colds],
+        "ratio_min_median_max": [
+            round(ratios[0], 3), round(statistics.median(ratios), 3), round(ratios[-1], 3)
+        ],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pods", type=int, default=2000)
-    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--pods", type=int, help="2,000 (10,000 with --cold-start)")
+    parser.add_argument("--nodes", type=int, help="50 (1,000 with --cold-start)")
     parser.add_argument("--rounds", type=int, default=1, help="alternate both this often; medians")
+    parser.add_argument("--cold-start", action="store_true", help="time a restart with a backlog")
+    parser.add_argument("--gang", type=int, default=10, help="pods per PodGroup (--cold-start)")
     args = parser.parse_args()
+    args.pods = args.pods or (10_000 if args.cold_start else 2_000)
+    args.nodes = args.nodes or (1_000 if args.cold_start else 50)
     source = discover()
     cluster = source if isinstance(source, Cluster) else source.start()
     try:
         api = pooled(cluster.api_client())
-        crds = Path(__file__).resolve().parents[2] / "crds"
-        for path in sorted(crds.glob("*.yaml")):
-            import yaml
-
-            request(
-                api,
-                "POST",
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                yaml.safe_load(path.read_text()),
-            )
-        for i in range(args.nodes):
-            request(api, "POST", "/api/v1/nodes", node(f"node-{i}"))
-            request(
-                api,
-                "PATCH",
-                f"/api/v1/nodes/node-{i}/status",
-                node_status(),
-                "application/merge-patch+json",
-            )
-        bares, ours, ratios, warm_ratios = [], [], [], []
-        for round_ in range(args.rounds):
-            bares.append(bare_loop(api, args.pods, args.nodes, f"bare{round_}"))
-            rate, per_quarter_second = kbatch_run(api, cluster, args.pods, f"kb{round_}")
-            ours.append(rate)
-            ratios.append(rate / bares[-1])
-            warm, _ = kbatch_warm(api, cluster, args.pods, f"warm{round_}")
-            warm_ratios.append(warm / bares[-1])
-        print(
-            json.dumps(
-                {
-                    "pods": args.pods,
-                    "nodes": args.nodes,
-                    "workers": WORKERS,
-                    "rounds": args.rounds,
-                    "bare_binds_per_second": round(statistics.median(bares), 1),
-                    "kbatch_binds_per_second": round(statistics.median(ours), 1),
-                    "ratio": round(statistics.median(ratios), 3),
-                    "ratios": [round(r, 3) for r in ratios],
-                    "warm_ratio": round(statistics.median(warm_ratios), 3),
-                    "warm_ratios": [round(r, 3) for r in warm_ratios],
-                    "kbatch_binds_per_250ms_last_round": per_quarter_second,
-                }
-            )
-        )
+        prepare(api, args.nodes)
+        rounds = cold_start_rounds if args.cold_start else rate_rounds
+        result = {"pods": args.pods, "nodes": args.nodes, "workers": WORKERS,
+                  "rounds": args.rounds, **rounds(api, cluster, args)}  # fmt: skip
+        print(json.dumps(result))
     finally:
         if cluster is not source:
             source.stop()  # type: ignore[union-attr]
