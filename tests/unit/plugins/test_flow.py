@@ -144,6 +144,37 @@ def test_the_queue_with_less_flow_goes_first_until_the_flows_meet() -> None:
     )
 
 
+def test_the_next_job_placed_leaves_its_queue_s_ratio_smallest() -> None:
+    """No history; a's jobs take 4 cores, b's 1 (one node of 8). By the ratio *after* the
+    next job (Armada), b goes first: 1 < 4; b then fills to 3, and at a tie (a's 4 against
+    b's 3 + 1) a, created first, places its 4; b takes the last core. Ordered by the
+    ratio before the job, a would have gone first, at 0 against 0."""
+    cluster = Cluster().node("n1", cpu=8, memory=64).queue("a").queue("b")
+    for i in range(4):
+        cluster.job(f"a{i}", queue="a").tasks(1, cpu=4)
+        cluster.job(f"b{i}x", queue="b").tasks(1, cpu=1)
+        cluster.job(f"b{i}y", queue="b").tasks(1, cpu=1)
+    assert placed(close(cluster)) == "bbbab"
+
+
+def test_a_gang_short_of_its_minimum_counts_the_rest_of_it() -> None:
+    """The key with a's next job: a gang of 3 (1 core each, 1 running) adds the 2 cores it
+    still needs; a job already ready adds one more of its pending tasks."""
+    cluster = Cluster().node("n1", cpu=8, memory=64).queue("a")
+    gang = cluster.job("gang", queue="a", min_member=3)
+    gang.tasks(1, cpu=1, status=TaskStatus.RUNNING, node="n1").tasks(2, cpu=1)
+    cluster.job("elastic", queue="a", min_member=1).tasks(
+        1, cpu=2, status=TaskStatus.RUNNING, node="n1"
+    ).tasks(3, cpu=2)
+    session = cluster.open(conf(), now=NOW)
+    queue = session.queues["a"]
+    share = 1 / 2  # beside the default queue
+    held = 1 + 2
+    assert session.queue_order_key(queue)[0] == held / share
+    assert session.queue_order_key(queue, session.jobs["default/gang"])[0] == (held + 2) / share
+    assert session.queue_order_key(queue, session.jobs["default/elastic"])[0] == (held + 2) / share
+
+
 def test_half_life_decays_the_memory() -> None:
     """Remembered one half-life ago, 6 cores count 3: b gets 3 before a gets any."""
     sent = close(two_queues(a=remembered(6.0, seconds_ago=600)))

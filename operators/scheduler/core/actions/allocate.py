@@ -1,6 +1,7 @@
 """The allocate action: place pending tasks, a gang at a time, all or nothing.
 
-Queues by queue order (skipping overused ones), jobs of a queue by job order —
+Queues by queue order (skipping overused ones; a plugin may weigh the job the queue
+would place next, see ``add_queue_order_fn``), jobs of a queue by job order —
 except that a job already ready (what it still asks for is surplus) waits until every
 job of the queue still short of its minimum has had its turn — tasks by task order.
 Each task goes to the best node that passes the predicates and has room (or room
@@ -52,7 +53,7 @@ def execute(session: Session) -> None:
     for name, heap in per_queue.items():
         heapq.heapify(heap)
         queue = session.queues[name]
-        queues.append((session.queue_order_key(queue), next(tie), name))
+        queues.append((session.queue_order_key(queue, heap[0][2]), next(tie), name))
     heapq.heapify(queues)
 
     while queues:
@@ -70,8 +71,8 @@ def execute(session: Session) -> None:
         _, _, job = heapq.heappop(jobs)
         if _allocate_job(session, placer, job):
             heapq.heappush(jobs, (_turn_key(session, job), next(tie), job))
-        if jobs:
-            heapq.heappush(queues, (session.queue_order_key(queue), next(tie), name))
+        if jobs:  # keyed by its next job: it stays at the head until the queue's turn
+            heapq.heappush(queues, (session.queue_order_key(queue, jobs[0][2]), next(tie), name))
 
 
 def _turn_key(session: Session, job: JobInfo) -> tuple[object, ...]:

@@ -95,6 +95,7 @@ class TieredFunctions:
         self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
         self._enqueue_handlers: list[JobEventFn] = []
         self._victim_keys: dict[int, PreemptorKeyFn | None] = {}
+        self._with_next_job: set[int] = set()  # queue order functions that take the job
         self._victim_filters: dict[int, TaskFilterFn] = {}
         self._victim_queue_keys: dict[int, Callable[[TaskInfo], Hashable] | None] = {}
         self._closers: list[tuple[str, CloseFn]] = []
@@ -113,8 +114,13 @@ class TieredFunctions:
     def add_job_order_fn(self, fn: OrderKeyFn) -> None:
         self._register("JobOrder", fn)
 
-    def add_queue_order_fn(self, fn: OrderKeyFn) -> None:
+    def add_queue_order_fn(self, fn: OrderKeyFn, next_job: bool = False) -> None:
+        """``next_job``: ``fn`` takes the queue and the job the action would take from it
+        next (None when not known), as ``fn(queue, job)`` — an order by what the queue
+        would hold after that job (the flow plugin's progressive filling)."""
         self._register("QueueOrder", fn)
+        if next_job:
+            self._with_next_job.add(id(fn))
 
     def add_task_order_fn(self, fn: OrderKeyFn) -> None:
         self._register("TaskOrder", fn)
@@ -240,8 +246,14 @@ class TieredFunctions:
     def job_order_key(self, job: JobInfo) -> tuple[Key, ...]:
         return (*(fn(job) for fn in self._job_keys), job.created, job.uid)
 
-    def queue_order_key(self, queue: QueueInfo) -> tuple[Key, ...]:
-        return (*(fn(queue) for fn in self._queue_keys), queue.created, queue.name)
+    def queue_order_key(self, queue: QueueInfo, next_job: JobInfo | None = None) -> tuple[Key, ...]:
+        """The queue's place in line; ``next_job``: the job an action would take from it
+        next, for the functions registered to weigh it (see ``add_queue_order_fn``)."""
+        keys = [
+            fn(queue, next_job) if id(fn) in self._with_next_job else fn(queue)
+            for fn in self._queue_keys
+        ]
+        return (*keys, queue.created, queue.name)
 
     def task_order_key(self, task: TaskInfo) -> tuple[Key, ...]:
         return (*(fn(task) for fn in self._task_keys), task.created, task.key, task.uid)

@@ -15,11 +15,13 @@ queue and asks for that queue's key again before its next turn. The key is the
 queue's flow at the session's open plus the cost of what the session has placed for
 it since, so each job placed counts at once and the room freed in one session is
 divided job by job. (The formula alone would not count it: a queue taking room below
-its remembered flow keeps the same flow, and would take all of it.) The flow written
-at close is the formula at the session's end. Armada goes one better and orders by
-the ratio each queue would have *after* its next job; a queue-order key sees only the
-queue, not the job allocate would take from it, so this plugin orders by the current
-ratio. With jobs of equal size the two orders are the same.
+its remembered flow keeps the same flow, and would take all of it.) As in Armada, the
+key is the ratio the queue would have *after* its next job: allocate tells the key the
+job at the head of the queue's line, and its next turn's cost (the rest of its
+minimum, or one more surplus task) is counted too, so the job placed next is the one
+that leaves its queue's flow over share smallest — a queue of small jobs is not kept
+waiting behind a queue whose next job is large. The flow written at close is the
+formula at the session's end.
 
 Between sessions the formula holds: a queue's usage below its remembered flow does
 not raise it. With a half-life long beside the jobs' runtimes, two busy queues whose
@@ -68,7 +70,7 @@ from kbatch.api.duration import parse_duration
 from kbatch.api.quantity import scheduler_amount
 from kbatch.api.queue import rfc3339_seconds
 from kbatch.config import PluginOption
-from kbatch.operators.scheduler.core.framework.info import QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.resources import CPU, Dims
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.plugins import arguments
@@ -193,10 +195,25 @@ class _Flows:
         """The queue's flow now, at its usage now (DESIGN's formula)."""
         return decayed(queue.stored or 0.0, queue.usage, queue.elapsed, self.half_life)
 
-    def queue_key(self, queue: QueueInfo) -> float:
-        """Flow over fair share, what the session placed counted in full (module doc)."""
+    def queue_key(self, queue: QueueInfo, next_job: JobInfo | None = None) -> float:
+        """Flow over fair share after ``next_job``'s turn, what the session placed counted
+        in full (module doc)."""
         state = self.queues[queue.name]
-        return (state.opened + state.placed) / state.share
+        return (state.opened + state.placed + self.next_cost(next_job)) / state.share
+
+    def next_cost(self, job: JobInfo | None) -> float:
+        """What ``job``'s next turn in allocate places, priced: the rest of its minimum
+        while it is short of it, else one more of its pending tasks (their average: the
+        tasks of a job mostly share one template). 0 for no job, or none pending."""
+        if job is None or not job.counts[TaskStatus.PENDING]:
+            return 0.0
+        pending = job.counts[TaskStatus.PENDING]
+        per_task = self.price(np.maximum(job.total_request - job.allocated, 0.0)) / pending
+        if self.session.job_ready(job):
+            return per_task
+        if job.min_resources is not None:
+            return self.price(np.maximum(job.min_resources - job.allocated, 0.0))
+        return per_task * max(job.min_member - job.ready_count, 1)
 
     def changed(self, task: TaskInfo, sign: float) -> None:
         queue = self.queues.get(self.session.jobs[task.job].queue)
@@ -239,7 +256,7 @@ def _stored(queue: QueueInfo, weights: int, cluster: float, now: float) -> _Queu
 
 def on_session_open(session: Session, option: PluginOption) -> None:
     plugin = _Flows(session, parse_arguments(option.arguments))
-    session.add_queue_order_fn(plugin.queue_key)
+    session.add_queue_order_fn(plugin.queue_key, next_job=True)
     session.add_event_handler(
         allocate=lambda task: plugin.changed(task, +1.0),
         deallocate=lambda task: plugin.changed(task, -1.0),
