@@ -19,23 +19,17 @@ if not TESTDATA.is_dir():
         f"no Armada simulator testdata at {TESTDATA} (../shared beside the checkout)",
         allow_module_level=True,
     )
-RESERVE = """
-actions: "enqueue, allocate, backfill, reserve"
-tiers:
-- plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
-"""
+EXAMPLES = Path(__file__).parents[2] / "examples" / "armada"
+RESERVE = EXAMPLES / "reserve.yaml"  # the default tiers, reserve after the placing actions
 SMALL_SHORT_BIG_LONG = TESTDATA / "workloads/small-short_big-long/non-preemptible.yaml"
 SEVEN_MINUTES = 420.0
 
 
-def test_the_first_whole_node_job_starts_within_seven_minutes(tmp_path: Path) -> None:
-    conf = tmp_path / "reserve.yaml"
-    conf.write_text(RESERVE)
+def test_the_first_whole_node_job_starts_within_seven_minutes() -> None:
     result = simulate(
         workload=SMALL_SHORT_BIG_LONG,
         cluster=TESTDATA / "clusters/cpu_1_1_2.yaml",
-        config=conf,
+        config=RESERVE,
     )
     metrics = result["metrics"]
     big = metrics["latency"]["b"]
@@ -44,3 +38,16 @@ def test_the_first_whole_node_job_starts_within_seven_minutes(tmp_path: Path) ->
     assert big["p50"] <= SEVEN_MINUTES, big
     assert metrics["utilisation"]["cpu"]["whileWaiting"] >= 0.85, metrics["utilisation"]
     assert metrics["evictions"]["total"] == 0
+
+
+@pytest.mark.parametrize("conf", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_each_example_conf_runs_armada_s_workload(conf: Path) -> None:
+    """The README's confs for Armada's rules (``--config examples/armada/...``) load and
+    run Armada's basic workload to the end, every job started."""
+    result = simulate(
+        workload=TESTDATA / "workloads/basicWorkload.yaml",
+        cluster=TESTDATA / "clusters/tinyCluster.yaml",
+        config=conf,
+    )
+    latency = result["metrics"]["latency"]
+    assert latency and all(q["started"] == q["jobs"] for q in latency.values()), latency
