@@ -38,6 +38,8 @@ from kbatch.operators.scheduler.core.framework.info import (
 from kbatch.operators.scheduler.core.framework.podspec import Taint
 
 M = TypeVar("M", bound=BaseModel)
+# Every node has it (the kubelet sets it to the node's name): the topology level of one node.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace"})
 
@@ -209,7 +211,7 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
         taints.append(Taint(str(taint["key"]), str(taint.get("value") or ""), effect))
     return NodeRecord(
         name=name,
-        labels={"kubernetes.io/hostname": name, **labels},
+        labels={HOSTNAME_LABEL: name, **labels},
         allocatable=allocatable,
         taints=tuple(taints),
         unschedulable=bool(unschedulable),

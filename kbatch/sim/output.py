@@ -10,16 +10,19 @@ Lists of objects are sorted by namespace, then name; events are in time order
 strings. ``pods`` also lists the pods removed during the run (evicted, or
 deleted by their Job): with ``node`` null and phase ``Failed`` unless they had
 finished, so that every eviction stays visible in its pod's ``evictions``. A pod
-with a role in its gang (kbatch.io/task) has ``role``; a PodGroup with roles has
-``minTaskMember``, and the table a ROLES column (running of each role / its minimum).
+with a role in its gang (kbatch.io/task) has ``role``; a PodGroup has ``surplus`` (its
+pods running beyond minMember), with roles ``minTaskMember``, and asking for a topology
+level ``topology`` (``kbatch.sim.group_view``); the table shows ROLES (running of each
+role / its minimum), SURPLUS and TOPOLOGY columns when some group has them.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
-from kbatch.sim import clock, metrics
+from kbatch.sim import clock, group_view, metrics
 from kbatch.sim.cluster import REJECTED, group_of
 from kbatch.sim.runner import Outcome
 
@@ -101,7 +104,14 @@ def role_field(pod: Json) -> Json:
 
 
 def pod_groups(outcome: Outcome) -> list[Json]:
-    rows = [pod_group_row(group) for group in outcome.cluster.state.list("PodGroup")]
+    state = outcome.cluster.state
+    groups = state.list("PodGroup")
+    where = group_view.topology_fields(groups, state.list("Pod"), state.list("Node"))
+    rows = []
+    for group in groups:
+        row = pod_group_row(group)
+        topology = where.get((row["namespace"], row["name"]))
+        rows.append({**row, "topology": topology} if topology is not None else row)
     return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
 
 
@@ -118,6 +128,7 @@ def pod_group_row(group: Json) -> Json:
         "running": status.get("running", 0),
         "succeeded": status.get("succeeded", 0),
         "failed": status.get("failed", 0),
+        "surplus": group_view.surplus(status.get("running", 0), spec.get("minMember", 1)),
         **({"minTaskMember": dict(spec["minTaskMember"])} if spec.get("minTaskMember") else {}),
         "conditions": [
             {
@@ -157,7 +168,8 @@ def to_table(result: Json) -> str:
     """The JSON result as aligned text tables; the last Warning event of each object (a
     refused object, a Job that cannot create its pods, a pod that cannot be placed) gets
     a table of its own."""
-    roles = _role_counts(result)
+    roles = group_view.role_counts(result)
+    extra = _group_columns(result)
     sections = [
         _table(
             "PODS",
@@ -171,6 +183,7 @@ def to_table(result: Json) -> str:
             "PODGROUPS",
             ["NAMESPACE", "NAME", "QUEUE", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED"]
             + (["ROLES (RUNNING/MIN)"] if roles else [])
+            + list(extra)
             + ["WHY NOT"],
             [
                 [
@@ -182,6 +195,7 @@ def to_table(result: Json) -> str:
                     g["running"],
                     g["succeeded"],
                     *([roles.get((g["namespace"], g["name"]))] if roles else []),
+                    *(column(g) for column in extra.values()),
                     _unschedulable(g),
                 ]
                 for g in result["podGroups"]
@@ -232,29 +246,14 @@ def to_table(result: Json) -> str:
     return "\n\n".join(sections) + "\n"
 
 
-def _role_counts(result: Json) -> dict[tuple[str, str], str]:
-    """'launcher 1/1, worker 3/8' per PodGroup with roles: each role's running pods
-    against its minimum (and roles without a minimum, with their running pods)."""
-    running: dict[tuple[str, str], dict[str, int]] = {}
-    for pod in result["pods"]:
-        if pod.get("role") and pod["podGroup"]:
-            counts = running.setdefault((pod["namespace"], pod["podGroup"]), {})
-            counts.setdefault(pod["role"], 0)
-            counts[pod["role"]] += pod["phase"] == "Running"
-    out = {}
-    for group in result["podGroups"]:
-        key = (group["namespace"], group["name"])
-        minimums = group.get("minTaskMember") or {}
-        counts = running.get(key, {})
-        if not minimums and not counts:
-            continue
-        parts = [
-            f"{role} {counts.get(role, 0)}/{minimums[role]}" if role in minimums
-            else f"{role} {counts.get(role, 0)}"
-            for role in sorted({*minimums, *counts})
-        ]  # fmt: skip
-        out[key] = ", ".join(parts)
-    return out
+def _group_columns(result: Json) -> dict[str, Callable[[Json], Any]]:
+    """SURPLUS and TOPOLOGY, each only when some PodGroup has something to show there."""
+    columns: dict[str, Callable[[Json], Any]] = {}
+    if any(g.get("surplus") for g in result["podGroups"]):
+        columns["SURPLUS"] = lambda g: g.get("surplus") or None
+    if any(g.get("topology") for g in result["podGroups"]):
+        columns["TOPOLOGY"] = lambda g: group_view.topology_text(g.get("topology"))
+    return columns
 
 
 def _metrics_section(metrics: Json) -> str:

@@ -3,7 +3,8 @@
 No script, no stylesheet or font from elsewhere: the file opens offline.
 Plots: per-queue allocated vs deserved cpu over time, cluster utilisation
 over time, and job wait times (submission → running), with a table of the
-waits beside them. Hovering a point shows its job (SVG ``<title>``).
+waits beside them (and, for PodGroups, their roles, surplus and topology domains at the
+end of the run). Hovering a point shows its job (SVG ``<title>``).
 """
 
 import html
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbatch.sim import group_view
 from kbatch.sim.clock import format_duration
 from kbatch.sim.timeline import Timeline, Wait
 
@@ -235,7 +237,7 @@ def render(timeline: Timeline, result: dict[str, Any], title: str = "kbatch simu
         utilisation_chart(timeline),
         "<h2>Job wait times</h2>",
         wait_chart(waits, timeline.end),
-        _wait_table(waits),
+        _wait_table(waits, group_view.summaries(result)),
     ]
     return _PAGE.format(title=_e(title), body="\n".join(body))
 
@@ -246,21 +248,27 @@ def write(
     path.write_text(render(timeline, result, title), encoding="utf-8")
 
 
-def _wait_table(waits: list[Wait]) -> str:
+def _wait_table(waits: list[Wait], groups: dict[tuple[str, str], str]) -> str:
+    """The jobs' waits; ``groups``: what to say of a PodGroup's pods (roles, surplus,
+    topology: ``group_view.summaries``), in a column of its own when any has it."""
     rows = []
     for w in waits[:MAX_TABLE_ROWS]:
         wait = "never ran" if w.seconds is None else format_duration(w.seconds)
         started = "-" if w.started is None else format_duration(w.started)
+        said = groups.get((w.namespace, w.name), "") if w.kind == "PodGroup" else ""
+        pods = f"<td>{_e(said)}</td>" if groups else ""
         rows.append(
             f"<tr><td>{_e(w.kind)}</td><td>{_e(w.namespace)}/{_e(w.name)}</td><td>{_e(w.queue)}</td>"
-            f"<td>{format_duration(w.submitted)}</td><td>{started}</td><td>{_e(wait)}</td></tr>"
+            f"<td>{format_duration(w.submitted)}</td><td>{started}</td><td>{_e(wait)}</td>"
+            f"{pods}</tr>"
         )
     more = len(waits) - MAX_TABLE_ROWS
     tail = f"<p>… and {more} more jobs.</p>" if more > 0 else ""
     return (
         "<table><thead><tr><th>kind</th><th>job</th><th>queue</th><th>submitted</th>"
         "<th>running</th>"
-        f"<th>wait</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{tail}"
+        f"<th>wait</th>{'<th>pods (at the end)</th>' if groups else ''}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>{tail}"
     )
 
 

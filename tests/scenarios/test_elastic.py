@@ -4,7 +4,7 @@ first to go when room is needed."""
 
 from typing import Any
 
-from kbatch.sim import simulate
+from kbatch.sim import output, simulate
 from scenarios.objects import Obj, at, conf_map, node, pod, pod_group
 from scenarios.runner import Outcome
 
@@ -45,6 +45,11 @@ def test_surplus_fills_the_room_the_minimums_leave() -> None:
     result = simulate(documents=docs, until="1m")
     bound = [p["name"].rpartition("-")[0] for p in result["pods"] if p["node"]]
     assert sorted(bound) == ["elastic"] * 4 + ["gang"] * 4
+    # The output says which pods are surplus: the elastic group's 2 beyond its minimum.
+    surplus = {g["name"]: g["surplus"] for g in result["podGroups"]}
+    assert surplus == {"elastic": 2, "gang": 0}
+    table = output.to_table(result)
+    assert "SURPLUS" in table
 
 
 # Preemption by priority alone: drf would refuse to take a job down to nothing for a

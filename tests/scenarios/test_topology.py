@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from kbatch.config import ConfigError
-from kbatch.sim import simulate
+from kbatch.sim import output, simulate
 from scenarios.objects import Obj, conf_map, node, pod, pod_group
 from scenarios.runner import Outcome
 
@@ -129,3 +129,27 @@ def test_a_level_listed_twice_is_refused() -> None:
     conf = CONF.replace("kubernetes.io/hostname]", "kbatch.io/rack]")
     with pytest.raises(ConfigError, match=r"a level is listed twice: kbatch\.io/rack"):
         simulate(documents=[conf_map(conf), *racks(1)])
+
+
+def test_the_output_names_each_group_s_domains() -> None:
+    """The JSON's podGroups rows say where a group asking for a level runs; the table
+    gets a TOPOLOGY column; a group that waits (no rack holds 6 pods) has none yet."""
+    result = simulate(
+        documents=[
+            conf_map(CONF),
+            *racks(3),
+            *gang("packed", 4, preferred=RACK),
+            *gang("big", 6, required=RACK),
+            *gang("plain", 2),
+        ],
+        until="1m",
+    )
+    rows = {g["name"]: g for g in result["podGroups"]}
+    (rack,) = rows["packed"]["topology"]["domains"]
+    assert rows["packed"]["topology"] == {"mode": "preferred", "level": RACK, "domains": [rack]}
+    assert rows["big"]["topology"] == {"mode": "required", "level": RACK, "domains": []}
+    assert "topology" not in rows["plain"]
+    table = output.to_table(result)
+    assert "TOPOLOGY" in table
+    assert f"preferred {RACK}: {rack}" in table
+    assert f"required {RACK}: none yet" in table
