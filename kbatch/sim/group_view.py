@@ -4,11 +4,11 @@ elastic gang's extra workers, the first to go when room is needed), and, for a g
 that asks for a topology level (``kbatch.io/topology-required`` or ``-preferred``), the
 domains of that level its pods are on.
 
-The JSON rows of ``podGroups`` carry ``surplus`` (every row) and ``topology`` (rows of
-groups that ask: ``{"mode": "required"|"preferred", "level": LEVEL, "domains": [...]}``,
-the domains sorted, empty while none of its pods is on a node); the table shows
-``role_counts`` (ROLES), SURPLUS and TOPOLOGY columns when some group has them, and the HTML
-report a line per group in its job table.
+The JSON rows of ``podGroups`` carry ``surplus`` (rows of groups with some) and
+``topology`` (rows of groups that ask: ``{"mode": "required"|"preferred", "level":
+LEVEL, "domains": [...]}``, the domains sorted, empty while none of its pods is on a
+node); the table shows ``role_counts`` (ROLES), SURPLUS and TOPOLOGY columns when some
+group has them, and the HTML report a line per group in its job table.
 """
 
 from collections.abc import Iterable, Mapping
@@ -27,6 +27,12 @@ _OVER = ("Succeeded", "Failed")
 def surplus(running: int, min_member: int) -> int:
     """Running pods beyond minMember (an elastic gang's surplus)."""
     return max(running - min_member, 0)
+
+
+def surplus_field(running: int, min_member: int) -> Json:
+    """``{"surplus": N}`` for a group with pods running beyond minMember, else {}."""
+    extra = surplus(running, min_member)
+    return {"surplus": extra} if extra else {}
 
 
 def topology_request(group: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -10,9 +10,10 @@ Lists of objects are sorted by namespace, then name; events are in time order
 strings. ``pods`` also lists the pods removed during the run (evicted, or
 deleted by their Job): with ``node`` null and phase ``Failed`` unless they had
 finished, so that every eviction stays visible in its pod's ``evictions``. A pod
-with a role in its gang (kbatch.io/task) has ``role``; a PodGroup has ``surplus`` (its
-pods running beyond minMember), with roles ``minTaskMember``, and asking for a topology
-level ``topology`` (``kbatch.sim.group_view``); the table shows ROLES (running of each
+with a role in its gang (kbatch.io/task) has ``role``; a PodGroup with roles has
+``minTaskMember``, with pods running beyond minMember ``surplus``, and asking for a
+topology level ``topology`` (``kbatch.sim.group_view``): a plain group's row is
+DESIGN §5's, key for key; the table shows ROLES (running of each
 role / its minimum), SURPLUS and TOPOLOGY columns when some group has them.
 """
 
@@ -128,8 +129,8 @@ def pod_group_row(group: Json) -> Json:
         "running": status.get("running", 0),
         "succeeded": status.get("succeeded", 0),
         "failed": status.get("failed", 0),
-        "surplus": group_view.surplus(status.get("running", 0), spec.get("minMember", 1)),
         **({"minTaskMember": dict(spec["minTaskMember"])} if spec.get("minTaskMember") else {}),
+        **group_view.surplus_field(status.get("running", 0), spec.get("minMember", 1)),
         "conditions": [
             {
                 "type": c.get("type"),
