@@ -7,7 +7,7 @@ import pytest
 
 from kbatch.config import ConfigError
 from kbatch.sim import output, simulate
-from scenarios.objects import Obj, conf_map, node, pod, pod_group
+from scenarios.objects import Obj, at, conf_map, node, pod, pod_group
 from scenarios.runner import Outcome
 
 RACK, ZONE = "kbatch.io/rack", "topology.kubernetes.io/zone"
@@ -52,14 +52,35 @@ def racks_of(outcome: Outcome, group: str) -> set[str]:
     return {p["node"].partition("-")[0] for p in outcome.bound(group=group)}
 
 
+def busy(name: str, node: str, cpu: str = "2") -> Obj:
+    """A pod of no gang, running on ``node``."""
+    obj = pod(name, cpu=cpu)
+    obj["spec"]["nodeName"] = node
+    return obj
+
+
 def test_required_waits_rather_than_spreads_and_says_which_racks_came_closest() -> None:
-    outcome = run(*racks(2), *gang("big", 6, required=RACK))
-    assert outcome.bound(group="big") == []
+    """Each rack holds 4 pods of 2 cpu when empty; a busy pod in each leaves room for 3."""
+    outcome = run(*racks(2), busy("b1", "r1-n1"), busy("b2", "r2-n1"), *gang("g", 4, required=RACK))
+    assert outcome.bound(group="g") == []
+    message = outcome.condition("g", "Unschedulable")["message"]
+    assert message.endswith(
+        "needs 4 pods in one kbatch.io/rack domain: the closest are r1 (room for 3), "
+        "r2 (room for 3)"
+    ), message
+
+
+def test_a_gang_no_domain_can_ever_hold_is_not_admitted_and_keeps_no_one_out() -> None:
+    """12 cpu in one rack of 8: never. Admitted, it would hold 12 cpu of the cluster's
+    promises for ever, and the gang after it (8 cpu) would never be admitted."""
+    after = [at(obj, "10s") for obj in gang("after", 4)]
+    outcome = run(*racks(2), *gang("big", 6, required=RACK), *after)
+    assert outcome.group("big")["phase"] == "Pending"
     message = outcome.condition("big", "Unschedulable")["message"]
     assert message.endswith(
-        "needs 6 pods in one kbatch.io/rack domain: the closest are r1 (room for 4), "
-        "r2 (room for 4)"
+        "not admitted: minResources cpu 12 fit in no kbatch.io/rack domain: the largest has cpu 8"
     ), message
+    assert len(outcome.bound(group="after")) == 4
 
 
 def test_without_a_topology_request_the_same_gang_spreads() -> None:

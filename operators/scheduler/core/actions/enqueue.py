@@ -5,7 +5,9 @@ minResources fit in the cluster's idle resources less what Inqueue groups
 already reserve, or when a plugin permits it (proportion: within the queue's
 deserved share, so that reclaim can make room for a starving queue); never
 when a plugin rejects it (proportion: past the queue's capability; a Closed
-queue). A group without minResources is admitted at once.
+queue), nor when it requires one topology domain and no domain of that level is
+large enough for its minResources, even empty (it would hold its promised room
+for ever, and keep others out). A group without minResources is admitted at once.
 """
 
 import heapq
@@ -15,7 +17,8 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.api.quantity import format_quantity
-from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework import topology
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TopologyRequest
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, less_equal, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote
@@ -33,8 +36,9 @@ def reserved(session: Session) -> np.ndarray:
 
 
 # What an admission verdict reads of a job: its queue, its priority (the priority plugin
-# weighs what lower-priority jobs of the queue hold) and its minResources.
-RefusalKey = tuple[str, int, bytes]
+# weighs what lower-priority jobs of the queue hold), its minResources and the topology
+# domain it requires.
+RefusalKey = tuple[str, int, bytes, TopologyRequest | None]
 # A refusal as ``note_waiting`` takes it: why, and whether the queue (not the cluster) holds it.
 Refusal = tuple[str, bool]
 
@@ -87,7 +91,7 @@ def _refusal_key(job: JobInfo) -> RefusalKey | None:
     (admitted unless its queue refuses it: nothing worth remembering)."""
     if job.min_resources is None:
         return None
-    return job.queue, job.priority, job.min_resources.tobytes()
+    return job.queue, job.priority, job.min_resources.tobytes(), job.topology
 
 
 def _try_admit(
@@ -101,6 +105,9 @@ def _try_admit(
     vote, why = session.job_enqueueable(job)
     if vote is Vote.REJECT:
         return None, _refuse(session, job, f"not admitted: {why}", by_queue=True)
+    never = topology.never_fits(session, job)
+    if never is not None:
+        return None, _refuse(session, job, f"not admitted: {never}", by_queue=False)
     need = job.min_resources * mask if job.min_resources is not None else None
     if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):
         why = "not admitted: minResources " + _shortfall(session, need, idle)

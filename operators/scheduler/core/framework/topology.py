@@ -35,10 +35,12 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     PLACED_STATUSES,
     PREFERRED,
+    REQUIRED,
     JobInfo,
     NodeSet,
     TaskInfo,
@@ -243,6 +245,36 @@ def levels_of(session: Session) -> Levels:
         conf = session.conf.topology
         found = _LEVELS[session] = Levels(session.nodes, conf.levels if conf else ())
     return found
+
+
+def never_fits(session: Session, job: JobInfo) -> str | None:
+    """Why ``job``, which requires one domain of a level, can never run: its
+    minResources exceed what every domain of that level has in all (its nodes'
+    allocatable summed), e.g. 'minResources cpu 12 fit in no kbatch.io/rack domain: the
+    largest has cpu 8'; None when some domain is large enough, or nothing is required.
+    Enqueue refuses such a gang rather than promise it room it cannot use."""
+    request, need = job.topology, job.min_resources
+    if request is None or request.mode != REQUIRED or need is None:
+        return None
+    levels = levels_of(session)
+    ids, names = levels.ids(request.level)
+    inside = ids >= 0
+    totals = np.zeros((len(names), len(session.dims)))
+    np.add.at(totals, ids[inside], session.nodes.allocatable[inside])
+    counted = np.flatnonzero(session.room_dims & (need > 0))
+    if not names:
+        return f"no node has the label {request.level}"
+    if not counted.size:
+        return None
+    # How many times each domain holds the gang's minimum, in its scarcest resource.
+    times = (totals[:, counted] / need[counted]).min(axis=1)
+    if times.max() + 1e-9 >= 1.0:
+        return None
+    largest = totals[int(np.argmax(times))]
+    dims = session.dims.names
+    asked = ", ".join(f"{dims[i]} {format_quantity(dims[i], need[i])}" for i in counted)
+    has = ", ".join(f"{dims[i]} {format_quantity(dims[i], largest[i])}" for i in counted)
+    return f"minResources {asked} fit in no {request.level} domain: the largest has {has}"
 
 
 def where(
