@@ -281,9 +281,20 @@ def kbatch_cold_start(api: Any, cluster: Cluster, count: int, gang: int, prefix:
         try:
             times = watch.result()
         finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=30)
+            stop(proc)
     return times[-1] - started
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT, as a rollout would; killed if it has not stopped within 30 s (a busy
+    leader on a loaded machine may still be writing statuses), saying so."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        print("kbatch run did not stop within 30 s of SIGINT: killed", file=sys.stderr)
+        proc.kill()
+        proc.wait()
 
 
 def rate_and_buckets(times: list[float]) -> tuple[float, list[int]]:
