@@ -129,6 +129,8 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
 def _spare(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
     """The least important of ``tasks`` the job can lose and keep its minimums."""
     left = job.ready_count - job.min_member
+    if left <= 0:
+        return []  # a gang at its minimum spares none (asked on every node it runs on)
     roles = {
         role: job.role_count(role, READY_STATUSES) - minimum
         for role, minimum in job.min_task_member.items()
