@@ -125,7 +125,7 @@ class _Proportion:
 
     def overused(self, queue: QueueInfo) -> bool:
         attr = self.queues[queue.name]
-        return bool(np.any(attr.allocated > attr.deserved + EPSILON))
+        return bool((attr.allocated > attr.deserved + EPSILON).any())  # asked per job
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.queues[queue.name]
