@@ -219,9 +219,9 @@ class TieredFunctions:
     def compile(self) -> None:
         """Fix the enabled functions once all plugins have registered."""
         self._current = None
-        self._job_keys = [r.fn for r in self._enabled("JobOrder")]
+        self._job_keys = _calling([r.fn for r in self._enabled("JobOrder")])
         self._queue_keys = [r.fn for r in self._enabled("QueueOrder")]
-        self._task_keys = [r.fn for r in self._enabled("TaskOrder")]
+        self._task_keys = _calling([r.fn for r in self._enabled("TaskOrder")])
         self._predicates: list[PredicateFn] = [r.fn for r in self._enabled("Predicate")]
         self._node_orders: list[NodeOrderFn] = [r.fn for r in self._enabled("NodeOrder")]
         self._overused: list[OverusedFn] = [r.fn for r in self._enabled("Overused")]
@@ -244,7 +244,7 @@ class TieredFunctions:
 
     # ----------------------------------------------------------------- combination
     def job_order_key(self, job: JobInfo) -> tuple[Key, ...]:
-        return (*(fn(job) for fn in self._job_keys), job.created, job.uid)
+        return (*self._job_keys(job), job.created, job.uid)
 
     def queue_order_key(self, queue: QueueInfo, next_job: JobInfo | None = None) -> tuple[Key, ...]:
         """The queue's place in line; ``next_job``: the job an action would take from it
@@ -256,7 +256,7 @@ class TieredFunctions:
         return (*keys, queue.created, queue.name)
 
     def task_order_key(self, task: TaskInfo) -> tuple[Key, ...]:
-        return (*(fn(task) for fn in self._task_keys), task.created, task.key, task.uid)
+        return (*self._task_keys(task), task.created, task.key, task.uid)
 
     def predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, Failures]:
         """Which of the nodes ``idx`` every predicate of every tier accepts, and why not."""
@@ -359,6 +359,9 @@ class TieredFunctions:
             return None
         if len(tests) == 1:
             return tests[0]
+        if len(tests) == 2:  # priority's and conformance's: asked of every candidate
+            first, second = tests
+            return lambda preemptor, task: bool(first(preemptor, task) and second(preemptor, task))
         return lambda preemptor, task: all(test(preemptor, task) for test in tests)
 
     def _victims_key(self, tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo) -> Hashable:
@@ -368,6 +371,22 @@ class TieredFunctions:
         if any(key is None for key in keys):
             return None
         return tuple(key(preemptor) for key in keys if key is not None)
+
+
+def _calling(fns: list[OrderKeyFn]) -> Callable[[Any], tuple[Key, ...]]:
+    """The keys ``fns`` give an item, as a tuple, by a function that calls them in turn:
+    a generator over them cost more than the keys themselves, and sorting a backlog's
+    jobs and tasks asks tens of thousands."""
+    if len(fns) == 1:
+        (a,) = fns
+        return lambda x: (a(x),)
+    if len(fns) == 2:
+        a, b = fns
+        return lambda x: (a(x), b(x))
+    if len(fns) == 3:
+        a, b, c = fns
+        return lambda x: (a(x), b(x), c(x))
+    return lambda x: tuple(fn(x) for fn in fns)
 
 
 def _offers_nothing(_preemptor: TaskInfo, _task: TaskInfo) -> bool:
