@@ -263,3 +263,16 @@ def test_the_victim_filter_of_two_plugins_keeps_what_both_keep() -> None:
     answers = [keeps(p, t) for p in tasks for t in tasks]
     assert answers == [all(test(p, t) for test in tests) for p in tasks for t in tasks]
     assert True in answers and False in answers
+
+
+def test_queue_keys_asked_alone_are_those_asked_one_by_one() -> None:
+    """With no queue order function weighing the next job, the keys are asked through
+    ``_calling``: as the general way (each function, asked whether it weighs the job)."""
+    cluster = Cluster().node("n1", cpu=4).queue("a", weight=2).queue("b", weight=3)
+    cluster.job("x", queue="a").tasks(2, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("y", queue="b").tasks(1)
+    session = cluster.open()
+    assert session._queue_keys_alone is not None
+    alone = [session.queue_order_key(q) for q in session.queues.values()]
+    session._queue_keys_alone = None
+    assert [session.queue_order_key(q) for q in session.queues.values()] == alone
