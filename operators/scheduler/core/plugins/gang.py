@@ -25,6 +25,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+from kbatch.operators.scheduler.core.framework.outcome import Event
 from kbatch.operators.scheduler.core.framework.session import (
     FitError,
     Session,
@@ -266,6 +267,12 @@ def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], messag
         message = session.waiting_reason(job) or ""
         if not message:
             return
+    if not errors:  # the gang's reason for each (most of a backlog, every session)
+        session.record_events(
+            Event(ObjectRef("Pod", t.namespace, t.name), "Warning", "FailedScheduling", message)
+            for t in pending
+        )
+        return
     nodes = len(session.nodes)
     for task in pending:
         reasons = errors.get(task.uid)
