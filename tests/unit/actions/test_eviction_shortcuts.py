@@ -15,6 +15,7 @@ import pytest
 
 from builders import Cluster, FakeCluster, run_actions
 from kbatch.config import DEFAULT_CONF
+from kbatch.operators.scheduler.core.actions import reclaim
 from kbatch.operators.scheduler.core.framework import evictable, eviction, tiers
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
@@ -106,6 +107,20 @@ def test_running_tasks_indexed_once_per_session_are_those_indexed_per_action(
     shared = decisions(run_actions(random_cluster(seed).open(FULL)))
     monkeypatch.setattr(evictable, "running_tasks", evictable.RunningTasks)
     assert decisions(run_actions(random_cluster(seed).open(FULL))) == shared
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_over_served_queues_kept_by_state_are_those_asked_for_every_job(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reclaim asks which queues are over their share once per session state
+    (``reclaim._over_served``): as asking before every job's turn."""
+    kept = decisions(run_actions(random_cluster(seed).open(FULL)))
+    once = reclaim._over_served
+    monkeypatch.setattr(
+        reclaim, "_over_served", lambda session, room, known: once(session, room, {})
+    )
+    assert decisions(run_actions(random_cluster(seed).open(FULL))) == kept
 
 
 def test_the_index_of_running_tasks_is_made_again_once_a_task_is_evicted() -> None:
