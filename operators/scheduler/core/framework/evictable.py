@@ -74,22 +74,21 @@ class EvictableRoom:
         if len(self._held) >= HELD_KEPT:
             self._held.clear()
         among = range(len(self._jobs)) if queues is None else self._of_queues(queues)
-        nodes: list[np.ndarray] = []
-        requests: list[np.ndarray] = []
-        for i in among:
-            if not wanted(self._jobs[i]):
-                continue
-            if keeps is None:
-                nodes.append(self._nodes[i])
-                requests.append(self._requests[i])
-                continue
-            kept = np.fromiter(map(keeps, self._tasks[i]), bool, len(self._tasks[i]))
-            if kept.any():
-                nodes.append(self._nodes[i][kept])
-                requests.append(self._requests[i][kept])
+        chosen = [i for i in among if wanted(self._jobs[i])]
         room = np.zeros(self._shape)
-        if nodes:
-            np.add.at(room, np.concatenate(nodes), np.concatenate(requests))
+        if not chosen:
+            return self._kept(key, room)
+        nodes = np.concatenate([self._nodes[i] for i in chosen])
+        requests = np.concatenate([self._requests[i] for i in chosen])
+        if keeps is not None:  # asked of all the chosen jobs' tasks at once, in order
+            tasks = [t for i in chosen for t in self._tasks[i]]
+            kept = np.fromiter(map(keeps, tasks), bool, len(tasks))
+            nodes, requests = nodes[kept], requests[kept]
+        np.add.at(room, nodes, requests)
+        return self._kept(key, room)
+
+    def _kept(self, key: Hashable, room: np.ndarray) -> np.ndarray:
+        """``room``, kept by ``key`` (None: not kept)."""
         if key is not None:
             self._held[key] = room
         return room
