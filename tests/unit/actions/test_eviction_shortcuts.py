@@ -15,7 +15,8 @@ import pytest
 
 from builders import Cluster, FakeCluster, run_actions
 from kbatch.config import DEFAULT_CONF
-from kbatch.operators.scheduler.core.framework import eviction, tiers
+from kbatch.operators.scheduler.core.actions import reclaim
+from kbatch.operators.scheduler.core.framework import evictable, eviction, tiers
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
@@ -95,6 +96,48 @@ def test_random_small_clusters_get_the_same_decisions_with_and_without_shortcuts
         without_shortcuts(patched)
         slow = decisions(run_actions(random_cluster(seed).open(FULL)))
     assert fast == slow
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_running_tasks_indexed_once_per_session_are_those_indexed_per_action(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reclaim's index of the evictable tasks serves preempt while nothing was evicted
+    (``evictable.running_tasks``): as an index made afresh for each action."""
+    shared = decisions(run_actions(random_cluster(seed).open(FULL)))
+    monkeypatch.setattr(evictable, "running_tasks", evictable.RunningTasks)
+    assert decisions(run_actions(random_cluster(seed).open(FULL))) == shared
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_over_served_queues_kept_by_state_are_those_asked_for_every_job(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reclaim asks which queues are over their share once per session state
+    (``reclaim._over_served``): as asking before every job's turn."""
+    kept = decisions(run_actions(random_cluster(seed).open(FULL)))
+    once = reclaim._over_served
+    monkeypatch.setattr(
+        reclaim, "_over_served", lambda session, room, known: once(session, room, {})
+    )
+    assert decisions(run_actions(random_cluster(seed).open(FULL))) == kept
+
+
+def test_the_index_of_running_tasks_is_made_again_once_a_task_is_evicted() -> None:
+    from kbatch.operators.scheduler.core.framework.statement import Statement
+
+    cluster = Cluster().node("n1", cpu=4)
+    cluster.job("run").tasks(2, status=R, node="n1")
+    session = cluster.open(FULL)
+    first = evictable.running_tasks(session)
+    statement = Statement(session)
+    statement.evict(next(iter(session.jobs["default/run"].tasks.values())), "")
+    statement.discard()
+    assert evictable.running_tasks(session) is first  # undone: nothing changed
+    statement.evict(next(iter(session.jobs["default/run"].tasks.values())), "gone")
+    statement.commit()
+    again = evictable.running_tasks(session)
+    assert again is not first and sum(map(len, again.tasks)) == 1
 
 
 def test_the_random_clusters_do_evict() -> None:

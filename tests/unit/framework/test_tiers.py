@@ -7,7 +7,7 @@ import pytest
 
 from builders import Cluster
 from kbatch.config import PluginOption, SchedulerConf, Tier
-from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Invalid
 
@@ -233,3 +233,46 @@ def test_event_handlers_of_every_plugin_see_allocations() -> None:
     statement.allocate(task, 0)
     statement.discard()
     assert seen == [("x", "+a-0"), ("y", "+a-0"), ("x", "-a-0"), ("y", "-a-0")]
+
+
+@pytest.mark.parametrize("count", range(6))
+def test_order_keys_called_in_turn_are_the_keys_in_order(count: int) -> None:
+    """``_calling`` (one function calling the plugins' key functions in turn, for the
+    usual few) gives what asking each in order gives, for any number of them."""
+    from kbatch.operators.scheduler.core.framework.tiers import _calling
+
+    fns = [lambda x, i=i: (i, x * i) for i in range(count)]
+    for item in (0, 3, 7):
+        assert _calling(fns)(item) == tuple(fn(item) for fn in fns)
+
+
+def test_the_victim_filter_of_two_plugins_keeps_what_both_keep() -> None:
+    """The default tiers' deciding tier has two per-task tests (priority's and
+    conformance's): the filter made of them keeps a task when both do."""
+    cluster = Cluster().node("n1", cpu=8)
+    for name, priority in (("low", 1), ("mid", 5), ("high", 9)):
+        cluster.job(name, priority=priority).tasks(1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("crit", priority=1).tasks(
+        1, status=TaskStatus.RUNNING, node="n1", priority_class_name="system-node-critical"
+    )
+    session = cluster.open()
+    keeps = session.preemptable_filter()
+    tests = list(session._victim_filters.values())
+    assert keeps is not None and len(tests) == 2
+    tasks = [t for job in session.jobs.values() for t in job.tasks.values()]
+    answers = [keeps(p, t) for p in tasks for t in tasks]
+    assert answers == [all(test(p, t) for test in tests) for p in tasks for t in tasks]
+    assert True in answers and False in answers
+
+
+def test_queue_keys_asked_alone_are_those_asked_one_by_one() -> None:
+    """With no queue order function weighing the next job, the keys are asked through
+    ``_calling``: as the general way (each function, asked whether it weighs the job)."""
+    cluster = Cluster().node("n1", cpu=4).queue("a", weight=2).queue("b", weight=3)
+    cluster.job("x", queue="a").tasks(2, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("y", queue="b").tasks(1)
+    session = cluster.open()
+    assert session._queue_keys_alone is not None
+    alone = [session.queue_order_key(q) for q in session.queues.values()]
+    session._queue_keys_alone = None
+    assert [session.queue_order_key(q) for q in session.queues.values()] == alone

@@ -42,11 +42,12 @@ NAME = "reclaim"
 def execute(session: Session) -> None:
     placer = Placer(session)
     room = EvictableRoom(session)
+    over_served: dict[Hashable, frozenset[str]] = {}
     for job in jobs_by_queue(session, session.jobs_to_place()):
         queue = session.queues[job.queue]
         if session.overused(queue):
             continue
-        rules = _rules(session, room, queue)
+        rules = _rules(session, room, queue, _over_served(session, room, over_served))
         if not rules.held().any():
             continue  # no other queue has anything it could give back
         pending = pending_tasks(session, job)
@@ -78,15 +79,28 @@ def _reclaim_for(
         statement.discard()
 
 
-def _rules(session: Session, room: EvictableRoom, reclaimer: QueueInfo) -> Rules:
+def _over_served(
+    session: Session, room: EvictableRoom, known: dict[Hashable, frozenset[str]]
+) -> frozenset[str]:
+    """The reclaimable queues over their share as the session stands between statements:
+    kept by its state (``room.state``), as the same state gives the same answer — so a
+    backlog's jobs ask every queue once per commit, not once each."""
+    state = room.state(())
+    over = known.get(state)
+    if over is None:
+        queues = session.queues.values()
+        over = frozenset(q.name for q in queues if q.reclaimable and session.overused(q))
+        known[state] = over
+    return over
+
+
+def _rules(
+    session: Session, room: EvictableRoom, reclaimer: QueueInfo, over_served: frozenset[str]
+) -> Rules:
     """The rules for one job of ``reclaimer``. The queues it may take from are those
-    over their share as the job's turn begins; ``still_allowed`` asks again before
-    each victim, as the victims taken change the shares."""
-    givers = {
-        queue.name
-        for queue in session.queues.values()
-        if queue.name != reclaimer.name and queue.reclaimable and session.overused(queue)
-    }
+    over their share as the job's turn begins (``over_served``); ``still_allowed`` asks
+    again before each victim, as the victims taken change the shares."""
+    givers = over_served - {reclaimer.name}
 
     def queue_of(t: TaskInfo) -> QueueInfo | None:
         return session.queues.get(session.jobs[t.job].queue)

@@ -1,6 +1,7 @@
 """The running tasks an action could evict, indexed once per action (see EvictableRoom)."""
 
 import itertools
+import weakref
 from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
@@ -14,7 +15,8 @@ HELD_KEPT = 32
 
 
 class EvictableRoom:
-    """The running tasks an action could evict, indexed once as the action starts: per
+    """The running tasks an action could evict, indexed as the action starts (or taken
+    from an earlier action of the session that evicted nothing: ``running_tasks``): per
     job, the nodes its evictable tasks are on and their requests, and the jobs by queue.
     What a rule's candidates hold on every node is then one ``np.add.at`` over the jobs
     of the rule's queues, not a loop over every node's tasks for every task that needs
@@ -35,12 +37,14 @@ class EvictableRoom:
     """
 
     def __init__(self, session: Session) -> None:
+        running = running_tasks(session)
         self._shape = session.nodes.allocatable.shape
-        self._jobs: list[JobInfo] = []
-        self._tasks: list[list[TaskInfo]] = []
-        self._nodes: list[np.ndarray] = []
-        self._requests: list[np.ndarray] = []
-        self._by_queue: dict[str, list[int]] = {}
+        self._jobs = running.jobs
+        self._tasks = running.tasks
+        self._nodes = running.nodes
+        self._requests = running.requests
+        self._by_queue = running.by_queue
+        self.holders = running.holders  # uids of the jobs with evictable tasks
         self._held: dict[Hashable, np.ndarray] = {}  # by rule key: what its jobs hold
         self.failed: set[Hashable] = set()
         self.generation = 0  # statements committed in the action so far
@@ -49,24 +53,8 @@ class EvictableRoom:
         # members, by what it reads of them), as the cluster stands before any
         # statement's victims; ``committed`` forgets it when victims are committed.
         self.whole_gangs: dict[Hashable, dict[Hashable, bool]] = {}
-        self.holders: set[str] = set()  # uids of the jobs with evictable tasks
         # preemptors.outlook's answers by job: (state, pending tasks, fits without eviction)
         self.outlooks: dict[str, tuple[Hashable, list[TaskInfo], bool]] = {}
-        for job in session.jobs.values():
-            tasks = [t for t in job.tasks.values() if t.status in EVICTABLE and t.node != NO_NODE]
-            if tasks:
-                self.holders.add(job.uid)
-                self._by_queue.setdefault(job.queue, []).append(len(self._jobs))
-                self._jobs.append(job)
-                self._tasks.append(tasks)
-        # All tasks' nodes and requests at once, then each job's slice of them.
-        every = [t for tasks in self._tasks for t in tasks]
-        nodes = np.fromiter((t.node for t in every), np.int64, len(every))
-        requests = _requests(every)
-        starts = np.cumsum([0] + [len(tasks) for tasks in self._tasks]).tolist()
-        for start, end in itertools.pairwise(starts):
-            self._nodes.append(nodes[start:end])
-            self._requests.append(requests[start:end])
 
     def held_by(
         self,
@@ -86,22 +74,21 @@ class EvictableRoom:
         if len(self._held) >= HELD_KEPT:
             self._held.clear()
         among = range(len(self._jobs)) if queues is None else self._of_queues(queues)
-        nodes: list[np.ndarray] = []
-        requests: list[np.ndarray] = []
-        for i in among:
-            if not wanted(self._jobs[i]):
-                continue
-            if keeps is None:
-                nodes.append(self._nodes[i])
-                requests.append(self._requests[i])
-                continue
-            kept = np.fromiter(map(keeps, self._tasks[i]), bool, len(self._tasks[i]))
-            if kept.any():
-                nodes.append(self._nodes[i][kept])
-                requests.append(self._requests[i][kept])
+        chosen = [i for i in among if wanted(self._jobs[i])]
         room = np.zeros(self._shape)
-        if nodes:
-            np.add.at(room, np.concatenate(nodes), np.concatenate(requests))
+        if not chosen:
+            return self._kept(key, room)
+        nodes = np.concatenate([self._nodes[i] for i in chosen])
+        requests = np.concatenate([self._requests[i] for i in chosen])
+        if keeps is not None:  # asked of all the chosen jobs' tasks at once, in order
+            tasks = [t for i in chosen for t in self._tasks[i]]
+            kept = np.fromiter(map(keeps, tasks), bool, len(tasks))
+            nodes, requests = nodes[kept], requests[kept]
+        np.add.at(room, nodes, requests)
+        return self._kept(key, room)
+
+    def _kept(self, key: Hashable, room: np.ndarray) -> np.ndarray:
+        """``room``, kept by ``key`` (None: not kept)."""
         if key is not None:
             self._held[key] = room
         return room
@@ -119,6 +106,57 @@ class EvictableRoom:
         may go whole may have changed."""
         self.generation += 1
         self.whole_gangs.clear()
+
+
+class RunningTasks:
+    """A session's evictable tasks (running or bound, on a node), by job: per job, its
+    tasks, their nodes and their requests; the jobs by queue. Read only."""
+
+    def __init__(self, session: Session) -> None:
+        self.jobs: list[JobInfo] = []
+        self.tasks: list[list[TaskInfo]] = []
+        self.nodes: list[np.ndarray] = []
+        self.requests: list[np.ndarray] = []
+        self.by_queue: dict[str, list[int]] = {}
+        self.holders: set[str] = set()
+        for job in session.jobs.values():
+            tasks = [t for t in job.tasks.values() if t.status in EVICTABLE and t.node != NO_NODE]
+            if tasks:
+                self.holders.add(job.uid)
+                self.by_queue.setdefault(job.queue, []).append(len(self.jobs))
+                self.jobs.append(job)
+                self.tasks.append(tasks)
+        # All tasks' nodes and requests at once, then each job's slice of them.
+        every = [t for tasks in self.tasks for t in tasks]
+        nodes = np.fromiter((t.node for t in every), np.int64, len(every))
+        requests = _requests(every)
+        starts = np.cumsum([0] + [len(tasks) for tasks in self.tasks]).tolist()
+        for start, end in itertools.pairwise(starts):
+            self.nodes.append(nodes[start:end])
+            self.requests.append(requests[start:end])
+
+
+# Each session's RunningTasks, with the number of evictions it had sent when they were
+# indexed.
+_INDEXED: "weakref.WeakKeyDictionary[Session, tuple[int, RunningTasks]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def running_tasks(session: Session) -> RunningTasks:
+    """The session's evictable tasks, indexed once for the actions that follow one
+    another (reclaim, then preempt) while none of those tasks changed. In a session a
+    task becomes evictable only in the snapshot (a bind makes it Binding, not Bound),
+    and stops being so only by an eviction: a statement's, undone unless committed, and
+    the committed ones are the outcome's. So the index an earlier action made holds as
+    long as the outcome has no more evictions than then."""
+    sent = len(session.outcome.evictions)
+    known = _INDEXED.get(session)
+    if known is not None and known[0] == sent:
+        return known[1]
+    running = RunningTasks(session)
+    _INDEXED[session] = (sent, running)
+    return running
 
 
 def _requests(tasks: list[TaskInfo]) -> np.ndarray:

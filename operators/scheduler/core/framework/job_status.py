@@ -38,16 +38,35 @@ from kbatch.operators.scheduler.core.framework.outcome import (
 from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.session import Session
 
+# What a built status is made of (besides the session's time and id): the job's phase
+# and conditions, minMember, its task counts and the conditions it is told now.
+BuiltKey = tuple[object, ...]
 
-def pod_group_status(job: JobInfo, session: Session) -> PodGroupStatus:
-    unchanged = _unchanged_status(job, session.conditions_of(job))
+
+def pod_group_status(
+    job: JobInfo, session: Session, built: dict[BuiltKey, PodGroupStatus] | None = None
+) -> PodGroupStatus:
+    """The job's PodGroup status as the rules make it. ``built``: the statuses built so
+    far this session, by what they are made of (``BuiltKey``), so that alike groups —
+    thousands in a backlog: same counts, same words — share one build (statuses are
+    frozen); None: build each."""
+    new = session.conditions_of(job)
+    unchanged = _unchanged_status(job, new)
     if unchanged is not None:
         return unchanged
+    key = None
+    if built is not None:
+        key = (job.phase, job.conditions, job.min_member, tuple(job.counts), tuple(new))
+        known = built.get(key)
+        if known is not None:
+            return known
     counts = {status: job.counts[status] for status in TaskStatus}
     old = PodGroupStatus(phase=job.phase, conditions=job.conditions)
     status = pod_group_status_rules.counted(old, job.min_member, counts)
-    new = session.conditions_of(job)
-    return pod_group_status_rules.with_conditions(status, new, session.now, session.uid)
+    status = pod_group_status_rules.with_conditions(status, new, session.now, session.uid)
+    if key is not None and built is not None:
+        built[key] = status
+    return status
 
 
 # A job's counts of its tasks bound or running (``JobInfo.counts`` is by status).
@@ -140,6 +159,7 @@ def publish(session: Session) -> Outcome:
     that does not exist (nothing else would tell); the outcome."""
     outcome = session.outcome
     by_queue: dict[str, list[JobInfo]] = {name: [] for name in session.queues}
+    built: dict[BuiltKey, PodGroupStatus] = {}
     for job in session.jobs.values():
         if not job.has_pod_group:
             continue
@@ -151,7 +171,7 @@ def publish(session: Session) -> Outcome:
                     ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message
                 ),
             )
-        status = pod_group_status(job, session)
+        status = pod_group_status(job, session, built)
         if status != job.old_status and job.uid not in session.foreign_groups:
             outcome.pod_groups.append(PodGroupUpdate(job.namespace, job.name, status))
             was = job.old_status.phase if job.old_status is not None else PodGroupPhase.PENDING

@@ -10,6 +10,7 @@ plugins that word conditions (gang) and by metrics.
 """
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase
@@ -25,6 +26,7 @@ from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.outcome import (
     EVICT,
     Bind,
+    Event,
     Eviction,
     Nomination,
     ObjectRef,
@@ -204,6 +206,10 @@ class Session(TieredFunctions):
 
     def record_event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         self.outcome.event(ref, type_, reason, message)
+
+    def record_events(self, events: Iterable[Event]) -> None:
+        """Many events at once: a backlog's waiting pods are each told why, every session."""
+        self.outcome.events.extend(events)
 
     # ----------------------------------------------------------------- why not, in words
     def set_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:

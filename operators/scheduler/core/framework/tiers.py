@@ -219,9 +219,12 @@ class TieredFunctions:
     def compile(self) -> None:
         """Fix the enabled functions once all plugins have registered."""
         self._current = None
-        self._job_keys = [r.fn for r in self._enabled("JobOrder")]
+        self._job_keys = _calling([r.fn for r in self._enabled("JobOrder")])
         self._queue_keys = [r.fn for r in self._enabled("QueueOrder")]
-        self._task_keys = [r.fn for r in self._enabled("TaskOrder")]
+        # Without a function that weighs the next job, the queue's keys alone.
+        weighing = any(id(fn) in self._with_next_job for fn in self._queue_keys)
+        self._queue_keys_alone = None if weighing else _calling(self._queue_keys)
+        self._task_keys = _calling([r.fn for r in self._enabled("TaskOrder")])
         self._predicates: list[PredicateFn] = [r.fn for r in self._enabled("Predicate")]
         self._node_orders: list[NodeOrderFn] = [r.fn for r in self._enabled("NodeOrder")]
         self._overused: list[OverusedFn] = [r.fn for r in self._enabled("Overused")]
@@ -235,6 +238,8 @@ class TieredFunctions:
         self._queue_shares: list[QueueShareFn] = [r.fn for r in self._enabled("QueueShare")]
         self._preemptable = self._by_tier("Preemptable")
         self._reclaimable = self._by_tier("Reclaimable")
+        self._preemptable_key = self._victims_key(self._preemptable)
+        self._reclaimable_key = self._victims_key(self._reclaimable)
 
     def _by_tier(self, kind: str) -> list[list[VictimsFn]]:
         tiers: list[list[VictimsFn]] = [[] for _ in self.conf.tiers]
@@ -244,11 +249,13 @@ class TieredFunctions:
 
     # ----------------------------------------------------------------- combination
     def job_order_key(self, job: JobInfo) -> tuple[Key, ...]:
-        return (*(fn(job) for fn in self._job_keys), job.created, job.uid)
+        return (*self._job_keys(job), job.created, job.uid)
 
     def queue_order_key(self, queue: QueueInfo, next_job: JobInfo | None = None) -> tuple[Key, ...]:
         """The queue's place in line; ``next_job``: the job an action would take from it
         next, for the functions registered to weigh it (see ``add_queue_order_fn``)."""
+        if self._queue_keys_alone is not None:
+            return (*self._queue_keys_alone(queue), queue.created, queue.name)
         keys = [
             fn(queue, next_job) if id(fn) in self._with_next_job else fn(queue)
             for fn in self._queue_keys
@@ -256,7 +263,7 @@ class TieredFunctions:
         return (*keys, queue.created, queue.name)
 
     def task_order_key(self, task: TaskInfo) -> tuple[Key, ...]:
-        return (*(fn(task) for fn in self._task_keys), task.created, task.key, task.uid)
+        return (*self._task_keys(task), task.created, task.key, task.uid)
 
     def predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, Failures]:
         """Which of the nodes ``idx`` every predicate of every tier accepts, and why not."""
@@ -335,10 +342,12 @@ class TieredFunctions:
 
     def preemptable_key(self, preemptor: TaskInfo) -> Hashable:
         """What ``preemptable`` reads of ``preemptor`` (see PreemptorKeyFn), or None."""
-        return self._victims_key(self._preemptable, preemptor)
+        keys = self._preemptable_key
+        return None if keys is None else keys(preemptor)
 
     def reclaimable_key(self, reclaimer: TaskInfo) -> Hashable:
-        return self._victims_key(self._reclaimable, reclaimer)
+        keys = self._reclaimable_key
+        return None if keys is None else keys(reclaimer)
 
     def preemptable_filter(self) -> TaskFilterFn | None:
         """A test every task ``preemptable`` offers passes (None: no such test)."""
@@ -359,15 +368,38 @@ class TieredFunctions:
             return None
         if len(tests) == 1:
             return tests[0]
+        if len(tests) == 2:  # priority's and conformance's: asked of every candidate
+            first, second = tests
+            return lambda preemptor, task: bool(first(preemptor, task) and second(preemptor, task))
         return lambda preemptor, task: all(test(preemptor, task) for test in tests)
 
-    def _victims_key(self, tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo) -> Hashable:
-        """None when a function of the deciding tier did not say what it reads."""
+    def _victims_key(
+        self, tiers: Sequence[list[VictimsFn]]
+    ) -> Callable[[TaskInfo], tuple[Key, ...]] | None:
+        """What the deciding tier's functions read of a preemptor, as one function (found
+        once: eviction asks it for every task that needs room); None when one of them did
+        not say."""
         deciding = next((fns for fns in tiers if fns), [])
         keys = [self._victim_keys.get(id(fn)) for fn in deciding]
         if any(key is None for key in keys):
             return None
-        return tuple(key(preemptor) for key in keys if key is not None)
+        return _calling([key for key in keys if key is not None])
+
+
+def _calling(fns: list[OrderKeyFn]) -> Callable[[Any], tuple[Key, ...]]:
+    """The keys ``fns`` give an item, as a tuple, by a function that calls them in turn:
+    a generator over them cost more than the keys themselves, and sorting a backlog's
+    jobs and tasks asks tens of thousands."""
+    if len(fns) == 1:
+        (a,) = fns
+        return lambda x: (a(x),)
+    if len(fns) == 2:
+        a, b = fns
+        return lambda x: (a(x), b(x))
+    if len(fns) == 3:
+        a, b, c = fns
+        return lambda x: (a(x), b(x), c(x))
+    return lambda x: tuple(fn(x) for fn in fns)
 
 
 def _offers_nothing(_preemptor: TaskInfo, _task: TaskInfo) -> bool:

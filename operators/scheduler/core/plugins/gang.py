@@ -13,7 +13,9 @@
   role that is short.
 """
 
-from kbatch.api.podgroup import ConditionType
+from functools import lru_cache
+
+from kbatch.api.podgroup import ConditionType, PodGroupCondition
 from kbatch.config import PluginOption
 from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core.framework.info import (
@@ -23,6 +25,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+from kbatch.operators.scheduler.core.framework.outcome import Event
 from kbatch.operators.scheduler.core.framework.session import (
     FitError,
     Session,
@@ -127,6 +130,8 @@ def victims(session: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
 def _spare(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
     """The least important of ``tasks`` the job can lose and keep its minimums."""
     left = job.ready_count - job.min_member
+    if left <= 0:
+        return []  # a gang at its minimum spares none (asked on every node it runs on)
     roles = {
         role: job.role_count(role, READY_STATUSES) - minimum
         for role, minimum in job.min_task_member.items()
@@ -161,6 +166,13 @@ class RoleAttempts:
         roles[task.role] = max(roles.get(task.role, 0), placed)
 
 
+@lru_cache(maxsize=1024)
+def _worded(kind: ConditionType, status: bool, reason: str, message: str) -> PodGroupCondition:
+    """``condition``, built once for the same words: a backlog's alike gangs are told the
+    same thing in every session, and conditions are frozen, so they share one."""
+    return condition(kind, status, reason, message)
+
+
 def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     for job in session.jobs.values():
         if session.invalid_reason(job) is not None:
@@ -175,12 +187,12 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
         if ready(job):
             if _was_unschedulable(job):
                 session.set_condition(
-                    job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", "")
+                    job, _worded(ConditionType.UNSCHEDULABLE, False, "Scheduled", "")
                 )
             scheduled = sum(job.counts[s] for s in READY_STATUSES)
             session.set_condition(
                 job,
-                condition(
+                _worded(
                     ConditionType.SCHEDULED,
                     True,
                     "Scheduled",
@@ -212,7 +224,7 @@ def _report_unschedulable(
     if draining is None and errors and job.min_task_member:
         why = _role_short(job, errors, attempts) + why
     message = f"{len(pending)}/{len(job.tasks)} tasks in gang unschedulable: {why}"
-    session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, True, reason, message))
+    session.set_condition(job, _worded(ConditionType.UNSCHEDULABLE, True, reason, message))
     session.record_event(
         ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
     )
@@ -241,7 +253,7 @@ def _report_not_admitted(session: Session, job: JobInfo) -> None:
     few pods."""
     message = f"gang of {job.min_member} {session.waiting_reason(job)}"
     session.set_condition(
-        job, condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
+        job, _worded(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
     )
     session.record_event(
         ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
@@ -255,6 +267,12 @@ def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], messag
         message = session.waiting_reason(job) or ""
         if not message:
             return
+    if not errors:  # the gang's reason for each (most of a backlog, every session)
+        session.record_events(
+            Event(ObjectRef("Pod", t.namespace, t.name), "Warning", "FailedScheduling", message)
+            for t in pending
+        )
+        return
     nodes = len(session.nodes)
     for task in pending:
         reasons = errors.get(task.uid)

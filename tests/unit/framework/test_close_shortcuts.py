@@ -1,0 +1,88 @@
+"""The session close's shortcuts for alike groups decide exactly as building each.
+
+Two are switched off here, each through its own seam, and the close's outcome (the
+PodGroup statuses written, the events) compared with them on, on random clusters with
+lines of alike gangs, some running, some waiting, some told something before: the
+statuses built once for groups alike (``job_status.pod_group_status``'s ``built``) and
+the gang plugin's conditions worded once for the same words (``gang._worded``).
+"""
+
+import random
+
+import pytest
+
+from builders import Cluster, run_actions
+from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
+from kbatch.operators.podgroup.status import condition
+from kbatch.operators.scheduler.core.framework import job_status
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.plugins import gang
+
+CONF = 'actions: "enqueue, reclaim, allocate, backfill, preempt"\n' + (
+    "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n"
+    "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+)
+TOLD = [
+    condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", "2/2 tasks in gang"),
+    condition(ConditionType.SCHEDULED, True, "Scheduled", "2/2 tasks in gang scheduled"),
+]
+
+
+def _alike_gangs(seed: int) -> Cluster:
+    """Two queues; gangs of a few shapes, running (some partly) or waiting, each with a
+    status from before or none: many groups alike in every respect."""
+    rng = random.Random(seed)
+    cluster = Cluster().node("n1", cpu=8).node("n2", cpu=6)
+    cluster.queue("a").queue("b", weight=2)
+    free = {"n1": 8, "n2": 6}
+    for j in range(rng.randint(10, 40)):
+        size = rng.choice([1, 2, 2])
+        job = cluster.job(f"j{j}", queue=rng.choice(["a", "b"]), min_member=size)
+        running = rng.random() < 0.4
+        for _ in range(size):
+            roomy = [n for n in free if free[n] >= 1]
+            if running and roomy:
+                node = rng.choice(roomy)
+                free[node] -= 1
+                job.tasks(1, cpu=1, status=TaskStatus.RUNNING, node=node)
+            else:
+                job.tasks(1, cpu=rng.choice([1, 1, 4]))
+        if rng.random() < 0.5:
+            told = tuple(rng.sample(TOLD, rng.randint(1, 2)))
+            told = tuple(
+                c.model_copy(update={"last_transition_time": "1970-01-01T00:00:01Z"})
+                for c in sorted(told, key=lambda c: c.type.value)
+            )
+            info = job.job
+            info.conditions = told
+            info.old_status = PodGroupStatus(phase=info.phase, conditions=told)
+    return cluster
+
+
+def _closed(seed: int) -> tuple[object, ...]:
+    sent = run_actions(_alike_gangs(seed).open(CONF))
+    return sent.pod_groups, sent.recorded, sent.queues
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_statuses_built_once_for_alike_groups_are_those_built_for_each(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _closed(seed)
+    each = job_status.pod_group_status
+    monkeypatch.setattr(
+        job_status, "pod_group_status", lambda job, session, built=None: each(job, session)
+    )
+    assert _closed(seed) == shared
+    groups = shared[0]
+    assert any(s.phase is PodGroupPhase.RUNNING for s in groups.values())  # type: ignore[attr-defined]
+    assert any(s.conditions for s in groups.values())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_conditions_worded_once_are_those_worded_each_time(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _closed(seed)
+    monkeypatch.setattr(gang, "_worded", condition)
+    assert _closed(seed) == shared
