@@ -14,9 +14,11 @@ SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
 ODD = st.builds(lambda t: (t, [t]), st.text()) | st.just(datetime.date(2026, 1, 1))
 TREES = st.recursive(
     SCALARS | ODD,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=5), inner, max_size=4)
-    | st.builds(OrderedDict, st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+        | st.builds(OrderedDict, st.dictionaries(st.text(max_size=3), inner, max_size=3))
+    ),
     max_leaves=30,
 )
 

@@ -35,7 +35,9 @@ def _simulated() -> dict[str, Any]:
 
 @pytest.mark.skipif(not TESTDATA.is_dir(), reason=f"no Armada simulator testdata at {TESTDATA}")
 @pytest.mark.parametrize("seam", sorted(SEAMS))
-def test_a_shortcut_switched_off_changes_nothing(seam: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shortcut_switched_off_changes_nothing(
+    seam: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     quick = _simulated()
     module, name, long_way = SEAMS[seam]
     monkeypatch.setattr(module, name, long_way)

@@ -23,6 +23,7 @@ from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, T
 from kbatch.operators.scheduler.core.framework.resources import (
     EPSILON,
     less_equal,
+    rows,
     share,
     shareable,
 )
@@ -106,14 +107,7 @@ class _Proportion:
             self.queues[name] = QueueShare(
                 name, queue.weight, capability, np.zeros(dims), np.zeros(dims), np.zeros(dims)
             )
-        for job in session.jobs.values():
-            attr = self.queues.get(job.queue)
-            if attr is None:
-                continue
-            attr.allocated += job.allocated * self.mask
-            attr.request += (job.allocated + _pending_request(job)) * self.mask
-            if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
-                attr.reserved += np.maximum(job.min_resources - job.allocated, 0) * self.mask
+        self._add_jobs([job for job in session.jobs.values() if job.queue in self.queues])
         deserved = deserved_shares(
             session.total * self.mask,
             {n: q.weight for n, q in self.queues.items()},
@@ -126,6 +120,33 @@ class _Proportion:
         self.publish(session)
         self.rationed = rationed_dims(self.queues.values(), dims)
         self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
+
+    def _add_jobs(self, jobs: list[JobInfo]) -> None:
+        """Each job's allocation, request (its allocation and what it waits for) and,
+        Inqueue, the minResources it has not got yet, added to its queue's, job by job in
+        order as ``+=`` would (``np.add.at``) but worked out for all jobs at once: every
+        job of every session, most of them waiting."""
+        if not jobs:
+            return
+        width = len(self.mask)
+        allocated = rows((job.allocated for job in jobs), width)
+        pending = np.maximum(rows((job.total_request for job in jobs), width) - allocated, 0)
+        reserved = np.zeros_like(allocated)
+        for i, job in enumerate(jobs):
+            if job.min_resources is None:
+                continue
+            if not job.tasks:  # no pods yet: it waits for its minResources
+                pending[i] = job.min_resources
+            if job.phase is PodGroupPhase.INQUEUE:
+                reserved[i] = np.maximum(job.min_resources - allocated[i], 0) * self.mask
+        index = {name: at for at, name in enumerate(self.queues)}
+        at = np.array([index[job.queue] for job in jobs])
+        sums = [np.zeros((len(index), width)) for _ in range(3)]
+        np.add.at(sums[0], at, allocated * self.mask)
+        np.add.at(sums[1], at, (allocated + pending) * self.mask)
+        np.add.at(sums[2], at, reserved)
+        for attr, kept, request, held in zip(self.queues.values(), *sums, strict=True):
+            attr.allocated, attr.request, attr.reserved = kept, request, held
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].share
@@ -250,14 +271,6 @@ def rationed_dims(queues: Iterable[QueueShare], dims: int) -> np.ndarray:
     for queue in queues:
         short |= queue.deserved < np.minimum(queue.request, queue.capability) - EPSILON
     return short
-
-
-def _pending_request(job: JobInfo) -> np.ndarray:
-    """What the job's unplaced tasks ask for (its minResources if it has no pods yet)."""
-    pending = job.total_request - job.allocated
-    if not job.tasks and job.min_resources is not None:
-        return job.min_resources
-    return np.maximum(pending, 0)
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
