@@ -63,8 +63,8 @@ def simulate(args: argparse.Namespace) -> int:
         inputs = [*args.files, *(p for p in (args.workload, args.cluster) if p is not None)]
         report.write(args.report, outcome.timeline, result, title=_title(inputs))
     if args.output == "json":
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        # One write: json.dump writes each of its hundreds of thousands of pieces.
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         sys.stdout.write(output.to_table(result))
     return 0

@@ -11,6 +11,7 @@ name of ``obj`` itself, so that ``mapping(spec, "affinity", at="spec")`` names
     string_map(pod, "metadata.labels")          # values must be strings
 """
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,26 @@ class FieldError(ValueError):
         self.field = field
         self.why = why
         super().__init__(f"{field}: {why}")
+
+
+# Values a raw object holds that are never changed in place: shared, not copied.
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def copied(value: Any) -> Any:
+    """A deep copy of a raw object (``copy.deepcopy``'s result, but for sharing: a
+    sub-object that appears twice is copied twice). Raw objects are trees of dicts,
+    lists and scalars, walked here directly; deepcopy's general machinery (a memo, a
+    dispatch per value) was most of what creating a simulated object cost. Anything
+    else is left to deepcopy."""
+    kind = type(value)
+    if kind is dict:
+        return {key: copied(item) for key, item in value.items()}
+    if kind is list:
+        return [copied(item) for item in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
 
 
 def _join(at: str, path: str) -> str:

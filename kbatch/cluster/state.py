@@ -8,7 +8,6 @@ snapshots leave out jobs that are over and that a session has already seen so
 """
 
 import builtins
-import copy
 import dataclasses
 import threading
 import time
@@ -120,7 +119,7 @@ class ClusterState:
                 if kind == "Queue" and self._shown is not None:
                     self._shown.verdicts_changed()
             raise
-        raw = dict(obj) if owned else copy.deepcopy(dict(obj))
+        raw = dict(obj) if owned else fields.copied(dict(obj))
         with self._lock:
             self.generation += 1
             self._count_names(kind, key, parsed)

@@ -16,7 +16,6 @@ template does not set one. ``backoffLimit`` is not modelled: the simulator
 never fails a pod.
 """
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,7 +104,7 @@ def pod_for(job: Object, index: int) -> Object:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": pod_meta,
-        "spec": copy.deepcopy(job["spec"]["template"]["spec"]),
+        "spec": fields.copied(job["spec"]["template"]["spec"]),
     }
 
 

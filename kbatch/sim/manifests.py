@@ -19,7 +19,6 @@ server would refuse it (``kbatch.sim.validation``); a bad ``kbatch.io/sim-submit
 makes it due at 0, to be refused then.
 """
 
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,7 +244,7 @@ def _conf_of(obj: Object, where: str) -> tuple[str, str]:
 
 def _normalised(obj: Object) -> Object:
     """A private copy; namespaced kinds get ``default`` if they name none, others lose theirs."""
-    result = copy.deepcopy(obj)
+    result = fields.copied(obj)
     metadata = result["metadata"]
     if result["kind"] in CLUSTER_SCOPED:
         metadata.pop("namespace", None)

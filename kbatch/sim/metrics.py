@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from kbatch.api import DEFAULT_QUEUE
-from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
 from kbatch.sim.cluster import group_of
@@ -110,7 +110,8 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
         row = allocated.get(queue)
         if row is None:
             row = allocated[queue] = np.zeros(len(RESOURCES))
-        row[rows] += job.allocated[columns]  # the same additions, element by element
+        if not _never_held(job):
+            row[rows] += job.allocated[columns]  # the same additions, element by element
     weights = {q: snapshot.queues[q].weight if q in snapshot.queues else 1 for q in active}
     weight_sum = sum(weights.values())
     shares = []
@@ -120,6 +121,13 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
         )
         shares.append((queue, float(fractions.max()), weights[queue] / weight_sum, queue in waits))
     return Point(now, tuple(used), waiting, tuple(shares))
+
+
+def _never_held(job: JobInfo) -> bool:
+    """A job with no task has held nothing (its allocation is all 0.0, never added to):
+    adding it changes no sum. Most jobs of a long backlog are PodGroups whose pods are
+    held until they are admitted."""
+    return not job.tasks
 
 
 # --------------------------------------------------------------------------- the summary

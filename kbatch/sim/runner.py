@@ -173,7 +173,9 @@ class Simulation:
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
         self.jobs.reconcile()
-        stats = self.scheduler.run_once().stats
+        session = self.scheduler.run_once()
+        session.forget_functions()  # its objects go with it, not at a collection
+        stats = session.stats
         self.totals.sessions += 1
         self.totals.binds += stats.binds
         self.totals.evictions += stats.evictions

@@ -7,6 +7,7 @@ none of them can count, move or read a phase differently from the others. Pure: 
 API calls (the controller writes what this computes).
 """
 
+import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -89,7 +90,11 @@ def counted(
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def condition(kind: ConditionType, status: bool, reason: str, message: str) -> PodGroupCondition:
+    """The condition, one shared (frozen) object for the same words: every session tells
+    every waiting group the same words again, and building each anew (a pydantic
+    validation) was a good part of a session's close in a long backlog."""
     return PodGroupCondition(
         type=kind, status="True" if status else "False", reason=reason, message=message
     )

@@ -104,6 +104,7 @@ class SchedulerLoop:
         session = scheduler.run_once()
         self.sessions += 1
         self.metrics.record(session)
+        session.forget_functions()  # its objects go with it, not at a collection
 
     def _due(self) -> bool:
         """Is a session worth its cost now? Yes when there is something to place or admit;

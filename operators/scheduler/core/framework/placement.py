@@ -27,6 +27,7 @@ rack costs heap operations too, not one evaluation per pod.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -110,6 +111,20 @@ class Choice(NamedTuple):
 _NO_NODES = np.zeros(0, dtype=np.int64)
 
 
+def _answers(session: Session, score: bool, task: TaskInfo, idx: np.ndarray) -> Answers:
+    """The template's answers for the nodes ``idx``: predicates, scores, and whether it
+    fits now and once what is releasing is gone. Of the session, not of a Placer: a
+    look-ahead keeps it, and one holding its Placer would close a cycle (Placer, view,
+    look-ahead) left with all it reaches to the cyclic collector."""
+    ok, _ = session.predicate(task, idx)
+    scores = session.node_scores(task, idx) if score else np.zeros(len(idx))
+    nodes, check = session.nodes, session.room_dims
+    need = task.request[check] - EPSILON
+    fit_idle = np.all(nodes.free[idx][:, check] >= need, axis=1)
+    fit_future = np.all(nodes.future[idx][:, check] >= need, axis=1)
+    return ok, scores, fit_idle, fit_future
+
+
 class Placer:
     """Chooses nodes for tasks within one action."""
 
@@ -118,21 +133,13 @@ class Placer:
         self.nodes = session.nodes
         self.score = score
         self._views: dict[int, _View] = {}
-        self._check = session.room_dims
-
-    def _fits(self, request: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        need = request[self._check] - EPSILON
-        nodes = self.nodes
-        return (
-            np.all(nodes.free[idx][:, self._check] >= need, axis=1),
-            np.all(nodes.future[idx][:, self._check] >= need, axis=1),
-        )
 
     def _evaluate(self, task: TaskInfo, idx: np.ndarray) -> Answers:
-        ok, _ = self.session.predicate(task, idx)
-        scores = self.session.node_scores(task, idx) if self.score else np.zeros(len(idx))
-        fit_idle, fit_future = self._fits(task.request, idx)
-        return ok, scores, fit_idle, fit_future
+        return _answers(self.session, self.score, task, idx)
+
+    def _asker(self, task: TaskInfo) -> "partial[Answers]":
+        """``_evaluate`` for ``task``, for a look-ahead to keep (it holds no Placer)."""
+        return partial(_answers, self.session, self.score, task)
 
     def _sensitive(self, task: TaskInfo) -> bool:
         return task.template.affinity.has_pod_terms or self.session.anti_affinity_pods > 0
@@ -255,7 +262,7 @@ class Placer:
             held = ranking.fill(view.ranked)
             view.lookahead = None
             if not task.template.host_ports:  # a port taken is not in the rows
-                view.lookahead = Lookahead(task.request, lambda idx: self._evaluate(task, idx))
+                view.lookahead = Lookahead(task.request, self._asker(task))
                 view.lookahead.add(self.nodes, held)
         return ranking
 
@@ -277,7 +284,7 @@ class Placer:
         if ranking.best() == -1:
             ranking.fill(view.ranked, among=within)
         if view.lookahead is None and not task.template.host_ports:
-            view.lookahead = Lookahead(task.request, lambda idx: self._evaluate(task, idx))
+            view.lookahead = Lookahead(task.request, self._asker(task))
         return ranking
 
     def _look_ahead(self, view: _View, ranking: Ranking, count: int) -> None:

@@ -74,6 +74,26 @@ def fits_rows(request: np.ndarray, available: np.ndarray) -> np.ndarray:
     return np.all(request <= available + EPSILON, axis=-1)
 
 
+def rows(vectors: Iterable[np.ndarray], width: int) -> np.ndarray:
+    """``vectors`` as a (len × width) matrix, one row each (width 0 and no vectors too)."""
+    listed = list(vectors)
+    return np.array(listed, dtype=float).reshape(len(listed), width)
+
+
+def shares(allocated: np.ndarray, total: np.ndarray) -> list[float]:
+    """``share(row, total)`` for each row of ``allocated``, worked out at once: the same
+    floats (a quotient is a quotient, a maximum a maximum; ``+ 0.0`` makes a -0.0 the
+    0.0 that ``share`` starts from). A session asks it of every job at its open."""
+    if not len(allocated) or not allocated.shape[1]:
+        return [0.0] * len(allocated)
+    counted = total > EPSILON
+    ratios = np.where(
+        counted, allocated / np.where(counted, total, 1.0), np.where(allocated > EPSILON, 1.0, 0.0)
+    )
+    result: list[float] = (np.maximum(ratios.max(axis=1), 0.0) + 0.0).tolist()
+    return result
+
+
 def share(allocated: np.ndarray, total: np.ndarray) -> float:
     """Dominant share: the largest allocated/total over the dimensions that have a total.
 

@@ -241,6 +241,26 @@ class TieredFunctions:
         self._preemptable_key = self._victims_key(self._preemptable)
         self._reclaimable_key = self._victims_key(self._reclaimable)
 
+    def forget_functions(self) -> None:
+        """Drop every registered function, once nothing will ask the plugins again. They
+        are the plugins' closures and bound methods, which hold the session: a cycle
+        that only the cyclic collector frees, with all the session reaches (its
+        snapshot's jobs, statuses and events, thousands of objects a session; the
+        simulator spent a quarter of its time collecting them). Without the cycle they
+        go the moment the last reference does."""
+        for registry in (
+            self._fns,
+            self._handlers,
+            self._enqueue_handlers,
+            self._victim_keys,
+            self._with_next_job,
+            self._victim_filters,
+            self._victim_queue_keys,
+            self._closers,
+        ):
+            registry.clear()
+        self.compile()  # every compiled list empty
+
     def _by_tier(self, kind: str) -> list[list[VictimsFn]]:
         tiers: list[list[VictimsFn]] = [[] for _ in self.conf.tiers]
         for r in self._enabled(kind):

@@ -9,7 +9,7 @@ import numpy as np
 
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
-from kbatch.operators.scheduler.core.framework.resources import share, shareable
+from kbatch.operators.scheduler.core.framework.resources import rows, share, shareable, shares
 from kbatch.operators.scheduler.core.framework.session import Session
 
 NAME = "drf"
@@ -20,8 +20,10 @@ class _Shares:
         self.session = session
         self.mask = shareable(session.dims)
         self.total = session.total * self.mask
-        self.allocated = {uid: job.allocated * self.mask for uid, job in session.jobs.items()}
-        self.share = {uid: share(alloc, self.total) for uid, alloc in self.allocated.items()}
+        # Every job's, at once (a row each: rows of one matrix, never of two jobs).
+        masked = rows((job.allocated for job in session.jobs.values()), len(self.mask)) * self.mask
+        self.allocated = dict(zip(session.jobs, masked, strict=True))
+        self.share = dict(zip(session.jobs, shares(masked, self.total), strict=True))
         self._stale: set[str] = set()  # jobs whose share is worked out when next asked
         self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
 

@@ -1,0 +1,48 @@
+"""The simulator's speed shortcuts change nothing (issue 12): each is switched off
+through its seam and an Armada workload's JSON, metrics and all, compared with it on.
+
+- ``status.condition``: one shared condition object for the same words (the gang
+  plugin's words to every waiting group, every session);
+- ``metrics._never_held``: jobs without a task add nothing to the queues' allocation;
+- ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy.
+"""
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbatch.cluster import fields
+from kbatch.operators.podgroup import status
+from kbatch.operators.scheduler.core.plugins import gang
+from kbatch.sim import metrics, simulate
+
+TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
+WORKLOAD = TESTDATA / "workloads" / "small-short_big-long" / "non-preemptible.yaml"
+CLUSTER = TESTDATA / "clusters" / "cpu_1_1_2.yaml"
+
+SEAMS: dict[str, tuple[Any, str, Any]] = {
+    "shared conditions": (gang, "condition", status.condition.__wrapped__),
+    "jobs that never held": (metrics, "_never_held", lambda job: False),
+    "copied raw objects": (fields, "copied", copy.deepcopy),
+}
+
+
+def _simulated() -> dict[str, Any]:
+    return simulate(workload=WORKLOAD, cluster=CLUSTER, until="10m", warn=lambda _: None)
+
+
+@pytest.mark.skipif(not TESTDATA.is_dir(), reason=f"no Armada simulator testdata at {TESTDATA}")
+@pytest.mark.parametrize("seam", sorted(SEAMS))
+def test_a_shortcut_switched_off_changes_nothing(
+    seam: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quick = _simulated()
+    module, name, long_way = SEAMS[seam]
+    monkeypatch.setattr(module, name, long_way)
+    slow = _simulated()
+    for key in slow:
+        assert quick[key] == slow[key], key
+    assert quick["metrics"]["throughput"]["jobsStarted"] > 0
+    assert any(g["phase"] == "Pending" for g in quick["podGroups"])  # some wait, unadmitted

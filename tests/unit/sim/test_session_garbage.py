@@ -1,0 +1,65 @@
+"""A simulated session leaves no garbage for the cyclic collector.
+
+The plugins' functions hold their session, so a session that kept them would take all
+it reaches (its snapshot's jobs, statuses, events) into a reference cycle; the
+simulator drops them once the session is over (``TieredFunctions.forget_functions``)
+and the session goes as soon as nothing refers to it. Likewise a placement's
+look-ahead keeps a function of the session, not of its Placer.
+"""
+
+import gc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.sim import manifests, runner, trace
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+
+
+@pytest.fixture
+def collector_off() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _simulation() -> runner.Simulation:
+    loaded = runner.load([EXAMPLES / "sim-cluster.yaml", EXAMPLES / "job-stream.yaml"])
+    return runner.Simulation(loaded, runner.resolve_conf(None, loaded), warn=lambda _: None)
+
+
+def _trace() -> runner.Simulation:
+    """Gangs on a few nodes: placements that use the look-ahead (``placement.Placer``)."""
+    objects = trace.trace_objects(trace.TraceSpec(nodes=4, hours=1.0, seed=2))
+    return runner.Simulation(manifests.load_documents(objects, "<trace>"), default_conf())
+
+
+@pytest.mark.parametrize("make", [_simulation, _trace], ids=["job-stream", "trace"])
+def test_ticks_leave_nothing_for_the_cyclic_collector(
+    make: Callable[[], runner.Simulation], collector_off: None
+) -> None:
+    simulation = make()
+    for k in range(3):  # the first sessions: caches filled, modules imported
+        simulation.tick(float(k))
+    gc.collect()
+    for k in range(3, 600, 7):
+        simulation.tick(float(k))
+    assert simulation.totals.binds > 0
+    assert gc.collect() == 0
+
+
+def test_a_session_without_its_functions_answers_no_plugin(collector_off: None) -> None:
+    simulation = _simulation()
+    simulation.tick(0.0)  # the jobs due at 0 created
+    session = simulation.scheduler.run_once()
+    assert session.job_order_key(next(iter(session.jobs.values())))[:-2]  # the plugins' keys
+    session.forget_functions()
+    assert all(not session.job_order_key(job)[:-2] for job in session.jobs.values())
