@@ -66,11 +66,6 @@ class OrderedSubset:
         return list(self._members)
 
 
-def unit_of(pod: PodRecord) -> str:
-    """The job a pod belongs to, as the snapshot keys jobs."""
-    return pod.unit
-
-
 class Shown:
     """The state's pods and PodGroups less the settled units; told of every change."""
 
@@ -89,7 +84,7 @@ class Shown:
     # ------------------------------------------------------------------ changes
     def pod_applied(self, key: str, pod: PodRecord) -> None:
         self._forget_pod(key)
-        unit, unfinished = unit_of(pod), pod.phase not in FINISHED_PHASES
+        unit, unfinished = pod.unit, pod.phase not in FINISHED_PHASES
         self._pod_units[key] = (unit, unfinished)
         self._pods_of_unit.setdefault(unit, set()).add(key)
         self._unfinished[unit] += unfinished

@@ -25,7 +25,6 @@ from kbatch.cluster.records import (
     timestamp,
     topology_of,
 )
-from kbatch.cluster.records import task_status as task_status  # the simulator's too
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     NO_NODE,

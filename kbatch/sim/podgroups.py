@@ -10,7 +10,7 @@ are written; conditions are the scheduler's and kept as they are.
 
 from collections import Counter
 
-from kbatch.cluster.snapshot import task_status
+from kbatch.cluster.records import task_status
 from kbatch.operators.podgroup import status as pod_group_status
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import phase_event

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import records, snapshot
+from kbatch.cluster import records
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo, TaskStatus
 
@@ -91,7 +91,7 @@ def test_a_pods_status_and_job_follow_a_replaced_record() -> None:
     alone = records.parse_pod({**pod("p"), "metadata": {"name": "p", "namespace": "ns"}})
     assert (alone.task_status, alone.unit) == (TaskStatus.PENDING, "pod:ns/p")
     assert dataclasses.replace(alone, node_name="a").task_status is TaskStatus.BOUND
-    assert snapshot.task_status(releasing) is releasing.task_status  # the simulator's reading
+    assert records.task_status(releasing) is releasing.task_status  # the simulator's reading
 
 
 @pytest.mark.parametrize(

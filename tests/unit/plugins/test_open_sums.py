@@ -1,6 +1,6 @@
-"""The proportion and drf plugins add up every job at session open for all jobs at once
-(issue 12: a session's open cost most of it in a long backlog); the sums must be the
-ones the job-by-job loops gave, to the bit. The loops are kept here as the reference."""
+"""The drf plugin adds up every job at session open for all jobs at once (issue 12: a
+session's open cost most of it in a long backlog); the shares must be the ones the
+job-by-job loop gave, to the bit. (proportion's sums: test_proportion_sums.py.)"""
 
 import random
 
@@ -9,9 +9,9 @@ import pytest
 
 from builders import Cluster, vec
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.resources import share, shareable, shares
-from kbatch.operators.scheduler.core.plugins import drf, proportion
+from kbatch.operators.scheduler.core.plugins import drf
 
 CONF = (
     'actions: "enqueue, allocate"\n'
@@ -43,33 +43,6 @@ def _cluster(seed: int) -> Cluster:
 
 def _bits(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=float).tobytes()
-
-
-def _pending_request(job: JobInfo) -> np.ndarray:
-    pending = job.total_request - job.allocated
-    if not job.tasks and job.min_resources is not None:
-        return job.min_resources
-    return np.maximum(pending, 0)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_proportion_sums_as_the_job_by_job_loop(seed: int) -> None:
-    session = _cluster(seed).open(CONF)
-    plugin = proportion._Proportion(session)
-    mask = shareable(session.dims)
-    for name, attr in plugin.queues.items():
-        allocated, request, reserved = (np.zeros(len(mask)) for _ in range(3))
-        for job in session.jobs.values():
-            if job.queue != name:
-                continue
-            allocated += job.allocated * mask
-            request += (job.allocated + _pending_request(job)) * mask
-            if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
-                reserved += np.maximum(job.min_resources - job.allocated, 0) * mask
-        assert _bits(attr.allocated) == _bits(allocated)
-        assert _bits(attr.request) == _bits(request)
-        assert _bits(attr.reserved) == _bits(reserved)
-    assert any(attr.reserved.any() for attr in plugin.queues.values())
 
 
 @pytest.mark.parametrize("seed", range(6))

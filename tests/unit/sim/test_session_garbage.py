@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.operators.scheduler.core.runner import collector_paused, default_conf
 from kbatch.sim import manifests, runner, trace
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -21,14 +21,9 @@ EXAMPLES = Path(__file__).parents[3] / "examples"
 
 @pytest.fixture
 def collector_off() -> Iterator[None]:
-    enabled = gc.isenabled()
     gc.collect()
-    gc.disable()
-    try:
+    with collector_paused():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _simulation() -> runner.Simulation:

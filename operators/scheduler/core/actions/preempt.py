@@ -4,6 +4,8 @@ its own job. Per job, all through one Statement: if the job cannot become ready
 (pipelined) with the room made, or a victim's room would be left unused, nothing
 is evicted. A task its queue may not take (capability) evicts nothing."""
 
+from collections.abc import Callable, Hashable
+
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import (
     Rules,
@@ -23,6 +25,22 @@ def execute(session: Session) -> None:
     placer = Placer(session)
     room = EvictableRoom(session)
     keeps = session.preemptable_filter()
+
+    def rules(
+        key: Hashable, wanted: Callable[[JobInfo], bool], job: JobInfo, verdicts: Hashable = None
+    ) -> Rules:
+        """Preempt's rules for ``job``: victims of the jobs ``wanted`` picks."""
+        return Rules(
+            room,
+            key,
+            wanted,
+            session.preemptable,
+            session.preemptable_key,
+            queues=frozenset((job.queue,)),
+            keeps=keeps,
+            verdict_key=verdicts,
+        )
+
     jobs = session.jobs_to_place()
     for job in jobs_by_queue(session, jobs):
 
@@ -31,17 +49,9 @@ def execute(session: Session) -> None:
 
         # Alike for every job of the queue that has nothing running to leave out.
         others = ("others in queue", job.queue, job.uid if job.uid in room.holders else None)
-        rules = Rules(
-            room,
-            others,
-            other_job_same_queue,
-            session.preemptable,
-            session.preemptable_key,
-            queues=frozenset((job.queue,)),
-            keeps=keeps,
-            verdict_key="others in queue",
+        _preempt_for(
+            session, placer, job, rules(others, other_job_same_queue, job, "others in queue")
         )
-        _preempt_for(session, placer, job, rules)
     for job in sorted(jobs, key=session.job_order_key):
         if job.counts[TaskStatus.PENDING]:
 
@@ -52,16 +62,7 @@ def execute(session: Session) -> None:
             # is learnt of whole gangs is not shared with the first phase: the plugins
             # judge a job's own tasks by other rules, priority by task priority.)
             own = ("own job", job.uid if job.uid in room.holders else None)
-            rules = Rules(
-                room,
-                own,
-                same_job,
-                session.preemptable,
-                session.preemptable_key,
-                queues=frozenset((job.queue,)),
-                keeps=keeps,
-            )
-            _preempt_for(session, placer, job, rules)
+            _preempt_for(session, placer, job, rules(own, same_job, job))
 
 
 def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:

@@ -92,6 +92,7 @@ class Levels:
         self._ids: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._members: dict[str, list[np.ndarray]] = {}
         self._copies: dict[bytes, _Copies] = {}  # by request
+        self._sizes: dict[str, np.ndarray] = {}
 
     def ids(self, level: str) -> tuple[np.ndarray, list[str]]:
         """Per node, its domain's number at ``level`` (-1: none), and the domains' names."""
@@ -102,6 +103,18 @@ class Levels:
             number = {name: i for i, name in enumerate(names)}
             ids = np.array([number.get(v, -1) if v is not None else -1 for v in values])
             found = self._ids[level] = (ids.astype(np.int64), names)
+        return found
+
+    def sizes(self, level: str) -> np.ndarray:
+        """Per domain of ``level`` (by number), its nodes' allocatable summed (domains ×
+        dims): what it holds when empty. Allocatable does not change in a session."""
+        found = self._sizes.get(level)
+        if found is None:
+            ids, names = self.ids(level)
+            inside = ids >= 0
+            found = np.zeros((len(names), self.nodes.allocatable.shape[1]))
+            np.add.at(found, ids[inside], self.nodes.allocatable[inside])
+            self._sizes[level] = found
         return found
 
     def members(self, level: str) -> list[np.ndarray]:
@@ -257,10 +270,8 @@ def never_fits(session: Session, job: JobInfo) -> str | None:
     if request is None or request.mode != REQUIRED or need is None:
         return None
     levels = levels_of(session)
-    ids, names = levels.ids(request.level)
-    inside = ids >= 0
-    totals = np.zeros((len(names), len(session.dims)))
-    np.add.at(totals, ids[inside], session.nodes.allocatable[inside])
+    _, names = levels.ids(request.level)
+    totals = levels.sizes(request.level)
     counted = np.flatnonzero(session.room_dims & (need > 0))
     if not names:
         return f"no node has the label {request.level}"
