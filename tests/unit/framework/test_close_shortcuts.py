@@ -4,7 +4,8 @@ Two are switched off here, each through its own seam, and the close's outcome (t
 PodGroup statuses written, the events) compared with them on, on random clusters with
 lines of alike gangs, some running, some waiting, some told something before: the
 statuses built once for groups alike (``job_status.pod_group_status``'s ``built``) and
-the gang plugin's conditions worded once for the same words (``gang._worded``).
+the conditions made once for the same words (``podgroup.status.condition``, as the gang
+plugin calls it).
 """
 
 import random
@@ -84,5 +85,5 @@ def test_conditions_worded_once_are_those_worded_each_time(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shared = _closed(seed)
-    monkeypatch.setattr(gang, "_worded", condition)
+    monkeypatch.setattr(gang, "condition", condition.__wrapped__)  # one made per call
     assert _closed(seed) == shared

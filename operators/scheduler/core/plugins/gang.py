@@ -13,9 +13,7 @@
   role that is short.
 """
 
-from functools import lru_cache
-
-from kbatch.api.podgroup import ConditionType, PodGroupCondition
+from kbatch.api.podgroup import ConditionType
 from kbatch.config import PluginOption
 from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core.framework.info import (
@@ -166,13 +164,6 @@ class RoleAttempts:
         roles[task.role] = max(roles.get(task.role, 0), placed)
 
 
-@lru_cache(maxsize=1024)
-def _worded(kind: ConditionType, status: bool, reason: str, message: str) -> PodGroupCondition:
-    """``condition``, built once for the same words: a backlog's alike gangs are told the
-    same thing in every session, and conditions are frozen, so they share one."""
-    return condition(kind, status, reason, message)
-
-
 def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     for job in session.jobs.values():
         if session.invalid_reason(job) is not None:
@@ -187,12 +178,12 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
         if ready(job):
             if _was_unschedulable(job):
                 session.set_condition(
-                    job, _worded(ConditionType.UNSCHEDULABLE, False, "Scheduled", "")
+                    job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", "")
                 )
             scheduled = sum(job.counts[s] for s in READY_STATUSES)
             session.set_condition(
                 job,
-                _worded(
+                condition(
                     ConditionType.SCHEDULED,
                     True,
                     "Scheduled",
@@ -224,7 +215,7 @@ def _report_unschedulable(
     if draining is None and errors and job.min_task_member:
         why = _role_short(job, errors, attempts) + why
     message = f"{len(pending)}/{len(job.tasks)} tasks in gang unschedulable: {why}"
-    session.set_condition(job, _worded(ConditionType.UNSCHEDULABLE, True, reason, message))
+    session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, True, reason, message))
     session.record_event(
         ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
     )
@@ -253,7 +244,7 @@ def _report_not_admitted(session: Session, job: JobInfo) -> None:
     few pods."""
     message = f"gang of {job.min_member} {session.waiting_reason(job)}"
     session.set_condition(
-        job, _worded(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
+        job, condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
     )
     session.record_event(
         ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
