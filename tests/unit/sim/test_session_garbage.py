@@ -58,3 +58,26 @@ def test_a_session_without_its_functions_answers_no_plugin(collector_off: None) 
     assert session.job_order_key(next(iter(session.jobs.values())))[:-2]  # the plugins' keys
     session.forget_functions()
     assert all(not session.job_order_key(job)[:-2] for job in session.jobs.values())
+
+
+def test_freezing_what_outlives_a_tick_changes_nothing_and_is_undone() -> None:
+    """``Options.freeze_survivors``: the same outcome with the collector seeing all."""
+
+    def outcome(freeze: bool) -> tuple[object, ...]:
+        simulation = _trace()
+        simulation.options = runner.Options(freeze_survivors=freeze)
+        frozen: list[int] = []
+        tick = simulation.tick
+
+        def counting_tick(now: float) -> bool:
+            frozen.append(gc.get_freeze_count())
+            return tick(now)
+
+        simulation.tick = counting_tick  # type: ignore[method-assign]
+        done = simulation.run()
+        assert gc.get_freeze_count() == 0  # all handed back to the collector
+        assert (max(frozen) > 0) is freeze
+        pods = sorted(str(pod) for pod in done.cluster.state.list("Pod"))
+        return done.time, done.totals, pods, [str(e) for e in done.cluster.event_log]
+
+    assert outcome(True) == outcome(False)
