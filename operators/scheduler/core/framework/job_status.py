@@ -105,12 +105,12 @@ def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondi
     order (by type, one of each) and each new condition says what the one of its type
     says: that one then keeps its transition time and id, and nothing else changes."""
     if len(old) == 1 and len(new) == 1:  # most groups: one condition, told again
-        before, cond = old[0], new[0]
+        told, telling = old[0], new[0]
         return (
-            before.type is cond.type
-            and before.status == cond.status
-            and before.reason == cond.reason
-            and before.message == cond.message
+            told.type is telling.type
+            and told.status == telling.status
+            and told.reason == telling.reason
+            and told.message == telling.message
         )
     if any(a.type.value >= b.type.value for a, b in itertools.pairwise(old)):
         return False

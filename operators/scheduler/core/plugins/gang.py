@@ -13,6 +13,8 @@
   role that is short.
 """
 
+import functools
+
 from kbatch.api.podgroup import ConditionType
 from kbatch.config import PluginOption
 from kbatch.operators.podgroup.status import condition
@@ -56,11 +58,7 @@ def short_roles(job: JobInfo, statuses: frozenset[TaskStatus]) -> list[tuple[str
 def valid(job: JobInfo) -> Invalid | None:
     have = job.valid_count
     if have < job.min_member:
-        return Invalid(
-            "NotEnoughTasks",
-            f"{have}/{job.min_member} tasks in gang: minMember is {job.min_member} "
-            f"but only {have} pod(s) exist that can run",
-        )
+        return too_few(have, job.min_member)
     for role, have, minimum in short_roles(job, VALID_STATUSES):
         return Invalid(
             "NotEnoughTasks",
@@ -68,6 +66,17 @@ def valid(job: JobInfo) -> Invalid | None:
             f"but only {have} pod(s) of role {role} exist that can run",
         )
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def too_few(have: int, min_member: int) -> Invalid:
+    """The verdict on a gang of ``have`` tasks that can run, below ``min_member``: made
+    once per pair (verdicts are frozen), not once per waiting group and session."""
+    return Invalid(
+        "NotEnoughTasks",
+        f"{have}/{min_member} tasks in gang: minMember is {min_member} "
+        f"but only {have} pod(s) exist that can run",
+    )
 
 
 def ready(job: JobInfo) -> bool:
