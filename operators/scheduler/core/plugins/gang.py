@@ -179,32 +179,32 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
             if not job.tasks and session.waiting_reason(job) is not None:
                 _report_not_admitted(session, job)
             continue
+        if ready(job):
+            if job.has_pod_group:
+                _report_scheduled(session, job)
+            continue
+        if not job.counts[TaskStatus.PENDING]:
+            continue
         pending = job.tasks_with(TaskStatus.PENDING)
         if not job.has_pod_group:
-            if pending and not ready(job):
-                _report_pods(session, job, pending, "waiting")
-            continue
-        if ready(job):
-            if _was_unschedulable(job):
-                session.set_condition(
-                    job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", "")
-                )
-            scheduled = sum(job.counts[s] for s in READY_STATUSES)
-            session.set_condition(
-                job,
-                condition(
-                    ConditionType.SCHEDULED,
-                    True,
-                    "Scheduled",
-                    f"{scheduled}/{len(job.tasks)} tasks in gang scheduled",
-                ),
-            )
-        elif pending:
+            _report_pods(session, job, pending, "waiting")
+        else:
             _report_unschedulable(session, job, pending, attempts)
 
 
+def _report_scheduled(session: Session, job: JobInfo) -> None:
+    if _was_unschedulable(job):
+        session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", ""))
+    scheduled = job.ready_count  # its tasks in READY_STATUSES
+    message = f"{scheduled}/{len(job.tasks)} tasks in gang scheduled"
+    session.set_condition(job, condition(ConditionType.SCHEDULED, True, "Scheduled", message))
+
+
 def _was_unschedulable(job: JobInfo) -> bool:
-    return any(c.type is ConditionType.UNSCHEDULABLE and c.status == "True" for c in job.conditions)
+    for told in job.conditions:  # a loop, not any(): asked of every running gang each session
+        if told.type is ConditionType.UNSCHEDULABLE and told.status == "True":
+            return True
+    return False
 
 
 def _report_unschedulable(
