@@ -3,12 +3,17 @@
 The randomised comparison with the straightforward argmax is in test_placement_fast.py;
 these are the cases it meets only now and then, made certain: a template placed in a
 domain and then anywhere (its two rankings must agree on the nodes the domain took), a
-domain changed between calls, and a domain with no node for the task.
+domain changed between calls, and a domain with no node for the task; and the look-ahead
+over a whole domain switched off places the same.
 """
 
 import numpy as np
+import pytest
 
 from builders import Cluster
+from kbatch import bench_topology
+from kbatch.bench import CountingCluster, loaded_state, timed_session
+from kbatch.operators.scheduler.core.framework import placement
 from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
@@ -86,3 +91,22 @@ def test_a_domain_with_no_room_answers_nothing() -> None:
     assert placer.choose_alike(gang[8:], within=R0) == []
     assert placer.choose_alike(gang[8:], within=np.zeros(0, dtype=np.int64)) == []
     assert placer.choose(gang[8], within=R1) == Choice(2, pipelined=False)
+
+
+def bench_binds(nodes: int, pods: int) -> dict[str, str]:
+    """The binds of one ``kbatch bench --topology`` session (every gang prefers a rack)."""
+    state = loaded_state(bench_topology.topology_objects(nodes, pods, prefer=True))
+    cluster = CountingCluster(state.snapshot())
+    timed_session(cluster, bench_topology.topology_conf())
+    return cluster.bound
+
+
+def test_looking_ahead_for_a_whole_domain_places_as_for_the_gang_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The look-ahead covers a domain's nodes beyond the gang's size (``_breadth``), for the
+    next gang in the same rack: switched off (only as many nodes as tasks), the same binds."""
+    wide = bench_binds(200, 2_000)
+    monkeypatch.setattr(placement, "DOMAIN_LOOK_AHEAD", 0)
+    assert bench_binds(200, 2_000) == wide
+    assert len(wide) == 2_000

@@ -433,10 +433,17 @@ class NodeSet:
         """Within the block, the nodes ``idx`` are as they would be with one more task
         asking ``request`` allocated on each (to ask the plugins about that); afterwards
         exactly as they were. Nothing is recorded as changed: versions do not move."""
-        saved = self.used[idx], self.free[idx], self.future[idx]
+        saved = (
+            self.used.take(idx, axis=0),
+            self.free.take(idx, axis=0),
+            self.future.take(idx, axis=0),
+        )
         used = saved[0] + request  # what ``place`` adds, to the bit
         self.used[idx] = used
-        self.free[idx], self.future[idx] = self._room(idx, used)
+        if self._waits.take(idx).any():
+            self.free[idx], self.future[idx] = self._room(idx, used)
+        else:  # what _room gives when nothing waits (as ``_refresh`` has it)
+            self.free[idx] = self.future[idx] = self.allocatable.take(idx, axis=0) - used
         try:
             yield
         finally:

@@ -43,6 +43,9 @@ from kbatch.operators.scheduler.core.framework.ranking import (
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 
+# Within a domain, the look-ahead covers up to this many of its best nodes (``_breadth``).
+DOMAIN_LOOK_AHEAD = 64
+
 # A planned task counts as placed as planned while it has one of these statuses.
 _ALLOCATED = (TaskStatus.ALLOCATED, TaskStatus.BINDING)
 
@@ -120,8 +123,8 @@ def _answers(session: Session, score: bool, task: TaskInfo, idx: np.ndarray) -> 
     scores = session.node_scores(task, idx) if score else np.zeros(len(idx))
     nodes, check = session.nodes, session.room_dims
     need = task.request[check] - EPSILON
-    fit_idle = np.all(nodes.free[idx][:, check] >= need, axis=1)
-    fit_future = np.all(nodes.future[idx][:, check] >= need, axis=1)
+    fit_idle = (nodes.free.take(idx, axis=0)[:, check] >= need).all(axis=1)
+    fit_future = (nodes.future.take(idx, axis=0)[:, check] >= need).all(axis=1)
     return ok, scores, fit_idle, fit_future
 
 
@@ -323,13 +326,15 @@ class Placer:
             if choice is not None:
                 return [choice]
         else:
+            # A plan gives each node one task at most: in a domain, no more than its nodes.
+            most = len(tasks) if within is None else min(len(tasks), len(within))
             count = 1
-            while count < len(tasks) and _alike(tasks[count], first):
+            while count < most and _alike(tasks[count], first):
                 count += 1
             if first.nominated != NO_NODE:  # placing it gives back the room kept for it
                 count = 1
             if count > 1:
-                self._look_ahead(view, ranking, count)
+                self._look_ahead(view, ranking, _breadth(count, within))
             nodes, after = ranking.plan(view.lookahead, self.nodes.version, count)
             if nodes:
                 view.plan = _Plan(tasks[: len(nodes)], nodes, after, view.seen, ranking)
@@ -399,6 +404,17 @@ def _pipelined(view: _View, within: np.ndarray | None) -> list[Choice]:
         return []
     best = int(np.argmax(np.where(later, scores, -np.inf)))
     return [Choice(best if within is None else int(within[best]), pipelined=True)]
+
+
+def _breadth(count: int, within: np.ndarray | None) -> int:
+    """How many of the best nodes to look ahead for, planning ``count`` tasks: as many,
+    and in a domain all its nodes (up to ``DOMAIN_LOOK_AHEAD``). The next gang is most
+    likely placed in the same domain (the tightest that holds it), and the nodes this
+    one leaves untouched keep their answers for it: one call for a small domain's
+    nodes costs hardly more than for a few, and calls are what cost."""
+    if within is None:
+        return count
+    return max(count, min(len(within), DOMAIN_LOOK_AHEAD))
 
 
 def _alike(task: TaskInfo, first: TaskInfo) -> bool:

@@ -142,10 +142,11 @@ class Levels:
         stale = np.flatnonzero((kept.version != nodes.version) | (kept.ok != ok))
         if stale.size:
             fresh = _copies(largest, ok[stale], nodes.future[stale])
+            more = fresh - kept.per_node[stale]
             for level, holds in kept.holds.items():
-                ids, _ = self.ids(level)
-                inside = ids[stale] >= 0
-                np.add.at(holds, ids[stale][inside], (fresh - kept.per_node[stale])[inside])
+                domains = self.ids(level)[0][stale]
+                inside = domains >= 0
+                np.add.at(holds, domains[inside], more[inside])
             kept.per_node[stale] = fresh
             kept.version[stale] = nodes.version[stale]
             kept.ok[stale] = ok[stale]
@@ -196,9 +197,18 @@ def placement(
     return Placement(waiting=_why_not(levels, request.level, per_node, need))
 
 
+def _one_per_template(tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """The first of ``tasks`` of each template (a gang's are mostly of one)."""
+    first = tasks[0].template
+    if all(task.template is first for task in tasks):
+        return tasks[:1]
+    return list({id(t.template): t for t in tasks}.values())
+
+
 def _per_node(levels: Levels, tasks: list[TaskInfo], ok: np.ndarray) -> np.ndarray:
     """Per node: how many copies of the largest of the tasks' requests fit in its room."""
-    largest = np.max([t.request for t in {id(t.template): t for t in tasks}.values()], axis=0)
+    alike = _one_per_template(tasks)
+    largest = alike[0].request if len(alike) == 1 else np.max([t.request for t in alike], axis=0)
     if not (largest > 0).any():  # asking for nothing: all fit where the predicates pass
         return np.where(ok, len(tasks), 0)
     return levels.copies(largest, ok)
@@ -213,6 +223,8 @@ def _copies(largest: np.ndarray, ok: np.ndarray, room: np.ndarray) -> np.ndarray
 
 def _placed_domain(levels: Levels, request: TopologyRequest, job: JobInfo) -> int | None:
     """The domain at the request's level of the job's placed pods, if they share one."""
+    if not job.count(*PLACED_STATUSES):
+        return None
     ids, _ = levels.ids(request.level)
     placed = [t.node for t in job.tasks.values() if t.status in PLACED_STATUSES]
     where = {int(ids[node]) for node in placed if node != NO_NODE}
@@ -234,7 +246,9 @@ def _fitting(levels: Levels, level: str, per_node: np.ndarray, need: int) -> lis
     fitting = np.flatnonzero(holds >= need)
     # Domains are numbered in the order of their names: ties go to the first by name.
     order = fitting[np.lexsort((fitting, holds[fitting]))][:DOMAINS_TRIED]
-    return [_domain(levels, level, int(d), per_node) for d in order.tolist()]
+    _, names = levels.ids(level)
+    members = levels.members(level)
+    return [Domain(level, names[d], members[d], int(holds[d])) for d in order.tolist()]
 
 
 def _why_not(levels: Levels, level: str, per_node: np.ndarray, need: int) -> str:
@@ -296,9 +310,12 @@ def where(
     request = job.topology
     if request is None or not tasks:
         return [None]
-    ok = np.zeros(len(session.nodes), dtype=bool)
-    for template in {id(t.template): t for t in tasks}.values():
-        ok |= placer.view(template).ok
+    alike = _one_per_template(tasks)
+    ok = placer.view(alike[0]).ok
+    if len(alike) > 1:
+        ok = ok.copy()
+        for task in alike[1:]:
+            ok |= placer.view(task).ok
     need = 1 if session.job_ready(job) else max(job.min_member - job.ready_count, 1)
     found = placement(levels_of(session), request, job, tasks, ok, need)
     if found.waiting is not None:
