@@ -9,11 +9,12 @@ topology, its creation time), for as long as the group object is the same one.
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
 from kbatch.api import DEFAULT_QUEUE
-from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.api.podgroup import PodGroup, PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import Queue, QueueState
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.quantity import amounts
@@ -46,14 +47,24 @@ CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"}
 
 @dataclass(slots=True)
 class _GroupParts:
-    """What a PodGroup's job takes from its object by parsing, kept while it is the same
-    object (records are replaced, never changed, on every update)."""
+    """A PodGroup's job as far as its object says, worked out once while it is the same
+    object (records are replaced, never changed, on every update): JobInfo's fields
+    before ``priority`` (``head``) and after ``min_resources`` (``tail``), by position.
+    Each snapshot makes a JobInfo of its own from them (sessions change jobs)."""
 
     group: PodGroup
+    # uid, namespace, name, queue, min_member, created, dims_len
+    head: tuple[str, str, str, str, int, float, int]
     min_resources: np.ndarray | None
-    lifetime: float | None
-    topology: TopologyRequest | None
-    created: float
+    # lifetime, min_task_member, topology, phase, conditions, old_status
+    tail: tuple[
+        float | None,
+        Mapping[str, int],
+        TopologyRequest | None,
+        PodGroupPhase,
+        tuple[PodGroupCondition, ...],
+        PodGroupStatus,
+    ]
 
 
 class SnapshotBuilder:
@@ -106,17 +117,19 @@ class SnapshotBuilder:
     def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> _GroupParts:
         parts = self._groups.get(key)
         if parts is None or parts.group is not group:
-            spec = group.spec
+            spec, status = group.spec, group.status
             min_resources = None
             if spec.min_resources:
                 min_resources = dims.vector(amounts(spec.min_resources, "spec.minResources"))
+            created = timestamp(group.metadata.creation_timestamp)
             parts = _GroupParts(
                 group,
+                (key, group.metadata.namespace or "default", group.metadata.name,
+                 spec.queue, spec.min_member, created, len(dims)),
                 min_resources,
-                lifetime_of(group),
-                topology_of(group),
-                timestamp(group.metadata.creation_timestamp),
-            )
+                (lifetime_of(group), spec.min_task_member or {}, topology_of(group),
+                 status.phase, status.conditions, status),
+            )  # fmt: skip
             self._groups[key] = parts
         return parts
 
@@ -159,7 +172,7 @@ class SnapshotBuilder:
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
         jobs = {
-            key: _job_info(key, group, self._group_parts(key, group, dims), dims, resolver)
+            key: _job_info(group, self._group_parts(key, group, dims), resolver)
             for key, group in pod_groups.items()
         }
         orphans: list[OrphanPod] = []
@@ -174,7 +187,7 @@ class SnapshotBuilder:
             job = jobs[key]
             if not group.spec.priority_class_name and job.tasks:
                 # A PodGroup naming no PriorityClass takes its pods' highest priority.
-                job.priority = max([t.priority for t in job.tasks.values()])
+                job.priority = max(map(_PRIORITY, job.tasks.values()))
             if job.min_resources is None and job.tasks:
                 job.min_resources = gang_minimum(job)
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
@@ -197,6 +210,7 @@ class SnapshotBuilder:
         tasks: list[TaskInfo] = []
         placed: list[TaskInfo] = []
         node_index, templates = node_set.index, self._templates
+        class_values, default_priority = resolver.values, resolver.default  # its of_class
         for pod in pods:
             status = pod.task_status
             if status is None:
@@ -206,7 +220,7 @@ class SnapshotBuilder:
             spec = pod.spec
             priority = pod.priority
             if priority is None:
-                priority = resolver.of_class(spec.priority_class_name)
+                priority = class_values.get(spec.priority_class_name or "", default_priority)
             template = templates.get(spec.key)
             if template is None:
                 template = self._template(spec, dims)
@@ -310,14 +324,14 @@ def resource_names_of(record: object) -> tuple[str, ...]:
 
 class _Priorities:
     def __init__(self, classes: Mapping[str, PriorityClassRecord]) -> None:
-        self.classes = classes
+        self.values = {record.name: record.value for record in classes.values()}
         defaults = [c.value for c in classes.values() if c.global_default]
         self.default = max(defaults) if defaults else 0
 
     def of_class(self, name: str | None) -> int:
-        if name and name in self.classes:
-            return self.classes[name].value
-        return self.default
+        """The value of class ``name``; the globalDefault class's without one, or for a
+        class that does not exist."""
+        return self.values.get(name or "", self.default)
 
 
 def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
@@ -344,50 +358,43 @@ def gang_minimum(job: JobInfo) -> np.ndarray:
     (each role's minimum × the smallest request of its pods, and the rest of minMember ×
     the smallest request of any pod, per resource), so that enqueue never admits a gang
     the cluster cannot hold, with the webhooks on or not."""
-    requests = [task.request for task in job.tasks.values()]
+    templates = list(map(_TEMPLATE, job.tasks.values()))
     if not job.min_task_member:
         # The general form below with nothing counted: zeros + x (0.0 + x: a -0.0 is 0.0).
-        return 0.0 + _smallest(requests) * max(job.min_member, 0)
-    total = np.zeros_like(requests[0])
+        return 0.0 + _smallest(templates) * max(job.min_member, 0)
+    total = np.zeros_like(templates[0].request)
     counted = 0
     for role, minimum in job.min_task_member.items():
-        of_role = [task.request for task in job.tasks.values() if task.role == role]
+        of_role = [task.template for task in job.tasks.values() if task.role == role]
         if of_role and minimum:
             total += _smallest(of_role) * minimum
             counted += minimum
-    return total + _smallest(requests) * max(job.min_member - counted, 0)
+    return total + _smallest(templates) * max(job.min_member - counted, 0)
 
 
-def _smallest(requests: list[np.ndarray]) -> np.ndarray:
-    """The smallest of ``requests`` per resource. The pods of a gang mostly share one
-    template, so one request array, and that is the answer (no reduction per job)."""
-    distinct = list({id(request): request for request in requests}.values())
+_PRIORITY = attrgetter("priority")
+_TEMPLATE = attrgetter("template")
+
+
+def _smallest(templates: list[PodTemplate]) -> np.ndarray:
+    """The smallest request of ``templates`` per resource. The pods of a gang mostly
+    share one template, and its request is the answer (no reduction per job)."""
+    distinct = list({id(template): template for template in templates}.values())
     if len(distinct) == 1:
-        return distinct[0]
-    return np.min(distinct, axis=0)
+        return distinct[0].request
+    return np.min([template.request for template in distinct], axis=0)
 
 
-def _job_info(
-    key: str, group: PodGroup, parts: _GroupParts, dims: Dims, priorities: _Priorities
-) -> JobInfo:
-    spec = group.spec
+def _job_info(group: PodGroup, parts: _GroupParts, priorities: _Priorities) -> JobInfo:
+    """The group's job, by position in JobInfo's field order (this runs for every group
+    of every snapshot); tests/unit/cluster/test_snapshot_jobs.py holds each field to the
+    group's."""
     min_resources = parts.min_resources
     return JobInfo(
-        uid=key,
-        namespace=group.metadata.namespace or "default",
-        name=group.metadata.name,
-        queue=spec.queue,
-        min_member=spec.min_member,
-        created=parts.created,
-        dims_len=len(dims),
+        *parts.head,
         # Without a class name: the globalDefault class's value, as kube-batch; pods, once
         # known, may say otherwise (see SnapshotBuilder.build).
-        priority=priorities.of_class(spec.priority_class_name),
-        min_resources=None if min_resources is None else min_resources.copy(),
-        lifetime=parts.lifetime,
-        min_task_member=spec.min_task_member or {},
-        topology=parts.topology,
-        phase=group.status.phase,
-        conditions=group.status.conditions,
-        old_status=group.status,
+        priorities.of_class(group.spec.priority_class_name),
+        None if min_resources is None else min_resources.copy(),
+        *parts.tail,
     )
