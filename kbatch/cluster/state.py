@@ -381,9 +381,12 @@ class ClusterState:
 
     def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:
         """PodGroups with pods, none of them ours (another scheduler's groups)."""
-        names = self.scheduler_names  # a pod's unit is its group's key when it has a group
-        ours = {pod.unit for pod in pods if pod.group and pod.scheduler_name in names}
-        theirs = {pod.unit for pod in pods if pod.group and pod.scheduler_name not in names}
+        ours: set[str] = set()
+        theirs: set[str] = set()
+        for pod in pods:
+            if pod.group:  # its unit is its group's key
+                mine = pod.scheduler_name in self.scheduler_names
+                (ours if mine else theirs).add(pod.unit)
         return frozenset(theirs - ours)
 
     def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:

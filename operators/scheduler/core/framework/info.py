@@ -189,19 +189,14 @@ class JobInfo:
         return [t for t in self.tasks.values() if t.status in wanted]
 
 
-# Per status (a TaskStatus is its own index): is it placed, unfinished, ready.
-_PLACED = np.array([s in PLACED_STATUSES for s in TaskStatus])
-_UNFINISHED = np.array([s not in FINISHED_STATUSES for s in TaskStatus])
-_READY = np.array([s in READY_STATUSES for s in TaskStatus])
-
-
 def add_tasks(jobs: Sequence[JobInfo], tasks: Sequence[TaskInfo]) -> None:
     """``jobs[i].add_task(tasks[i])`` for every ``i`` in order, with the same sums to the
-    bit, but the counts and the vectors worked out at once: building a snapshot adds
-    every pod's task, and doing so one by one was most of what that cost."""
+    bit, but the vectors added up at once: building a snapshot adds every pod's task,
+    and two small-array additions per task were most of what that cost."""
     owners: list[JobInfo] = []
     rows: dict[int, int] = {}  # id(job) -> its row in the sums (its index in ``owners``)
-    task_rows: list[int] = []
+    placed: tuple[list[int], list[np.ndarray]] = ([], [])  # (row, request) per task
+    unfinished: tuple[list[int], list[np.ndarray]] = ([], [])
     last, row = None, 0  # a job's tasks mostly come one after another
     for job, task in zip(jobs, tasks, strict=True):
         if job is not last:
@@ -209,45 +204,46 @@ def add_tasks(jobs: Sequence[JobInfo], tasks: Sequence[TaskInfo]) -> None:
             if row == len(owners):
                 owners.append(job)
         job.tasks[task.uid] = task
-        task_rows.append(row)
+        status = task.status
+        job.counts[status] += 1
+        if status in READY_STATUSES:
+            job.ready_count += 1
+        if status in PLACED_STATUSES:
+            placed[0].append(row)
+            placed[1].append(task.template.request)
+        if status not in FINISHED_STATUSES:
+            unfinished[0].append(row)
+            unfinished[1].append(task.template.request)
     if not owners:
         return
-    statuses = np.fromiter([task.status for task in tasks], dtype=np.intp, count=len(tasks))
-    row_of = np.array(task_rows, dtype=np.intp)
-    width = len(TaskStatus)
-    counts = np.bincount(row_of * width + statuses, minlength=len(owners) * width)
-    counts = counts.reshape(len(owners), width)
-    ready = counts[:, _READY].sum(axis=1).tolist()
-    requests = _stacked([task.template.request for task in tasks], owners[0].dims_len)
-    allocated = _summed([job.allocated for job in owners], row_of, requests, _PLACED[statuses])
-    total = _summed([job.total_request for job in owners], row_of, requests, _UNFINISHED[statuses])
-    for job, added, ready_added, kept, requested in zip(
-        owners, counts.tolist(), ready, allocated, total, strict=True
-    ):
-        job.counts[:] = [a + b for a, b in zip(job.counts, added, strict=True)]
-        job.ready_count += ready_added
-        job.allocated, job.total_request = kept, requested
+    allocated = _summed([job.allocated for job in owners], *placed)
+    total_request = _summed([job.total_request for job in owners], *unfinished)
+    for job, kept, total in zip(owners, allocated, total_request, strict=True):
+        job.allocated, job.total_request = kept, total
 
 
-def _summed(
-    starts: list[np.ndarray], rows: np.ndarray, values: np.ndarray, chosen: np.ndarray
-) -> np.ndarray:
-    """``starts`` stacked, with each chosen row of ``values`` added to its row in order
-    (``np.add.at`` adds one at a time, in index order: the sums ``+=`` one by one would
-    give)."""
+def _summed(starts: list[np.ndarray], rows: list[int], values: list[np.ndarray]) -> np.ndarray:
+    """``starts`` stacked, with each of ``values`` added to its row in order (``np.add.at``
+    adds one at a time, in index order: the sums ``+=`` one by one would give)."""
     out = np.array(starts, dtype=float)
-    if chosen.any():
-        np.add.at(out, rows[chosen], values[chosen])
+    if rows:
+        np.add.at(out, np.array(rows), _stacked(values, out.shape[1]))
     return out
 
 
 def _stacked(vectors: list[np.ndarray], width: int) -> np.ndarray:
     """``vectors`` as a (len × width) matrix. Most are a few template requests over and
     over: each distinct array is copied once, the rest picked by index."""
-    ids = np.fromiter(map(id, vectors), dtype=np.uint64, count=len(vectors))
-    _, first, picks = np.unique(ids, return_index=True, return_inverse=True)
-    arrays = [vectors[at] for at in first.tolist()]
-    return np.array(arrays, dtype=float).reshape(len(arrays), width)[picks.reshape(-1)]
+    distinct: dict[int, int] = {}
+    arrays: list[np.ndarray] = []
+    picks = []
+    for vector in vectors:
+        at = distinct.get(id(vector))
+        if at is None:
+            at = distinct[id(vector)] = len(arrays)
+            arrays.append(vector)
+        picks.append(at)
+    return np.array(arrays, dtype=float).reshape(len(arrays), width)[picks]
 
 
 @dataclass(eq=False, slots=True)
