@@ -8,8 +8,7 @@ topology, its creation time), for as long as the group object is the same one.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from operator import attrgetter
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,6 +28,8 @@ from kbatch.cluster.records import (
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     NO_NODE,
+    PLACED_STATUSES,
+    READY_STATUSES,
     JobInfo,
     NodeInfo,
     NodeSet,
@@ -36,7 +37,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskInfo,
     TaskStatus,
     TopologyRequest,
-    add_tasks,
+    add_task_sums,
 )
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
@@ -65,6 +66,23 @@ class _GroupParts:
         tuple[PodGroupCondition, ...],
         PodGroupStatus,
     ]
+
+
+@dataclass(slots=True)
+class _JobAccounts:
+    """What the one pass over the pods gathers for the jobs besides their tasks (each
+    task is put in its job and counted in that pass, as ``JobInfo.add_task`` would):
+    the jobs with tasks in order of their first (a job's row, ``rows`` by ``id``), the
+    requests to add to their sums (see ``add_task_sums``), and per row every (template,
+    role, priority) its tasks come in, in order of first appearance (repeats allowed),
+    which is all a gang minimum or a group's highest priority needs (a job's tasks
+    mostly share one)."""
+
+    owners: list[JobInfo] = field(default_factory=list)
+    rows: dict[int, int] = field(default_factory=dict)
+    placed: tuple[list[int], list[np.ndarray]] = field(default_factory=lambda: ([], []))
+    unfinished: tuple[list[int], list[np.ndarray]] = field(default_factory=lambda: ([], []))
+    kinds: list[list[tuple[PodTemplate, str, int]]] = field(default_factory=list)
 
 
 class SnapshotBuilder:
@@ -176,20 +194,14 @@ class SnapshotBuilder:
             for key, group in pod_groups.items()
         }
         orphans: list[OrphanPod] = []
-        owners, tasks, placed = self._tasks(
+        accounts, placed, nominated = self._tasks(
             pods, jobs, node_set, dims, resolver, scheduler_names, orphans
         )
-        add_tasks(owners, tasks)
+        add_task_sums(accounts.owners, accounts.placed, accounts.unfinished)
         # The tasks on nodes and the room kept for nominated ones, all at once (nothing
         # reads the node set before it is complete).
-        node_set.place_all(placed, [task for task in tasks if task.nominated != NO_NODE])
-        for key, group in pod_groups.items():
-            job = jobs[key]
-            if not group.spec.priority_class_name and job.tasks:
-                # A PodGroup naming no PriorityClass takes its pods' highest priority.
-                job.priority = max(map(_PRIORITY, job.tasks.values()))
-            if job.min_resources is None and job.tasks:
-                job.min_resources = gang_minimum(job)
+        node_set.place_all(placed, nominated)
+        _complete_groups(pod_groups, jobs, accounts)
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
 
     def _tasks(
@@ -201,14 +213,19 @@ class SnapshotBuilder:
         resolver: "_Priorities",
         scheduler_names: frozenset[str],
         orphans: list[OrphanPod],
-    ) -> tuple[list[JobInfo], list[TaskInfo], list[TaskInfo]]:
-        """The pods' tasks, in pod order and not yet accounted: those of our jobs with
-        their jobs (two lists), and every task on a node, ours or not (its ``node`` set;
-        a pending one's ``nominated`` is). Pending pods of our groups that have no
-        PodGroup go to ``orphans``."""
-        owners: list[JobInfo] = []
-        tasks: list[TaskInfo] = []
+    ) -> tuple[_JobAccounts, list[TaskInfo], list[TaskInfo]]:
+        """The pods' tasks, in pod order: those of our jobs in their jobs (the rest of
+        their accounting gathered), every task on a node, ours or not (its ``node`` set),
+        and the pending ones nominated to a node. Pending pods of our groups that have
+        no PodGroup go to ``orphans``. One pass over the pods does it all: each pass
+        costs some 10 ms at 50,000 pods."""
+        accounts = _JobAccounts()
+        owners, rows, kinds = accounts.owners, accounts.rows, accounts.kinds
+        placed_rows, placed_requests = accounts.placed
+        unfinished_rows, unfinished_requests = accounts.unfinished
         placed: list[TaskInfo] = []
+        nominated: list[TaskInfo] = []
+        last_job, last_template, last_role, last_priority, row = None, None, "", 0, 0
         node_index, templates = node_set.index, self._templates
         class_values, default_priority = resolver.values, resolver.default  # its of_class
         for pod in pods:
@@ -253,14 +270,40 @@ class SnapshotBuilder:
             if status is TaskStatus.PENDING:
                 # It evicted others for this room (its nominated node): kept for it.
                 task.nominated = node_index.get(pod.nominated_node or "", NO_NODE)
+                if task.nominated != NO_NODE:
+                    nominated.append(task)  # (a pending task here has a job)
             elif pod.node_name and status not in FINISHED_STATUSES:
                 task.node = node_index.get(pod.node_name, NO_NODE)
                 if task.node != NO_NODE:
                     placed.append(task)
-            if job is not None:
-                owners.append(job)
-                tasks.append(task)
-        return owners, tasks, placed
+            if job is None:
+                continue
+            # JobInfo.add_task, inline; the request sums added up at once afterwards.
+            role = pod.role
+            if (
+                job is not last_job
+                or template is not last_template
+                or role != last_role
+                or priority != last_priority
+            ):
+                if job is not last_job:
+                    row = rows.setdefault(id(job), len(owners))
+                    if row == len(owners):
+                        owners.append(job)
+                        kinds.append([])
+                last_job, last_template, last_role, last_priority = job, template, role, priority
+                kinds[row].append((template, role, priority))
+            job.tasks[pod.uid] = task
+            job.counts[status] += 1
+            if status in READY_STATUSES:
+                job.ready_count += 1
+            if status in PLACED_STATUSES:
+                placed_rows.append(row)
+                placed_requests.append(template.request)
+            if status not in FINISHED_STATUSES:
+                unfinished_rows.append(row)
+                unfinished_requests.append(template.request)
+        return accounts, placed, nominated
 
     @staticmethod
     def _job_of(
@@ -353,36 +396,80 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
     )
 
 
-def gang_minimum(job: JobInfo) -> np.ndarray:
+def _complete_groups(
+    pod_groups: Mapping[str, PodGroup], jobs: Mapping[str, JobInfo], accounts: _JobAccounts
+) -> None:
+    """What a group's job takes from its pods: a PodGroup naming no PriorityClass, their
+    highest priority; one without minResources, its gang minimum (those without
+    minTaskMember, the most, all at once: ``gang_minimum``'s first case)."""
+    gangs: list[JobInfo] = []
+    smallest: list[np.ndarray] = []
+    for key, group in pod_groups.items():
+        job = jobs[key]
+        row = accounts.rows.get(id(job))
+        if row is None:
+            continue  # no tasks
+        kinds = accounts.kinds[row]
+        if not group.spec.priority_class_name:
+            job.priority = max(priority for _, _, priority in kinds)
+        if job.min_resources is not None:
+            continue
+        templates = _distinct([template for template, _, _ in kinds])
+        if job.min_task_member:
+            of_role = {
+                role: _distinct([template for template, of, _ in kinds if of == role])
+                for role in job.min_task_member
+            }
+            job.min_resources = gang_minimum(
+                job.min_member, job.min_task_member, templates, of_role
+            )
+        else:
+            gangs.append(job)
+            smallest.append(_smallest(templates))
+    if gangs:
+        members = np.array([max(job.min_member, 0) for job in gangs])
+        for job, minimum in zip(gangs, 0.0 + np.array(smallest) * members[:, None], strict=True):
+            job.min_resources = minimum
+
+
+def _distinct(templates: list[PodTemplate]) -> list[PodTemplate]:
+    """``templates`` without repeats (by identity: one is made per pod spec), in order."""
+    if len(templates) == 1:
+        return templates
+    return list({id(template): template for template in templates}.values())
+
+
+def gang_minimum(
+    min_member: int,
+    min_task_member: Mapping[str, int],
+    templates: list[PodTemplate],
+    templates_of_role: Mapping[str, list[PodTemplate]],
+) -> np.ndarray:
     """The minResources of a group that has none, as the PodGroup webhook fills them
     (each role's minimum × the smallest request of its pods, and the rest of minMember ×
     the smallest request of any pod, per resource), so that enqueue never admits a gang
-    the cluster cannot hold, with the webhooks on or not."""
-    templates = list(map(_TEMPLATE, job.tasks.values()))
-    if not job.min_task_member:
+    the cluster cannot hold, with the webhooks on or not. ``templates``: the distinct
+    templates of its pods in order of first appearance (one at least), and of each
+    role's pods."""
+    if not min_task_member:
         # The general form below with nothing counted: zeros + x (0.0 + x: a -0.0 is 0.0).
-        return 0.0 + _smallest(templates) * max(job.min_member, 0)
+        return 0.0 + _smallest(templates) * max(min_member, 0)
     total = np.zeros_like(templates[0].request)
     counted = 0
-    for role, minimum in job.min_task_member.items():
-        of_role = [task.template for task in job.tasks.values() if task.role == role]
+    for role, minimum in min_task_member.items():
+        of_role = templates_of_role.get(role)
         if of_role and minimum:
             total += _smallest(of_role) * minimum
             counted += minimum
-    return total + _smallest(templates) * max(job.min_member - counted, 0)
-
-
-_PRIORITY = attrgetter("priority")
-_TEMPLATE = attrgetter("template")
+    return total + _smallest(templates) * max(min_member - counted, 0)
 
 
 def _smallest(templates: list[PodTemplate]) -> np.ndarray:
-    """The smallest request of ``templates`` per resource. The pods of a gang mostly
-    share one template, and its request is the answer (no reduction per job)."""
-    distinct = list({id(template): template for template in templates}.values())
-    if len(distinct) == 1:
-        return distinct[0].request
-    return np.min([template.request for template in distinct], axis=0)
+    """The smallest request of distinct ``templates`` per resource. The pods of a gang
+    mostly share one template, and its request is the answer (no reduction per job)."""
+    if len(templates) == 1:
+        return templates[0].request
+    return np.min([template.request for template in templates], axis=0)
 
 
 def _job_info(group: PodGroup, parts: _GroupParts, priorities: _Priorities) -> JobInfo:

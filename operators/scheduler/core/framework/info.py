@@ -214,6 +214,18 @@ def add_tasks(jobs: Sequence[JobInfo], tasks: Sequence[TaskInfo]) -> None:
         if status not in FINISHED_STATUSES:
             unfinished[0].append(row)
             unfinished[1].append(task.template.request)
+    add_task_sums(owners, placed, unfinished)
+
+
+def add_task_sums(
+    owners: list[JobInfo],
+    placed: tuple[list[int], list[np.ndarray]],
+    unfinished: tuple[list[int], list[np.ndarray]],
+) -> None:
+    """Add to ``owners`` (each job once) their tasks' requests: ``placed`` to
+    ``allocated`` and ``unfinished`` to ``total_request``, each as (row in ``owners``,
+    request) per task in the order the tasks were added (``add_tasks``' sums; a snapshot
+    gathers them in its own pass over the pods)."""
     if not owners:
         return
     allocated = _summed([job.allocated for job in owners], *placed)
