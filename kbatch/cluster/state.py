@@ -380,13 +380,19 @@ class ClusterState:
             )
 
     def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:
-        """PodGroups with pods, none of them ours (another scheduler's groups)."""
-        ours: set[str] = set()
-        theirs: set[str] = set()
-        for pod in pods:
-            if pod.group:  # its unit is its group's key
-                mine = pod.scheduler_name in self.scheduler_names
-                (ours if mine else theirs).add(pod.unit)
+        """PodGroups with pods, none of them ours (another scheduler's groups). A pod's
+        unit is its group's key. Mostly no group has another scheduler's pods: ours are
+        gathered only for the groups that do (a set addition per pod costs 3 ms at
+        50,000 pods)."""
+        names = self.scheduler_names
+        theirs = {pod.unit for pod in pods if pod.group and pod.scheduler_name not in names}
+        if not theirs:
+            return frozenset()
+        ours = {
+            pod.unit
+            for pod in pods
+            if pod.group and pod.unit in theirs and pod.scheduler_name in names
+        }
         return frozenset(theirs - ours)
 
     def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:
