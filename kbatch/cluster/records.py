@@ -27,7 +27,7 @@ from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.podspec import ParsedSpec, parse_spec, spec_key
+from kbatch.cluster.podspec import SHARED_SPECS, ParsedSpec, spec_key
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.core.framework.info import (
     PREFERRED,
@@ -306,7 +306,7 @@ def _parsed_spec(
     """``parse_spec``, whose field errors read 'spec.x: why'; a field of a shape it does
     not expect (a KeyError, TypeError, ...) is refused naming ``spec``."""
     try:
-        return parse_spec(namespace, labels, spec)
+        return SHARED_SPECS.parse(namespace, labels, spec)
     except ValueError:
         raise  # 'field: why', named by _naming
     except (KeyError, TypeError, AttributeError) as exc:

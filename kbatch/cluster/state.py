@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -204,11 +205,12 @@ class ClusterState:
             )
         return bool(parsed.status.phase is PodGroupPhase.PENDING)
 
-    def has_work(self) -> bool:
+    def has_work(self, decided_groups: AbstractSet[str] = frozenset()) -> bool:
         """Is there anything a session could place or admit (a pod of ours that is neither
-        bound nor assumed bound, a PodGroup not yet admitted)?"""
+        bound nor assumed bound, a PodGroup not yet admitted, but those in
+        ``decided_groups``: namespace/name of groups a session decided already)?"""
         with self._lock:
-            if self._waiting["PodGroup"]:
+            if not self._waiting["PodGroup"] <= decided_groups:
                 return True
             self._expire_assumptions()
             return any(key not in self._assumed for key in self._waiting["Pod"])

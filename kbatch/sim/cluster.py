@@ -79,6 +79,10 @@ class SimCluster:
         self.touched = Touched()
         self.group_pods: dict[tuple[str, str], set[str]] = {}  # names, kept as pods come and go
         self._uids = 0
+        # Objects' uids by (kind, name), then namespace, as events ask for them: every
+        # session repeats its waiting groups' events; dropped when an object of that kind
+        # and name is made or removed (the only writes that change a uid).
+        self._uids_by_ref: dict[tuple[str, str], dict[str, str]] = {}
         self.events = EventLog()
         self.event_log = self.events.entries
         self._finishing = timers.Alarms[PodKey](lambda key: self.pods[key].finish_at, self._order)
@@ -115,6 +119,7 @@ class SimCluster:
         obj = {**obj, "metadata": {**metadata, **self.identity(existing)}}
         if kind == "Pod":
             obj = self._started_if_bound(obj, existing)
+        self._uids_by_ref.pop((kind, metadata["name"]), None)
         self.state.apply(obj)
         self.changed()
         if existing is None:
@@ -238,6 +243,7 @@ class SimCluster:
     def _remove(self, pod: Object) -> None:
         metadata = pod["metadata"]
         self.state.delete("Pod", metadata["namespace"], metadata["name"])
+        self._uids_by_ref.pop(("Pod", metadata["name"]), None)
         status = pod.get("status") or {}
         if status.get("phase") not in FINISHED:
             pod = {**pod, "status": {**status, "phase": "Failed"}}
@@ -351,6 +357,14 @@ class SimCluster:
             self.touched.holding.add((namespace, name))
 
     def _uid_of(self, ref: ObjectRef) -> str:
+        """The object's uid, as last looked up (``_look_up_uid``)."""
+        by_namespace = self._uids_by_ref.setdefault((ref.kind, ref.name), {})
+        uid = by_namespace.get(ref.namespace)
+        if uid is None:
+            uid = by_namespace[ref.namespace] = self._look_up_uid(ref)
+        return uid
+
+    def _look_up_uid(self, ref: ObjectRef) -> str:
         """The object's uid ('' for a kind the state does not keep, such as a Job: the
         simulator's Jobs are made once and never again under the same name)."""
         try:

@@ -70,11 +70,10 @@ class Timeline:
         if not self.samples or not sample.same_values(self.samples[-1]):
             self.samples.append(sample)
         for job in snapshot.jobs.values():
-            self._note_wait(now, job, created_at)
+            if job.tasks:  # a group whose pods are held has not begun to wait to start
+                self._note_wait(now, job, created_at)
 
     def _note_wait(self, now: float, job: JobInfo, created_at: dict[str, float]) -> None:
-        if not job.tasks:
-            return
         kind = "PodGroup" if job.has_pod_group else "Pod"
         key = (kind, job.namespace, job.name)
         wait = self.waits.get(key)
@@ -101,14 +100,24 @@ def _sample(now: float, snapshot: Snapshot) -> Sample:
 
     allocated = {name: 0.0 for name in snapshot.queues}
     pending = 0
+    cpu = dims.index[CPU]
     for job in snapshot.jobs.values():
         queue = job.queue if job.has_pod_group else DEFAULT_QUEUE
-        allocated[queue] = allocated.get(queue, 0.0) + float(job.allocated[dims.index[CPU]])
+        if _without_tasks(job):  # nothing allocated, nothing waiting: only its queue named
+            allocated.setdefault(queue, 0.0)
+            continue
+        allocated[queue] = allocated.get(queue, 0.0) + float(job.allocated[cpu])
         pending += sum(_waiting_counts(job.counts))
     queues = {}
     for name in sorted(allocated):
         queues[name] = (allocated[name] / 1000, _deserved_cpu(snapshot, name) / 1000)
     return Sample(now, queues, used_fraction(CPU), used_fraction(MEMORY), pending)
+
+
+def _without_tasks(job: JobInfo) -> bool:
+    """A job with no task (most of a backlog: PodGroups whose pods are held until they
+    are admitted) adds 0.0 to its queue's allocation and nothing to the pending count."""
+    return not job.tasks
 
 
 def _deserved_cpu(snapshot: Snapshot, queue: str) -> float:

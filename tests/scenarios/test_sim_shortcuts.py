@@ -4,6 +4,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``status.condition``: one shared condition object for the same words (the gang
   plugin's words to every waiting group, every session);
 - ``metrics._never_held``: jobs without a task add nothing to the queues' allocation;
+- ``timeline._without_tasks``: nor to the report's samples (compared on their own:
+  the JSON does not show them);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy.
 """
 
@@ -16,7 +18,7 @@ import pytest
 from kbatch.cluster import fields
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.plugins import gang
-from kbatch.sim import metrics, simulate
+from kbatch.sim import metrics, run, simulate, timeline
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
 WORKLOAD = TESTDATA / "workloads" / "small-short_big-long" / "non-preemptible.yaml"
@@ -46,3 +48,16 @@ def test_a_shortcut_switched_off_changes_nothing(
         assert quick[key] == slow[key], key
     assert quick["metrics"]["throughput"]["jobsStarted"] > 0
     assert any(g["phase"] == "Pending" for g in quick["podGroups"])  # some wait, unadmitted
+
+
+@pytest.mark.skipif(not TESTDATA.is_dir(), reason=f"no Armada simulator testdata at {TESTDATA}")
+def test_the_timeline_without_its_shortcut_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    def sampled() -> tuple[object, ...]:
+        done = run(workload=WORKLOAD, cluster=CLUSTER, until="10m", warn=lambda _: None).timeline
+        return done.samples, done.waits, done.end
+
+    quick = sampled()
+    monkeypatch.setattr(timeline, "_without_tasks", lambda job: False)
+    assert sampled() == quick
+    samples = quick[0]
+    assert any(sum(a for a, _ in s.queues.values()) for s in samples)  # type: ignore[attr-defined]

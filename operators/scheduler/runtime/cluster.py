@@ -23,7 +23,6 @@ An event carries ``eventTime``: the moment the session decided (a bind's moment 
 when the session sent it, not when its event was written after the binds).
 """
 
-import contextlib
 import functools
 import logging
 import socket
@@ -44,6 +43,7 @@ from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.operators.scheduler.runtime import outage
+from kbatch.operators.scheduler.runtime.writer import LatestStatuses, OrderedWriter
 
 log = logging.getLogger("kbatch.kube")
 COMPONENT = "kbatch"
@@ -111,8 +111,9 @@ class KubeCluster:
         # an eviction's outcome, until its Evict events are recorded: by pod, and by
         # PodGroup in the order the session evicted its pods
         self._evicted: dict[tuple[str, str, str], deque[Future[bool]]] = {}
-        self._writes = ThreadPoolExecutor(1, thread_name_prefix="kbatch-write")  # ordered status
-        self._events = ThreadPoolExecutor(1, thread_name_prefix="kbatch-event")
+        self._writes = OrderedWriter("status writes")
+        self._statuses = LatestStatuses()  # PodGroup and Queue statuses queued on _writes
+        self._events = OrderedWriter("events")
         self._told = decided.EventFilter()  # the simulator's rule for repeats, too
         self._recent_lock = threading.Lock()
         self._in_flight = _Counter()
@@ -126,14 +127,22 @@ class KubeCluster:
     def binds_in_flight(self) -> bool:
         return self._in_flight.value > 0
 
+    def groups_being_written(self) -> frozenset[str]:
+        """PodGroups (namespace/name) whose status a session decided and that is queued:
+        that session has seen them (the status waits for the binds in flight)."""
+        return self._statuses.groups()
+
     def shutdown(self) -> None:
         """Stop: binds and evictions not yet sent are dropped (the next leader decides
         again; a session still running drops its binds at ``flush``), those being sent
-        finish; status writes and events are drained. Call it before giving up the lead."""
+        finish; status writes and events are drained for a bounded time (``writer``).
+        Call it before giving up the lead."""
         self._binds.shutdown(wait=True, cancel_futures=True)
         self._evictions.shutdown(wait=True, cancel_futures=True)
-        self._writes.shutdown(wait=True)
-        self._events.shutdown(wait=True)
+        self._writes.drain()
+        self._events.drain()
+        self._writes.shutdown()
+        self._events.shutdown()
 
     def _still_leading(self, what: str, namespace: str, name: str) -> bool:
         if self.may_write():
@@ -320,7 +329,8 @@ class KubeCluster:
     # ----------------------------------------------------------------- status
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
-        self._write_status(path, status.model_dump(mode="json", by_alias=True, exclude_none=True))
+        written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self._write_status(path, written, group=f"{namespace}/{name}")
 
     def update_queue(self, name: str, status: QueueStatus) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
@@ -340,24 +350,31 @@ class KubeCluster:
         }
         patch = {"status": {"conditions": [written]}}
         if self.may_write():
-            with contextlib.suppress(RuntimeError):  # shut down meanwhile
-                self._writes.submit(
-                    self._write, "pod condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH
-                )
+            self._writes.submit(
+                self._write, "pod condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH
+            )
 
-    def _write_status(self, path: str, status: dict[str, Any]) -> None:
+    def _write_status(self, path: str, status: dict[str, Any], group: str | None = None) -> None:
         """In order on the writer; after the binds in flight (which the status counts),
-        waiting at most EVENT_WAIT_FOR_BINDS from now."""
+        waiting at most EVENT_WAIT_FOR_BINDS from now. A status of the same object still
+        queued is replaced by this one, in its place."""
         deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
-        with contextlib.suppress(RuntimeError):  # shut down meanwhile
-            self._writes.submit(self._patch_status, path, status, deadline)
+        if not self._statuses.put(path, group, status):
+            self._writes.submit(self._patch_status, path, deadline)
 
-    def _patch_status(self, path: str, status: dict[str, Any], deadline: float) -> None:
-        self._in_flight.wait_idle(max(deadline - time.monotonic(), 0.0))
+    def _patch_status(self, path: str, deadline: float) -> None:
+        self._wait_for_binds(deadline)
+        status = self._statuses.take(path)
+        if status is None:
+            return
         # The whole status, replaced: a merge patch would keep the keys a map no longer
         # has (a queue's allocated memory after its last pod asking memory finished).
         patch = [{"op": "add", "path": "/status", "value": status}]
         self._write("status", path, patch, kubeapi.JSON_PATCH)
+
+    def _wait_for_binds(self, deadline: float) -> None:
+        """Until no bind is in flight, ``deadline`` at most (monotonic)."""
+        self._in_flight.wait_idle(max(deadline - time.monotonic(), 0.0))
 
     # ----------------------------------------------------------------- events
     def record(
@@ -385,16 +402,15 @@ class KubeCluster:
             event = decided.Event(ref, type_, reason, message)
             if not self._told.fresh((ref, uid), event, time.monotonic()):
                 return
-        with contextlib.suppress(RuntimeError):  # shut down meanwhile (a late eviction)
-            # binds first (events are for people), for at most EVENT_WAIT_FOR_BINDS from
-            # now: a deadline per event, not a wait per event in turn on the one thread
-            deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
-            self._events.submit(self._event, ref, type_, reason, message, at, deadline)
+        # binds first (events are for people), for at most EVENT_WAIT_FOR_BINDS from
+        # now: a deadline per event, not a wait per event in turn on the one thread
+        deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
+        self._events.submit(self._event, ref, type_, reason, message, at, deadline)
 
     def _event(
         self, ref: ObjectRef, type_: str, reason: str, message: str, at: float, deadline: float
     ) -> None:
-        self._in_flight.wait_idle(max(deadline - time.monotonic(), 0.0))
+        self._wait_for_binds(deadline)
         namespace = ref.namespace or "default"
         existing = self.state.get(ref.kind, ref.namespace, ref.name) or {}
         api_version = existing.get("apiVersion") or (

@@ -103,10 +103,16 @@ class Runtime:
             settings.period,
             self.metrics,
             self.may_schedule,
-            has_work=self.state.has_work,
+            has_work=self.has_work,
             generation=lambda: self.state.generation,
             busy=self.cluster.binds_in_flight,
         )
+
+    def has_work(self) -> bool:
+        """Anything for a session, but the PodGroups a session decided whose statuses wait
+        for its binds: during a burst, a session a period for them would only decide them
+        again, competing with the binds for the interpreter."""
+        return self.state.has_work(self.cluster.groups_being_written())
 
     def leads(self) -> bool:
         return self.elector is None or self.elector.is_leader()

@@ -257,6 +257,8 @@ def test_work_is_a_pending_pod_of_ours_or_a_group_not_yet_admitted() -> None:
     group = pod_group("g")
     state.apply(group)
     assert state.has_work()  # Pending: enqueue may admit it
+    assert not state.has_work(decided_groups={"default/g"}), "a session decided it already"
+    assert state.has_work(decided_groups={"default/other"})
     state.apply({**group, "status": {"phase": "Inqueue"}})
     assert not state.has_work()
     state.apply(pod("late"))

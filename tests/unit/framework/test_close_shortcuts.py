@@ -1,11 +1,11 @@
 """The session close's shortcuts for alike groups decide exactly as building each.
 
-Two are switched off here, each through its own seam, and the close's outcome (the
+Three are switched off here, each through its own seam, and the close's outcome (the
 PodGroup statuses written, the events) compared with them on, on random clusters with
 lines of alike gangs, some running, some waiting, some told something before: the
 statuses built once for groups alike (``job_status.pod_group_status``'s ``built``) and
 the conditions made once for the same words (``podgroup.status.condition``, as the gang
-plugin calls it).
+plugin calls it), and gang's verdict on a group short of pods made once per count.
 """
 
 import random
@@ -57,6 +57,11 @@ def _alike_gangs(seed: int) -> Cluster:
             info = job.job
             info.conditions = told
             info.old_status = PodGroupStatus(phase=info.phase, conditions=told)
+    for j in range(rng.randint(1, 6)):  # short of pods: none yet (held until admitted), or few
+        pods = rng.choice([0, 0, 1])
+        short = cluster.job(f"short{j}", queue="a", min_member=pods + rng.choice([1, 2]))
+        short.job.phase = PodGroupPhase.PENDING
+        short.tasks(pods, cpu=1)
     return cluster
 
 
@@ -87,3 +92,13 @@ def test_conditions_worded_once_are_those_worded_each_time(
     shared = _closed(seed)
     monkeypatch.setattr(gang, "condition", condition.__wrapped__)  # one made per call
     assert _closed(seed) == shared
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_verdicts_on_short_gangs_made_once_are_those_made_each_time(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _closed(seed)
+    monkeypatch.setattr(gang, "too_few", gang.too_few.__wrapped__)  # one made per job
+    assert _closed(seed) == shared
+    assert any("tasks in gang: minMember" in str(s) for s in shared[0].values())  # type: ignore[attr-defined]

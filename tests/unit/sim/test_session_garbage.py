@@ -58,3 +58,27 @@ def test_a_session_without_its_functions_answers_no_plugin(collector_off: None) 
     assert session.job_order_key(next(iter(session.jobs.values())))[:-2]  # the plugins' keys
     session.forget_functions()
     assert all(not session.job_order_key(job)[:-2] for job in session.jobs.values())
+
+
+def test_pausing_the_collector_for_a_run_changes_nothing_and_is_undone() -> None:
+    """``Options.pause_collector``: the same outcome with the collector on as usual."""
+
+    def outcome(pause: bool) -> tuple[object, ...]:
+        simulation = _trace()
+        simulation.options = runner.Options(pause_collector=pause)
+        seen: list[tuple[bool, int]] = []
+        tick = simulation.tick
+
+        def watched_tick(now: float) -> bool:
+            seen.append((gc.isenabled(), gc.get_freeze_count()))
+            return tick(now)
+
+        simulation.tick = watched_tick  # type: ignore[method-assign]
+        done = simulation.run()
+        assert gc.isenabled() and gc.get_freeze_count() == 0  # as before the run
+        assert any(frozen > 0 for _, frozen in seen) is pause
+        assert all(enabled is not pause for enabled, _ in seen)
+        pods = sorted(str(pod) for pod in done.cluster.state.list("Pod"))
+        return done.time, done.totals, pods, [str(e) for e in done.cluster.event_log]
+
+    assert outcome(True) == outcome(False)

@@ -60,7 +60,7 @@ def execute(session: Session) -> None:
             per_queue.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
     queues = []
     for name, jobs in per_queue.items():
-        heapq.heapify(jobs)
+        jobs.sort(reverse=True)  # first in line last: taken with pop() (keys are unique)
         queues.append((session.queue_order_key(session.queues[name]), next(tie), name))
     heapq.heapify(queues)
     # Refusals so far, by what the verdict reads: until a job is admitted (which moves the
@@ -70,7 +70,7 @@ def execute(session: Session) -> None:
     refusals: dict[RefusalKey, Refusal] = {}
     while queues:
         _, _, name = heapq.heappop(queues)
-        _, _, job = heapq.heappop(per_queue[name])
+        _, _, job = per_queue[name].pop()
         key = _refusal_key(job)
         refusal = refusals.get(key) if key is not None else None
         if refusal is not None:

@@ -4,6 +4,7 @@ Kept apart from the CRD types: the cluster layer builds them for each
 session's snapshot; actions change them only through a Statement.
 """
 
+import operator
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ OCCUPYING_STATUSES = PLACED_STATUSES | {TaskStatus.RELEASING}
 # Statuses that make a gang member count toward readiness.
 READY_STATUSES = PLACED_STATUSES | {TaskStatus.SUCCEEDED}
 FINISHED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+# A job's counts of its tasks that can no longer take part in its gang.
+_unusable_counts = operator.itemgetter(TaskStatus.FAILED, TaskStatus.UNKNOWN, TaskStatus.RELEASING)
 
 NO_NODE = -1
 
@@ -157,9 +160,7 @@ class JobInfo:
     @property
     def valid_count(self) -> int:
         """Tasks that can still take part in the gang (all but Failed/Unknown/Releasing)."""
-        return len(self.tasks) - self.count(
-            TaskStatus.FAILED, TaskStatus.UNKNOWN, TaskStatus.RELEASING
-        )
+        return len(self.tasks) - sum(_unusable_counts(self.counts))
 
     def role_count(self, role: str, statuses: Collection[TaskStatus]) -> int:
         return sum(1 for t in self.tasks.values() if t.role == role and t.status in statuses)

@@ -13,6 +13,8 @@
   role that is short.
 """
 
+import functools
+
 from kbatch.api.podgroup import ConditionType
 from kbatch.config import PluginOption
 from kbatch.operators.podgroup.status import condition
@@ -56,11 +58,7 @@ def short_roles(job: JobInfo, statuses: frozenset[TaskStatus]) -> list[tuple[str
 def valid(job: JobInfo) -> Invalid | None:
     have = job.valid_count
     if have < job.min_member:
-        return Invalid(
-            "NotEnoughTasks",
-            f"{have}/{job.min_member} tasks in gang: minMember is {job.min_member} "
-            f"but only {have} pod(s) exist that can run",
-        )
+        return too_few(have, job.min_member)
     for role, have, minimum in short_roles(job, VALID_STATUSES):
         return Invalid(
             "NotEnoughTasks",
@@ -68,6 +66,17 @@ def valid(job: JobInfo) -> Invalid | None:
             f"but only {have} pod(s) of role {role} exist that can run",
         )
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def too_few(have: int, min_member: int) -> Invalid:
+    """The verdict on a gang of ``have`` tasks that can run, below ``min_member``: made
+    once per pair (verdicts are frozen), not once per waiting group and session."""
+    return Invalid(
+        "NotEnoughTasks",
+        f"{have}/{min_member} tasks in gang: minMember is {min_member} "
+        f"but only {have} pod(s) exist that can run",
+    )
 
 
 def ready(job: JobInfo) -> bool:
@@ -170,32 +179,32 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
             if not job.tasks and session.waiting_reason(job) is not None:
                 _report_not_admitted(session, job)
             continue
+        if ready(job):
+            if job.has_pod_group:
+                _report_scheduled(session, job)
+            continue
+        if not job.counts[TaskStatus.PENDING]:
+            continue
         pending = job.tasks_with(TaskStatus.PENDING)
         if not job.has_pod_group:
-            if pending and not ready(job):
-                _report_pods(session, job, pending, "waiting")
-            continue
-        if ready(job):
-            if _was_unschedulable(job):
-                session.set_condition(
-                    job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", "")
-                )
-            scheduled = sum(job.counts[s] for s in READY_STATUSES)
-            session.set_condition(
-                job,
-                condition(
-                    ConditionType.SCHEDULED,
-                    True,
-                    "Scheduled",
-                    f"{scheduled}/{len(job.tasks)} tasks in gang scheduled",
-                ),
-            )
-        elif pending:
+            _report_pods(session, job, pending, "waiting")
+        else:
             _report_unschedulable(session, job, pending, attempts)
 
 
+def _report_scheduled(session: Session, job: JobInfo) -> None:
+    if _was_unschedulable(job):
+        session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", ""))
+    scheduled = job.ready_count  # its tasks in READY_STATUSES
+    message = f"{scheduled}/{len(job.tasks)} tasks in gang scheduled"
+    session.set_condition(job, condition(ConditionType.SCHEDULED, True, "Scheduled", message))
+
+
 def _was_unschedulable(job: JobInfo) -> bool:
-    return any(c.type is ConditionType.UNSCHEDULABLE and c.status == "True" for c in job.conditions)
+    for told in job.conditions:  # a loop, not any(): asked of every running gang each session
+        if told.type is ConditionType.UNSCHEDULABLE and told.status == "True":
+            return True
+    return False
 
 
 def _report_unschedulable(
