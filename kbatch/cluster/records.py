@@ -390,7 +390,9 @@ _LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NA
 def topology_of(group: PodGroup, ref: str = "PodGroup") -> TopologyRequest | None:
     """The group's kbatch.io/topology-required or -preferred (None: neither), or
     ObjectError: the level must be a node label key, and only one may be given."""
-    annotations = group.metadata.annotations or {}
+    annotations = group.metadata.annotations
+    if not annotations:
+        return None  # nothing to look up (and every snapshot asks, per group)
     given = [
         (mode, key, annotations[key])
         for mode, key in ((REQUIRED, TOPOLOGY_REQUIRED_ANNOTATION),

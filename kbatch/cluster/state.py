@@ -9,11 +9,13 @@ snapshots leave out jobs that are over and that a session has already seen so
 
 import builtins
 import dataclasses
+import gc
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -351,7 +353,7 @@ class ClusterState:
             return builtins.list(self._parsed["ResourceQuota"].values())
 
     def snapshot(self) -> Snapshot:
-        with self._lock:
+        with self._lock, _collector_paused():
             all_pods, all_groups = self._parsed["Pod"], self._parsed["PodGroup"]
             if self._shown is None:
                 pods = builtins.list(all_pods.values())
@@ -380,13 +382,19 @@ class ClusterState:
             )
 
     def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:
-        """PodGroups with pods, none of them ours (another scheduler's groups)."""
-        ours: set[str] = set()
-        theirs: set[str] = set()
-        for pod in pods:
-            if pod.group:  # its unit is its group's key
-                mine = pod.scheduler_name in self.scheduler_names
-                (ours if mine else theirs).add(pod.unit)
+        """PodGroups with pods, none of them ours (another scheduler's groups). A pod's
+        unit is its group's key. Mostly no group has another scheduler's pods: ours are
+        gathered only for the groups that do (a set addition per pod costs 3 ms at
+        50,000 pods)."""
+        names = self.scheduler_names
+        theirs = {pod.unit for pod in pods if pod.group and pod.scheduler_name not in names}
+        if not theirs:
+            return frozenset()
+        ours = {
+            pod.unit
+            for pod in pods
+            if pod.group and pod.unit in theirs and pod.scheduler_name in names
+        }
         return frozenset(theirs - ours)
 
     def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:
@@ -398,3 +406,18 @@ class ClusterState:
         if pod.node_name:
             return pod
         return dataclasses.replace(pod, node_name=assumed.node)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a snapshot is built: it makes some hundred
+    thousand objects that all outlive it, and each collection its allocations set off
+    walks them to free nothing. The scheduler already builds its snapshots inside
+    ``runner.collector_paused`` (with its session); this is for one taken alone."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

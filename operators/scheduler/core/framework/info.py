@@ -196,8 +196,7 @@ def add_tasks(jobs: Sequence[JobInfo], tasks: Sequence[TaskInfo]) -> None:
     and two small-array additions per task were most of what that cost."""
     owners: list[JobInfo] = []
     rows: dict[int, int] = {}  # id(job) -> its row in the sums (its index in ``owners``)
-    placed: tuple[list[int], list[np.ndarray]] = ([], [])  # (row, request) per task
-    unfinished: tuple[list[int], list[np.ndarray]] = ([], [])
+    requests = TaskRequests()
     last, row = None, 0  # a job's tasks mostly come one after another
     for job, task in zip(jobs, tasks, strict=True):
         if job is not last:
@@ -209,26 +208,64 @@ def add_tasks(jobs: Sequence[JobInfo], tasks: Sequence[TaskInfo]) -> None:
         job.counts[status] += 1
         if status in READY_STATUSES:
             job.ready_count += 1
+        at = requests.index(task.template.request)
         if status in PLACED_STATUSES:
-            placed[0].append(row)
-            placed[1].append(task.template.request)
+            requests.placed_rows.append(row)
+            requests.placed.append(at)
         if status not in FINISHED_STATUSES:
-            unfinished[0].append(row)
-            unfinished[1].append(task.template.request)
-    if not owners:
-        return
-    allocated = _summed([job.allocated for job in owners], *placed)
-    total_request = _summed([job.total_request for job in owners], *unfinished)
-    for job, kept, total in zip(owners, allocated, total_request, strict=True):
-        job.allocated, job.total_request = kept, total
+            requests.unfinished_rows.append(row)
+            requests.unfinished.append(at)
+    requests.add_to(owners)
 
 
-def _summed(starts: list[np.ndarray], rows: list[int], values: list[np.ndarray]) -> np.ndarray:
-    """``starts`` stacked, with each of ``values`` added to its row in order (``np.add.at``
-    adds one at a time, in index order: the sums ``+=`` one by one would give)."""
+@dataclass(slots=True)
+class TaskRequests:
+    """Tasks' requests to add to their jobs' ``allocated`` (the placed ones) and
+    ``total_request`` (the unfinished ones) at once, each as (row: the job's index in
+    the ``owners`` given to ``add_to``, the request's index in ``distinct``) per task, in
+    the order the tasks were added. Most tasks share a few template requests: each
+    distinct array is copied once, the rest picked by index."""
+
+    distinct: list[np.ndarray] = field(default_factory=list)
+    placed_rows: list[int] = field(default_factory=list)
+    placed: list[int] = field(default_factory=list)
+    unfinished_rows: list[int] = field(default_factory=list)
+    unfinished: list[int] = field(default_factory=list)
+    _indices: dict[int, int] = field(default_factory=dict)  # id(request) -> its index
+
+    def index(self, request: np.ndarray) -> int:
+        """The index of ``request`` in ``distinct`` (added if new)."""
+        at = self._indices.get(id(request))
+        if at is None:
+            at = self._indices[id(request)] = len(self.distinct)
+            self.distinct.append(request)
+        return at
+
+    def add_to(self, owners: list[JobInfo]) -> None:
+        """Add the sums to ``owners`` (each job once, in the order of the rows)."""
+        if not owners:
+            return
+        width = len(owners[0].allocated)
+        matrix = np.array(self.distinct, dtype=float).reshape(len(self.distinct), width)
+        allocated = _summed(
+            [job.allocated for job in owners], self.placed_rows, self.placed, matrix
+        )
+        total_request = _summed(
+            [job.total_request for job in owners], self.unfinished_rows, self.unfinished, matrix
+        )
+        for job, kept, total in zip(owners, allocated, total_request, strict=True):
+            job.allocated, job.total_request = kept, total
+
+
+def _summed(
+    starts: list[np.ndarray], rows: list[int], picks: list[int], matrix: np.ndarray
+) -> np.ndarray:
+    """``starts`` stacked, with row ``picks[i]`` of ``matrix`` added to row ``rows[i]`` in
+    order (``np.add.at`` adds one at a time, in index order: the sums ``+=`` one by one
+    would give)."""
     out = np.array(starts, dtype=float)
     if rows:
-        np.add.at(out, np.array(rows), _stacked(values, out.shape[1]))
+        np.add.at(out, np.array(rows), matrix[picks])
     return out
 
 
