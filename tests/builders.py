@@ -21,13 +21,12 @@ from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     JobInfo,
-    NodeInfo,
-    NodeSet,
     QueueInfo,
     TaskInfo,
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     HostPort,

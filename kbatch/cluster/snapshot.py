@@ -31,8 +31,6 @@ from kbatch.operators.scheduler.core.framework.info import (
     PLACED_STATUSES,
     READY_STATUSES,
     JobInfo,
-    NodeInfo,
-    NodeSet,
     QueueInfo,
     TaskInfo,
     TaskRequests,
@@ -40,6 +38,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TopologyRequest,
 )
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
+from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 

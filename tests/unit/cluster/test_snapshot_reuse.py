@@ -13,8 +13,11 @@ import numpy as np
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
-from kbatch.operators.scheduler.core.framework.info import NodeSet, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import (
+    TaskStatus,
+)
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 
 
 def node(name: str, cpu: str = "8", **labels: str) -> dict[str, Any]:

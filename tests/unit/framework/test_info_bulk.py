@@ -12,12 +12,11 @@ import pytest
 
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
-    NodeInfo,
-    NodeSet,
     TaskInfo,
     TaskStatus,
     add_tasks,
 )
+from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 
 DIMS = 4

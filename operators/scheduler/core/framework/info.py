@@ -1,12 +1,11 @@
-"""Scheduler-side models: tasks, jobs, queues and the vectorised node set.
+"""Scheduler-side models: tasks, jobs and queues (the node set: ``nodes``).
 
 Kept apart from the CRD types: the cluster layer builds them for each
 session's snapshot; actions change them only through a Statement.
 """
 
 import operator
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -14,7 +13,7 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
-from kbatch.operators.scheduler.core.framework.podspec import HostPort, PodTemplate, Taint
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 
 
 class TaskStatus(IntEnum):
@@ -241,12 +240,15 @@ class TaskRequests:
             self.distinct.append(request)
         return at
 
+    def matrix(self, width: int) -> np.ndarray:
+        """``distinct`` as a (len × width) matrix."""
+        return np.array(self.distinct, dtype=float).reshape(len(self.distinct), width)
+
     def add_to(self, owners: list[JobInfo]) -> None:
         """Add the sums to ``owners`` (each job once, in the order of the rows)."""
         if not owners:
             return
-        width = len(owners[0].allocated)
-        matrix = np.array(self.distinct, dtype=float).reshape(len(self.distinct), width)
+        matrix = self.matrix(len(owners[0].allocated))
         allocated = _summed(
             [job.allocated for job in owners], self.placed_rows, self.placed, matrix
         )
@@ -269,21 +271,6 @@ def _summed(
     return out
 
 
-def _stacked(vectors: list[np.ndarray], width: int) -> np.ndarray:
-    """``vectors`` as a (len × width) matrix. Most are a few template requests over and
-    over: each distinct array is copied once, the rest picked by index."""
-    distinct: dict[int, int] = {}
-    arrays: list[np.ndarray] = []
-    picks = []
-    for vector in vectors:
-        at = distinct.get(id(vector))
-        if at is None:
-            at = distinct[id(vector)] = len(arrays)
-            arrays.append(vector)
-        picks.append(at)
-    return np.array(arrays, dtype=float).reshape(len(arrays), width)[picks]
-
-
 @dataclass(eq=False, slots=True)
 class QueueInfo:
     name: str
@@ -304,188 +291,3 @@ class QueueInfo:
     flow: float | None = None
     flow_updated: float | None = None
     flow_due: bool = False
-
-
-@dataclass(eq=False, slots=True)
-class NodeInfo:
-    """The non-vector part of a node: labels, taints, conditions, and its pods."""
-
-    name: str
-    labels: dict[str, str]
-    taints: tuple[Taint, ...] = ()
-    unschedulable: bool = False
-    conditions: dict[str, str] = field(default_factory=dict)  # type -> status
-    tasks: dict[str, TaskInfo] = field(default_factory=dict)
-
-    def host_ports(self) -> list[HostPort]:
-        return [
-            port
-            for task in self.tasks.values()
-            if task.status not in FINISHED_STATUSES
-            for port in task.template.host_ports
-        ]
-
-
-class NodeSet:
-    """All nodes, sorted by name, with their resources as (nodes × dims) matrices.
-
-    ``used`` holds what occupies a node now (every pod, whatever its scheduler);
-    ``releasing`` what is on its way out; ``pipelined`` what is promised to
-    tasks waiting for the releasing part; ``nominated`` what is kept for pending
-    tasks that evicted others to make room here (no one else may take it).
-    ``version[i]`` grows whenever node ``i`` changes, so that per-template results
-    can be refreshed node by node; ``changed`` lists the node of every change, in
-    order, so that a reader finds what changed since it last looked without comparing
-    every node's version.
-    """
-
-    def __init__(self, infos: list[NodeInfo], allocatable: np.ndarray) -> None:
-        order = sorted(range(len(infos)), key=lambda i: infos[i].name)
-        self.infos = [infos[i] for i in order]
-        self.names = [info.name for info in self.infos]
-        self.index = {name: i for i, name in enumerate(self.names)}
-        self.allocatable = allocatable[order] if len(order) else allocatable
-        self.used = np.zeros_like(self.allocatable)
-        self.releasing = np.zeros_like(self.allocatable)
-        self.pipelined = np.zeros_like(self.allocatable)
-        self.nominated = np.zeros_like(self.allocatable)
-        self.kept = 0  # pending tasks room is kept for (``reserve``)
-        # Per node: is anything pipelined, nominated or releasing there (a row of those
-        # not all zero)? Most nodes have none, and their room is simply what is idle.
-        self._waits = np.zeros(len(self.infos), dtype=bool)
-        self.version = np.zeros(len(self.infos), dtype=np.int64)
-        self.changed: list[int] = []
-        self.all = np.arange(len(self.infos))
-        # Kept current row by row: room for a new allocation now (pipelined tasks hold
-        # idle room beyond what is being released) and room once releases are done.
-        self.free = self.allocatable.copy()
-        self.future = self.allocatable.copy()
-
-    def __len__(self) -> int:
-        return len(self.infos)
-
-    def idle(self) -> np.ndarray:
-        return self.allocatable - self.used
-
-    def future_idle(self) -> np.ndarray:
-        return self.future
-
-    def place(self, task: TaskInfo, node: int) -> None:
-        """Account ``task`` (in its current status) on ``node``."""
-        self.infos[node].tasks[task.uid] = task
-        self._account(task, node, +1.0)
-
-    def place_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo] = ()) -> None:
-        """``place(task, task.node)`` for each of ``placed`` and ``reserve(task, 1.0)`` for
-        each of ``reserved``, in order and with the same sums to the bit, but the rows
-        worked out once: how a snapshot puts its pods on its nodes. Unlike ``place``, no
-        version moves and no change is logged (nothing has seen these nodes yet)."""
-        used: tuple[list[int], list[np.ndarray]] = ([], [])  # (node, request) per task
-        releasing: tuple[list[int], list[np.ndarray]] = ([], [])
-        pipelined: tuple[list[int], list[np.ndarray]] = ([], [])
-        infos = self.infos
-        for task in placed:
-            node, status = task.node, task.status
-            infos[node].tasks[task.uid] = task
-            if status in OCCUPYING_STATUSES:
-                used[0].append(node)
-                used[1].append(task.template.request)
-            if status is TaskStatus.RELEASING:
-                releasing[0].append(node)
-                releasing[1].append(task.template.request)
-            elif status is TaskStatus.PIPELINED:
-                pipelined[0].append(node)
-                pipelined[1].append(task.template.request)
-        nominated = ([task.nominated for task in reserved], [task.request for task in reserved])
-        for matrix, (rows, values) in (
-            (self.used, used),
-            (self.releasing, releasing),
-            (self.pipelined, pipelined),
-            (self.nominated, nominated),
-        ):
-            if rows:
-                np.add.at(matrix, np.array(rows), _stacked(values, matrix.shape[1]))
-        self.kept += len(reserved)
-        self._refresh_all()
-
-    def _refresh_all(self) -> None:
-        """``_waits``, ``free`` and ``future`` of every node from its rows (what ``_refresh``
-        of each would give)."""
-        waits = self._waits
-        waits[:] = self.pipelined.any(axis=1)
-        waits |= self.nominated.any(axis=1)
-        waits |= self.releasing.any(axis=1)
-        np.subtract(self.allocatable, self.used, out=self.free)
-        self.future[:] = self.free
-        waiting = np.flatnonzero(self._waits)
-        if len(waiting):
-            self.free[waiting], self.future[waiting] = self._room(waiting, self.used[waiting])
-
-    def remove(self, task: TaskInfo, node: int) -> None:
-        self._account(task, node, -1.0)
-        self.infos[node].tasks.pop(task.uid, None)
-
-    def reserve(self, task: TaskInfo, sign: float) -> None:
-        """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""
-        self.nominated[task.nominated] += sign * task.request
-        self.kept += 1 if sign > 0 else -1
-        self._waiting_changed(task.nominated)
-        self._refresh(task.nominated)
-
-    def _account(self, task: TaskInfo, node: int, sign: float) -> None:
-        status = task.status
-        change = task.request if sign > 0 else -task.request  # sign * request, to the bit
-        if status in OCCUPYING_STATUSES:
-            self.used[node] += change
-        if status is TaskStatus.RELEASING:
-            self.releasing[node] += change
-            self._waiting_changed(node)
-        elif status is TaskStatus.PIPELINED:
-            self.pipelined[node] += change
-            self._waiting_changed(node)
-        self._refresh(node)
-
-    def _waiting_changed(self, node: int) -> None:
-        self._waits[node] = bool(
-            self.pipelined[node].any() or self.nominated[node].any() or self.releasing[node].any()
-        )
-
-    def _refresh(self, node: int) -> None:
-        if self._waits[node]:
-            self.free[node], self.future[node] = self._room(node, self.used[node])
-        else:  # what _room gives when nothing waits, without working out the zeros
-            self.free[node] = self.future[node] = self.allocatable[node] - self.used[node]
-        self.version[node] += 1
-        self.changed.append(node)
-
-    def _room(self, node: int | np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Room for a new allocation now, and once releases are done, on ``node`` (a node
-        or an index array) if it held ``used``."""
-        idle = self.allocatable[node] - used
-        waiting = self.pipelined[node] + self.nominated[node] - self.releasing[node]
-        return idle - np.maximum(waiting, 0), idle - waiting
-
-    @contextmanager
-    def assumed(self, idx: np.ndarray, request: np.ndarray) -> Iterator[None]:
-        """Within the block, the nodes ``idx`` are as they would be with one more task
-        asking ``request`` allocated on each (to ask the plugins about that); afterwards
-        exactly as they were. Nothing is recorded as changed: versions do not move."""
-        saved = (
-            self.used.take(idx, axis=0),
-            self.free.take(idx, axis=0),
-            self.future.take(idx, axis=0),
-        )
-        used = saved[0] + request  # what ``place`` adds, to the bit
-        self.used[idx] = used
-        if self._waits.take(idx).any():
-            self.free[idx], self.future[idx] = self._room(idx, used)
-        else:  # what _room gives when nothing waits (as ``_refresh`` has it)
-            self.free[idx] = self.future[idx] = self.allocatable.take(idx, axis=0) - used
-        try:
-            yield
-        finally:
-            self.used[idx], self.free[idx], self.future[idx] = saved
-
-    @property
-    def capacity(self) -> np.ndarray:
-        return np.asarray(self.allocatable.sum(axis=0))

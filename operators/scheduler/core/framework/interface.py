@@ -8,7 +8,11 @@ applied by the backend in one step. Nothing else crosses.
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kbatch.operators.scheduler.core.framework.info import JobInfo, NodeSet, QueueInfo
+from kbatch.operators.scheduler.core.framework.info import (
+    JobInfo,
+    QueueInfo,
+)
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef, Outcome
 from kbatch.operators.scheduler.core.framework.resources import Dims
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kbatch.operators.scheduler.core.framework.info import NodeSet
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 
 # How many of a template's best nodes its heap holds (and the look-ahead covers).
 HEAP_SIZE = 512

@@ -42,10 +42,10 @@ from kbatch.operators.scheduler.core.framework.info import (
     PREFERRED,
     REQUIRED,
     JobInfo,
-    NodeSet,
     TaskInfo,
     TopologyRequest,
 )
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.session import Session
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kbatch.operators.scheduler.core.framework.info import NodeSet
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import (
     NodeSelectorTerm,
     Operator,

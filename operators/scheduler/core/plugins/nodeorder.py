@@ -26,7 +26,10 @@ from typing import Any
 import numpy as np
 
 from kbatch.config import PluginOption
-from kbatch.operators.scheduler.core.framework.info import NodeSet, TaskInfo
+from kbatch.operators.scheduler.core.framework.info import (
+    TaskInfo,
+)
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PreferredNodeTerm, Toleration
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
 from kbatch.operators.scheduler.core.framework.session import Session

@@ -23,10 +23,10 @@ import numpy as np
 
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
-    NodeSet,
     TaskInfo,
     TaskStatus,
 )
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import (
     HostPort,
     PodAffinityTerm,
