@@ -8,13 +8,14 @@ topology, its creation time), for as long as the group object is the same one.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from kbatch.api import DEFAULT_QUEUE
 from kbatch.api.podgroup import PodGroup, PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import Queue, QueueState
+from kbatch.cluster.job_accounts import JobAccounts, complete_groups
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import (
@@ -33,7 +34,6 @@ from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
     QueueInfo,
     TaskInfo,
-    TaskRequests,
     TaskStatus,
     TopologyRequest,
 )
@@ -65,22 +65,6 @@ class _GroupParts:
         tuple[PodGroupCondition, ...],
         PodGroupStatus,
     ]
-
-
-@dataclass(slots=True)
-class _JobAccounts:
-    """What the one pass over the pods gathers for the jobs besides their tasks (each
-    task is put in its job and counted in that pass, as ``JobInfo.add_task`` would):
-    the jobs with tasks in order of their first (a job's row, ``rows`` by ``id``), the
-    requests to add to their sums, and per row every (template,
-    role, priority) its tasks come in, in order of first appearance (repeats allowed),
-    which is all a gang minimum or a group's highest priority needs (a job's tasks
-    mostly share one)."""
-
-    owners: list[JobInfo] = field(default_factory=list)
-    rows: dict[int, int] = field(default_factory=dict)
-    requests: TaskRequests = field(default_factory=TaskRequests)
-    kinds: list[list[tuple[PodTemplate, str, int]]] = field(default_factory=list)
 
 
 class SnapshotBuilder:
@@ -199,7 +183,7 @@ class SnapshotBuilder:
         # The tasks on nodes and the room kept for nominated ones, all at once (nothing
         # reads the node set before it is complete).
         node_set.place_all(placed, nominated)
-        _complete_groups(pod_groups, jobs, accounts)
+        complete_groups(pod_groups, jobs, accounts)
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
 
     def _tasks(
@@ -211,13 +195,13 @@ class SnapshotBuilder:
         resolver: "_Priorities",
         scheduler_names: frozenset[str],
         orphans: list[OrphanPod],
-    ) -> tuple[_JobAccounts, list[TaskInfo], list[TaskInfo]]:
+    ) -> tuple[JobAccounts, list[TaskInfo], list[TaskInfo]]:
         """The pods' tasks, in pod order: those of our jobs in their jobs (the rest of
         their accounting gathered), every task on a node, ours or not (its ``node`` set),
         and the pending ones nominated to a node. Pending pods of our groups that have
         no PodGroup go to ``orphans``. One pass over the pods does it all: each pass
         costs some 10 ms at 50,000 pods."""
-        accounts = _JobAccounts()
+        accounts = JobAccounts()
         owners, rows, kinds = accounts.owners, accounts.rows, accounts.kinds
         requests = accounts.requests
         placed_rows, placed_at = requests.placed_rows, requests.placed
@@ -395,82 +379,6 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         open=spec.state is QueueState.OPEN,
         old_status=queue.status,
     )
-
-
-def _complete_groups(
-    pod_groups: Mapping[str, PodGroup], jobs: Mapping[str, JobInfo], accounts: _JobAccounts
-) -> None:
-    """What a group's job takes from its pods: a PodGroup naming no PriorityClass, their
-    highest priority; one without minResources, its gang minimum (those without
-    minTaskMember, the most, all at once: ``gang_minimum``'s first case)."""
-    gangs: list[JobInfo] = []
-    smallest: list[np.ndarray] = []
-    for key, group in pod_groups.items():
-        job = jobs[key]
-        row = accounts.rows.get(id(job))
-        if row is None:
-            continue  # no tasks
-        kinds = accounts.kinds[row]
-        if not group.spec.priority_class_name:
-            job.priority = max(priority for _, _, priority in kinds)
-        if job.min_resources is not None:
-            continue
-        templates = _distinct([template for template, _, _ in kinds])
-        if job.min_task_member:
-            of_role = {
-                role: _distinct([template for template, of, _ in kinds if of == role])
-                for role in job.min_task_member
-            }
-            job.min_resources = gang_minimum(
-                job.min_member, job.min_task_member, templates, of_role
-            )
-        else:
-            gangs.append(job)
-            smallest.append(_smallest(templates))
-    if gangs:
-        members = np.array([max(job.min_member, 0) for job in gangs])
-        for job, minimum in zip(gangs, 0.0 + np.array(smallest) * members[:, None], strict=True):
-            job.min_resources = minimum
-
-
-def _distinct(templates: list[PodTemplate]) -> list[PodTemplate]:
-    """``templates`` without repeats (by identity: one is made per pod spec), in order."""
-    if len(templates) == 1:
-        return templates
-    return list({id(template): template for template in templates}.values())
-
-
-def gang_minimum(
-    min_member: int,
-    min_task_member: Mapping[str, int],
-    templates: list[PodTemplate],
-    templates_of_role: Mapping[str, list[PodTemplate]],
-) -> np.ndarray:
-    """The minResources of a group that has none, as the PodGroup webhook fills them
-    (each role's minimum × the smallest request of its pods, and the rest of minMember ×
-    the smallest request of any pod, per resource), so that enqueue never admits a gang
-    the cluster cannot hold, with the webhooks on or not. ``templates``: the distinct
-    templates of its pods in order of first appearance (one at least), and of each
-    role's pods."""
-    if not min_task_member:
-        # The general form below with nothing counted: zeros + x (0.0 + x: a -0.0 is 0.0).
-        return 0.0 + _smallest(templates) * max(min_member, 0)
-    total = np.zeros_like(templates[0].request)
-    counted = 0
-    for role, minimum in min_task_member.items():
-        of_role = templates_of_role.get(role)
-        if of_role and minimum:
-            total += _smallest(of_role) * minimum
-            counted += minimum
-    return total + _smallest(templates) * max(min_member - counted, 0)
-
-
-def _smallest(templates: list[PodTemplate]) -> np.ndarray:
-    """The smallest request of distinct ``templates`` per resource. The pods of a gang
-    mostly share one template, and its request is the answer (no reduction per job)."""
-    if len(templates) == 1:
-        return templates[0].request
-    return np.min([template.request for template in templates], axis=0)
 
 
 def _job_info(group: PodGroup, parts: _GroupParts, priorities: _Priorities) -> JobInfo:

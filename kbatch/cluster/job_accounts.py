@@ -1,0 +1,106 @@
+"""What a snapshot's jobs take from their pods, gathered in the snapshot's one pass over
+the pods (``JobAccounts``) and completed once it is over (``complete_groups``): the
+sums of their requests, a group's highest priority, and the gang minimum of a group
+that names no minResources.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kbatch.api.podgroup import PodGroup
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskRequests
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
+
+
+@dataclass(slots=True)
+class JobAccounts:
+    """What the one pass over the pods gathers for the jobs besides their tasks (each
+    task is put in its job and counted in that pass, as ``JobInfo.add_task`` would):
+    the jobs with tasks in order of their first (a job's row, ``rows`` by ``id``), the
+    requests to add to their sums, and per row every (template,
+    role, priority) its tasks come in, in order of first appearance (repeats allowed),
+    which is all a gang minimum or a group's highest priority needs (a job's tasks
+    mostly share one)."""
+
+    owners: list[JobInfo] = field(default_factory=list)
+    rows: dict[int, int] = field(default_factory=dict)
+    requests: TaskRequests = field(default_factory=TaskRequests)
+    kinds: list[list[tuple[PodTemplate, str, int]]] = field(default_factory=list)
+
+
+def complete_groups(
+    pod_groups: Mapping[str, PodGroup], jobs: Mapping[str, JobInfo], accounts: JobAccounts
+) -> None:
+    """What a group's job takes from its pods: a PodGroup naming no PriorityClass, their
+    highest priority; one without minResources, its gang minimum (those without
+    minTaskMember, the most, all at once: ``gang_minimum``'s first case)."""
+    gangs: list[JobInfo] = []
+    smallest: list[np.ndarray] = []
+    for key, group in pod_groups.items():
+        job = jobs[key]
+        row = accounts.rows.get(id(job))
+        if row is None:
+            continue  # no tasks
+        kinds = accounts.kinds[row]
+        if not group.spec.priority_class_name:
+            job.priority = max(priority for _, _, priority in kinds)
+        if job.min_resources is not None:
+            continue
+        templates = _distinct([template for template, _, _ in kinds])
+        if job.min_task_member:
+            of_role = {
+                role: _distinct([template for template, of, _ in kinds if of == role])
+                for role in job.min_task_member
+            }
+            job.min_resources = gang_minimum(
+                job.min_member, job.min_task_member, templates, of_role
+            )
+        else:
+            gangs.append(job)
+            smallest.append(_smallest(templates))
+    if gangs:
+        members = np.array([max(job.min_member, 0) for job in gangs])
+        for job, minimum in zip(gangs, 0.0 + np.array(smallest) * members[:, None], strict=True):
+            job.min_resources = minimum
+
+
+def _distinct(templates: list[PodTemplate]) -> list[PodTemplate]:
+    """``templates`` without repeats (by identity: one is made per pod spec), in order."""
+    if len(templates) == 1:
+        return templates
+    return list({id(template): template for template in templates}.values())
+
+
+def gang_minimum(
+    min_member: int,
+    min_task_member: Mapping[str, int],
+    templates: list[PodTemplate],
+    templates_of_role: Mapping[str, list[PodTemplate]],
+) -> np.ndarray:
+    """The minResources of a group that has none, as the PodGroup webhook fills them
+    (each role's minimum × the smallest request of its pods, and the rest of minMember ×
+    the smallest request of any pod, per resource), so that enqueue never admits a gang
+    the cluster cannot hold, with the webhooks on or not. ``templates``: the distinct
+    templates of its pods in order of first appearance (one at least), and of each
+    role's pods."""
+    if not min_task_member:
+        # The general form below with nothing counted: zeros + x (0.0 + x: a -0.0 is 0.0).
+        return 0.0 + _smallest(templates) * max(min_member, 0)
+    total = np.zeros_like(templates[0].request)
+    counted = 0
+    for role, minimum in min_task_member.items():
+        of_role = templates_of_role.get(role)
+        if of_role and minimum:
+            total += _smallest(of_role) * minimum
+            counted += minimum
+    return total + _smallest(templates) * max(min_member - counted, 0)
+
+
+def _smallest(templates: list[PodTemplate]) -> np.ndarray:
+    """The smallest request of distinct ``templates`` per resource. The pods of a gang
+    mostly share one template, and its request is the answer (no reduction per job)."""
+    if len(templates) == 1:
+        return templates[0].request
+    return np.min([template.request for template in templates], axis=0)
