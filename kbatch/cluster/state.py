@@ -9,13 +9,11 @@ snapshots leave out jobs that are over and that a session has already seen so
 
 import builtins
 import dataclasses
-import gc
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +23,7 @@ from kbatch.api.queue import Queue
 from kbatch.cluster import fields, records, settled, snapshot
 from kbatch.cluster.errors import ObjectError
 from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 
 __all__ = ["ClusterState", "ObjectError"]
@@ -353,7 +352,7 @@ class ClusterState:
             return builtins.list(self._parsed["ResourceQuota"].values())
 
     def snapshot(self) -> Snapshot:
-        with self._lock, _collector_paused():
+        with self._lock, collector_paused():
             all_pods, all_groups = self._parsed["Pod"], self._parsed["PodGroup"]
             if self._shown is None:
                 pods = builtins.list(all_pods.values())
@@ -406,18 +405,3 @@ class ClusterState:
         if pod.node_name:
             return pod
         return dataclasses.replace(pod, node_name=assumed.node)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a snapshot is built: it makes some hundred
-    thousand objects that all outlive it, and each collection its allocations set off
-    walks them to free nothing. The scheduler already builds its snapshots inside
-    ``runner.collector_paused`` (with its session); this is for one taken alone."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

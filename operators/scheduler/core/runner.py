@@ -5,15 +5,14 @@ The clock and the session id source are passed in, so a simulation is
 reproducible and a test can drive time.
 """
 
-import gc
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse_conf
 from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.core.framework import job_status
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Cluster, Outcome, Snapshot
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Invalid
@@ -120,18 +119,3 @@ class Scheduler:
             self.cluster.apply(outcome)
         session.stats.e2e_seconds = time.perf_counter() - started
         return session
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: a session makes hundreds of thousands of
-    objects that all live until it ends, and a full collection in its middle walks every
-    one of them and of the cache (some 0.4 s at 50,000 pods) to free nothing. The
-    collector runs again, at its usual pace, once the session is over."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

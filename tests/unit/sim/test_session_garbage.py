@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kbatch.operators.scheduler.core.runner import collector_paused, default_conf
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
+from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import manifests, runner, trace
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
