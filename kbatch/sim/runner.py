@@ -60,6 +60,7 @@ from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import SHARE_STATUSES, TaskStatus
 from kbatch.operators.scheduler.core.runner import (
     Scheduler,
@@ -289,14 +290,11 @@ def collector_paused_for_run(pause: bool) -> Iterator[Callable[[], None]]:
     if not pause:
         yield lambda: None
         return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield gc.freeze
-    finally:
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
+    with collector_paused():
+        try:
+            yield gc.freeze
+        finally:
+            gc.unfreeze()
 
 
 def _make_defaults(cluster: SimCluster) -> None:

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from builders import Cluster, FakeCluster, run_actions
+from builders import Cluster, FakeCluster, JobBuilder, run_actions
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler.core.actions import reclaim
 from kbatch.operators.scheduler.core.framework import evictable, eviction, tiers
@@ -25,6 +25,20 @@ FULL = DEFAULT_CONF.replace(
     '"enqueue, allocate, backfill"', '"enqueue, reclaim, allocate, backfill, preempt"'
 )
 SEEDS = range(120)
+
+
+def random_job(
+    rnd: random.Random, cluster: Cluster, name: str, queues: list[str], priorities: list[int]
+) -> tuple[int, JobBuilder]:
+    """A job of 1 to 4 tasks (its size, to add them) in one of ``queues``."""
+    size = rnd.randint(1, 4)
+    job = cluster.job(
+        name,
+        queue=rnd.choice(queues),
+        min_member=rnd.randint(1, size),
+        priority=rnd.choice(priorities),
+    )
+    return size, job
 
 
 def random_cluster(seed: int) -> Cluster:
@@ -41,13 +55,7 @@ def random_cluster(seed: int) -> Cluster:
         cluster.queue(name, weight=rnd.randint(1, 4), reclaimable=rnd.random() < 0.8)
     free = {name: cluster.nodes[i][1][0] for i, name in enumerate(nodes)}
     for j in range(rnd.randint(1, 6)):
-        size = rnd.randint(1, 4)
-        job = cluster.job(
-            f"run{j}",
-            queue=rnd.choice(queues),
-            min_member=rnd.randint(1, size),
-            priority=rnd.choice([0, 1, 5]),
-        )
+        size, job = random_job(rnd, cluster, f"run{j}", queues, [0, 1, 5])
         critical = rnd.random() < 0.1
         for _ in range(size):
             roomy = [n for n in nodes if free[n] >= 1]
@@ -58,13 +66,7 @@ def random_cluster(seed: int) -> Cluster:
             spec = {"priority_class_name": "system-node-critical"} if critical else {}
             job.tasks(1, cpu=1, status=R, node=node, **spec)
     for j in range(rnd.randint(1, 6)):
-        size = rnd.randint(1, 4)
-        job = cluster.job(
-            f"wait{j}",
-            queue=rnd.choice(queues),
-            min_member=rnd.randint(1, size),
-            priority=rnd.choice([0, 1, 5, 10]),
-        )
+        size, job = random_job(rnd, cluster, f"wait{j}", queues, [0, 1, 5, 10])
         roomy = [n for n in nodes if free[n] >= 1]
         if roomy and rnd.random() < 0.4:  # partly running: its own tasks may make room
             node = rnd.choice(roomy)

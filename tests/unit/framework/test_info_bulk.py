@@ -1,5 +1,5 @@
-"""The bulk forms a snapshot is built with (``add_tasks``, ``NodeSet.place_all``) give
-what the one-by-one forms give, to the bit.
+"""The bulk forms a snapshot is built with (``TaskRequests``' sums, ``NodeSet.place_all``)
+give what the one-by-one forms give, to the bit.
 
 The requests are random fractions on purpose: sums of whole numbers come out the same in
 any order, these only when added in the same order as one by one.
@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 from kbatch.operators.scheduler.core.framework.info import (
+    FINISHED_STATUSES,
+    PLACED_STATUSES,
     JobInfo,
     TaskInfo,
+    TaskRequests,
     TaskStatus,
-    add_tasks,
 )
 from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
@@ -51,18 +53,31 @@ def jobs(count: int) -> list[JobInfo]:
     return [JobInfo(f"j{i}", "ns", f"j{i}", "q", 1, 0.0, DIMS) for i in range(count)]
 
 
-def job_state(job: JobInfo) -> tuple[object, ...]:
-    return (
-        list(job.tasks),
-        job.counts,
-        job.ready_count,
-        job.allocated.tobytes(),
-        job.total_request.tobytes(),
-    )
+def sums_added_at_once(owned: list[JobInfo], added: list[TaskInfo]) -> None:
+    """Each task's request added to its job's sums as the snapshot's pass does: a row per
+    job, an index per distinct request, then ``TaskRequests.add_to`` (counts and the
+    tasks dict are the pass's own: tests/unit/cluster/test_snapshot_accounts.py)."""
+    requests, owners, rows = TaskRequests(), [], {}
+    for job, task in zip(owned, added, strict=True):
+        row = rows.setdefault(id(job), len(owners))
+        if row == len(owners):
+            owners.append(job)
+        at = requests.index(task.template.request)
+        if task.status in PLACED_STATUSES:
+            requests.placed_rows.append(row)
+            requests.placed.append(at)
+        if task.status not in FINISHED_STATUSES:
+            requests.unfinished_rows.append(row)
+            requests.unfinished.append(at)
+    requests.add_to(owners)
+
+
+def sums(job: JobInfo) -> tuple[bytes, bytes]:
+    return job.allocated.tobytes(), job.total_request.tobytes()
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_add_tasks_is_add_task_one_by_one(seed: int) -> None:
+def test_requests_added_at_once_are_the_sums_added_one_by_one(seed: int) -> None:
     rnd = random.Random(seed)
     one_by_one, at_once = jobs(6), jobs(6)
     # Both start from a task added the usual way (the sums go on from what is there).
@@ -73,15 +88,16 @@ def test_add_tasks_is_add_task_one_by_one(seed: int) -> None:
     picks = [rnd.randrange(6) if rnd.random() < 0.5 else 0 for _ in added]  # runs and jumps
     for task, pick in zip(added, picks, strict=True):
         one_by_one[pick].add_task(task)
-    add_tasks([at_once[pick] for pick in picks], added)
-    assert [job_state(job) for job in at_once] == [job_state(job) for job in one_by_one]
+    sums_added_at_once([at_once[pick] for pick in picks], added)
+    assert [sums(job) for job in at_once] == [sums(job) for job in one_by_one]
 
 
-def test_add_tasks_of_nothing_changes_nothing() -> None:
+def test_no_requests_added_change_nothing() -> None:
     (job,) = jobs(1)
-    before = job_state(job)
-    add_tasks([], [])
-    assert job_state(job) == before
+    before = sums(job)
+    TaskRequests().add_to([])
+    sums_added_at_once([], [])
+    assert sums(job) == before
 
 
 def node_set(rnd: random.Random, count: int) -> NodeSet:

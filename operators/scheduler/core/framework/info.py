@@ -5,7 +5,7 @@ session's snapshot; actions change them only through a Statement.
 """
 
 import operator
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -187,34 +187,6 @@ class JobInfo:
     def tasks_with(self, *statuses: TaskStatus) -> list[TaskInfo]:
         wanted = set(statuses)
         return [t for t in self.tasks.values() if t.status in wanted]
-
-
-def add_tasks(jobs: Sequence[JobInfo], tasks: Sequence[TaskInfo]) -> None:
-    """``jobs[i].add_task(tasks[i])`` for every ``i`` in order, with the same sums to the
-    bit, but the vectors added up at once: building a snapshot adds every pod's task,
-    and two small-array additions per task were most of what that cost."""
-    owners: list[JobInfo] = []
-    rows: dict[int, int] = {}  # id(job) -> its row in the sums (its index in ``owners``)
-    requests = TaskRequests()
-    last, row = None, 0  # a job's tasks mostly come one after another
-    for job, task in zip(jobs, tasks, strict=True):
-        if job is not last:
-            last, row = job, rows.setdefault(id(job), len(owners))
-            if row == len(owners):
-                owners.append(job)
-        job.tasks[task.uid] = task
-        status = task.status
-        job.counts[status] += 1
-        if status in READY_STATUSES:
-            job.ready_count += 1
-        at = requests.index(task.template.request)
-        if status in PLACED_STATUSES:
-            requests.placed_rows.append(row)
-            requests.placed.append(at)
-        if status not in FINISHED_STATUSES:
-            requests.unfinished_rows.append(row)
-            requests.unfinished.append(at)
-    requests.add_to(owners)
 
 
 @dataclass(slots=True)
