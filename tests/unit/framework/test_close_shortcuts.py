@@ -1,18 +1,20 @@
 """The session close's shortcuts for alike groups decide exactly as building each.
 
-Three are switched off here, each through its own seam, and the close's outcome (the
+They are switched off here, each through its own seam, and the close's outcome (the
 PodGroup statuses written, the events) compared with them on, on random clusters with
 lines of alike gangs, some running, some waiting, some told something before: the
 statuses built once for groups alike (``job_status.pod_group_status``'s ``built``) and
 the conditions made once for the same words (``podgroup.status.condition``, as the gang
-plugin calls it), and gang's verdict on a group short of pods made once per count.
+plugin calls it), gang's verdict on a group short of pods made once per count, and its
+words and event for a group not admitted made once (``gang.not_admitted_words``,
+``gang.not_admitted_event``).
 """
 
 import random
 
 import pytest
 
-from builders import Cluster, run_actions
+from builders import Cluster, run_actions, vec
 from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
 from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core.framework import job_status
@@ -62,6 +64,14 @@ def _alike_gangs(seed: int) -> Cluster:
         short = cluster.job(f"short{j}", queue="a", min_member=pods + rng.choice([1, 2]))
         short.job.phase = PodGroupPhase.PENDING
         short.tasks(pods, cpu=1)
+    for j in range(rng.randint(2, 8)):  # no pods yet, a minimum the cluster cannot admit
+        cluster.job(
+            f"big{j}",
+            queue=rng.choice(["a", "b"]),
+            min_member=rng.choice([1, 2]),
+            phase=PodGroupPhase.PENDING,
+            min_resources=vec(rng.choice([15, 30])),
+        )
     return cluster
 
 
@@ -77,7 +87,9 @@ def test_statuses_built_once_for_alike_groups_are_those_built_for_each(
     shared = _closed(seed)
     each = job_status.pod_group_status
     monkeypatch.setattr(
-        job_status, "pod_group_status", lambda job, session, built=None: each(job, session)
+        job_status,
+        "pod_group_status",
+        lambda job, session, built=None, told=None: each(job, session, None, told),
     )
     assert _closed(seed) == shared
     groups = shared[0]
@@ -102,3 +114,22 @@ def test_verdicts_on_short_gangs_made_once_are_those_made_each_time(
     monkeypatch.setattr(gang, "too_few", gang.too_few.__wrapped__)  # one made per job
     assert _closed(seed) == shared
     assert any("tasks in gang: minMember" in str(s) for s in shared[0].values())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("made_once", ["not_admitted_words", "not_admitted_event"])
+def test_words_for_groups_not_admitted_made_once_are_those_made_each_time(
+    seed: int, made_once: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _closed(seed)
+    monkeypatch.setattr(gang, made_once, getattr(gang, made_once).__wrapped__)  # one per group
+    assert _closed(seed) == shared
+
+
+def test_groups_not_admitted_are_told_why() -> None:
+    told = [_closed(seed)[1] for seed in range(30)]
+    assert any(
+        ref.kind == "PodGroup" and "not admitted" in message
+        for recorded in told
+        for ref, _, _, message in recorded  # type: ignore[attr-defined]
+    )

@@ -44,13 +44,17 @@ BuiltKey = tuple[object, ...]
 
 
 def pod_group_status(
-    job: JobInfo, session: Session, built: dict[BuiltKey, PodGroupStatus] | None = None
+    job: JobInfo,
+    session: Session,
+    built: dict[BuiltKey, PodGroupStatus] | None = None,
+    told: list[PodGroupCondition] | None = None,
 ) -> PodGroupStatus:
     """The job's PodGroup status as the rules make it. ``built``: the statuses built so
     far this session, by what they are made of (``BuiltKey``), so that alike groups —
     thousands in a backlog: same counts, same words — share one build (statuses are
-    frozen); None: build each."""
-    new = session.conditions_of(job)
+    frozen); None: build each. ``told``: the conditions the session tells it, when the
+    caller has them already (None: asked of the session)."""
+    new = session.conditions_of(job) if told is None else told
     unchanged = _unchanged_status(job, new)
     if unchanged is not None:
         return unchanged
@@ -71,6 +75,11 @@ def pod_group_status(
 
 # A job's counts of its tasks bound or running (``JobInfo.counts`` is by status).
 _scheduled_counts = operator.itemgetter(*SCHEDULED_STATUSES)
+# What ``_unchanged_status`` reads of every group, every session: enum members as module
+# constants (reading one off its Enum class costs a few times more: EnumType's
+# __getattr__ hook slows every class attribute read, Python 3.11).
+_RUNNING, _SUCCEEDED, _FAILED = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
+_INQUEUE = PodGroupPhase.INQUEUE
 
 
 def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupStatus | None:
@@ -82,9 +91,7 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
     if old is None or job.conditions is not old.conditions:
         return None
     counts = job.counts
-    running = counts[TaskStatus.RUNNING]
-    succeeded = counts[TaskStatus.SUCCEEDED]
-    failed = counts[TaskStatus.FAILED]
+    running, succeeded, failed = counts[_RUNNING], counts[_SUCCEEDED], counts[_FAILED]
     if running != old.running or succeeded != old.succeeded or failed != old.failed:
         return None
     phase = pod_group_status_rules.next_phase(
@@ -93,25 +100,28 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
         scheduled=sum(_scheduled_counts(counts)),
         succeeded=succeeded,
         unfinished=sum(counts) - succeeded - failed,
-        admitted=job.phase is PodGroupPhase.INQUEUE,
+        admitted=job.phase is _INQUEUE,
     )
-    if phase is not old.phase or not _conditions_kept(old.conditions, new):
+    if phase is not old.phase:
         return None
-    return old
+    kept = old.conditions
+    if len(kept) == 1 and len(new) == 1:  # most groups: one condition, told again
+        told, telling = kept[0], new[0]
+        if (
+            told.type is telling.type
+            and told.status == telling.status
+            and told.reason == telling.reason
+            and told.message == telling.message
+        ):
+            return old
+        return None
+    return old if _conditions_kept(kept, new) else None
 
 
 def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondition]) -> bool:
     """Would ``with_conditions`` give back ``old`` as it is? Yes when ``old`` is in its
     order (by type, one of each) and each new condition says what the one of its type
     says: that one then keeps its transition time and id, and nothing else changes."""
-    if len(old) == 1 and len(new) == 1:  # most groups: one condition, told again
-        told, telling = old[0], new[0]
-        return (
-            told.type is telling.type
-            and told.status == telling.status
-            and told.reason == telling.reason
-            and told.message == telling.message
-        )
     if any(a.type.value >= b.type.value for a, b in itertools.pairwise(old)):
         return False
     by_type = {c.type: c for c in old}
@@ -171,20 +181,23 @@ def publish(session: Session) -> Outcome:
     for job in session.jobs.values():
         if not job.has_pod_group:
             continue
-        invalid = session.invalid_reason(job)
-        if invalid is not None and not session.conditions_of(job):
-            session.set_condition(
-                job,
-                pod_group_status_rules.condition(
-                    ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message
-                ),
-            )
-        status = pod_group_status(job, session, built)
+        told = session.conditions_of(job)
+        if not told:
+            invalid = session.invalid_reason(job)
+            if invalid is not None:
+                session.set_condition(
+                    job,
+                    pod_group_status_rules.condition(
+                        ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message
+                    ),
+                )
+                told = session.conditions_of(job)
+        status = pod_group_status(job, session, built, told)
+        old = job.old_status
         # ``is``: most statuses are the old one itself (pydantic's == walks every field)
-        changed = status is not job.old_status and status != job.old_status
-        if changed and job.uid not in session.foreign_groups:
+        if status is not old and status != old and job.uid not in session.foreign_groups:
             outcome.pod_groups.append(PodGroupUpdate(job.namespace, job.name, status))
-            was = job.old_status.phase if job.old_status is not None else PodGroupPhase.PENDING
+            was = old.phase if old is not None else PodGroupPhase.PENDING
             if status.phase is not was:  # as the object showed it (enqueue moves job.phase)
                 outcome.events.append(phase_event(job.namespace, job.name, was, status.phase))
         job.phase = status.phase

@@ -15,7 +15,7 @@
 
 import functools
 
-from kbatch.api.podgroup import ConditionType
+from kbatch.api.podgroup import ConditionType, PodGroupCondition
 from kbatch.config import PluginOption
 from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core.framework.info import (
@@ -176,8 +176,10 @@ class RoleAttempts:
 def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     for job in session.jobs.values():
         if session.invalid_reason(job) is not None:
-            if not job.tasks and session.waiting_reason(job) is not None:
-                _report_not_admitted(session, job)
+            if not job.tasks:
+                waiting = session.waiting_reason(job)
+                if waiting is not None:
+                    _report_not_admitted(session, job, waiting)
             continue
         if ready(job):
             if job.has_pod_group:
@@ -247,17 +249,30 @@ def _role_short(job: JobInfo, errors: dict[str, FitError], attempts: RoleAttempt
     return f"role {role}: {max(have, tried.get(role, 0))}/{minimum} placed: "
 
 
-def _report_not_admitted(session: Session, job: JobInfo) -> None:
+def _report_not_admitted(session: Session, job: JobInfo, waiting: str) -> None:
     """A group with no pods yet that enqueue did not admit: its pods may well be held
     until it is (delayed pod creation), so the reason is admission, not a gang with too
     few pods."""
-    message = f"gang of {job.min_member} {session.waiting_reason(job)}"
-    session.set_condition(
-        job, condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
-    )
-    session.record_event(
-        ObjectRef("PodGroup", job.namespace, job.name), "Warning", "Unschedulable", message
-    )
+    told, message = not_admitted_words(job.min_member, waiting)
+    session.set_condition(job, told)
+    session.record_events((not_admitted_event(job.namespace, job.name, message),))
+
+
+@functools.lru_cache(maxsize=1024)
+def not_admitted_words(min_member: int, waiting: str) -> tuple[PodGroupCondition, str]:
+    """The condition and the event's message for a group of ``min_member`` not admitted
+    for ``waiting``: worded once, not once for each group of a long line alike (enqueue
+    gives them all one ``waiting``), every session."""
+    message = f"gang of {min_member} {waiting}"
+    told = condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
+    return told, message
+
+
+@functools.lru_cache(maxsize=65_536)
+def not_admitted_event(namespace: str, name: str, message: str) -> Event:
+    """The Warning on a group not admitted: one (frozen) event for the same group and
+    words, made once, not every session while it waits."""
+    return Event(ObjectRef("PodGroup", namespace, name), "Warning", "Unschedulable", message)
 
 
 def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], message: str) -> None:
