@@ -1,8 +1,9 @@
 """The simulator-speed shortcuts (issue 12) decide exactly as the long way does.
 
 Each shortcut is switched off through its own seam and the outcome compared with it
-on: the enqueue action's remembered refusals, the session close's unchanged PodGroup
-statuses, and the event filter's one-look-up check.
+on: the enqueue action's remembered refusals and its queue kept first through a line of
+refusals, the session close's unchanged PodGroup statuses, and the event filter's
+one-look-up check.
 """
 
 import random
@@ -57,6 +58,18 @@ def _enqueued(seed: int) -> tuple[object, dict[str, tuple[str | None, bool]]]:
         for uid, job in session.jobs.items()
     }
     return sent.pod_groups, notes
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_queue_kept_first_through_its_refusals_admits_and_words_as_the_heap_does(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept_first = _enqueued(seed)
+    monkeypatch.setattr(enqueue, "REFUSED_QUEUE_STAYS_FIRST", False)  # a heap turn each
+    assert _enqueued(seed) == kept_first
+    groups, notes = kept_first
+    assert any(s.phase is PodGroupPhase.INQUEUE for s in groups.values())  # type: ignore[attr-defined]
+    assert sum(why is not None for why, _ in notes.values()) > 10  # long lines refused
 
 
 @pytest.mark.parametrize("seed", range(8))

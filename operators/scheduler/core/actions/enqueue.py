@@ -26,11 +26,16 @@ from kbatch.operators.scheduler.core.framework.tiers import Vote
 NAME = "enqueue"
 
 
+# Phases read of every group, every session: module constants (reading an Enum member off
+# its class costs a few times more: EnumType's __getattr__ hook, Python 3.11).
+_PENDING, _INQUEUE = PodGroupPhase.PENDING, PodGroupPhase.INQUEUE
+
+
 def reserved(session: Session) -> np.ndarray:
     """What Inqueue groups have been promised and do not hold yet."""
     total = session.dims.zeros()
     for job in session.jobs.values():
-        if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
+        if job.phase is _INQUEUE and job.min_resources is not None:
             total += np.maximum(job.min_resources - job.allocated, 0)
     return total
 
@@ -41,27 +46,16 @@ def reserved(session: Session) -> np.ndarray:
 RefusalKey = tuple[str, int, bytes, TopologyRequest | None]
 # A refusal as ``note_waiting`` takes it: why, and whether the queue (not the cluster) holds it.
 Refusal = tuple[str, bool]
+# False: every job taken goes back through the heap of queues (the long way, for tests).
+REFUSED_QUEUE_STAYS_FIRST = True
 
 
 def execute(session: Session) -> None:
     mask = shareable(session.dims)
     idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
+    lines = _lines(session)
     tie = itertools.count()
-    per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
-    for job in session.jobs.values():
-        # A group with no pods yet may be admitted although it is not valid (too few pods
-        # for minMember): with delayed pod creation its pods only exist once it is Inqueue.
-        if (
-            job.phase is PodGroupPhase.PENDING
-            and job.has_pod_group
-            and job.queue in session.queues
-            and (not job.tasks or session.invalid_reason(job) is None)
-        ):
-            per_queue.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
-    queues = []
-    for name, jobs in per_queue.items():
-        jobs.sort(reverse=True)  # first in line last: taken with pop() (keys are unique)
-        queues.append((session.queue_order_key(session.queues[name]), next(tie), name))
+    queues = [(session.queue_order_key(session.queues[name]), next(tie), name) for name in lines]
     heapq.heapify(queues)
     # Refusals so far, by what the verdict reads: until a job is admitted (which moves the
     # idle room and the plugins' reservations) a job alike to one refused is refused the
@@ -70,20 +64,49 @@ def execute(session: Session) -> None:
     refusals: dict[RefusalKey, Refusal] = {}
     while queues:
         _, _, name = heapq.heappop(queues)
-        _, _, job = per_queue[name].pop()
-        key = _refusal_key(job)
-        refusal = refusals.get(key) if key is not None else None
-        if refusal is not None:
-            session.note_waiting(job, refusal[0], by_queue=refusal[1])
-        else:
-            admitted, refusal = _try_admit(session, job, idle, mask)
-            if admitted is not None:
-                idle = admitted
-                refusals.clear()
-            elif key is not None and refusal is not None:
-                refusals[key] = refusal
-        if per_queue[name]:
+        line = lines[name]
+        # The queue first in line stays first through its refusals: they move nothing the
+        # queues' order reads (admitting a job does: the plugins hear of it), and the keys
+        # are unique (they end with the queue's name). Its long line of refusals then
+        # costs no turn through the heap each.
+        while line:
+            _, _, job = line.pop()
+            key = _refusal_key(job)
+            refusal = refusals.get(key) if key is not None else None
+            if refusal is not None:
+                session.note_waiting(job, refusal[0], by_queue=refusal[1])
+            else:
+                admitted, refusal = _try_admit(session, job, idle, mask)
+                if admitted is not None:
+                    idle = admitted
+                    refusals.clear()
+                    break  # the queues' order may have moved: asked again
+                if key is not None and refusal is not None:
+                    refusals[key] = refusal
+            if not REFUSED_QUEUE_STAYS_FIRST:
+                break
+        if line:
             heapq.heappush(queues, (session.queue_order_key(session.queues[name]), next(tie), name))
+
+
+def _lines(session: Session) -> dict[str, list[tuple[tuple[object, ...], int, JobInfo]]]:
+    """Each queue's Pending groups, in job order, first in line last (to be taken with
+    pop()). A group with no pods yet may be admitted although it is not valid (too few
+    pods for minMember): with delayed pod creation its pods only exist once it is
+    Inqueue."""
+    tie = itertools.count()
+    lines: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
+    for job in session.jobs.values():
+        if (
+            job.phase is _PENDING
+            and job.has_pod_group
+            and job.queue in session.queues
+            and (not job.tasks or session.invalid_reason(job) is None)
+        ):
+            lines.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
+    for jobs in lines.values():
+        jobs.sort(reverse=True)  # keys are unique (they end with the job's uid)
+    return lines
 
 
 def _refusal_key(job: JobInfo) -> RefusalKey | None:
