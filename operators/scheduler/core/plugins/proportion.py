@@ -250,22 +250,29 @@ def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarr
     Inqueue job's minResources not yet allocated) to its queue's, masked. All jobs at
     once: ``np.add.at`` adds a queue's rows in job order, so the sums are those of adding
     job after job, to the bit — and thousands of jobs cost a few array operations, not
-    a few each."""
+    a few each. A job with no pods yet (most of a long line) holds nothing and asks for
+    its minResources, if it says any (``_pending_request``): its rows are filled in one
+    step with the others of its kind, not one by one."""
     names = list(queues)
     row = {name: i for i, name in enumerate(names)}
     ours = [job for job in jobs if job.queue in row]
     if not ours:
         return
     index = np.fromiter((row[job.queue] for job in ours), np.int64, len(ours))
-    allocated = np.array([job.allocated for job in ours])
-    pending = np.maximum(np.array([job.total_request for job in ours]) - allocated, 0)
-    for i, job in enumerate(ours):
-        if not job.tasks:
-            pending[i] = _pending_request(job)  # its minResources, if it says any
+    allocated = np.zeros((len(ours), len(mask)))
+    pending = np.zeros((len(ours), len(mask)))
+    with_pods = [i for i, job in enumerate(ours) if job.tasks]
+    if with_pods:
+        held = np.array([ours[i].allocated for i in with_pods])
+        asked = np.array([ours[i].total_request for i in with_pods])
+        allocated[with_pods] = held
+        pending[with_pods] = np.maximum(asked - held, 0)
+    asking = [i for i, job in enumerate(ours) if not job.tasks and job.min_resources is not None]
+    if asking:
+        pending[asking] = np.array([ours[i].min_resources for i in asking])
+    inqueue = PodGroupPhase.INQUEUE  # read once: an Enum member off its class is slow
     reserving = [
-        i
-        for i, job in enumerate(ours)
-        if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None
+        i for i, job in enumerate(ours) if job.phase is inqueue and job.min_resources is not None
     ]
     sums = np.zeros((3, len(names), len(mask)))
     np.add.at(sums[0], index, allocated * mask)
