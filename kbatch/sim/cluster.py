@@ -374,9 +374,11 @@ class SimCluster:
         return str((obj.get("metadata") or {}).get("uid", ""))
 
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        """An event, unless the same was told lately (``kbatch.sim.events``)."""
-        identity = (ref, self._uid_of(ref))
-        self.events.record(identity, ref, type_, reason, message, self.clock.now)
+        """An event, unless the same was told lately about the same object
+        (``kbatch.sim.events``): the object is known by its uid, which no other object
+        ever has (they count up), or by its name where its kind has none."""
+        uid = self._uid_of(ref)
+        self.events.record(uid or ref, ref, type_, reason, message, self.clock.now)
 
 
 def _ref(obj: Object) -> ObjectRef:

@@ -101,6 +101,12 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
     rows, columns = [i for i, _ in known], [index for _, index in known]
     for job in snapshot.jobs.values():
         queue = job.queue if job.has_pod_group else DEFAULT_QUEUE
+        if _never_held(job):  # nothing started, nothing held: it waits unless it needs none
+            if job.min_member > 0:
+                waiting += 1
+                waits.add(queue)
+                active.add(queue)
+            continue
         waits_to_start = sum(_started_counts(job.counts)) < job.min_member
         waiting += waits_to_start
         if waits_to_start:
@@ -110,23 +116,24 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
         row = allocated.get(queue)
         if row is None:
             row = allocated[queue] = np.zeros(len(RESOURCES))
-        if not _never_held(job):
-            row[rows] += job.allocated[columns]  # the same additions, element by element
+        row[rows] += job.allocated[columns]  # the same additions, element by element
     weights = {q: snapshot.queues[q].weight if q in snapshot.queues else 1 for q in active}
     weight_sum = sum(weights.values())
     shares = []
     for queue in sorted(active):
-        fractions = np.divide(
-            allocated[queue], totals, out=np.zeros(len(RESOURCES)), where=totals > 0
-        )
+        held = allocated.get(queue)
+        if held is None:  # only jobs that never held anything
+            held = np.zeros(len(RESOURCES))
+        fractions = np.divide(held, totals, out=np.zeros(len(RESOURCES)), where=totals > 0)
         shares.append((queue, float(fractions.max()), weights[queue] / weight_sum, queue in waits))
     return Point(now, tuple(used), waiting, tuple(shares))
 
 
 def _never_held(job: JobInfo) -> bool:
-    """A job with no task has held nothing (its allocation is all 0.0, never added to):
-    adding it changes no sum. Most jobs of a long backlog are PodGroups whose pods are
-    held until they are admitted."""
+    """A job with no task has held nothing (its allocation is all 0.0, never added to)
+    and started nothing: adding it changes no sum, and it waits to start (unless its
+    minMember is 0). Most jobs of a long backlog are PodGroups whose pods are held until
+    they are admitted."""
     return not job.tasks
 
 

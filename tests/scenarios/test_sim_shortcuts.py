@@ -6,7 +6,13 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``metrics._never_held``: jobs without a task add nothing to the queues' allocation;
 - ``timeline._without_tasks``: nor to the report's samples (compared on their own:
   the JSON does not show them);
-- ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy.
+- ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
+- ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
+  worded, and its event made, once for the same words, not every session;
+- ``enqueue.REFUSED_QUEUE_STAYS_FIRST``: a queue's line of refusals without a turn
+  through the heap each;
+- ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
+  long way).
 """
 
 import copy
@@ -17,17 +23,31 @@ import pytest
 
 from kbatch.cluster import fields
 from kbatch.operators.podgroup import status
+from kbatch.operators.scheduler.core.actions import enqueue
+from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
 from kbatch.sim import metrics, run, simulate, timeline
+from kbatch.sim.cluster import SimCluster
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
 WORKLOAD = TESTDATA / "workloads" / "small-short_big-long" / "non-preemptible.yaml"
 CLUSTER = TESTDATA / "clusters" / "cpu_1_1_2.yaml"
 
+
+def _record_by_name_and_uid(
+    self: SimCluster, ref: ObjectRef, type_: str, reason: str, message: str
+) -> None:
+    self.events.record((ref, self._uid_of(ref)), ref, type_, reason, message, self.clock.now)
+
+
 SEAMS: dict[str, tuple[Any, str, Any]] = {
     "shared conditions": (gang, "condition", status.condition.__wrapped__),
     "jobs that never held": (metrics, "_never_held", lambda job: False),
     "copied raw objects": (fields, "copied", copy.deepcopy),
+    "words not admitted": (gang, "not_admitted_words", gang.not_admitted_words.__wrapped__),
+    "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
+    "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
+    "events by uid": (SimCluster, "record", _record_by_name_and_uid),
 }
 
 
