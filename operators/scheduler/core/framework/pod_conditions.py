@@ -31,10 +31,11 @@ QUEUE_LIMITED_NOTE = "its queue holds it, not the cluster's size: more nodes wou
 def add(session: Session) -> None:
     """Each pending pod whose PodScheduled should read otherwise: into the outcome."""
     budget = PER_SESSION
+    pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
     for job in session.jobs.values():
-        if job.uid in session.foreign_groups or not job.counts[TaskStatus.PENDING]:
+        if job.uid in session.foreign_groups or not job.counts[pending]:
             continue
-        for task in job.tasks_with(TaskStatus.PENDING):
+        for task in job.tasks_with(pending):
             found = wanted(session, job, task)
             if found is None or found == task.scheduled_condition:
                 continue

@@ -174,6 +174,7 @@ class RoleAttempts:
 
 
 def close(session: Session, attempts: RoleAttempts | None = None) -> None:
+    pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
     for job in session.jobs.values():
         if session.invalid_reason(job) is not None:
             if not job.tasks:
@@ -185,13 +186,13 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
             if job.has_pod_group:
                 _report_scheduled(session, job)
             continue
-        if not job.counts[TaskStatus.PENDING]:
+        if not job.counts[pending]:
             continue
-        pending = job.tasks_with(TaskStatus.PENDING)
+        tasks = job.tasks_with(pending)
         if not job.has_pod_group:
-            _report_pods(session, job, pending, "waiting")
+            _report_pods(session, job, tasks, "waiting")
         else:
-            _report_unschedulable(session, job, pending, attempts)
+            _report_unschedulable(session, job, tasks, attempts)
 
 
 def _report_scheduled(session: Session, job: JobInfo) -> None:
