@@ -7,7 +7,7 @@ job is made from that takes parsing (minResources as a vector, its lifetime and
 topology, its creation time), for as long as the group object is the same one.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +16,15 @@ from kbatch.api import DEFAULT_QUEUE
 from kbatch.api.podgroup import PodGroup, PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import Queue, QueueState
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
+from kbatch.cluster.kept_tasks import (
+    KeptTasks,
+    Priorities,
+    TaskContext,
+    forget_all_but,
+    made_task,
+    node_index_of,
+    where,
+)
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import (
@@ -42,7 +51,9 @@ from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
-CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+# What the state holds that a snapshot's tasks depend on: every resource name its objects
+# mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
+Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord], frozenset[str]]
 
 
 @dataclass(slots=True)
@@ -74,6 +85,64 @@ class SnapshotBuilder:
         self._groups: dict[str, _GroupParts] = {}
         # The node records of the last snapshot and their allocatable matrix.
         self._nodes: tuple[list[NodeRecord], np.ndarray] | None = None
+        # Pods' tasks, made as they arrive or first snapshot (kbatch.cluster.kept_tasks),
+        # and what those that arrive are made under: the last snapshot's context, or,
+        # before the first, the state's when the first pod arrived (a task made under a
+        # context that no longer holds is made again by the snapshot that meets it).
+        self._kept: KeptTasks = {}
+        self._arrival: TaskContext | None = None
+
+    def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
+        """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
+        that the next snapshot finds it made. ``inputs``: the state's, asked for only
+        before the first snapshot."""
+        status = pod.task_status
+        if status is None:
+            return
+        context = self._arrival_context([name for name, _ in pod.spec.request], inputs)
+        ours = pod.scheduler_name in context.scheduler_names
+        if not ours and status is TaskStatus.PENDING:
+            return  # another scheduler's pending pod: no snapshot has a task for it
+        spec = pod.spec
+        priority = pod.priority
+        if priority is None:
+            priority = context.priorities.of_class(spec.priority_class_name)
+        template = self._templates.get(spec.key)
+        if template is None:
+            template = self._template(spec, context.dims)
+        node, nominated = where(pod, status, context.node_index)
+        task = made_task(pod, status, template, pod.unit if ours else "", priority, node, nominated)
+        self._kept[pod.uid] = (pod, task)
+
+    def group_arrived(self, key: str, group: PodGroup, inputs: Callable[[], Inputs]) -> None:
+        """Work out what the job of ``group`` (a PodGroup just applied, by namespace/name)
+        is made from now, as a snapshot would (``_group_parts``), so that the next
+        snapshot finds it done."""
+        context = self._arrival_context(group.spec.min_resources or (), inputs)
+        self._group_parts(key, group, context.dims)
+
+    def _arrival_context(self, names: Iterable[str], inputs: Callable[[], Inputs]) -> TaskContext:
+        """What an arriving object is worked out under: the last snapshot's context, made
+        anew from the state's ``inputs`` before the first snapshot or when the object
+        mentions a resource name its dimensions do not have."""
+        context = self._arrival
+        if context is None or any(name not in context.dims.index for name in names):
+            context = self._arrival = self._context_of(*inputs())
+        return context
+
+    def _context_of(
+        self,
+        names: Iterable[str],
+        nodes: list[NodeRecord],
+        priority_classes: Mapping[str, PriorityClassRecord],
+        scheduler_names: frozenset[str],
+    ) -> TaskContext:
+        """The context a snapshot of these would make its tasks under (NodeSet's order:
+        by name)."""
+        dims = self._dims_for(names)
+        return TaskContext(
+            dims, node_index_of(nodes), Priorities(priority_classes), scheduler_names
+        )
 
     def _template(self, spec: ParsedSpec, dims: Dims) -> PodTemplate:
         template = self._templates.get(spec.key)
@@ -167,10 +236,12 @@ class SnapshotBuilder:
             ],
             self._allocatable(nodes, dims),
         )
-        resolver = _Priorities(priority_classes)
+        resolver = Priorities(priority_classes)
+        self._arrival = TaskContext(dims, dict(node_set.index), resolver, scheduler_names)
         queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
+        self._kept = forget_all_but(self._kept, pods)
         jobs = {
             key: _job_info(group, self._group_parts(key, group, dims), resolver)
             for key, group in pod_groups.items()
@@ -192,7 +263,7 @@ class SnapshotBuilder:
         jobs: dict[str, JobInfo],
         node_set: NodeSet,
         dims: Dims,
-        resolver: "_Priorities",
+        resolver: Priorities,
         scheduler_names: frozenset[str],
         orphans: list[OrphanPod],
     ) -> tuple[JobAccounts, list[TaskInfo], list[TaskInfo]]:
@@ -209,7 +280,7 @@ class SnapshotBuilder:
         placed: list[TaskInfo] = []
         nominated: list[TaskInfo] = []
         last_job, last_template, last_role, last_priority, row, at = None, None, "", 0, 0, 0
-        node_index, templates = node_set.index, self._templates
+        node_index, templates, kept = node_set.index, self._templates, self._kept
         class_values, default_priority = resolver.values, resolver.default  # its of_class
         for pod in pods:
             status = pod.task_status
@@ -231,34 +302,33 @@ class SnapshotBuilder:
                 if pod.group and pod.scheduler_name in scheduler_names:
                     orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
                 continue  # another scheduler's pending pod, or an orphan: takes no room
-            # By position, in TaskInfo's field order (half the cost of keywords, and this
-            # runs for every pod of every snapshot); tests/unit/cluster/test_snapshot_tasks.py
-            # holds each field to the pod's.
-            task = TaskInfo(
-                pod.uid,
-                pod.namespace,
-                pod.name,
-                "" if job is None else job.uid,  # job
-                template,
-                status,
-                NO_NODE,  # node
-                priority,
-                pod.created,
-                pod.started,
-                spec.priority_class_name in CRITICAL_CLASSES,  # critical
-                NO_NODE,  # nominated
-                pod.role,
-                pod.scheduled_condition,
-            )
+            # Its kept task (see kbatch.cluster.kept_tasks), if that is still what this
+            # snapshot would make: its node and nominated node as kept_tasks.where says,
+            # inline (this runs for every pod of every snapshot).
+            node = nominated_at = NO_NODE
             if status is TaskStatus.PENDING:
-                # It evicted others for this room (its nominated node): kept for it.
-                task.nominated = node_index.get(pod.nominated_node or "", NO_NODE)
-                if task.nominated != NO_NODE:
-                    nominated.append(task)  # (a pending task here has a job)
+                if pod.nominated_node:
+                    nominated_at = node_index.get(pod.nominated_node, NO_NODE)
             elif pod.node_name and status not in FINISHED_STATUSES:
-                task.node = node_index.get(pod.node_name, NO_NODE)
-                if task.node != NO_NODE:
-                    placed.append(task)
+                node = node_index.get(pod.node_name, NO_NODE)
+            job_uid = "" if job is None else job.uid
+            entry = kept.get(pod.uid)
+            if (
+                entry is None
+                or entry[0] is not pod
+                or (task := entry[1]).status is not status
+                or task.node != node
+                or task.nominated != nominated_at
+                or task.template is not template
+                or task.priority != priority
+                or task.job != job_uid
+            ):
+                task = made_task(pod, status, template, job_uid, priority, node, nominated_at)
+                kept[pod.uid] = (pod, task)
+            if nominated_at != NO_NODE:
+                nominated.append(task)  # (a pending task here has a job)
+            elif node != NO_NODE:
+                placed.append(task)
             if job is None:
                 continue
             # JobInfo.add_task, inline; the request sums added up at once afterwards
@@ -350,18 +420,6 @@ def resource_names_of(record: object) -> tuple[str, ...]:
     return ()
 
 
-class _Priorities:
-    def __init__(self, classes: Mapping[str, PriorityClassRecord]) -> None:
-        self.values = {record.name: record.value for record in classes.values()}
-        defaults = [c.value for c in classes.values() if c.global_default]
-        self.default = max(defaults) if defaults else 0
-
-    def of_class(self, name: str | None) -> int:
-        """The value of class ``name``; the globalDefault class's without one, or for a
-        class that does not exist."""
-        return self.values.get(name or "", self.default)
-
-
 def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
     spec = queue.spec
     capability = None
@@ -381,7 +439,7 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
     )
 
 
-def _job_info(group: PodGroup, parts: _GroupParts, priorities: _Priorities) -> JobInfo:
+def _job_info(group: PodGroup, parts: _GroupParts, priorities: Priorities) -> JobInfo:
     """The group's job, by position in JobInfo's field order (this runs for every group
     of every snapshot); tests/unit/cluster/test_snapshot_jobs.py holds each field to the
     group's."""
