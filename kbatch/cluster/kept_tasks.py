@@ -22,7 +22,7 @@ the bench take one at a time; ``visibility`` makes a state of its own).
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kbatch.cluster.records import NodeRecord, PodRecord, PriorityClassRecord
 from kbatch.operators.scheduler.core.framework.info import (
@@ -36,8 +36,27 @@ from kbatch.operators.scheduler.core.framework.resources import Dims
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
-# A pod's kept task, by its uid: (the record it was made from, the task).
-KeptTasks = dict[str, tuple[PodRecord, TaskInfo]]
+
+@dataclass(slots=True)
+class KeptTasks:
+    """Pods' kept tasks by their uid, and the record each was made from (two dicts, not
+    one of pairs: a pair per pod is as many objects again for the collector to walk)."""
+
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    records: dict[str, PodRecord] = field(default_factory=dict)
+
+    def keep(self, pod: PodRecord, task: TaskInfo) -> None:
+        self.tasks[pod.uid] = task
+        self.records[pod.uid] = pod
+
+    def forget_all_but(self, pods: list[PodRecord]) -> None:
+        """Forget the tasks of pods not in ``pods`` (gone, replaced, or left out of the
+        snapshot), once they are more than these: a long run would keep every pod's."""
+        if len(self.tasks) <= 2 * len(pods) + 100:
+            return
+        uids = {pod.uid for pod in pods}
+        self.tasks = {uid: task for uid, task in self.tasks.items() if uid in uids}
+        self.records = {uid: pod for uid, pod in self.records.items() if uid in uids}
 
 
 class Priorities:
@@ -108,12 +127,3 @@ def made_task(
         pod.role,
         pod.scheduled_condition,
     )
-
-
-def forget_all_but(kept: KeptTasks, pods: list[PodRecord]) -> KeptTasks:
-    """``kept`` without the tasks of pods not in ``pods`` (gone, replaced, or left out of
-    the snapshot), once they are more than these: a long run would keep every pod's."""
-    if len(kept) <= 2 * len(pods) + 100:
-        return kept
-    uids = {pod.uid for pod in pods}
-    return {uid: entry for uid, entry in kept.items() if uid in uids}

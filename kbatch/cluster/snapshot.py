@@ -20,7 +20,6 @@ from kbatch.cluster.kept_tasks import (
     KeptTasks,
     Priorities,
     TaskContext,
-    forget_all_but,
     made_task,
     node_index_of,
     where,
@@ -83,13 +82,15 @@ class SnapshotBuilder:
         self._dims: Dims | None = None
         self._templates: dict[str, PodTemplate] = {}
         self._groups: dict[str, _GroupParts] = {}
-        # The node records of the last snapshot and their allocatable matrix.
+        # The node records of the last snapshot and their allocatable matrix; each node's
+        # row, by name, with the record it is of (worked out as nodes arrive).
         self._nodes: tuple[list[NodeRecord], np.ndarray] | None = None
+        self._node_rows: dict[str, tuple[NodeRecord, np.ndarray]] = {}
         # Pods' tasks, made as they arrive or first snapshot (kbatch.cluster.kept_tasks),
         # and what those that arrive are made under: the last snapshot's context, or,
         # before the first, the state's when the first pod arrived (a task made under a
         # context that no longer holds is made again by the snapshot that meets it).
-        self._kept: KeptTasks = {}
+        self._kept = KeptTasks()
         self._arrival: TaskContext | None = None
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
@@ -99,20 +100,21 @@ class SnapshotBuilder:
         status = pod.task_status
         if status is None:
             return
-        context = self._arrival_context([name for name, _ in pod.spec.request], inputs)
+        spec = pod.spec
+        template = self._templates.get(spec.key)
+        context = self._arrival
+        if template is None or context is None:  # (a template kept is of its dimensions)
+            context = self._arrival_context([name for name, _ in spec.request], inputs)
+            template = self._template(spec, context.dims)
         ours = pod.scheduler_name in context.scheduler_names
         if not ours and status is TaskStatus.PENDING:
             return  # another scheduler's pending pod: no snapshot has a task for it
-        spec = pod.spec
         priority = pod.priority
         if priority is None:
             priority = context.priorities.of_class(spec.priority_class_name)
-        template = self._templates.get(spec.key)
-        if template is None:
-            template = self._template(spec, context.dims)
         node, nominated = where(pod, status, context.node_index)
         task = made_task(pod, status, template, pod.unit if ours else "", priority, node, nominated)
-        self._kept[pod.uid] = (pod, task)
+        self._kept.keep(pod, task)
 
     def group_arrived(self, key: str, group: PodGroup, inputs: Callable[[], Inputs]) -> None:
         """Work out what the job of ``group`` (a PodGroup just applied, by namespace/name)
@@ -120,6 +122,12 @@ class SnapshotBuilder:
         snapshot finds it done."""
         context = self._arrival_context(group.spec.min_resources or (), inputs)
         self._group_parts(key, group, context.dims)
+
+    def node_arrived(self, node: NodeRecord, inputs: Callable[[], Inputs]) -> None:
+        """Work out ``node``'s row of the allocatable matrix now (a record just applied),
+        so that the next snapshot finds it done."""
+        context = self._arrival_context(node.allocatable, inputs)
+        self._node_rows[node.name] = (node, context.dims.vector(node.allocatable))
 
     def _arrival_context(self, names: Iterable[str], inputs: Callable[[], Inputs]) -> TaskContext:
         """What an arriving object is worked out under: the last snapshot's context, made
@@ -169,6 +177,7 @@ class SnapshotBuilder:
             self._templates.clear()
             self._groups.clear()
             self._nodes = None
+            self._node_rows.clear()
         return dims
 
     def _allocatable(self, nodes: list[NodeRecord], dims: Dims) -> np.ndarray:
@@ -178,7 +187,15 @@ class SnapshotBuilder:
             known, matrix = self._nodes
             if len(known) == len(nodes) and all(a is b for a, b in zip(known, nodes, strict=True)):
                 return matrix
-        rows = [dims.vector(n.allocatable) for n in nodes]
+        rows = []
+        for node in nodes:
+            kept = self._node_rows.get(node.name)
+            if kept is None or kept[0] is not node:
+                kept = self._node_rows[node.name] = (node, dims.vector(node.allocatable))
+            rows.append(kept[1])
+        if len(self._node_rows) > 2 * len(nodes) + 100:  # nodes gone: forget their rows
+            names = {node.name for node in nodes}
+            self._node_rows = {k: v for k, v in self._node_rows.items() if k in names}
         matrix = np.array(rows).reshape(len(nodes), len(dims))
         self._nodes = (nodes, matrix)
         return matrix
@@ -241,7 +258,7 @@ class SnapshotBuilder:
         queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
-        self._kept = forget_all_but(self._kept, pods)
+        self._kept.forget_all_but(pods)
         jobs = {
             key: _job_info(group, self._group_parts(key, group, dims), resolver)
             for key, group in pod_groups.items()
@@ -280,7 +297,8 @@ class SnapshotBuilder:
         placed: list[TaskInfo] = []
         nominated: list[TaskInfo] = []
         last_job, last_template, last_role, last_priority, row, at = None, None, "", 0, 0, 0
-        node_index, templates, kept = node_set.index, self._templates, self._kept
+        node_index, templates = node_set.index, self._templates
+        kept_tasks, kept_records = self._kept.tasks, self._kept.records
         class_values, default_priority = resolver.values, resolver.default  # its of_class
         for pod in pods:
             status = pod.task_status
@@ -312,11 +330,11 @@ class SnapshotBuilder:
             elif pod.node_name and status not in FINISHED_STATUSES:
                 node = node_index.get(pod.node_name, NO_NODE)
             job_uid = "" if job is None else job.uid
-            entry = kept.get(pod.uid)
+            task = kept_tasks.get(pod.uid)
             if (
-                entry is None
-                or entry[0] is not pod
-                or (task := entry[1]).status is not status
+                task is None
+                or kept_records[pod.uid] is not pod
+                or task.status is not status
                 or task.node != node
                 or task.nominated != nominated_at
                 or task.template is not template
@@ -324,7 +342,7 @@ class SnapshotBuilder:
                 or task.job != job_uid
             ):
                 task = made_task(pod, status, template, job_uid, priority, node, nominated_at)
-                kept[pod.uid] = (pod, task)
+                self._kept.keep(pod, task)
             if nominated_at != NO_NODE:
                 nominated.append(task)  # (a pending task here has a job)
             elif node != NO_NODE:

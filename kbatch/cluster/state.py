@@ -139,6 +139,8 @@ class ClusterState:
                 if key in self._assumed:
                     self._check_assumption(key, parsed)
                 self._builder.pod_arrived(parsed, self._snapshot_inputs)
+            elif kind == "Node":
+                self._builder.node_arrived(parsed, self._snapshot_inputs)
             if kind in self._waiting:
                 if self._is_waiting(parsed):
                     self._waiting[kind].add(key)

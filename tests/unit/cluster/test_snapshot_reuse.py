@@ -191,26 +191,28 @@ def test_the_comparison_sees_a_changed_field() -> None:
     assert described(snap) != before
 
 
-def test_a_kept_task_is_handed_out_for_the_record_it_was_made_from_only() -> None:
+def test_what_is_kept_is_handed_out_for_the_record_it_was_made_from_only() -> None:
+    """A builder given records it did not see arrive (a task, a node's row)."""
     state = ClusterState()
     for step in STEPS[:2]:
         step(state)
     builder = SnapshotBuilder()
+    names, nodes, classes, ours = state._snapshot_inputs()
     pods = list(state._parsed["Pod"].values())
-    inputs = state._snapshot_inputs()
-    names, nodes, classes, ours = inputs
     builder.build(nodes, pods, state.pod_groups(), state.queues(), classes, ours, names)
-    later = [dataclasses.replace(record, started=record.created + 5.0) for record in pods]
-    snap = builder.build(nodes, later, state.pod_groups(), state.queues(), classes, ours, names)
+    pods = [dataclasses.replace(record, started=record.created + 5.0) for record in pods]
+    nodes = [dataclasses.replace(record, allocatable={"cpu": 3000.0}) for record in nodes]
+    snap = builder.build(nodes, pods, state.pod_groups(), state.queues(), classes, ours, names)
     started = {t.name: t.started for job in snap.jobs.values() for t in job.tasks.values()}
-    assert started == {record.name: record.created + 5.0 for record in later}
+    assert started == {record.name: record.created + 5.0 for record in pods}
+    assert snap.nodes.allocatable[:, snap.dims.index["cpu"]].tolist() == [3000.0] * len(nodes)
 
 
 def test_tasks_made_as_pods_arrive_are_the_snapshots() -> None:
     state = ClusterState()
     for step in STEPS[:3]:
         step(state)
-    made = {uid: task for uid, (_, task) in state._builder._kept.items()}
+    made = dict(state._builder._kept.tasks)
     snap = state.snapshot()
     tasks = [task for job in snap.jobs.values() for task in job.tasks.values()]
     assert tasks and all(made[task.uid] is task for task in tasks)
