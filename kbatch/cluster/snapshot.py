@@ -4,7 +4,10 @@ Pods of one template share one PodTemplate (and its request vector); the
 templates are kept from session to session while the resource dimensions stay
 the same, so a steady cluster costs little per session. So are what a PodGroup's
 job is made from that takes parsing (minResources as a vector, its lifetime and
-topology, its creation time), for as long as the group object is the same one.
+topology, its creation time), for as long as the group object is the same one,
+each node's allocatable row, and each pod's task (``kept_tasks``). The state hands
+pods, groups and nodes over as they arrive (``pod_arrived``, ...), so that this work
+is done then rather than by the next snapshot.
 """
 
 from collections.abc import Callable, Iterable, Mapping
@@ -242,7 +245,9 @@ class SnapshotBuilder:
         names: Iterable[str] | None = None,
     ) -> Snapshot:
         """The snapshot of these objects. ``names``: every resource name the cluster's
-        objects mention, when the caller keeps them (the objects given may be fewer)."""
+        objects mention, when the caller keeps them (the objects given may be fewer).
+        It shares the tasks no session changed with the snapshot before it: it is good
+        until this builder's next snapshot (``kept_tasks``)."""
         if names is None:
             names = _resource_names(nodes, pods, pod_groups, queues)
         dims = self._dims_for(names)
