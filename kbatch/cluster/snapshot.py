@@ -11,13 +11,13 @@ is done then rather than by the next snapshot.
 """
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from kbatch.api import DEFAULT_QUEUE
-from kbatch.api.podgroup import PodGroup, PodGroupCondition, PodGroupPhase, PodGroupStatus
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue, QueueState
+from kbatch.cluster.group_parts import GroupParts, group_parts, job_info
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
 from kbatch.cluster.kept_tasks import (
     KeptTasks,
@@ -33,9 +33,7 @@ from kbatch.cluster.records import (
     NodeRecord,
     PodRecord,
     PriorityClassRecord,
-    lifetime_of,
     timestamp,
-    topology_of,
 )
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
@@ -46,7 +44,6 @@ from kbatch.operators.scheduler.core.framework.info import (
     QueueInfo,
     TaskInfo,
     TaskStatus,
-    TopologyRequest,
 )
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
 from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
@@ -58,33 +55,11 @@ from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord], frozenset[str]]
 
 
-@dataclass(slots=True)
-class _GroupParts:
-    """A PodGroup's job as far as its object says, worked out once while it is the same
-    object (records are replaced, never changed, on every update): JobInfo's fields
-    before ``priority`` (``head``) and after ``min_resources`` (``tail``), by position.
-    Each snapshot makes a JobInfo of its own from them (sessions change jobs)."""
-
-    group: PodGroup
-    # uid, namespace, name, queue, min_member, created, dims_len
-    head: tuple[str, str, str, str, int, float, int]
-    min_resources: np.ndarray | None
-    # lifetime, min_task_member, topology, phase, conditions, old_status
-    tail: tuple[
-        float | None,
-        Mapping[str, int],
-        TopologyRequest | None,
-        PodGroupPhase,
-        tuple[PodGroupCondition, ...],
-        PodGroupStatus,
-    ]
-
-
 class SnapshotBuilder:
     def __init__(self) -> None:
         self._dims: Dims | None = None
         self._templates: dict[str, PodTemplate] = {}
-        self._groups: dict[str, _GroupParts] = {}
+        self._groups: dict[str, GroupParts] = {}
         # The node records of the last snapshot and their allocatable matrix; each node's
         # row, by name, with the record it is of (worked out as nodes arrive).
         self._nodes: tuple[list[NodeRecord], np.ndarray] | None = None
@@ -203,23 +178,10 @@ class SnapshotBuilder:
         self._nodes = (nodes, matrix)
         return matrix
 
-    def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> _GroupParts:
+    def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> GroupParts:
         parts = self._groups.get(key)
         if parts is None or parts.group is not group:
-            spec, status = group.spec, group.status
-            min_resources = None
-            if spec.min_resources:
-                min_resources = dims.vector(amounts(spec.min_resources, "spec.minResources"))
-            created = timestamp(group.metadata.creation_timestamp)
-            parts = _GroupParts(
-                group,
-                (key, group.metadata.namespace or "default", group.metadata.name,
-                 spec.queue, spec.min_member, created, len(dims)),
-                min_resources,
-                (lifetime_of(group), spec.min_task_member or {}, topology_of(group),
-                 status.phase, status.conditions, status),
-            )  # fmt: skip
-            self._groups[key] = parts
+            parts = self._groups[key] = group_parts(key, group, dims)
         return parts
 
     def _forget_groups_but(self, keys: Mapping[str, PodGroup]) -> None:
@@ -265,7 +227,7 @@ class SnapshotBuilder:
         self._forget_templates_but(pods)
         self._kept.forget_all_but(pods)
         jobs = {
-            key: _job_info(group, self._group_parts(key, group, dims), resolver)
+            key: job_info(group, self._group_parts(key, group, dims), resolver)
             for key, group in pod_groups.items()
         }
         orphans: list[OrphanPod] = []
@@ -459,19 +421,4 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         reclaimable=spec.reclaimable,
         open=spec.state is QueueState.OPEN,
         old_status=queue.status,
-    )
-
-
-def _job_info(group: PodGroup, parts: _GroupParts, priorities: Priorities) -> JobInfo:
-    """The group's job, by position in JobInfo's field order (this runs for every group
-    of every snapshot); tests/unit/cluster/test_snapshot_jobs.py holds each field to the
-    group's."""
-    min_resources = parts.min_resources
-    return JobInfo(
-        *parts.head,
-        # Without a class name: the globalDefault class's value, as kube-batch; pods, once
-        # known, may say otherwise (see SnapshotBuilder.build).
-        priorities.of_class(group.spec.priority_class_name),
-        None if min_resources is None else min_resources.copy(),
-        *parts.tail,
     )
