@@ -148,8 +148,8 @@ class ClusterState:
                     self._waiting[kind].discard(key)
 
     def _snapshot_inputs(self) -> snapshot.Inputs:
-        """What a snapshot works its tasks and jobs out under, for those worked out as
-        pods and PodGroups arrive (before the first snapshot)."""
+        """What a snapshot works its tasks, jobs and node rows out under, for those
+        worked out as pods, PodGroups and Nodes arrive (before the first snapshot)."""
         names = [name for name, count in self._names.items() if count > 0]
         nodes = builtins.list(self._parsed["Node"].values())
         return names, nodes, dict(self._parsed["PriorityClass"]), self.scheduler_names
