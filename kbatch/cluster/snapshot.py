@@ -4,27 +4,36 @@ Pods of one template share one PodTemplate (and its request vector); the
 templates are kept from session to session while the resource dimensions stay
 the same, so a steady cluster costs little per session. So are what a PodGroup's
 job is made from that takes parsing (minResources as a vector, its lifetime and
-topology, its creation time), for as long as the group object is the same one.
+topology, its creation time), for as long as the group object is the same one,
+each node's allocatable row, and each pod's task (``kept_tasks``). The state hands
+pods, groups and nodes over as they arrive (``pod_arrived``, ...), so that this work
+is done then rather than by the next snapshot.
 """
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
 from kbatch.api import DEFAULT_QUEUE
-from kbatch.api.podgroup import PodGroup, PodGroupCondition, PodGroupPhase, PodGroupStatus
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue, QueueState
+from kbatch.cluster.group_parts import GroupParts, group_parts, job_info
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
+from kbatch.cluster.kept_tasks import (
+    KeptTasks,
+    Priorities,
+    TaskContext,
+    made_task,
+    node_index_of,
+    where,
+)
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import (
     NodeRecord,
     PodRecord,
     PriorityClassRecord,
-    lifetime_of,
     timestamp,
-    topology_of,
 )
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
@@ -35,45 +44,91 @@ from kbatch.operators.scheduler.core.framework.info import (
     QueueInfo,
     TaskInfo,
     TaskStatus,
-    TopologyRequest,
 )
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
 from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
-CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-
-
-@dataclass(slots=True)
-class _GroupParts:
-    """A PodGroup's job as far as its object says, worked out once while it is the same
-    object (records are replaced, never changed, on every update): JobInfo's fields
-    before ``priority`` (``head``) and after ``min_resources`` (``tail``), by position.
-    Each snapshot makes a JobInfo of its own from them (sessions change jobs)."""
-
-    group: PodGroup
-    # uid, namespace, name, queue, min_member, created, dims_len
-    head: tuple[str, str, str, str, int, float, int]
-    min_resources: np.ndarray | None
-    # lifetime, min_task_member, topology, phase, conditions, old_status
-    tail: tuple[
-        float | None,
-        Mapping[str, int],
-        TopologyRequest | None,
-        PodGroupPhase,
-        tuple[PodGroupCondition, ...],
-        PodGroupStatus,
-    ]
+# What the state holds that a snapshot's tasks depend on: every resource name its objects
+# mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
+Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord], frozenset[str]]
 
 
 class SnapshotBuilder:
     def __init__(self) -> None:
         self._dims: Dims | None = None
         self._templates: dict[str, PodTemplate] = {}
-        self._groups: dict[str, _GroupParts] = {}
-        # The node records of the last snapshot and their allocatable matrix.
+        self._groups: dict[str, GroupParts] = {}
+        # The node records of the last snapshot and their allocatable matrix; each node's
+        # row, by name, with the record it is of (worked out as nodes arrive).
         self._nodes: tuple[list[NodeRecord], np.ndarray] | None = None
+        self._node_rows: dict[str, tuple[NodeRecord, np.ndarray]] = {}
+        # Pods' tasks, made as they arrive or first snapshot (kbatch.cluster.kept_tasks),
+        # and what those that arrive are made under: the last snapshot's context, or,
+        # before the first, the state's when the first pod arrived (a task made under a
+        # context that no longer holds is made again by the snapshot that meets it).
+        self._kept = KeptTasks()
+        self._arrival: TaskContext | None = None
+
+    def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
+        """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
+        that the next snapshot finds it made. ``inputs``: the state's, asked for only
+        before the first snapshot."""
+        status = pod.task_status
+        if status is None:
+            return
+        spec = pod.spec
+        template = self._templates.get(spec.key)
+        context = self._arrival
+        if template is None or context is None:  # (a template kept is of its dimensions)
+            context = self._arrival_context([name for name, _ in spec.request], inputs)
+            template = self._template(spec, context.dims)
+        ours = pod.scheduler_name in context.scheduler_names
+        if not ours and status is TaskStatus.PENDING:
+            return  # another scheduler's pending pod: no snapshot has a task for it
+        priority = pod.priority
+        if priority is None:
+            priority = context.priorities.of_class(spec.priority_class_name)
+        node, nominated = where(pod, status, context.node_index)
+        task = made_task(pod, status, template, pod.unit if ours else "", priority, node, nominated)
+        self._kept.keep(pod, task)
+
+    def group_arrived(self, key: str, group: PodGroup, inputs: Callable[[], Inputs]) -> None:
+        """Work out what the job of ``group`` (a PodGroup just applied, by namespace/name)
+        is made from now, as a snapshot would (``_group_parts``), so that the next
+        snapshot finds it done."""
+        context = self._arrival_context(group.spec.min_resources or (), inputs)
+        self._group_parts(key, group, context.dims)
+
+    def node_arrived(self, node: NodeRecord, inputs: Callable[[], Inputs]) -> None:
+        """Work out ``node``'s row of the allocatable matrix now (a record just applied),
+        so that the next snapshot finds it done."""
+        context = self._arrival_context(node.allocatable, inputs)
+        self._node_rows[node.name] = (node, context.dims.vector(node.allocatable))
+
+    def _arrival_context(self, names: Iterable[str], inputs: Callable[[], Inputs]) -> TaskContext:
+        """What an arriving object is worked out under: the last snapshot's context, made
+        anew from the state's ``inputs`` before the first snapshot or when the object
+        mentions a resource name its dimensions do not have."""
+        context = self._arrival
+        if context is None or any(name not in context.dims.index for name in names):
+            context = self._arrival = self._context_of(*inputs())
+        return context
+
+    def _context_of(
+        self,
+        names: Iterable[str],
+        nodes: list[NodeRecord],
+        priority_classes: Mapping[str, PriorityClassRecord],
+        scheduler_names: frozenset[str],
+    ) -> TaskContext:
+        """The context a snapshot of these would make its tasks under (NodeSet's order:
+        by name)."""
+        dims = self._dims_for(names)
+        return TaskContext(
+            dims, node_index_of(nodes), Priorities(priority_classes), scheduler_names
+        )
 
     def _template(self, spec: ParsedSpec, dims: Dims) -> PodTemplate:
         template = self._templates.get(spec.key)
@@ -100,6 +155,7 @@ class SnapshotBuilder:
             self._templates.clear()
             self._groups.clear()
             self._nodes = None
+            self._node_rows.clear()
         return dims
 
     def _allocatable(self, nodes: list[NodeRecord], dims: Dims) -> np.ndarray:
@@ -109,28 +165,23 @@ class SnapshotBuilder:
             known, matrix = self._nodes
             if len(known) == len(nodes) and all(a is b for a, b in zip(known, nodes, strict=True)):
                 return matrix
-        rows = [dims.vector(n.allocatable) for n in nodes]
+        rows = []
+        for node in nodes:
+            kept = self._node_rows.get(node.name)
+            if kept is None or kept[0] is not node:
+                kept = self._node_rows[node.name] = (node, dims.vector(node.allocatable))
+            rows.append(kept[1])
+        if len(self._node_rows) > 2 * len(nodes) + 100:  # nodes gone: forget their rows
+            names = {node.name for node in nodes}
+            self._node_rows = {k: v for k, v in self._node_rows.items() if k in names}
         matrix = np.array(rows).reshape(len(nodes), len(dims))
         self._nodes = (nodes, matrix)
         return matrix
 
-    def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> _GroupParts:
+    def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> GroupParts:
         parts = self._groups.get(key)
         if parts is None or parts.group is not group:
-            spec, status = group.spec, group.status
-            min_resources = None
-            if spec.min_resources:
-                min_resources = dims.vector(amounts(spec.min_resources, "spec.minResources"))
-            created = timestamp(group.metadata.creation_timestamp)
-            parts = _GroupParts(
-                group,
-                (key, group.metadata.namespace or "default", group.metadata.name,
-                 spec.queue, spec.min_member, created, len(dims)),
-                min_resources,
-                (lifetime_of(group), spec.min_task_member or {}, topology_of(group),
-                 status.phase, status.conditions, status),
-            )  # fmt: skip
-            self._groups[key] = parts
+            parts = self._groups[key] = group_parts(key, group, dims)
         return parts
 
     def _forget_groups_but(self, keys: Mapping[str, PodGroup]) -> None:
@@ -156,7 +207,9 @@ class SnapshotBuilder:
         names: Iterable[str] | None = None,
     ) -> Snapshot:
         """The snapshot of these objects. ``names``: every resource name the cluster's
-        objects mention, when the caller keeps them (the objects given may be fewer)."""
+        objects mention, when the caller keeps them (the objects given may be fewer).
+        It shares the tasks no session changed with the snapshot before it: it is good
+        until this builder's next snapshot (``kept_tasks``)."""
         if names is None:
             names = _resource_names(nodes, pods, pod_groups, queues)
         dims = self._dims_for(names)
@@ -167,12 +220,14 @@ class SnapshotBuilder:
             ],
             self._allocatable(nodes, dims),
         )
-        resolver = _Priorities(priority_classes)
+        resolver = Priorities(priority_classes)
+        self._arrival = TaskContext(dims, dict(node_set.index), resolver, scheduler_names)
         queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
+        self._kept.forget_all_but(pods)
         jobs = {
-            key: _job_info(group, self._group_parts(key, group, dims), resolver)
+            key: job_info(group, self._group_parts(key, group, dims), resolver)
             for key, group in pod_groups.items()
         }
         orphans: list[OrphanPod] = []
@@ -192,7 +247,7 @@ class SnapshotBuilder:
         jobs: dict[str, JobInfo],
         node_set: NodeSet,
         dims: Dims,
-        resolver: "_Priorities",
+        resolver: Priorities,
         scheduler_names: frozenset[str],
         orphans: list[OrphanPod],
     ) -> tuple[JobAccounts, list[TaskInfo], list[TaskInfo]]:
@@ -210,6 +265,7 @@ class SnapshotBuilder:
         nominated: list[TaskInfo] = []
         last_job, last_template, last_role, last_priority, row, at = None, None, "", 0, 0, 0
         node_index, templates = node_set.index, self._templates
+        kept_tasks, kept_records = self._kept.tasks, self._kept.records
         class_values, default_priority = resolver.values, resolver.default  # its of_class
         for pod in pods:
             status = pod.task_status
@@ -231,34 +287,33 @@ class SnapshotBuilder:
                 if pod.group and pod.scheduler_name in scheduler_names:
                     orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
                 continue  # another scheduler's pending pod, or an orphan: takes no room
-            # By position, in TaskInfo's field order (half the cost of keywords, and this
-            # runs for every pod of every snapshot); tests/unit/cluster/test_snapshot_tasks.py
-            # holds each field to the pod's.
-            task = TaskInfo(
-                pod.uid,
-                pod.namespace,
-                pod.name,
-                "" if job is None else job.uid,  # job
-                template,
-                status,
-                NO_NODE,  # node
-                priority,
-                pod.created,
-                pod.started,
-                spec.priority_class_name in CRITICAL_CLASSES,  # critical
-                NO_NODE,  # nominated
-                pod.role,
-                pod.scheduled_condition,
-            )
+            # Its kept task (see kbatch.cluster.kept_tasks), if that is still what this
+            # snapshot would make: its node and nominated node as kept_tasks.where says,
+            # inline (this runs for every pod of every snapshot).
+            node = nominated_at = NO_NODE
             if status is TaskStatus.PENDING:
-                # It evicted others for this room (its nominated node): kept for it.
-                task.nominated = node_index.get(pod.nominated_node or "", NO_NODE)
-                if task.nominated != NO_NODE:
-                    nominated.append(task)  # (a pending task here has a job)
+                if pod.nominated_node:
+                    nominated_at = node_index.get(pod.nominated_node, NO_NODE)
             elif pod.node_name and status not in FINISHED_STATUSES:
-                task.node = node_index.get(pod.node_name, NO_NODE)
-                if task.node != NO_NODE:
-                    placed.append(task)
+                node = node_index.get(pod.node_name, NO_NODE)
+            job_uid = "" if job is None else job.uid
+            task = kept_tasks.get(pod.uid)
+            if (
+                task is None
+                or kept_records[pod.uid] is not pod
+                or task.status is not status
+                or task.node != node
+                or task.nominated != nominated_at
+                or task.template is not template
+                or task.priority != priority
+                or task.job != job_uid
+            ):
+                task = made_task(pod, status, template, job_uid, priority, node, nominated_at)
+                self._kept.keep(pod, task)
+            if nominated_at != NO_NODE:
+                nominated.append(task)  # (a pending task here has a job)
+            elif node != NO_NODE:
+                placed.append(task)
             if job is None:
                 continue
             # JobInfo.add_task, inline; the request sums added up at once afterwards
@@ -350,18 +405,6 @@ def resource_names_of(record: object) -> tuple[str, ...]:
     return ()
 
 
-class _Priorities:
-    def __init__(self, classes: Mapping[str, PriorityClassRecord]) -> None:
-        self.values = {record.name: record.value for record in classes.values()}
-        defaults = [c.value for c in classes.values() if c.global_default]
-        self.default = max(defaults) if defaults else 0
-
-    def of_class(self, name: str | None) -> int:
-        """The value of class ``name``; the globalDefault class's without one, or for a
-        class that does not exist."""
-        return self.values.get(name or "", self.default)
-
-
 def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
     spec = queue.spec
     capability = None
@@ -378,19 +421,4 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         reclaimable=spec.reclaimable,
         open=spec.state is QueueState.OPEN,
         old_status=queue.status,
-    )
-
-
-def _job_info(group: PodGroup, parts: _GroupParts, priorities: _Priorities) -> JobInfo:
-    """The group's job, by position in JobInfo's field order (this runs for every group
-    of every snapshot); tests/unit/cluster/test_snapshot_jobs.py holds each field to the
-    group's."""
-    min_resources = parts.min_resources
-    return JobInfo(
-        *parts.head,
-        # Without a class name: the globalDefault class's value, as kube-batch; pods, once
-        # known, may say otherwise (see SnapshotBuilder.build).
-        priorities.of_class(group.spec.priority_class_name),
-        None if min_resources is None else min_resources.copy(),
-        *parts.tail,
     )

@@ -132,15 +132,27 @@ class ClusterState:
                 self._unindex_group(key)
                 self._groups_by_queue.setdefault(parsed.spec.queue, set()).add(key)
                 self._groups_by_namespace.setdefault(key.partition("/")[0], set()).add(key)
+                self._builder.group_arrived(key, parsed, self._snapshot_inputs)
             self._raw[kind][key] = raw
             self._parsed[kind][key] = parsed
-            if kind == "Pod" and key in self._assumed:
-                self._check_assumption(key, parsed)
+            if kind == "Pod":
+                if key in self._assumed:
+                    self._check_assumption(key, parsed)
+                self._builder.pod_arrived(parsed, self._snapshot_inputs)
+            elif kind == "Node":
+                self._builder.node_arrived(parsed, self._snapshot_inputs)
             if kind in self._waiting:
                 if self._is_waiting(parsed):
                     self._waiting[kind].add(key)
                 else:
                     self._waiting[kind].discard(key)
+
+    def _snapshot_inputs(self) -> snapshot.Inputs:
+        """What a snapshot works its tasks, jobs and node rows out under, for those
+        worked out as pods, PodGroups and Nodes arrive (before the first snapshot)."""
+        names = [name for name, count in self._names.items() if count > 0]
+        nodes = builtins.list(self._parsed["Node"].values())
+        return names, nodes, dict(self._parsed["PriorityClass"]), self.scheduler_names
 
     def _count_names(self, kind: str, key: str, parsed: Any) -> None:
         """Count the resource names of ``parsed`` (None: the object is gone) in place of

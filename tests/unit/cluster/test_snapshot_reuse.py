@@ -1,6 +1,7 @@
 """What the snapshot builder keeps from build to build (templates, a group's parts, the
-nodes' allocatable) changes no snapshot: over a run of changes to pods, groups, nodes and
-classes, each snapshot of a state that keeps its builder is, field by field, that of a
+nodes' allocatable, the pods' tasks, and what it works out as pods and groups arrive)
+changes no snapshot: over a run of changes to pods, groups, nodes, classes and resource
+names, each snapshot of a state that keeps its builder is, field by field, that of a
 state given a new builder every time, even when sessions ran on (and changed) the
 snapshots before."""
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
@@ -87,6 +89,15 @@ STEPS: list[Step] = [
     deleting("PodGroup", "h"),
     applying(node("c", cpu="4", gpu="x"), group("h"), pod("h-2", "h")),
     deleting("PriorityClass", "high", namespace=""),
+    applying(pod("t-1", "t", spec={"nodeName": "a"}, status=RUNNING)),
+    deleting("PodGroup", "t"),  # its running pod's task belongs to no job now
+    applying(pod("g-2", "g", spec={"nodeName": "c"}, status=RUNNING)),  # a node of its own
+    applying(pod("g-2", "g", spec={"nodeName": "c"}, status={**RUNNING, "startTime": None})),
+    applying(  # a resource name new to the cluster: every template is made again
+        {**node("d"), "status": {"allocatable": {"cpu": "8", "example.com/fpga": "2"}}},
+        pod("h-3", "h", status={"phase": "Pending", "nominatedNodeName": "d"}),
+    ),
+    applying(group("t"), group("h", minResources={"cpu": "1", "example.com/dsp": "1"})),
 ]
 
 
@@ -103,15 +114,26 @@ class Ignoring:
         pass
 
 
-def scribbled(snap: Snapshot) -> None:
+def scribbled(snap: Snapshot, turn: int = 0) -> None:
     """Change every part of ``snap`` a session could change in place (a later snapshot
-    that shared any of them would show it)."""
+    that shared any of them would show it). Of the tasks' fields a session changes, in
+    turn (from ``turn``): the status, the node, the nominated node, all three, or none
+    (each is compared on its own when a task is handed out again, and a task no session
+    changed is handed out again)."""
+    tasks = [task for job in snap.jobs.values() for task in job.tasks.values()]
+    tasks += [task for info in snap.nodes.infos for task in info.tasks.values()]
+    for task in {id(task): task for task in tasks}.values():  # ours and others' pods
+        turn += 1
+        if turn % 5 in (0, 3):
+            task.status = TaskStatus.PENDING if task.status else TaskStatus.FAILED
+        if turn % 5 in (1, 3):
+            task.node = 0 if task.node != 0 else 1
+        if turn % 5 in (2, 3):
+            task.nominated = 0 if task.nominated != 0 else 1
     for job in snap.jobs.values():
         for value in (job.allocated, job.total_request, job.min_resources):
             if value is not None:
                 value.fill(-7.0)
-        for task in job.tasks.values():
-            task.status, task.node, task.nominated = TaskStatus.FAILED, 0, 0
         job.tasks.clear()
         job.counts[:] = [99] * len(job.counts)
         job.priority = -1
@@ -145,7 +167,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def test_a_kept_builder_builds_what_a_new_one_builds() -> None:
+@pytest.mark.parametrize("turn", range(5))
+def test_a_kept_builder_builds_what_a_new_one_builds(turn: int) -> None:
     kept, fresh = ClusterState(), ClusterState()
     for step in STEPS:
         step(kept)
@@ -154,7 +177,7 @@ def test_a_kept_builder_builds_what_a_new_one_builds() -> None:
         snap = kept.snapshot()
         assert described(snap) == described(fresh.snapshot())
         runner.Scheduler(Ignoring(snap), runner.default_conf(), lambda: 0.0, lambda: "s").run_once()
-        scribbled(snap)
+        scribbled(snap, turn)
     assert described(kept.snapshot()) == described(fresh.snapshot())
 
 
@@ -166,3 +189,30 @@ def test_the_comparison_sees_a_changed_field() -> None:
     before = described(snap)
     next(iter(next(iter(snap.jobs.values())).tasks.values())).created += 1
     assert described(snap) != before
+
+
+def test_what_is_kept_is_handed_out_for_the_record_it_was_made_from_only() -> None:
+    """A builder given records it did not see arrive (a task, a node's row)."""
+    state = ClusterState()
+    for step in STEPS[:2]:
+        step(state)
+    builder = SnapshotBuilder()
+    names, nodes, classes, ours = state._snapshot_inputs()
+    pods = list(state._parsed["Pod"].values())
+    builder.build(nodes, pods, state.pod_groups(), state.queues(), classes, ours, names)
+    pods = [dataclasses.replace(record, started=record.created + 5.0) for record in pods]
+    nodes = [dataclasses.replace(record, allocatable={"cpu": 3000.0}) for record in nodes]
+    snap = builder.build(nodes, pods, state.pod_groups(), state.queues(), classes, ours, names)
+    started = {t.name: t.started for job in snap.jobs.values() for t in job.tasks.values()}
+    assert started == {record.name: record.created + 5.0 for record in pods}
+    assert snap.nodes.allocatable[:, snap.dims.index["cpu"]].tolist() == [3000.0] * len(nodes)
+
+
+def test_tasks_made_as_pods_arrive_are_the_snapshots() -> None:
+    state = ClusterState()
+    for step in STEPS[:3]:
+        step(state)
+    made = dict(state._builder._kept.tasks)
+    snap = state.snapshot()
+    tasks = [task for job in snap.jobs.values() for task in job.tasks.values()]
+    assert tasks and all(made[task.uid] is task for task in tasks)

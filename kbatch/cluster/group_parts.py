@@ -1,0 +1,69 @@
+"""What a PodGroup's job is made from that takes parsing (minResources as a vector, its
+lifetime and topology, its creation time), worked out once per group object, and the
+JobInfo each snapshot makes of its own from it (sessions change jobs)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbatch.api.podgroup import PodGroup, PodGroupCondition, PodGroupPhase, PodGroupStatus
+from kbatch.cluster.kept_tasks import Priorities
+from kbatch.cluster.quantity import amounts
+from kbatch.cluster.records import lifetime_of, timestamp, topology_of
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TopologyRequest
+from kbatch.operators.scheduler.core.framework.resources import Dims
+
+
+@dataclass(slots=True)
+class GroupParts:
+    """A PodGroup's job as far as its object says, worked out once while it is the same
+    object (records are replaced, never changed, on every update): JobInfo's fields
+    before ``priority`` (``head``) and after ``min_resources`` (``tail``), by position.
+    Each snapshot makes a JobInfo of its own from them (sessions change jobs)."""
+
+    group: PodGroup
+    # uid, namespace, name, queue, min_member, created, dims_len
+    head: tuple[str, str, str, str, int, float, int]
+    min_resources: np.ndarray | None
+    # lifetime, min_task_member, topology, phase, conditions, old_status
+    tail: tuple[
+        float | None,
+        Mapping[str, int],
+        TopologyRequest | None,
+        PodGroupPhase,
+        tuple[PodGroupCondition, ...],
+        PodGroupStatus,
+    ]
+
+
+def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
+    """The parts of ``group`` (by namespace/name ``key``) under ``dims``."""
+    spec, status = group.spec, group.status
+    min_resources = None
+    if spec.min_resources:
+        min_resources = dims.vector(amounts(spec.min_resources, "spec.minResources"))
+    created = timestamp(group.metadata.creation_timestamp)
+    return GroupParts(
+        group,
+        (key, group.metadata.namespace or "default", group.metadata.name,
+         spec.queue, spec.min_member, created, len(dims)),
+        min_resources,
+        (lifetime_of(group), spec.min_task_member or {}, topology_of(group),
+         status.phase, status.conditions, status),
+    )  # fmt: skip
+
+
+def job_info(group: PodGroup, parts: GroupParts, priorities: Priorities) -> JobInfo:
+    """The group's job, by position in JobInfo's field order (this runs for every group
+    of every snapshot); tests/unit/cluster/test_snapshot_jobs.py holds each field to the
+    group's."""
+    min_resources = parts.min_resources
+    return JobInfo(
+        *parts.head,
+        # Without a class name: the globalDefault class's value, as kube-batch; pods, once
+        # known, may say otherwise (see SnapshotBuilder.build).
+        priorities.of_class(group.spec.priority_class_name),
+        None if min_resources is None else min_resources.copy(),
+        *parts.tail,
+    )
