@@ -333,6 +333,13 @@ class ClusterState:
         with self._lock:
             return dict(self._parsed["PodGroup"])
 
+    def pod_group(self, key: str) -> PodGroup | None:
+        """The parsed PodGroup of key namespace/name (one look-up, where ``pod_groups``
+        copies them all)."""
+        with self._lock:
+            group: PodGroup | None = self._parsed["PodGroup"].get(key)
+            return group
+
     def pod_groups_in_queue(self, queue: str) -> builtins.list[str]:
         """The keys (namespace/name) of the PodGroups naming ``queue``, sorted."""
         with self._lock:

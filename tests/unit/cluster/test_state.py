@@ -311,3 +311,5 @@ def test_pod_groups_are_indexed_by_queue_and_namespace_as_they_change() -> None:
     assert state.pod_groups_in_queue("q1") == state.pod_groups_in_queue("q2") == []
     assert state.pod_groups_in_queue("q3") == ["b/g9"]
     assert state.pod_groups_in_namespace("a") == []
+    assert state.pod_group("b/g9") is state.pod_groups()["b/g9"]
+    assert state.pod_group("a/g1") is None
