@@ -20,10 +20,8 @@ from kbatch.sim.cluster import SimCluster
 def reconcile(cluster: SimCluster) -> None:
     """Write the status of every PodGroup touched since the last call that no longer
     matches its pods."""
-    state = cluster.state
-    groups = state.pod_groups()
     for namespace, name in sorted(cluster.touched.groups):
-        group = groups.get(f"{namespace}/{name}")
+        group = cluster.state.pod_group(f"{namespace}/{name}")
         if group is None:
             continue
         counts = _count(cluster, namespace, name)

@@ -96,7 +96,7 @@ class StateView:
         return self.state.refusal("Queue", "", name) or self._refused_queues.get(name)
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
-        return self.state.pod_groups().get(f"{namespace}/{name}")
+        return self.state.pod_group(f"{namespace}/{name}")
 
     def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
         return self.state.pod_group_phase(namespace, name)

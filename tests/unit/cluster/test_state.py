@@ -287,6 +287,30 @@ def test_a_group_whose_pods_are_all_another_schedulers_gets_no_status_from_us() 
     assert sorted(cluster.pod_groups) == ["default/empty", "default/mine", "default/mixed"]
 
 
+def test_foreign_groups_follow_other_schedulers_pods_as_they_come_change_and_go() -> None:
+    """The state keeps which grouped pods are another scheduler's, to skip looking for
+    foreign groups while there is none: after each change, the snapshot's foreign groups
+    are still those its pods make."""
+    steps: list[tuple[str, dict | None, set[str]]] = [
+        ("t", pod("t", group="g", scheduler="kbatch-b"), {"default/g"}),
+        ("m", pod("m", group="g"), set()),  # g has a pod of ours now
+        ("t", None, set()),
+        ("u", pod("u", group="h", scheduler="kbatch-b"), {"default/h"}),
+        ("u", pod("u", group="h"), set()),  # the same pod, now ours
+        ("v", pod("v", scheduler="kbatch-b"), set()),  # no group: no foreign group
+        ("w", pod("w", group="h", scheduler="kbatch-b"), set()),
+        ("u", None, {"default/h"}),
+        ("w", None, set()),
+    ]
+    state = ClusterState(frozenset({"kbatch"}))
+    for name, obj, foreign in steps:
+        if obj is None:
+            state.delete("Pod", "default", name)
+        else:
+            state.apply(obj)
+        assert state.snapshot().foreign_groups == foreign, name
+
+
 def test_pod_groups_are_indexed_by_queue_and_namespace_as_they_change() -> None:
     def group(name: str, queue: str, namespace: str = "a") -> dict:
         return {
@@ -311,3 +335,5 @@ def test_pod_groups_are_indexed_by_queue_and_namespace_as_they_change() -> None:
     assert state.pod_groups_in_queue("q1") == state.pod_groups_in_queue("q2") == []
     assert state.pod_groups_in_queue("q3") == ["b/g9"]
     assert state.pod_groups_in_namespace("a") == []
+    assert state.pod_group("b/g9") is state.pod_groups()["b/g9"]
+    assert state.pod_group("a/g1") is None
