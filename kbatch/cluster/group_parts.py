@@ -1,6 +1,16 @@
 """What a PodGroup's job is made from that takes parsing (minResources as a vector, its
 lifetime and topology, its creation time), worked out once per group object, and the
-JobInfo each snapshot makes of its own from it (sessions change jobs)."""
+JobInfo each snapshot makes of it.
+
+A job is made anew for every snapshot (sessions change jobs), but for one without
+tasks: most groups of a long backlog have no pods until they are admitted, and a
+session changes nothing of such a job but its ``phase`` (enqueue admits it; publish
+sets what its status says). So the last snapshot's job of a group is handed to the next
+one while it is exactly the job that snapshot would make: the same group object (so the
+same fields from it), no tasks (so no counts, no allocation, and the minResources and
+priority its object says), the phase its object says and the same priority for its
+class. A job that takes tasks in that snapshot is made anew in the one after.
+"""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +45,8 @@ class GroupParts:
         tuple[PodGroupCondition, ...],
         PodGroupStatus,
     ]
+    # The job the last snapshot made of it (handed out again while it has no tasks)
+    job: JobInfo | None = None
 
 
 def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
@@ -54,16 +66,32 @@ def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
     )  # fmt: skip
 
 
+# False: every snapshot makes every group's job anew (the long way, for tests).
+KEEP_JOBS_WITHOUT_TASKS = True
+
+
 def job_info(group: PodGroup, parts: GroupParts, priorities: Priorities) -> JobInfo:
-    """The group's job, by position in JobInfo's field order (this runs for every group
-    of every snapshot); tests/unit/cluster/test_snapshot_jobs.py holds each field to the
-    group's."""
+    """The group's job: the last snapshot's while it has no tasks and says what the
+    group does (see the module's docstring), else a new one, by position in JobInfo's
+    field order (this runs for every group of every snapshot);
+    tests/unit/cluster/test_snapshot_jobs.py holds each field to the group's."""
+    # Without a class name: the globalDefault class's value, as kube-batch; pods, once
+    # known, may say otherwise (see SnapshotBuilder.build).
+    priority = priorities.of_class(group.spec.priority_class_name)
+    kept = parts.job
+    if (
+        kept is not None
+        and not kept.tasks
+        and kept.phase is parts.tail[3]
+        and kept.priority == priority
+        and KEEP_JOBS_WITHOUT_TASKS
+    ):
+        return kept
     min_resources = parts.min_resources
-    return JobInfo(
+    parts.job = JobInfo(
         *parts.head,
-        # Without a class name: the globalDefault class's value, as kube-batch; pods, once
-        # known, may say otherwise (see SnapshotBuilder.build).
-        priorities.of_class(group.spec.priority_class_name),
+        priority,
         None if min_resources is None else min_resources.copy(),
         *parts.tail,
     )
+    return parts.job

@@ -12,7 +12,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``enqueue.REFUSED_QUEUE_STAYS_FIRST``: a queue's line of refusals without a turn
   through the heap each;
 - ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
-  long way).
+  long way);
+- ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
+  snapshot to the next (made anew every snapshot, the long way).
 """
 
 import copy
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import fields
+from kbatch.cluster import fields, group_parts
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
@@ -48,6 +50,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
+    "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
 }
 
 

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.bench import FULL_ACTIONS
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
@@ -77,6 +79,9 @@ STEPS: list[Step] = [
     ),
     applying(group("g", minMember=1, minTaskMember={"ps": 1})),  # the group changed
     applying(HIGH, pod("solo", None, spec={"priorityClassName": "high"})),
+    # groups without pods (their jobs are handed from snapshot to snapshot while so)
+    applying(group("w", priorityClassName="high", minResources={"cpu": "1"}), group("v")),
+    applying({**group("v"), "status": {"phase": "Inqueue"}}),  # its status written
     applying(node("a", cpu="16")),  # a node changed
     applying(pod("h-1", "h", "500m", status={"phase": "Pending", "nominatedNodeName": "b"})),
     deleting("Pod", "g-1"),
@@ -88,7 +93,8 @@ STEPS: list[Step] = [
     applying(pod("g-0", "g", spec={"nodeName": "a"}, status={"phase": "Succeeded"})),
     deleting("PodGroup", "h"),
     applying(node("c", cpu="4", gpu="x"), group("h"), pod("h-2", "h")),
-    deleting("PriorityClass", "high", namespace=""),
+    deleting("PriorityClass", "high", namespace=""),  # w's priority with it
+    applying(pod("w-0", "w")),  # a pod for a group that had none
     applying(pod("t-1", "t", spec={"nodeName": "a"}, status=RUNNING)),
     deleting("PodGroup", "t"),  # its running pod's task belongs to no job now
     applying(pod("g-2", "g", spec={"nodeName": "c"}, status=RUNNING)),  # a node of its own
@@ -131,6 +137,9 @@ def scribbled(snap: Snapshot, turn: int = 0) -> None:
         if turn % 5 in (2, 3):
             task.nominated = 0 if task.nominated != 0 else 1
     for job in snap.jobs.values():
+        if not job.tasks:  # all a session changes of a job without tasks (see below)
+            job.phase = PodGroupPhase.RUNNING
+            continue
         for value in (job.allocated, job.total_request, job.min_resources):
             if value is not None:
                 value.fill(-7.0)
@@ -179,6 +188,22 @@ def test_a_kept_builder_builds_what_a_new_one_builds(turn: int) -> None:
         runner.Scheduler(Ignoring(snap), runner.default_conf(), lambda: 0.0, lambda: "s").run_once()
         scribbled(snap, turn)
     assert described(kept.snapshot()) == described(fresh.snapshot())
+
+
+def test_a_session_changes_nothing_of_a_job_without_tasks_but_its_phase() -> None:
+    """What the builder's handing on of such jobs rests on (``group_parts``): sessions
+    under every action, on every step's snapshot."""
+    conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
+    state = ClusterState()
+    for step in STEPS:
+        step(state)
+        snap = state.snapshot()
+        without_tasks = {key: job for key, job in snap.jobs.items() if not job.tasks}
+        before = {key: _plain(job) for key, job in without_tasks.items()}
+        runner.Scheduler(Ignoring(snap), conf, lambda: 0.0, lambda: "s").run_once()
+        for key, job in without_tasks.items():
+            job.phase = before[key][1]["phase"]  # the one field it may change
+            assert _plain(job) == before[key], key
 
 
 def test_the_comparison_sees_a_changed_field() -> None:
