@@ -39,6 +39,7 @@ from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.podgroup.status import INITIAL_STATUS
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
@@ -81,6 +82,11 @@ def micro_time(when: float) -> str:
     return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _status_path(namespace: str, name: str) -> str:
+    """A PodGroup's status subresource."""
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
+
+
 def _succeeded(outcome: "Future[bool]") -> bool:
     return not outcome.cancelled() and outcome.exception() is None and outcome.result()
 
@@ -113,6 +119,9 @@ class KubeCluster:
         self._evicted: dict[tuple[str, str, str], deque[Future[bool]]] = {}
         self._writes = OrderedWriter("status writes")
         self._statuses = LatestStatuses()  # PodGroup and Queue statuses queued on _writes
+        # PodGroups seen without a phase, for the next session's end: status path ->
+        # the resourceVersion seen (``initialise_pod_group_status``)
+        self._without_phase: dict[str, str] = {}
         self._events = OrderedWriter("events")
         self._told = decided.EventFilter()  # the simulator's rule for repeats, too
         self._recent_lock = threading.Lock()
@@ -158,6 +167,7 @@ class KubeCluster:
         Queue statuses (written once the binds they count are out, within a bounded
         wait), then the events (likewise)."""
         decided.apply_in_order(self, outcome)
+        self._initial_statuses({_status_path(g.namespace, g.name) for g in outcome.pod_groups})
 
     # ----------------------------------------------------------------- binds
     def bind(self, task: TaskInfo, node: str) -> None:
@@ -328,7 +338,7 @@ class KubeCluster:
 
     # ----------------------------------------------------------------- status
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
-        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
+        path = _status_path(namespace, name)
         written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._write_status(path, written, group=f"{namespace}/{name}")
 
@@ -353,6 +363,37 @@ class KubeCluster:
             self._writes.submit(
                 self._write, "pod condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH
             )
+
+    def initialise_pod_group_status(self, namespace: str, name: str, version: str) -> None:
+        """Show ``Pending`` on a PodGroup seen without a phase (at ``version``), once the
+        next session has ended: unless that session wrote a status of its own. On a restart
+        with a backlog that session decides every group at once, and a thousand writes of
+        ``Pending`` ahead of it would only compete with its caches' first lists."""
+        with self._recent_lock:
+            self._without_phase[_status_path(namespace, name)] = version
+
+    def _initial_statuses(self, decided: set[str]) -> None:
+        """After a session: Pending on the groups seen without a phase whose status it did
+        not write (``decided``: the status paths it did)."""
+        with self._recent_lock:
+            waiting, self._without_phase = self._without_phase, {}
+        for path, version in waiting.items():
+            if path not in decided:
+                self._writes.submit(self._write_initial_status, path, version)
+
+    def _write_initial_status(self, path: str, version: str) -> None:
+        """Pending, if the group is still at ``version``: any change since (a status
+        written meanwhile) makes it a 409, and this write none."""
+        if self._statuses.queued(path) or not self.may_write():
+            return
+        patch: dict[str, Any] = {"status": INITIAL_STATUS}
+        if version:
+            patch["metadata"] = {"resourceVersion": version}
+        try:
+            kubeapi.request(self.api, "PATCH", path, patch, kubeapi.MERGE_PATCH)
+        except kubeapi.ApiError as exc:
+            if exc.status not in (404, 409):
+                self._failures.failed("status", "initial status %s: %s", path, exc)
 
     def _write_status(self, path: str, status: dict[str, Any], group: str | None = None) -> None:
         """In order on the writer; after the binds in flight (which the status counts),

@@ -62,11 +62,13 @@ class Informer:
         on_change: Callable[[], None] = lambda: None,
         watch_seconds: int = 300,
         failures: outage.FailureReport | None = None,
+        on_synced: Callable[[], None] = lambda: None,
     ) -> None:
         self.api = api
         self.resource = resource
         self.state = state
         self.on_change = on_change
+        self.on_synced = on_synced  # after each (re)list is applied
         self.watch_seconds = watch_seconds
         self.synced = threading.Event()
         self._stop = threading.Event()
@@ -134,6 +136,7 @@ class Informer:
         self._interrupted = False
         self.synced.set()
         self.on_change()
+        self.on_synced()
         return str(body["metadata"]["resourceVersion"])
 
     def _watch(self, version: str) -> str:

@@ -1,6 +1,9 @@
 """The scheduling loop of ``kbatch run``: one session per period while this replica
 leads and its caches are synced; a scheduler configuration file that is
 reloaded when it changes (a bad one is logged and the last good one kept).
+
+``wake`` ends the wait for the next period at once: the caches are synced (at start,
+or after taking the lead), so the first session need not wait up to a period more.
 """
 
 import hashlib
@@ -80,13 +83,19 @@ class SchedulerLoop:
         self._idle_periods = 0
         self._seen_generation = -1
         self._stop = threading.Event()
+        self._woken = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kbatch-scheduler", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
+    def wake(self) -> None:
+        """Check for a session now, not at the end of the period (``_due`` still decides)."""
+        self._woken.set()
+
     def stop(self) -> None:
         self._stop.set()
+        self._woken.set()
         if self._thread.ident is not None:  # a loop never started has nothing to join
             self._thread.join(timeout=10)
 
@@ -127,4 +136,5 @@ class SchedulerLoop:
                     self.run_once()
                 except Exception:
                     log.exception("scheduling session failed")
-            self._stop.wait(max(self.period - (time.monotonic() - started), 0.0))
+            self._woken.wait(max(self.period - (time.monotonic() - started), 0.0))
+            self._woken.clear()

@@ -87,7 +87,10 @@ class Runtime:
         # binds and evictions check the lead as they are sent: none after it is lost
         self.cluster = KubeCluster(self.api, self.state, may_write=self.leads)
         self.metrics = SchedulerMetrics()
-        self.informers = [Informer(self.api, r, self.state) for r in RESOURCES]
+        self.informers = [
+            Informer(self.api, r, self.state, on_synced=self._caches_synced) for r in RESOURCES
+        ]
+        self._watching = False
         self.health_server: HealthServer | None = None
         if settings.leader_elect:
             self.elector = LeaseElector(
@@ -123,6 +126,11 @@ class Runtime:
     def may_schedule(self) -> bool:
         return self.leads() and self.synced()
 
+    def _caches_synced(self) -> None:
+        """An informer has (re)listed: once all have, the first session need not wait."""
+        if self.may_schedule():
+            self.loop.wake()
+
     def _lead_changed(self, leader: bool) -> None:
         if not leader:
             self.metrics.forget_cluster_state()
@@ -150,13 +158,20 @@ class Runtime:
         if self.settings.metrics_address:
             host, _, port = self.settings.metrics_address.rpartition(":")
             start_http_server(int(port), addr=host or "0.0.0.0", registry=self.metrics.registry)
-        for informer in self.informers:
-            informer.start()
+        self.start_watches()
         if self.elector is not None:
             self.elector.start()
         else:
             queues.keep_default_queue(self.api, self.leads)
         self.loop.start()
+
+    def start_watches(self) -> None:
+        """Start the informers (once): ``run`` does so before kopf starts, so that the
+        lists (10,000 pods take seconds) overlap kopf's own start."""
+        if not self._watching:
+            self._watching = True
+            for informer in self.informers:
+                informer.start()
 
     def stop(self) -> None:
         """Stop scheduling, then settle what was sent, and only then give up the Lease: a
@@ -203,5 +218,6 @@ def run(settings: RunSettings) -> None:
     # Python's default, whose full passes over it stall binds for a tenth of a second.
     gc.set_threshold(100_000, 50, 100)
     runtime = Runtime(settings)
+    runtime.start_watches()
     registry = build_registry(runtime)
     kopf.run(registry=registry, clusterwide=True, standalone=True)

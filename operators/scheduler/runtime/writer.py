@@ -77,6 +77,10 @@ class LatestStatuses:
             self._queued[path] = (group, status)
             return waiting
 
+    def queued(self, path: str) -> bool:
+        with self._lock:
+            return path in self._queued
+
     def take(self, path: str) -> dict[str, Any] | None:
         with self._lock:
             queued = self._queued.pop(path, None)
