@@ -23,9 +23,16 @@ def _add_each(
         if attr is None:
             continue
         attr.allocated += job.allocated * mask
-        attr.request += (job.allocated + proportion._pending_request(job)) * mask
+        attr.request += (job.allocated + _pending_request(job)) * mask
         if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
             attr.reserved += np.maximum(job.min_resources - job.allocated, 0) * mask
+
+
+def _pending_request(job: JobInfo) -> np.ndarray:
+    """What the job's unplaced tasks ask for (its minResources if it has no pods yet)."""
+    if not job.tasks and job.min_resources is not None:
+        return job.min_resources
+    return np.maximum(job.total_request - job.allocated, 0)
 
 
 def _random_cluster(seed: int) -> Cluster:

@@ -102,26 +102,23 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
         unfinished=sum(counts) - succeeded - failed,
         admitted=job.phase is _INQUEUE,
     )
-    if phase is not old.phase:
+    if phase is not old.phase or not _conditions_kept(old.conditions, new):
         return None
-    kept = old.conditions
-    if len(kept) == 1 and len(new) == 1:  # most groups: one condition, told again
-        told, telling = kept[0], new[0]
-        if (
-            told.type is telling.type
-            and told.status == telling.status
-            and told.reason == telling.reason
-            and told.message == telling.message
-        ):
-            return old
-        return None
-    return old if _conditions_kept(kept, new) else None
+    return old
 
 
 def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondition]) -> bool:
     """Would ``with_conditions`` give back ``old`` as it is? Yes when ``old`` is in its
     order (by type, one of each) and each new condition says what the one of its type
     says: that one then keeps its transition time and id, and nothing else changes."""
+    if len(old) == 1 and len(new) == 1:  # most groups: one condition, told again
+        told, telling = old[0], new[0]
+        return (
+            told.type is telling.type
+            and told.status == telling.status
+            and told.reason == telling.reason
+            and told.message == telling.message
+        )
     if any(a.type.value >= b.type.value for a, b in itertools.pairwise(old)):
         return False
     by_type = {c.type: c for c in old}

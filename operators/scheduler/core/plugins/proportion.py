@@ -250,9 +250,10 @@ def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarr
     Inqueue job's minResources not yet allocated) to its queue's, masked. All jobs at
     once: ``np.add.at`` adds a queue's rows in job order, so the sums are those of adding
     job after job, to the bit — and thousands of jobs cost a few array operations, not
-    a few each. A job with no pods yet (most of a long line) holds nothing and asks for
-    its minResources, if it says any (``_pending_request``): its rows are filled in one
-    step with the others of its kind, not one by one."""
+    a few each. A job's request is what it holds and what its unplaced tasks ask for; a
+    job with no pods yet (most of a long line) holds nothing and asks for its
+    minResources, if it says any: its rows are filled in one step with the others of its
+    kind, not one by one."""
     names = list(queues)
     row = {name: i for i, name in enumerate(names)}
     ours = [job for job in jobs if job.queue in row]
@@ -286,14 +287,6 @@ def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarr
         queue.allocated += sums[0, i]
         queue.request += sums[1, i]
         queue.reserved += sums[2, i]
-
-
-def _pending_request(job: JobInfo) -> np.ndarray:
-    """What the job's unplaced tasks ask for (its minResources if it has no pods yet)."""
-    pending = job.total_request - job.allocated
-    if not job.tasks and job.min_resources is not None:
-        return job.min_resources
-    return np.maximum(pending, 0)
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
