@@ -182,12 +182,18 @@ class EventFilter:
     """Which events to tell: an event identical to one told for the same object (by
     identity: a pod made again under the same name is told about again) within
     ``EVENT_REPEAT_SECONDS`` is dropped. The clock is the caller's (simulated time in
-    the simulator, monotonic seconds on a cluster)."""
+    the simulator, monotonic seconds on a cluster).
+
+    Events told longer ago than that are forgotten once more than ``limit`` are
+    remembered; when most are still within the window, the next such clearing waits
+    until twice as many are (one rebuild per doubling: a burst of events costs each of
+    them a constant share, not a rebuild each)."""
 
     def __init__(self, repeat_seconds: float = EVENT_REPEAT_SECONDS, limit: int = 50_000) -> None:
         self.repeat_seconds = repeat_seconds
         self.limit = limit
         self._told: dict[tuple[Hashable, str, str, str], float] = {}
+        self._clear_above = limit  # clear old events when more than this are remembered
 
     def fresh(self, identity: Hashable, event: Event, now: float) -> bool:
         """Tell ``event`` now? (and remember it if so)"""
@@ -204,8 +210,9 @@ class EventFilter:
         if last is not None and now - last < self.repeat_seconds:
             return False, last + self.repeat_seconds
         self._told[key] = now
-        if len(self._told) > self.limit:
+        if len(self._told) > self._clear_above:
             self._told = {k: t for k, t in self._told.items() if now - t < self.repeat_seconds}
+            self._clear_above = max(self.limit, 2 * len(self._told))
         return True, now + self.repeat_seconds
 
     def told_again_at(self, identity: Hashable, event: Event) -> float | None:
