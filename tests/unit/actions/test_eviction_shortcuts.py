@@ -16,7 +16,7 @@ import pytest
 from builders import Cluster, FakeCluster, JobBuilder, run_actions
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler.core.actions import reclaim
-from kbatch.operators.scheduler.core.framework import evictable, eviction, tiers
+from kbatch.operators.scheduler.core.framework import evictable, eviction, preemptors, tiers
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
@@ -224,3 +224,61 @@ def test_alike_gangs_of_an_over_served_queue_get_the_answers_they_get_alone(
         slow = run_actions(over_served_queue().open(FULL), "reclaim")
     assert fast.evictions == slow.evictions
     assert {task.rsplit("-", 1)[0] for task, _ in fast.evictions} in ({"pair"}, {"twin"})
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_nodes_bound_by_what_the_plugins_could_offer_get_the_same_decisions(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search tries only the nodes where what the plugins could offer for the task
+    makes room (``eviction.BOUND_BY_OFFERED``): as trying every node where the rule's
+    candidates could, and failing the plan on the others."""
+    bound = decisions(run_actions(random_cluster(seed).open(FULL)))
+    monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", False)
+    assert decisions(run_actions(random_cluster(seed).open(FULL))) == bound
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_queue_keys_kept_while_nothing_changed_give_the_same_turns(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reclaim and preempt ask each queue's order key once while no task changes
+    (``preemptors.KEEP_QUEUE_KEYS``): as asking every queue before every job's turn;
+    the attempts counted are the same too."""
+
+    def turns() -> tuple[object, ...]:
+        session = random_cluster(seed).open(FULL)
+        sent = run_actions(session)
+        return (*decisions(sent), session.stats.preemption_attempts)
+
+    kept = turns()
+    monkeypatch.setattr(preemptors, "KEEP_QUEUE_KEYS", False)
+    assert turns() == kept
+
+
+def test_queue_turns_follow_a_change_of_shares_between_jobs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kept queue keys are asked again once a task changes: two queues alike, the first
+    job's task placed between turns puts the other queue first; with nothing changed
+    each queue is asked once, not once per job."""
+    cluster = Cluster().node("n1", cpu=8).queue("qa").queue("qb")
+    for name, queue in (("a1", "qa"), ("a2", "qa"), ("b1", "qb"), ("b2", "qb")):
+        cluster.job(name, queue=queue).tasks(1, cpu=1)
+    session = cluster.open(FULL)
+    asked = []
+    real = session.queue_order_key
+
+    def counted(queue, next_job=None):  # type: ignore[no-untyped-def]
+        asked.append(queue.name)
+        return real(queue, next_job)
+
+    monkeypatch.setattr(session, "queue_order_key", counted)
+    jobs = sorted(session.jobs_to_place(), key=lambda job: job.uid)
+    turns = preemptors.jobs_by_queue(session, jobs)
+    first = next(turns)
+    assert first.queue == "qa" and sorted(asked) == ["qa", "qb"]
+    task = next(iter(first.tasks.values()))
+    session.set_status(task, TaskStatus.ALLOCATED, 0)  # qa now holds something
+    assert [job.uid for job in turns] == ["default/b1", "default/b2", "default/a2"]
+    assert len(asked) == 4  # asked again once after the change, then kept

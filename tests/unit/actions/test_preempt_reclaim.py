@@ -228,23 +228,34 @@ def test_a_backlog_of_alike_jobs_that_can_evict_nothing_costs_one_plan_per_node(
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """Equal priorities: no job may preempt. The first waiting job's failed plans hold
-    for the others (same queue, request, priority and session state)."""
-    plans = count_plans(monkeypatch)
-    cluster = Cluster()
-    for n in range(4):
-        cluster.node(f"n{n}", cpu=2)
-        cluster.job(f"run{n}", priority=5).tasks(2, cpu=1, status=R, node=f"n{n}")
-    for j in range(10):
-        cluster.job(f"wait{j}", priority=5).tasks(1, cpu=1)
-    assert run_actions(cluster.open(FULL), "preempt").evictions == []
-    assert len(plans) == 4, plans
+    for the others (same queue, request, priority and session state). With the search
+    bounded by what priority could offer (nothing), no node is even tried."""
+    from kbatch.operators.scheduler.core.framework import eviction
+
+    for bound, expected in ((False, 4), (True, 0)):
+        monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", bound)
+        plans = count_plans(monkeypatch)
+        cluster = Cluster()
+        for n in range(4):
+            cluster.node(f"n{n}", cpu=2)
+            cluster.job(f"run{n}", priority=5).tasks(2, cpu=1, status=R, node=f"n{n}")
+        for j in range(10):
+            cluster.job(f"wait{j}", priority=5).tasks(1, cpu=1)
+        assert run_actions(cluster.open(FULL), "preempt").evictions == []
+        assert len(plans) == expected, plans
+        monkeypatch.undo()
 
 
 def test_a_plan_that_failed_for_one_preemptor_is_tried_again_for_a_more_important_one(
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """The older job (first in line) may evict nothing at its priority; the later one,
-    more important, must still get its plan made on the same node."""
+    more important, must still get its plan made on the same node. (With the search
+    bounded by what priority could offer, the older job's would not try the node at all:
+    the bound is off here, so that its plan is made and fails.)"""
+    from kbatch.operators.scheduler.core.framework import eviction
+
+    monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", False)
     plans = count_plans(monkeypatch)
     cluster = Cluster().node("n1", cpu=2)
     cluster.job("running", priority=5).tasks(2, cpu=1, status=R, node="n1")

@@ -144,12 +144,11 @@ def make_room(
     nodes = _nodes_worth_trying(session, view.ok, view.scores, task, rules)
     plans: dict[int, list[TaskInfo]] = {}
     whole = _whole_gangs(statement, task, rules)
-    reachable = _fit_with(session, task.request, rules.held(task))
     for node in nodes:
         failed = None if alike is None else (node, *alike)
         if failed in rules.room.failed:
             continue
-        victims = _plan(session, statement, task, node, rules, whole, bool(reachable[node]))
+        victims = _plan(session, statement, task, node, rules, whole)
         if victims is None:
             if failed is not None:
                 rules.room.failed.add(failed)
@@ -213,21 +212,18 @@ def _plan(
     node: int,
     rules: Rules,
     whole: dict[Hashable, bool],
-    reachable: bool,
 ) -> list[TaskInfo] | None:
     """The victims that make ``task`` fit on ``node`` (none if it fits already), or None.
     Tried through the statement so that every rule sees the victims taken before;
     everything is rolled back. Candidates of a gang that can lose none of its tasks are
     left out unless the whole gang may go (``whole`` remembers the answer per job), and
     a node whose candidates could not make room anyway is given up before any trial
-    eviction — at once if even the tasks the plugins could offer could not
-    (``reachable``: they could)."""
+    eviction. (Nodes where even every task the plugins could offer would not make room
+    are not tried at all: ``_nodes_worth_trying``.)"""
     future = session.nodes.future_idle()
     request = task.request
     if _fits(session, request, future[node]):
         return []
-    if not reachable:
-        return None
     offered = rules.choose(task, evictable_tasks(session, node, rules.wanted))
     candidates = [t for t in offered if _may_go(session, statement, task, t, rules, whole)]
     freed = sum((t.request for t in candidates), np.zeros_like(request))
@@ -433,16 +429,25 @@ def _fit_with(session: Session, request: np.ndarray, freed: np.ndarray) -> np.nd
     return np.all((request <= room + EPSILON)[:, session.room_dims], axis=1)
 
 
+# Try only the nodes where what the plugins could offer for the task (``Rules.held``
+# for the preemptor) could make room, not every node where the rule's candidates could:
+# ``_plan`` fails on the others. A switch for the tests that compare both.
+BOUND_BY_OFFERED = True
+
+
 def _nodes_worth_trying(
     session: Session, ok: np.ndarray, scores: np.ndarray, task: TaskInfo, rules: Rules
 ) -> list[int]:
-    """Nodes passing the predicates whose room plus every candidate's could hold the
-    task: those with room already first, then best score first, ties by name."""
+    """Nodes passing the predicates whose room plus every candidate's that the plugins
+    could offer for ``task`` (``Rules.held``) could hold it: those with room already
+    first, then best score first, ties by name. (A node with room already is among them:
+    what the candidates hold is never negative.)"""
     nodes = session.nodes
     request = task.request
     future = nodes.future_idle()
     counted = session.room_dims  # see _fits
-    worth = np.flatnonzero(ok & _fit_with(session, request, rules.held()))
+    held = rules.held(task) if BOUND_BY_OFFERED else rules.held()
+    worth = np.flatnonzero(ok & _fit_with(session, request, held))
     if not worth.size:
         return []
     roomy = np.all((request <= future[worth] + EPSILON)[:, counted], axis=1)

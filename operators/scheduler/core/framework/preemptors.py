@@ -10,15 +10,34 @@ from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
+# Keep the queues' order keys while the session's state as plugins read it
+# (``Session.changes``) stays the same. A switch for the tests that compare both.
+KEEP_QUEUE_KEYS = True
+
 
 def jobs_by_queue(session: Session, jobs: list[JobInfo]) -> Iterator[JobInfo]:
     """Each job once: from the queue first in queue order, then by job order. The queue
-    order is asked again before each job, so it follows the shares as they change."""
+    order is asked again before each job, so it follows the shares as they change; the
+    keys are kept while no task changed (``Session.changes``: what the queue order
+    functions read changes only with a task's status), as a backlog that can evict
+    nothing changes none: every queue is asked once, not once per job."""
     waiting: dict[str, list[JobInfo]] = {}
     for job in sorted(jobs, key=session.job_order_key):
         waiting.setdefault(job.queue, []).append(job)
+    keys: dict[str, tuple[object, ...]] = {}
+    keys_of = -1  # the session.changes they were asked at
+
+    def key(name: str) -> tuple[object, ...]:
+        known = keys.get(name)
+        if known is None:
+            known = keys[name] = session.queue_order_key(session.queues[name])
+        return known
+
     while waiting:
-        name = min(waiting, key=lambda q: session.queue_order_key(session.queues[q]))
+        if keys_of != session.changes or not KEEP_QUEUE_KEYS:
+            keys.clear()
+            keys_of = session.changes
+        name = min(waiting, key=key)
         queue_jobs = waiting[name]
         job = queue_jobs.pop(0)
         if not queue_jobs:

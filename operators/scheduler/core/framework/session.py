@@ -38,6 +38,9 @@ from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunct
 
 # Why a task did not fit: reason -> number of nodes that failed for it.
 FitError = dict[str, int]
+# Count the pods with required anti-affinity when first asked, not at open. A switch
+# for the tests that compare both.
+COUNT_WHEN_ASKED = True
 
 
 @dataclass(slots=True)
@@ -74,14 +77,9 @@ class Session(TieredFunctions):
         self.outcome = Outcome()
         # Grows with every task status change: session state as plugins read it.
         self.changes = 0
-        # Pods carrying required anti-affinity terms: while there are any, a placement
-        # can change what other nodes accept (see placement.Placer).
-        self.anti_affinity_pods = sum(
-            1
-            for info in self.nodes.infos
-            for task in info.tasks.values()
-            if task.template.affinity.anti_required
-        )
+        # Pods on nodes carrying required anti-affinity terms (``anti_affinity_pods``),
+        # counted when first asked: a session that places nothing never asks.
+        self._anti_affinity_pods: int | None = None if COUNT_WHEN_ASKED else self._count_anti()
         # Why jobs did not get what they asked for (see the notes below).
         self._fit_errors: dict[str, dict[str, FitError]] = {}  # job -> task -> reasons
         self._waiting: dict[str, str] = {}  # job -> why, in words
@@ -92,6 +90,24 @@ class Session(TieredFunctions):
         # action): its tasks' nominations do not expire at close.
         self._draining: dict[str, str] = {}  # job -> why, in words
         self._drain_tasks: set[str] = set()
+
+    @property
+    def anti_affinity_pods(self) -> int:
+        """Pods on the nodes carrying required anti-affinity terms: while there are any, a
+        placement can change what other nodes accept (see placement.Placer)."""
+        if self._anti_affinity_pods is None:
+            self._anti_affinity_pods = self._count_anti()
+        return self._anti_affinity_pods
+
+    def _count_anti(self) -> int:
+        """``anti_affinity_pods`` as the nodes' tasks stand (``set_status`` keeps it
+        current once counted: a task is on its node's tasks exactly while it has one)."""
+        return sum(
+            1
+            for info in self.nodes.infos
+            for task in info.tasks.values()
+            if task.template.affinity.anti_required
+        )
 
     def jobs_to_place(self) -> list[JobInfo]:
         """Jobs that placing actions work on: valid, admitted, in a known queue, with
@@ -130,8 +146,12 @@ class Session(TieredFunctions):
         if task.node != NO_NODE:
             self.nodes.place(task, task.node)
         now = status in SHARE_STATUSES
-        if task.template.affinity.anti_required and (old_node == NO_NODE) != (task.node == NO_NODE):
-            self.anti_affinity_pods += 1 if task.node != NO_NODE else -1
+        if (
+            self._anti_affinity_pods is not None
+            and task.template.affinity.anti_required
+            and (old_node == NO_NODE) != (task.node == NO_NODE)
+        ):
+            self._anti_affinity_pods += 1 if task.node != NO_NODE else -1
         if now and not was:
             for on_allocate, _ in self._handlers:
                 if on_allocate is not None:

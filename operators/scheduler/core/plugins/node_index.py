@@ -1,15 +1,18 @@
-"""Per-session numpy indexes of the nodes' static state: labels, taints, conditions.
+"""Numpy indexes of the nodes' static state: labels, taints, conditions.
 
 Labels, taints and conditions do not change during a session, so whatever is
 computed from them (a node selector's mask, the taints a set of tolerations
 leaves untolerated) is computed once over all nodes and cached by value; a
 predicate or a score then only indexes the result with the nodes it is asked
-about (DESIGN §10). One index per session, shared by the plugins that need it.
+about (DESIGN §10). One index per session, shared by the plugins that need it —
+and by the sessions that follow while their nodes say the same (``of``): the index
+holds its own copy of what it was made of, and each session's nodes are compared
+with it by value.
 """
 
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +32,13 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 NODE_NAME_FIELD = "metadata.name"
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _SET_OPERATORS = (Operator.IN, Operator.NOT_IN)
+
+# The index last made: a session whose nodes say the same (``static_state``, compared by
+# value with the index's own copy) takes it over. Sessions follow one another, and most
+# change no node's labels, taints or conditions. A switch for the tests that compare.
+KEEP_ACROSS_SESSIONS = True
+# How many masks by value (selectors and terms) an index kept across sessions holds.
+MASKS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +104,29 @@ class TaintTable:
         )
 
 
+# What the index reads of a node: name, labels, taints, cordon, conditions.
+NodeState = tuple[str, dict[str, str], tuple[Taint, ...], bool, dict[str, str]]
+
+
+def static_state(nodes: NodeSet) -> list[NodeState]:
+    """What an index reads of ``nodes``, in order (the nodes' own dicts, not copies)."""
+    return [
+        (info.name, info.labels, info.taints, info.unschedulable, info.conditions)
+        for info in nodes.infos
+    ]
+
+
 class NodeIndex:
-    """Masks over all nodes (in ``NodeSet`` order), built lazily and cached by value."""
+    """Masks over all nodes (in ``NodeSet`` order), built lazily and cached by value.
+    It reads the nodes only as they were when it was made (``state``, its own copy), so
+    it holds on to no session's NodeSet and serves any whose nodes say the same.
+    ``derived``: what plugins work out of the same state, kept with it (by plugin)."""
 
     def __init__(self, nodes: NodeSet) -> None:
-        self.nodes = nodes
+        self.state: list[NodeState] = [
+            (name, dict(labels), taints, cordoned, dict(conditions))
+            for name, labels, taints, cordoned, conditions in static_state(nodes)
+        ]
         self.size = len(nodes)
         self._columns: dict[str, LabelColumn] = {}
         self._names = _column(list(nodes.names))
@@ -106,12 +134,20 @@ class NodeIndex:
         self._selectors: dict[tuple[tuple[str, str], ...], np.ndarray] = {}
         self.no_schedule = TaintTable(nodes, NO_SCHEDULE_EFFECTS)
         self.prefer_no_schedule = TaintTable(nodes, frozenset({PREFER_NO_SCHEDULE}))
+        self.derived: dict[Hashable, object] = {}
+
+    def forget_if_many(self) -> None:
+        """Forget the masks by value once they are many (a long run meets many selectors
+        and terms; every one is worked out again when next asked)."""
+        if len(self._terms) + len(self._selectors) > MASKS_KEPT:
+            self._terms.clear()
+            self._selectors.clear()
 
     # ------------------------------------------------------------------ labels
     def column(self, key: str) -> LabelColumn:
         column = self._columns.get(key)
         if column is None:
-            column = _column([info.labels.get(key) for info in self.nodes.infos])
+            column = _column([labels.get(key) for _, labels, _, _, _ in self.state])
             self._columns[key] = column
         return column
 
@@ -163,18 +199,18 @@ class NodeIndex:
     def condition_is(self, kind: str, status: str) -> np.ndarray:
         """Nodes reporting condition ``kind`` with ``status``."""
         return np.array(
-            [info.conditions.get(kind) == status for info in self.nodes.infos], dtype=bool
+            [conditions.get(kind) == status for _, _, _, _, conditions in self.state], dtype=bool
         )
 
     def condition_is_not(self, kind: str, status: str) -> np.ndarray:
         """Nodes reporting condition ``kind`` with any other status (absent: not reported)."""
         return np.array(
-            [info.conditions.get(kind, status) != status for info in self.nodes.infos],
+            [conditions.get(kind, status) != status for _, _, _, _, conditions in self.state],
             dtype=bool,
         )
 
     def unschedulable(self) -> np.ndarray:
-        return np.array([info.unschedulable for info in self.nodes.infos], dtype=bool)
+        return np.array([cordoned for _, _, _, cordoned, _ in self.state], dtype=bool)
 
 
 def _valid(req: Requirement) -> bool:
@@ -205,12 +241,24 @@ def _requirement_mask(req: Requirement, column: LabelColumn) -> np.ndarray:
 
 
 _INDEXES: "weakref.WeakKeyDictionary[Session, NodeIndex]" = weakref.WeakKeyDictionary()
+_last: list[NodeIndex] = []
 
 
 def of(session: Session) -> NodeIndex:
-    """The session's node index (built on first use, shared by every plugin)."""
+    """The session's node index (built on first use, shared by every plugin): the last
+    session's, if its nodes say the same."""
     index = _INDEXES.get(session)
     if index is None:
-        index = NodeIndex(session.nodes)
+        index = _kept_or_new(session.nodes)
         _INDEXES[session] = index
+    return index
+
+
+def _kept_or_new(nodes: NodeSet) -> NodeIndex:
+    if KEEP_ACROSS_SESSIONS and _last and _last[0].state == static_state(nodes):
+        kept = _last[0]
+        kept.forget_if_many()
+        return kept
+    index = NodeIndex(nodes)
+    _last[:] = [index]
     return index

@@ -76,10 +76,12 @@ StaticKey = tuple[tuple[tuple[str, str], ...], object, tuple[Toleration, ...], b
 
 
 class StaticChecks:
-    """The node-state checks, per template over all nodes, cached by what they depend on."""
+    """The node-state checks, per template over all nodes, cached by what they depend on.
+    Made of the node index alone (and the arguments): kept with it, across the sessions
+    it serves (``of``)."""
 
-    def __init__(self, session: Session, args: PredicatesArguments) -> None:
-        self.index = node_index.of(session)
+    def __init__(self, index: node_index.NodeIndex, args: PredicatesArguments) -> None:
+        self.index = index
         self.args = args
         index = self.index
         self.not_ready = index.condition_is_not("Ready", "True")
@@ -90,6 +92,24 @@ class StaticChecks:
         self.pid_pressure = index.condition_is("PIDPressure", "True")
         self._by_template: dict[PodTemplate, Failures] = {}
         self._by_value: dict[StaticKey, Failures] = {}
+
+    @classmethod
+    def of(cls, session: Session, args: PredicatesArguments) -> "StaticChecks":
+        """The checks for ``session``'s nodes: those its node index keeps, if any, with
+        what was learnt of templates by value (by template object: for this session)."""
+        index = node_index.of(session)
+        kept = index.derived.get((NAME, args))
+        if not isinstance(kept, StaticChecks):
+            kept = index.derived[(NAME, args)] = cls(index, args)
+        kept.new_session()
+        return kept
+
+    def new_session(self) -> None:
+        """Templates are told apart by object only within a session; by value the answers
+        are kept (forgotten once there are more than ``node_index.MASKS_KEPT``)."""
+        self._by_template = {}
+        if len(self._by_value) > node_index.MASKS_KEPT:
+            self._by_value.clear()
 
     def failures(self, template: PodTemplate) -> Failures:
         """(reason, mask over all nodes) for the failing static checks, each node once."""
@@ -148,7 +168,7 @@ def first_failures(
 
 def on_session_open(session: Session, option: PluginOption) -> None:
     args = parse_arguments(option.arguments)
-    static = StaticChecks(session, args)
+    static = StaticChecks.of(session, args)
     pod_checks = pod_affinity.of(session)
     nodes = session.nodes
     pods_dim = session.dims.index[PODS]

@@ -1,0 +1,107 @@
+"""The node index (and the predicates' static checks made of it) is kept from one
+session to the next while the nodes say the same (``node_index.KEEP_ACROSS_SESSIONS``):
+sessions on random clusters whose nodes change now and then answer the same with it as
+with an index made afresh for every session, and a change to any node's labels, taints,
+cordon or conditions — in place, too — makes a new one."""
+
+import random
+
+import numpy as np
+import pytest
+
+from builders import Cluster, plugin_conf, scores_by_node
+from kbatch.operators.scheduler.core.framework.podspec import (
+    Affinity,
+    NodeSelectorTerm,
+    Operator,
+    PreferredNodeTerm,
+    Requirement,
+    Taint,
+    Toleration,
+)
+from kbatch.operators.scheduler.core.plugins import node_index
+
+CONF = plugin_conf("predicates", "nodeorder")
+ZONES = ["a", "b", "c"]
+
+
+def random_node_state(rnd: random.Random) -> dict[str, object]:
+    return {
+        "labels": {"zone": rnd.choice(ZONES)} if rnd.random() < 0.8 else {},
+        "taints": (Taint("gpu"),) if rnd.random() < 0.3 else (),
+        "unschedulable": rnd.random() < 0.1,
+        "conditions": {"Ready": "True" if rnd.random() < 0.9 else "False"},
+    }
+
+
+def answers(cluster: Cluster) -> list[object]:
+    """Every template's predicate failures and scores, node by node."""
+    out: list[object] = []
+    templates = [
+        cluster.template(),
+        cluster.template(node_selector={"zone": "a"}),
+        cluster.template(tolerations=(Toleration("gpu", operator="Exists"),)),
+        cluster.template(
+            affinity=Affinity(
+                node_required=(NodeSelectorTerm((Requirement("zone", Operator.IN, ("b",)),)),),
+                node_preferred=(
+                    PreferredNodeTerm(
+                        5, NodeSelectorTerm((Requirement("zone", Operator.IN, ("c",)),))
+                    ),
+                ),
+            )
+        ),
+    ]
+    for i, template in enumerate(templates):
+        task = cluster.job(f"asks{i}").task(template)
+        session = cluster.open(CONF)  # the task's job is in this session's snapshot
+        _, failures = session.predicate(task, session.nodes.all)
+        out.append(sorted((reason, np.flatnonzero(failed).tolist()) for reason, failed in failures))
+        out.append(scores_by_node(session, task))
+    return out
+
+
+def steps(seed: int) -> list[list[object]]:
+    """Sessions on one cluster whose nodes change now and then."""
+    rnd = random.Random(seed)
+    states = [random_node_state(rnd) for _ in range(rnd.randint(1, 5))]
+    out = []
+    for _ in range(6):
+        if rnd.random() < 0.5:
+            states[rnd.randrange(len(states))] = random_node_state(rnd)
+        cluster = Cluster()
+        for n, state in enumerate(states):
+            cluster.node(f"n{n}", **state)  # type: ignore[arg-type]
+        out.append(answers(cluster))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_kept_index_answers_as_one_made_for_each_session(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = steps(seed)
+    monkeypatch.setattr(node_index, "KEEP_ACROSS_SESSIONS", False)
+    assert steps(seed) == kept
+
+
+def test_the_index_is_kept_while_the_nodes_say_the_same_and_made_anew_on_any_change() -> None:
+    cluster = Cluster().node("n1", labels={"zone": "a"}).node("n2")
+    first = node_index.of(cluster.open(CONF))
+    assert node_index.of(cluster.open(CONF)) is first
+    labels = cluster.nodes[0][0].labels
+    labels["zone"] = "b"  # in place: the very dict the kept index was made of
+    changed = node_index.of(cluster.open(CONF))
+    assert changed is not first
+    assert changed.column("zone").among(("b",)).tolist() == [True, False]
+    for change in (
+        {"taints": (Taint("gpu"),)},
+        {"unschedulable": True},
+        {"conditions": {"Ready": "False"}},
+        {"name": "n0"},
+    ):
+        before = node_index.of(cluster.open(CONF))
+        info = cluster.nodes[1][0]
+        for field, value in change.items():
+            setattr(info, field, value)
+        assert node_index.of(cluster.open(CONF)) is not before, change
