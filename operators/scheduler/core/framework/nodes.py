@@ -18,6 +18,9 @@ from kbatch.operators.scheduler.core.framework.info import (
 )
 from kbatch.operators.scheduler.core.framework.podspec import HostPort, Taint
 
+# (a member read off its Enum class costs a Python call: these run per placed task)
+RELEASING, PIPELINED = TaskStatus.RELEASING, TaskStatus.PIPELINED
+
 
 @dataclass(eq=False, slots=True)
 class NodeInfo:
@@ -103,10 +106,10 @@ class NodeSet:
             if status in OCCUPYING_STATUSES:
                 used[0].append(node)
                 used[1].append(task.template.request)
-            if status is TaskStatus.RELEASING:
+            if status is RELEASING:
                 releasing[0].append(node)
                 releasing[1].append(task.template.request)
-            elif status is TaskStatus.PIPELINED:
+            elif status is PIPELINED:
                 pipelined[0].append(node)
                 pipelined[1].append(task.template.request)
         nominated = ([task.nominated for task in reserved], [task.request for task in reserved])
@@ -150,10 +153,10 @@ class NodeSet:
         change = task.request if sign > 0 else -task.request  # sign * request, to the bit
         if status in OCCUPYING_STATUSES:
             self.used[node] += change
-        if status is TaskStatus.RELEASING:
+        if status is RELEASING:
             self.releasing[node] += change
             self._waiting_changed(node)
-        elif status is TaskStatus.PIPELINED:
+        elif status is PIPELINED:
             self.pipelined[node] += change
             self._waiting_changed(node)
         self._refresh(node)
