@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 
+from kbatch.operators.scheduler.core.framework import info
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     PLACED_STATUSES,
@@ -76,11 +77,16 @@ def sums(job: JobInfo) -> tuple[bytes, bytes]:
     return job.allocated.tobytes(), job.total_request.tobytes()
 
 
+@pytest.mark.parametrize("bincount", [True, False])
 @pytest.mark.parametrize("start", ["a task", "nothing", "negative zeros"])
 @pytest.mark.parametrize("seed", range(5))
-def test_requests_added_at_once_are_the_sums_added_one_by_one(seed: int, start: str) -> None:
+def test_requests_added_at_once_are_the_sums_added_one_by_one(
+    seed: int, start: str, bincount: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """From sums that are not all +0.0 the sums are ``np.add.at``'s; from new jobs'
-    zeros, ``np.bincount``'s: both the additions one by one, in order."""
+    zeros, ``np.bincount``'s (but with the shortcut switched off): both the additions
+    one by one, in order."""
+    monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
     rnd = random.Random(seed)
     one_by_one, at_once = jobs(6), jobs(6)
     for group in (one_by_one, at_once):
@@ -125,8 +131,12 @@ def rng_order(rnd: random.Random, count: int) -> list[int]:
 NODE_STATES = ("used", "releasing", "pipelined", "nominated", "free", "future", "_waits")
 
 
+@pytest.mark.parametrize("bincount", [True, False])
 @pytest.mark.parametrize("seed", range(5))
-def test_place_all_is_place_and_reserve_one_by_one(seed: int) -> None:
+def test_place_all_is_place_and_reserve_one_by_one(
+    seed: int, bincount: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
     rnd = random.Random(seed)
     one_by_one, at_once = node_set(random.Random(seed), 8), node_set(random.Random(seed), 8)
     placed = tasks(rnd, 200, [s for s in TaskStatus if s is not TaskStatus.PENDING])

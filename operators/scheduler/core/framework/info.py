@@ -237,19 +237,28 @@ def _summed(
     starts: list[np.ndarray], rows: list[int], picks: list[int], matrix: np.ndarray
 ) -> np.ndarray:
     """``starts`` stacked, with row ``picks[i]`` of ``matrix`` added to row ``rows[i]`` in
-    order (``np.add.at`` adds one at a time, in index order: the sums ``+=`` one by one
-    would give). From starts all +0.0 (new jobs: the common case), ``np.bincount`` does
-    the same additions in the same order into zeros, several times faster."""
+    order (the sums ``+=`` one by one would give)."""
     out = np.concatenate(starts).astype(float, copy=False).reshape(len(starts), matrix.shape[1])
     if rows:
         at = np.fromiter(rows, np.intp, len(rows))
-        added = matrix[np.fromiter(picks, np.intp, len(picks))]
-        if out.any() or np.signbit(out).any():
-            np.add.at(out, at, added)
-        else:
-            for column in range(out.shape[1]):
-                out[:, column] = np.bincount(at, weights=added[:, column], minlength=len(out))
+        added_in_order(out, at, matrix[np.fromiter(picks, np.intp, len(picks))])
     return out
+
+
+# False: every sum by np.add.at, from zeros too (the long way, for tests).
+SUMS_FROM_ZEROS_BY_BINCOUNT = True
+
+
+def added_in_order(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``np.add.at(out, rows, values)``: row ``i`` of the (n × width) ``values`` added to
+    row ``rows[i]`` of ``out``, one at a time in index order (the sums ``+=`` one by one
+    would give). Into an ``out`` all +0.0 (a new snapshot's: the common case),
+    ``np.bincount`` does the same additions in the same order, several times faster."""
+    if out.any() or np.signbit(out).any() or not SUMS_FROM_ZEROS_BY_BINCOUNT:
+        np.add.at(out, rows, values)
+        return
+    for column in range(out.shape[1]):
+        out[:, column] = np.bincount(rows, weights=values[:, column], minlength=len(out))
 
 
 @dataclass(eq=False, slots=True)

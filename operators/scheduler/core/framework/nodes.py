@@ -13,8 +13,8 @@ from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     OCCUPYING_STATUSES,
     TaskInfo,
-    TaskRequests,
     TaskStatus,
+    added_in_order,
 )
 from kbatch.operators.scheduler.core.framework.podspec import HostPort, Taint
 
@@ -120,7 +120,8 @@ class NodeSet:
             (self.nominated, nominated),
         ):
             if rows:
-                np.add.at(matrix, np.array(rows), _stacked(values, matrix.shape[1]))
+                at = np.fromiter(rows, np.intp, len(rows))
+                added_in_order(matrix, at, _stacked(values, matrix.shape[1]))
         self.kept += len(reserved)
         self._refresh_all()
 
@@ -209,7 +210,8 @@ class NodeSet:
 
 def _stacked(vectors: list[np.ndarray], width: int) -> np.ndarray:
     """``vectors`` as a (len × width) matrix. Most are a few template requests over and
-    over: each distinct array is copied once, the rest picked by index."""
-    requests = TaskRequests()
-    picks = [requests.index(vector) for vector in vectors]
-    return requests.matrix(width)[picks]
+    over: each distinct array (by identity) is copied once, the rest picked by index."""
+    ids = np.fromiter(map(id, vectors), np.intp, len(vectors))
+    _, first, picks = np.unique(ids, return_index=True, return_inverse=True)
+    distinct = np.array([vectors[i] for i in first], dtype=float).reshape(len(first), width)
+    return distinct[picks.reshape(-1)]
