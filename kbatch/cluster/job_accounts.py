@@ -38,17 +38,23 @@ def complete_groups(
     minTaskMember, the most, all at once: ``gang_minimum``'s first case)."""
     gangs: list[JobInfo] = []
     smallest: list[np.ndarray] = []
+    rows, all_kinds = accounts.rows, accounts.kinds
     for key, group in pod_groups.items():
         job = jobs[key]
-        row = accounts.rows.get(id(job))
+        row = rows.get(id(job))
         if row is None:
             continue  # no tasks
-        kinds = accounts.kinds[row]
+        kinds = all_kinds[row]
+        if len(kinds) == 1:  # the common case: one template, role and priority
+            template, _, highest = kinds[0]
+            templates = [template]
+        else:
+            highest = max(kind[2] for kind in kinds)
+            templates = _distinct([kind[0] for kind in kinds])
         if not group.spec.priority_class_name:
-            job.priority = max(priority for _, _, priority in kinds)
+            job.priority = highest
         if job.min_resources is not None:
             continue
-        templates = _distinct([template for template, _, _ in kinds])
         if job.min_task_member:
             of_role = {
                 role: _distinct([template for template, of, _ in kinds if of == role])

@@ -50,6 +50,13 @@ from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
+PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
+# Per status (by value): does a task in it count as ready, as placed, as unfinished?
+ACCOUNTED = tuple(
+    (status in READY_STATUSES, status in PLACED_STATUSES, status not in FINISHED_STATUSES)
+    for status in TaskStatus
+)
+
 # What the state holds that a snapshot's tasks depend on: every resource name its objects
 # mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
 Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord], frozenset[str]]
@@ -85,7 +92,7 @@ class SnapshotBuilder:
             context = self._arrival_context([name for name, _ in spec.request], inputs)
             template = self._template(spec, context.dims)
         ours = pod.scheduler_name in context.scheduler_names
-        if not ours and status is TaskStatus.PENDING:
+        if not ours and status is PENDING:
             return  # another scheduler's pending pod: no snapshot has a task for it
         priority = pod.priority
         if priority is None:
@@ -226,10 +233,13 @@ class SnapshotBuilder:
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
         self._kept.forget_all_but(pods)
-        jobs = {
-            key: job_info(group, self._group_parts(key, group, dims), resolver)
-            for key, group in pod_groups.items()
-        }
+        jobs = {}
+        known = self._groups
+        for key, group in pod_groups.items():
+            parts = known.get(key)  # _group_parts, its common case inline
+            if parts is None or parts.group is not group:
+                parts = self._group_parts(key, group, dims)
+            jobs[key] = job_info(group, parts, resolver)
         orphans: list[OrphanPod] = []
         accounts, placed, nominated = self._tasks(
             pods, jobs, node_set, dims, resolver, scheduler_names, orphans
@@ -264,6 +274,8 @@ class SnapshotBuilder:
         placed: list[TaskInfo] = []
         nominated: list[TaskInfo] = []
         last_job, last_template, last_role, last_priority, row, at = None, None, "", 0, 0, 0
+        job_tasks: dict[str, TaskInfo] = {}
+        job_counts: list[int] = []
         node_index, templates = node_set.index, self._templates
         kept_tasks, kept_records = self._kept.tasks, self._kept.records
         class_values, default_priority = resolver.values, resolver.default  # its of_class
@@ -283,31 +295,32 @@ class SnapshotBuilder:
             job = jobs.get(pod.unit) if pod.scheduler_name in scheduler_names else None
             if job is None:
                 job = self._job_of(pod, priority, jobs, dims, scheduler_names)
-            if job is None and status is TaskStatus.PENDING:
-                if pod.group and pod.scheduler_name in scheduler_names:
-                    orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
-                continue  # another scheduler's pending pod, or an orphan: takes no room
+                if job is None and status is PENDING:
+                    if pod.group and pod.scheduler_name in scheduler_names:
+                        orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
+                    continue  # another scheduler's pending pod, or an orphan: takes no room
             # Its kept task (see kbatch.cluster.kept_tasks), if that is still what this
             # snapshot would make: its node and nominated node as kept_tasks.where says,
             # inline (this runs for every pod of every snapshot).
             node = nominated_at = NO_NODE
-            if status is TaskStatus.PENDING:
+            if status is PENDING:
                 if pod.nominated_node:
                     nominated_at = node_index.get(pod.nominated_node, NO_NODE)
             elif pod.node_name and status not in FINISHED_STATUSES:
                 node = node_index.get(pod.node_name, NO_NODE)
-            job_uid = "" if job is None else job.uid
-            task = kept_tasks.get(pod.uid)
+            uid = pod.uid
+            task = kept_tasks.get(uid)
             if (
                 task is None
-                or kept_records[pod.uid] is not pod
+                or kept_records[uid] is not pod
                 or task.status is not status
                 or task.node != node
                 or task.nominated != nominated_at
                 or task.template is not template
                 or task.priority != priority
-                or task.job != job_uid
+                or task.job != ("" if job is None else job.uid)
             ):
+                job_uid = "" if job is None else job.uid
                 task = made_task(pod, status, template, job_uid, priority, node, nominated_at)
                 self._kept.keep(pod, task)
             if nominated_at != NO_NODE:
@@ -330,17 +343,19 @@ class SnapshotBuilder:
                     if row == len(owners):
                         owners.append(job)
                         kinds.append([])
+                    job_tasks, job_counts = job.tasks, job.counts
                 last_job, last_template, last_role, last_priority = job, template, role, priority
                 kinds[row].append((template, role, priority))
                 at = requests.index(template.request)
-            job.tasks[pod.uid] = task
-            job.counts[status] += 1
-            if status in READY_STATUSES:
+            job_tasks[uid] = task
+            job_counts[status] += 1
+            ready, placed_, unfinished = ACCOUNTED[status]
+            if ready:
                 job.ready_count += 1
-            if status in PLACED_STATUSES:
+            if placed_:
                 placed_rows.append(row)
                 placed_at.append(at)
-            if status not in FINISHED_STATUSES:
+            if unfinished:
                 unfinished_rows.append(row)
                 unfinished_at.append(at)
         return accounts, placed, nominated

@@ -15,6 +15,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   long way);
 - ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
   snapshot to the next (made anew every snapshot, the long way).
+- ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
+  (by ``np.add.at``, the long way).
 """
 
 import copy
@@ -26,6 +28,7 @@ import pytest
 from kbatch.cluster import fields, group_parts
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
+from kbatch.operators.scheduler.core.framework import info
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
 from kbatch.sim import metrics, run, simulate, timeline
@@ -51,6 +54,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
+    "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
 }
 
 

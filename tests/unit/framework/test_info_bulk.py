@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 
+from kbatch.operators.scheduler.core.framework import info
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     PLACED_STATUSES,
@@ -76,20 +77,36 @@ def sums(job: JobInfo) -> tuple[bytes, bytes]:
     return job.allocated.tobytes(), job.total_request.tobytes()
 
 
+@pytest.mark.parametrize("bincount", [True, False])
+@pytest.mark.parametrize("start", ["a task", "nothing", "negative zeros"])
 @pytest.mark.parametrize("seed", range(5))
-def test_requests_added_at_once_are_the_sums_added_one_by_one(seed: int) -> None:
+def test_requests_added_at_once_are_the_sums_added_one_by_one(
+    seed: int, start: str, bincount: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From sums that are not all +0.0 the sums are ``np.add.at``'s; from new jobs'
+    zeros, ``np.bincount``'s (but with the shortcut switched off): both the additions
+    one by one, in order."""
+    monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
     rnd = random.Random(seed)
     one_by_one, at_once = jobs(6), jobs(6)
-    # Both start from a task added the usual way (the sums go on from what is there).
     for group in (one_by_one, at_once):
-        for job, task in zip(group, tasks(random.Random(seed), 6, list(TaskStatus)), strict=True):
-            job.add_task(task)
-    added = tasks(rnd, 300, list(TaskStatus))
+        if start == "a task":  # the sums go on from what is there
+            for job, task in zip(group, tasks(random.Random(seed), 6, statuses), strict=True):
+                job.add_task(task)
+        elif start == "negative zeros":  # -0.0 stays so where nothing is added
+            for job in group:
+                job.allocated, job.total_request = np.full(DIMS, -0.0), np.full(DIMS, -0.0)
+    added = tasks(rnd, 300, statuses)
     picks = [rnd.randrange(6) if rnd.random() < 0.5 else 0 for _ in added]  # runs and jumps
     for task, pick in zip(added, picks, strict=True):
+        if pick == 5:  # a job whose tasks are all over: nothing added to its sums
+            task.status = TaskStatus.SUCCEEDED
         one_by_one[pick].add_task(task)
     sums_added_at_once([at_once[pick] for pick in picks], added)
     assert [sums(job) for job in at_once] == [sums(job) for job in one_by_one]
+
+
+statuses = list(TaskStatus)
 
 
 def test_no_requests_added_change_nothing() -> None:
@@ -114,8 +131,12 @@ def rng_order(rnd: random.Random, count: int) -> list[int]:
 NODE_STATES = ("used", "releasing", "pipelined", "nominated", "free", "future", "_waits")
 
 
+@pytest.mark.parametrize("bincount", [True, False])
 @pytest.mark.parametrize("seed", range(5))
-def test_place_all_is_place_and_reserve_one_by_one(seed: int) -> None:
+def test_place_all_is_place_and_reserve_one_by_one(
+    seed: int, bincount: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
     rnd = random.Random(seed)
     one_by_one, at_once = node_set(random.Random(seed), 8), node_set(random.Random(seed), 8)
     placed = tasks(rnd, 200, [s for s in TaskStatus if s is not TaskStatus.PENDING])

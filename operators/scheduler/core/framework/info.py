@@ -29,6 +29,8 @@ class TaskStatus(IntEnum):
     UNKNOWN = 9
 
 
+STATUS_COUNT = len(TaskStatus)  # (len of an Enum class is a Python call: once, not per job)
+
 # The task's pod is on a node, or sent there: what a PodGroup counts as scheduled.
 SCHEDULED_STATUSES = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 # Placed on a node, in this session or before: the job's allocation (kube-batch's
@@ -113,7 +115,7 @@ class JobInfo:
     has_pod_group: bool = True  # False for a pod's implicit group of one
     pod_group_missing: bool = False  # pods name a PodGroup that does not exist (yet)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
-    counts: list[int] = field(default_factory=lambda: [0] * len(TaskStatus))
+    counts: list[int] = field(default_factory=lambda: [0] * STATUS_COUNT)
     # Tasks in READY_STATUSES, kept with ``counts`` (gang asks after every placement).
     ready_count: int = field(default=0, init=False)
     allocated: np.ndarray = field(init=False)
@@ -235,12 +237,28 @@ def _summed(
     starts: list[np.ndarray], rows: list[int], picks: list[int], matrix: np.ndarray
 ) -> np.ndarray:
     """``starts`` stacked, with row ``picks[i]`` of ``matrix`` added to row ``rows[i]`` in
-    order (``np.add.at`` adds one at a time, in index order: the sums ``+=`` one by one
-    would give)."""
-    out = np.array(starts, dtype=float)
+    order (the sums ``+=`` one by one would give)."""
+    out = np.concatenate(starts).astype(float, copy=False).reshape(len(starts), matrix.shape[1])
     if rows:
-        np.add.at(out, np.array(rows), matrix[picks])
+        at = np.fromiter(rows, np.intp, len(rows))
+        added_in_order(out, at, matrix[np.fromiter(picks, np.intp, len(picks))])
     return out
+
+
+# False: every sum by np.add.at, from zeros too (the long way, for tests).
+SUMS_FROM_ZEROS_BY_BINCOUNT = True
+
+
+def added_in_order(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``np.add.at(out, rows, values)``: row ``i`` of the (n × width) ``values`` added to
+    row ``rows[i]`` of ``out``, one at a time in index order (the sums ``+=`` one by one
+    would give). Into an ``out`` all +0.0 (a new snapshot's: the common case),
+    ``np.bincount`` does the same additions in the same order, several times faster."""
+    if out.any() or np.signbit(out).any() or not SUMS_FROM_ZEROS_BY_BINCOUNT:
+        np.add.at(out, rows, values)
+        return
+    for column in range(out.shape[1]):
+        out[:, column] = np.bincount(rows, weights=values[:, column], minlength=len(out))
 
 
 @dataclass(eq=False, slots=True)

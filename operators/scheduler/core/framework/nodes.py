@@ -13,10 +13,13 @@ from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     OCCUPYING_STATUSES,
     TaskInfo,
-    TaskRequests,
     TaskStatus,
+    added_in_order,
 )
 from kbatch.operators.scheduler.core.framework.podspec import HostPort, Taint
+
+# (a member read off its Enum class costs a Python call: these run per placed task)
+RELEASING, PIPELINED = TaskStatus.RELEASING, TaskStatus.PIPELINED
 
 
 @dataclass(eq=False, slots=True)
@@ -103,10 +106,10 @@ class NodeSet:
             if status in OCCUPYING_STATUSES:
                 used[0].append(node)
                 used[1].append(task.template.request)
-            if status is TaskStatus.RELEASING:
+            if status is RELEASING:
                 releasing[0].append(node)
                 releasing[1].append(task.template.request)
-            elif status is TaskStatus.PIPELINED:
+            elif status is PIPELINED:
                 pipelined[0].append(node)
                 pipelined[1].append(task.template.request)
         nominated = ([task.nominated for task in reserved], [task.request for task in reserved])
@@ -117,7 +120,8 @@ class NodeSet:
             (self.nominated, nominated),
         ):
             if rows:
-                np.add.at(matrix, np.array(rows), _stacked(values, matrix.shape[1]))
+                at = np.fromiter(rows, np.intp, len(rows))
+                added_in_order(matrix, at, _stacked(values, matrix.shape[1]))
         self.kept += len(reserved)
         self._refresh_all()
 
@@ -150,10 +154,10 @@ class NodeSet:
         change = task.request if sign > 0 else -task.request  # sign * request, to the bit
         if status in OCCUPYING_STATUSES:
             self.used[node] += change
-        if status is TaskStatus.RELEASING:
+        if status is RELEASING:
             self.releasing[node] += change
             self._waiting_changed(node)
-        elif status is TaskStatus.PIPELINED:
+        elif status is PIPELINED:
             self.pipelined[node] += change
             self._waiting_changed(node)
         self._refresh(node)
@@ -206,7 +210,8 @@ class NodeSet:
 
 def _stacked(vectors: list[np.ndarray], width: int) -> np.ndarray:
     """``vectors`` as a (len × width) matrix. Most are a few template requests over and
-    over: each distinct array is copied once, the rest picked by index."""
-    requests = TaskRequests()
-    picks = [requests.index(vector) for vector in vectors]
-    return requests.matrix(width)[picks]
+    over: each distinct array (by identity) is copied once, the rest picked by index."""
+    ids = np.fromiter(map(id, vectors), np.intp, len(vectors))
+    _, first, picks = np.unique(ids, return_index=True, return_inverse=True)
+    distinct = np.array([vectors[i] for i in first], dtype=float).reshape(len(first), width)
+    return distinct[picks.reshape(-1)]
