@@ -14,7 +14,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
   long way);
 - ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
-  snapshot to the next (made anew every snapshot, the long way).
+  snapshot to the next (made anew every snapshot, the long way);
+- ``job_status.KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS``: such a job's status, kept by the
+  last session and worked out from the same inputs, not worked out again.
 """
 
 import copy
@@ -26,6 +28,7 @@ import pytest
 from kbatch.cluster import fields, group_parts
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
+from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
 from kbatch.sim import metrics, run, simulate, timeline
@@ -51,6 +54,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
+    "statuses kept": (job_status, "KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS", False),
 }
 
 
