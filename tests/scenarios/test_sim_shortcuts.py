@@ -3,8 +3,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 
 - ``status.condition``: one shared condition object for the same words (the gang
   plugin's words to every waiting group, every session);
-- ``metrics._never_held``: jobs without a task add nothing to the queues' allocation;
-- ``timeline._without_tasks``: nor to the report's samples (compared on their own:
+- ``metrics.COUNT_JOBS_THAT_NEVER_HELD``: jobs without a task add nothing to the queues'
+  allocation, and are counted as waiting in one step;
+- ``timeline.NAME_QUEUES_OF_JOBS_WITHOUT_TASKS``: nor to the report's samples (compared on their own:
   the JSON does not show them);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
@@ -47,7 +48,7 @@ def _record_by_name_and_uid(
 
 SEAMS: dict[str, tuple[Any, str, Any]] = {
     "shared conditions": (gang, "condition", status.condition.__wrapped__),
-    "jobs that never held": (metrics, "_never_held", lambda job: False),
+    "jobs that never held": (metrics, "COUNT_JOBS_THAT_NEVER_HELD", False),
     "copied raw objects": (fields, "copied", copy.deepcopy),
     "words not admitted": (gang, "not_admitted_words", gang.not_admitted_words.__wrapped__),
     "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
@@ -84,7 +85,7 @@ def test_the_timeline_without_its_shortcut_is_the_same(monkeypatch: pytest.Monke
         return done.samples, done.waits, done.end
 
     quick = sampled()
-    monkeypatch.setattr(timeline, "_without_tasks", lambda job: False)
+    monkeypatch.setattr(timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS", False)
     assert sampled() == quick
     samples = quick[0]
     assert any(sum(a for a, _ in s.queues.values()) for s in samples)  # type: ignore[attr-defined]
