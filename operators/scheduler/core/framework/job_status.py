@@ -239,7 +239,10 @@ def publish(session: Session) -> Outcome:
             if status.phase is not was:  # as the object showed it (enqueue moves job.phase)
                 outcome.events.append(phase_event(job.namespace, job.name, was, status.phase))
         job.phase = status.phase
-        by_queue.setdefault(job.queue, []).append(job)
+        queue_jobs = by_queue.get(job.queue)  # not setdefault: a new list for every job
+        if queue_jobs is None:
+            queue_jobs = by_queue[job.queue] = []
+        queue_jobs.append(job)
     for name, queue in session.queues.items():
         published = queue_status(queue, session.dims, by_queue.get(name, []))
         if _worth_writing(published, queue):
