@@ -358,7 +358,9 @@ class SimCluster:
 
     def _uid_of(self, ref: ObjectRef) -> str:
         """The object's uid, as last looked up (``_look_up_uid``)."""
-        by_namespace = self._uids_by_ref.setdefault((ref.kind, ref.name), {})
+        by_namespace = self._uids_by_ref.get((ref.kind, ref.name))
+        if by_namespace is None:
+            by_namespace = self._uids_by_ref[ref.kind, ref.name] = {}
         uid = by_namespace.get(ref.namespace)
         if uid is None:
             uid = by_namespace[ref.namespace] = self._look_up_uid(ref)

@@ -3,8 +3,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 
 - ``status.condition``: one shared condition object for the same words (the gang
   plugin's words to every waiting group, every session);
-- ``metrics._never_held``: jobs without a task add nothing to the queues' allocation;
-- ``timeline._without_tasks``: nor to the report's samples (compared on their own:
+- ``metrics.COUNT_JOBS_THAT_NEVER_HELD``: jobs without a task add nothing to the queues'
+  allocation, and are counted as waiting in one step;
+- ``timeline.NAME_QUEUES_OF_JOBS_WITHOUT_TASKS``: nor to the report's samples (compared on their own:
   the JSON does not show them);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
@@ -14,7 +15,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
   long way);
 - ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
-  snapshot to the next (made anew every snapshot, the long way).
+  snapshot to the next (made anew every snapshot, the long way);
+- ``job_status.KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS``: such a job's status, kept by the
+  last session and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
   (by ``np.add.at``, the long way).
 """
@@ -28,7 +31,7 @@ import pytest
 from kbatch.cluster import fields, group_parts
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
-from kbatch.operators.scheduler.core.framework import info
+from kbatch.operators.scheduler.core.framework import info, job_status
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
 from kbatch.sim import metrics, run, simulate, timeline
@@ -47,13 +50,14 @@ def _record_by_name_and_uid(
 
 SEAMS: dict[str, tuple[Any, str, Any]] = {
     "shared conditions": (gang, "condition", status.condition.__wrapped__),
-    "jobs that never held": (metrics, "_never_held", lambda job: False),
+    "jobs that never held": (metrics, "COUNT_JOBS_THAT_NEVER_HELD", False),
     "copied raw objects": (fields, "copied", copy.deepcopy),
     "words not admitted": (gang, "not_admitted_words", gang.not_admitted_words.__wrapped__),
     "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
+    "statuses kept": (job_status, "KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
 }
 
@@ -84,7 +88,7 @@ def test_the_timeline_without_its_shortcut_is_the_same(monkeypatch: pytest.Monke
         return done.samples, done.waits, done.end
 
     quick = sampled()
-    monkeypatch.setattr(timeline, "_without_tasks", lambda job: False)
+    monkeypatch.setattr(timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS", False)
     assert sampled() == quick
     samples = quick[0]
     assert any(sum(a for a, _ in s.queues.values()) for s in samples)  # type: ignore[attr-defined]

@@ -43,6 +43,7 @@ def test_every_field_of_a_job_is_its_groups() -> None:
         "topology": TopologyRequest("required", "rack"), "phase": PodGroupPhase.INQUEUE,
         "conditions": group.status.conditions, "old_status": group.status,
         "has_pod_group": True, "pod_group_missing": False, "tasks": {}, "ready_count": 0,
+        "kept_status": None,  # no session has closed on it yet
     }  # fmt: skip
     assert {name: getattr(job, name) for name in expected} == expected
     assert job.min_resources is not None

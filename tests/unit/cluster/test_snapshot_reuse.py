@@ -165,7 +165,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, NodeSet):
         return {name: _plain(item) for name, item in vars(value).items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = [field.name for field in dataclasses.fields(value)]
+        # compare=False: not what the value is (JobInfo.kept_status, a session's memo)
+        names = [field.name for field in dataclasses.fields(value) if field.compare]
         return (type(value).__name__, {name: _plain(getattr(value, name)) for name in names})
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}

@@ -120,6 +120,10 @@ class JobInfo:
     ready_count: int = field(default=0, init=False)
     allocated: np.ndarray = field(init=False)
     total_request: np.ndarray = field(init=False)
+    # What the last session's close found its status to stay (``job_status``): the one
+    # condition it was told and the status it kept. Only a job handed from one snapshot
+    # to the next (one without tasks) meets it again; not part of what the job is.
+    kept_status: "KeptStatus | None" = field(default=None, init=False, compare=False)
 
     def protected_until(self) -> float | None:
         """When its lifetime ends: its first pod's start plus its lifetime (None: no
@@ -189,6 +193,15 @@ class JobInfo:
     def tasks_with(self, *statuses: TaskStatus) -> list[TaskInfo]:
         wanted = set(statuses)
         return [t for t in self.tasks.values() if t.status in wanted]
+
+
+@dataclass(frozen=True, slots=True)
+class KeptStatus:
+    """A job's status that a session's close kept as it was (``JobInfo.kept_status``)."""
+
+    told: PodGroupCondition  # the one condition the session told it
+    phase: PodGroupPhase  # its phase then
+    status: PodGroupStatus  # its old status, kept
 
 
 @dataclass(slots=True)

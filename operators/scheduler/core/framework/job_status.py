@@ -22,6 +22,7 @@ from kbatch.operators.scheduler.core.framework import pod_conditions
 from kbatch.operators.scheduler.core.framework.info import (
     SCHEDULED_STATUSES,
     JobInfo,
+    KeptStatus,
     QueueInfo,
     TaskStatus,
 )
@@ -107,6 +108,43 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
     return old
 
 
+# False: every group's status is worked out by the rules, every session (the long way,
+# for tests).
+KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS = True
+
+
+def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus | None:
+    """The status the last session's close kept for ``job``, when nothing it is worked
+    out from has changed since; else None. A job without tasks is handed from one
+    snapshot to the next (``kbatch.cluster.group_parts``): most of a long backlog, told
+    the same words session after session (the same condition object: gang words them
+    once). With the same old status (so the same conditions), phase and minMember, no
+    tasks (so no counts) and the same one condition told, the rules give what they gave."""
+    kept = job.kept_status
+    if (
+        kept is None
+        or len(told) != 1
+        or told[0] is not kept.told
+        or job.phase is not kept.phase
+        or job.old_status is not kept.status
+        or job.tasks
+    ):
+        return None
+    return kept.status
+
+
+def _keep_if_unchanged(job: JobInfo, told: list[PodGroupCondition], status: PodGroupStatus) -> None:
+    """Remember on ``job`` (``_kept_status``) that its status stays ``status``, if it
+    does and the job may meet it again (one without tasks, told one condition)."""
+    if (
+        status is job.old_status
+        and len(told) == 1
+        and not job.tasks
+        and KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS
+    ):
+        job.kept_status = KeptStatus(told[0], job.phase, status)
+
+
 def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondition]) -> bool:
     """Would ``with_conditions`` give back ``old`` as it is? Yes when ``old`` is in its
     order (by type, one of each) and each new condition says what the one of its type
@@ -189,7 +227,10 @@ def publish(session: Session) -> Outcome:
                     ),
                 )
                 told = session.conditions_of(job)
-        status = pod_group_status(job, session, built, told)
+        status = _kept_status(job, told)
+        if status is None:
+            status = pod_group_status(job, session, built, told)
+            _keep_if_unchanged(job, told, status)
         old = job.old_status
         # ``is``: most statuses are the old one itself (pydantic's == walks every field)
         if status is not old and status != old and job.uid not in session.foreign_groups:
@@ -198,7 +239,10 @@ def publish(session: Session) -> Outcome:
             if status.phase is not was:  # as the object showed it (enqueue moves job.phase)
                 outcome.events.append(phase_event(job.namespace, job.name, was, status.phase))
         job.phase = status.phase
-        by_queue.setdefault(job.queue, []).append(job)
+        queue_jobs = by_queue.get(job.queue)  # not setdefault: a new list for every job
+        if queue_jobs is None:
+            queue_jobs = by_queue[job.queue] = []
+        queue_jobs.append(job)
     for name, queue in session.queues.items():
         published = queue_status(queue, session.dims, by_queue.get(name, []))
         if _worth_writing(published, queue):

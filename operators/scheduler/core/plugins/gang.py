@@ -56,7 +56,7 @@ def short_roles(job: JobInfo, statuses: frozenset[TaskStatus]) -> list[tuple[str
 
 
 def valid(job: JobInfo) -> Invalid | None:
-    have = job.valid_count
+    have = job.valid_count if job.tasks else 0  # none: most of a backlog, held until admitted
     if have < job.min_member:
         return too_few(have, job.min_member)
     for role, have, minimum in short_roles(job, VALID_STATUSES):
@@ -175,12 +175,19 @@ class RoleAttempts:
 
 def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
+    events = session.outcome.events
     for job in session.jobs.values():
         if session.invalid_reason(job) is not None:
             if not job.tasks:
                 waiting = session.waiting_reason(job)
                 if waiting is not None:
-                    _report_not_admitted(session, job, waiting)
+                    # Not admitted: its pods may well be held until it is (delayed pod
+                    # creation), so the reason is admission, not a gang with too few
+                    # pods. Most of a long backlog, every session: inline, and the event
+                    # added to the outcome as it is made (once: ``not_admitted_event``).
+                    told, message = not_admitted_words(job.min_member, waiting)
+                    session.set_condition(job, told)
+                    events.append(not_admitted_event(job.namespace, job.name, message))
             continue
         if ready(job):
             if job.has_pod_group:
@@ -248,15 +255,6 @@ def _role_short(job: JobInfo, errors: dict[str, FitError], attempts: RoleAttempt
         return ""
     role, have, minimum = short[0]
     return f"role {role}: {max(have, tried.get(role, 0))}/{minimum} placed: "
-
-
-def _report_not_admitted(session: Session, job: JobInfo, waiting: str) -> None:
-    """A group with no pods yet that enqueue did not admit: its pods may well be held
-    until it is (delayed pod creation), so the reason is admission, not a gang with too
-    few pods."""
-    told, message = not_admitted_words(job.min_member, waiting)
-    session.set_condition(job, told)
-    session.record_events((not_admitted_event(job.namespace, job.name, message),))
 
 
 @functools.lru_cache(maxsize=1024)

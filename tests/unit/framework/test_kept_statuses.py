@@ -1,0 +1,173 @@
+"""A status the last session kept for a group's job without tasks (``JobInfo.kept_status``)
+is used again only while the rules would give it again: over sessions on a state that
+hands such jobs from snapshot to snapshot, with the statuses each session writes
+applied, what is written and told is the same with the shortcut switched off
+(``job_status.KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS``) as on, while the words a waiting
+group is told change (the free room it is refused for, its queue closed), its status is
+written by someone else, and it is admitted. And a kept status is given only for the
+inputs it was kept for: each changed in turn, it is not."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase, PodGroupStatus
+from kbatch.bench import FULL_ACTIONS
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.podgroup.status import condition
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework import job_status
+from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+
+
+def node(name: str, cpu: str) -> dict[str, Any]:
+    allocatable = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}}
+
+
+def group(name: str, cpu: str, **status: Any) -> dict[str, Any]:
+    return {
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ns", "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"minMember": 1, "queue": "default", "minResources": {"cpu": cpu}},
+        **({"status": status} if status else {}),
+    }
+
+
+def queue(state: str = "Open") -> dict[str, Any]:
+    return {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"state": state}}
+
+
+def running_pod(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+        "spec": {"schedulerName": "kbatch", "nodeName": "a",
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running", "startTime": "2024-01-01T00:01:00Z"},
+    }  # fmt: skip
+
+
+Step = Callable[[ClusterState], None]
+
+
+def applying(*objects: dict[str, Any]) -> Step:
+    return lambda state: [state.apply(obj) for obj in objects] and None
+
+
+def nothing(state: ClusterState) -> None:
+    del state
+
+
+STEPS: list[Step] = [
+    applying(queue(), node("a", "8"), group("big", "12"), group("huge", "40")),
+    nothing,  # its status as written: kept from here
+    nothing,
+    applying(node("a", "10")),  # refused for another room: other words
+    nothing,
+    applying(running_pod("other", "3")),  # less room free
+    nothing,
+    applying(queue("Closed")),  # refused by its queue
+    nothing,
+    applying(queue()),
+    nothing,
+    applying(group("huge", "40", phase="Pending")),  # written by someone else
+    nothing,
+    applying(node("a", "16")),  # big is admitted
+    nothing,
+]
+
+
+class Applying:
+    """Hands a session its snapshot and writes the PodGroup statuses it decides back
+    into the state (as the simulator and the cluster do), keeping what was written
+    and told."""
+
+    def __init__(self, state: ClusterState, snap: Snapshot) -> None:
+        self.state, self.snap = state, snap
+        self.written: list[object] = []
+
+    def snapshot(self) -> Snapshot:
+        return self.snap
+
+    def apply(self, outcome: Outcome) -> None:
+        for update in outcome.pod_groups:
+            stored = self.state.get("PodGroup", update.namespace, update.name)
+            assert stored is not None
+            dumped = update.status.model_dump(mode="json", by_alias=True, exclude_none=True)
+            self.state.apply({**stored, "status": dumped})
+            self.written.append((update.name, dumped))
+        self.written.append(sorted((e.ref.name, e.reason, e.message) for e in outcome.events))
+
+
+def _sessions() -> tuple[list[object], int]:
+    """What every step's session wrote and told; and how many jobs were handed a kept
+    status (those with ``kept_status`` that a session found unchanged again)."""
+    conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
+    state = ClusterState()
+    told: list[object] = []
+    kept = 0
+    for turn, step in enumerate(STEPS):
+        step(state)
+        snap = state.snapshot()
+        before = {key: job.kept_status for key, job in snap.jobs.items()}
+        cluster = Applying(state, snap)
+        runner.Scheduler(cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s").run_once()
+        kept += sum(
+            1
+            for key, job in snap.jobs.items()
+            if before[key] is not None and job.kept_status is before[key]
+        )
+        told.append(cluster.written)
+    return told, kept
+
+
+def test_statuses_kept_are_those_the_rules_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    quick, kept = _sessions()
+    monkeypatch.setattr(job_status, "KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS", False)
+    slow, none_kept = _sessions()
+    assert quick == slow
+    assert kept > 0 and none_kept == 0
+    written = [name for session in quick for name, *_ in session if isinstance(name, str)]
+    assert written.count("big") >= 4  # told other words three times, then admitted
+
+
+WAITING = condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", "gang of 1 waits")
+OTHER = condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", "gang of 1 waits on")
+SCHEDULED = condition(ConditionType.SCHEDULED, True, "Scheduled", "")
+
+
+def _waiting_job() -> JobInfo:
+    old = PodGroupStatus(phase=PodGroupPhase.PENDING, conditions=(WAITING,))
+    return JobInfo("ns/g", "ns", "g", "default", 1, 0.0, 2, conditions=old.conditions,
+                   old_status=old)  # fmt: skip
+
+
+Change = Callable[[JobInfo, list[PodGroupCondition]], None]
+CHANGES: dict[str, Change] = {
+    "other words": lambda job, told: told.__setitem__(0, OTHER),
+    "more words": lambda job, told: told.append(SCHEDULED),
+    "admitted": lambda job, told: setattr(job, "phase", PodGroupPhase.INQUEUE),
+    "another old status": lambda job, told: setattr(
+        job, "old_status", job.old_status.model_copy() if job.old_status else None
+    ),
+    "a task": lambda job, told: job.tasks.__setitem__("t", None),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_status_is_kept_only_for_what_it_was_kept_for(change: str) -> None:
+    job, told = _waiting_job(), [WAITING]
+    job_status._keep_if_unchanged(job, told, job.old_status)  # type: ignore[arg-type]
+    assert job_status._kept_status(job, told) is job.old_status
+    CHANGES[change](job, told)
+    assert job_status._kept_status(job, told) is None
+
+
+def test_a_changed_status_is_not_kept() -> None:
+    job, told = _waiting_job(), [OTHER]
+    changed = PodGroupStatus(phase=PodGroupPhase.PENDING, conditions=(OTHER,))
+    job_status._keep_if_unchanged(job, told, changed)
+    assert job.kept_status is None
