@@ -167,7 +167,8 @@ class Runtime:
         self.loop.start()
 
     def start_watches(self) -> None:
-        """Start the informers (once; ``start_watches`` of this module may have)."""
+        """Start the informers (once: ``kbatch run`` starts them before it imports this
+        module, so that the lists overlap the loading of kopf and the scheduler)."""
         self.watches.start()
 
     def stop(self) -> None:
