@@ -217,27 +217,37 @@ def run(args: argparse.Namespace) -> int:
     """``kbatch run``: the operators against a cluster, until interrupted."""
     import logging
 
-    from kbatch.operators.scheduler.runtime import operator
+    from kbatch import kubeapi
+    from kbatch.operators.scheduler.runtime.informer import Watches
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    period = clock.parse_duration(args.schedule_period, "--schedule-period")
+    lease = clock.parse_duration(args.lease_duration, "--lease-duration")
+    names = frozenset(args.scheduler_name or ("kbatch", "kube-batch"))
+    # The lists start before kopf and the scheduler load (about a second): the API
+    # server prepares them meanwhile (10,000 pods take it seconds).
+    watches = Watches(kubeapi.api_client(args.kubeconfig), names)
+    watches.start()
+    from kbatch.operators.scheduler.runtime import operator
+
     settings = operator.RunSettings(
         kubeconfig=args.kubeconfig,
         scheduler_conf=args.scheduler_conf,
-        period=clock.parse_duration(args.schedule_period, "--schedule-period"),
-        scheduler_names=frozenset(args.scheduler_name or ("kbatch", "kube-batch")),
+        period=period,
+        scheduler_names=names,
         metrics_address=args.metrics_address or None,
         health_address=args.health_address or None,
         leader_elect=args.leader_elect,
         lock_namespace=args.lock_namespace,
-        lease_seconds=int(clock.parse_duration(args.lease_duration, "--lease-duration")),
+        lease_seconds=int(lease),
         webhook_address=args.webhook_address,
         webhook_cert_dir=args.webhook_cert_dir,
         webhook_host=args.webhook_host,
         manage_webhooks=args.manage_webhooks,
     )
-    operator.run(settings)
+    operator.run(settings, watches)
     return 0
 
 

@@ -57,12 +57,18 @@ def test_sessions_run_when_there_is_work_else_every_few_periods() -> None:
         generation=lambda: int(work["generation"]),
         busy=lambda: bool(work["busy"]),
         idle_every=3,
+        busy_idle_every=5,
     )
     assert loop._due()  # the first: everything is new
     assert [loop._due() for _ in range(6)] == [False, False, True, False, False, True]
     work["generation"] = 1  # a pod went Running: statuses catch up at once
     assert [loop._due() for _ in range(2)] == [True, False]
-    work["busy"], work["generation"] = True, 2  # ...but not while binds are in flight
-    assert [loop._due() for _ in range(3)] == [False, True, False]  # only the idle beat
+    work["busy"], work["generation"] = True, 2  # ...but not while binds are in flight,
+    # and their longer beat: a session when 5 periods have passed since the last
+    assert [loop._due() for _ in range(8)] == [False] * 3 + [True] + [False] * 4
+    work["busy"] = False  # the burst is over: the change is seen at once
+    assert [loop._due() for _ in range(2)] == [True, False]
+    work["busy"] = True
+    assert [loop._due() for _ in range(2)] == [False, False]
     work["now"] = True
     assert [loop._due() for _ in range(3)] == [True, True, True]

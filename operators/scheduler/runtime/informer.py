@@ -13,6 +13,7 @@ which would cost more than the scheduling itself on a large cluster.
 """
 
 import contextlib
+import gc
 import json
 import logging
 import threading
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbatch import kubeapi
-from kbatch.api import GROUP, VERSION
+from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.runtime import outage
@@ -193,3 +194,37 @@ class Informer:
     def _call(self, query: dict[str, str], timeout: kubeapi.Timeout) -> Any:
         """GET the resource's collection; the raw urllib3 response (not read yet)."""
         return kubeapi.raw_get(self.api, self.resource.path, query, timeout)
+
+
+class Watches:
+    """The informers of every resource in ``RESOURCES``, over one ClusterState.
+
+    ``kbatch run`` starts them before it imports kopf and the scheduler (a second of
+    loading), so that the API server prepares the lists meanwhile: 10,000 pods take it
+    seconds. ``on_synced`` is called after each informer's (re)list; the runtime sets
+    it once it is built (the loop checks the caches when it starts anyway)."""
+
+    def __init__(
+        self,
+        api: kubeapi.ApiClient,
+        scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
+    ) -> None:
+        self.api = api
+        self.state = ClusterState(scheduler_names)
+        self.on_synced: Callable[[], None] = lambda: None
+        self.informers = [
+            Informer(api, r, self.state, on_synced=lambda: self.on_synced()) for r in RESOURCES
+        ]
+        self._started = False
+
+    def start(self) -> None:
+        """Start the informers (once)."""
+        if self._started:
+            return
+        self._started = True
+        # The cache holds every pod as nested dicts: collect cycles far less often than
+        # Python's default, whose full passes over it stall lists and binds for a tenth
+        # of a second each.
+        gc.set_threshold(100_000, 50, 100)
+        for informer in self.informers:
+            informer.start()

@@ -10,7 +10,6 @@ the lead has warm caches; it still relists everything before its first session
 (a fresh view from the API, nothing assumed from before).
 """
 
-import gc
 import logging
 import os
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from kbatch.operators.podgroup import controller as podgroups
 from kbatch.operators.queue import controller as queues
 from kbatch.operators.scheduler.runtime.cluster import KubeCluster
 from kbatch.operators.scheduler.runtime.health import HealthServer
-from kbatch.operators.scheduler.runtime.informer import RESOURCES, Informer
+from kbatch.operators.scheduler.runtime.informer import Watches
 from kbatch.operators.scheduler.runtime.leader import LeaseElector
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
 from kbatch.webhooks import jobs as webhook_jobs
@@ -78,19 +77,21 @@ def connection_info(configuration: kubeapi.Configuration) -> kopf.ConnectionInfo
 class Runtime:
     """Everything ``kbatch run`` starts besides kopf itself."""
 
-    def __init__(self, settings: RunSettings) -> None:
+    def __init__(self, settings: RunSettings, watches: Watches | None = None) -> None:
+        """``watches``: started already (``start_watches``), or made here."""
         self.settings = settings
         self.conf = ConfSource(settings.scheduler_conf)  # a bad file fails here, at start
-        self.api = kubeapi.api_client(settings.kubeconfig)
-        self.state = ClusterState(settings.scheduler_names)
+        if watches is None:
+            watches = Watches(kubeapi.api_client(settings.kubeconfig), settings.scheduler_names)
+        self.watches = watches
+        self.api = watches.api
+        self.state: ClusterState = watches.state
         self.elector: LeaseElector | None = None
         # binds and evictions check the lead as they are sent: none after it is lost
         self.cluster = KubeCluster(self.api, self.state, may_write=self.leads)
         self.metrics = SchedulerMetrics()
-        self.informers = [
-            Informer(self.api, r, self.state, on_synced=self._caches_synced) for r in RESOURCES
-        ]
-        self._watching = False
+        self.informers = watches.informers
+        watches.on_synced = self._caches_synced
         self.health_server: HealthServer | None = None
         if settings.leader_elect:
             self.elector = LeaseElector(
@@ -166,12 +167,9 @@ class Runtime:
         self.loop.start()
 
     def start_watches(self) -> None:
-        """Start the informers (once): ``run`` does so before kopf starts, so that the
-        lists (10,000 pods take seconds) overlap kopf's own start."""
-        if not self._watching:
-            self._watching = True
-            for informer in self.informers:
-                informer.start()
+        """Start the informers (once: ``kbatch run`` starts them before it imports this
+        module, so that the lists overlap the loading of kopf and the scheduler)."""
+        self.watches.start()
 
     def stop(self) -> None:
         """Stop scheduling, then settle what was sent, and only then give up the Lease: a
@@ -212,12 +210,9 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     return registry
 
 
-def run(settings: RunSettings) -> None:
-    """Run until interrupted."""
-    # The cache holds every pod as nested dicts: collect cycles far less often than
-    # Python's default, whose full passes over it stall binds for a tenth of a second.
-    gc.set_threshold(100_000, 50, 100)
-    runtime = Runtime(settings)
+def run(settings: RunSettings, watches: Watches | None = None) -> None:
+    """Run until interrupted (with ``watches`` started already, if given)."""
+    runtime = Runtime(settings, watches)
     runtime.start_watches()
     registry = build_registry(runtime)
     kopf.run(registry=registry, clusterwide=True, standalone=True)
