@@ -233,13 +233,10 @@ class SnapshotBuilder:
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
         self._kept.forget_all_but(pods)
-        jobs = {}
-        known = self._groups
-        for key, group in pod_groups.items():
-            parts = known.get(key)  # _group_parts, its common case inline
-            if parts is None or parts.group is not group:
-                parts = self._group_parts(key, group, dims)
-            jobs[key] = job_info(group, parts, resolver)
+        jobs = {
+            key: job_info(group, self._group_parts(key, group, dims), resolver)
+            for key, group in pod_groups.items()
+        }
         orphans: list[OrphanPod] = []
         accounts, placed, nominated = self._tasks(
             pods, jobs, node_set, dims, resolver, scheduler_names, orphans
@@ -309,6 +306,7 @@ class SnapshotBuilder:
             elif pod.node_name and status not in FINISHED_STATUSES:
                 node = node_index.get(pod.node_name, NO_NODE)
             uid = pod.uid
+            job_uid = "" if job is None else job.uid
             task = kept_tasks.get(uid)
             if (
                 task is None
@@ -318,9 +316,8 @@ class SnapshotBuilder:
                 or task.nominated != nominated_at
                 or task.template is not template
                 or task.priority != priority
-                or task.job != ("" if job is None else job.uid)
+                or task.job != job_uid
             ):
-                job_uid = "" if job is None else job.uid
                 task = made_task(pod, status, template, job_uid, priority, node, nominated_at)
                 self._kept.keep(pod, task)
             if nominated_at != NO_NODE:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from kbatch.api import DEFAULT_QUEUE
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus, added_in_order
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY, Dims
 from kbatch.sim.cluster import group_of
@@ -126,7 +126,7 @@ def _allocated_by_queue(
     jobs: list[JobInfo], queues: list[str], dims: Dims
 ) -> dict[str, np.ndarray]:
     """Each queue's allocation of RESOURCES, summed over ``jobs`` (of ``queues``, in
-    turn) in their order. ``np.add.at`` adds one job's row at a time, in order: each
+    turn) in their order. ``added_in_order`` adds one job's row at a time, in order: each
     sum is the one adding the jobs one by one gives (and so the long way's), without a
     numpy step per job."""
     index = {queue: i for i, queue in enumerate(dict.fromkeys(queues))}
@@ -137,7 +137,8 @@ def _allocated_by_queue(
         rows, columns = [i for i, _ in known], [column for _, column in known]
         block = np.zeros((len(jobs), len(RESOURCES)))
         block[:, rows] = np.array([job.allocated for job in jobs])[:, columns]
-        np.add.at(sums, [index[queue] for queue in queues], block)
+        at = np.fromiter((index[queue] for queue in queues), np.intp, len(queues))
+        added_in_order(sums, at, block)
     return {queue: sums[i] for queue, i in index.items()}
 
 
