@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from kbatch import cli_visibility
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.errors import ObjectError
 from kbatch.config import ConfigError
 from kbatch.sim import clock, manifests
@@ -225,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     )
     period = clock.parse_duration(args.schedule_period, "--schedule-period")
     lease = clock.parse_duration(args.lease_duration, "--lease-duration")
-    names = frozenset(args.scheduler_name or ("kbatch", "kube-batch"))
+    names = frozenset(args.scheduler_name or DEFAULT_SCHEDULER_NAMES)
     # The lists start before kopf and the scheduler load (about a second): the API
     # server prepares them meanwhile (10,000 pods take it seconds).
     watches = Watches(kubeapi.api_client(args.kubeconfig), names)
