@@ -11,6 +11,7 @@ is done then rather than by the next snapshot.
 """
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue, QueueState
 from kbatch.cluster.group_parts import GroupParts, group_parts, job_info
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
+from kbatch.cluster.kept_jobs import JobContext, KeptJobs
 from kbatch.cluster.kept_tasks import (
     KeptTasks,
     Priorities,
@@ -51,6 +53,7 @@ from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
 PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
+INQUEUE = PodGroupPhase.INQUEUE
 # Per status (by value): does a task in it count as ready, as placed, as unfinished?
 ACCOUNTED = tuple(
     (status in READY_STATUSES, status in PLACED_STATUSES, status not in FINISHED_STATUSES)
@@ -77,6 +80,8 @@ class SnapshotBuilder:
         # context that no longer holds is made again by the snapshot that meets it).
         self._kept = KeptTasks()
         self._arrival: TaskContext | None = None
+        # The last snapshot's jobs, handed on while nothing changed them (kept_jobs).
+        self._kept_jobs = KeptJobs()
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
         """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
@@ -163,6 +168,7 @@ class SnapshotBuilder:
             self._groups.clear()
             self._nodes = None
             self._node_rows.clear()
+            self._kept_jobs.forget()
         return dims
 
     def _allocatable(self, nodes: list[NodeRecord], dims: Dims) -> np.ndarray:
@@ -212,11 +218,15 @@ class SnapshotBuilder:
         priority_classes: Mapping[str, PriorityClassRecord],
         scheduler_names: frozenset[str],
         names: Iterable[str] | None = None,
+        changed_units: AbstractSet[str] | None = None,
     ) -> Snapshot:
         """The snapshot of these objects. ``names``: every resource name the cluster's
         objects mention, when the caller keeps them (the objects given may be fewer).
-        It shares the tasks no session changed with the snapshot before it: it is good
-        until this builder's next snapshot (``kept_tasks``)."""
+        ``changed_units``: the units (PodGroup keys, ``PodRecord.unit``) whose objects
+        were written since this builder's last snapshot, when the caller knows them.
+        It shares the tasks, and the jobs, no session changed with the snapshot before
+        it: it is good until this builder's next snapshot (``kept_tasks``,
+        ``kept_jobs``)."""
         if names is None:
             names = _resource_names(nodes, pods, pod_groups, queues)
         dims = self._dims_for(names)
@@ -229,29 +239,56 @@ class SnapshotBuilder:
         )
         resolver = Priorities(priority_classes)
         self._arrival = TaskContext(dims, dict(node_set.index), resolver, scheduler_names)
+        context = JobContext.of(dims, node_set.names, resolver, scheduler_names)
+        kept_jobs = self._kept_jobs.reusable(context, changed_units)
         queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
         self._kept.forget_all_but(pods)
         jobs = {
-            key: job_info(group, self._group_parts(key, group, dims), resolver)
+            key: self._job(key, group, dims, resolver, kept_jobs)
             for key, group in pod_groups.items()
         }
+        if kept_jobs:  # those of groups this snapshot shows, and pods' own groups
+            kept_jobs = {
+                unit: job
+                for unit, job in kept_jobs.items()
+                if not job.has_pod_group or jobs.get(unit) is job
+            }
         orphans: list[OrphanPod] = []
         accounts, placed, nominated = self._tasks(
-            pods, jobs, node_set, dims, resolver, scheduler_names, orphans
+            pods, jobs, kept_jobs, node_set, dims, resolver, scheduler_names, orphans
         )
         accounts.requests.add_to(accounts.owners)
         # The tasks on nodes and the room kept for nominated ones, all at once (nothing
         # reads the node set before it is complete).
         node_set.place_all(placed, nominated)
         complete_groups(pod_groups, jobs, accounts)
+        self._kept_jobs.made(jobs)
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
+
+    def _job(
+        self,
+        key: str,
+        group: PodGroup,
+        dims: Dims,
+        resolver: Priorities,
+        kept_jobs: Mapping[str, JobInfo],
+    ) -> JobInfo:
+        """The job of ``group``: the last snapshot's, if ``kept_jobs`` has it (its phase
+        set back to what the group says: a session may have moved it), else made."""
+        parts = self._group_parts(key, group, dims)
+        job = kept_jobs.get(key)
+        if job is None or parts.job is not job:  # (not: parts made anew for a new object)
+            return job_info(group, parts, resolver)
+        job.phase = parts.tail[3]
+        return job
 
     def _tasks(
         self,
         pods: list[PodRecord],
         jobs: dict[str, JobInfo],
+        kept_jobs: Mapping[str, JobInfo],
         node_set: NodeSet,
         dims: Dims,
         resolver: Priorities,
@@ -262,7 +299,8 @@ class SnapshotBuilder:
         their accounting gathered), every task on a node, ours or not (its ``node`` set),
         and the pending ones nominated to a node. Pending pods of our groups that have
         no PodGroup go to ``orphans``. One pass over the pods does it all: each pass
-        costs some 10 ms at 50,000 pods."""
+        costs some 10 ms at 50,000 pods. The pods of ``kept_jobs`` (handed on whole,
+        tasks, counts and sums) only put their tasks in those lists."""
         accounts = JobAccounts()
         owners, rows, kinds = accounts.owners, accounts.rows, accounts.kinds
         requests = accounts.requests
@@ -280,6 +318,18 @@ class SnapshotBuilder:
             status = pod.task_status
             if status is None:
                 continue
+            if kept_jobs and pod.scheduler_name in scheduler_names:
+                job = kept_jobs.get(pod.unit)
+                if job is not None:
+                    kept = job.tasks[pod.uid]
+                    if kept.nominated != NO_NODE:
+                        nominated.append(kept)
+                    elif kept.node != NO_NODE:
+                        placed.append(kept)
+                    if not job.has_pod_group:  # a pod's own group: made where it is met
+                        job.phase = INQUEUE
+                        jobs[pod.unit] = job
+                    continue
             # Its own priority, else its class's; its template; its job (the common cases
             # inline: this runs for every pod of every snapshot).
             spec = pod.spec

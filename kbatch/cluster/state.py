@@ -89,6 +89,11 @@ class ClusterState:
         self._names: Counter[str] = Counter()  # resource names, by how many objects say them
         self._names_of: dict[tuple[str, str], tuple[str, ...]] = {}
         self._shown = settled.Shown() if leave_out_settled else None
+        # Units (PodGroup keys, PodRecord.unit) written since the last snapshot, and those
+        # with a pod whose bind or eviction the last snapshot assumed: the builder hands on
+        # the jobs of the others (kbatch.cluster.kept_jobs).
+        self._changed_units: set[str] = set()
+        self._assumed_units: set[str] = set()
 
     @staticmethod
     def _key(kind: str, namespace: str, name: str) -> str:
@@ -135,6 +140,7 @@ class ClusterState:
                 self._groups_by_queue.setdefault(parsed.spec.queue, set()).add(key)
                 self._groups_by_namespace.setdefault(key.partition("/")[0], set()).add(key)
                 self._builder.group_arrived(key, parsed, self._snapshot_inputs)
+            self._unit_changed(kind, key, parsed)
             self._raw[kind][key] = raw
             self._parsed[kind][key] = parsed
             if kind == "Pod":
@@ -242,8 +248,21 @@ class ClusterState:
             self._groups_by_queue.get(old.spec.queue, set()).discard(key)
             self._groups_by_namespace.get(key.partition("/")[0], set()).discard(key)
 
+    def _unit_changed(self, kind: str, key: str, parsed: Any) -> None:
+        """Note the unit of the object of ``kind`` at ``key`` as changed: the version held
+        (if any) and ``parsed``, the next one (None: it is dropped)."""
+        if kind == "Pod":
+            old = self._parsed["Pod"].get(key)
+            if old is not None:
+                self._changed_units.add(old.unit)
+            if parsed is not None:
+                self._changed_units.add(parsed.unit)
+        elif kind == "PodGroup":
+            self._changed_units.add(key)
+
     def _drop(self, kind: str, key: str) -> None:
         self.generation += 1
+        self._unit_changed(kind, key, None)
         self._count_names(kind, key, None)
         if self._shown is not None and (kind != "Queue" or key in self._parsed["Queue"]):
             self._show(kind, key, None)
@@ -388,6 +407,7 @@ class ClusterState:
                 pods = [all_pods[key] for key in pod_keys]
                 pod_groups = {key: all_groups[key] for key in group_keys}
             self._expire_assumptions()
+            changed = self._take_changed_units()
             if self._assumed:
                 pods = [self._with_assumption(pod) for pod in pods]
             built = self._builder.build(
@@ -398,6 +418,7 @@ class ClusterState:
                 priority_classes=dict(self._parsed["PriorityClass"]),
                 scheduler_names=self.scheduler_names,
                 names=[name for name, count in self._names.items() if count > 0],
+                changed_units=changed,
             )
             return dataclasses.replace(
                 built,
@@ -405,6 +426,16 @@ class ClusterState:
                 refused_queues=dict(self._refused["Queue"]),
                 refused_groups=dict(self._refused["PodGroup"]),
             )
+
+    def _take_changed_units(self) -> set[str]:
+        """The units written since the last snapshot, and those with an assumed pod now or
+        at the last snapshot (a snapshot shows such a pod as assumed, and then as the
+        watch does): the next snapshot makes their jobs anew."""
+        parsed = self._parsed["Pod"]
+        assumed = {parsed[key].unit for key in self._assumed if key in parsed}
+        changed = self._changed_units | assumed | self._assumed_units
+        self._changed_units, self._assumed_units = set(), assumed
+        return changed
 
     def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:
         """PodGroups with pods, none of them ours (another scheduler's groups). A pod's

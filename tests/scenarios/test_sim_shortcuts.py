@@ -16,6 +16,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   long way);
 - ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
   snapshot to the next (made anew every snapshot, the long way);
+- ``kept_jobs.KEEP_UNCHANGED_JOBS``: a job with tasks that nothing wrote and no session
+  touched handed from one snapshot to the next (made anew every snapshot, the long way);
 - ``job_status.KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS``: such a job's status, kept by the
   last session and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
@@ -28,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import fields, group_parts
+from kbatch.cluster import fields, group_parts, kept_jobs
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status
@@ -57,6 +59,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
+    "jobs kept with tasks": (kept_jobs, "KEEP_UNCHANGED_JOBS", False),
     "statuses kept": (job_status, "KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
 }

@@ -124,6 +124,10 @@ class JobInfo:
     # condition it was told and the status it kept. Only a job handed from one snapshot
     # to the next (one without tasks) meets it again; not part of what the job is.
     kept_status: "KeptStatus | None" = field(default=None, init=False, compare=False)
+    # A session changed one of its tasks (status, node or nominated node: ``set_status``
+    # here, ``Session.keep``/``unkeep``): the snapshot builder makes it anew, where it
+    # would hand an untouched job of an unchanged unit on (kbatch.cluster.kept_jobs).
+    touched: bool = field(default=False, init=False, compare=False)
 
     def protected_until(self) -> float | None:
         """When its lifetime ends: its first pod's start plus its lifetime (None: no
@@ -148,6 +152,7 @@ class JobInfo:
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move ``task`` to ``status``, keeping the counts and the allocation current."""
+        self.touched = True
         old = task.status
         self.counts[old] -= 1
         self.counts[status] += 1

@@ -185,12 +185,14 @@ class Session(TieredFunctions):
         node = task.nominated
         self.nodes.reserve(task, -1.0)
         task.nominated = NO_NODE
+        self.jobs[task.job].touched = True
         self.changes += 1
         return node
 
     def keep(self, task: TaskInfo, node: int) -> None:
         """Keep room for pending ``task`` on ``node`` again (a discarded claim)."""
         task.nominated = node
+        self.jobs[task.job].touched = True
         self.nodes.reserve(task, 1.0)
         self.changes += 1
 

@@ -1,0 +1,78 @@
+"""Jobs with tasks handed from one snapshot to the next (issue 12: a session's cost
+should follow what changed, and on a busy cluster most running gangs change nothing).
+
+A snapshot's job of a unit (a PodGroup and its pods, or a pod without a group) is the
+last snapshot's object again when that is exactly the job the new snapshot would make:
+
+- nothing of the unit was written since (its group and its pods: the state says which
+  units were, ``changed``, counting pods whose bind or eviction it assumes);
+- no session changed it: a session changes a job's tasks only through
+  ``JobInfo.set_status`` and ``Session.keep``/``unkeep``, which mark it ``touched``
+  (tests/unit/cluster/test_snapshot_reuse.py holds every action to that), and besides
+  them only its ``phase``, which is set back to what its object says;
+- what its tasks and sums were made under is the same: the resource dimensions (the
+  templates), the nodes' names in order (a task's node is an index), the priority
+  classes' values and the scheduler's names.
+
+The builder then skips the job's making, its pods' accounting and its sums; its pods
+are still walked, in order, to put their tasks on the nodes (``SnapshotBuilder._tasks``).
+"""
+
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from kbatch.cluster.kept_tasks import Priorities
+from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.resources import Dims
+
+# False: every job with tasks is made anew by every snapshot (the long way, for tests).
+KEEP_UNCHANGED_JOBS = True
+
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    """What a snapshot's tasks and job sums are made under, beyond the unit's records."""
+
+    dims: Dims
+    node_names: list[str]
+    priorities: dict[str, int]
+    default_priority: int
+    scheduler_names: frozenset[str]
+
+    @classmethod
+    def of(
+        cls, dims: Dims, node_names: list[str], resolver: Priorities, ours: frozenset[str]
+    ) -> "JobContext":
+        return cls(dims, node_names, resolver.values, resolver.default, ours)
+
+
+class KeptJobs:
+    """The last snapshot's jobs and what they were made under."""
+
+    def __init__(self) -> None:
+        self._jobs: Mapping[str, JobInfo] = {}
+        self._context: JobContext | None = None
+
+    def reusable(
+        self, context: JobContext, changed: AbstractSet[str] | None
+    ) -> dict[str, JobInfo]:
+        """The last snapshot's jobs with tasks that the next one, made under ``context``,
+        may take as they are, by unit (see the module's docstring). ``changed``: the
+        units written since the last snapshot; None, unknown (nothing is kept)."""
+        last, self._context = self._context, context
+        if changed is None or not KEEP_UNCHANGED_JOBS or last != context:
+            return {}
+        return {
+            unit: job
+            for unit, job in self._jobs.items()
+            if job.tasks and not job.touched and unit not in changed
+        }
+
+    def made(self, jobs: Mapping[str, JobInfo]) -> None:
+        """``jobs``: the snapshot just made (kept until the next one is made)."""
+        self._jobs = jobs
+
+    def forget(self) -> None:
+        self._jobs = {}
+        self._context = None
