@@ -18,8 +18,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   snapshot to the next (made anew every snapshot, the long way);
 - ``kept_jobs.KEEP_UNCHANGED_JOBS``: a job with tasks that nothing wrote and no session
   touched handed from one snapshot to the next (made anew every snapshot, the long way);
-- ``job_status.KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS``: such a job's status, kept by the
-  last session and worked out from the same inputs, not worked out again;
+- ``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``: a job's status, kept by the last
+  session that did not touch it and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
   (by ``np.add.at``, the long way).
 """
@@ -60,7 +60,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
     "jobs kept with tasks": (kept_jobs, "KEEP_UNCHANGED_JOBS", False),
-    "statuses kept": (job_status, "KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS", False),
+    "statuses kept": (job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
 }
 

@@ -1,11 +1,12 @@
-"""A status the last session kept for a group's job without tasks (``JobInfo.kept_status``)
+"""A status the last session kept for a group's job it did not touch (``JobInfo.kept_status``)
 is used again only while the rules would give it again: over sessions on a state that
 hands such jobs from snapshot to snapshot, with the statuses each session writes
 applied, what is written and told is the same with the shortcut switched off
-(``job_status.KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS``) as on, while the words a waiting
+(``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``) as on, while the words a waiting
 group is told change (the free room it is refused for, its queue closed), its status is
-written by someone else, and it is admitted. And a kept status is given only for the
-inputs it was kept for: each changed in turn, it is not."""
+written by someone else, and it is admitted; and while a running gang runs on, gains a
+pod that sessions place (touching it), and loses one. And a kept status is given only
+for the inputs it was kept for: each changed in turn, it is not."""
 
 from collections.abc import Callable
 from typing import Any
@@ -40,14 +41,22 @@ def queue(state: str = "Open") -> dict[str, Any]:
     return {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"state": state}}
 
 
-def running_pod(name: str, cpu: str) -> dict[str, Any]:
+def running_pod(name: str, cpu: str, of: str | None = None, **status: Any) -> dict[str, Any]:
+    annotations = {"scheduling.k8s.io/group-name": of} if of else {}
     return {
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
+                     "annotations": annotations},
         "spec": {"schedulerName": "kbatch", "nodeName": "a",
                  "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": "Running", "startTime": "2024-01-01T00:01:00Z"},
+        "status": {"phase": "Running", "startTime": "2024-01-01T00:01:00Z", **status},
     }  # fmt: skip
+
+
+def pending_pod(name: str, cpu: str, of: str) -> dict[str, Any]:
+    pod = running_pod(name, cpu, of, phase="Pending", startTime=None)
+    del pod["spec"]["nodeName"]
+    return pod
 
 
 Step = Callable[[ClusterState], None]
@@ -77,6 +86,18 @@ STEPS: list[Step] = [
     nothing,
     applying(node("a", "16")),  # big is admitted
     nothing,
+    applying(group("run", "1"), running_pod("run-0", "1", "run")),  # a gang running
+    nothing,
+    nothing,
+    nothing,
+    applying(pending_pod("run-1", "1", "run")),  # placed by each session (not bound here)
+    nothing,
+    applying(running_pod("run-1", "1", "run")),  # bound and running
+    nothing,
+    nothing,
+    applying(running_pod("run-0", "1", "run", phase="Succeeded")),
+    nothing,
+    nothing,
 ]
 
 
@@ -102,34 +123,37 @@ class Applying:
         self.written.append(sorted((e.ref.name, e.reason, e.message) for e in outcome.events))
 
 
-def _sessions() -> tuple[list[object], int]:
+def _sessions() -> tuple[list[object], int, int]:
     """What every step's session wrote and told; and how many jobs were handed a kept
-    status (those with ``kept_status`` that a session found unchanged again)."""
+    status (those with ``kept_status`` that a session found unchanged again), and how
+    many of them had tasks."""
     conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
     state = ClusterState()
     told: list[object] = []
-    kept = 0
+    kept = with_tasks = 0
     for turn, step in enumerate(STEPS):
         step(state)
         snap = state.snapshot()
         before = {key: job.kept_status for key, job in snap.jobs.items()}
         cluster = Applying(state, snap)
         runner.Scheduler(cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s").run_once()
-        kept += sum(
-            1
+        handed = [
+            job
             for key, job in snap.jobs.items()
             if before[key] is not None and job.kept_status is before[key]
-        )
+        ]
+        kept += len(handed)
+        with_tasks += sum(1 for job in handed if job.tasks)
         told.append(cluster.written)
-    return told, kept
+    return told, kept, with_tasks
 
 
 def test_statuses_kept_are_those_the_rules_make(monkeypatch: pytest.MonkeyPatch) -> None:
-    quick, kept = _sessions()
-    monkeypatch.setattr(job_status, "KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS", False)
-    slow, none_kept = _sessions()
+    quick, kept, with_tasks = _sessions()
+    monkeypatch.setattr(job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False)
+    slow, none_kept, _ = _sessions()
     assert quick == slow
-    assert kept > 0 and none_kept == 0
+    assert kept > 0 and with_tasks > 0 and none_kept == 0
     written = [name for session in quick for name, *_ in session if isinstance(name, str)]
     assert written.count("big") >= 4  # told other words three times, then admitted
 
@@ -153,7 +177,7 @@ CHANGES: dict[str, Change] = {
     "another old status": lambda job, told: setattr(
         job, "old_status", job.old_status.model_copy() if job.old_status else None
     ),
-    "a task": lambda job, told: job.tasks.__setitem__("t", None),  # type: ignore[arg-type]
+    "touched": lambda job, told: setattr(job, "touched", True),
 }
 
 

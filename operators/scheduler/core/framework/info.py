@@ -122,7 +122,7 @@ class JobInfo:
     total_request: np.ndarray = field(init=False)
     # What the last session's close found its status to stay (``job_status``): the one
     # condition it was told and the status it kept. Only a job handed from one snapshot
-    # to the next (one without tasks) meets it again; not part of what the job is.
+    # to the next (one no session touched) meets it again; not part of what the job is.
     kept_status: "KeptStatus | None" = field(default=None, init=False, compare=False)
     # A session changed one of its tasks (status, node or nominated node: ``set_status``
     # here, ``Session.keep``/``unkeep``): the snapshot builder makes it anew, where it

@@ -110,16 +110,19 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
 
 # False: every group's status is worked out by the rules, every session (the long way,
 # for tests).
-KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS = True
+KEEP_STATUSES_OF_UNTOUCHED_JOBS = True
 
 
 def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus | None:
     """The status the last session's close kept for ``job``, when nothing it is worked
-    out from has changed since; else None. A job without tasks is handed from one
-    snapshot to the next (``kbatch.cluster.group_parts``): most of a long backlog, told
-    the same words session after session (the same condition object: gang words them
-    once). With the same old status (so the same conditions), phase and minMember, no
-    tasks (so no counts) and the same one condition told, the rules give what they gave."""
+    out from has changed since; else None. A job no session touched is handed from one
+    snapshot to the next while nothing wrote its unit (``kbatch.cluster.group_parts``
+    for jobs without tasks, most of a long backlog; ``kbatch.cluster.kept_jobs`` for the
+    rest, most of a busy cluster's running gangs), told the same words session after
+    session (the same condition object: gang and ``condition`` word them once). With
+    the same old status (so the same conditions), phase and minMember, counts no session
+    changed since (not touched: the last close kept it only for a job not touched either)
+    and the same one condition told, the rules give what they gave."""
     kept = job.kept_status
     if (
         kept is None
@@ -127,7 +130,7 @@ def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus 
         or told[0] is not kept.told
         or job.phase is not kept.phase
         or job.old_status is not kept.status
-        or job.tasks
+        or job.touched
     ):
         return None
     return kept.status
@@ -135,12 +138,12 @@ def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus 
 
 def _keep_if_unchanged(job: JobInfo, told: list[PodGroupCondition], status: PodGroupStatus) -> None:
     """Remember on ``job`` (``_kept_status``) that its status stays ``status``, if it
-    does and the job may meet it again (one without tasks, told one condition)."""
+    does and the job may meet it again (one no session touched, told one condition)."""
     if (
         status is job.old_status
         and len(told) == 1
-        and not job.tasks
-        and KEEP_STATUSES_OF_JOBS_WITHOUT_TASKS
+        and not job.touched
+        and KEEP_STATUSES_OF_UNTOUCHED_JOBS
     ):
         job.kept_status = KeptStatus(told[0], job.phase, status)
 
