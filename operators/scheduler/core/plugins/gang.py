@@ -205,14 +205,27 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
 def _report_scheduled(session: Session, job: JobInfo) -> None:
     if _was_unschedulable(job):
         session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", ""))
-    scheduled = job.ready_count  # its tasks in READY_STATUSES
-    message = f"{scheduled}/{len(job.tasks)} tasks in gang scheduled"
-    session.set_condition(job, condition(ConditionType.SCHEDULED, True, "Scheduled", message))
+    # its tasks in READY_STATUSES, of all
+    session.set_condition(job, scheduled_words(job.ready_count, len(job.tasks)))
+
+
+@functools.lru_cache(maxsize=4096)
+def scheduled_words(scheduled: int, tasks: int) -> PodGroupCondition:
+    """What a gang with ``scheduled`` of its ``tasks`` placed is told: worded once per
+    pair, not once for every running gang, every session."""
+    message = f"{scheduled}/{tasks} tasks in gang scheduled"
+    return condition(ConditionType.SCHEDULED, True, "Scheduled", message)
+
+
+# Read of every running gang's conditions, every session: an Enum member read off its
+# class costs a Python call (EnumType.__getattr__, Python 3.11), a module constant not.
+_UNSCHEDULABLE = ConditionType.UNSCHEDULABLE
 
 
 def _was_unschedulable(job: JobInfo) -> bool:
-    for told in job.conditions:  # a loop, not any(): asked of every running gang each session
-        if told.type is ConditionType.UNSCHEDULABLE and told.status == "True":
+    # a loop, not any() (a generator per call): asked of every running gang each session
+    for told in job.conditions:  # noqa: SIM110
+        if told.type is _UNSCHEDULABLE and told.status == "True":
             return True
     return False
 
