@@ -96,27 +96,19 @@ class NodeSet:
         each of ``reserved``, in order and with the same sums to the bit, but the rows
         worked out once: how a snapshot puts its pods on its nodes. Unlike ``place``, no
         version moves and no change is logged (nothing has seen these nodes yet)."""
-        used: tuple[list[int], list[np.ndarray]] = ([], [])  # (node, request) per task
-        releasing: tuple[list[int], list[np.ndarray]] = ([], [])
-        pipelined: tuple[list[int], list[np.ndarray]] = ([], [])
         infos = self.infos
         for task in placed:
-            node, status = task.node, task.status
-            infos[node].tasks[task.uid] = task
-            if status in OCCUPYING_STATUSES:
-                used[0].append(node)
-                used[1].append(task.template.request)
-            if status is RELEASING:
-                releasing[0].append(node)
-                releasing[1].append(task.template.request)
-            elif status is PIPELINED:
-                pipelined[0].append(node)
-                pipelined[1].append(task.template.request)
+            infos[task.node].tasks[task.uid] = task
+        # The tasks each matrix adds, in order (a comprehension each: a busy cluster's
+        # snapshot places every running pod, every session).
+        using = [task for task in placed if task.status in OCCUPYING_STATUSES]
+        releasing = [task for task in placed if task.status is RELEASING]
+        pipelined = [task for task in placed if task.status is PIPELINED]
         nominated = ([task.nominated for task in reserved], [task.request for task in reserved])
         for matrix, (rows, values) in (
-            (self.used, used),
-            (self.releasing, releasing),
-            (self.pipelined, pipelined),
+            (self.used, _on_nodes(using)),
+            (self.releasing, _on_nodes(releasing)),
+            (self.pipelined, _on_nodes(pipelined)),
             (self.nominated, nominated),
         ):
             if rows:
@@ -206,6 +198,11 @@ class NodeSet:
     @property
     def capacity(self) -> np.ndarray:
         return np.asarray(self.allocatable.sum(axis=0))
+
+
+def _on_nodes(tasks: list[TaskInfo]) -> tuple[list[int], list[np.ndarray]]:
+    """The nodes of ``tasks`` and their requests, in order."""
+    return [task.node for task in tasks], [task.template.request for task in tasks]
 
 
 def _stacked(vectors: list[np.ndarray], width: int) -> np.ndarray:

@@ -19,7 +19,12 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import PluginOption
-from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.info import (
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    added_in_order,
+)
 from kbatch.operators.scheduler.core.framework.resources import (
     EPSILON,
     less_equal,
@@ -248,8 +253,8 @@ def rationed_dims(queues: Iterable[QueueShare], dims: int) -> np.ndarray:
 def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarray) -> None:
     """Add each job's allocation, request (allocated and pending) and reservation (an
     Inqueue job's minResources not yet allocated) to its queue's, masked. All jobs at
-    once: ``np.add.at`` adds a queue's rows in job order, so the sums are those of adding
-    job after job, to the bit — and thousands of jobs cost a few array operations, not
+    once: ``added_in_order`` adds a queue's rows in job order, so the sums are those of
+    adding job after job, to the bit — and thousands of jobs cost a few array operations, not
     a few each. A job's request is what it holds and what its unplaced tasks ask for; a
     job with no pods yet (most of a long line) holds nothing and asks for its
     minResources, if it says any: its rows are filled in one step with the others of its
@@ -276,12 +281,12 @@ def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarr
         i for i, job in enumerate(ours) if job.phase is inqueue and job.min_resources is not None
     ]
     sums = np.zeros((3, len(names), len(mask)))
-    np.add.at(sums[0], index, allocated * mask)
-    np.add.at(sums[1], index, (allocated + pending) * mask)
+    added_in_order(sums[0], index, allocated * mask)
+    added_in_order(sums[1], index, (allocated + pending) * mask)
     if reserving:
         minimums = np.array([ours[i].min_resources for i in reserving])
         unmet = np.maximum(minimums - allocated[reserving], 0) * mask
-        np.add.at(sums[2], index[reserving], unmet)
+        added_in_order(sums[2], index[reserving], unmet)
     for name, i in row.items():
         queue = queues[name]
         queue.allocated += sums[0, i]
