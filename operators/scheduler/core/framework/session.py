@@ -114,13 +114,15 @@ class Session(TieredFunctions):
         pending tasks. (Pending PodGroups wait for the enqueue action when it is
         configured; without it, as in kube-batch, every group may be placed.)"""
         gate = "enqueue" in self.conf.actions
+        # Read once, not per job: an Enum member read off its class is a Python call.
+        pending, not_admitted = TaskStatus.PENDING, PodGroupPhase.PENDING
         return [
             job
             for job in self.jobs.values()
-            if job.uid not in self._invalid
-            and job.counts[TaskStatus.PENDING]
+            if job.counts[pending]
+            and job.uid not in self._invalid
             and job.queue in self.queues
-            and not (gate and job.phase is PodGroupPhase.PENDING)
+            and not (gate and job.phase is not_admitted)
         ]
 
     def job_of(self, task: TaskInfo) -> JobInfo:

@@ -47,6 +47,8 @@ PIPELINED_STATUSES = READY_STATUSES | {TaskStatus.PIPELINED}
 
 def short_roles(job: JobInfo, statuses: frozenset[TaskStatus]) -> list[tuple[str, int, int]]:
     """(role, tasks of it in ``statuses``, its minimum) for each role below its minimum."""
+    if not job.min_task_member:  # most gangs: no roles (asked of every gang, every session)
+        return []
     short = []
     for role, minimum in sorted(job.min_task_member.items()):
         have = job.role_count(role, statuses)
