@@ -64,14 +64,19 @@ class Timeline:
     samples: list[Sample] = field(default_factory=list)
     waits: dict[tuple[str, str, str], Wait] = field(default_factory=dict)
     end: float = 0.0
+    # The uids of the jobs whose wait is over (a job's uid names its kind, namespace and
+    # name, as its key in ``waits`` does): every tick asks of every running job.
+    _started: set[str] = field(default_factory=set)
 
     def record(self, now: float, snapshot: Snapshot, created_at: dict[str, float]) -> None:
         self.end = now
         sample = _sample(now, snapshot)
         if not self.samples or not sample.same_values(self.samples[-1]):
             self.samples.append(sample)
+        started = self._started
         for job in snapshot.jobs.values():
-            if job.tasks:  # a group whose pods are held has not begun to wait to start
+            # (a group whose pods are held has not begun to wait to start)
+            if job.tasks and job.uid not in started:
                 self._note_wait(now, job, created_at)
 
     def _note_wait(self, now: float, job: JobInfo, created_at: dict[str, float]) -> None:
@@ -79,6 +84,7 @@ class Timeline:
         key = (kind, job.namespace, job.name)
         wait = self.waits.get(key)
         if wait is not None and wait.started is not None:
+            self._started.add(job.uid)
             return
         refs = [f"Pod {t.namespace}/{t.name}" for t in job.tasks.values()]
         if job.has_pod_group:
@@ -89,6 +95,7 @@ class Timeline:
         wait.submitted = min(wait.submitted, submitted)
         if job.count(*STARTED) >= job.min_member:
             wait.started = now
+            self._started.add(job.uid)
 
 
 def _sample(now: float, snapshot: Snapshot) -> Sample:
