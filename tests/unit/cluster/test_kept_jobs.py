@@ -4,7 +4,6 @@ what a state given a new builder every time makes, field by field; it does hand 
 on; and what it rests on holds: a session changes a job only through what marks it
 touched, but for its phase."""
 
-from collections.abc import Callable
 
 import pytest
 
@@ -22,6 +21,7 @@ from unit.cluster.test_snapshot_reuse import (
     Ignoring,
     Step,
     _plain,
+    compared_snapshots,
     described,
     node,
     pod,
@@ -48,19 +48,12 @@ QUIET_STEPS: list[Step] = [s for step in STEPS for s in (step, nothing)]
 
 @pytest.mark.parametrize("conf_name", sorted(CONFS))
 def test_a_kept_builder_hands_on_what_a_new_one_would_make(conf_name: str) -> None:
-    kept, fresh = ClusterState(), ClusterState()
     handed_on = 0
     last: dict[str, object] = {}
-    for step in QUIET_STEPS:
-        step(kept)
-        step(fresh)
-        fresh._builder = SnapshotBuilder()
-        snap = kept.snapshot()
-        assert described(snap) == described(fresh.snapshot())
+    for snap in compared_snapshots(QUIET_STEPS):
         handed_on += sum(1 for k, job in snap.jobs.items() if job.tasks and last.get(k) is job)
         last = dict(snap.jobs)
         session(snap, conf_name)
-    assert described(kept.snapshot()) == described(fresh.snapshot())
     assert handed_on >= 10  # not a comparison of jobs all made anew
 
 
@@ -112,8 +105,7 @@ def test_a_switched_off_builder_makes_every_job_anew(monkeypatch: pytest.MonkeyP
 def test_assumed_binds_and_their_end_make_the_job_anew() -> None:
     """A pod whose bind the state assumes is shown on its node, then as the watch shows
     it again once the assumption ends: both snapshots make its job anew."""
-    kept, fresh = ClusterState(), ClusterState()
-    steps: list[Callable[[ClusterState], None]] = [
+    steps: list[Step] = [
         STEPS[0],
         lambda s: s.assume_bound("ns", "g-1", "b"),
         nothing,
@@ -123,11 +115,8 @@ def test_assumed_binds_and_their_end_make_the_job_anew() -> None:
         lambda s: s.apply(node("c")),  # a node more: every task's node index may move
         nothing,
     ]
-    for step in steps:
-        step(kept)
-        step(fresh)
-        fresh._builder = SnapshotBuilder()
-        assert described(kept.snapshot()) == described(fresh.snapshot())
+    for _ in compared_snapshots(steps):
+        pass
 
 
 @pytest.mark.parametrize("conf_name", sorted(CONFS))
