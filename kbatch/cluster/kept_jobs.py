@@ -8,7 +8,7 @@ last snapshot's object again when that is exactly the job the new snapshot would
   units were, ``changed``, counting pods whose bind or eviction it assumes);
 - no session changed it: a session changes a job's tasks only through
   ``JobInfo.set_status`` and ``Session.keep``/``unkeep``, which mark it ``touched``
-  (tests/unit/cluster/test_snapshot_reuse.py holds every action to that), and besides
+  (tests/unit/cluster/test_kept_jobs.py holds every action to that), and besides
   them only its ``phase``, which is set back to what its object says;
 - what its tasks and sums were made under is the same: the resource dimensions (the
   templates), the nodes' names in order (a task's node is an index), the priority
