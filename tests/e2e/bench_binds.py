@@ -4,20 +4,25 @@
     .venv/bin/python tests/e2e/bench_binds.py --cold-start [--rounds 3]
 
 Starts a local control plane (as the e2e suite does, or uses KBATCH_E2E_KUBECONFIG),
-then, each round: (1) creates N pods no scheduler owns and binds them from a thread
-pool as fast as the server takes it (the physical limit here); (2) *cold*: creates N
-pods for kbatch, starts ``kbatch run`` and times from its first bind to the last;
-(3) *warm*: starts ``kbatch run`` while the benchmark holds its leader Lease, lets it
+then runs rounds. A round runs the bare loop and kbatch back to back, bare first in
+even rounds and kbatch first in odd ones, each on a namespace cleared of every earlier
+run's pods, and takes their ratio: the machine drifts between rounds far more than
+within one (ratios of 0.77 to 1.02 from rounds run minutes apart). The bare loop
+creates N pods no scheduler owns and binds them from a thread pool as fast as the
+server takes it (the physical limit here). kbatch's side: (1) *cold*: creates N pods
+for kbatch, starts ``kbatch run`` and times from its first bind to the last; (2)
+*warm*: starts ``kbatch run`` while the benchmark holds its leader Lease, lets it
 settle (kopf started, caches synced), creates N pods, gives the Lease up and times
-kbatch's binds as it takes over that backlog (a failover with pods waiting). Prints
-one JSON line: medians, and each round's ratios.
+kbatch's binds as it takes over that backlog (a failover with pods waiting).
 
-Each round's pods are deleted before the next round. ``--cold-start`` measures the
-restart instead (1,000 nodes and 10,000 pods in gangs of 10 unless told otherwise,
-beside the bare loop's 10,000 bound ones): the wall time from starting ``kbatch run`` —
-which takes the lead, lists the cluster and schedules its backlog — to its last bind,
-against the wall time the bare loop needs for the same number of binds, from its first
-request to its last bind. Volcano's tracker reports minutes for this at its sizes.
+``--cold-start`` measures the restart instead (1,000 nodes and 10,000 pods in gangs of
+10 unless told otherwise): the wall time from starting ``kbatch run`` — which takes
+the lead, lists the cluster and schedules its backlog — to its last bind, against the
+wall time the bare loop needs for the same number of binds, from its first request to
+its last bind. Volcano's tracker reports minutes for this at its sizes.
+
+Each round prints a line on stderr as it ends (with the load average); the result is
+one JSON line on stdout: each round's figures and ratios, the ratios' min/median/max.
 """
 
 import argparse
@@ -28,9 +33,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -40,6 +47,8 @@ from kbatch.kubeapi import ApiError, raw_get, refresh_tokens_at_most_every_secon
 
 WORKERS = 16
 NAMESPACE = "default"
+B = TypeVar("B")
+K = TypeVar("K")
 
 
 def node(name: str) -> dict[str, Any]:
@@ -142,6 +151,10 @@ GROUPS = "/apis/scheduling.incubator.k8s.io/v1alpha1"
 
 def bare_loop(api: Any, count: int, nodes: int, prefix: str = "bare") -> float:
     return bare_loop_timed(api, count, nodes, prefix)[0]
+
+
+def bare_loop_seconds(api: Any, count: int, nodes: int, prefix: str = "bare") -> float:
+    return bare_loop_timed(api, count, nodes, prefix)[1]
 
 
 def bare_loop_timed(api: Any, count: int, nodes: int, prefix: str = "bare") -> tuple[float, float]:
@@ -349,46 +362,111 @@ def prepare(api: Any, nodes: int) -> None:
 
 
 def rate_rounds(api: Any, cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
-    bares, ours, ratios, warm_ratios = [], [], [], []
+    """Each round: the bare loop's binds per second and kbatch's (a cold ``kbatch run``,
+    then a warm one taking over), back to back (see :func:`back_to_back`)."""
+    bares, ours, ratios, warm_ratios, loads = [], [], [], [], []
     per_quarter_second: list[int] = []
     for round_ in range(args.rounds):
-        bares.append(bare_loop(api, args.pods, args.nodes, f"bare{round_}"))
-        rate, per_quarter_second = kbatch_run(api, cluster, args.pods, f"kb{round_}")
+        bare, (rate, warm, per_quarter_second) = back_to_back(
+            api,
+            round_,
+            partial(bare_loop, api, args.pods, args.nodes, f"bare{round_}"),
+            partial(kbatch_cold_then_warm, api, cluster, args.pods, round_),
+        )
+        bares.append(bare)
         ours.append(rate)
-        ratios.append(rate / bares[-1])
-        warm, _ = kbatch_warm(api, cluster, args.pods, f"warm{round_}")
-        warm_ratios.append(warm / bares[-1])
-        clear_pods(api)
+        ratios.append(rate / bare)
+        warm_ratios.append(warm / bare)
+        loads.append(os.getloadavg()[0])
+        report_round(round_, args.rounds, f"bare {bare:.0f}/s, kbatch {rate:.0f}/s, warm "
+                     f"{warm:.0f}/s: ratio {ratios[-1]:.3f}, warm {warm_ratios[-1]:.3f}")  # fmt: skip
     return {
-        "bare_binds_per_second": round(statistics.median(bares), 1),
-        "kbatch_binds_per_second": round(statistics.median(ours), 1),
-        "ratio": round(statistics.median(ratios), 3),
+        "bare_binds_per_second": [round(b, 1) for b in bares],
+        "kbatch_binds_per_second": [round(r, 1) for r in ours],
         "ratios": [round(r, 3) for r in ratios],
-        "warm_ratio": round(statistics.median(warm_ratios), 3),
+        "ratio_min_median_max": min_median_max(ratios),
         "warm_ratios": [round(r, 3) for r in warm_ratios],
+        "warm_ratio_min_median_max": min_median_max(warm_ratios),
+        "load_1min_after_each_round": [round(load, 2) for load in loads],
         "kbatch_binds_per_250ms_last_round": per_quarter_second,
     }
 
 
+def kbatch_cold_then_warm(
+    api: Any, cluster: Cluster, count: int, round_: int
+) -> tuple[float, float, list[int]]:
+    """kbatch's side of a round: binds per second of a ``kbatch run`` started with the
+    pods there and of a warm one taking over, and the first one's binds per 250 ms."""
+    rate, per_quarter_second = kbatch_run(api, cluster, count, f"kb{round_}")
+    clear_pods(api)
+    warm, _ = kbatch_warm(api, cluster, count, f"warm{round_}")
+    return rate, warm, per_quarter_second
+
+
 def cold_start_rounds(api: Any, cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
-    """Each round: the bare loop's wall time for the binds, then a cold ``kbatch run``'s
-    from its start to its last bind; the ratio is kbatch's over the bare loop's."""
-    bares, colds = [], []
+    """Each round: the bare loop's wall time for the binds and a cold ``kbatch run``'s
+    from its start to its last bind, back to back (see :func:`back_to_back`); the
+    ratio is kbatch's over the bare loop's."""
+    bares, colds, loads = [], [], []
     for round_ in range(args.rounds):
-        bares.append(bare_loop_timed(api, args.pods, args.nodes, f"bare{round_}")[1])
-        colds.append(kbatch_cold_start(api, cluster, args.pods, args.gang, f"cold{round_}"))
-        clear_pods(api)
-    ratios = sorted(cold / bare for cold, bare in zip(colds, bares, strict=True))
+        bare, cold = back_to_back(
+            api,
+            round_,
+            partial(bare_loop_seconds, api, args.pods, args.nodes, f"bare{round_}"),
+            partial(kbatch_cold_start, api, cluster, args.pods, args.gang, f"cold{round_}"),
+        )
+        bares.append(bare)
+        colds.append(cold)
+        loads.append(os.getloadavg()[0])
+        report_round(round_, args.rounds,
+                     f"bare {bare:.2f} s, kbatch {cold:.2f} s: ratio {cold / bare:.3f}")  # fmt: skip
+    ratios = [cold / bare for cold, bare in zip(colds, bares, strict=True)]
     return {
         "gang": args.gang,
         "bare_seconds": [round(b, 2) for b in bares],
         "kbatch_cold_start_seconds": [round(c, 2) for c in colds],
-        "ratio_min_median_max": [
-            round(ratios[0], 3),
-            round(statistics.median(ratios), 3),
-            round(ratios[-1], 3),
-        ],
+        "ratios": [round(r, 3) for r in ratios],
+        "ratio_min_median_max": min_median_max(ratios),
+        "load_1min_after_each_round": [round(load, 2) for load in loads],
     }
+
+
+def back_to_back(
+    api: Any, round_: int, bare: Callable[[], B], ours: Callable[[], K]
+) -> tuple[B, K]:
+    """The bare loop and kbatch, one right after the other, so that a round's ratio
+    compares two runs made under the same machine state (a 2-core VM drifts over
+    minutes: ratios of 0.77 to 1.02 between rounds). Which goes first alternates,
+    bare first in even rounds (:func:`bare_first`), so that a drift within a round
+    favours neither side; and each runs on a namespace cleared of the other's pods,
+    so that going second does not mean sharing the cluster with the first's."""
+    if bare_first(round_):
+        bare_result = bare()
+        clear_pods(api)
+        ours_result = ours()
+    else:
+        ours_result = ours()
+        clear_pods(api)
+        bare_result = bare()
+    clear_pods(api)
+    return bare_result, ours_result
+
+
+def bare_first(round_: int) -> bool:
+    return round_ % 2 == 0
+
+
+def min_median_max(values: list[float]) -> list[float]:
+    """``[min, median, max]`` of ``values``, to three places."""
+    return [round(min(values), 3), round(statistics.median(values), 3), round(max(values), 3)]
+
+
+def report_round(round_: int, rounds: int, figures: str) -> None:
+    """One line per round on stderr as it ends: a long benchmark shows its progress,
+    and the machine's load beside each round's figures."""
+    first = "bare" if bare_first(round_) else "kbatch"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"round {round_ + 1}/{rounds} ({first} first; load {load}): {figures}", file=sys.stderr)
 
 
 def main() -> int:
