@@ -1,6 +1,7 @@
 """The e2e suite's own helpers, without a cluster: polling through a replica's 503s,
-event times by session, the test kubelet retrying a refused write, and the test
-script finding envtest's binaries before building its own."""
+event times by session, the test kubelet retrying a refused write, the test
+script finding envtest's binaries before building its own, and the bind
+benchmark's pairing of runs and summary of their ratios."""
 
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from e2e import bench_binds
 from e2e import kubelet as kubelet_module
 from e2e.cluster_backend import event_time, poll
 from e2e.kubelet import Kubelet
@@ -146,3 +148,37 @@ def test_the_test_script_uses_envtests_default_folder_before_building(tmp_path: 
     for binary in ("etcd", "kube-apiserver"):
         stub(default / binary)
     assert run_test_script(tmp_path, default) == (f"assets={default}", False)
+
+
+def test_the_bind_benchmark_alternates_who_goes_first_and_clears_after_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    done: list[str] = []
+    monkeypatch.setattr(bench_binds, "clear_pods", lambda api: done.append("clear"))
+
+    def bare() -> str:
+        done.append("bare")
+        return "bare's"
+
+    def ours() -> str:
+        done.append("kbatch")
+        return "kbatch's"
+
+    for round_ in range(4):
+        assert bench_binds.back_to_back(None, round_, bare, ours) == ("bare's", "kbatch's")
+    assert done == 2 * ["bare", "clear", "kbatch", "clear", "kbatch", "clear", "bare", "clear"]
+
+
+@pytest.mark.parametrize(
+    ("ratios", "summary"),
+    [
+        ([1.0], [1.0, 1.0, 1.0]),
+        ([1.85, 1.49, 1.6], [1.49, 1.6, 1.85]),
+        ([0.81, 1.02, 0.77, 0.9], [0.77, 0.855, 1.02]),
+        ([1 / 3, 2 / 3], [0.333, 0.5, 0.667]),
+    ],
+)
+def test_the_bind_benchmark_summarises_its_ratios(
+    ratios: list[float], summary: list[float]
+) -> None:
+    assert bench_binds.min_median_max(ratios) == summary
