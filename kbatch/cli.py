@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from kbatch import cli_visibility
-from kbatch.api import DEFAULT_SCHEDULER_NAMES
-from kbatch.cluster.errors import ObjectError
+from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
+from kbatch.cluster.errors import ManifestError, ObjectError
 from kbatch.config import ConfigError
-from kbatch.sim import clock, manifests
 
 EXIT_USAGE = 2
 # Errors that are the user's input, not a bug: reported in one line.
-INPUT_ERRORS = (manifests.ManifestError, ConfigError, clock.DurationError, ObjectError, OSError)
+INPUT_ERRORS = (ManifestError, ConfigError, duration.DurationError, ObjectError, OSError)
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -44,7 +43,7 @@ def simulate(args: argparse.Namespace) -> int:
         )
     bar = None
     if args.progress or sys.stderr.isatty():
-        until = clock.parse_duration(args.until, "--until") if args.until else None
+        until = duration.parse_duration(args.until, "--until") if args.until else None
         bar = progress.ProgressBar(sys.stderr, until, forced=args.progress)
     try:
         outcome = sim.run(
@@ -224,8 +223,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    period = clock.parse_duration(args.schedule_period, "--schedule-period")
-    lease = clock.parse_duration(args.lease_duration, "--lease-duration")
+    period = duration.parse_duration(args.schedule_period, "--schedule-period")
+    lease = duration.parse_duration(args.lease_duration, "--lease-duration")
     names = frozenset(args.scheduler_name or DEFAULT_SCHEDULER_NAMES)
     # The lists start before kopf and the scheduler load (about a second): the API
     # server prepares them meanwhile (10,000 pods take it seconds).

@@ -12,25 +12,32 @@ ConfigMaps, else the default; the output says which.
 The same main is the kubectl plugin ``kubectl-kbatch`` (``kubectl kbatch jobs``).
 """
 
+from __future__ import annotations
+
 import argparse
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kbatch import eta, kubeapi, visibility
-from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
+from kbatch import kubeapi
+from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION, duration
 from kbatch.config import ConfigError, SchedulerConf
-from kbatch.operators.scheduler.core import runner
-from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.sim import clock
+
+# The commands load the scheduler and the simulator when they run, not when ``kbatch``
+# builds its parser: ``kbatch run`` starts its lists before loading them (see
+# ``kbatch.cli.run``), and these took 0.15-0.3 s of that on a 2-core machine.
+if TYPE_CHECKING:
+    from kbatch import eta, visibility
+    from kbatch.operators.scheduler.core.framework.session import Session
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 CHART_CONF_SELECTOR = "app.kubernetes.io/name=kbatch"
 CHART_CONF_KEY = "scheduler.conf"
+ETA_BUDGET_SECONDS = 30.0  # eta.BUDGET (a test holds them equal), without loading kbatch.eta
 # kind -> the collection across all namespaces
 COLLECTIONS = {
     "Node": "/api/v1/nodes",
@@ -60,6 +67,8 @@ class LiveSource:
     warn: Callable[[str], None]
 
     def objects(self, *, jobs: bool, events_in: str | None) -> visibility.ClusterObjects:
+        from kbatch import visibility
+
         read = {kind: self._list(kind) for kind in COLLECTIONS if kind != "Job"}
         if jobs:
             read["Job"] = self._list("Job", optional="held Jobs' pods are not foreseen")
@@ -95,6 +104,8 @@ class LiveSource:
         return items
 
     def conf(self) -> tuple[SchedulerConf, str]:
+        from kbatch.operators.scheduler.core import runner
+
         if self.conf_file is not None:
             return runner.load_conf_file(self.conf_file), str(self.conf_file)
         try:
@@ -142,6 +153,7 @@ def _names(args: argparse.Namespace) -> frozenset[str]:
 # ----------------------------------------------------------------------------- commands
 def queues(args: argparse.Namespace) -> int:
     """``kbatch queues``: each queue's weight, shares and PodGroups, in queue order."""
+    from kbatch import visibility
     from kbatch import visibility_output as out  # rich: only when printing
 
     source = source_for(args)
@@ -159,6 +171,7 @@ def queues(args: argparse.Namespace) -> int:
 
 def jobs(args: argparse.Namespace) -> int:
     """``kbatch jobs``: the waiting jobs in the order kbatch considers them."""
+    from kbatch import visibility
     from kbatch import visibility_output as out  # rich: only when printing
 
     source = source_for(args)
@@ -193,6 +206,7 @@ def jobs(args: argparse.Namespace) -> int:
 
 def explain(args: argparse.Namespace) -> int:
     """``kbatch explain PODGROUP``: the full story of one job."""
+    from kbatch import visibility
     from kbatch import visibility_output as out  # rich: only when printing
 
     namespace, _, name = args.podgroup.rpartition("/")
@@ -226,10 +240,12 @@ def _forecast(
     conf: SchedulerConf,
     targets: list[str],
 ) -> eta.Forecast:
-    period = clock.parse_duration(args.period, "--period")
-    budget = clock.parse_duration(args.eta_budget, "--eta-budget")
+    from kbatch import eta
+
+    period = duration.parse_duration(args.period, "--period")
+    budget = duration.parse_duration(args.eta_budget, "--eta-budget")
     if period <= 0:
-        raise clock.DurationError("--period: must be more than 0")
+        raise duration.DurationError("--period: must be more than 0")
     return eta.forecast(
         session, objects, conf, targets, period=period, budget=budget, scheduler_names=_names(args)
     )
@@ -257,7 +273,7 @@ def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
 
 
 # ----------------------------------------------------------------------------- parsers
-def add_commands(commands: "argparse._SubParsersAction[Any]") -> None:
+def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``queues``, ``jobs`` and ``explain`` to ``kbatch``'s subcommands."""
     parser = commands.add_parser(
         "queues",
@@ -322,8 +338,8 @@ def _eta_options(parser: argparse.ArgumentParser, help_text: str) -> None:
     )
     parser.add_argument(
         "--eta-budget",
-        default=f"{eta.BUDGET:g}s",
+        default=f"{ETA_BUDGET_SECONDS:g}s",
         metavar="DURATION",
         help="stop simulating after this long; what has not started is 'later than' "
-        f"(default {eta.BUDGET:g}s)",
+        f"(default {ETA_BUDGET_SECONDS:g}s)",
     )

@@ -1,4 +1,4 @@
-"""Errors about objects that name the object and the field."""
+"""Errors about objects and inputs that name the object (or file) and the field."""
 
 
 class ObjectError(ValueError):
@@ -9,3 +9,10 @@ class ObjectError(ValueError):
         self.field = field
         self.why = why
         super().__init__(f"{ref}: {field}: {why}" if field else f"{ref}: {why}")
+
+
+class ManifestError(ValueError):
+    """An input that cannot be simulated; the message names the file, document and field.
+
+    Here, not in ``kbatch.sim.manifests`` (which re-exports it), so that ``kbatch``'s
+    command line can name it without loading the simulator."""

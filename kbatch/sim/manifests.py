@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from kbatch.cluster import fields
+from kbatch.cluster.errors import ManifestError as ManifestError  # manifests.ManifestError
 from kbatch.sim import clock
 
 SUBMIT_AT = "kbatch.io/sim-submit-at"
@@ -57,10 +58,6 @@ CREATE_ORDER = (
 )
 
 Object = dict[str, Any]
-
-
-class ManifestError(ValueError):
-    """An input that cannot be simulated; the message names the file, document and field."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,13 +2,15 @@
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from kbatch import cli, cli_visibility, kubeapi, visibility
+from kbatch import cli, cli_visibility, eta, kubeapi, visibility
 from kbatch.operators.scheduler.core.runner import default_conf
 from scenarios import live
 from scenarios import objects as o
@@ -285,3 +287,21 @@ def test_it_is_also_a_kubectl_plugin() -> None:
     scripts = project["project"]["scripts"]
     assert scripts["kubectl-kbatch"] == scripts["kbatch"] == "kbatch.cli:main"
     assert any(dep.startswith("rich") for dep in project["project"]["dependencies"])
+
+
+def test_kbatchs_parser_loads_neither_the_scheduler_nor_the_simulator(tmp_path: Path) -> None:
+    """The commands load them when they run: ``kbatch run`` starts its lists first
+    (``kbatch.cli.run``), and the simulator and scheduler took 0.2-0.3 s before them."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, kbatch.cli; print(*sys.modules)"],
+        cwd=tmp_path,  # the installed layout, not the checkout's ./kbatch
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    heavy = ("kbatch.sim", "kbatch.eta", "kbatch.visibility", "kbatch.operators", "numpy", "kopf")
+    assert [name for name in loaded if name.startswith(heavy)] == []
+
+
+def test_the_eta_budgets_default_is_the_forecasts() -> None:
+    assert cli_visibility.ETA_BUDGET_SECONDS == eta.BUDGET
