@@ -54,9 +54,7 @@ class KeptJobs:
         self._jobs: Mapping[str, JobInfo] = {}
         self._context: JobContext | None = None
 
-    def reusable(
-        self, context: JobContext, changed: AbstractSet[str] | None
-    ) -> dict[str, JobInfo]:
+    def reusable(self, context: JobContext, changed: AbstractSet[str] | None) -> dict[str, JobInfo]:
         """The last snapshot's jobs with tasks that the next one, made under ``context``,
         may take as they are, by unit (see the module's docstring). ``changed``: the
         units written since the last snapshot; None, unknown (nothing is kept)."""

@@ -4,7 +4,6 @@ what a state given a new builder every time makes, field by field; it does hand 
 on; and what it rests on holds: a session changes a job only through what marks it
 touched, but for its phase."""
 
-
 import pytest
 
 from kbatch.api.podgroup import PodGroupPhase
