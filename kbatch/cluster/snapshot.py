@@ -40,8 +40,6 @@ from kbatch.cluster.records import (
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     NO_NODE,
-    PLACED_STATUSES,
-    READY_STATUSES,
     JobInfo,
     QueueInfo,
     TaskInfo,
@@ -54,12 +52,6 @@ from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
 PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
 INQUEUE = PodGroupPhase.INQUEUE
-# Per status (by value): does a task in it count as ready, as placed, as unfinished?
-ACCOUNTED = tuple(
-    (status in READY_STATUSES, status in PLACED_STATUSES, status not in FINISHED_STATUSES)
-    for status in TaskStatus
-)
-
 # What the state holds that a snapshot's tasks depend on: every resource name its objects
 # mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
 Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord], frozenset[str]]
@@ -304,13 +296,12 @@ class SnapshotBuilder:
         accounts = JobAccounts()
         owners, rows, kinds = accounts.owners, accounts.rows, accounts.kinds
         requests = accounts.requests
-        placed_rows, placed_at = requests.placed_rows, requests.placed
-        unfinished_rows, unfinished_at = requests.unfinished_rows, requests.unfinished
         placed: list[TaskInfo] = []
         nominated: list[TaskInfo] = []
         last_job, last_template, last_role, last_priority, row, at = None, None, "", 0, 0, 0
+        run_status: TaskStatus | None = None
+        run = 0  # the tasks of the run so far
         job_tasks: dict[str, TaskInfo] = {}
-        job_counts: list[int] = []
         node_index, templates = node_set.index, self._templates
         kept_tasks, kept_records = self._kept.tasks, self._kept.records
         class_values, default_priority = resolver.values, resolver.default  # its of_class
@@ -376,9 +367,23 @@ class SnapshotBuilder:
                 placed.append(task)
             if job is None:
                 continue
-            # JobInfo.add_task, inline; the request sums added up at once afterwards
-            # (``at``: the index of the template's request in ``requests``).
+            # JobInfo.add_task, inline: the task in its job, and its count, readiness and
+            # request (``at``: its index in ``requests``) accounted per run of tasks of one
+            # job, template, role, priority and status, once the run ends (a gang's pods
+            # mostly make one run: this runs for every pod of every snapshot).
             role = pod.role
+            if (
+                status is run_status
+                and job is last_job
+                and template is last_template
+                and role == last_role
+                and priority == last_priority
+            ):
+                job_tasks[uid] = task
+                run += 1
+                continue
+            if run:
+                accounts.add_run(last_job, run_status, run, row, at)
             if (
                 job is not last_job
                 or template is not last_template
@@ -390,21 +395,14 @@ class SnapshotBuilder:
                     if row == len(owners):
                         owners.append(job)
                         kinds.append([])
-                    job_tasks, job_counts = job.tasks, job.counts
+                    job_tasks = job.tasks
                 last_job, last_template, last_role, last_priority = job, template, role, priority
                 kinds[row].append((template, role, priority))
                 at = requests.index(template.request)
             job_tasks[uid] = task
-            job_counts[status] += 1
-            ready, placed_, unfinished = ACCOUNTED[status]
-            if ready:
-                job.ready_count += 1
-            if placed_:
-                placed_rows.append(row)
-                placed_at.append(at)
-            if unfinished:
-                unfinished_rows.append(row)
-                unfinished_at.append(at)
+            run_status, run = status, 1
+        if run:
+            accounts.add_run(last_job, run_status, run, row, at)
         return accounts, placed, nominated
 
     @staticmethod
