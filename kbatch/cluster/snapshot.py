@@ -52,6 +52,11 @@ from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
 PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
 INQUEUE = PodGroupPhase.INQUEUE
+# The long ways, for tests: False, each task of the pass is accounted on its own (a run
+# of one), and each pod's template and class priority are looked up anew.
+TASK_RUNS = True
+SPEC_RUNS = True
+
 # What the state holds that a snapshot's tasks depend on: every resource name its objects
 # mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
 Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord], frozenset[str]]
@@ -300,7 +305,9 @@ class SnapshotBuilder:
         nominated: list[TaskInfo] = []
         last_job, last_template, last_role, last_priority, row, at = None, None, "", 0, 0, 0
         run_status: TaskStatus | None = None
+        joining: TaskStatus | None = None
         run = 0  # the tasks of the run so far
+        last_spec: ParsedSpec | None = None  # that of the pod before (SPEC_RUNS)
         job_tasks: dict[str, TaskInfo] = {}
         node_index, templates = node_set.index, self._templates
         kept_tasks, kept_records = self._kept.tasks, self._kept.records
@@ -321,15 +328,18 @@ class SnapshotBuilder:
                         job.phase = INQUEUE
                         jobs[pod.unit] = job
                     continue
-            # Its own priority, else its class's; its template; its job (the common cases
-            # inline: this runs for every pod of every snapshot).
+            # Its template; its own priority, else its class's; its job (the common cases
+            # inline: this runs for every pod of every snapshot). The pods of a Job share
+            # one spec (records share equal specs): the template and the class's value
+            # are worked out once per run of pods with the same spec.
             spec = pod.spec
+            if spec is not last_spec:
+                last_spec = spec if SPEC_RUNS else None
+                template = templates.get(spec.key) or self._template(spec, dims)
+                class_priority = class_values.get(spec.priority_class_name or "", default_priority)
             priority = pod.priority
             if priority is None:
-                priority = class_values.get(spec.priority_class_name or "", default_priority)
-            template = templates.get(spec.key)
-            if template is None:
-                template = self._template(spec, dims)
+                priority = class_priority
             job = jobs.get(pod.unit) if pod.scheduler_name in scheduler_names else None
             if job is None:
                 job = self._job_of(pod, priority, jobs, dims, scheduler_names)
@@ -373,7 +383,7 @@ class SnapshotBuilder:
             # mostly make one run: this runs for every pod of every snapshot).
             role = pod.role
             if (
-                status is run_status
+                status is joining
                 and job is last_job
                 and template is last_template
                 and role == last_role
@@ -401,6 +411,7 @@ class SnapshotBuilder:
                 at = requests.index(template.request)
             job_tasks[uid] = task
             run_status, run = status, 1
+            joining = status if TASK_RUNS else None  # the status a task joins the run in
         if run:
             accounts.add_run(last_job, run_status, run, row, at)
         return accounts, placed, nominated
