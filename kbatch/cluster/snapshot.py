@@ -53,9 +53,9 @@ from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
 INQUEUE = PodGroupPhase.INQUEUE
 # The long ways, for tests: False, each task of the pass is accounted on its own (a run
-# of one), and each pod's template and class priority are looked up anew.
+# of one), and each pod's template, class priority and job are looked up anew.
 TASK_RUNS = True
-SPEC_RUNS = True
+LOOKUP_RUNS = True
 
 # What the state holds that a snapshot's tasks depend on: every resource name its objects
 # mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
@@ -307,7 +307,9 @@ class SnapshotBuilder:
         run_status: TaskStatus | None = None
         joining: TaskStatus | None = None
         run = 0  # the tasks of the run so far
-        last_spec: ParsedSpec | None = None  # that of the pod before (SPEC_RUNS)
+        # The spec and unit of the pod before, what they gave it (LOOKUP_RUNS).
+        last_spec: ParsedSpec | None = None
+        last_unit, unit_job, unit_job_uid = "", None, ""
         job_tasks: dict[str, TaskInfo] = {}
         node_index, templates = node_set.index, self._templates
         kept_tasks, kept_records = self._kept.tasks, self._kept.records
@@ -330,23 +332,33 @@ class SnapshotBuilder:
                     continue
             # Its template; its own priority, else its class's; its job (the common cases
             # inline: this runs for every pod of every snapshot). The pods of a Job share
-            # one spec (records share equal specs): the template and the class's value
-            # are worked out once per run of pods with the same spec.
+            # one spec (records share equal specs) and the pods of a gang are mostly met
+            # in a row: the template and the class's value are worked out once per run of
+            # pods of one spec, and the job once per run of one unit.
             spec = pod.spec
             if spec is not last_spec:
-                last_spec = spec if SPEC_RUNS else None
+                last_spec = spec if LOOKUP_RUNS else None
                 template = templates.get(spec.key) or self._template(spec, dims)
                 class_priority = class_values.get(spec.priority_class_name or "", default_priority)
             priority = pod.priority
             if priority is None:
                 priority = class_priority
-            job = jobs.get(pod.unit) if pod.scheduler_name in scheduler_names else None
-            if job is None:
+            if pod.scheduler_name in scheduler_names:  # its job: the pod before's, if of it
+                unit = pod.unit
+                if unit != last_unit:
+                    last_unit = unit if LOOKUP_RUNS else ""
+                    unit_job = jobs.get(unit)
+                    unit_job_uid = "" if unit_job is None else unit_job.uid
+                job, job_uid = unit_job, unit_job_uid
+            else:
+                job, job_uid = None, ""
+            if job is None:  # (a pod's own group is made here: its unit is its alone)
                 job = self._job_of(pod, priority, jobs, dims, scheduler_names)
                 if job is None and status is PENDING:
                     if pod.group and pod.scheduler_name in scheduler_names:
                         orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
                     continue  # another scheduler's pending pod, or an orphan: takes no room
+                job_uid = "" if job is None else job.uid
             # Its kept task (see kbatch.cluster.kept_tasks), if that is still what this
             # snapshot would make: its node and nominated node as kept_tasks.where says,
             # inline (this runs for every pod of every snapshot).
@@ -357,7 +369,6 @@ class SnapshotBuilder:
             elif pod.node_name and status not in FINISHED_STATUSES:
                 node = node_index.get(pod.node_name, NO_NODE)
             uid = pod.uid
-            job_uid = "" if job is None else job.uid
             task = kept_tasks.get(uid)
             if (
                 task is None

@@ -1,9 +1,10 @@
 """The snapshot's pass takes pods in runs (``snapshot.TASK_RUNS``: a job's tasks accounted
-per run of one job, template, role, priority and status; ``snapshot.SPEC_RUNS``: a
-template and class priority looked up per run of one spec). Switched off, every task is
-accounted on its own and every pod looked up anew; either way a snapshot is the same to
-the bit, on random clusters whose pods come in gangs (long runs, broken by a status, a
-role, a priority, another template or another scheduler's pod) and one by one."""
+per run of one job, template, role, priority and status; ``snapshot.LOOKUP_RUNS``: a
+template and class priority looked up per run of one spec, a job per run of one unit).
+Switched off, every task is accounted on its own and every pod looked up anew; either way
+a snapshot is the same to the bit, on random clusters whose pods come in gangs (long
+runs, broken by a status, a role, a priority, another template or another scheduler's
+pod) and one by one."""
 
 import random
 from typing import Any
@@ -98,5 +99,5 @@ def test_the_pass_in_runs_is_the_pass_pod_by_pod(
 ) -> None:
     in_runs = figures(cluster(seed).snapshot())
     monkeypatch.setattr(snapshot_module, "TASK_RUNS", False)
-    monkeypatch.setattr(snapshot_module, "SPEC_RUNS", False)
+    monkeypatch.setattr(snapshot_module, "LOOKUP_RUNS", False)
     assert figures(cluster(seed).snapshot()) == in_runs
