@@ -343,7 +343,7 @@ class SnapshotBuilder:
             priority = pod.priority
             if priority is None:
                 priority = class_priority
-            if pod.scheduler_name in scheduler_names:  # its job: the pod before's, if of it
+            if pod.scheduler_name in scheduler_names:  # its job: the pod before's, same unit
                 unit = pod.unit
                 if unit != last_unit:
                     last_unit = unit if LOOKUP_RUNS else ""
@@ -352,7 +352,7 @@ class SnapshotBuilder:
                 job, job_uid = unit_job, unit_job_uid
             else:
                 job, job_uid = None, ""
-            if job is None:  # (a pod's own group is made here: its unit is its alone)
+            if job is None:  # (looked up again: a pod's own group is made here)
                 job = self._job_of(pod, priority, jobs, dims, scheduler_names)
                 if job is None and status is PENDING:
                     if pod.group and pod.scheduler_name in scheduler_names:
