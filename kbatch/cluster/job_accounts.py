@@ -10,8 +10,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kbatch.api.podgroup import PodGroup
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskRequests
+from kbatch.operators.scheduler.core.framework.info import (
+    FINISHED_STATUSES,
+    PLACED_STATUSES,
+    READY_STATUSES,
+    JobInfo,
+    TaskRequests,
+    TaskStatus,
+)
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
+
+# Per status (by value): does a task in it count as ready, as placed, as unfinished?
+ACCOUNTED = tuple(
+    (status in READY_STATUSES, status in PLACED_STATUSES, status not in FINISHED_STATUSES)
+    for status in TaskStatus
+)
 
 
 @dataclass(slots=True)
@@ -28,6 +41,19 @@ class JobAccounts:
     rows: dict[int, int] = field(default_factory=dict)
     requests: TaskRequests = field(default_factory=TaskRequests)
     kinds: list[list[tuple[PodTemplate, str, int]]] = field(default_factory=list)
+
+    def add_run(
+        self, job: JobInfo | None, status: TaskStatus | None, count: int, row: int, at: int
+    ) -> None:
+        """``count`` tasks in a row, already in ``job`` (in ``row``), all in ``status``
+        and of the request ``at`` in ``requests``: counted, and their requests to add (as
+        ``JobInfo.add_task`` of each would)."""
+        assert job is not None and status is not None  # (a run has a job and a status)
+        job.counts[status] += count
+        ready, placed, unfinished = ACCOUNTED[status]
+        if ready:
+            job.ready_count += count
+        self.requests.add(row, at, count, placed, unfinished)
 
 
 def complete_groups(

@@ -40,8 +40,6 @@ from kbatch.cluster.records import (
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     NO_NODE,
-    PLACED_STATUSES,
-    READY_STATUSES,
     JobInfo,
     QueueInfo,
     TaskInfo,
@@ -54,11 +52,10 @@ from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
 
 PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
 INQUEUE = PodGroupPhase.INQUEUE
-# Per status (by value): does a task in it count as ready, as placed, as unfinished?
-ACCOUNTED = tuple(
-    (status in READY_STATUSES, status in PLACED_STATUSES, status not in FINISHED_STATUSES)
-    for status in TaskStatus
-)
+# The long ways, for tests: False, each task of the pass is accounted on its own (a run
+# of one), and each pod's template, class priority and job are looked up anew.
+TASK_RUNS = True
+LOOKUP_RUNS = True
 
 # What the state holds that a snapshot's tasks depend on: every resource name its objects
 # mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
@@ -304,13 +301,16 @@ class SnapshotBuilder:
         accounts = JobAccounts()
         owners, rows, kinds = accounts.owners, accounts.rows, accounts.kinds
         requests = accounts.requests
-        placed_rows, placed_at = requests.placed_rows, requests.placed
-        unfinished_rows, unfinished_at = requests.unfinished_rows, requests.unfinished
         placed: list[TaskInfo] = []
         nominated: list[TaskInfo] = []
         last_job, last_template, last_role, last_priority, row, at = None, None, "", 0, 0, 0
+        run_status: TaskStatus | None = None
+        joining: TaskStatus | None = None
+        run = 0  # the tasks of the run so far
+        # The spec and unit of the pod before, what they gave it (LOOKUP_RUNS).
+        last_spec: ParsedSpec | None = None
+        last_unit, unit_job, unit_job_uid = "", None, ""
         job_tasks: dict[str, TaskInfo] = {}
-        job_counts: list[int] = []
         node_index, templates = node_set.index, self._templates
         kept_tasks, kept_records = self._kept.tasks, self._kept.records
         class_values, default_priority = resolver.values, resolver.default  # its of_class
@@ -330,22 +330,35 @@ class SnapshotBuilder:
                         job.phase = INQUEUE
                         jobs[pod.unit] = job
                     continue
-            # Its own priority, else its class's; its template; its job (the common cases
-            # inline: this runs for every pod of every snapshot).
+            # Its template; its own priority, else its class's; its job (the common cases
+            # inline: this runs for every pod of every snapshot). The pods of a Job share
+            # one spec (records share equal specs) and the pods of a gang are mostly met
+            # in a row: the template and the class's value are worked out once per run of
+            # pods of one spec, and the job once per run of one unit.
             spec = pod.spec
+            if spec is not last_spec:
+                last_spec = spec if LOOKUP_RUNS else None
+                template = templates.get(spec.key) or self._template(spec, dims)
+                class_priority = class_values.get(spec.priority_class_name or "", default_priority)
             priority = pod.priority
             if priority is None:
-                priority = class_values.get(spec.priority_class_name or "", default_priority)
-            template = templates.get(spec.key)
-            if template is None:
-                template = self._template(spec, dims)
-            job = jobs.get(pod.unit) if pod.scheduler_name in scheduler_names else None
-            if job is None:
+                priority = class_priority
+            if pod.scheduler_name in scheduler_names:  # its job: the pod before's, same unit
+                unit = pod.unit
+                if unit != last_unit:
+                    last_unit = unit if LOOKUP_RUNS else ""
+                    unit_job = jobs.get(unit)
+                    unit_job_uid = "" if unit_job is None else unit_job.uid
+                job, job_uid = unit_job, unit_job_uid
+            else:
+                job, job_uid = None, ""
+            if job is None:  # (looked up again: a pod's own group is made here)
                 job = self._job_of(pod, priority, jobs, dims, scheduler_names)
                 if job is None and status is PENDING:
                     if pod.group and pod.scheduler_name in scheduler_names:
                         orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
                     continue  # another scheduler's pending pod, or an orphan: takes no room
+                job_uid = "" if job is None else job.uid
             # Its kept task (see kbatch.cluster.kept_tasks), if that is still what this
             # snapshot would make: its node and nominated node as kept_tasks.where says,
             # inline (this runs for every pod of every snapshot).
@@ -356,7 +369,6 @@ class SnapshotBuilder:
             elif pod.node_name and status not in FINISHED_STATUSES:
                 node = node_index.get(pod.node_name, NO_NODE)
             uid = pod.uid
-            job_uid = "" if job is None else job.uid
             task = kept_tasks.get(uid)
             if (
                 task is None
@@ -376,9 +388,23 @@ class SnapshotBuilder:
                 placed.append(task)
             if job is None:
                 continue
-            # JobInfo.add_task, inline; the request sums added up at once afterwards
-            # (``at``: the index of the template's request in ``requests``).
+            # JobInfo.add_task, inline: the task in its job, and its count, readiness and
+            # request (``at``: its index in ``requests``) accounted per run of tasks of one
+            # job, template, role, priority and status, once the run ends (a gang's pods
+            # mostly make one run: this runs for every pod of every snapshot).
             role = pod.role
+            if (
+                status is joining
+                and job is last_job
+                and template is last_template
+                and role == last_role
+                and priority == last_priority
+            ):
+                job_tasks[uid] = task
+                run += 1
+                continue
+            if run:
+                accounts.add_run(last_job, run_status, run, row, at)
             if (
                 job is not last_job
                 or template is not last_template
@@ -390,21 +416,15 @@ class SnapshotBuilder:
                     if row == len(owners):
                         owners.append(job)
                         kinds.append([])
-                    job_tasks, job_counts = job.tasks, job.counts
+                    job_tasks = job.tasks
                 last_job, last_template, last_role, last_priority = job, template, role, priority
                 kinds[row].append((template, role, priority))
                 at = requests.index(template.request)
             job_tasks[uid] = task
-            job_counts[status] += 1
-            ready, placed_, unfinished = ACCOUNTED[status]
-            if ready:
-                job.ready_count += 1
-            if placed_:
-                placed_rows.append(row)
-                placed_at.append(at)
-            if unfinished:
-                unfinished_rows.append(row)
-                unfinished_at.append(at)
+            run_status, run = status, 1
+            joining = status if TASK_RUNS else None  # the status a task joins the run in
+        if run:
+            accounts.add_run(last_job, run_status, run, row, at)
         return accounts, placed, nominated
 
     @staticmethod

@@ -64,12 +64,9 @@ def sums_added_at_once(owned: list[JobInfo], added: list[TaskInfo]) -> None:
         if row == len(owners):
             owners.append(job)
         at = requests.index(task.template.request)
-        if task.status in PLACED_STATUSES:
-            requests.placed_rows.append(row)
-            requests.placed.append(at)
-        if task.status not in FINISHED_STATUSES:
-            requests.unfinished_rows.append(row)
-            requests.unfinished.append(at)
+        requests.add(
+            row, at, 1, task.status in PLACED_STATUSES, task.status not in FINISHED_STATUSES
+        )
     requests.add_to(owners)
 
 

@@ -212,16 +212,21 @@ class KeptStatus:
 @dataclass(slots=True)
 class TaskRequests:
     """Tasks' requests to add to their jobs' ``allocated`` (the placed ones) and
-    ``total_request`` (the unfinished ones) at once, each as (row: the job's index in
-    the ``owners`` given to ``add_to``, the request's index in ``distinct``) per task, in
-    the order the tasks were added. Most tasks share a few template requests: each
-    distinct array is copied once, the rest picked by index."""
+    ``total_request`` (the unfinished ones) at once, as runs in the order the tasks were
+    added: (row: the job's index in the ``owners`` given to ``add_to``, the request's
+    index in ``distinct``, how many tasks in a row add it). Consecutive pods of a gang
+    mostly share a job and a template, so a run stands for many tasks: the pass over the
+    pods counts instead of appending per task, and the sums repeat each run's request as
+    many times, in the same order (the same additions). Most tasks share a few template
+    requests: each distinct array is copied once, the rest picked by index."""
 
     distinct: list[np.ndarray] = field(default_factory=list)
     placed_rows: list[int] = field(default_factory=list)
     placed: list[int] = field(default_factory=list)
+    placed_counts: list[int] = field(default_factory=list)
     unfinished_rows: list[int] = field(default_factory=list)
     unfinished: list[int] = field(default_factory=list)
+    unfinished_counts: list[int] = field(default_factory=list)
     _indices: dict[int, int] = field(default_factory=dict)  # id(request) -> its index
 
     def index(self, request: np.ndarray) -> int:
@@ -231,6 +236,18 @@ class TaskRequests:
             at = self._indices[id(request)] = len(self.distinct)
             self.distinct.append(request)
         return at
+
+    def add(self, row: int, at: int, count: int, placed: bool, unfinished: bool) -> None:
+        """``count`` tasks in a row of the job in ``row`` with the request ``at``, to add to
+        its ``allocated`` if ``placed`` and its ``total_request`` if ``unfinished``."""
+        if placed:
+            self.placed_rows.append(row)
+            self.placed.append(at)
+            self.placed_counts.append(count)
+        if unfinished:
+            self.unfinished_rows.append(row)
+            self.unfinished.append(at)
+            self.unfinished_counts.append(count)
 
     def matrix(self, width: int) -> np.ndarray:
         """``distinct`` as a (len × width) matrix."""
@@ -242,24 +259,32 @@ class TaskRequests:
             return
         matrix = self.matrix(len(owners[0].allocated))
         allocated = _summed(
-            [job.allocated for job in owners], self.placed_rows, self.placed, matrix
+            [job.allocated for job in owners],
+            (self.placed_rows, self.placed, self.placed_counts),
+            matrix,
         )
         total_request = _summed(
-            [job.total_request for job in owners], self.unfinished_rows, self.unfinished, matrix
+            [job.total_request for job in owners],
+            (self.unfinished_rows, self.unfinished, self.unfinished_counts),
+            matrix,
         )
         for job, kept, total in zip(owners, allocated, total_request, strict=True):
             job.allocated, job.total_request = kept, total
 
 
 def _summed(
-    starts: list[np.ndarray], rows: list[int], picks: list[int], matrix: np.ndarray
+    starts: list[np.ndarray], runs: tuple[list[int], list[int], list[int]], matrix: np.ndarray
 ) -> np.ndarray:
-    """``starts`` stacked, with row ``picks[i]`` of ``matrix`` added to row ``rows[i]`` in
-    order (the sums ``+=`` one by one would give)."""
+    """``starts`` stacked, with row ``picks[i]`` of ``matrix`` added ``counts[i]`` times to
+    row ``rows[i]``, run after run (``runs``: rows, picks, counts; the sums ``+=`` one by
+    one would give)."""
     out = np.concatenate(starts).astype(float, copy=False).reshape(len(starts), matrix.shape[1])
+    rows, picks, counts = runs
     if rows:
-        at = np.fromiter(rows, np.intp, len(rows))
-        added_in_order(out, at, matrix[np.fromiter(picks, np.intp, len(picks))])
+        times = np.fromiter(counts, np.intp, len(counts))
+        at = np.repeat(np.fromiter(rows, np.intp, len(rows)), times)
+        picked = np.repeat(np.fromiter(picks, np.intp, len(picks)), times)
+        added_in_order(out, at, matrix[picked])
     return out
 
 
