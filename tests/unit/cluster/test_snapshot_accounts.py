@@ -23,14 +23,20 @@ CPUS = ["1", "0.1", "0.3", "2"]
 MEMORY = ["1.1", "0.7", "3Gi"]  # bytes with fractions: sums that depend on their order
 
 
-def cluster(seed: int) -> ClusterState:
-    rng = random.Random(seed)
+def nodes_and_queue() -> ClusterState:
+    """A state of three nodes, the default queue and a PriorityClass ``high``."""
     state = ClusterState()
     state.apply({"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
     state.apply({"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100})
     for n in range(3):
         allocatable = {"cpu": "64", "memory": "256Gi", "pods": "110"}
         state.apply({"kind": "Node", "metadata": {"name": f"n{n}"}, "status": {"allocatable": allocatable}})  # fmt: skip
+    return state
+
+
+def cluster(seed: int) -> ClusterState:
+    rng = random.Random(seed)
+    state = nodes_and_queue()
     for g in range(6):
         spec: dict[str, Any] = {"minMember": rng.randint(1, 4), "queue": "default"}
         if rng.random() < 0.5:

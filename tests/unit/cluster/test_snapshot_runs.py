@@ -15,25 +15,14 @@ import pytest
 from kbatch.cluster import snapshot as snapshot_module
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from unit.cluster.test_snapshot_accounts import MEMORY, PHASES, nodes_and_queue
 
-PHASES = [
-    {"phase": "Pending"},
-    {"phase": "Running", "startTime": "2024-01-01T00:01:00Z"},
-    {"phase": "Succeeded"},
-    {"phase": "Failed"},
-]
 CPUS = ["1", "0.1", "0.3"]
-MEMORY = ["1.1", "0.7", "3Gi"]  # bytes with fractions: sums that depend on their order
 
 
 def cluster(seed: int) -> ClusterState:
     rng = random.Random(seed)
-    state = ClusterState()
-    state.apply({"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
-    state.apply({"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100})
-    for n in range(3):
-        allocatable = {"cpu": "64", "memory": "256Gi", "pods": "110"}
-        state.apply({"kind": "Node", "metadata": {"name": f"n{n}"}, "status": {"allocatable": allocatable}})  # fmt: skip
+    state = nodes_and_queue()
     groups = 8
     for g in range(groups):
         spec: dict[str, Any] = {"minMember": rng.randint(1, 6), "queue": "default"}
