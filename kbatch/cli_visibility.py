@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kbatch import kubeapi
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION, duration
-from kbatch.config import ConfigError, SchedulerConf
+from kbatch.config import ETA_BUDGET_SECONDS, ConfigError, SchedulerConf
 
 # The commands load the scheduler and the simulator when they run, not when ``kbatch``
 # builds its parser: ``kbatch run`` starts its lists before loading them (see
@@ -37,7 +37,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 CHART_CONF_SELECTOR = "app.kubernetes.io/name=kbatch"
 CHART_CONF_KEY = "scheduler.conf"
-ETA_BUDGET_SECONDS = 30.0  # eta.BUDGET (a test holds them equal), without loading kbatch.eta
 # kind -> the collection across all namespaces
 COLLECTIONS = {
     "Node": "/api/v1/nodes",

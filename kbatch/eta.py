@@ -36,7 +36,7 @@ from typing import Any
 from kbatch import eta_input, runtimes, visibility
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.config import SchedulerConf
+from kbatch.config import ETA_BUDGET_SECONDS, SchedulerConf
 from kbatch.eta_input import Plan
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -45,7 +45,7 @@ from kbatch.sim import manifests, runner
 
 HORIZON = 7 * 24 * 3600.0  # simulated seconds: later than this is "later than a week"
 MAX_SESSIONS = 400  # sessions a forecast may run (each is a whole scheduling session)
-BUDGET = 30.0  # seconds of wall time after which a forecast stops simulating
+BUDGET = ETA_BUDGET_SECONDS  # seconds of wall time after which a forecast stops
 # At least this many steps per typical runtime, and more on a smaller cluster, where a
 # session costs less: POD_STEPS / pods, so that a forecast costs about the same anywhere.
 STEPS_PER_RUNTIME = 12

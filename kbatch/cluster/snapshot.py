@@ -393,24 +393,19 @@ class SnapshotBuilder:
             # job, template, role, priority and status, once the run ends (a gang's pods
             # mostly make one run: this runs for every pod of every snapshot).
             role = pod.role
-            if (
-                status is joining
-                and job is last_job
+            same_kind = (
+                job is last_job
                 and template is last_template
                 and role == last_role
                 and priority == last_priority
-            ):
+            )
+            if same_kind and status is joining:
                 job_tasks[uid] = task
                 run += 1
                 continue
             if run:
                 accounts.add_run(last_job, run_status, run, row, at)
-            if (
-                job is not last_job
-                or template is not last_template
-                or role != last_role
-                or priority != last_priority
-            ):
+            if not same_kind:
                 if job is not last_job:
                     row = rows.setdefault(id(job), len(owners))
                     if row == len(owners):

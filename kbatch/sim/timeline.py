@@ -82,10 +82,7 @@ class Timeline:
     def _note_wait(self, now: float, job: JobInfo, created_at: dict[str, float]) -> None:
         kind = "PodGroup" if job.has_pod_group else "Pod"
         key = (kind, job.namespace, job.name)
-        wait = self.waits.get(key)
-        if wait is not None and wait.started is not None:
-            self._started.add(job.uid)
-            return
+        wait = self.waits.get(key)  # (not started: ``record`` asks only of those)
         refs = [f"Pod {t.namespace}/{t.name}" for t in job.tasks.values()]
         if job.has_pod_group:
             refs.append(f"PodGroup {job.namespace}/{job.name}")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kbatch import cli, cli_visibility, eta, kubeapi, visibility
+from kbatch.api import duration
 from kbatch.operators.scheduler.core.runner import default_conf
 from scenarios import live
 from scenarios import objects as o
@@ -304,4 +305,5 @@ def test_kbatchs_parser_loads_neither_the_scheduler_nor_the_simulator(tmp_path: 
 
 
 def test_the_eta_budgets_default_is_the_forecasts() -> None:
-    assert cli_visibility.ETA_BUDGET_SECONDS == eta.BUDGET
+    args = cli.parser().parse_args(["explain", "ns/g"])
+    assert duration.parse_duration(args.eta_budget, "--eta-budget") == eta.BUDGET

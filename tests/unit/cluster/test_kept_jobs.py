@@ -12,7 +12,7 @@ from kbatch.cluster import kept_jobs
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
-from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from unit.cluster.test_snapshot_reuse import (
     RUNNING,
@@ -137,11 +137,10 @@ def test_a_session_changes_nothing_of_an_untouched_job_but_its_phase(conf_name: 
     assert seen_untouched
 
 
-def _tasks_of(job: object) -> list[tuple[str, TaskStatus, int, int]]:
+def _tasks_of(job: JobInfo) -> list[tuple[str, TaskStatus, int, int]]:
     """What a session may change of a job's tasks (``_plain`` shows the tasks' fields
     too; this says it plainly)."""
-    tasks = getattr(job, "tasks", {})
-    return [(t.uid, t.status, t.node, t.nominated) for t in tasks.values()]
+    return [(t.uid, t.status, t.node, t.nominated) for t in job.tasks.values()]
 
 
 def test_the_untouched_jobs_of_the_reuse_steps_include_placed_ones() -> None:
