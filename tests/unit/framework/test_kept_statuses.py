@@ -5,8 +5,10 @@ applied, what is written and told is the same with the shortcut switched off
 (``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``) as on, while the words a waiting
 group is told change (the free room it is refused for, its queue closed), its status is
 written by someone else, and it is admitted; and while a running gang runs on, gains a
-pod that sessions place (touching it), and loses one. And a kept status is given only
-for the inputs it was kept for: each changed in turn, it is not."""
+pod that sessions place (touching it), is told it was unschedulable by someone else
+(and so is told it no longer is, its words kept or not: ``gang.KEEP_WHAT_WAS_TOLD``),
+and loses one. And a kept status is given only for the inputs it was kept for: each
+changed in turn, it is not."""
 
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +23,7 @@ from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+from kbatch.operators.scheduler.core.plugins import gang
 
 
 def node(name: str, cpu: str) -> dict[str, Any]:
@@ -59,6 +62,8 @@ def pending_pod(name: str, cpu: str, of: str) -> dict[str, Any]:
     return pod
 
 
+UNSCHEDULABLE_TRUE = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+                      "message": "0/2 tasks in gang unschedulable"}  # fmt: skip
 Step = Callable[[ClusterState], None]
 
 
@@ -93,6 +98,10 @@ STEPS: list[Step] = [
     applying(pending_pod("run-1", "1", "run")),  # placed by each session (not bound here)
     nothing,
     applying(running_pod("run-1", "1", "run")),  # bound and running
+    nothing,
+    nothing,
+    # told it was unschedulable by someone else, running on: told it no longer is
+    applying(group("run", "1", phase="Running", running=2, conditions=[UNSCHEDULABLE_TRUE])),
     nothing,
     nothing,
     applying(running_pod("run-0", "1", "run", phase="Succeeded")),
@@ -151,8 +160,15 @@ def _sessions() -> tuple[list[object], int, int]:
 def test_statuses_kept_are_those_the_rules_make(monkeypatch: pytest.MonkeyPatch) -> None:
     quick, kept, with_tasks = _sessions()
     monkeypatch.setattr(job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False)
+    monkeypatch.setattr(gang, "KEEP_WHAT_WAS_TOLD", False)
     slow, none_kept, _ = _sessions()
     assert quick == slow
+    assert any(
+        name == "run"
+        and ("Unschedulable", "False") in [(c["type"], c["status"]) for c in status["conditions"]]
+        for session in quick
+        for name, status, *_ in (w for w in session if isinstance(w, tuple))
+    )
     assert kept > 0 and with_tasks > 0 and none_kept == 0
     written = [name for session in quick for name, *_ in session if isinstance(name, str)]
     assert written.count("big") >= 4  # told other words three times, then admitted

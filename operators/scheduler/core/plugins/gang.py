@@ -205,10 +205,29 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
 
 
 def _report_scheduled(session: Session, job: JobInfo) -> None:
-    if _was_unschedulable(job):
-        session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", ""))
     # its tasks in READY_STATUSES, of all
-    session.set_condition(job, scheduled_words(job.ready_count, len(job.tasks)))
+    told = scheduled_words(job.ready_count, len(job.tasks))
+    if not _told_alone_before(job, told) and _was_unschedulable(job):
+        session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", ""))
+    session.set_condition(job, told)
+
+
+# False: every running gang's conditions are read, every session (the long way, for tests).
+KEEP_WHAT_WAS_TOLD = True
+
+
+def _told_alone_before(job: JobInfo, told: PodGroupCondition) -> bool:
+    """Was ``told`` all a close told ``job`` while its status, so its conditions, were
+    what they are now (``JobInfo.kept_status``)? That close found it was not
+    unschedulable then, and conditions alone say whether it is: most of a busy
+    cluster's running gangs, every session, need not read theirs again."""
+    kept = job.kept_status
+    return (
+        kept is not None
+        and kept.told is told
+        and kept.status is job.old_status
+        and KEEP_WHAT_WAS_TOLD
+    )
 
 
 @functools.lru_cache(maxsize=4096)
