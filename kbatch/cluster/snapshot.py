@@ -21,6 +21,7 @@ from kbatch.api.queue import Queue, QueueState
 from kbatch.cluster.group_parts import GroupParts, group_parts, job_info
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
 from kbatch.cluster.kept_jobs import JobContext, KeptJobs
+from kbatch.cluster.kept_nodes import KeptNodes
 from kbatch.cluster.kept_tasks import (
     KeptTasks,
     Priorities,
@@ -77,8 +78,10 @@ class SnapshotBuilder:
         # context that no longer holds is made again by the snapshot that meets it).
         self._kept = KeptTasks()
         self._arrival: TaskContext | None = None
-        # The last snapshot's jobs, handed on while nothing changed them (kept_jobs).
+        # The last snapshot's jobs, handed on while nothing changed them (kept_jobs), and
+        # its nodes, while no Node was written (kept_nodes).
         self._kept_jobs = KeptJobs()
+        self._kept_nodes = KeptNodes()
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
         """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
@@ -166,6 +169,7 @@ class SnapshotBuilder:
             self._nodes = None
             self._node_rows.clear()
             self._kept_jobs.forget()
+            self._kept_nodes.forget()
         return dims
 
     def _allocatable(self, nodes: list[NodeRecord], dims: Dims) -> np.ndarray:
@@ -227,12 +231,15 @@ class SnapshotBuilder:
         if names is None:
             names = _resource_names(nodes, pods, pod_groups, queues)
         dims = self._dims_for(names)
-        node_set = NodeSet(
-            [
-                NodeInfo(n.name, n.labels, n.taints, n.unschedulable, dict(n.conditions))
-                for n in nodes
-            ],
-            self._allocatable(nodes, dims),
+        node_set = self._kept_nodes.node_set(
+            nodes,
+            lambda: NodeSet(
+                [
+                    NodeInfo(n.name, n.labels, n.taints, n.unschedulable, dict(n.conditions))
+                    for n in nodes
+                ],
+                self._allocatable(nodes, dims),
+            ),
         )
         resolver = Priorities(priority_classes)
         self._arrival = TaskContext(dims, dict(node_set.index), resolver, scheduler_names)
@@ -253,13 +260,15 @@ class SnapshotBuilder:
                 if not job.has_pod_group or jobs.get(unit) is job
             }
         orphans: list[OrphanPod] = []
+        made: list[TaskInfo] = []
         accounts, placed, nominated = self._tasks(
-            pods, jobs, kept_jobs, node_set, dims, resolver, scheduler_names, orphans
+            pods, jobs, kept_jobs, node_set, dims, resolver, scheduler_names, orphans, made
         )
         accounts.requests.add_to(accounts.owners)
         # The tasks on nodes and the room kept for nominated ones, all at once (nothing
-        # reads the node set before it is complete).
-        node_set.place_all(placed, nominated)
+        # reads the node set before it is complete); those of jobs handed on whole are
+        # mostly where they were (kept_nodes).
+        self._kept_nodes.place(node_set, placed, nominated, made, kept_jobs)
         complete_groups(pod_groups, jobs, accounts)
         self._kept_jobs.made(jobs)
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
@@ -291,13 +300,15 @@ class SnapshotBuilder:
         resolver: Priorities,
         scheduler_names: frozenset[str],
         orphans: list[OrphanPod],
+        made: list[TaskInfo],
     ) -> tuple[JobAccounts, list[TaskInfo], list[TaskInfo]]:
         """The pods' tasks, in pod order: those of our jobs in their jobs (the rest of
         their accounting gathered), every task on a node, ours or not (its ``node`` set),
         and the pending ones nominated to a node. Pending pods of our groups that have
         no PodGroup go to ``orphans``. One pass over the pods does it all: each pass
         costs some 10 ms at 50,000 pods. The pods of ``kept_jobs`` (handed on whole,
-        tasks, counts and sums) only put their tasks in those lists."""
+        tasks, counts and sums) only put their tasks in those lists; the others' tasks
+        on a node or nominated to one also go to ``made``."""
         accounts = JobAccounts()
         owners, rows, kinds = accounts.owners, accounts.rows, accounts.kinds
         requests = accounts.requests
@@ -384,8 +395,10 @@ class SnapshotBuilder:
                 self._kept.keep(pod, task)
             if nominated_at != NO_NODE:
                 nominated.append(task)  # (a pending task here has a job)
+                made.append(task)
             elif node != NO_NODE:
                 placed.append(task)
+                made.append(task)
             if job is None:
                 continue
             # JobInfo.add_task, inline: the task in its job, and its count, readiness and

@@ -160,3 +160,45 @@ def test_place_all_of_nothing_leaves_every_node_idle() -> None:
     nodes.place_all([])
     assert (nodes.free == nodes.allocatable).all() and (nodes.future == nodes.allocatable).all()
     assert not nodes._waits.any() and nodes.kept == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_place_again_is_place_all_of_every_task(seed: int) -> None:
+    """Tasks placed on a node set; then, of the same nodes, a node set on which the tasks
+    of some nodes change (some gone, new ones among the others in pod order) and only
+    those nodes are placed again, the others' rows copied: what ``place_all`` of every
+    task gives on a new node set, to the bit."""
+    rnd = random.Random(seed)
+    before = node_set(random.Random(seed), 8)
+    placed = tasks(rnd, 200, [s for s in TaskStatus if s is not TaskStatus.PENDING])
+    reserved = tasks(rnd, 30, [TaskStatus.PENDING])
+    for task in placed:
+        task.node = rnd.randrange(8)
+    for task in reserved:
+        task.nominated = rnd.randrange(8)
+    before.place_all(placed, reserved)
+    rows = before.placed_rows()
+    changing = {1, 4, 5}
+    later_placed = [t for t in placed if t.node not in changing or rnd.random() < 0.5]
+    for task in tasks(rnd, 40, [TaskStatus.RUNNING, TaskStatus.RELEASING]):
+        task.node = rnd.choice(sorted(changing))  # (new pods come anywhere in pod order)
+        later_placed.insert(rnd.randrange(len(later_placed) + 1), task)
+    later_reserved = [t for t in reserved if t.nominated not in changing]
+    later_reserved += tasks(rnd, 5, [TaskStatus.PENDING])
+    for task in later_reserved[-5:]:
+        task.nominated = rnd.choice(sorted(changing))
+    again = NodeSet.of_same_nodes(before, before.allocatable.copy())
+    again.place_again(
+        rows,
+        sorted(changing),
+        [t for t in later_placed if t.node in changing],
+        [t for t in later_reserved if t.nominated in changing],
+        len(later_reserved),
+    )
+    fresh = node_set(random.Random(seed), 8)
+    fresh.place_all(later_placed, later_reserved)
+    for name in NODE_STATES:
+        assert getattr(again, name).tobytes() == getattr(fresh, name).tobytes(), name
+    assert again.kept == fresh.kept == len(later_reserved)
+    assert [list(i.tasks) for i in again.infos] == [list(i.tasks) for i in fresh.infos]
+    assert again.infos is before.infos and not again.version.any() and again.changed == []

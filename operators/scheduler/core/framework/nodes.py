@@ -61,6 +61,21 @@ class NodeSet:
         self.names = [info.name for info in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
         self.allocatable = allocatable[order] if len(order) else allocatable
+        self._empty()
+
+    @classmethod
+    def of_same_nodes(cls, last: "NodeSet", allocatable: np.ndarray) -> "NodeSet":
+        """A node set of ``last``'s nodes (with this ``allocatable``, in its order), nothing
+        placed: the same NodeInfo objects (their tasks as ``last`` has them, until
+        ``place_again``), names and index. ``last`` is not to be used after (a snapshot's
+        is good until the next is made: ``kbatch.cluster.kept_nodes``)."""
+        node_set = cls.__new__(cls)
+        node_set.infos, node_set.names = last.infos, last.names
+        node_set.index, node_set.allocatable = last.index, allocatable
+        node_set._empty()
+        return node_set
+
+    def _empty(self) -> None:
         self.used = np.zeros_like(self.allocatable)
         self.releasing = np.zeros_like(self.allocatable)
         self.pipelined = np.zeros_like(self.allocatable)
@@ -96,6 +111,51 @@ class NodeSet:
         each of ``reserved``, in order and with the same sums to the bit, but the rows
         worked out once: how a snapshot puts its pods on its nodes. Unlike ``place``, no
         version moves and no change is logged (nothing has seen these nodes yet)."""
+        self._add_all(placed, reserved)
+        self.kept += len(reserved)
+        self._refresh_all()
+
+    def place_again(
+        self,
+        placed_before: "PlacedRows",
+        nodes: Sequence[int],
+        placed: Sequence[TaskInfo],
+        reserved: Sequence[TaskInfo],
+        kept: int,
+    ) -> None:
+        """``place_all`` of a snapshot's tasks when, on every node but ``nodes``, they are
+        the tasks (the same objects, in the same order and statuses) that another node
+        set of the same nodes had placed as ``placed_before``, and each of those nodes'
+        NodeInfo holds them still: the rows of the others are copied, the tasks of
+        ``nodes`` (``placed`` and ``reserved``, in order: all that are there) placed
+        anew. ``kept``: how many pending tasks have room kept, on any node. The same
+        rows, to the bit, and the same tasks in each node's NodeInfo, as ``place_all``
+        of them all."""
+        for matrix, before in zip(self._placed_matrices(), placed_before.matrices, strict=True):
+            np.copyto(matrix, before)
+        if len(nodes):
+            at = np.fromiter(nodes, np.intp, len(nodes))
+            for matrix in self._placed_matrices():
+                matrix[at] = 0.0
+            infos = self.infos
+            for node in nodes:
+                infos[node].tasks = {}
+            self._add_all(placed, reserved)
+        self.kept = kept
+        self._refresh_all()
+
+    def _placed_matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self.used, self.releasing, self.pipelined, self.nominated
+
+    def placed_rows(self) -> "PlacedRows":
+        """A copy of what is placed and reserved on every node now (for ``place_again``)."""
+        used, releasing, pipelined, nominated = self._placed_matrices()
+        return PlacedRows((used.copy(), releasing.copy(), pipelined.copy(), nominated.copy()))
+
+    def _add_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo]) -> None:
+        """Put ``placed`` on their nodes and add them, and the room of ``reserved``, to the
+        rows, in order (the rows of their nodes as ``place`` would leave them if they
+        were all zero before)."""
         infos = self.infos
         for task in placed:
             infos[task.node].tasks[task.uid] = task
@@ -114,8 +174,6 @@ class NodeSet:
             if rows:
                 at = np.fromiter(rows, np.intp, len(rows))
                 added_in_order(matrix, at, _stacked(values, matrix.shape[1]))
-        self.kept += len(reserved)
-        self._refresh_all()
 
     def _refresh_all(self) -> None:
         """``_waits``, ``free`` and ``future`` of every node from its rows (what ``_refresh``
@@ -198,6 +256,14 @@ class NodeSet:
     @property
     def capacity(self) -> np.ndarray:
         return np.asarray(self.allocatable.sum(axis=0))
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedRows:
+    """A node set's used, releasing, pipelined and nominated rows, copied as a snapshot
+    placed its tasks (``NodeSet.placed_rows``)."""
+
+    matrices: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _on_nodes(tasks: list[TaskInfo]) -> tuple[list[int], list[np.ndarray]]:

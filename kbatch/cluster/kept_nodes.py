@@ -1,0 +1,124 @@
+"""The nodes handed from one snapshot to the next (issue 12: a session's cost should
+follow what changed; a busy cluster's snapshot placed every running pod on its node,
+and made every node's NodeInfo, every session).
+
+While the node records are the same objects (no Node was written), the next snapshot's
+node set is made of the last one's NodeInfo objects, and only the nodes whose tasks may
+differ are placed anew; the rows of every other node are copied from those the last
+snapshot placed (``NodeSet.place_again``). A node's tasks may differ when
+
+- a task on it, or with room kept on it, was made anew by this snapshot: one of a job
+  not handed on whole (``kbatch.cluster.kept_jobs``), or another scheduler's pod;
+- one was there, at the last snapshot, of a job this snapshot does not hand on (written
+  since, touched by the session, or gone), or of no job of ours;
+- the last session changed its NodeInfo or rows (``NodeSet.changed``: it placed,
+  removed or kept room for a task there).
+
+A job handed on has the same tasks, in the same statuses, on the same nodes, so every
+other node holds what it held; its tasks come in the same order too (the pods'), so
+the rows, summed in that order, are the same to the bit. The last snapshot's node set
+is not to be used once the next is made (its NodeInfo objects are the next one's).
+"""
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+import numpy as np
+
+from kbatch.cluster.records import NodeRecord
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet, PlacedRows
+
+# False: every snapshot makes every node's NodeInfo and places every task (the long way,
+# for tests).
+KEEP_UNCHANGED_NODES = True
+# The key of tasks of no job of ours (``TaskInfo.job`` is empty): never handed on.
+NO_UNIT = ""
+
+
+class KeptNodes:
+    """The last snapshot's node set, what it placed, and where each job's tasks were."""
+
+    def __init__(self) -> None:
+        self._records: list[NodeRecord] = []
+        self._last: NodeSet | None = None
+        self._placed: PlacedRows | None = None
+        self._allocatable = np.zeros((0, 0))  # the last node set's, as it was made
+        # Per unit (a job's uid; NO_UNIT: tasks of no job of ours), the nodes its tasks
+        # were on, or had room kept on, when placed.
+        self._unit_nodes: dict[str, list[int]] = {}
+
+    def node_set(self, nodes: list[NodeRecord], made: Callable[[], NodeSet]) -> NodeSet:
+        """The next snapshot's node set of ``nodes``, nothing placed yet: of the last one's
+        nodes while the records are the same objects, else ``made()``."""
+        last = self._last
+        if (
+            last is not None
+            and self._placed is not None
+            and KEEP_UNCHANGED_NODES
+            and len(nodes) == len(self._records)
+            and all(a is b for a, b in zip(nodes, self._records, strict=True))
+        ):
+            return NodeSet.of_same_nodes(last, self._allocatable.copy())
+        self._records, self._last, self._placed = nodes, None, None
+        node_set = made()
+        self._allocatable = node_set.allocatable.copy()
+        return node_set
+
+    def place(
+        self,
+        node_set: NodeSet,
+        placed: Sequence[TaskInfo],
+        nominated: Sequence[TaskInfo],
+        made: Sequence[TaskInfo],
+        kept_jobs: Mapping[str, JobInfo],
+    ) -> None:
+        """Place the snapshot's tasks on ``node_set`` (from ``node_set``): ``placed`` and
+        ``nominated`` as ``NodeSet.place_all`` takes them; ``made``, those of them this
+        snapshot made anew; ``kept_jobs``, the jobs it handed on whole (by unit)."""
+        last, placed_before = self._last, self._placed
+        if last is None or placed_before is None or node_set.infos is not last.infos:
+            node_set.place_all(placed, nominated)
+            self._unit_nodes = _unit_nodes(placed, nominated)
+        else:
+            again = self._nodes_to_place_again(made, kept_jobs, last.changed)
+            node_set.place_again(
+                placed_before,
+                sorted(again),
+                [task for task in placed if task.node in again],
+                [task for task in nominated if task.nominated in again],
+                len(nominated),
+            )
+        self._last, self._placed = node_set, node_set.placed_rows()
+
+    def _nodes_to_place_again(
+        self, made: Sequence[TaskInfo], kept_jobs: Collection[str], changed: list[int]
+    ) -> set[int]:
+        """The nodes whose tasks may differ from the last snapshot's (the module's
+        docstring); and each unit's nodes, kept for the next snapshot."""
+        again = set(changed)
+        unit_nodes: dict[str, list[int]] = {}
+        for unit, nodes in self._unit_nodes.items():
+            if unit in kept_jobs:
+                unit_nodes[unit] = nodes
+            else:
+                again.update(nodes)
+        for task in made:
+            node = task.nominated if task.nominated != NO_NODE else task.node
+            again.add(node)
+            unit_nodes.setdefault(task.job, []).append(node)
+        self._unit_nodes = unit_nodes
+        return again
+
+    def forget(self) -> None:
+        self._records, self._last, self._placed, self._unit_nodes = [], None, None, {}
+
+
+def _unit_nodes(placed: Sequence[TaskInfo], nominated: Sequence[TaskInfo]) -> dict[str, list[int]]:
+    """Each unit's nodes: those its ``placed`` tasks are on and its ``nominated`` ones
+    have room kept on."""
+    unit_nodes: dict[str, list[int]] = {}
+    for task in placed:
+        unit_nodes.setdefault(task.job, []).append(task.node)
+    for task in nominated:
+        unit_nodes.setdefault(task.job, []).append(task.nominated)
+    return unit_nodes

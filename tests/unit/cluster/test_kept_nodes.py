@@ -1,0 +1,107 @@
+"""The nodes handed from one snapshot to the next (``kbatch.cluster.kept_nodes``): they
+are (the same NodeInfo objects, only some nodes placed again), each snapshot is still
+field by field what a new builder makes (``test_kept_jobs`` compares, sessions in
+between), a simulated trace comes out the same with them switched off, and what they
+rest on holds: a session changes a node's tasks and rows only through the NodeSet's
+methods, which log the node in ``NodeSet.changed``."""
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from kbatch.cluster import kept_nodes
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.nodes import NodeSet, PlacedRows
+from kbatch.sim import manifests, output, trace
+from kbatch.sim.runner import Options, Simulation
+from unit.cluster.test_kept_jobs import CONFS, QUIET_STEPS, session
+from unit.cluster.test_snapshot_reuse import Ignoring
+
+Placed = list[tuple[list[int], int]]  # per place_again: the nodes placed again, of all
+
+
+def recording_place_again(monkeypatch: pytest.MonkeyPatch) -> Placed:
+    """Record the nodes each ``place_again`` places again (and how many nodes there are)."""
+    calls: Placed = []
+    place_again = NodeSet.place_again
+
+    def recorded(
+        self: NodeSet,
+        placed_before: PlacedRows,
+        nodes: Sequence[int],
+        placed: Sequence[TaskInfo],
+        reserved: Sequence[TaskInfo],
+        kept: int,
+    ) -> None:
+        calls.append((list(nodes), len(self)))
+        place_again(self, placed_before, nodes, placed, reserved, kept)
+
+    monkeypatch.setattr(NodeSet, "place_again", recorded)
+    return calls
+
+
+def test_a_snapshot_of_the_same_nodes_places_only_some_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = recording_place_again(monkeypatch)
+    state = ClusterState()
+    same_infos = 0
+    last = None
+    for step in QUIET_STEPS:
+        step(state)
+        snap = state.snapshot()
+        same_infos += last is not None and snap.nodes.infos is last
+        last = snap.nodes.infos
+        session(snap, "every action")
+    assert same_infos >= 10 and len(calls) == same_infos
+    assert any(len(nodes) < size for nodes, size in calls)  # not every node placed again
+
+
+def test_switched_off_every_snapshot_makes_its_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kept_nodes, "KEEP_UNCHANGED_NODES", False)
+    calls = recording_place_again(monkeypatch)
+    state = ClusterState()
+    infos = []
+    for step in QUIET_STEPS[:6]:
+        step(state)
+        infos.append(state.snapshot().nodes.infos)
+    assert not calls and len({id(i) for i in infos}) == len(infos)
+
+
+@pytest.mark.parametrize("conf_name", sorted(CONFS))
+def test_a_session_changes_nodes_only_through_what_logs_them(conf_name: str) -> None:
+    state = ClusterState()
+    for step in QUIET_STEPS:
+        step(state)
+        snap = state.snapshot()
+        nodes = snap.nodes
+        before = [
+            (list(info.tasks), *(m[i].tobytes() for m in nodes.placed_rows().matrices))
+            for i, info in enumerate(nodes.infos)
+        ]
+        conf = CONFS[conf_name]
+        runner.Scheduler(Ignoring(snap), conf, lambda: 0.0, lambda: "s").run_once()
+        after = [
+            (list(info.tasks), *(m[i].tobytes() for m in nodes.placed_rows().matrices))
+            for i, info in enumerate(nodes.infos)
+        ]
+        changed = {i for i, (was, now) in enumerate(zip(before, after, strict=True)) if was != now}
+        assert changed <= set(nodes.changed)
+
+
+def _trace_json() -> str:
+    spec = trace.TraceSpec(nodes=10, hours=1.5, seed=3)
+    loaded = manifests.load_documents(trace.trace_objects(spec), "<trace>")
+    outcome = Simulation(loaded, runner.default_conf(), Options(until=spec.seconds)).run()
+    return json.dumps(output.to_json(outcome), sort_keys=True, default=str)
+
+
+def test_a_trace_comes_out_the_same_with_nodes_made_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = recording_place_again(monkeypatch)
+    quick = _trace_json()
+    assert calls and any(len(nodes) < size for nodes, size in calls)
+    monkeypatch.setattr(kept_nodes, "KEEP_UNCHANGED_NODES", False)
+    assert _trace_json() == quick
