@@ -53,6 +53,8 @@ class KeptJobs:
     def __init__(self) -> None:
         self._jobs: Mapping[str, JobInfo] = {}
         self._context: JobContext | None = None
+        # The units of the last snapshot's jobs with tasks that ``reusable`` did not hand on.
+        self.not_kept: set[str] = set()
 
     def reusable(self, context: JobContext, changed: AbstractSet[str] | None) -> dict[str, JobInfo]:
         """The last snapshot's jobs with tasks that the next one, made under ``context``,
@@ -60,12 +62,15 @@ class KeptJobs:
         units written since the last snapshot; None, unknown (nothing is kept)."""
         last, self._context = self._context, context
         if changed is None or not KEEP_UNCHANGED_JOBS or last != context:
+            self.not_kept = {unit for unit, job in self._jobs.items() if job.tasks}
             return {}
-        return {
+        kept = {
             unit: job
             for unit, job in self._jobs.items()
             if job.tasks and not job.touched and unit not in changed
         }
+        self.not_kept = {unit for unit, job in self._jobs.items() if job.tasks} - kept.keys()
+        return kept
 
     def made(self, jobs: Mapping[str, JobInfo]) -> None:
         """``jobs``: the snapshot just made (kept until the next one is made)."""

@@ -46,6 +46,11 @@ class KeptNodes:
         # Per unit (a job's uid; NO_UNIT: tasks of no job of ours), the nodes its tasks
         # were on, or had room kept on, when placed.
         self._unit_nodes: dict[str, list[int]] = {}
+        # Per node, the tasks placed there and those with room kept there, in snapshot
+        # order, as the last snapshot placed them (a session changes NodeInfo.tasks).
+        self._on_node: list[list[TaskInfo]] = []
+        self._kept_on_node: list[list[TaskInfo]] = []
+        self._kept_count = 0  # tasks with room kept, on any node
 
     def node_set(self, nodes: list[NodeRecord], made: Callable[[], NodeSet]) -> NodeSet:
         """The next snapshot's node set of ``nodes``, nothing placed yet: of the last one's
@@ -76,19 +81,62 @@ class KeptNodes:
         ``nominated`` as ``NodeSet.place_all`` takes them; ``made``, those of them this
         snapshot made anew; ``kept_jobs``, the jobs it handed on whole (by unit)."""
         last, placed_before = self._last, self._placed
-        if last is None or placed_before is None or node_set.infos is not last.infos:
+        if last is None or placed_before is None or not self.places_again(node_set):
             node_set.place_all(placed, nominated)
             self._unit_nodes = _unit_nodes(placed, nominated)
+            self._on_node = _by_node(len(node_set), placed, _node)
+            self._kept_on_node = _by_node(len(node_set), nominated, _nominated)
         else:
             again = self._nodes_to_place_again(made, kept_jobs, last.changed)
-            node_set.place_again(
-                placed_before,
-                sorted(again),
-                [task for task in placed if task.node in again],
-                [task for task in nominated if task.nominated in again],
-                len(nominated),
-            )
+            on_again = [task for task in placed if task.node in again]
+            kept_on_again = [task for task in nominated if task.nominated in again]
+            node_set.place_again(placed_before, sorted(again), on_again, kept_on_again,
+                                 len(nominated))  # fmt: skip
+            for node, tasks in _by_node_of(again, on_again, _node).items():
+                self._on_node[node] = tasks
+            for node, tasks in _by_node_of(again, kept_on_again, _nominated).items():
+                self._kept_on_node[node] = tasks
         self._last, self._placed = node_set, node_set.placed_rows()
+        self._kept_count = len(nominated)
+
+    def places_again(self, node_set: NodeSet) -> bool:
+        """Is ``node_set`` of the last one's nodes (``node_set`` gave it)?"""
+        return self._last is not None and node_set.infos is self._last.infos
+
+    def place_made(
+        self,
+        node_set: NodeSet,
+        made: Sequence[TaskInfo],
+        kept_jobs: Mapping[str, JobInfo],
+        place_of: Callable[[str], int | None],
+    ) -> None:
+        """``place``, when the snapshot's pass walked only the pods of the jobs not handed
+        on (``node_set`` of the last one's nodes): ``made``, the tasks it made on nodes
+        or with room kept on one; the others are the handed-on jobs' tasks the last
+        snapshot placed. A node placed again takes both, in snapshot order (``place_of``
+        a pod's key)."""
+        assert self._last is not None and self._placed is not None
+        again = self._nodes_to_place_again(made, kept_jobs, self._last.changed)
+        made_on = _by_node_of(again, [t for t in made if t.nominated == NO_NODE], _node)
+        kept_made = _by_node_of(again, [t for t in made if t.nominated != NO_NODE], _nominated)
+        on_again: list[TaskInfo] = []
+        kept_on_again: list[TaskInfo] = []
+        kept_count = self._kept_count
+        for node in sorted(again):
+            kept_count -= len(self._kept_on_node[node])
+            for lists, new, gathered in (
+                (self._on_node, made_on, on_again),
+                (self._kept_on_node, kept_made, kept_on_again),
+            ):
+                tasks = [task for task in lists[node] if task.job in kept_jobs]
+                fresh = new.get(node)
+                if fresh:
+                    tasks = _in_snapshot_order(tasks + fresh, place_of)
+                lists[node] = tasks
+                gathered += tasks
+            kept_count += len(self._kept_on_node[node])
+        node_set.place_again(self._placed, sorted(again), on_again, kept_on_again, kept_count)
+        self._last, self._placed, self._kept_count = node_set, node_set.placed_rows(), kept_count
 
     def _nodes_to_place_again(
         self, made: Sequence[TaskInfo], kept_jobs: Collection[str], changed: list[int]
@@ -111,6 +159,7 @@ class KeptNodes:
 
     def forget(self) -> None:
         self._records, self._last, self._placed, self._unit_nodes = [], None, None, {}
+        self._on_node, self._kept_on_node, self._kept_count = [], [], 0
 
 
 def _unit_nodes(placed: Sequence[TaskInfo], nominated: Sequence[TaskInfo]) -> dict[str, list[int]]:
@@ -122,3 +171,43 @@ def _unit_nodes(placed: Sequence[TaskInfo], nominated: Sequence[TaskInfo]) -> di
     for task in nominated:
         unit_nodes.setdefault(task.job, []).append(task.nominated)
     return unit_nodes
+
+
+def _node(task: TaskInfo) -> int:
+    return task.node
+
+
+def _nominated(task: TaskInfo) -> int:
+    return task.nominated
+
+
+def _by_node(
+    count: int, tasks: Sequence[TaskInfo], node_of: Callable[[TaskInfo], int]
+) -> list[list[TaskInfo]]:
+    """``tasks`` on each of ``count`` nodes (``node_of`` a task), in order."""
+    on_node: list[list[TaskInfo]] = [[] for _ in range(count)]
+    for task in tasks:
+        on_node[node_of(task)].append(task)
+    return on_node
+
+
+def _by_node_of(
+    nodes: Collection[int], tasks: Sequence[TaskInfo], node_of: Callable[[TaskInfo], int]
+) -> dict[int, list[TaskInfo]]:
+    """``tasks`` (all on ``nodes``) on each of ``nodes``, in order."""
+    on_node: dict[int, list[TaskInfo]] = {node: [] for node in nodes}
+    for task in tasks:
+        on_node[node_of(task)].append(task)
+    return on_node
+
+
+def _in_snapshot_order(
+    tasks: list[TaskInfo], place_of: Callable[[str], int | None]
+) -> list[TaskInfo]:
+    """``tasks`` (of pods the snapshot shows) in the order of their pods."""
+    places = {}
+    for task in tasks:
+        place = place_of(f"{task.namespace}/{task.name}")
+        assert place is not None, task.uid
+        places[task.uid] = place
+    return sorted(tasks, key=lambda task: places[task.uid])

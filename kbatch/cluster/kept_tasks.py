@@ -22,7 +22,7 @@ session are the state's until its next snapshot is built (the runner, the simula
 the bench take one at a time; ``visibility`` makes a state of its own).
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kbatch.cluster.records import NodeRecord, PodRecord, PriorityClassRecord
@@ -50,12 +50,13 @@ class KeptTasks:
         self.tasks[pod.uid] = task
         self.records[pod.uid] = pod
 
-    def forget_all_but(self, pods: list[PodRecord]) -> None:
-        """Forget the tasks of pods not in ``pods`` (gone, replaced, or left out of the
-        snapshot), once they are more than these: a long run would keep every pod's."""
-        if len(self.tasks) <= 2 * len(pods) + 100:
+    def forget_all_but(self, count: int, pods: Callable[[], list[PodRecord]]) -> None:
+        """Forget the tasks of pods not in ``pods()`` (gone, replaced, or left out of the
+        snapshot; ``count`` of them), once they are more than these: a long run would
+        keep every pod's."""
+        if len(self.tasks) <= 2 * count + 100:
             return
-        uids = {pod.uid for pod in pods}
+        uids = {pod.uid for pod in pods()}
         self.tasks = {uid: task for uid, task in self.tasks.items() if uid in uids}
         self.records = {uid: pod for uid, pod in self.records.items() if uid in uids}
 

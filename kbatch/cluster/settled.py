@@ -65,6 +65,12 @@ class OrderedSubset:
             self._sorted = True
         return list(self._members)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._members
+
+    def __len__(self) -> int:
+        return len(self._members)
+
 
 class Shown:
     """The state's pods and PodGroups less the settled units; told of every change."""
@@ -127,9 +133,10 @@ class Shown:
         self._dirty |= self._settled | self._done_shown
 
     # ------------------------------------------------------------------ a snapshot
-    def settle(self) -> tuple[list[str], list[str]]:
-        """The keys of the pods and PodGroups the next snapshot shows, in order: done
-        units the last one showed and nothing wrote since are left out from now on."""
+    def settle(self) -> list[str]:
+        """The keys of the PodGroups the next snapshot shows, in order (its pods are
+        ``pods``): done units the last one showed and nothing wrote since are left out
+        from now on."""
         dirty, self._dirty = self._dirty, set()
         for unit in self._done_shown - dirty:
             self._settled.add(unit)
@@ -140,7 +147,7 @@ class Shown:
         self._done_shown = {unit for unit in dirty if self._done(unit)}
         for unit in dirty:
             self._forget_if_empty(unit)
-        return self.pods.keys(), self.groups.keys()
+        return self.groups.keys()
 
     def _done(self, unit: str) -> bool:
         if self._unfinished[unit]:

@@ -30,6 +30,7 @@ from kbatch.cluster.kept_tasks import (
     node_index_of,
     where,
 )
+from kbatch.cluster.pod_units import ShownPods
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import (
@@ -57,6 +58,8 @@ INQUEUE = PodGroupPhase.INQUEUE
 # of one), and each pod's template, class priority and job are looked up anew.
 TASK_RUNS = True
 LOOKUP_RUNS = True
+# False: every snapshot walks every pod, those of jobs handed on whole too.
+PASS_CHANGED_UNITS_ONLY = True
 
 # What the state holds that a snapshot's tasks depend on: every resource name its objects
 # mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
@@ -82,6 +85,9 @@ class SnapshotBuilder:
         # its nodes, while no Node was written (kept_nodes).
         self._kept_jobs = KeptJobs()
         self._kept_nodes = KeptNodes()
+        # The units of pods of the last snapshot that are in no job (an orphan, a pod of
+        # no group of ours on a node): no job hands them on, so every pass walks them.
+        self._jobless: set[str] = set()
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
         """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
@@ -203,17 +209,17 @@ class SnapshotBuilder:
         if len(self._groups) > 2 * len(keys):
             self._groups = {k: v for k, v in self._groups.items() if k in keys}
 
-    def _forget_templates_but(self, pods: list[PodRecord]) -> None:
+    def _forget_templates_but(self, pods: ShownPods) -> None:
         """Drop the templates no pod of this snapshot has (the pods of each Job have a
         template of their own: a long run would keep one per Job it ever ran)."""
-        if len(self._templates) > 2 * len(pods) + 100:
-            used = {pod.spec.key for pod in pods}
+        if len(self._templates) > 2 * pods.count + 100:
+            used = {pod.spec.key for pod in pods.every()}
             self._templates = {k: v for k, v in self._templates.items() if k in used}
 
     def build(
         self,
         nodes: list[NodeRecord],
-        pods: list[PodRecord],
+        pods: list[PodRecord] | ShownPods,
         pod_groups: Mapping[str, PodGroup],
         queues: Mapping[str, Queue],
         priority_classes: Mapping[str, PriorityClassRecord],
@@ -227,9 +233,12 @@ class SnapshotBuilder:
         were written since this builder's last snapshot, when the caller knows them.
         It shares the tasks, and the jobs, no session changed with the snapshot before
         it: it is good until this builder's next snapshot (``kept_tasks``,
-        ``kept_jobs``)."""
+        ``kept_jobs``). ``pods``: in snapshot order, or a ShownPods that lists them, or
+        those of some units (``_pods_to_pass``), as far as asked."""
+        if not isinstance(pods, ShownPods):
+            pods = ShownPods.of_list(pods)
         if names is None:
-            names = _resource_names(nodes, pods, pod_groups, queues)
+            names = _resource_names(nodes, pods.every(), pod_groups, queues)
         dims = self._dims_for(names)
         node_set = self._kept_nodes.node_set(
             nodes,
@@ -248,7 +257,7 @@ class SnapshotBuilder:
         queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
-        self._kept.forget_all_but(pods)
+        self._kept.forget_all_but(pods.count, pods.every)
         jobs = {
             key: self._job(key, group, dims, resolver, kept_jobs)
             for key, group in pod_groups.items()
@@ -261,17 +270,52 @@ class SnapshotBuilder:
             }
         orphans: list[OrphanPod] = []
         made: list[TaskInfo] = []
-        accounts, placed, nominated = self._tasks(
-            pods, jobs, kept_jobs, node_set, dims, resolver, scheduler_names, orphans, made
-        )
+        passing = self._pods_to_pass(pods, kept_jobs, changed_units, node_set)
+        self._jobless = set()
+        if passing is None:  # every pod
+            accounts, placed, nominated = self._tasks(
+                pods.every(), jobs, kept_jobs, node_set, dims, resolver, scheduler_names,
+                orphans, made,
+            )  # fmt: skip
+            # The tasks on nodes and the room kept for nominated ones, all at once (nothing
+            # reads the node set before it is complete); those of jobs handed on whole are
+            # mostly where they were (kept_nodes).
+            self._kept_nodes.place(node_set, placed, nominated, made, kept_jobs)
+        else:  # the pods of the jobs not handed on only
+            accounts, _, _ = self._tasks(
+                passing, jobs, {}, node_set, dims, resolver, scheduler_names, orphans, made
+            )
+            _own_groups_in_order(jobs, kept_jobs, pods)
+            self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place)
         accounts.requests.add_to(accounts.owners)
-        # The tasks on nodes and the room kept for nominated ones, all at once (nothing
-        # reads the node set before it is complete); those of jobs handed on whole are
-        # mostly where they were (kept_nodes).
-        self._kept_nodes.place(node_set, placed, nominated, made, kept_jobs)
         complete_groups(pod_groups, jobs, accounts)
         self._kept_jobs.made(jobs)
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
+
+    def _pods_to_pass(
+        self,
+        pods: ShownPods,
+        kept_jobs: Mapping[str, JobInfo],
+        changed_units: AbstractSet[str] | None,
+        node_set: NodeSet,
+    ) -> list[PodRecord] | None:
+        """The pods the pass must walk, in snapshot order, when it need not walk all: the
+        pods of every unit whose job is not handed on (written since, touched, new,
+        or in no job). None: walk every pod (no job is handed on, the nodes are made
+        anew, or the pods can only be listed whole). The pods of the jobs handed on
+        would only put the same tasks on the same nodes again (``kept_nodes``)."""
+        if (
+            not kept_jobs
+            or changed_units is None
+            or not pods.lists_units
+            or not self._kept_nodes.places_again(node_set)
+            or not PASS_CHANGED_UNITS_ONLY
+        ):
+            return None
+        units = self._kept_jobs.not_kept | changed_units | self._jobless
+        if not units.isdisjoint(kept_jobs):  # a unit of a job handed on has a jobless pod
+            return None
+        return pods.of_units(units)
 
     def _job(
         self,
@@ -368,6 +412,7 @@ class SnapshotBuilder:
                 if job is None and status is PENDING:
                     if pod.group and pod.scheduler_name in scheduler_names:
                         orphans.append(OrphanPod(pod.namespace, pod.name, pod.group))
+                        self._jobless.add(pod.unit)
                     continue  # another scheduler's pending pod, or an orphan: takes no room
                 job_uid = "" if job is None else job.uid
             # Its kept task (see kbatch.cluster.kept_tasks), if that is still what this
@@ -400,6 +445,7 @@ class SnapshotBuilder:
                 placed.append(task)
                 made.append(task)
             if job is None:
+                self._jobless.add(pod.unit)
                 continue
             # JobInfo.add_task, inline: the task in its job, and its count, readiness and
             # request (``at``: its index in ``requests``) accounted per run of tasks of one
@@ -512,3 +558,26 @@ def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         open=spec.state is QueueState.OPEN,
         old_status=queue.status,
     )
+
+
+def _own_groups_in_order(
+    jobs: dict[str, JobInfo], kept_jobs: Mapping[str, JobInfo], pods: ShownPods
+) -> None:
+    """Add the handed-on jobs of pods without a PodGroup (whose pods the pass did not
+    walk) that this snapshot shows, Inqueue, where a pass over every pod would have put
+    them: with the others of their kind, after the groups' jobs, in their pods' order."""
+    own: list[tuple[int, JobInfo]] = []
+    for job in kept_jobs.values():
+        place = None if job.has_pod_group else pods.place(f"{job.namespace}/{job.name}")
+        if place is not None:
+            job.phase = INQUEUE
+            own.append((place, job))
+    if not own:
+        return
+    for job in [job for job in jobs.values() if not job.has_pod_group]:  # made by the pass
+        del jobs[job.uid]
+        place = pods.place(f"{job.namespace}/{job.name}")
+        assert place is not None, job.uid
+        own.append((place, job))
+    own.sort(key=lambda placed: placed[0])
+    jobs.update((job.uid, job) for _, job in own)

@@ -22,6 +22,7 @@ from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
 from kbatch.cluster import fields, records, settled, snapshot
 from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.pod_units import PodUnits, ShownPods
 from kbatch.operators.podgroup import status as pod_group_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
@@ -94,6 +95,7 @@ class ClusterState:
         # the jobs of the others (kbatch.cluster.kept_jobs).
         self._changed_units: set[str] = set()
         self._assumed_units: set[str] = set()
+        self._pod_units = PodUnits()
 
     @staticmethod
     def _key(kind: str, namespace: str, name: str) -> str:
@@ -257,6 +259,7 @@ class ClusterState:
                 self._changed_units.add(old.unit)
             if parsed is not None:
                 self._changed_units.add(parsed.unit)
+            self._pod_units.applied(key, old, parsed)
         elif kind == "PodGroup":
             self._changed_units.add(key)
 
@@ -399,17 +402,19 @@ class ClusterState:
     def snapshot(self) -> Snapshot:
         with self._lock, collector_paused():
             all_pods, all_groups = self._parsed["Pod"], self._parsed["PodGroup"]
+            self._expire_assumptions()
+            assumed = self._with_assumption if self._assumed else None
             if self._shown is None:
-                pods = builtins.list(all_pods.values())
+                pods = ShownPods(all_pods, self._pod_units, len(all_pods), assumed=assumed)
                 pod_groups = dict(all_groups)
             else:
-                pod_keys, group_keys = self._shown.settle()
-                pods = [all_pods[key] for key in pod_keys]
+                shown = self._shown.pods
+                group_keys = self._shown.settle()
+                pods = ShownPods(
+                    all_pods, self._pod_units, len(shown), shown.__contains__, shown.keys, assumed
+                )
                 pod_groups = {key: all_groups[key] for key in group_keys}
-            self._expire_assumptions()
             changed = self._take_changed_units()
-            if self._assumed:
-                pods = [self._with_assumption(pod) for pod in pods]
             built = self._builder.build(
                 nodes=builtins.list(self._parsed["Node"].values()),
                 pods=pods,
@@ -437,14 +442,14 @@ class ClusterState:
         self._changed_units, self._assumed_units = set(), assumed
         return changed
 
-    def _foreign_groups(self, pods: builtins.list[records.PodRecord]) -> frozenset[str]:
+    def _foreign_groups(self, shown: ShownPods) -> frozenset[str]:
         """PodGroups with pods, none of them ours (another scheduler's groups). A pod's
         unit is its group's key. Mostly the state holds no grouped pod of another
         scheduler, and then none is looked for; else ours are gathered only for the
         groups that have one (a set addition per pod costs 3 ms at 50,000 pods)."""
         if not self._theirs:
             return frozenset()
-        names = self.scheduler_names
+        pods, names = shown.every(), self.scheduler_names
         theirs = {pod.unit for pod in pods if pod.group and pod.scheduler_name not in names}
         if not theirs:
             return frozenset()

@@ -24,6 +24,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``kept_nodes.KEEP_UNCHANGED_NODES``: a snapshot of the same node records is made of the
   last one's nodes, only those whose tasks may differ placed again (every node made and
   every task placed, the long way);
+- ``snapshot.PASS_CHANGED_UNITS_ONLY``: a snapshot that hands most jobs on walks the pods
+  of the others only (every pod, the long way);
 - ``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``: a job's status, kept by the last
   session that did not touch it and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
@@ -36,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes
+from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes, snapshot
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status
@@ -69,6 +71,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
     "jobs kept with tasks": (kept_jobs, "KEEP_UNCHANGED_JOBS", False),
     "nodes kept": (kept_nodes, "KEEP_UNCHANGED_NODES", False),
+    "pods of changed units": (snapshot, "PASS_CHANGED_UNITS_ONLY", False),
     "statuses kept": (job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
 }

@@ -1,7 +1,8 @@
 """The nodes handed from one snapshot to the next (``kbatch.cluster.kept_nodes``): they
 are (the same NodeInfo objects, only some nodes placed again), each snapshot is still
 field by field what a new builder makes (``test_kept_jobs`` compares, sessions in
-between), a simulated trace comes out the same with them switched off, and what they
+between), a simulated trace comes out the same with them switched off (and with every
+pod walked by every snapshot: ``snapshot.PASS_CHANGED_UNITS_ONLY``), and what they
 rest on holds: a session changes a node's tasks and rows only through the NodeSet's
 methods, which log the node in ``NodeSet.changed``."""
 
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from kbatch.cluster import kept_nodes
+from kbatch.cluster import kept_nodes, snapshot
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
@@ -99,9 +100,15 @@ def _trace_json() -> str:
     return json.dumps(output.to_json(outcome), sort_keys=True, default=str)
 
 
-def test_a_trace_comes_out_the_same_with_nodes_made_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "seam", [(kept_nodes, "KEEP_UNCHANGED_NODES"), (snapshot, "PASS_CHANGED_UNITS_ONLY")]
+)
+def test_a_trace_comes_out_the_same_the_long_way(
+    seam: tuple[object, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its nodes made anew and every pod walked by every snapshot, in turn."""
     calls = recording_place_again(monkeypatch)
     quick = _trace_json()
     assert calls and any(len(nodes) < size for nodes, size in calls)
-    monkeypatch.setattr(kept_nodes, "KEEP_UNCHANGED_NODES", False)
+    monkeypatch.setattr(*seam, False)
     assert _trace_json() == quick
