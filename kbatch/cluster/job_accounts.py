@@ -61,16 +61,15 @@ def complete_groups(
 ) -> None:
     """What a group's job takes from its pods: a PodGroup naming no PriorityClass, their
     highest priority; one without minResources, its gang minimum (those without
-    minTaskMember, the most, all at once: ``gang_minimum``'s first case)."""
+    minTaskMember, the most, all at once: ``gang_minimum``'s first case). The jobs whose
+    tasks ``accounts`` holds (those a snapshot made, not those it handed on), each on
+    its own: the order they come in changes nothing."""
     gangs: list[JobInfo] = []
     smallest: list[np.ndarray] = []
-    rows, all_kinds = accounts.rows, accounts.kinds
-    for key, group in pod_groups.items():
-        job = jobs[key]
-        row = rows.get(id(job))
-        if row is None:
-            continue  # no tasks
-        kinds = all_kinds[row]
+    for job, kinds in zip(accounts.owners, accounts.kinds, strict=True):
+        group = pod_groups.get(job.uid) if job.has_pod_group else None
+        if group is None or jobs.get(job.uid) is not job:
+            continue  # a pod's own group
         if len(kinds) == 1:  # the common case: one template, role and priority
             template, _, highest = kinds[0]
             templates = [template]
