@@ -7,6 +7,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   allocation, and are counted as waiting in one step;
 - ``timeline.NAME_QUEUES_OF_JOBS_WITHOUT_TASKS``: nor to the report's samples (compared on their own:
   the JSON does not show them);
+- ``job_sums.KEEP_SUMS_OF_UNCHANGED_JOBS``: the timeline's samples and waits worked out
+  from the jobs that changed since the last tick (the JSON's metrics read the waits; the
+  samples, and the order the waits were first seen in, are compared on their own);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
   worded, and its event made, once for the same words, not every session;
@@ -39,7 +42,7 @@ from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
-from kbatch.sim import metrics, run, simulate, timeline
+from kbatch.sim import job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
@@ -67,6 +70,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "jobs kept with tasks": (kept_jobs, "KEEP_UNCHANGED_JOBS", False),
     "statuses kept": (job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
+    "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False),
 }
 
 
@@ -89,14 +93,23 @@ def test_a_shortcut_switched_off_changes_nothing(
     assert any(g["phase"] == "Pending" for g in quick["podGroups"])  # some wait, unadmitted
 
 
+TIMELINE_SEAMS = {
+    "queues of jobs without tasks": (timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS"),
+    "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS"),
+}
+
+
 @pytest.mark.skipif(not TESTDATA.is_dir(), reason=f"no Armada simulator testdata at {TESTDATA}")
-def test_the_timeline_without_its_shortcut_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("seam", sorted(TIMELINE_SEAMS))
+def test_the_timeline_without_its_shortcut_is_the_same(
+    seam: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def sampled() -> tuple[object, ...]:
         done = run(workload=WORKLOAD, cluster=CLUSTER, until="10m", warn=lambda _: None).timeline
-        return done.samples, done.waits, done.end
+        return done.samples, list(done.waits.items()), done.end
 
     quick = sampled()
-    monkeypatch.setattr(timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS", False)
+    monkeypatch.setattr(*TIMELINE_SEAMS[seam], False)
     assert sampled() == quick
     samples = quick[0]
     assert any(sum(a for a, _ in s.queues.values()) for s in samples)  # type: ignore[attr-defined]
