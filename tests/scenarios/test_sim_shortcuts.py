@@ -27,7 +27,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``: a job's status, kept by the last
   session that did not touch it and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
-  (by ``np.add.at``, the long way).
+  (by ``np.add.at``, the long way);
+- ``clock.KEEP_TIMESTAMPS``: the recent seconds' timestamps kept, not formatted anew.
 """
 
 import copy
@@ -42,7 +43,7 @@ from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
-from kbatch.sim import job_sums, metrics, run, simulate, timeline
+from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
@@ -71,6 +72,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "statuses kept": (job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
     "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False),
+    "timestamps kept": (clock, "KEEP_TIMESTAMPS", False),
 }
 
 
