@@ -4,10 +4,13 @@ added up again over every job (issue 12: in a trace of 1,000 nodes, a tick's ~60
 of which one or two change, cost 4% of the tick that way).
 
 A job is the same as at the last tick when the snapshot holds the very object the last
-one held and no session touched it: a snapshot hands a job on only when nothing of it was
-written and no session touched it (``kbatch.cluster.kept_jobs``), and a session changes
-a job's tasks only through what marks it ``touched``. Its queue, allocation and counts
-are then what they were when it was last added up.
+one held, no session touched it, and it had tasks then or has none now: a snapshot hands
+a job with tasks on only when nothing of it was written and no session touched it
+(``kbatch.cluster.kept_jobs``), and a session changes a job's tasks only through what
+marks it ``touched``; but a job without tasks is handed on while its PodGroup stays the
+same (``kbatch.cluster.group_parts``), and pods that come meanwhile are put in it, in
+place. Its queue, allocation and counts are then what they were when it was last added
+up.
 
 The long way adds the jobs' cpu as floats, in the snapshot's order; the sums here are
 kept as integers (an integer's removal undoes its addition exactly). The two agree when
@@ -51,11 +54,12 @@ class Part:
     queue: str
     cpu: float  # allocated millicores
     waiting: int
+    has_tasks: bool
 
     @classmethod
     def of(cls, job: JobInfo, cpu: int) -> "Part":
         """``job``'s part; ``cpu``: the index of cpu in its snapshot's dimensions."""
-        return cls(queue_of(job), float(job.allocated[cpu]), waiting(job))
+        return cls(queue_of(job), float(job.allocated[cpu]), waiting(job), bool(job.tasks))
 
     @property
     def whole(self) -> bool:
@@ -70,6 +74,7 @@ class JobSums:
         self._jobs: dict[str, JobInfo] = {}  # the jobs last given, by uid
         self._cpu_index = -1  # the index of cpu in their snapshot's dimensions
         self._parts: dict[str, Part] = {}
+        self._without_tasks: set[str] = set()  # uids of the parts of jobs without tasks
         self._jobs_in: dict[str, int] = {}  # queue -> how many jobs count in it
         self._cpu: dict[str, int] = {}  # queue -> its jobs' whole millicores, added up
         self._magnitude = 0  # the whole millicores' magnitudes, added up
@@ -79,14 +84,19 @@ class JobSums:
     def update(self, jobs: Mapping[str, JobInfo], cpu: int) -> list[JobInfo]:
         """Take ``jobs`` (a snapshot's, by uid, as its session left them; ``cpu``: the
         index of cpu in its dimensions) as the jobs now. Returns those not the same as
-        at the last update (new, another object, or touched), in their order."""
+        at the last update (new, another object, touched, or with tasks where they had
+        none), in their order."""
         if cpu != self._cpu_index:  # other dimensions: no job is the same
             for uid in list(self._parts):
                 self._take_out(uid)
             self._jobs = {}
-        last = self._jobs
+        last, without_tasks = self._jobs, self._without_tasks
         changed = [
-            (uid, job) for uid, job in jobs.items() if job.touched or last.get(uid) is not job
+            (uid, job)
+            for uid, job in jobs.items()
+            if job.touched
+            or last.get(uid) is not job
+            or (job.tasks and uid in without_tasks)  # pods came to a job handed on
         ]
         still_there = len(jobs) - len(changed) + sum(1 for uid, _ in changed if uid in last)
         if still_there < len(last):
@@ -109,6 +119,8 @@ class JobSums:
 
     def _put_in(self, uid: str, part: Part) -> None:
         self._parts[uid] = part
+        if not part.has_tasks:
+            self._without_tasks.add(uid)
         self._jobs_in[part.queue] = self._jobs_in.get(part.queue, 0) + 1
         self._pending += part.waiting
         if not part.whole:
@@ -122,6 +134,7 @@ class JobSums:
         part = self._parts.pop(uid, None)
         if part is None:
             return
+        self._without_tasks.discard(uid)
         left = self._jobs_in[part.queue] - 1
         if left:
             self._jobs_in[part.queue] = left

@@ -45,6 +45,7 @@ from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
+from scenarios.objects import at, node, pod, pod_group
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
 WORKLOAD = TESTDATA / "workloads" / "small-short_big-long" / "non-preemptible.yaml"
@@ -115,3 +116,22 @@ def test_the_timeline_without_its_shortcut_is_the_same(
     assert sampled() == quick
     samples = quick[0]
     assert any(sum(a for a, _ in s.queues.values()) for s in samples)  # type: ignore[attr-defined]
+
+
+def test_pods_that_come_to_a_group_handed_on_without_tasks_are_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group's job without tasks is handed from one snapshot to the next while its
+    PodGroup stays the same, and pods that come are put in it in place: no session
+    touches them here (too big for the node), yet the timeline sees them wait."""
+    late = [at(pod(f"late-{i}", cpu="4", group="late"), "5s") for i in range(3)]
+    documents = [node(cpu="2"), pod_group("late", min_member=3), *late]
+
+    def sampled() -> tuple[object, ...]:
+        done = run(documents=documents, until="8s", warn=lambda _: None).timeline
+        return done.samples, list(done.waits.items()), done.end
+
+    quick = sampled()
+    monkeypatch.setattr(job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False)
+    assert sampled() == quick
+    assert [(s.time, s.pending) for s in quick[0]] == [(0.0, 0), (5.0, 3)]  # type: ignore[attr-defined]

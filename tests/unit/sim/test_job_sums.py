@@ -4,7 +4,7 @@ update hands back are exactly those that are not the last update's as they were.
 
 import random
 
-from builders import DIMS, Cluster
+from builders import DIMS, Cluster, JobBuilder
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.sim import job_sums
 
@@ -33,6 +33,12 @@ def _job(rng: random.Random, name: str, cpu: float | None = None) -> JobInfo:
     return built.job
 
 
+def _pods_come(rng: random.Random, job: JobInfo) -> None:
+    """What a snapshot does to a job without tasks that it hands on (its PodGroup the
+    same) when its pods come: puts them in it, in place (not touched)."""
+    JobBuilder(Cluster(), job).tasks(rng.randrange(1, 4), status=rng.choice(STATUSES))
+
+
 def _touch(rng: random.Random, job: JobInfo) -> None:
     """What a session does to a job in place: a task's status moved (marks it touched)."""
     task = rng.choice(list(job.tasks.values()))
@@ -44,7 +50,8 @@ def _next_tick(
 ) -> tuple[dict[str, JobInfo], set[str]]:
     """The next snapshot's jobs as its session left them: most handed on as they are,
     some made anew (those written, those the last session touched), some touched in
-    place, some gone, some new; and the uids of those made anew or new."""
+    place, some without tasks given pods in place, some gone, some new; and the uids of
+    those made anew, given pods or new."""
     after: dict[str, JobInfo] = {}
     changed = set()
     for uid, job in jobs.items():
@@ -56,6 +63,9 @@ def _next_tick(
             changed.add(uid)
         elif roll < 0.3 and job.tasks:
             _touch(rng, job)
+        elif roll < 0.4 and not job.tasks:
+            _pods_come(rng, job)
+            changed.add(uid)
         after[uid] = job
     for n in range(rng.randrange(0, 3)):
         job = _job(rng, f"new-{serial}-{n}")
@@ -89,6 +99,18 @@ def test_a_job_handed_on_untouched_is_not_handed_back() -> None:
     _touch(rng, job)
     assert sums.update(jobs, CPU) == [job]
     assert sums.totals() == _long_way(jobs)
+
+
+def test_a_job_handed_on_without_tasks_that_takes_pods_in_place_is_handed_back() -> None:
+    rng = random.Random(2)
+    empty = Cluster().job("empty", queue="a").job
+    sums = job_sums.JobSums()
+    sums.update({empty.uid: empty}, CPU)
+    assert sums.totals() == ({"a": 0.0}, 0)
+    _pods_come(rng, empty)
+    assert sums.update({empty.uid: empty}, CPU) == [empty]
+    assert sums.totals() == _long_way({empty.uid: empty})
+    assert sums.update({empty.uid: empty}, CPU) == []
 
 
 def test_a_fraction_of_a_millicore_is_added_up_the_long_way() -> None:
