@@ -7,24 +7,23 @@ steps), so a long quiet run stays small. A *job* is what the scheduler
 schedules: a PodGroup, or a pod of ours without one. Its wait runs from its
 submission (the earliest creation of the group and its pods) to the first
 tick at which at least minMember of its pods are bound, running or done.
+
+Both are worked out from the jobs that changed since the last tick only
+(``kbatch.sim.job_sums``): a job the same as at the last tick adds what it added then,
+and its wait was noted as it is.
 """
 
-import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kbatch.api import DEFAULT_QUEUE
 from kbatch.cluster.quantity import amount
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
+from kbatch.sim import job_sums
 
 # Read from a session's snapshot as the session left it: what it bound is Binding.
 STARTED = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
-WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
-# A job's counts of its tasks in WAITING (``JobInfo.counts`` is by status), for every job
-# at every tick.
-_waiting_counts = operator.itemgetter(*WAITING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +64,24 @@ class Timeline:
     waits: dict[tuple[str, str, str], Wait] = field(default_factory=dict)
     end: float = 0.0
     # The uids of the jobs whose wait is over (a job's uid names its kind, namespace and
-    # name, as its key in ``waits`` does): every tick asks of every running job.
+    # name, as its key in ``waits`` does): every tick asks of every job that changed.
     _started: set[str] = field(default_factory=set)
+    # The sums over the jobs of the last tick's snapshot, kept by what changed.
+    _sums: job_sums.JobSums = field(default_factory=job_sums.JobSums, compare=False)
 
     def record(self, now: float, snapshot: Snapshot, created_at: dict[str, float]) -> None:
         self.end = now
-        sample = _sample(now, snapshot)
+        jobs: Iterable[JobInfo] = snapshot.jobs.values()
+        sums = None
+        if job_sums.KEEP_SUMS_OF_UNCHANGED_JOBS:
+            sums = self._sums
+            jobs = sums.update(snapshot.jobs, snapshot.dims.index[CPU])
+        sample = _sample(now, snapshot, sums)
         if not self.samples or not sample.same_values(self.samples[-1]):
             self.samples.append(sample)
         started = self._started
-        for job in snapshot.jobs.values():
+        # (the jobs that changed: one the same as at the last tick was noted as it is)
+        for job in jobs:
             # (a group whose pods are held has not begun to wait to start)
             if job.tasks and job.uid not in started:
                 self._note_wait(now, job, created_at)
@@ -95,7 +102,8 @@ class Timeline:
             self._started.add(job.uid)
 
 
-def _sample(now: float, snapshot: Snapshot) -> Sample:
+def _sample(now: float, snapshot: Snapshot, sums: job_sums.JobSums | None) -> Sample:
+    """The sample of ``snapshot``; ``sums``: its jobs' sums, kept (None: add them up)."""
     dims, nodes = snapshot.dims, snapshot.nodes
 
     def used_fraction(resource: str) -> float:
@@ -103,22 +111,32 @@ def _sample(now: float, snapshot: Snapshot) -> Sample:
         total = float(nodes.allocatable[:, i].sum()) if len(nodes) else 0.0
         return float(nodes.used[:, i].sum()) / total if total > 0 else 0.0
 
+    kept = sums.totals() if sums is not None else None
+    allocated, pending = kept if kept is not None else _added_up(snapshot)
+    for name in snapshot.queues:
+        allocated.setdefault(name, 0.0)
+    queues = {}
+    for name in sorted(allocated):
+        queues[name] = (allocated[name] / 1000, _deserved_cpu(snapshot, name) / 1000)
+    return Sample(now, queues, used_fraction(CPU), used_fraction(MEMORY), pending)
+
+
+def _added_up(snapshot: Snapshot) -> tuple[dict[str, float], int]:
+    """Each queue's allocated millicores and the pods waiting, added up over every job of
+    ``snapshot`` in its order (the long way)."""
     allocated = {name: 0.0 for name in snapshot.queues}
     pending = 0
-    cpu = dims.index[CPU]
+    cpu = snapshot.dims.index[CPU]
     jobs: Iterable[JobInfo] = snapshot.jobs.values()
     if NAME_QUEUES_OF_JOBS_WITHOUT_TASKS:
         for queue in _queues_of_jobs_without_tasks(jobs):
             allocated.setdefault(queue, 0.0)
         jobs = [job for job in jobs if job.tasks]
     for job in jobs:
-        queue = job.queue if job.has_pod_group else DEFAULT_QUEUE
+        queue = job_sums.queue_of(job)
         allocated[queue] = allocated.get(queue, 0.0) + float(job.allocated[cpu])
-        pending += sum(_waiting_counts(job.counts))
-    queues = {}
-    for name in sorted(allocated):
-        queues[name] = (allocated[name] / 1000, _deserved_cpu(snapshot, name) / 1000)
-    return Sample(now, queues, used_fraction(CPU), used_fraction(MEMORY), pending)
+        pending += job_sums.waiting(job)
+    return allocated, pending
 
 
 # False: every job is added up the long way (for tests).
@@ -129,7 +147,7 @@ def _queues_of_jobs_without_tasks(jobs: Iterable[JobInfo]) -> set[str]:
     """A job with no task (most of a backlog: PodGroups whose pods are held until they
     are admitted) adds 0.0 to its queue's allocation and nothing to the pending count:
     only its queue is named, so these are found in one step, not added one by one."""
-    return {job.queue if job.has_pod_group else DEFAULT_QUEUE for job in jobs if not job.tasks}
+    return {job_sums.queue_of(job) for job in jobs if not job.tasks}
 
 
 def _deserved_cpu(snapshot: Snapshot, queue: str) -> float:

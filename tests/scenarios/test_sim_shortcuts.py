@@ -7,6 +7,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   allocation, and are counted as waiting in one step;
 - ``timeline.NAME_QUEUES_OF_JOBS_WITHOUT_TASKS``: nor to the report's samples (compared on their own:
   the JSON does not show them);
+- ``job_sums.KEEP_SUMS_OF_UNCHANGED_JOBS``: the timeline's samples and waits worked out
+  from the jobs that changed since the last tick (the JSON's metrics read the waits; the
+  samples, and the order the waits were first seen in, are compared on their own);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
   worded, and its event made, once for the same words, not every session;
@@ -29,7 +32,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``: a job's status, kept by the last
   session that did not touch it and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
-  (by ``np.add.at``, the long way).
+  (by ``np.add.at``, the long way);
+- ``clock.KEEP_TIMESTAMPS``: the recent seconds' timestamps kept, not formatted anew.
 """
 
 import copy
@@ -44,8 +48,9 @@ from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang
-from kbatch.sim import metrics, run, simulate, timeline
+from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
+from scenarios.objects import at, node, pod, pod_group
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
 WORKLOAD = TESTDATA / "workloads" / "small-short_big-long" / "non-preemptible.yaml"
@@ -74,6 +79,8 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "pods of changed units": (snapshot, "PASS_CHANGED_UNITS_ONLY", False),
     "statuses kept": (job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
+    "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False),
+    "timestamps kept": (clock, "KEEP_TIMESTAMPS", False),
 }
 
 
@@ -96,14 +103,42 @@ def test_a_shortcut_switched_off_changes_nothing(
     assert any(g["phase"] == "Pending" for g in quick["podGroups"])  # some wait, unadmitted
 
 
+TIMELINE_SEAMS = {
+    "queues of jobs without tasks": (timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS"),
+    "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS"),
+}
+
+
 @pytest.mark.skipif(not TESTDATA.is_dir(), reason=f"no Armada simulator testdata at {TESTDATA}")
-def test_the_timeline_without_its_shortcut_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("seam", sorted(TIMELINE_SEAMS))
+def test_the_timeline_without_its_shortcut_is_the_same(
+    seam: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def sampled() -> tuple[object, ...]:
         done = run(workload=WORKLOAD, cluster=CLUSTER, until="10m", warn=lambda _: None).timeline
-        return done.samples, done.waits, done.end
+        return done.samples, list(done.waits.items()), done.end
 
     quick = sampled()
-    monkeypatch.setattr(timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS", False)
+    monkeypatch.setattr(*TIMELINE_SEAMS[seam], False)
     assert sampled() == quick
     samples = quick[0]
     assert any(sum(a for a, _ in s.queues.values()) for s in samples)  # type: ignore[attr-defined]
+
+
+def test_pods_that_come_to_a_group_handed_on_without_tasks_are_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group's job without tasks is handed from one snapshot to the next while its
+    PodGroup stays the same, and pods that come are put in it in place: no session
+    touches them here (too big for the node), yet the timeline sees them wait."""
+    late = [at(pod(f"late-{i}", cpu="4", group="late"), "5s") for i in range(3)]
+    documents = [node(cpu="2"), pod_group("late", min_member=3), *late]
+
+    def sampled() -> tuple[object, ...]:
+        done = run(documents=documents, until="8s", warn=lambda _: None).timeline
+        return done.samples, list(done.waits.items()), done.end
+
+    quick = sampled()
+    monkeypatch.setattr(job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False)
+    assert sampled() == quick
+    assert [(s.time, s.pending) for s in quick[0]] == [(0.0, 0), (5.0, 3)]  # type: ignore[attr-defined]
