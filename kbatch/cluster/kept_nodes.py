@@ -66,6 +66,7 @@ class KeptNodes:
             return NodeSet.of_same_nodes(last, self._allocatable.copy())
         self._records, self._last, self._placed = nodes, None, None
         node_set = made()
+        node_set.static_version = object()  # (records are never changed in place)
         self._allocatable = node_set.allocatable.copy()
         return node_set
 

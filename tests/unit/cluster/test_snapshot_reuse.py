@@ -162,8 +162,8 @@ def described(snap: Snapshot) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return (value.dtype.str, value.tolist())
-    if isinstance(value, NodeSet):
-        return {name: _plain(item) for name, item in vars(value).items()}
+    if isinstance(value, NodeSet):  # (static_version: a token of its maker's, not a value)
+        return {k: _plain(item) for k, item in vars(value).items() if k != "static_version"}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         # compare=False: not what the value is (JobInfo.kept_status, a session's memo)
         names = [field.name for field in dataclasses.fields(value) if field.compare]

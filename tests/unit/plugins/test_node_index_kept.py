@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from builders import Cluster, plugin_conf, scores_by_node
+from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     NodeSelectorTerm,
@@ -20,6 +22,7 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Toleration,
 )
 from kbatch.operators.scheduler.core.plugins import node_index
+from unit.cluster.test_snapshot_reuse import QUEUE, node
 
 CONF = plugin_conf("predicates", "nodeorder")
 ZONES = ["a", "b", "c"]
@@ -105,3 +108,26 @@ def test_the_index_is_kept_while_the_nodes_say_the_same_and_made_anew_on_any_cha
         for field, value in change.items():
             setattr(info, field, value)
         assert node_index.of(cluster.open(CONF)) is not before, change
+
+
+def test_node_sets_of_one_version_keep_the_index_without_a_comparison(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snapshot of the same Node records (kbatch.cluster.kept_nodes) gives its node set
+    the last one's version: the index is kept without comparing every node; a node
+    written is a new version and a new index."""
+    compared: list[int] = []
+    compare = node_index.static_state
+    monkeypatch.setattr(
+        node_index, "static_state", lambda nodes: compared.append(1) or compare(nodes)
+    )
+    state = ClusterState()
+    for obj in (QUEUE, node("a"), node("b", zone="z1")):
+        state.apply(obj)
+    first = node_index.of(runner.open_session(state.snapshot(), runner.default_conf(), 0.0, "s"))
+    compared.clear()  # (an index is made of them)
+    second = node_index.of(runner.open_session(state.snapshot(), runner.default_conf(), 0.0, "s"))
+    assert second is first and compared == []
+    state.apply(node("b", zone="z2"))
+    third = node_index.of(runner.open_session(state.snapshot(), runner.default_conf(), 0.0, "s"))
+    assert third is not first and third.column("zone").among(("z2",)).tolist() == [False, True]

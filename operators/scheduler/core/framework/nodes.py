@@ -61,6 +61,11 @@ class NodeSet:
         self.names = [info.name for info in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
         self.allocatable = allocatable[order] if len(order) else allocatable
+        # Stands for what the nodes say besides their tasks and rows (names, labels,
+        # taints, cordons, conditions), when their maker knows it unchanged: two node sets
+        # with the same one (not None) say the same (``of_same_nodes``; the node index
+        # is then kept without comparing every node).
+        self.static_version: object | None = None
         self._empty()
 
     @classmethod
@@ -72,6 +77,7 @@ class NodeSet:
         node_set = cls.__new__(cls)
         node_set.infos, node_set.names = last.infos, last.names
         node_set.index, node_set.allocatable = last.index, allocatable
+        node_set.static_version = last.static_version
         node_set._empty()
         return node_set
 

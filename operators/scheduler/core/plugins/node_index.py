@@ -37,6 +37,8 @@ _SET_OPERATORS = (Operator.IN, Operator.NOT_IN)
 # value with the index's own copy) takes it over. Sessions follow one another, and most
 # change no node's labels, taints or conditions. A switch for the tests that compare.
 KEEP_ACROSS_SESSIONS = True
+# False: compared by value even when the node sets' maker says they are the same.
+KEEP_BY_VERSION = True
 # How many masks by value (selectors and terms) an index kept across sessions holds.
 MASKS_KEPT = 1024
 
@@ -128,6 +130,7 @@ class NodeIndex:
             for name, labels, taints, cordoned, conditions in static_state(nodes)
         ]
         self.size = len(nodes)
+        self.static_version: object | None = None  # its nodes' (``_kept_or_new``)
         self._columns: dict[str, LabelColumn] = {}
         self._names = _column(list(nodes.names))
         self._terms: dict[tuple[NodeSelectorTerm, ...], np.ndarray] = {}
@@ -255,10 +258,20 @@ def of(session: Session) -> NodeIndex:
 
 
 def _kept_or_new(nodes: NodeSet) -> NodeIndex:
-    if KEEP_ACROSS_SESSIONS and _last and _last[0].state == static_state(nodes):
+    if KEEP_ACROSS_SESSIONS and _last and _says_the_same(_last[0], nodes):
         kept = _last[0]
         kept.forget_if_many()
         return kept
     index = NodeIndex(nodes)
+    index.static_version = nodes.static_version
     _last[:] = [index]
     return index
+
+
+def _says_the_same(index: NodeIndex, nodes: NodeSet) -> bool:
+    """Do ``nodes`` say what the nodes ``index`` was made of said? Known without a look
+    when their maker says they are the same (``NodeSet.static_version``), else compared."""
+    version = nodes.static_version
+    if version is not None and version is index.static_version and KEEP_BY_VERSION:
+        return True
+    return index.state == static_state(nodes)
