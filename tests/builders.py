@@ -258,6 +258,8 @@ class Cluster:
 
     def snapshot(self) -> Snapshot:
         infos = [info for info, _ in self.nodes]
+        for info in infos:  # (what a snapshot places, not what a session left there)
+            info.tasks.clear()
         allocatable = (
             np.array([a for _, a in self.nodes]) if self.nodes else np.zeros((0, len(DIMS)))
         )

@@ -29,6 +29,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   every task placed, the long way);
 - ``node_index.KEEP_BY_VERSION``: the node index kept, without a comparison, for a node
   set of the same Node records (compared node by node, the long way);
+- ``session.COUNT_BY_NODE_SET``: the pods with required anti-affinity, counted by the
+  node set as tasks come and go (every node's tasks walked when asked, the long way);
 - ``snapshot.PASS_CHANGED_UNITS_ONLY``: a snapshot that hands most jobs on walks the pods
   of the others only (every pod, the long way);
 - ``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``: a job's status, kept by the last
@@ -47,7 +49,7 @@ import pytest
 from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes, snapshot
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
-from kbatch.operators.scheduler.core.framework import info, job_status
+from kbatch.operators.scheduler.core.framework import info, job_status, session
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import gang, node_index
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
@@ -80,6 +82,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "nodes kept": (kept_nodes, "KEEP_UNCHANGED_NODES", False),
     "pods of changed units": (snapshot, "PASS_CHANGED_UNITS_ONLY", False),
     "node index by version": (node_index, "KEEP_BY_VERSION", False),
+    "anti-affinity pods by node set": (session, "COUNT_BY_NODE_SET", False),
     "statuses kept": (job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False),
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
     "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False),

@@ -20,15 +20,28 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
-from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
+from kbatch.operators.scheduler.core.framework.podspec import (
+    Affinity,
+    LabelSelector,
+    PodAffinityTerm,
+    PodTemplate,
+)
 
 DIMS = 4
+
+
+# (the pods with required anti-affinity terms are counted per node: NodeSet.anti_required)
+APART = Affinity(anti_required=(PodAffinityTerm(LabelSelector((("app", "x"),)), "zone"),))
 
 
 def templates(rnd: random.Random, count: int) -> list[PodTemplate]:
     return [
         PodTemplate(
-            "ns", {}, np.array([rnd.random() * 10 ** rnd.randrange(6) for _ in range(DIMS)]), False
+            "ns",
+            {},
+            np.array([rnd.random() * 10 ** rnd.randrange(6) for _ in range(DIMS)]),
+            False,
+            affinity=APART if rnd.random() < 0.3 else Affinity(),
         )
         for _ in range(count)
     ]
@@ -125,7 +138,9 @@ def rng_order(rnd: random.Random, count: int) -> list[int]:
     return order
 
 
-NODE_STATES = ("used", "releasing", "pipelined", "nominated", "free", "future", "_waits")
+NODE_STATES = (
+    "used", "releasing", "pipelined", "nominated", "free", "future", "_waits", "anti_required"
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("bincount", [True, False])
@@ -202,3 +217,22 @@ def test_place_again_is_place_all_of_every_task(seed: int) -> None:
     assert again.kept == fresh.kept == len(later_reserved)
     assert [list(i.tasks) for i in again.infos] == [list(i.tasks) for i in fresh.infos]
     assert again.infos is before.infos and not again.version.any() and again.changed == []
+
+
+def test_the_count_of_anti_affinity_pods_follows_the_tasks_on_each_node() -> None:
+    rnd = random.Random(7)
+    nodes = node_set(rnd, 6)
+    placed = tasks(rnd, 120, [TaskStatus.RUNNING])
+    for task in placed:
+        task.node = rnd.randrange(6)
+    nodes.place_all(placed[:60])
+    for task in placed[60:]:
+        nodes.place(task, task.node)
+    for task in rnd.sample(placed, 50):
+        nodes.remove(task, task.node)
+        nodes.remove(task, task.node)  # (a second time: it is gone already)
+    walked = [
+        sum(1 for task in info.tasks.values() if task.template.affinity.anti_required)
+        for info in nodes.infos
+    ]
+    assert nodes.anti_required.tolist() == walked and sum(walked) > 0

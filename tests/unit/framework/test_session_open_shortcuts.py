@@ -1,7 +1,8 @@
 """A session counts the pods with required anti-affinity when first asked, not at open
-(``session.COUNT_WHEN_ASKED``): asked before, between and after placements and
+(``session.COUNT_WHEN_ASKED``), and takes the node set's count rather than walking every
+task (``session.COUNT_BY_NODE_SET``): asked before, between and after placements and
 evictions, the count is the one kept current from the open, and the decisions of
-random clusters with such pods are the same either way."""
+random clusters with such pods are the same every way."""
 
 import random
 
@@ -56,8 +57,10 @@ def test_counted_when_asked_decides_as_counted_at_open(
         return (sent.binds, sent.evictions, sent.nominations, session.anti_affinity_pods)
 
     lazy = decided()
+    monkeypatch.setattr(session_module, "COUNT_BY_NODE_SET", False)
+    assert decided() == lazy  # walked, when asked
     monkeypatch.setattr(session_module, "COUNT_WHEN_ASKED", False)
-    assert decided() == lazy
+    assert decided() == lazy  # walked, at open
 
 
 def test_the_count_asked_late_is_the_count_kept_from_the_open() -> None:

@@ -87,6 +87,8 @@ class NodeSet:
         self.pipelined = np.zeros_like(self.allocatable)
         self.nominated = np.zeros_like(self.allocatable)
         self.kept = 0  # pending tasks room is kept for (``reserve``)
+        # Per node: its tasks whose pods carry required anti-affinity terms.
+        self.anti_required = np.zeros(len(self.infos), dtype=np.int64)
         # Per node: is anything pipelined, nominated or releasing there (a row of those
         # not all zero)? Most nodes have none, and their room is simply what is idle.
         self._waits = np.zeros(len(self.infos), dtype=bool)
@@ -109,7 +111,10 @@ class NodeSet:
 
     def place(self, task: TaskInfo, node: int) -> None:
         """Account ``task`` (in its current status) on ``node``."""
-        self.infos[node].tasks[task.uid] = task
+        tasks = self.infos[node].tasks
+        if task.template.affinity.anti_required and task.uid not in tasks:
+            self.anti_required[node] += 1
+        tasks[task.uid] = task
         self._account(task, node, +1.0)
 
     def place_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo] = ()) -> None:
@@ -139,10 +144,12 @@ class NodeSet:
         of them all."""
         for matrix, before in zip(self._placed_matrices(), placed_before.matrices, strict=True):
             np.copyto(matrix, before)
+        np.copyto(self.anti_required, placed_before.anti_required)
         if len(nodes):
             at = np.fromiter(nodes, np.intp, len(nodes))
             for matrix in self._placed_matrices():
                 matrix[at] = 0.0
+            self.anti_required[at] = 0
             infos = self.infos
             for node in nodes:
                 infos[node].tasks = {}
@@ -156,7 +163,10 @@ class NodeSet:
     def placed_rows(self) -> "PlacedRows":
         """A copy of what is placed and reserved on every node now (for ``place_again``)."""
         used, releasing, pipelined, nominated = self._placed_matrices()
-        return PlacedRows((used.copy(), releasing.copy(), pipelined.copy(), nominated.copy()))
+        return PlacedRows(
+            (used.copy(), releasing.copy(), pipelined.copy(), nominated.copy()),
+            self.anti_required.copy(),
+        )
 
     def _add_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo]) -> None:
         """Put ``placed`` on their nodes and add them, and the room of ``reserved``, to the
@@ -165,6 +175,9 @@ class NodeSet:
         infos = self.infos
         for task in placed:
             infos[task.node].tasks[task.uid] = task
+        anti = [task.node for task in placed if task.template.affinity.anti_required]
+        if anti:
+            np.add.at(self.anti_required, np.fromiter(anti, np.intp, len(anti)), 1)
         # The tasks each matrix adds, in order (a comprehension each: a busy cluster's
         # snapshot places every running pod, every session).
         using = [task for task in placed if task.status in OCCUPYING_STATUSES]
@@ -196,7 +209,9 @@ class NodeSet:
 
     def remove(self, task: TaskInfo, node: int) -> None:
         self._account(task, node, -1.0)
-        self.infos[node].tasks.pop(task.uid, None)
+        there = self.infos[node].tasks.pop(task.uid, None)
+        if there is not None and there.template.affinity.anti_required:
+            self.anti_required[node] -= 1
 
     def reserve(self, task: TaskInfo, sign: float) -> None:
         """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""
@@ -270,6 +285,7 @@ class PlacedRows:
     placed its tasks (``NodeSet.placed_rows``)."""
 
     matrices: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    anti_required: np.ndarray
 
 
 def _on_nodes(tasks: list[TaskInfo]) -> tuple[list[int], list[np.ndarray]]:
