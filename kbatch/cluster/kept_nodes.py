@@ -145,12 +145,10 @@ class KeptNodes:
         """The nodes whose tasks may differ from the last snapshot's (the module's
         docstring); and each unit's nodes, kept for the next snapshot."""
         again = set(changed)
-        unit_nodes: dict[str, list[int]] = {}
-        for unit, nodes in self._unit_nodes.items():
-            if unit in kept_jobs:
-                unit_nodes[unit] = nodes
-            else:
-                again.update(nodes)
+        last = self._unit_nodes
+        unit_nodes = {unit: nodes for unit, nodes in last.items() if unit in kept_jobs}
+        for unit in last.keys() - unit_nodes.keys():
+            again.update(last[unit])
         for task in made:
             node = task.nominated if task.nominated != NO_NODE else task.node
             again.add(node)
