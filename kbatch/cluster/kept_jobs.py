@@ -22,12 +22,15 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from kbatch.api.podgroup import PodGroupPhase
 from kbatch.cluster.kept_tasks import Priorities
+from kbatch.cluster.pod_units import ShownPods
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import Dims
 
 # False: every job with tasks is made anew by every snapshot (the long way, for tests).
 KEEP_UNCHANGED_JOBS = True
+INQUEUE = PodGroupPhase.INQUEUE
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +82,26 @@ class KeptJobs:
     def forget(self) -> None:
         self._jobs = {}
         self._context = None
+
+
+def own_groups_in_order(
+    jobs: dict[str, JobInfo], kept_jobs: Mapping[str, JobInfo], pods: ShownPods
+) -> None:
+    """Add the handed-on jobs of pods without a PodGroup (whose pods the pass did not
+    walk) that this snapshot shows, Inqueue, where a pass over every pod would have put
+    them: with the others of their kind, after the groups' jobs, in their pods' order."""
+    own: list[tuple[int, JobInfo]] = []
+    for job in kept_jobs.values():
+        place = None if job.has_pod_group else pods.place(f"{job.namespace}/{job.name}")
+        if place is not None:
+            job.phase = INQUEUE
+            own.append((place, job))
+    if not own:
+        return
+    for job in [job for job in jobs.values() if not job.has_pod_group]:  # made by the pass
+        del jobs[job.uid]
+        place = pods.place(f"{job.namespace}/{job.name}")
+        assert place is not None, job.uid
+        own.append((place, job))
+    own.sort(key=lambda placed: placed[0])
+    jobs.update((job.uid, job) for _, job in own)

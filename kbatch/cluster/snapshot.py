@@ -7,7 +7,9 @@ job is made from that takes parsing (minResources as a vector, its lifetime and
 topology, its creation time), for as long as the group object is the same one,
 each node's allocatable row, and each pod's task (``kept_tasks``). The state hands
 pods, groups and nodes over as they arrive (``pod_arrived``, ...), so that this work
-is done then rather than by the next snapshot.
+is done then rather than by the next snapshot. A snapshot hands on the last one's jobs
+that nothing changed (``kept_jobs``) and its nodes while no Node was written
+(``kept_nodes``); it then walks only the pods of the other jobs (``_pods_to_pass``).
 """
 
 from collections.abc import Callable, Iterable, Mapping
@@ -17,10 +19,10 @@ import numpy as np
 
 from kbatch.api import DEFAULT_QUEUE
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
-from kbatch.api.queue import Queue, QueueState
+from kbatch.api.queue import Queue
 from kbatch.cluster.group_parts import GroupParts, group_parts, job_info
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
-from kbatch.cluster.kept_jobs import JobContext, KeptJobs
+from kbatch.cluster.kept_jobs import JobContext, KeptJobs, own_groups_in_order
 from kbatch.cluster.kept_nodes import KeptNodes
 from kbatch.cluster.kept_tasks import (
     KeptTasks,
@@ -32,18 +34,16 @@ from kbatch.cluster.kept_tasks import (
 )
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.cluster.podspec import ParsedSpec
-from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import (
     NodeRecord,
     PodRecord,
     PriorityClassRecord,
-    timestamp,
 )
+from kbatch.cluster.snapshot_inputs import queue_info, resource_names
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     NO_NODE,
     JobInfo,
-    QueueInfo,
     TaskInfo,
     TaskStatus,
 )
@@ -238,7 +238,7 @@ class SnapshotBuilder:
         if not isinstance(pods, ShownPods):
             pods = ShownPods.of_list(pods)
         if names is None:
-            names = _resource_names(nodes, pods.every(), pod_groups, queues)
+            names = resource_names(nodes, pods.every(), pod_groups, queues)
         dims = self._dims_for(names)
         node_set = self._kept_nodes.node_set(
             nodes,
@@ -254,7 +254,7 @@ class SnapshotBuilder:
         self._arrival = TaskContext(dims, dict(node_set.index), resolver, scheduler_names)
         context = JobContext.of(dims, node_set.names, resolver, scheduler_names)
         kept_jobs = self._kept_jobs.reusable(context, changed_units)
-        queue_infos = {name: _queue_info(q, dims) for name, q in queues.items()}
+        queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
         self._kept.forget_all_but(pods.count, pods.every)
@@ -285,7 +285,7 @@ class SnapshotBuilder:
             accounts, _, _ = self._tasks(
                 passing, jobs, {}, node_set, dims, resolver, scheduler_names, orphans, made
             )
-            _own_groups_in_order(jobs, kept_jobs, pods)
+            own_groups_in_order(jobs, kept_jobs, pods)
             self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place)
         accounts.requests.add_to(accounts.owners)
         complete_groups(pod_groups, jobs, accounts)
@@ -510,74 +510,3 @@ class SnapshotBuilder:
             )
             jobs[uid] = job
         return job
-
-
-def _resource_names(
-    nodes: list[NodeRecord],
-    pods: list[PodRecord],
-    pod_groups: Mapping[str, PodGroup],
-    queues: Mapping[str, Queue],
-) -> set[str]:
-    """Every resource name the objects mention: a name only a PodGroup's minResources
-    or a Queue's capability uses is a dimension too (one the cluster has none of)."""
-    names: set[str] = set()
-    for objects in (nodes, pods, pod_groups.values(), queues.values()):
-        for record in objects:
-            names.update(resource_names_of(record))
-    return names
-
-
-def resource_names_of(record: object) -> tuple[str, ...]:
-    """The resource names one parsed object mentions (a dimension each): a Node's
-    allocatable, a Pod's request, a PodGroup's minResources, a Queue's capability."""
-    if isinstance(record, NodeRecord):
-        return tuple(record.allocatable)
-    if isinstance(record, PodRecord):
-        return tuple(name for name, _ in record.spec.request)
-    if isinstance(record, PodGroup):
-        return tuple(record.spec.min_resources or ())
-    if isinstance(record, Queue):
-        return tuple(record.spec.capability or ())
-    return ()
-
-
-def _queue_info(queue: Queue, dims: Dims) -> QueueInfo:
-    spec = queue.spec
-    capability = None
-    if spec.capability:
-        limits = amounts(spec.capability, "spec.capability")
-        capability = np.full(len(dims), np.inf)
-        for name, value in limits.items():
-            capability[dims.index[name]] = value
-    return QueueInfo(
-        name=queue.metadata.name,
-        weight=spec.weight,
-        created=timestamp(queue.metadata.creation_timestamp),
-        capability=capability,
-        reclaimable=spec.reclaimable,
-        open=spec.state is QueueState.OPEN,
-        old_status=queue.status,
-    )
-
-
-def _own_groups_in_order(
-    jobs: dict[str, JobInfo], kept_jobs: Mapping[str, JobInfo], pods: ShownPods
-) -> None:
-    """Add the handed-on jobs of pods without a PodGroup (whose pods the pass did not
-    walk) that this snapshot shows, Inqueue, where a pass over every pod would have put
-    them: with the others of their kind, after the groups' jobs, in their pods' order."""
-    own: list[tuple[int, JobInfo]] = []
-    for job in kept_jobs.values():
-        place = None if job.has_pod_group else pods.place(f"{job.namespace}/{job.name}")
-        if place is not None:
-            job.phase = INQUEUE
-            own.append((place, job))
-    if not own:
-        return
-    for job in [job for job in jobs.values() if not job.has_pod_group]:  # made by the pass
-        del jobs[job.uid]
-        place = pods.place(f"{job.namespace}/{job.name}")
-        assert place is not None, job.uid
-        own.append((place, job))
-    own.sort(key=lambda placed: placed[0])
-    jobs.update((job.uid, job) for _, job in own)

@@ -20,7 +20,7 @@ from typing import Any
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.cluster import fields, records, settled, snapshot
+from kbatch.cluster import fields, records, settled, snapshot, snapshot_inputs
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.pod_units import PodUnits, ShownPods
 from kbatch.operators.podgroup import status as pod_group_status
@@ -172,7 +172,7 @@ class ClusterState:
         """Count the resource names of ``parsed`` (None: the object is gone) in place of
         those of the object's last version."""
         self._names.subtract(self._names_of.pop((kind, key), ()))
-        names = () if parsed is None else snapshot.resource_names_of(parsed)
+        names = () if parsed is None else snapshot_inputs.resource_names_of(parsed)
         if names:
             self._names_of[(kind, key)] = names
             self._names.update(names)

@@ -1,0 +1,61 @@
+"""What a snapshot takes from the objects besides their pods' tasks and jobs: the
+resource names they mention (its dimensions) and the queues."""
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from kbatch.api.podgroup import PodGroup
+from kbatch.api.queue import Queue, QueueState
+from kbatch.cluster.quantity import amounts
+from kbatch.cluster.records import NodeRecord, PodRecord, timestamp
+from kbatch.operators.scheduler.core.framework.info import QueueInfo
+from kbatch.operators.scheduler.core.framework.resources import Dims
+
+
+def resource_names(
+    nodes: list[NodeRecord],
+    pods: list[PodRecord],
+    pod_groups: Mapping[str, PodGroup],
+    queues: Mapping[str, Queue],
+) -> set[str]:
+    """Every resource name the objects mention: a name only a PodGroup's minResources
+    or a Queue's capability uses is a dimension too (one the cluster has none of)."""
+    names: set[str] = set()
+    for objects in (nodes, pods, pod_groups.values(), queues.values()):
+        for record in objects:
+            names.update(resource_names_of(record))
+    return names
+
+
+def resource_names_of(record: object) -> tuple[str, ...]:
+    """The resource names one parsed object mentions (a dimension each): a Node's
+    allocatable, a Pod's request, a PodGroup's minResources, a Queue's capability."""
+    if isinstance(record, NodeRecord):
+        return tuple(record.allocatable)
+    if isinstance(record, PodRecord):
+        return tuple(name for name, _ in record.spec.request)
+    if isinstance(record, PodGroup):
+        return tuple(record.spec.min_resources or ())
+    if isinstance(record, Queue):
+        return tuple(record.spec.capability or ())
+    return ()
+
+
+def queue_info(queue: Queue, dims: Dims) -> QueueInfo:
+    spec = queue.spec
+    capability = None
+    if spec.capability:
+        limits = amounts(spec.capability, "spec.capability")
+        capability = np.full(len(dims), np.inf)
+        for name, value in limits.items():
+            capability[dims.index[name]] = value
+    return QueueInfo(
+        name=queue.metadata.name,
+        weight=spec.weight,
+        created=timestamp(queue.metadata.creation_timestamp),
+        capability=capability,
+        reclaimable=spec.reclaimable,
+        open=spec.state is QueueState.OPEN,
+        old_status=queue.status,
+    )
