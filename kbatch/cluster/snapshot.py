@@ -258,10 +258,7 @@ class SnapshotBuilder:
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
         self._kept.forget_all_but(pods.count, pods.every)
-        jobs = {
-            key: self._job(key, group, dims, resolver, kept_jobs)
-            for key, group in pod_groups.items()
-        }
+        jobs = self._jobs(pod_groups, dims, resolver, kept_jobs)
         if kept_jobs:  # those of groups this snapshot shows, and pods' own groups
             kept_jobs = {
                 unit: job
@@ -316,6 +313,27 @@ class SnapshotBuilder:
         if not units.isdisjoint(kept_jobs):  # a unit of a job handed on has a jobless pod
             return None
         return pods.of_units(units)
+
+    def _jobs(
+        self,
+        pod_groups: Mapping[str, PodGroup],
+        dims: Dims,
+        resolver: Priorities,
+        kept_jobs: Mapping[str, JobInfo],
+    ) -> dict[str, JobInfo]:
+        """The groups' jobs, in their order: ``_job`` of each, a job handed on whole (most
+        of a busy cluster's) found inline (this runs for every group of every snapshot)."""
+        jobs: dict[str, JobInfo] = {}
+        parts_of = self._groups
+        for key, group in pod_groups.items():
+            job = kept_jobs.get(key)
+            parts = parts_of.get(key)
+            if job is None or parts is None or parts.group is not group or parts.job is not job:
+                job = self._job(key, group, dims, resolver, kept_jobs)
+            else:
+                job.phase = parts.tail[3]  # (as _job sets it)
+            jobs[key] = job
+        return jobs
 
     def _job(
         self,
