@@ -5,22 +5,19 @@ from every pod, on a state that shows every pod and on one that leaves settled j
 again, keep their jobs in pod order; a unit with another scheduler's pod is walked whole;
 and the pass does walk fewer pods."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from kbatch.cluster import snapshot
 from kbatch.cluster.snapshot import SnapshotBuilder
-from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from unit.cluster.test_kept_jobs import CONFS, QUIET_STEPS, nothing, session
 from unit.cluster.test_snapshot_reuse import (
     QUEUE,
     RUNNING,
     Step,
     applying,
-    described,
+    compared_snapshots,
     group,
     node,
     pod,
@@ -49,20 +46,6 @@ MIXED: list[Step] = [
 ]
 
 
-def compared(steps: list[Step], leave_out_settled: bool) -> Iterator[Snapshot]:
-    """As ``test_snapshot_reuse.compared_snapshots``, on states that leave out settled
-    jobs or not."""
-    kept = ClusterState(leave_out_settled=leave_out_settled)
-    fresh = ClusterState(leave_out_settled=leave_out_settled)
-    for step in steps:
-        step(kept)
-        step(fresh)
-        fresh._builder = SnapshotBuilder()
-        snap = kept.snapshot()
-        assert described(snap) == described(fresh.snapshot())
-        yield snap
-
-
 def passed(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     """The pods each snapshot's pass walks (None: every pod)."""
     counts: list[int | None] = []
@@ -85,7 +68,7 @@ def test_a_pass_over_some_pods_builds_what_one_over_all_builds(
 ) -> None:
     counts = passed(monkeypatch)
     chosen = {"reuse": QUIET_STEPS, "own groups": OWN_GROUPS, "mixed": MIXED}[steps]
-    for snap in compared(chosen, leave_out_settled):
+    for snap in compared_snapshots(chosen, leave_out_settled):
         session(snap, conf_name)
     kept_counts = counts[0::2]  # (the fresh builder's come between)
     assert any(count is not None for count in kept_counts)
@@ -93,7 +76,7 @@ def test_a_pass_over_some_pods_builds_what_one_over_all_builds(
 
 def test_pods_without_a_group_keep_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = passed(monkeypatch)
-    orders = [[job.name for job in snap.jobs.values()] for snap in compared(OWN_GROUPS, False)]
+    orders = [[job.name for job in snap.jobs.values()] for snap in compared_snapshots(OWN_GROUPS)]
     assert orders[4] == ["p0", "p1", "p2", "p3"]  # p0 made again, the others handed on
     assert orders[-1] == ["p0", "p1", "p2", "p3", "p4"]
     assert counts[0::2][4] == 1  # the pass walked p0 only
@@ -103,7 +86,7 @@ def test_a_unit_with_another_schedulers_pod_is_walked_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     counts = passed(monkeypatch)
-    for _ in compared(MIXED, False):
+    for _ in compared_snapshots(MIXED):
         pass
     assert counts[0::2][3] is None  # m, handed on, has a jobless pod: every pod walked
 
@@ -111,6 +94,6 @@ def test_a_unit_with_another_schedulers_pod_is_walked_whole(
 def test_switched_off_every_pod_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot, "PASS_CHANGED_UNITS_ONLY", False)
     counts = passed(monkeypatch)
-    for _ in compared(OWN_GROUPS, False):
+    for _ in compared_snapshots(OWN_GROUPS):
         pass
     assert set(counts) == {None}

@@ -177,12 +177,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def compared_snapshots(steps: Iterable[Step]) -> Iterator[Snapshot]:
+def compared_snapshots(
+    steps: Iterable[Step], leave_out_settled: bool = False
+) -> Iterator[Snapshot]:
     """Each step applied to a state that keeps its builder and to one given a new builder
     for every snapshot; after each, the kept state's snapshot, once it is checked field
     by field against the other's (the caller may then run a session on it, or change
-    it); at the end, one more snapshot of each, compared."""
-    kept, fresh = ClusterState(), ClusterState()
+    it); at the end, one more snapshot of each, compared. ``leave_out_settled``: the
+    states' (the simulator's leave out settled jobs)."""
+    kept = ClusterState(leave_out_settled=leave_out_settled)
+    fresh = ClusterState(leave_out_settled=leave_out_settled)
     for step in [*steps, lambda state: None]:
         step(kept)
         step(fresh)
