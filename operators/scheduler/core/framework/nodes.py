@@ -87,7 +87,8 @@ class NodeSet:
         self.pipelined = np.zeros_like(self.allocatable)
         self.nominated = np.zeros_like(self.allocatable)
         self.kept = 0  # pending tasks room is kept for (``reserve``)
-        # Per node: its tasks whose pods carry required anti-affinity terms.
+        # Per node: its tasks whose pods carry required anti-affinity terms, as placed
+        # (``place_all``, ``place_again``; ``count_anti_required`` counts them now).
         self.anti_required = np.zeros(len(self.infos), dtype=np.int64)
         # Per node: is anything pipelined, nominated or releasing there (a row of those
         # not all zero)? Most nodes have none, and their room is simply what is idle.
@@ -103,6 +104,20 @@ class NodeSet:
     def __len__(self) -> int:
         return len(self.infos)
 
+    def count_anti_required(self) -> int:
+        """The tasks on the nodes now whose pods carry required anti-affinity terms: those
+        placed, the nodes changed since (``changed``) counted again from their tasks
+        (``place`` and ``remove``, once per task placed, do not count)."""
+        count = int(self.anti_required.sum())
+        for node in set(self.changed):
+            count -= int(self.anti_required[node])
+            count += sum(
+                1
+                for task in self.infos[node].tasks.values()
+                if task.template.affinity.anti_required
+            )
+        return count
+
     def idle(self) -> np.ndarray:
         return self.allocatable - self.used
 
@@ -111,10 +126,7 @@ class NodeSet:
 
     def place(self, task: TaskInfo, node: int) -> None:
         """Account ``task`` (in its current status) on ``node``."""
-        tasks = self.infos[node].tasks
-        if task.template.affinity.anti_required and task.uid not in tasks:
-            self.anti_required[node] += 1
-        tasks[task.uid] = task
+        self.infos[node].tasks[task.uid] = task
         self._account(task, node, +1.0)
 
     def place_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo] = ()) -> None:
@@ -209,9 +221,7 @@ class NodeSet:
 
     def remove(self, task: TaskInfo, node: int) -> None:
         self._account(task, node, -1.0)
-        there = self.infos[node].tasks.pop(task.uid, None)
-        if there is not None and there.template.affinity.anti_required:
-            self.anti_required[node] -= 1
+        self.infos[node].tasks.pop(task.uid, None)
 
     def reserve(self, task: TaskInfo, sign: float) -> None:
         """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""

@@ -104,9 +104,9 @@ class Session(TieredFunctions):
     def _count_anti(self) -> int:
         """``anti_affinity_pods`` as the nodes' tasks stand (``set_status`` keeps it
         current once counted: a task is on its node's tasks exactly while it has one):
-        the node set's count (``NodeSet.anti_required``), kept as tasks come and go."""
+        the node set's count (``NodeSet.count_anti_required``)."""
         if COUNT_BY_NODE_SET:
-            return int(self.nodes.anti_required.sum())
+            return self.nodes.count_anti_required()
         return sum(
             1
             for info in self.nodes.infos
