@@ -37,7 +37,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   session that did not touch it and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
   (by ``np.add.at``, the long way);
-- ``clock.KEEP_TIMESTAMPS``: the recent seconds' timestamps kept, not formatted anew.
+- ``clock.KEEP_TIMESTAMPS``: the recent seconds' timestamps kept, not formatted anew;
+- ``job_status.KEEP_QUEUE_STATUSES``: a queue's status rendered and built once for the
+  same sums and counts (every queue's rendered and built every session, the long way).
 """
 
 import copy
@@ -87,6 +89,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
     "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False),
     "timestamps kept": (clock, "KEEP_TIMESTAMPS", False),
+    "queue statuses kept": (job_status, "KEEP_QUEUE_STATUSES", False),
 }
 
 

@@ -133,3 +133,42 @@ def test_groups_not_admitted_are_told_why() -> None:
         for recorded in told
         for ref, _, _, message in recorded  # type: ignore[attr-defined]
     )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_queue_statuses_built_once_are_those_built_each_session(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = _closed(seed)
+    assert kept[2]  # the queues' statuses are written
+    monkeypatch.setattr(job_status, "KEEP_QUEUE_STATUSES", False)
+    assert _closed(seed) == kept
+
+
+def test_a_queue_status_built_once_is_shared_and_known_unchanged() -> None:
+    session = Cluster().node("n1", cpu=8).queue("a").open(CONF)
+    queue, dims = session.queues["a"], session.dims
+    queue.deserved, queue.allocated = vec(2.5, 0.3), vec(1.25, 0.1)
+    queue.request = vec(3.0, 0.7)
+    first = job_status.queue_status(queue, dims, [])
+    assert job_status.queue_status(queue, dims, []) is first
+    assert first.allocated["cpu"] == "1250m" and first.deserved["cpu"] == "2500m"
+    queue.old_status = first
+    assert not job_status._worth_writing(first, queue)
+    queue.allocated = vec(1.5, 0.1)  # one job more: rendered anew
+    second = job_status.queue_status(queue, dims, [])
+    assert second is not first and second.allocated["cpu"] != first.allocated["cpu"]
+    assert job_status._worth_writing(second, queue)
+    assert second == job_status._built_each(
+        (
+            dims,
+            job_status._bits(queue.deserved),
+            job_status._bits(queue.allocated),
+            job_status._bits(queue.request),
+            0,
+            0,
+            0,
+            None,
+            None,
+        )
+    )

@@ -9,8 +9,10 @@ scheduler its groups are for; a change of its flow alone (the flow plugin's) onl
 the plugin says it is worth a write, and without the plugin the stored flow is kept.
 """
 
+import functools
 import itertools
 import operator
+from collections.abc import Callable
 
 import numpy as np
 
@@ -81,6 +83,7 @@ _scheduled_counts = operator.itemgetter(*SCHEDULED_STATUSES)
 # __getattr__ hook slows every class attribute read, Python 3.11).
 _RUNNING, _SUCCEEDED, _FAILED = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
 _INQUEUE = PodGroupPhase.INQUEUE
+_GROUP_PENDING, _GROUP_RUNNING = PodGroupPhase.PENDING, PodGroupPhase.RUNNING
 
 
 def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupStatus | None:
@@ -175,34 +178,100 @@ def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondi
     return True
 
 
-def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStatus:
-    def render(vector: np.ndarray | None) -> dict[str, str]:
-        if vector is None:
-            return {}
-        return {name: format_quantity(name, value) for name, value in dims.mapping(vector).items()}
+# False: every queue's status is rendered and built anew, every session (the long way,
+# for tests).
+KEEP_QUEUE_STATUSES = True
 
+
+def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStatus:
     phases = [job.phase for job in jobs if job.has_pod_group]
     old = queue.old_status
     flow, flow_updated = (old.flow, old.flow_updated) if old is not None else (None, None)
     if queue.flow is not None and queue.flow_updated is not None:
         flow, flow_updated = queue.flow, rfc3339(queue.flow_updated)
+    made = _built_queue_status if KEEP_QUEUE_STATUSES else _built_each
+    return made(
+        (
+            dims,
+            _bits(queue.deserved),
+            _bits(queue.allocated),
+            _bits(queue.request),
+            phases.count(_GROUP_PENDING),
+            phases.count(_INQUEUE),
+            phases.count(_GROUP_RUNNING),
+            flow,
+            flow_updated,
+        )
+    )
+
+
+def _bits(vector: np.ndarray | None) -> bytes | None:
+    """A vector as its floats' bytes (hashable; ``np.frombuffer`` gives it back exactly)."""
+    return None if vector is None else np.asarray(vector, dtype=float).tobytes()
+
+
+# A queue status's inputs after the renderer: dims, deserved, allocated and request (as
+# ``_bits``), pending, inqueue and running groups, flow and its time.
+StatusInputs = tuple[
+    Dims, bytes | None, bytes | None, bytes | None, int, int, int, float | None, str | None
+]
+Renderer = Callable[[Dims, bytes | None], tuple[tuple[str, str], ...]]
+
+
+@functools.lru_cache(maxsize=256)
+def _built_queue_status(inputs: StatusInputs) -> QueueStatus:
+    """A queue's status, rendered and built once for the same amounts and counts: most
+    sessions change few queues' sums, and rendering every queue's three vectors as
+    quantities and validating the model was a seventh of a busy trace tick's close.
+    Statuses are frozen, so one may be shared; the same object as the last one written
+    is also recognised as unchanged without comparing fields (``_worth_writing``)."""
+    return _status_of(_rendered, *inputs)
+
+
+def _built_each(inputs: StatusInputs) -> QueueStatus:
+    """The long way: every status built, and every vector rendered, anew."""
+    return _status_of(_rendered.__wrapped__, *inputs)
+
+
+def _status_of(
+    render: Renderer,
+    dims: Dims,
+    deserved: bytes | None,
+    allocated: bytes | None,
+    request: bytes | None,
+    pending: int,
+    inqueue: int,
+    running: int,
+    flow: float | None,
+    flow_updated: str | None,
+) -> QueueStatus:
     return QueueStatus(
-        deserved=render(queue.deserved),
-        allocated=render(queue.allocated),
-        request=render(queue.request),
-        pending=phases.count(PodGroupPhase.PENDING),
-        inqueue=phases.count(PodGroupPhase.INQUEUE),
-        running=phases.count(PodGroupPhase.RUNNING),
+        deserved=dict(render(dims, deserved)),
+        allocated=dict(render(dims, allocated)),
+        request=dict(render(dims, request)),
+        pending=pending,
+        inqueue=inqueue,
+        running=running,
         flow=flow,
         flow_updated=flow_updated,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered(dims: Dims, vector: bytes | None) -> tuple[tuple[str, str], ...]:
+    """A vector's amounts as quantities, by resource name (rendered once for the same
+    floats: a queue's deserved share often stays while its allocation moves)."""
+    if vector is None:
+        return ()
+    amounts = dims.mapping(np.frombuffer(vector))
+    return tuple((name, format_quantity(name, value)) for name, value in amounts.items())
 
 
 def _worth_writing(published: QueueStatus, queue: QueueInfo) -> bool:
     """Has the status changed, beyond a flow that moved too little to be written on its
     own (the flow plugin says when it did not: ``flow_due``)?"""
     old = queue.old_status
-    if published == old:
+    if published is old or published == old:
         return False
     if old is None or queue.flow_due:
         return True
