@@ -45,6 +45,9 @@ class GroupParts:
         tuple[PodGroupCondition, ...],
         PodGroupStatus,
     ]
+    # Does it name a PriorityClass? (If not, its job takes its pods' highest priority:
+    # ``job_accounts.complete_groups``, which reads this rather than the group object.)
+    names_class: bool
     # The job the last snapshot made of it (handed out again while it has no tasks)
     job: JobInfo | None = None
 
@@ -63,6 +66,7 @@ def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
         min_resources,
         (lifetime_of(group), spec.min_task_member or {}, topology_of(group),
          status.phase, status.conditions, status),
+        bool(spec.priority_class_name),
     )  # fmt: skip
 
 

@@ -285,7 +285,7 @@ class SnapshotBuilder:
             own_groups_in_order(jobs, kept_jobs, pods)
             self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place)
         accounts.requests.add_to(accounts.owners)
-        complete_groups(pod_groups, jobs, accounts)
+        complete_groups(self._groups, jobs, accounts)
         self._kept_jobs.made(jobs)
         return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
 
