@@ -2,9 +2,10 @@
 
 Making a TaskInfo for every pod, and the collection that walked them all once the
 snapshot was built, were a quarter of a cold snapshot (some 35 ms of 145 in CPU at
-50,000 pods), while most pods have not changed since the last snapshot. So a task is made once
-per pod record: when the record arrives (``ClusterState.apply``, as kube-batch's cache
-keeps its tasks current per informer event), or when a snapshot first meets it. Every
+50,000 pods), while most pods have not changed since the last snapshot. So a task is
+made once per pod record, and kept on it (``KeptTasks``): when the record arrives
+(``ClusterState.apply``, as kube-batch's cache keeps its tasks current per informer
+event), or when a snapshot first meets it. Every
 snapshot after that is handed the same task for as long as it is exactly the task that
 snapshot would make (``SnapshotBuilder._tasks`` checks, pod by pod):
 
@@ -22,8 +23,8 @@ session are the state's until its next snapshot is built (the runner, the simula
 the bench take one at a time; ``visibility`` makes a state of its own).
 """
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kbatch.cluster.records import NodeRecord, PodRecord, PriorityClassRecord
 from kbatch.operators.scheduler.core.framework.info import (
@@ -38,27 +39,23 @@ from kbatch.operators.scheduler.core.framework.resources import Dims
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-@dataclass(slots=True)
 class KeptTasks:
-    """Pods' kept tasks by their uid, and the record each was made from (two dicts, not
-    one of pairs: a pair per pod is as many objects again for the collector to walk)."""
-
-    tasks: dict[str, TaskInfo] = field(default_factory=dict)
-    records: dict[str, PodRecord] = field(default_factory=dict)
+    """Pods' kept tasks, each on the record it was made from (``PodRecord.kept_task``): a
+    record replaced takes its task with it, and one left out of a snapshot keeps its
+    task for when it is shown again. A record keeps the tasks of the first keeper that
+    keeps one on it (``kept_by``); a second builder over the same records (a test's
+    fresh one beside a state's) makes its tasks anew every time, and never takes, nor
+    takes away, the first one's."""
 
     def keep(self, pod: PodRecord, task: TaskInfo) -> None:
-        self.tasks[pod.uid] = task
-        self.records[pod.uid] = pod
+        if pod.kept_by is None or pod.kept_by is self:
+            object.__setattr__(pod, "kept_task", task)
+            object.__setattr__(pod, "kept_by", self)
 
-    def forget_all_but(self, count: int, pods: Callable[[], list[PodRecord]]) -> None:
-        """Forget the tasks of pods not in ``pods()`` (gone, replaced, or left out of the
-        snapshot; ``count`` of them), once they are more than these: a long run would
-        keep every pod's."""
-        if len(self.tasks) <= 2 * count + 100:
-            return
-        uids = {pod.uid for pod in pods()}
-        self.tasks = {uid: task for uid, task in self.tasks.items() if uid in uids}
-        self.records = {uid: pod for uid, pod in self.records.items() if uid in uids}
+    def task_of(self, pod: PodRecord) -> TaskInfo | None:
+        """The task kept for ``pod`` (this very record), if any (``SnapshotBuilder._tasks``
+        has this inline)."""
+        return pod.kept_task if pod.kept_by is self else None
 
 
 class Priorities:

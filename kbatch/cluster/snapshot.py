@@ -257,7 +257,6 @@ class SnapshotBuilder:
         queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
-        self._kept.forget_all_but(pods.count, pods.every)
         jobs = self._jobs(pod_groups, dims, resolver, kept_jobs)
         if kept_jobs:  # those of groups this snapshot shows, and pods' own groups
             kept_jobs = {
@@ -385,7 +384,7 @@ class SnapshotBuilder:
         last_unit, unit_job, unit_job_uid = "", None, ""
         job_tasks: dict[str, TaskInfo] = {}
         node_index, templates = node_set.index, self._templates
-        kept_tasks, kept_records = self._kept.tasks, self._kept.records
+        keeper = self._kept
         class_values, default_priority = resolver.values, resolver.default  # its of_class
         for pod in pods:
             status = pod.task_status
@@ -442,11 +441,9 @@ class SnapshotBuilder:
                     nominated_at = node_index.get(pod.nominated_node, NO_NODE)
             elif pod.node_name and status not in FINISHED_STATUSES:
                 node = node_index.get(pod.node_name, NO_NODE)
-            uid = pod.uid
-            task = kept_tasks.get(uid)
+            task = pod.kept_task if pod.kept_by is keeper else None  # (KeptTasks.task_of)
             if (
                 task is None
-                or kept_records[uid] is not pod
                 or task.status is not status
                 or task.node != node
                 or task.nominated != nominated_at
@@ -455,7 +452,7 @@ class SnapshotBuilder:
                 or task.job != job_uid
             ):
                 task = made_task(pod, status, template, job_uid, priority, node, nominated_at)
-                self._kept.keep(pod, task)
+                keeper.keep(pod, task)
             if nominated_at != NO_NODE:
                 nominated.append(task)  # (a pending task here has a job)
                 made.append(task)
@@ -477,7 +474,7 @@ class SnapshotBuilder:
                 and priority == last_priority
             )
             if same_kind and status is joining:
-                job_tasks[uid] = task
+                job_tasks[pod.uid] = task
                 run += 1
                 continue
             if run:
@@ -492,7 +489,7 @@ class SnapshotBuilder:
                 last_job, last_template, last_role, last_priority = job, template, role, priority
                 kinds[row].append((template, role, priority))
                 at = requests.index(template.request)
-            job_tasks[uid] = task
+            job_tasks[pod.uid] = task
             run_status, run = status, 1
             joining = status if TASK_RUNS else None  # the status a task joins the run in
         if run:

@@ -14,6 +14,7 @@ import pytest
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.bench import FULL_ACTIONS
+from kbatch.cluster import kept_jobs
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
@@ -250,7 +251,33 @@ def test_tasks_made_as_pods_arrive_are_the_snapshots() -> None:
     state = ClusterState()
     for step in STEPS[:3]:
         step(state)
-    made = dict(state._builder._kept.tasks)
+    keeper = state._builder._kept
+    made = {record.uid: keeper.task_of(record) for record in state._parsed["Pod"].values()}
     snap = state.snapshot()
     tasks = [task for job in snap.jobs.values() for task in job.tasks.values()]
     assert tasks and all(made[task.uid] is task for task in tasks)
+
+
+def test_two_builders_of_the_same_records_never_share_a_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tasks are kept on the pod records (``KeptTasks``), as the first builder's that kept
+    one there: a second builder over the same records (a test's fresh one, beside the
+    state's) makes its own, so a session on one snapshot never changes the other's, and
+    the first one goes on handing out its own through its pass."""
+    monkeypatch.setattr(kept_jobs, "KEEP_UNCHANGED_JOBS", False)  # every task by the pass
+    state = ClusterState()
+    for step in STEPS[:3]:
+        step(state)
+    ours = state.snapshot()
+    names, nodes, classes, scheduler_names = state._snapshot_inputs()
+    pods = list(state._parsed["Pod"].values())
+    for _ in range(2):
+        other = SnapshotBuilder().build(
+            nodes, pods, state.pod_groups(), state.queues(), classes, scheduler_names, names
+        )
+    mine = {id(task) for job in ours.jobs.values() for task in job.tasks.values()}
+    theirs = [task for job in other.jobs.values() for task in job.tasks.values()]
+    assert mine and theirs and not any(id(task) in mine for task in theirs)
+    again = state.snapshot()
+    assert {id(task) for job in again.jobs.values() for task in job.tasks.values()} == mine
