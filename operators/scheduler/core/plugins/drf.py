@@ -33,6 +33,9 @@ LAZY_SHARES = True
 
 
 class _Shares:
+    """The jobs' rows and shares, told of a session's changes (see the module's
+    docstring); ``lazy=False``: every job's worked out at the open (the long way)."""
+
     def __init__(self, session: Session, lazy: bool = True) -> None:
         self.session = session
         self.mask = shareable(session.dims)
@@ -48,11 +51,14 @@ class _Shares:
             self.share = dict(zip(session.jobs, shares(masked, self.total), strict=True))
 
     def row(self, uid: str) -> np.ndarray:
-        """The job's row, from its allocation as at the open when first needed (the same
-        floats as a row of ``rows(...) * mask``: a product is a product)."""
+        """The job's row (taken when first needed)."""
         row = self.allocated.get(uid)
-        if row is None:
-            row = self.allocated[uid] = self.session.jobs[uid].allocated * self.mask
+        return self._first_row(uid) if row is None else row
+
+    def _first_row(self, uid: str) -> np.ndarray:
+        """The job's row taken, at its first need: its allocation, still as at the open,
+        masked (the same floats as its row of ``rows(...) * mask``)."""
+        row = self.allocated[uid] = self.session.jobs[uid].allocated * self.mask
         return row
 
     def key(self, job: JobInfo) -> float:
@@ -66,9 +72,11 @@ class _Shares:
         """Before ``task`` moves to ``status``: its job's row taken if not yet (its
         allocation is as at the open until this change), then changed as ``changed``
         would be by the event the session sends after it."""
-        row = self.row(task.job)
-        was, now = task.status in SHARE_STATUSES, status in SHARE_STATUSES
-        if was != now:
+        row = self.allocated.get(task.job)
+        if row is None:
+            row = self._first_row(task.job)
+        now = status in SHARE_STATUSES
+        if now != (task.status in SHARE_STATUSES):
             self._change(row, task, now)
 
     def changed(self, task: TaskInfo, sign: float) -> None:
@@ -76,7 +84,6 @@ class _Shares:
         self._change(self.allocated[task.job], task, sign > 0)
 
     def _change(self, row: np.ndarray, task: TaskInfo, added: bool) -> None:
-        # A gang placed task by task asks for its share once, not once per task.
         masked = self._masked.get(id(task.template))
         if masked is None:
             masked = self._masked[id(task.template)] = task.request * self.mask
@@ -84,6 +91,8 @@ class _Shares:
             row += masked
         else:
             row -= masked
+        # Worked out when next asked: a gang placed task by task asks for it once, not
+        # once per task.
         self.share.pop(task.job, None)
 
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
