@@ -39,7 +39,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   (by ``np.add.at``, the long way);
 - ``clock.KEEP_TIMESTAMPS``: the recent seconds' timestamps kept, not formatted anew;
 - ``job_status.KEEP_QUEUE_STATUSES``: a queue's status rendered and built once for the
-  same sums and counts (every queue's rendered and built every session, the long way).
+  same sums and counts (every queue's rendered and built every session, the long way);
+- ``drf.LAZY_SHARES``: a job's drf row and share worked out when a session first needs
+  them, from its allocation as at the open (every job's at the open, the long way).
 """
 
 import copy
@@ -53,7 +55,7 @@ from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, session
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
-from kbatch.operators.scheduler.core.plugins import gang, node_index
+from kbatch.operators.scheduler.core.plugins import drf, gang, node_index
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
 from scenarios.objects import at, node, pod, pod_group
@@ -90,6 +92,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False),
     "timestamps kept": (clock, "KEEP_TIMESTAMPS", False),
     "queue statuses kept": (job_status, "KEEP_QUEUE_STATUSES", False),
+    "drf shares when needed": (drf, "LAZY_SHARES", False),
 }
 
 

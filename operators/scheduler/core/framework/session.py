@@ -135,6 +135,8 @@ class Session(TieredFunctions):
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node: int = NO_NODE) -> None:
         """Move a task to a new status (and node), keeping job, node and plugins current."""
+        for changing in self._changing:
+            changing(task, status)
         job = self.jobs[task.job]
         self.changes += 1
         old_node, old = task.node, task.status

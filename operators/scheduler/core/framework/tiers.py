@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from kbatch.config import PluginOption, SchedulerConf
-from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 
 Key = Any
 OrderKeyFn = Callable[[Any], Key]
@@ -52,6 +52,9 @@ AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
 QueueTaskFn = Callable[[QueueInfo, TaskInfo], bool]
 QueueShareFn = Callable[[QueueInfo], float]
 TaskEventFn = Callable[[TaskInfo], None]
+# Told before a task moves to a status (the status it moves to): its job's sums are
+# still what they were, for a plugin that reads a job's only when first needed.
+TaskChangingFn = Callable[[TaskInfo, TaskStatus], None]
 JobEventFn = Callable[[JobInfo], None]
 CloseFn = Callable[[Any], None]  # called with the session
 
@@ -94,6 +97,7 @@ class TieredFunctions:
         self._current: tuple[PluginOption, int] | None = None
         self._handlers: list[tuple[TaskEventFn | None, TaskEventFn | None]] = []
         self._enqueue_handlers: list[JobEventFn] = []
+        self._changing: list[TaskChangingFn] = []
         self._victim_keys: dict[int, PreemptorKeyFn | None] = {}
         self._with_next_job: set[int] = set()  # queue order functions that take the job
         self._victim_filters: dict[int, TaskFilterFn] = {}
@@ -203,10 +207,16 @@ class TieredFunctions:
         allocate: TaskEventFn | None = None,
         deallocate: TaskEventFn | None = None,
         enqueue: JobEventFn | None = None,
+        changing: TaskChangingFn | None = None,
     ) -> None:
+        """``allocate``/``deallocate``: after a task's status enters/leaves
+        SHARE_STATUSES; ``enqueue``: after a job is admitted; ``changing``: before any
+        status change a session makes (``Session.set_status``), with the new status."""
         self._handlers.append((allocate, deallocate))
         if enqueue is not None:
             self._enqueue_handlers.append(enqueue)
+        if changing is not None:
+            self._changing.append(changing)
 
     def add_close_fn(self, fn: CloseFn) -> None:
         if self._current is None:
@@ -252,6 +262,7 @@ class TieredFunctions:
             self._fns,
             self._handlers,
             self._enqueue_handlers,
+            self._changing,
             self._victim_keys,
             self._with_next_job,
             self._victim_filters,
