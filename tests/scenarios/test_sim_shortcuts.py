@@ -37,7 +37,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   session that did not touch it and worked out from the same inputs, not worked out again;
 - ``info.SUMS_FROM_ZEROS_BY_BINCOUNT``: a snapshot's sums from zeros by ``np.bincount``
   (by ``np.add.at``, the long way);
-- ``clock.KEEP_TIMESTAMPS``: the recent seconds' timestamps kept, not formatted anew.
+- ``clock.KEEP_TIMESTAMPS``: the recent seconds' timestamps kept, not formatted anew;
+- ``queue_sums.KEEP_QUEUE_SUMS``: proportion's queue sums at session open kept from the
+  last session's by the jobs that changed (every job added up, the long way).
 """
 
 import copy
@@ -51,7 +53,7 @@ from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, session
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
-from kbatch.operators.scheduler.core.plugins import gang, node_index
+from kbatch.operators.scheduler.core.plugins import gang, node_index, queue_sums
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
 from scenarios.objects import at, node, pod, pod_group
@@ -87,6 +89,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "sums by bincount": (info, "SUMS_FROM_ZEROS_BY_BINCOUNT", False),
     "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False),
     "timestamps kept": (clock, "KEEP_TIMESTAMPS", False),
+    "queue sums kept": (queue_sums, "KEEP_QUEUE_SUMS", False),
 }
 
 

@@ -111,7 +111,7 @@ class _Proportion:
             self.queues[name] = QueueShare(
                 name, queue.weight, capability, np.zeros(dims), np.zeros(dims), np.zeros(dims)
             )
-        _add_jobs(self.queues, list(session.jobs.values()), self.mask)
+        self._add_up_jobs(session)
         deserved = deserved_shares(
             session.total * self.mask,
             {n: q.weight for n, q in self.queues.items()},
@@ -124,6 +124,18 @@ class _Proportion:
         self.publish(session)
         self.rationed = rationed_dims(self.queues.values(), dims)
         self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
+
+    def _add_up_jobs(self, session: Session) -> None:
+        """The jobs' parts added to their queues' sums: those kept from the last session
+        open, by the jobs that changed, if sure (``queue_sums``), else the long way."""
+        kept = queue_sums.kept_sums(session.jobs, self.mask, self.queues)
+        if kept is None:
+            _add_jobs(self.queues, list(session.jobs.values()), self.mask)
+            return
+        for i, queue in enumerate(self.queues.values()):
+            queue.allocated += kept[i, queue_sums.ALLOCATED]
+            queue.request += kept[i, queue_sums.REQUEST]
+            queue.reserved += kept[i, queue_sums.RESERVED]
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].share
