@@ -41,7 +41,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``job_status.KEEP_QUEUE_STATUSES``: a queue's status rendered and built once for the
   same sums and counts (every queue's rendered and built every session, the long way);
 - ``drf.LAZY_SHARES``: a job's drf row and share worked out when a session first needs
-  them, from its allocation as at the open (every job's at the open, the long way).
+  them, from its allocation as at the open (every job's at the open, the long way);
+- ``queue_sums.KEEP_QUEUE_SUMS``: proportion's queue sums at session open kept from the
+  last session's by the jobs that changed (every job added up, the long way).
 """
 
 import copy
@@ -55,7 +57,7 @@ from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, session
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
-from kbatch.operators.scheduler.core.plugins import drf, gang, node_index
+from kbatch.operators.scheduler.core.plugins import drf, gang, node_index, queue_sums
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
 from scenarios.objects import at, node, pod, pod_group
@@ -93,6 +95,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "timestamps kept": (clock, "KEEP_TIMESTAMPS", False),
     "queue statuses kept": (job_status, "KEEP_QUEUE_STATUSES", False),
     "drf shares when needed": (drf, "LAZY_SHARES", False),
+    "queue sums kept": (queue_sums, "KEEP_QUEUE_SUMS", False),
 }
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
@@ -33,6 +32,7 @@ from kbatch.operators.scheduler.core.framework.resources import (
 )
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
+from kbatch.operators.scheduler.core.plugins import queue_sums
 
 NAME = "proportion"
 
@@ -111,7 +111,7 @@ class _Proportion:
             self.queues[name] = QueueShare(
                 name, queue.weight, capability, np.zeros(dims), np.zeros(dims), np.zeros(dims)
             )
-        _add_jobs(self.queues, list(session.jobs.values()), self.mask)
+        self._add_up_jobs(session)
         deserved = deserved_shares(
             session.total * self.mask,
             {n: q.weight for n, q in self.queues.items()},
@@ -124,6 +124,18 @@ class _Proportion:
         self.publish(session)
         self.rationed = rationed_dims(self.queues.values(), dims)
         self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
+
+    def _add_up_jobs(self, session: Session) -> None:
+        """The jobs' parts added to their queues' sums: those kept from the last session
+        open, by the jobs that changed, if sure (``queue_sums``), else the long way."""
+        kept = queue_sums.kept_sums(session.jobs, self.mask, self.queues)
+        if kept is None:
+            _add_jobs(self.queues, list(session.jobs.values()), self.mask)
+            return
+        for i, queue in enumerate(self.queues.values()):
+            queue.allocated += kept[i, queue_sums.ALLOCATED]
+            queue.request += kept[i, queue_sums.REQUEST]
+            queue.reserved += kept[i, queue_sums.RESERVED]
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].share
@@ -251,47 +263,26 @@ def rationed_dims(queues: Iterable[QueueShare], dims: int) -> np.ndarray:
 
 
 def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarray) -> None:
-    """Add each job's allocation, request (allocated and pending) and reservation (an
-    Inqueue job's minResources not yet allocated) to its queue's, masked. All jobs at
-    once: ``added_in_order`` adds a queue's rows in job order, so the sums are those of
-    adding job after job, to the bit — and thousands of jobs cost a few array operations, not
-    a few each. A job's request is what it holds and what its unplaced tasks ask for; a
-    job with no pods yet (most of a long line) holds nothing and asks for its
-    minResources, if it says any: its rows are filled in one step with the others of its
-    kind, not one by one."""
+    """Add each job's part (``queue_sums.parts``: its allocation, request and reservation,
+    masked) to its queue's. All jobs at once: ``added_in_order`` adds a queue's rows in job
+    order, so the sums are those of adding job after job, to the bit — and thousands of
+    jobs cost a few array operations, not a few each. (A job that reserves nothing adds
+    a row of +0.0 to its queue's reserved: a sum from +0.0 stays what it was.)"""
     names = list(queues)
     row = {name: i for i, name in enumerate(names)}
     ours = [job for job in jobs if job.queue in row]
     if not ours:
         return
     index = np.fromiter((row[job.queue] for job in ours), np.int64, len(ours))
-    allocated = np.zeros((len(ours), len(mask)))
-    pending = np.zeros((len(ours), len(mask)))
-    with_pods = [i for i, job in enumerate(ours) if job.tasks]
-    if with_pods:
-        held = np.array([ours[i].allocated for i in with_pods])
-        asked = np.array([ours[i].total_request for i in with_pods])
-        allocated[with_pods] = held
-        pending[with_pods] = np.maximum(asked - held, 0)
-    asking = [i for i, job in enumerate(ours) if not job.tasks and job.min_resources is not None]
-    if asking:
-        pending[asking] = np.array([ours[i].min_resources for i in asking])
-    inqueue = PodGroupPhase.INQUEUE  # read once: an Enum member off its class is slow
-    reserving = [
-        i for i, job in enumerate(ours) if job.phase is inqueue and job.min_resources is not None
-    ]
+    each = queue_sums.parts(ours, mask)
     sums = np.zeros((3, len(names), len(mask)))
-    added_in_order(sums[0], index, allocated * mask)
-    added_in_order(sums[1], index, (allocated + pending) * mask)
-    if reserving:
-        minimums = np.array([ours[i].min_resources for i in reserving])
-        unmet = np.maximum(minimums - allocated[reserving], 0) * mask
-        added_in_order(sums[2], index[reserving], unmet)
+    for kind in (queue_sums.ALLOCATED, queue_sums.REQUEST, queue_sums.RESERVED):
+        added_in_order(sums[kind], index, each[:, kind])
     for name, i in row.items():
         queue = queues[name]
-        queue.allocated += sums[0, i]
-        queue.request += sums[1, i]
-        queue.reserved += sums[2, i]
+        queue.allocated += sums[queue_sums.ALLOCATED, i]
+        queue.request += sums[queue_sums.REQUEST, i]
+        queue.reserved += sums[queue_sums.RESERVED, i]
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
