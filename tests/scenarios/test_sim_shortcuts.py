@@ -43,7 +43,10 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``drf.LAZY_SHARES``: a job's drf row and share worked out when a session first needs
   them, from its allocation as at the open (every job's at the open, the long way);
 - ``queue_sums.KEEP_QUEUE_SUMS``: proportion's queue sums at session open kept from the
-  last session's by the jobs that changed (every job added up, the long way).
+  last session's by the jobs that changed (every job added up, the long way);
+- ``job_status.PASS_QUIET_GANGS``: a running gang the last close told only that it is
+  scheduled, unchanged since, is not asked again whether it is valid and ready (every
+  gang asked, every session, the long way).
 """
 
 import copy
@@ -96,6 +99,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "queue statuses kept": (job_status, "KEEP_QUEUE_STATUSES", False),
     "drf shares when needed": (drf, "LAZY_SHARES", False),
     "queue sums kept": (queue_sums, "KEEP_QUEUE_SUMS", False),
+    "quiet gangs passed": (job_status, "PASS_QUIET_GANGS", False),
 }
 
 

@@ -133,7 +133,8 @@ class Applying:
 
 
 def _sessions() -> tuple[list[object], int, int]:
-    """What every step's session wrote and told; and how many jobs were handed a kept
+    """What every step's session wrote and told (its statuses and events, and the
+    conditions it told each job); and how many jobs were handed a kept
     status (those with ``kept_status`` that a session found unchanged again), and how
     many of them had tasks."""
     conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
@@ -145,7 +146,10 @@ def _sessions() -> tuple[list[object], int, int]:
         snap = state.snapshot()
         before = {key: job.kept_status for key, job in snap.jobs.items()}
         cluster = Applying(state, snap)
-        runner.Scheduler(cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s").run_once()
+        session = runner.Scheduler(cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s").run_once()
+        cluster.written.append(
+            sorted((key, str(session.conditions_of(job))) for key, job in snap.jobs.items())
+        )
         handed = [
             job
             for key, job in snap.jobs.items()
@@ -179,6 +183,9 @@ OTHER = condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", "gang
 SCHEDULED = condition(ConditionType.SCHEDULED, True, "Scheduled", "")
 
 
+CONF = runner.default_conf()
+
+
 def _waiting_job() -> JobInfo:
     old = PodGroupStatus(phase=PodGroupPhase.PENDING, conditions=(WAITING,))
     return JobInfo("ns/g", "ns", "g", "default", 1, 0.0, 2, conditions=old.conditions,
@@ -200,7 +207,7 @@ CHANGES: dict[str, Change] = {
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_status_is_kept_only_for_what_it_was_kept_for(change: str) -> None:
     job, told = _waiting_job(), [WAITING]
-    job_status._keep_if_unchanged(job, told, job.old_status)  # type: ignore[arg-type]
+    job_status._keep_if_unchanged(job, told, job.old_status, CONF)  # type: ignore[arg-type]
     assert job_status._kept_status(job, told) is job.old_status
     CHANGES[change](job, told)
     assert job_status._kept_status(job, told) is None
@@ -209,5 +216,64 @@ def test_a_status_is_kept_only_for_what_it_was_kept_for(change: str) -> None:
 def test_a_changed_status_is_not_kept() -> None:
     job, told = _waiting_job(), [OTHER]
     changed = PodGroupStatus(phase=PodGroupPhase.PENDING, conditions=(OTHER,))
-    job_status._keep_if_unchanged(job, told, changed)
+    job_status._keep_if_unchanged(job, told, changed, CONF)
     assert job.kept_status is None
+
+
+def test_quiet_gangs_pass_as_the_long_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A running gang the last close told only that it is scheduled, unchanged since, is
+    not asked again whether it is valid and ready (``job_status.quiet_gang``): what
+    every session writes and tells is the same as asking every gang."""
+    found: list[JobInfo] = []
+    asked = job_status.quiet_gang
+
+    def counted(job: JobInfo, conf: object) -> object:
+        kept = asked(job, conf)
+        if kept is not None:
+            found.append(job)
+        return kept
+
+    monkeypatch.setattr(job_status, "quiet_gang", counted)
+    monkeypatch.setattr(gang, "quiet_gang", counted)
+    quick, _, _ = _sessions()
+    assert found and all(job.name == "run" for job in found)
+    monkeypatch.setattr(job_status, "PASS_QUIET_GANGS", False)
+    found.clear()
+    assert _sessions()[0] == quick
+    assert not found
+
+
+def _running_gang() -> JobInfo:
+    old = PodGroupStatus(phase=PodGroupPhase.RUNNING, conditions=(SCHEDULED,))
+    job = JobInfo("ns/r", "ns", "r", "default", 1, 0.0, 2, phase=PodGroupPhase.RUNNING,
+                  conditions=old.conditions, old_status=old)  # fmt: skip
+    job.ready_count = 1
+    job.tasks = {"t": object()}  # type: ignore[dict-item]
+    return job
+
+
+QUIET_CHANGES: dict[str, Callable[[JobInfo], None]] = {
+    "touched": lambda job: setattr(job, "touched", True),
+    "another old status": lambda job: setattr(
+        job, "old_status", job.old_status.model_copy() if job.old_status else None
+    ),
+    "another phase": lambda job: setattr(job, "phase", PodGroupPhase.INQUEUE),
+    "fewer ready": lambda job: setattr(job, "ready_count", 0),
+    "more tasks": lambda job: job.tasks.__setitem__("u", object()),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("change", sorted(QUIET_CHANGES))
+def test_a_quiet_gang_is_one_only_while_what_was_found_holds(change: str) -> None:
+    job = _running_gang()
+    job_status._keep_if_unchanged(job, [SCHEDULED], job.old_status, CONF)  # type: ignore[arg-type]
+    assert job_status.quiet_gang(job, CONF) is job.kept_status is not None
+    assert job_status.quiet_gang(job, runner.default_conf()) is None  # another conf
+    QUIET_CHANGES[change](job)
+    assert job_status.quiet_gang(job, CONF) is None
+
+
+def test_a_gang_told_more_than_that_it_is_scheduled_is_not_quiet() -> None:
+    job = _running_gang()
+    job_status._keep_if_unchanged(job, [WAITING], job.old_status, CONF)  # type: ignore[arg-type]
+    assert job.kept_status is not None and job_status.quiet_gang(job, CONF) is None

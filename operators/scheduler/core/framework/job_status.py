@@ -139,16 +139,54 @@ def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus 
     return kept.status
 
 
-def _keep_if_unchanged(job: JobInfo, told: list[PodGroupCondition], status: PodGroupStatus) -> None:
+def _keep_if_unchanged(
+    job: JobInfo, told: list[PodGroupCondition], status: PodGroupStatus, conf: object
+) -> None:
     """Remember on ``job`` (``_kept_status``) that its status stays ``status``, if it
-    does and the job may meet it again (one no session touched, told one condition)."""
+    does and the job may meet it again (one no session touched, told one condition),
+    with what a later session needs to know it is a quiet gang (``quiet_gang``)."""
     if (
         status is job.old_status
         and len(told) == 1
         and not job.touched
         and KEEP_STATUSES_OF_UNTOUCHED_JOBS
     ):
-        job.kept_status = KeptStatus(told[0], job.phase, status)
+        scheduled = told[0].type is _SCHEDULED
+        job.kept_status = KeptStatus(
+            told[0], job.phase, status, scheduled, conf, job.ready_count, len(job.tasks)
+        )
+
+
+# False: every session asks every running gang whether it is valid and ready, and words
+# it anew (the long way, for tests).
+PASS_QUIET_GANGS = True
+_SCHEDULED = ConditionType.SCHEDULED
+
+
+def quiet_gang(job: JobInfo, conf: object) -> KeptStatus | None:
+    """The status kept for ``job`` by the last close, if that close told it only that it
+    is scheduled and nothing that finding came from has changed; else None.
+
+    Such a close found the job valid (the verdicts of the conf's job_valid functions:
+    on its tasks' counts, minMember and roles) and ready, and told it the words its
+    counts make. A session under the same conf that finds it the same JobInfo (handed
+    on: the same group and tasks), untouched since, with the same status, phase and
+    counts, finds the same again: most of a busy cluster's running gangs, every session,
+    need not be asked (the open's verdicts, gang's close; its queue must still exist)."""
+    kept = job.kept_status
+    if (
+        kept is not None
+        and kept.scheduled
+        and not job.touched
+        and kept.status is job.old_status
+        and kept.phase is job.phase
+        and kept.ready == job.ready_count
+        and kept.size == len(job.tasks)
+        and kept.conf is conf
+        and PASS_QUIET_GANGS
+    ):
+        return kept
+    return None
 
 
 def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondition]) -> bool:
@@ -302,7 +340,7 @@ def publish(session: Session) -> Outcome:
         status = _kept_status(job, told)
         if status is None:
             status = pod_group_status(job, session, built, told)
-            _keep_if_unchanged(job, told, status)
+            _keep_if_unchanged(job, told, status, session.conf)
         old = job.old_status
         # ``is``: most statuses are the old one itself (pydantic's == walks every field)
         if status is not old and status != old and job.uid not in session.foreign_groups:
