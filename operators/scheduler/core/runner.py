@@ -55,10 +55,13 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float, uid: str) 
             PLUGINS[option.name].on_session_open(session, option)
             session.stats.plugin_open_seconds[option.name] = time.perf_counter() - started
     session.compile()
-    queues, quiet_gang = session.queues, job_status.quiet_gang
+    queues, quiet, quiet_gang = session.queues, session.quiet, job_status.quiet_gang
     for job in session.jobs.values():
-        if job.queue in queues and quiet_gang(job, conf) is not None:
-            continue  # valid, as the last session found it (job_status.quiet_gang)
+        if job.queue in queues:
+            kept = quiet_gang(job, conf)
+            if kept is not None:
+                quiet[job.uid] = kept
+                continue  # valid, as the last session found it
         verdict = _framework_verdict(session, job.queue, snapshot.refused_queues)
         verdict = verdict or session.job_valid(job)
         if verdict is not None:

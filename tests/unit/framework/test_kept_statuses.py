@@ -234,7 +234,6 @@ def test_quiet_gangs_pass_as_the_long_way(monkeypatch: pytest.MonkeyPatch) -> No
         return kept
 
     monkeypatch.setattr(job_status, "quiet_gang", counted)
-    monkeypatch.setattr(gang, "quiet_gang", counted)
     quick, _, _ = _sessions()
     assert found and all(job.name == "run" for job in found)
     monkeypatch.setattr(job_status, "PASS_QUIET_GANGS", False)
@@ -277,3 +276,40 @@ def test_a_gang_told_more_than_that_it_is_scheduled_is_not_quiet() -> None:
     job = _running_gang()
     job_status._keep_if_unchanged(job, [WAITING], job.old_status, CONF)  # type: ignore[arg-type]
     assert job.kept_status is not None and job_status.quiet_gang(job, CONF) is None
+
+
+def _preempted_gang_sessions() -> tuple[list[object], int]:
+    """A quiet running gang (two pods of one, minMember 1, on a node with room for two),
+    then a pod of a higher priority that can only run in its room: preempt evicts one
+    of its pods (the session touches it) and the gang must be told its new count. What
+    every session wrote and told, and how many evictions were sent."""
+    conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
+    state = ClusterState()
+    urgent = pending_pod("urgent", "1", "urgent")
+    urgent["spec"]["priority"] = 1000
+    steps = [
+        applying(queue(), node("a", "2"), group("run", "1")),
+        applying(running_pod("run-0", "1", "run"), running_pod("run-1", "1", "run")),
+        nothing,
+        nothing,
+        applying(group("urgent", "1"), urgent),
+        nothing,
+    ]
+    told: list[object] = []
+    evictions = 0
+    for turn, step in enumerate(steps):
+        step(state)
+        cluster = Applying(state, state.snapshot())
+        session = runner.Scheduler(cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s").run_once()
+        evictions += session.stats.evictions
+        told.append(
+            (cluster.written, {k: str(session.conditions_of(j)) for k, j in session.jobs.items()})
+        )
+    return told, evictions
+
+
+def test_a_quiet_gang_a_session_touches_is_told_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    quick, evictions = _preempted_gang_sessions()
+    assert evictions >= 1
+    monkeypatch.setattr(job_status, "PASS_QUIET_GANGS", False)
+    assert _preempted_gang_sessions() == (quick, evictions)

@@ -19,6 +19,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     SHARE_STATUSES,
     JobInfo,
+    KeptStatus,
     TaskInfo,
     TaskStatus,
 )
@@ -92,6 +93,9 @@ class Session(TieredFunctions):
         # action): its tasks' nominations do not expire at close.
         self._draining: dict[str, str] = {}  # job -> why, in words
         self._drain_tasks: set[str] = set()
+        # Running gangs found at open as the last close left them (``job_status.quiet_gang``):
+        # valid and ready, with the words they were told, unless the session touches them.
+        self.quiet: dict[str, KeptStatus] = {}
 
     @property
     def anti_affinity_pods(self) -> int:

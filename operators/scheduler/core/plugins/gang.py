@@ -25,7 +25,6 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.core.framework.job_status import quiet_gang
 from kbatch.operators.scheduler.core.framework.outcome import Event
 from kbatch.operators.scheduler.core.framework.session import (
     FitError,
@@ -179,10 +178,10 @@ class RoleAttempts:
 def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
     events = session.outcome.events
-    conf = session.conf
+    quiet = session.quiet
     for job in session.jobs.values():
-        kept = quiet_gang(job, conf)
-        if kept is not None and session.invalid_reason(job) is None:
+        kept = quiet.get(job.uid)  # found at open as the last close left it
+        if kept is not None and not job.touched and session.invalid_reason(job) is None:
             session.set_condition(job, kept.told)  # what _report_scheduled would tell
             continue
         if session.invalid_reason(job) is not None:
