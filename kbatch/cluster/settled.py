@@ -21,6 +21,7 @@ dicts: the order keys were first applied in (``OrderedSubset``).
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar, cast
 
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.cluster.records import PodRecord
@@ -28,42 +29,61 @@ from kbatch.cluster.records import PodRecord
 FINISHED_PHASES = ("Succeeded", "Failed")
 
 
+V = TypeVar("V")
+
+
 @dataclass(slots=True)
-class OrderedSubset:
+class OrderedSubset(Generic[V]):
     """Some of a dict's keys, iterated in the dict's order (the order they were first
-    added in, a key dropped and added again coming last)."""
+    added in, a key dropped and added again coming last), each with the value it was
+    last added with, if any (the PodGroups' records: a snapshot takes its shown groups
+    as one copy of ``members``, not a look-up of each in the state's dict of every group
+    ever applied)."""
 
     _rank: dict[str, int] = field(default_factory=dict)
-    _members: dict[str, None] = field(default_factory=dict)
+    _members: dict[str, V | None] = field(default_factory=dict)
+    _values: dict[str, V] = field(default_factory=dict)
     _next: int = 0
     _sorted: bool = True
 
-    def added(self, key: str) -> None:
-        """``key`` was applied; new keys rank last. It is a member from now on."""
+    def added(self, key: str, value: V | None = None) -> None:
+        """``key`` was applied (with ``value``); new keys rank last. It is a member from
+        now on."""
+        if value is not None:
+            self._values[key] = value
         if key not in self._rank:
             self._rank[key] = self._next
             self._next += 1
-            self._members[key] = None
+            self._members[key] = value
+        elif key in self._members:
+            self._members[key] = value
         else:
             self.show(key)
 
     def dropped(self, key: str) -> None:
         self._rank.pop(key, None)
         self._members.pop(key, None)
+        self._values.pop(key, None)
 
     def hide(self, key: str) -> None:
         self._members.pop(key, None)
 
     def show(self, key: str) -> None:
         if key in self._rank and key not in self._members:
-            self._members[key] = None
+            self._members[key] = self._values.get(key)
             self._sorted = False
 
     def keys(self) -> list[str]:
+        return list(self.members())
+
+    def members(self) -> dict[str, V | None]:
+        """The members in order, each with its value (the subset's own dict: not to be
+        changed)."""
         if not self._sorted:
-            self._members = dict.fromkeys(sorted(self._members, key=self._rank.__getitem__))
+            ordered = sorted(self._members, key=self._rank.__getitem__)
+            self._members = {key: self._members[key] for key in ordered}
             self._sorted = True
-        return list(self._members)
+        return self._members
 
     def __contains__(self, key: object) -> bool:
         return key in self._members
@@ -76,8 +96,8 @@ class Shown:
     """The state's pods and PodGroups less the settled units; told of every change."""
 
     def __init__(self) -> None:
-        self.pods = OrderedSubset()
-        self.groups = OrderedSubset()
+        self.pods: OrderedSubset[PodRecord] = OrderedSubset()  # (keys only)
+        self.groups: OrderedSubset[PodGroup] = OrderedSubset()
         self._pod_units: dict[str, tuple[str, bool]] = {}  # pod key -> (unit, unfinished)
         self._pods_of_unit: dict[str, set[str]] = {}
         self._unfinished: Counter[str] = Counter()
@@ -117,7 +137,7 @@ class Shown:
             self._completed.add(key)
         else:
             self._completed.discard(key)
-        self.groups.added(key)
+        self.groups.added(key, group)
         self._dirty.add(key)
 
     def group_dropped(self, key: str) -> None:
@@ -133,10 +153,10 @@ class Shown:
         self._dirty |= self._settled | self._done_shown
 
     # ------------------------------------------------------------------ a snapshot
-    def settle(self) -> list[str]:
-        """The keys of the PodGroups the next snapshot shows, in order (its pods are
-        ``pods``): done units the last one showed and nothing wrote since are left out
-        from now on."""
+    def settle(self) -> dict[str, PodGroup]:
+        """The PodGroups the next snapshot shows, by key, in order (a dict of its own;
+        its pods are ``pods``): done units the last one showed and nothing wrote since
+        are left out from now on."""
         dirty, self._dirty = self._dirty, set()
         for unit in self._done_shown - dirty:
             self._settled.add(unit)
@@ -147,7 +167,8 @@ class Shown:
         self._done_shown = {unit for unit in dirty if self._done(unit)}
         for unit in dirty:
             self._forget_if_empty(unit)
-        return self.groups.keys()
+        # (every group member was added with its record)
+        return cast(dict[str, PodGroup], dict(self.groups.members()))
 
     def _done(self, unit: str) -> bool:
         if self._unfinished[unit]:
@@ -155,14 +176,10 @@ class Shown:
         return unit not in self._groups or unit in self._completed
 
     def _show(self, unit: str, shown: bool) -> None:
-        subsets = [(self.pods, key) for key in self._pods_of_unit.get(unit, ())]
+        for key in self._pods_of_unit.get(unit, ()):
+            _shown_or_hidden(self.pods, key, shown)
         if unit in self._groups:
-            subsets.append((self.groups, unit))
-        for subset, key in subsets:
-            if shown:
-                subset.show(key)
-            else:
-                subset.hide(key)
+            _shown_or_hidden(self.groups, unit, shown)
 
     def _forget_if_empty(self, unit: str) -> None:
         """A unit with no pods and no group left: nothing to remember of it."""
@@ -171,3 +188,10 @@ class Shown:
             self._unfinished.pop(unit, None)
             self._settled.discard(unit)
             self._done_shown.discard(unit)
+
+
+def _shown_or_hidden(subset: OrderedSubset[V], key: str, shown: bool) -> None:
+    if shown:
+        subset.show(key)
+    else:
+        subset.hide(key)

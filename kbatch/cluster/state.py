@@ -409,11 +409,10 @@ class ClusterState:
                 pod_groups = dict(all_groups)
             else:
                 shown = self._shown.pods
-                group_keys = self._shown.settle()
+                pod_groups = self._shown.settle()
                 pods = ShownPods(
                     all_pods, self._pod_units, len(shown), shown.__contains__, shown.keys, assumed
                 )
-                pod_groups = {key: all_groups[key] for key in group_keys}
             changed = self._take_changed_units()
             built = self._builder.build(
                 nodes=builtins.list(self._parsed["Node"].values()),

@@ -134,7 +134,7 @@ def test_without_leaving_out_every_job_is_shown() -> None:
 
 
 def test_an_ordered_subset_keeps_the_order_keys_were_added_in() -> None:
-    subset = OrderedSubset()
+    subset: OrderedSubset[str] = OrderedSubset()
     for key in "abcd":
         subset.added(key)
     subset.hide("b")
@@ -145,3 +145,29 @@ def test_an_ordered_subset_keeps_the_order_keys_were_added_in() -> None:
     subset.show("b")
     subset.show("a")
     assert subset.keys() == ["a", "b", "d", "c"]
+
+
+def test_an_ordered_subset_hands_out_each_member_with_its_last_value() -> None:
+    subset: OrderedSubset[str] = OrderedSubset()
+    for key in "abc":
+        subset.added(key, key + "1")
+    subset.added("a", "a2")  # a member added again: where it was, its new value
+    subset.hide("b")
+    subset.added("b", "b2")  # a hidden one added again: shown, where it was
+    subset.hide("c")
+    subset.show("c")  # shown again with the value it had
+    assert subset.members() == {"a": "a2", "b": "b2", "c": "c1"}
+    assert list(subset.members()) == ["a", "b", "c"]
+    subset.dropped("a")
+    subset.added("a")  # dropped: no value kept
+    assert subset.members() == {"b": "b2", "c": "c1", "a": None}
+
+
+def test_a_snapshot_shows_each_group_as_last_written() -> None:
+    state = ClusterState(leave_out_settled=True)
+    for obj in (QUEUE, NODE, group("g", "Running"), group("h", "Pending")):
+        state.apply(obj)
+    state.snapshot()
+    state.apply(group("g", "Completed"))  # its status written: the new record shown
+    snap = state.snapshot()
+    assert [job.phase.value for job in snap.jobs.values()] == ["Completed", "Pending"]
