@@ -46,7 +46,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   last session's by the jobs that changed (every job added up, the long way);
 - ``job_status.PASS_QUIET_GANGS``: a running gang the last close told only that it is
   scheduled, unchanged since, is not asked again whether it is valid and ready (every
-  gang asked, every session, the long way).
+  gang asked, every session, the long way);
+- ``drf.HOLDING_NOTHING_FIRST``: a job without tasks keyed 0.0 without taking its row
+  (share() of its row of zeros, the long way).
 """
 
 import copy
@@ -100,6 +102,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "drf shares when needed": (drf, "LAZY_SHARES", False),
     "queue sums kept": (queue_sums, "KEEP_QUEUE_SUMS", False),
     "quiet gangs passed": (job_status, "PASS_QUIET_GANGS", False),
+    "drf keys of jobs holding nothing": (drf, "HOLDING_NOTHING_FIRST", False),
 }
 
 

@@ -177,3 +177,19 @@ def test_drf_plugin_lazy_or_not_by_its_seam(monkeypatch: pytest.MonkeyPatch) -> 
             (job.allocated + task.request) * shareable(session.dims), plugin.total
         )
         assert plugin.key(job) > before
+
+
+def test_drf_keys_a_job_without_tasks_without_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that holds nothing (no tasks: a backlog's group not yet admitted) is keyed
+    0.0, share() of its row of zeros, without taking a row: enqueue orders the whole line
+    every session."""
+    session = _cluster(3).open(CONF)
+    idle = [job for job in session.jobs.values() if not job.tasks]
+    assert idle
+    plugin = drf._Shares(session)
+    zero = share(np.zeros(len(plugin.mask)) * plugin.mask, plugin.total)
+    assert all(str(plugin.key(job)) == str(zero) for job in idle)
+    assert plugin.allocated == {} and plugin.share == {}
+    monkeypatch.setattr(drf, "HOLDING_NOTHING_FIRST", False)
+    assert all(str(plugin.key(job)) == str(zero) for job in idle)
+    assert set(plugin.allocated) == {job.uid for job in idle}
