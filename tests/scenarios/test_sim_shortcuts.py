@@ -48,7 +48,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   scheduled, unchanged since, is not asked again whether it is valid and ready (every
   gang asked, every session, the long way);
 - ``drf.HOLDING_NOTHING_FIRST``: a job without tasks keyed 0.0 without taking its row
-  (share() of its row of zeros, the long way).
+  (share() of its row of zeros, the long way);
+- ``drf.ALL_AT_ONCE_AFTER``: every row and share taken at once once a session has asked
+  that many one by one (each one by one, the long way).
 """
 
 import copy
@@ -103,6 +105,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "queue sums kept": (queue_sums, "KEEP_QUEUE_SUMS", False),
     "quiet gangs passed": (job_status, "PASS_QUIET_GANGS", False),
     "drf keys of jobs holding nothing": (drf, "HOLDING_NOTHING_FIRST", False),
+    "drf rows at once": (drf, "ALL_AT_ONCE_AFTER", 10**9),
 }
 
 

@@ -123,7 +123,12 @@ def _compare(rng: random.Random, session: Session, lazy: drf._Shares, long: drf.
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_drf_lazy_rows_and_keys_as_the_long_way(seed: int) -> None:
+@pytest.mark.parametrize("all_at_once_after", [drf.ALL_AT_ONCE_AFTER, 1, 5])
+def test_drf_lazy_rows_and_keys_as_the_long_way(
+    seed: int, all_at_once_after: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Also with every row taken at once after the first or fifth share asked.)"""
+    monkeypatch.setattr(drf, "ALL_AT_ONCE_AFTER", all_at_once_after)
     session = _cluster(seed).open(CONF)
     lazy, long = _both(session)
     rng = random.Random(seed)
@@ -193,3 +198,19 @@ def test_drf_keys_a_job_without_tasks_without_a_row(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(drf, "HOLDING_NOTHING_FIRST", False)
     assert all(str(plugin.key(job)) == str(zero) for job in idle)
     assert set(plugin.allocated) == {job.uid for job in idle}
+
+
+def test_drf_takes_every_row_at_once_after_many_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(drf, "ALL_AT_ONCE_AFTER", 3)
+    session = _cluster(4).open(CONF)
+    plugin = drf._Shares(session)
+    holding = [job for job in session.jobs.values() if job.tasks]
+    for job in holding[:2]:
+        plugin.key(job)
+    assert len(plugin.allocated) == 2
+    plugin.key(holding[2])
+    assert set(plugin.allocated) == set(session.jobs)
+    mask = shareable(session.dims)
+    for uid, job in session.jobs.items():
+        assert _bits(plugin.allocated[uid]) == _bits(job.allocated * mask)
+        assert str(plugin.share[uid]) == str(share(job.allocated * mask, plugin.total))
