@@ -14,8 +14,6 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
   worded, and its event made, once for the same words, not every session;
 - ``gang.scheduled_words``: a running gang worded once for the same counts;
-- ``gang.KEEP_WHAT_WAS_TOLD``: a running gang told the same words as by a close that
-  saw its conditions as they are is not asked again whether it was unschedulable;
 - ``enqueue.REFUSED_QUEUE_STAYS_FIRST``: a queue's line of refusals without a turn
   through the heap each;
 - ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
@@ -86,7 +84,6 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "copied raw objects": (fields, "copied", copy.deepcopy),
     "words not admitted": (gang, "not_admitted_words", gang.not_admitted_words.__wrapped__),
     "words scheduled": (gang, "scheduled_words", gang.scheduled_words.__wrapped__),
-    "told before": (gang, "KEEP_WHAT_WAS_TOLD", False),
     "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),

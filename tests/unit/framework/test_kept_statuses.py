@@ -6,7 +6,7 @@ applied, what is written and told is the same with the shortcut switched off
 group is told change (the free room it is refused for, its queue closed), its status is
 written by someone else, and it is admitted; and while a running gang runs on, gains a
 pod that sessions place (touching it), is told it was unschedulable by someone else
-(and so is told it no longer is, its words kept or not: ``gang.KEEP_WHAT_WAS_TOLD``),
+(and so is told it no longer is, quiet before or not: ``job_status.PASS_QUIET_GANGS``),
 and loses one. And a kept status is given only for the inputs it was kept for: each
 changed in turn, it is not."""
 
@@ -23,7 +23,6 @@ from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
-from kbatch.operators.scheduler.core.plugins import gang
 
 
 def node(name: str, cpu: str) -> dict[str, Any]:
@@ -164,7 +163,7 @@ def _sessions() -> tuple[list[object], int, int]:
 def test_statuses_kept_are_those_the_rules_make(monkeypatch: pytest.MonkeyPatch) -> None:
     quick, kept, with_tasks = _sessions()
     monkeypatch.setattr(job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False)
-    monkeypatch.setattr(gang, "KEEP_WHAT_WAS_TOLD", False)
+    monkeypatch.setattr(job_status, "PASS_QUIET_GANGS", False)
     slow, none_kept, _ = _sessions()
     assert quick == slow
     assert any(

@@ -210,10 +210,10 @@ class KeptStatus:
     # What the rest of that session found, for ``job_status.quiet_gang``: that it told
     # the job only that it is scheduled (so found it valid and ready), under which
     # scheduler conf, and its tasks in READY_STATUSES and in all then.
-    scheduled: bool = False
-    conf: object = None
-    ready: int = 0
-    size: int = 0
+    scheduled: bool
+    conf: object
+    ready: int
+    size: int
 
 
 @dataclass(slots=True)

@@ -180,10 +180,6 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     events = session.outcome.events
     quiet = session.quiet
     for job in session.jobs.values():
-        kept = quiet.get(job.uid)  # found at open as the last close left it
-        if kept is not None and not job.touched and session.invalid_reason(job) is None:
-            session.set_condition(job, kept.told)  # what _report_scheduled would tell
-            continue
         if session.invalid_reason(job) is not None:
             if not job.tasks:
                 waiting = session.waiting_reason(job)
@@ -195,6 +191,10 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
                     told, message = not_admitted_words(job.min_member, waiting)
                     session.set_condition(job, told)
                     events.append(not_admitted_event(job.namespace, job.name, message))
+            continue
+        kept = quiet.get(job.uid)  # found at open as the last close left it
+        if kept is not None and not job.touched:
+            session.set_condition(job, kept.told)  # what _report_scheduled would tell
             continue
         if ready(job):
             if job.has_pod_group:
@@ -210,29 +210,10 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
 
 
 def _report_scheduled(session: Session, job: JobInfo) -> None:
-    # its tasks in READY_STATUSES, of all
-    told = scheduled_words(job.ready_count, len(job.tasks))
-    if not _told_alone_before(job, told) and _was_unschedulable(job):
+    if _was_unschedulable(job):
         session.set_condition(job, condition(ConditionType.UNSCHEDULABLE, False, "Scheduled", ""))
-    session.set_condition(job, told)
-
-
-# False: every running gang's conditions are read, every session (the long way, for tests).
-KEEP_WHAT_WAS_TOLD = True
-
-
-def _told_alone_before(job: JobInfo, told: PodGroupCondition) -> bool:
-    """Was ``told`` all a close told ``job`` while its status, so its conditions, were
-    what they are now (``JobInfo.kept_status``)? That close found it was not
-    unschedulable then, and conditions alone say whether it is: most of a busy
-    cluster's running gangs, every session, need not read theirs again."""
-    kept = job.kept_status
-    return (
-        kept is not None
-        and kept.told is told
-        and kept.status is job.old_status
-        and KEEP_WHAT_WAS_TOLD
-    )
+    # its tasks in READY_STATUSES, of all
+    session.set_condition(job, scheduled_words(job.ready_count, len(job.tasks)))
 
 
 @functools.lru_cache(maxsize=4096)
