@@ -88,6 +88,7 @@ class SnapshotBuilder:
         # The units of pods of the last snapshot that are in no job (an orphan, a pod of
         # no group of ours on a node): no job hands them on, so every pass walks them.
         self._jobless: set[str] = set()
+        self._made = 0  # snapshots made (their ``lineage``)
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
         """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
@@ -286,7 +287,16 @@ class SnapshotBuilder:
         accounts.requests.add_to(accounts.owners)
         complete_groups(self._groups, jobs, accounts)
         self._kept_jobs.made(jobs)
-        return Snapshot(dims=dims, nodes=node_set, jobs=jobs, queues=queue_infos, orphans=orphans)
+        self._made += 1
+        return Snapshot(
+            dims=dims,
+            nodes=node_set,
+            jobs=jobs,
+            queues=queue_infos,
+            orphans=orphans,
+            lineage=(self, self._made),
+            handed_on=kept_jobs,
+        )
 
     def _pods_to_pass(
         self,

@@ -60,7 +60,7 @@ import pytest
 from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes, snapshot
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
-from kbatch.operators.scheduler.core.framework import info, job_status, session
+from kbatch.operators.scheduler.core.framework import info, job_status, resting, session
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
 from kbatch.operators.scheduler.core.plugins import drf, gang, node_index, queue_sums
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
@@ -103,6 +103,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "quiet gangs passed": (job_status, "PASS_QUIET_GANGS", False),
     "drf keys of jobs holding nothing": (drf, "HOLDING_NOTHING_FIRST", False),
     "drf rows at once": (drf, "ALL_AT_ONCE_AFTER", 10**9),
+    "quiet gangs rest": (resting, "REST_QUIET_GANGS", False),
 }
 
 

@@ -13,7 +13,9 @@ from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse
 from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
+from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Cluster, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.resting import RestingGangs, rests
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Invalid
 from kbatch.operators.scheduler.core.plugins import REGISTRY as PLUGINS
@@ -46,7 +48,16 @@ def default_conf() -> SchedulerConf:
     return load_conf(DEFAULT_CONF, "<default scheduler conf>")
 
 
-def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float, uid: str) -> Session:
+def open_session(
+    snapshot: Snapshot,
+    conf: SchedulerConf,
+    now: float,
+    uid: str,
+    resting: RestingGangs | None = None,
+) -> Session:
+    """A session on ``snapshot``, its plugins open and its jobs' verdicts given.
+    ``resting``: the jobs that rested at the last close of the caller's sessions (its
+    sessions in turn on one line of snapshots), to go on with (``framework.resting``)."""
     session = Session(snapshot, conf, now, uid)
     for tier_index, tier in enumerate(conf.tiers):
         for option in tier.plugins:
@@ -55,17 +66,28 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float, uid: str) 
             PLUGINS[option.name].on_session_open(session, option)
             session.stats.plugin_open_seconds[option.name] = time.perf_counter() - started
     session.compile()
+    resting = resting if resting is not None else RestingGangs()
+    carried = resting.carried(snapshot, conf)
+    jobs = session.jobs
+    others = [job for uid, job in jobs.items() if uid not in carried] if carried else jobs.values()
     queues, quiet, quiet_gang = session.queues, session.quiet, job_status.quiet_gang
-    for job in session.jobs.values():
+    active: list[JobInfo] = []
+    for job in others:
         if job.queue in queues:
             kept = quiet_gang(job, conf)
-            if kept is not None:
-                quiet[job.uid] = kept
-                continue  # valid, as the last session found it
+            if kept is not None:  # valid, as the last session found it
+                if rests(job, kept):
+                    resting.add(job)
+                else:
+                    quiet[job.uid] = kept
+                    active.append(job)
+                continue
+        active.append(job)
         verdict = _framework_verdict(session, job.queue, snapshot.refused_queues)
         verdict = verdict or session.job_valid(job)
         if verdict is not None:
             session.invalidate(job, verdict)
+    session.rest(resting, active)
     return session
 
 
@@ -100,6 +122,7 @@ class Scheduler:
         self.conf = conf
         self.clock = clock
         self.session_ids = session_ids
+        self.resting = RestingGangs()  # the jobs resting at the last close
 
     def run_once(self) -> Session:
         """One session, closed and its outcome applied; its ``stats`` say what it did (for
@@ -109,13 +132,16 @@ class Scheduler:
         started = time.perf_counter()
         with collector_paused():
             snapshot = self.cluster.snapshot()
-            session = open_session(snapshot, self.conf, self.clock(), self.session_ids())
+            session = open_session(
+                snapshot, self.conf, self.clock(), self.session_ids(), self.resting
+            )
             try:
                 for name in self.conf.actions:
                     action_started = time.perf_counter()
                     ACTIONS[name].execute(session)
                     session.stats.action_seconds[name] = time.perf_counter() - action_started
-                outcome = close_session(session)
+                outcome = close_session(session)  # (wakes the resting jobs it touched)
+                self.resting.closed(snapshot, self.conf)
             except BaseException:
                 committed = session.outcome
                 self.cluster.apply(

@@ -157,7 +157,15 @@ def scribbled(snap: Snapshot, turn: int = 0) -> None:
 def described(snap: Snapshot) -> dict[str, Any]:
     """Everything ``snap`` says, as plain values (arrays as lists, templates as their
     fields), so that two snapshots compare field by field."""
-    return {field.name: _plain(getattr(snap, field.name)) for field in dataclasses.fields(snap)}
+    return {
+        field.name: _plain(getattr(snap, field.name))
+        for field in dataclasses.fields(snap)
+        if field.name not in PROVENANCE
+    }
+
+
+# Where a snapshot comes from, not what it shows (a new builder's has no past).
+PROVENANCE = ("lineage", "handed_on")
 
 
 def _plain(value: Any) -> Any:

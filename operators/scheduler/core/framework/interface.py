@@ -5,6 +5,7 @@ a session's outcome (binds, evictions, nominations, statuses, events) goes out,
 applied by the backend in one step. Nothing else crosses.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -45,6 +46,12 @@ class Snapshot:
     refused_queues: dict[str, str] = field(default_factory=dict)
     # PodGroups likewise ('namespace/name' -> why): their pods are told so.
     refused_groups: dict[str, str] = field(default_factory=dict)
+    # Where it comes from: its maker and its number in the maker's line of snapshots
+    # (None: made on its own). ``handed_on`` is of the snapshot just before it in that line.
+    lineage: tuple[object, int] | None = None
+    # The jobs (by uid) that are that snapshot's objects, which neither a session nor a
+    # write has changed since (``kbatch.cluster.kept_jobs``): exactly what they were.
+    handed_on: Mapping[str, JobInfo] = field(default_factory=dict)
 
 
 class Cluster(Protocol):

@@ -221,7 +221,11 @@ def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondi
 KEEP_QUEUE_STATUSES = True
 
 
-def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStatus:
+def queue_status(
+    queue: QueueInfo, dims: Dims, jobs: list[JobInfo], also_running: int = 0
+) -> QueueStatus:
+    """The status of ``queue`` with ``jobs`` its jobs, and ``also_running`` Running
+    PodGroups besides (resting: not among them)."""
     phases = [job.phase for job in jobs if job.has_pod_group]
     old = queue.old_status
     flow, flow_updated = (old.flow, old.flow_updated) if old is not None else (None, None)
@@ -236,7 +240,7 @@ def queue_status(queue: QueueInfo, dims: Dims, jobs: list[JobInfo]) -> QueueStat
             _bits(queue.request),
             phases.count(_GROUP_PENDING),
             phases.count(_INQUEUE),
-            phases.count(_GROUP_RUNNING),
+            phases.count(_GROUP_RUNNING) + also_running,
             flow,
             flow_updated,
         )
@@ -323,7 +327,8 @@ def publish(session: Session) -> Outcome:
     outcome = session.outcome
     by_queue: dict[str, list[JobInfo]] = {name: [] for name in session.queues}
     built: dict[BuiltKey, PodGroupStatus] = {}
-    for job in session.jobs.values():
+    # A resting job's status is its old one: nothing to write, its phase Running.
+    for job in session.active_jobs():
         if not job.has_pod_group:
             continue
         told = session.conditions_of(job)
@@ -354,7 +359,8 @@ def publish(session: Session) -> Outcome:
             queue_jobs = by_queue[job.queue] = []
         queue_jobs.append(job)
     for name, queue in session.queues.items():
-        published = queue_status(queue, session.dims, by_queue.get(name, []))
+        resting = session.resting_in(name)
+        published = queue_status(queue, session.dims, by_queue.get(name, []), resting)
         if _worth_writing(published, queue):
             outcome.queues.append(QueueUpdate(name, published))
     for pod in session.orphans:  # the events' de-duplication keeps this to once a while

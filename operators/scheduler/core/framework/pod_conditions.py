@@ -32,7 +32,7 @@ def add(session: Session) -> None:
     """Each pending pod whose PodScheduled should read otherwise: into the outcome."""
     budget = PER_SESSION
     pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
-    for job in session.jobs.values():
+    for job in session.active_jobs():  # (no task of a resting job is pending)
         if job.uid in session.foreign_groups or not job.counts[pending]:
             continue
         for task in job.tasks_with(pending):

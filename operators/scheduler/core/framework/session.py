@@ -35,6 +35,7 @@ from kbatch.operators.scheduler.core.framework.outcome import (
     evicted_message,
 )
 from kbatch.operators.scheduler.core.framework.resources import room_dims
+from kbatch.operators.scheduler.core.framework.resting import RestingGangs
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunctions
 
 # Why a task did not fit: reason -> number of nodes that failed for it.
@@ -94,8 +95,16 @@ class Session(TieredFunctions):
         self._draining: dict[str, str] = {}  # job -> why, in words
         self._drain_tasks: set[str] = set()
         # Running gangs found at open as the last close left them (``job_status.quiet_gang``):
-        # valid and ready, with the words they were told, unless the session touches them.
+        # valid and ready, with the words they were told, unless the session touches them;
+        # those that rest (``resting``) are not among them.
         self.quiet: dict[str, KeptStatus] = {}
+        # Jobs that rest (``kbatch...framework.resting``), the others in the snapshot's
+        # order (``active_jobs``), and the jobs this session touched, in the order it
+        # first did: set at open (``rest``).
+        self.resting = RestingGangs()
+        self._active: list[JobInfo] = list(self.jobs.values())
+        self._first_touched: list[JobInfo] = []
+        self._woken = 0  # of ``_first_touched``, those looked at for resting ones
 
     @property
     def anti_affinity_pods(self) -> int:
@@ -118,6 +127,36 @@ class Session(TieredFunctions):
             if task.template.affinity.anti_required
         )
 
+    def rest(self, resting: RestingGangs, active: list[JobInfo]) -> None:
+        """At open: ``resting`` rest, ``active`` (the others, in order) do not."""
+        self.resting, self._active = resting, active
+
+    def active_jobs(self) -> list[JobInfo]:
+        """The jobs, in order, less those resting untouched: what a pass over the jobs
+        walks when a resting job has nothing to tell it (``framework.resting``)."""
+        if self._woken < len(self._first_touched):
+            self._wake(self._first_touched[self._woken :])
+            self._woken = len(self._first_touched)
+        return self._active
+
+    def _wake(self, touched: list[JobInfo]) -> None:
+        woken = [job for job in touched if job.uid in self.resting.jobs]
+        if not woken:
+            return
+        self.resting.wake([job.uid for job in woken])
+        place = {uid: i for i, uid in enumerate(self.jobs)}
+        self._active = sorted([*self._active, *woken], key=lambda job: place[job.uid])
+
+    def resting_in(self, queue: str) -> int:
+        """Jobs of ``queue`` resting untouched (each a Running PodGroup)."""
+        self.active_jobs()  # wakes those touched
+        return self.resting.by_queue[queue]
+
+    def _touch(self, job: JobInfo) -> None:
+        if not job.touched:
+            self._first_touched.append(job)
+            job.touched = True
+
     def jobs_to_place(self) -> list[JobInfo]:
         """Jobs that placing actions work on: valid, admitted, in a known queue, with
         pending tasks. (Pending PodGroups wait for the enqueue action when it is
@@ -127,7 +166,7 @@ class Session(TieredFunctions):
         pending, not_admitted = TaskStatus.PENDING, PodGroupPhase.PENDING
         return [
             job
-            for job in self.jobs.values()
+            for job in self.active_jobs()
             if job.counts[pending]
             and job.uid not in self._invalid
             and job.queue in self.queues
@@ -142,6 +181,8 @@ class Session(TieredFunctions):
         for changing in self._changing:
             changing(task, status)
         job = self.jobs[task.job]
+        if not job.touched:
+            self._first_touched.append(job)
         self.changes += 1
         old_node, old = task.node, task.status
         if task.nominated != NO_NODE and (old is TaskStatus.PENDING) != (
@@ -177,6 +218,8 @@ class Session(TieredFunctions):
     def dispatch(self, task: TaskInfo) -> None:
         """Send an allocated task to its node (Statement.commit)."""
         job = self.jobs[task.job]
+        if not job.touched:
+            self._first_touched.append(job)
         job.set_status(task, TaskStatus.BINDING)
         self.outcome.binds.append(Bind(task, self.nodes.names[task.node]))
         self.stats.binds += 1
@@ -198,14 +241,14 @@ class Session(TieredFunctions):
         node = task.nominated
         self.nodes.reserve(task, -1.0)
         task.nominated = NO_NODE
-        self.jobs[task.job].touched = True
+        self._touch(self.jobs[task.job])
         self.changes += 1
         return node
 
     def keep(self, task: TaskInfo, node: int) -> None:
         """Keep room for pending ``task`` on ``node`` again (a discarded claim)."""
         task.nominated = node
-        self.jobs[task.job].touched = True
+        self._touch(self.jobs[task.job])
         self.nodes.reserve(task, 1.0)
         self.changes += 1
 
@@ -252,7 +295,12 @@ class Session(TieredFunctions):
         self._conditions.setdefault(job.uid, []).append(condition)
 
     def conditions_of(self, job: JobInfo) -> list[PodGroupCondition]:
-        return self._conditions.get(job.uid, [])
+        told = self._conditions.get(job.uid)
+        if told is not None:
+            return told
+        if job.uid in self.resting.jobs and not job.touched and job.kept_status is not None:
+            return [job.kept_status.told]  # what gang's close would tell it
+        return []
 
     def note_fit_error(self, job: JobInfo, task: TaskInfo, reasons: FitError) -> None:
         """No node took ``task``: why, node by node (reason -> number of nodes)."""

@@ -179,7 +179,7 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
     events = session.outcome.events
     quiet = session.quiet
-    for job in session.jobs.values():
+    for job in session.active_jobs():  # one resting is told its kept words as it is
         if session.invalid_reason(job) is not None:
             if not job.tasks:
                 waiting = session.waiting_reason(job)

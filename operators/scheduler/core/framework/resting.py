@@ -1,0 +1,94 @@
+"""Resting gangs: the running gangs a session need not walk (issue 12: a session's cost
+should follow what changed; at the day trace's noon 2,500 jobs live, nearly all of them
+quiet running gangs, and each pass of the open, gang's close, the placing actions'
+choice of jobs, publish and the pods' conditions over every one of them cost more than
+all the rest of a session).
+
+A job *rests* in a session when, at its open, it is a quiet gang (``job_status.
+quiet_gang``: the last close found it valid and ready and told it only that it is
+scheduled, and nothing that finding came from has changed) that is Running, with a
+Running status, and no task pending. For such a job, while the session does not touch
+it (a session changes a job's tasks only through what marks it ``touched``):
+
+- the open asks no verdict of it; gang's close would tell it its kept words, which
+  ``Session.conditions_of`` gives without being told;
+- no placing action takes it (nothing pending), the pods' conditions pass it (none
+  pending), and publish finds its kept status, the old one: nothing to write, its phase
+  Running (its queue's count of running groups has it, ``Session.resting_in``).
+
+So those passes walk ``Session.active_jobs()``, the others, in the snapshot's order; a
+resting job the session touches joins them (``Session`` keeps which it touched first).
+
+Which jobs rest is kept from one session to the next (``RestingGangs``): a job resting
+at a close rests at the next open when the snapshot is the next one of the same line
+(``Snapshot.lineage``) and hands it on (``Snapshot.handed_on``: the same object, which
+no session and no write changed since), under the same conf and the same queues. The
+quiet-gang test of it would find what it found. Every other job is tested as before.
+"""
+
+from collections import Counter
+from collections.abc import Mapping
+
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.operators.scheduler.core.framework.info import JobInfo, KeptStatus, TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
+
+# False: no job rests; every pass walks every job (the long way, for tests).
+REST_QUIET_GANGS = True
+_RUNNING = PodGroupPhase.RUNNING
+_PENDING = TaskStatus.PENDING
+
+
+def rests(job: JobInfo, kept: KeptStatus) -> bool:
+    """May ``job``, a quiet gang with ``kept`` its kept status, rest (see the module)?"""
+    return (
+        REST_QUIET_GANGS
+        and not job.counts[_PENDING]
+        and job.phase is _RUNNING
+        and kept.status.phase is _RUNNING
+    )
+
+
+class RestingGangs:
+    """The jobs resting at the last close of a scheduler's sessions, and their count by
+    queue, with what they rest under: that close's snapshot, conf and queues."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, JobInfo] = {}
+        self.by_queue: Counter[str] = Counter()
+        self._under: tuple[tuple[object, int], object, frozenset[str]] | None = None
+
+    def carried(self, snapshot: Snapshot, conf: object) -> dict[str, JobInfo]:
+        """The jobs that rest in a session on ``snapshot`` under ``conf`` because they
+        rested at the last close (this object's own dict, which the session goes on
+        with: ``add``, ``wake``, and ``closed`` when it closes)."""
+        under, self._under = self._under, None  # until ``closed``: a session may fail
+        lineage = snapshot.lineage
+        if (
+            not REST_QUIET_GANGS
+            or under is None
+            or lineage is None
+            or under[0] != (lineage[0], lineage[1] - 1)
+            or under[1] is not conf
+            or under[2] != snapshot.queues.keys()
+        ):
+            self.jobs.clear()
+            self.by_queue.clear()
+            return self.jobs
+        self.wake(self.jobs.keys() - snapshot.handed_on.keys())
+        return self.jobs
+
+    def add(self, job: JobInfo) -> None:
+        self.jobs[job.uid] = job
+        self.by_queue[job.queue] += 1
+
+    def wake(self, uids: Mapping[str, object] | set[str] | list[str]) -> None:
+        """These no longer rest."""
+        for uid in uids:
+            job = self.jobs.pop(uid)
+            self.by_queue[job.queue] -= 1
+
+    def closed(self, snapshot: Snapshot, conf: object) -> None:
+        """A session on ``snapshot`` under ``conf`` closed with ``jobs`` resting."""
+        if snapshot.lineage is not None:
+            self._under = (snapshot.lineage, conf, frozenset(snapshot.queues))
