@@ -104,6 +104,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "drf keys of jobs holding nothing": (drf, "HOLDING_NOTHING_FIRST", False),
     "drf rows at once": (drf, "ALL_AT_ONCE_AFTER", 10**9),
     "quiet gangs rest": (resting, "REST_QUIET_GANGS", False),
+    "queue sums by jobs handed on": (queue_sums, "HANDED_ON_UNCHANGED", False),
 }
 
 

@@ -13,6 +13,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework import resting
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+from kbatch.operators.scheduler.core.plugins import queue_sums
 from tests.unit.framework.test_kept_statuses import (
     Step,
     applying,
@@ -157,3 +158,38 @@ def test_nothing_is_carried_off_the_line_or_under_another_conf(case: str) -> Non
     assert not keeper.carried(*CARRIED_NOTHING[case](state, snap))
     assert not keeper.by_queue["default"]
     assert set(keeper.carried(state.snapshot(), CONF)) == set(), "not until a close"
+
+
+OTHER_LINE: list[Step] = [
+    applying(queue(), node("a", "8"), group("run", "1")),
+    applying(running_pod("run-0", "3", "run")),
+    *[nothing] * (len(STEPS) - 2),
+]
+
+
+def _two_lines() -> list[object]:
+    """Two schedulers' sessions, on two states of alike jobs (the same names, other
+    sizes), in turns: what each wrote (its Queue's status has proportion's sums)."""
+    conf = runner.default_conf()
+    lines = []
+    for _ in range(2):
+        state = ClusterState()
+        cluster = Writing(state)
+        lines.append((state, cluster, runner.Scheduler(cluster, conf, lambda: 1.0, lambda: "s")))
+    for steps in zip(STEPS, OTHER_LINE, strict=True):
+        for step, (state, _, scheduler) in zip(steps, lines, strict=True):
+            step(state)
+            scheduler.run_once()
+    return [cluster.written for _, cluster, _ in lines]
+
+
+def test_queue_sums_kept_along_two_lines_in_turns_are_the_long_ways(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """proportion's sums (``queue_sums``) take the jobs a snapshot hands on as unchanged
+    only after a session on the snapshot before it in its line."""
+    quick = _two_lines()
+    monkeypatch.setattr(queue_sums, "HANDED_ON_UNCHANGED", False)
+    assert _two_lines() == quick
+    monkeypatch.setattr(queue_sums, "KEEP_QUEUE_SUMS", False)
+    assert _two_lines() == quick

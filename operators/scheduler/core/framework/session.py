@@ -73,6 +73,8 @@ class Session(TieredFunctions):
         self.orphans = snapshot.orphans
         self.refused_groups = snapshot.refused_groups
         self.foreign_groups = snapshot.foreign_groups
+        # Jobs the snapshot has as the one before it in its line had them (Snapshot).
+        self.lineage, self.handed_on = snapshot.lineage, snapshot.handed_on
         self.now = now
         self.uid = uid
         self.stats = SessionStats()

@@ -15,7 +15,10 @@ stays the same (``kbatch.cluster.group_parts``), and pods that come meanwhile ar
 it in place, with its allocation, request and minResources (hence the count of its
 tasks, compared); a session may move its ``phase`` and the builder set it back (hence
 whether it reserves, compared). Nothing else writes a job's queue, allocation, request
-or minResources.
+or minResources. When the snapshot is the next one of the line of the last update's
+(``Snapshot.lineage``), the jobs it hands on (``Snapshot.handed_on``: with tasks, the
+same objects, which neither a write nor a session changed since) are unchanged, and
+only the others are compared.
 
 The long way adds the parts up as floats, job after job. The sums kept here are of
 parts that are whole and non-negative, added and taken out in any order: as
@@ -50,6 +53,10 @@ _INQUEUE = PodGroupPhase.INQUEUE  # read once: an Enum member off its class is s
 Seen = tuple[JobInfo, int, bool]
 # What the sums were kept for: the mask's bytes, the queues' names in order.
 Key = tuple[bytes, tuple[str, ...]]
+Lineage = tuple[object, int]  # a snapshot's maker and its number (Snapshot.lineage)
+# False: the jobs that changed are found by comparing each with what was last seen of
+# it, also after a snapshot of the line of the last update's (for tests).
+HANDED_ON_UNCHANGED = True
 
 
 def parts(jobs: Sequence[JobInfo], mask: np.ndarray) -> np.ndarray:
@@ -98,17 +105,37 @@ class QueueSums:
         self._seen: dict[str, Seen] = {}  # the jobs last given, by uid
         self._parts: dict[str, tuple[int, np.ndarray]] = {}  # uid -> (queue row, part)
         self._unsure: set[str] = set()  # uids of parts not whole or negative
+        self._lineage: Lineage | None = None  # of the last update's snapshot
 
-    def update(self, jobs: Mapping[str, JobInfo]) -> np.ndarray | None:
+    def update(
+        self,
+        jobs: Mapping[str, JobInfo],
+        lineage: Lineage | None = None,
+        handed_on: Mapping[str, JobInfo] | None = None,
+    ) -> np.ndarray | None:
         """Take ``jobs`` (a session's, by uid) as the jobs now: the (queues × 3 × dims)
         sums of their parts, as the long way adds them; None when they are not sure (see
-        the module's docstring), for the caller to add them up the long way."""
+        the module's docstring), for the caller to add them up the long way. ``lineage``
+        and ``handed_on``: those of the snapshot ``jobs`` are of; when it is the next
+        of the line of the last update's, the jobs it hands on are those unchanged."""
+        last, self._lineage = self._lineage, lineage
         seen, inqueue = self._seen, _INQUEUE
+        uids: Iterable[str] = jobs
+        if (
+            lineage is not None
+            and handed_on is not None
+            and last is not None
+            and last == (lineage[0], lineage[1] - 1)
+            and HANDED_ON_UNCHANGED
+        ):
+            # The same objects, which no session and no write changed since: the same
+            # count of tasks, phase (and so reservation) as at the last update.
+            uids = jobs.keys() - handed_on.keys()
         changed = [
             uid
-            for uid, job in jobs.items()
+            for uid in uids
             # ``_seen(job)``, inline: this runs for every job of every session
-            if job.touched
+            if (job := jobs[uid]).touched
             or seen.get(uid)
             != (job, len(job.tasks), job.phase is inqueue and job.min_resources is not None)
         ]
@@ -175,14 +202,19 @@ _last: list[QueueSums] = []
 
 
 def kept_sums(
-    jobs: Mapping[str, JobInfo], mask: np.ndarray, queues: Iterable[str]
+    jobs: Mapping[str, JobInfo],
+    mask: np.ndarray,
+    queues: Iterable[str],
+    lineage: Lineage | None = None,
+    handed_on: Mapping[str, JobInfo] | None = None,
 ) -> np.ndarray | None:
     """The (queues × 3 × dims) sums of the parts of ``jobs`` by queue, in the order of
-    ``queues``, from those kept at the last call; None: add them up the long way."""
+    ``queues``, from those kept at the last call; None: add them up the long way.
+    ``lineage``, ``handed_on``: of the snapshot of ``jobs`` (``QueueSums.update``)."""
     if not KEEP_QUEUE_SUMS:
         _last.clear()
         return None
     key = (np.asarray(mask, dtype=float).tobytes(), tuple(queues))
     if not _last or _last[0].key != key:
         _last[:] = [QueueSums(key)]
-    return _last[0].update(jobs)
+    return _last[0].update(jobs, lineage, handed_on)
