@@ -67,12 +67,15 @@ class KeptJobs:
         if changed is None or not KEEP_UNCHANGED_JOBS or last != context:
             self.not_kept = {unit for unit, job in self._jobs.items() if job.tasks}
             return {}
-        kept = {
-            unit: job
-            for unit, job in self._jobs.items()
-            if job.tasks and not job.touched and unit not in changed
-        }
-        self.not_kept = {unit for unit, job in self._jobs.items() if job.tasks} - kept.keys()
+        kept: dict[str, JobInfo] = {}
+        not_kept: set[str] = set()
+        for unit, job in self._jobs.items():  # one pass (every job, every snapshot)
+            if job.tasks:
+                if job.touched or unit in changed:
+                    not_kept.add(unit)
+                else:
+                    kept[unit] = job
+        self.not_kept = not_kept
         return kept
 
     def made(self, jobs: Mapping[str, JobInfo]) -> None:

@@ -145,15 +145,13 @@ class KeptNodes:
         """The nodes whose tasks may differ from the last snapshot's (the module's
         docstring); and each unit's nodes, kept for the next snapshot."""
         again = set(changed)
-        last = self._unit_nodes
-        unit_nodes = {unit: nodes for unit, nodes in last.items() if unit in kept_jobs}
-        for unit in last.keys() - unit_nodes.keys():
-            again.update(last[unit])
+        unit_nodes = self._unit_nodes  # changed in place: most units are handed on
+        for unit in unit_nodes.keys() - kept_jobs:
+            again.update(unit_nodes.pop(unit))
         for task in made:
             node = task.nominated if task.nominated != NO_NODE else task.node
             again.add(node)
             unit_nodes.setdefault(task.job, []).append(node)
-        self._unit_nodes = unit_nodes
         return again
 
     def forget(self) -> None:
