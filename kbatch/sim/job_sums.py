@@ -35,6 +35,10 @@ _EXACT_UP_TO = 2**53
 
 # False: the timeline adds up every job at every tick (the long way, for tests).
 KEEP_SUMS_OF_UNCHANGED_JOBS = True
+# False: each job is compared with the one last given, also those a snapshot hands on
+# (``Snapshot.handed_on``: the same objects, which no write and no session changed)
+# along the line of the last update's (for tests).
+HANDED_ON_UNCHANGED = True
 
 
 def queue_of(job: JobInfo) -> str:
@@ -80,23 +84,47 @@ class JobSums:
         self._magnitude = 0  # the whole millicores' magnitudes, added up
         self._fractions = 0  # parts whose cpu is not whole
         self._pending = 0  # tasks waiting for a node
+        self._lineage: tuple[object, int] | None = None  # of the last update's snapshot
 
-    def update(self, jobs: Mapping[str, JobInfo], cpu: int) -> list[JobInfo]:
+    def update(
+        self,
+        jobs: Mapping[str, JobInfo],
+        cpu: int,
+        lineage: tuple[object, int] | None = None,
+        handed_on: Mapping[str, JobInfo] | None = None,
+    ) -> list[JobInfo]:
         """Take ``jobs`` (a snapshot's, by uid, as its session left them; ``cpu``: the
         index of cpu in its dimensions) as the jobs now. Returns those not the same as
         at the last update (new, another object, touched, or with tasks where they had
-        none), in their order."""
+        none), in their order. ``lineage``, ``handed_on``: the snapshot's; when it is
+        the next of the line of the last update's, a job it hands on is the same unless
+        its session touched it."""
+        last_lineage, self._lineage = self._lineage, lineage
         if cpu != self._cpu_index:  # other dimensions: no job is the same
             for uid in list(self._parts):
                 self._take_out(uid)
             self._jobs = {}
         last, without_tasks = self._jobs, self._without_tasks
+        if (
+            handed_on
+            and lineage is not None
+            and last_lineage == (lineage[0], lineage[1] - 1)
+            and HANDED_ON_UNCHANGED
+        ):
+            unchanged = handed_on
+        else:
+            unchanged = {}
         changed = [
             (uid, job)
             for uid, job in jobs.items()
             if job.touched
-            or last.get(uid) is not job
-            or (job.tasks and uid in without_tasks)  # pods came to a job handed on
+            or (
+                uid not in unchanged
+                and (
+                    last.get(uid) is not job
+                    or (job.tasks and uid in without_tasks)  # pods came to a job handed on
+                )
+            )
         ]
         still_there = len(jobs) - len(changed) + sum(1 for uid, _ in changed if uid in last)
         if still_there < len(last):

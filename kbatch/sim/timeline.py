@@ -75,7 +75,9 @@ class Timeline:
         sums = None
         if job_sums.KEEP_SUMS_OF_UNCHANGED_JOBS:
             sums = self._sums
-            jobs = sums.update(snapshot.jobs, snapshot.dims.index[CPU])
+            jobs = sums.update(
+                snapshot.jobs, snapshot.dims.index[CPU], snapshot.lineage, snapshot.handed_on
+            )
         sample = _sample(now, snapshot, sums)
         if not self.samples or not sample.same_values(self.samples[-1]):
             self.samples.append(sample)

@@ -130,6 +130,7 @@ def test_a_shortcut_switched_off_changes_nothing(
 TIMELINE_SEAMS = {
     "queues of jobs without tasks": (timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS"),
     "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS"),
+    "timeline sums by jobs handed on": (job_sums, "HANDED_ON_UNCHANGED"),
 }
 
 
@@ -166,3 +167,28 @@ def test_pods_that_come_to_a_group_handed_on_without_tasks_are_counted(
     monkeypatch.setattr(job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False)
     assert sampled() == quick
     assert [(s.time, s.pending) for s in quick[0]] == [(0.0, 0), (5.0, 3)]  # type: ignore[attr-defined]
+
+
+def test_a_job_handed_on_that_its_session_touches_is_counted_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gang of one pod that runs and one that waits for room is handed from snapshot
+    to snapshot unchanged while nothing of it is written; when another pod finishes, a
+    session places its waiting pod (touching the handed-on job): the timeline sees it
+    stop waiting, counted anew, not taken as the same as before."""
+    documents = [
+        node(cpu="2"),
+        pod("blocker", cpu="1", duration="5s"),
+        at(pod_group("gang", min_member=1), "1s"),
+        *[at(pod(f"gang-{i}", cpu="1", group="gang"), "1s") for i in range(2)],
+    ]
+
+    def sampled() -> tuple[object, ...]:
+        done = run(documents=documents, until="9s", warn=lambda _: None).timeline
+        return done.samples, list(done.waits.items()), done.end
+
+    quick = sampled()
+    monkeypatch.setattr(job_sums, "HANDED_ON_UNCHANGED", False)
+    assert sampled() == quick
+    pending = [(s.time, s.pending) for s in quick[0]]  # type: ignore[attr-defined]
+    assert (1.0, 1) in pending and pending[-1][1] == 0, pending
