@@ -121,7 +121,9 @@ class ClusterState:
         key = self._key(kind, str(meta.get("namespace") or ""), name)
         try:
             if kind == "Pod":
-                parsed: Any = records.parse_pod(obj, self._parsed["Pod"].get(key))
+                parsed: Any = records.parse_pod(
+                    obj, self._parsed["Pod"].get(key), self._raw["Pod"].get(key)
+                )
             else:
                 parsed = _PARSERS[kind](obj)
         except ObjectError as exc:

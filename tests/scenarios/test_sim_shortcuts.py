@@ -57,7 +57,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes, snapshot
+from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes, records, snapshot
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, resting, session
@@ -105,6 +105,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "drf rows at once": (drf, "ALL_AT_ONCE_AFTER", 10**9),
     "quiet gangs rest": (resting, "REST_QUIET_GANGS", False),
     "queue sums by jobs handed on": (queue_sums, "HANDED_ON_UNCHANGED", False),
+    "pod specs of equal inputs": (records, "KEEP_SPEC_OF_EQUAL_INPUTS", False),
 }
 
 

@@ -94,10 +94,23 @@ def pod(cpu: str = "1", **spec: Any) -> dict[str, Any]:
     }
 
 
-def test_an_unchanged_pod_reuses_its_parsed_spec() -> None:
+@pytest.mark.parametrize("raw", [False, True], ids=["keyed", "compared"])
+def test_an_unchanged_pod_reuses_its_parsed_spec(raw: bool) -> None:
     first = records.parse_pod(pod())
-    again = records.parse_pod({**pod(), "status": {"phase": "Running"}}, first)
+    bound = {**pod(), "spec": {**pod()["spec"], "nodeName": "n"}, "status": {"phase": "Running"}}
+    again = records.parse_pod(bound, first, pod() if raw else None)
     assert again.spec is first.spec
+
+
+def test_a_spec_with_equal_inputs_is_not_keyed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = records.parse_pod(pod())
+
+    def keyed(*_: object) -> bool:
+        raise AssertionError("keyed again")
+
+    monkeypatch.setattr(records, "_same_spec", keyed)
+    monkeypatch.setattr(records, "_parsed_spec", keyed)
+    assert records.parse_pod(pod(), first, pod()).spec is first.spec
 
 
 @pytest.mark.parametrize(
@@ -112,8 +125,18 @@ def test_an_unchanged_pod_reuses_its_parsed_spec() -> None:
         pod(overhead={"cpu": "1"}),
     ],
 )
-def test_a_changed_pod_is_parsed_again(changed: dict[str, Any]) -> None:
+@pytest.mark.parametrize("raw", [False, True], ids=["keyed", "compared"])
+def test_a_changed_pod_is_parsed_again(changed: dict[str, Any], raw: bool) -> None:
     first = records.parse_pod(pod())
-    again = records.parse_pod(changed, first)
+    again = records.parse_pod(changed, first, pod() if raw else None)
     assert again.spec != first.spec
     assert again.spec == records.parse_pod(changed).spec
+
+
+def test_a_pod_with_other_labels_is_parsed_again() -> None:
+    """(Labels are what pod affinity terms of other pods match.)"""
+    first = records.parse_pod(pod())
+    relabelled = pod()
+    relabelled["metadata"]["labels"] = {"a": "c"}
+    again = records.parse_pod(relabelled, first, pod())
+    assert again.spec is not first.spec and again.spec.key != first.spec.key
