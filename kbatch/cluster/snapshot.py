@@ -258,8 +258,8 @@ class SnapshotBuilder:
         queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
-        jobs = self._jobs(pod_groups, dims, resolver, kept_jobs)
-        if kept_jobs:  # those of groups this snapshot shows, and pods' own groups
+        jobs, taken = self._jobs(pod_groups, dims, resolver, kept_jobs)
+        if taken < len(kept_jobs):  # those of groups this snapshot shows, and pods' own groups
             kept_jobs = {
                 unit: job
                 for unit, job in kept_jobs.items()
@@ -329,20 +329,26 @@ class SnapshotBuilder:
         dims: Dims,
         resolver: Priorities,
         kept_jobs: Mapping[str, JobInfo],
-    ) -> dict[str, JobInfo]:
+    ) -> tuple[dict[str, JobInfo], int]:
         """The groups' jobs, in their order: ``_job`` of each, a job handed on whole (most
-        of a busy cluster's) found inline (this runs for every group of every snapshot)."""
+        of a busy cluster's) found inline (this runs for every group of every snapshot);
+        and how many of them are ``kept_jobs``' (all of them: every job handed on is of
+        a group shown)."""
         jobs: dict[str, JobInfo] = {}
-        parts_of = self._groups
+        kept_job, parts_of = kept_jobs.get, self._groups.get
+        taken = 0
         for key, group in pod_groups.items():
-            job = kept_jobs.get(key)
-            parts = parts_of.get(key)
-            if job is None or parts is None or parts.group is not group or parts.job is not job:
-                job = self._job(key, group, dims, resolver, kept_jobs)
-            else:
-                job.phase = parts.tail[3]  # (as _job sets it)
-            jobs[key] = job
-        return jobs
+            job = kept_job(key)
+            if job is not None:
+                parts = parts_of(key)
+                if parts is not None and parts.group is group and parts.job is job:
+                    job.phase = parts.tail[3]  # (as _job sets it)
+                    jobs[key] = job
+                    taken += 1
+                    continue
+            made = jobs[key] = self._job(key, group, dims, resolver, kept_jobs)
+            taken += job is not None and made is job
+        return jobs, taken
 
     def _job(
         self,
