@@ -151,6 +151,12 @@ def test_the_timeline_without_its_shortcut_is_the_same(
     assert any(sum(a for a, _ in s.queues.values()) for s in samples)  # type: ignore[attr-defined]
 
 
+def _timeline(documents: list[dict[str, Any]], until: str) -> tuple[Any, ...]:
+    """The run's timeline: its samples, its waits and its end."""
+    done = run(documents=documents, until=until, warn=lambda _: None).timeline
+    return done.samples, list(done.waits.items()), done.end
+
+
 def test_pods_that_come_to_a_group_handed_on_without_tasks_are_counted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -159,14 +165,9 @@ def test_pods_that_come_to_a_group_handed_on_without_tasks_are_counted(
     touches them here (too big for the node), yet the timeline sees them wait."""
     late = [at(pod(f"late-{i}", cpu="4", group="late"), "5s") for i in range(3)]
     documents = [node(cpu="2"), pod_group("late", min_member=3), *late]
-
-    def sampled() -> tuple[object, ...]:
-        done = run(documents=documents, until="8s", warn=lambda _: None).timeline
-        return done.samples, list(done.waits.items()), done.end
-
-    quick = sampled()
+    quick = _timeline(documents, "8s")
     monkeypatch.setattr(job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS", False)
-    assert sampled() == quick
+    assert _timeline(documents, "8s") == quick
     assert [(s.time, s.pending) for s in quick[0]] == [(0.0, 0), (5.0, 3)]  # type: ignore[attr-defined]
 
 
@@ -183,13 +184,8 @@ def test_a_job_handed_on_that_its_session_touches_is_counted_anew(
         at(pod_group("gang", min_member=1), "1s"),
         *[at(pod(f"gang-{i}", cpu="1", group="gang"), "1s") for i in range(2)],
     ]
-
-    def sampled() -> tuple[object, ...]:
-        done = run(documents=documents, until="9s", warn=lambda _: None).timeline
-        return done.samples, list(done.waits.items()), done.end
-
-    quick = sampled()
+    quick = _timeline(documents, "9s")
     monkeypatch.setattr(job_sums, "HANDED_ON_UNCHANGED", False)
-    assert sampled() == quick
+    assert _timeline(documents, "9s") == quick
     pending = [(s.time, s.pending) for s in quick[0]]  # type: ignore[attr-defined]
     assert (1.0, 1) in pending and pending[-1][1] == 0, pending

@@ -4,7 +4,7 @@ hands jobs from snapshot to snapshot write and tell the same with them as withou
 touches it: it wakes), a queue comes, and a gang finishes; and what rested is carried
 to the next session only along one line of snapshots, under the same conf and queues."""
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -15,6 +15,7 @@ from kbatch.operators.scheduler.core.framework import resting
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 from kbatch.operators.scheduler.core.plugins import queue_sums
 from tests.unit.framework.test_kept_statuses import (
+    Applying,
     Step,
     applying,
     group,
@@ -26,27 +27,20 @@ from tests.unit.framework.test_kept_statuses import (
 )
 
 
-class Writing:
+class Writing(Applying):
     """The state's snapshots, one after another, with the PodGroup and Queue statuses
     each session decides written back (as the simulator and the cluster do)."""
 
     def __init__(self, state: ClusterState) -> None:
-        self.state = state
-        self.written: list[object] = []
+        super().__init__(state, cast(Snapshot, None))  # (each made when asked)
 
     def snapshot(self) -> Snapshot:
         return self.state.snapshot()
 
     def apply(self, outcome: Outcome) -> None:
-        for update in outcome.pod_groups:
-            stored = self.state.get("PodGroup", update.namespace, update.name)
-            assert stored is not None
-            dumped = update.status.model_dump(mode="json", by_alias=True, exclude_none=True)
-            self.state.apply({**stored, "status": dumped})
-            self.written.append((update.name, dumped))
         for q in outcome.queues:
             self.written.append((q.name, q.status.model_dump(mode="json", exclude_none=True)))
-        self.written.append(sorted((e.ref.name, e.reason, e.message) for e in outcome.events))
+        super().apply(outcome)
 
 
 def urgent_pod() -> dict[str, Any]:
