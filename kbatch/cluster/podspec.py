@@ -96,6 +96,19 @@ def pod_request(spec: Mapping[str, Any]) -> dict[str, float]:
     return total
 
 
+# The spec fields ``spec_key`` reads (of containers, some of theirs): a pod whose
+# namespace, labels and these are as another's has its key (``records._same_inputs``).
+SPEC_KEY_FIELDS = (
+    "containers",
+    "initContainers",
+    "overhead",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "priorityClassName",
+)
+
+
 def spec_key(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]) -> str:
     """Names everything ``parse_spec`` reads: specs with equal keys parse alike."""
 

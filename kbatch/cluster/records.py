@@ -27,7 +27,7 @@ from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.podspec import SHARED_SPECS, ParsedSpec, spec_key
+from kbatch.cluster.podspec import SHARED_SPECS, SPEC_KEY_FIELDS, ParsedSpec, spec_key
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.core.framework.info import (
     PREFERRED,
@@ -333,18 +333,6 @@ def _parsed_spec(
         raise ObjectError(ref, "spec", f"not a valid pod spec ({type(exc).__name__})") from exc
 
 
-# What a parsed spec is made of, besides the namespace (``podspec.spec_key``).
-_SPEC_INPUTS = (
-    "containers",
-    "initContainers",
-    "overhead",
-    "nodeSelector",
-    "affinity",
-    "tolerations",
-    "priorityClassName",
-)
-
-
 def _same_inputs(
     previous: PodRecord,
     previous_raw: Mapping[str, Any] | None,
@@ -365,7 +353,7 @@ def _same_inputs(
     return (
         meta.get("namespace") == old_meta.get("namespace")
         and meta.get("labels") == old_meta.get("labels")
-        and all(spec.get(key) == old_spec.get(key) for key in _SPEC_INPUTS)
+        and all(spec.get(key) == old_spec.get(key) for key in SPEC_KEY_FIELDS)
     )
 
 

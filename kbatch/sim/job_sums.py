@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from kbatch.api import DEFAULT_QUEUE
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import follows
 
 # What waits for a node, read from a session's snapshot as the session left it.
 WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
@@ -105,15 +106,9 @@ class JobSums:
                 self._take_out(uid)
             self._jobs = {}
         last, without_tasks = self._jobs, self._without_tasks
-        if (
-            handed_on
-            and lineage is not None
-            and last_lineage == (lineage[0], lineage[1] - 1)
-            and HANDED_ON_UNCHANGED
-        ):
+        unchanged: Mapping[str, JobInfo] = {}
+        if handed_on and follows(lineage, last_lineage) and HANDED_ON_UNCHANGED:
             unchanged = handed_on
-        else:
-            unchanged = {}
         changed = [
             (uid, job)
             for uid, job in jobs.items()

@@ -17,7 +17,7 @@ from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef, Outcome
 from kbatch.operators.scheduler.core.framework.resources import Dims
 
-__all__ = ["Cluster", "ObjectRef", "OrphanPod", "Outcome", "Snapshot"]
+__all__ = ["Cluster", "ObjectRef", "OrphanPod", "Outcome", "Snapshot", "follows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,17 @@ class Snapshot:
     # The jobs (by uid) that are that snapshot's objects, which neither a session nor a
     # write has changed since (``kbatch.cluster.kept_jobs``): exactly what they were.
     handed_on: Mapping[str, JobInfo] = field(default_factory=dict)
+
+
+def follows(lineage: tuple[object, int] | None, earlier: tuple[object, int] | None) -> bool:
+    """Is the snapshot of ``lineage`` the next one after that of ``earlier`` in one line
+    (so that its ``handed_on`` is of the one ``earlier`` names)?"""
+    return (
+        lineage is not None
+        and earlier is not None
+        and earlier[0] is lineage[0]
+        and earlier[1] == lineage[1] - 1
+    )
 
 
 class Cluster(Protocol):

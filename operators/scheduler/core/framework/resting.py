@@ -27,11 +27,11 @@ quiet-gang test of it would find what it found. Every other job is tested as bef
 """
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core.framework.info import JobInfo, KeptStatus, TaskStatus
-from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.interface import Snapshot, follows
 
 # False: no job rests; every pass walks every job (the long way, for tests).
 REST_QUIET_GANGS = True
@@ -63,12 +63,10 @@ class RestingGangs:
         rested at the last close (this object's own dict, which the session goes on
         with: ``add``, ``wake``, and ``closed`` when it closes)."""
         under, self._under = self._under, None  # until ``closed``: a session may fail
-        lineage = snapshot.lineage
         if (
             not REST_QUIET_GANGS
             or under is None
-            or lineage is None
-            or under[0] != (lineage[0], lineage[1] - 1)
+            or not follows(snapshot.lineage, under[0])
             or under[1] is not conf
             or under[2] != snapshot.queues.keys()
         ):
@@ -82,7 +80,7 @@ class RestingGangs:
         self.jobs[job.uid] = job
         self.by_queue[job.queue] += 1
 
-    def wake(self, uids: Mapping[str, object] | set[str] | list[str]) -> None:
+    def wake(self, uids: Iterable[str]) -> None:
         """These no longer rest."""
         for uid in uids:
             job = self.jobs.pop(uid)

@@ -100,11 +100,11 @@ class Session(TieredFunctions):
         # valid and ready, with the words they were told, unless the session touches them;
         # those that rest (``resting``) are not among them.
         self.quiet: dict[str, KeptStatus] = {}
-        # Jobs that rest (``kbatch...framework.resting``), the others in the snapshot's
+        # Jobs that rest (``framework.resting``), the others in the snapshot's
         # order (``active_jobs``), and the jobs this session touched, in the order it
         # first did: set at open (``rest``).
         self.resting = RestingGangs()
-        self._active: list[JobInfo] = list(self.jobs.values())
+        self._active: list[JobInfo] | None = None  # None: every job (no ``rest``)
         self._first_touched: list[JobInfo] = []
         self._woken = 0  # of ``_first_touched``, those looked at for resting ones
 
@@ -136,18 +136,20 @@ class Session(TieredFunctions):
     def active_jobs(self) -> list[JobInfo]:
         """The jobs, in order, less those resting untouched: what a pass over the jobs
         walks when a resting job has nothing to tell it (``framework.resting``)."""
+        if self._active is None:
+            self._active = list(self.jobs.values())
         if self._woken < len(self._first_touched):
-            self._wake(self._first_touched[self._woken :])
+            self._wake(self._active, self._first_touched[self._woken :])
             self._woken = len(self._first_touched)
         return self._active
 
-    def _wake(self, touched: list[JobInfo]) -> None:
+    def _wake(self, active: list[JobInfo], touched: list[JobInfo]) -> None:
         woken = [job for job in touched if job.uid in self.resting.jobs]
         if not woken:
             return
         self.resting.wake([job.uid for job in woken])
         place = {uid: i for i, uid in enumerate(self.jobs)}
-        self._active = sorted([*self._active, *woken], key=lambda job: place[job.uid])
+        self._active = sorted([*active, *woken], key=lambda job: place[job.uid])
 
     def resting_in(self, queue: str) -> int:
         """Jobs of ``queue`` resting untouched (each a Running PodGroup)."""
@@ -183,7 +185,7 @@ class Session(TieredFunctions):
         for changing in self._changing:
             changing(task, status)
         job = self.jobs[task.job]
-        if not job.touched:
+        if not job.touched:  # (``_touch``, inline: every status change of every session)
             self._first_touched.append(job)
         self.changes += 1
         old_node, old = task.node, task.status
@@ -220,8 +222,7 @@ class Session(TieredFunctions):
     def dispatch(self, task: TaskInfo) -> None:
         """Send an allocated task to its node (Statement.commit)."""
         job = self.jobs[task.job]
-        if not job.touched:
-            self._first_touched.append(job)
+        self._touch(job)
         job.set_status(task, TaskStatus.BINDING)
         self.outcome.binds.append(Bind(task, self.nodes.names[task.node]))
         self.stats.binds += 1

@@ -39,6 +39,7 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.interface import follows
 
 # False: proportion adds up every job at every session open (the long way, for tests).
 KEEP_QUEUE_SUMS = True
@@ -121,13 +122,7 @@ class QueueSums:
         last, self._lineage = self._lineage, lineage
         seen, inqueue = self._seen, _INQUEUE
         uids: Iterable[str] = jobs
-        if (
-            lineage is not None
-            and handed_on is not None
-            and last is not None
-            and last == (lineage[0], lineage[1] - 1)
-            and HANDED_ON_UNCHANGED
-        ):
+        if handed_on is not None and follows(lineage, last) and HANDED_ON_UNCHANGED:
             # The same objects, which no session and no write changed since: the same
             # count of tasks, phase (and so reservation) as at the last update.
             uids = jobs.keys() - handed_on.keys()
