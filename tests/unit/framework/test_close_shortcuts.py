@@ -17,8 +17,9 @@ import pytest
 from builders import Cluster, run_actions, vec
 from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
 from kbatch.operators.podgroup.status import condition
-from kbatch.operators.scheduler.core.framework import job_status
+from kbatch.operators.scheduler.core.framework import job_status, outcome
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.outcome import Event
 from kbatch.operators.scheduler.core.plugins import gang
 
 CONF = 'actions: "enqueue, reclaim, allocate, backfill, preempt"\n' + (
@@ -172,3 +173,25 @@ def test_a_queue_status_built_once_is_shared_and_known_unchanged() -> None:
             None,
         )
     )
+
+
+def _pod_events(sent: object) -> dict[str, Event]:
+    events = sent.outcome.events  # type: ignore[attr-defined]
+    return {e.ref.name: e for e in events if e.reason == outcome.FAILED_SCHEDULING}
+
+
+def test_a_pod_told_the_same_again_is_given_the_same_event() -> None:
+    """``outcome.failed_scheduling``: a waiting pod told why in the same words as at the
+    last session is given the event it was given then; in other words, a new one."""
+    cluster = Cluster().node("n1", cpu=2)
+    cluster.queue("a")
+    big = cluster.job("big", queue="a", min_member=2).tasks(2, cpu=4)  # fits nowhere
+    cluster.job("fits", queue="a", min_member=1).tasks(1, cpu=1)
+    first = _pod_events(run_actions(cluster.open(CONF)))
+    again = _pod_events(run_actions(cluster.open(CONF)))
+    assert set(first) == {"big-0", "big-1"} and first == again
+    assert all(again[name] is first[name] for name in first)
+    task = next(iter(big.job.tasks.values()))  # told otherwise now
+    reworded = outcome.failed_scheduling(task, "other words")
+    assert reworded is not first[task.name] and reworded.message == "other words"
+    assert (reworded.ref, reworded.type) == (first[task.name].ref, first[task.name].type)

@@ -8,12 +8,16 @@ import operator
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
+
+if TYPE_CHECKING:
+    from kbatch.operators.scheduler.core.framework.outcome import Event
 
 
 class TaskStatus(IntEnum):
@@ -80,6 +84,10 @@ class TaskInfo:
     role: str = ""  # its role in the gang (kbatch.io/task), counted for minTaskMember
     # its pod's PodScheduled condition as (status, reason, message); None: it has none
     scheduled_condition: tuple[str, str, str] | None = None
+    # The FailedScheduling event a session last told of it (``outcome.failed_scheduling``):
+    # a backlog's pod told the same again is given the same (frozen) event, not a new one
+    # every session. Not part of what the task is.
+    told: "Event | None" = field(default=None, compare=False)
 
     @property
     def request(self) -> np.ndarray:

@@ -80,6 +80,21 @@ class Event:
     message: str
 
 
+def failed_scheduling(task: TaskInfo, message: str) -> Event:
+    """The Warning FailedScheduling on ``task``'s pod, saying ``message``: the one told of
+    it last (``TaskInfo.told``) when it says the same, else a new one, kept there. A
+    backlog's pods are each told why they wait, every session, mostly in the same words:
+    these are then the same objects, not some ten thousand new ones each time (and as
+    many more for the collector to walk)."""
+    told = task.told
+    if told is not None and told.message == message:
+        return told
+    told = task.told = Event(
+        ObjectRef("Pod", task.namespace, task.name), "Warning", FAILED_SCHEDULING, message
+    )
+    return told
+
+
 @dataclass(frozen=True, slots=True)
 class PodCondition:
     """A pod's PodScheduled condition to write: status, reason, message."""

@@ -25,7 +25,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.core.framework.outcome import Event
+from kbatch.operators.scheduler.core.framework.outcome import Event, failed_scheduling
 from kbatch.operators.scheduler.core.framework.session import (
     FitError,
     Session,
@@ -302,18 +302,13 @@ def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], messag
         if not message:
             return
     if not errors:  # the gang's reason for each (most of a backlog, every session)
-        session.record_events(
-            Event(ObjectRef("Pod", t.namespace, t.name), "Warning", "FailedScheduling", message)
-            for t in pending
-        )
+        session.record_events(failed_scheduling(t, message) for t in pending)
         return
     nodes = len(session.nodes)
     for task in pending:
         reasons = errors.get(task.uid)
         detail = f"{nodes_unavailable(nodes, reasons)}." if reasons else message
-        session.record_event(
-            ObjectRef("Pod", task.namespace, task.name), "Warning", "FailedScheduling", detail
-        )
+        session.record_events((failed_scheduling(task, detail),))
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
