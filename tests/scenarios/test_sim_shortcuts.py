@@ -61,7 +61,7 @@ from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes, records, 
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, resting, session
-from kbatch.operators.scheduler.core.framework.outcome import ObjectRef
+from kbatch.operators.scheduler.core.framework.outcome import Event, ObjectRef
 from kbatch.operators.scheduler.core.plugins import drf, gang, node_index, queue_sums
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
 from kbatch.sim.cluster import SimCluster
@@ -76,6 +76,12 @@ def _record_by_name_and_uid(
     self: SimCluster, ref: ObjectRef, type_: str, reason: str, message: str
 ) -> None:
     self.events.record((ref, self._uid_of(ref)), ref, type_, reason, message, self.clock.now)
+
+
+def _failed_scheduling_made_anew(task: info.TaskInfo, message: str) -> Event:
+    return Event(
+        ObjectRef("Pod", task.namespace, task.name), "Warning", "FailedScheduling", message
+    )
 
 
 SEAMS: dict[str, tuple[Any, str, Any]] = {
@@ -106,6 +112,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "quiet gangs rest": (resting, "REST_QUIET_GANGS", False),
     "queue sums by jobs handed on": (queue_sums, "HANDED_ON_UNCHANGED", False),
     "pod specs of equal inputs": (records, "KEEP_SPEC_OF_EQUAL_INPUTS", False),
+    "failed scheduling told again": (gang, "failed_scheduling", _failed_scheduling_made_anew),
 }
 
 

@@ -84,7 +84,7 @@ def without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every state a new one (nothing failed is reused), no verdict on a whole gang kept
     beyond one plan's candidates, and no per-task test known of the plugins."""
     monkeypatch.setattr(EvictableRoom, "state", lambda self, signature: object())
-    monkeypatch.setattr(eviction, "_whole_gangs", lambda statement, task, rules: {})
+    monkeypatch.setattr(eviction, "_shared_verdicts", lambda statement, task, rules: None)
     monkeypatch.setattr(tiers.TieredFunctions, "_victims_filter", lambda self, fns: None)
     monkeypatch.setattr(tiers.TieredFunctions, "may_lose_key", lambda self, task: None)
 
@@ -235,6 +235,18 @@ def test_nodes_bound_by_what_the_plugins_could_offer_get_the_same_decisions(
     candidates could, and failing the plan on the others."""
     bound = decisions(run_actions(random_cluster(seed).open(FULL)))
     monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", False)
+    assert decisions(run_actions(random_cluster(seed).open(FULL))) == bound
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_nodes_bound_by_what_the_jobs_that_may_lose_any_hold_get_the_same_decisions(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search tries only the nodes where what the jobs above their minimum or allowed
+    to go whole hold makes room (``eviction.BOUND_BY_WHAT_MAY_GO``): as trying every
+    node where the candidates could, and failing the plan on the others."""
+    bound = decisions(run_actions(random_cluster(seed).open(FULL)))
+    monkeypatch.setattr(eviction, "BOUND_BY_WHAT_MAY_GO", False)
     assert decisions(run_actions(random_cluster(seed).open(FULL))) == bound
 
 

@@ -246,16 +246,42 @@ def test_a_backlog_of_alike_jobs_that_can_evict_nothing_costs_one_plan_per_node(
         monkeypatch.undo()
 
 
+def test_a_backlog_facing_gangs_that_may_not_go_tries_no_node(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """Queue a holds every node with gangs at their minimum and deserves all but one cpu
+    of it: it may give back one cpu, not a whole gang of two. b's waiting gangs reclaim
+    nothing. Bounded by the jobs that may lose any (none), no node is tried; without the
+    bound the first waiting job's plan fails on every node."""
+    from kbatch.operators.scheduler.core.framework import eviction
+
+    for bound, expected in ((False, 4), (True, 0)):
+        monkeypatch.setattr(eviction, "BOUND_BY_WHAT_MAY_GO", bound)
+        plans = count_plans(monkeypatch)
+        cluster = Cluster().queue("a", weight=7).queue("b", weight=1)
+        for n in range(4):
+            cluster.node(f"n{n}", cpu=2)
+            running = cluster.job(f"run{n}", queue="a", min_member=2)
+            running.tasks(2, cpu=1, status=R, node=f"n{n}")
+        for j in range(10):
+            cluster.job(f"wait{j}", queue="b", min_member=1).tasks(1, cpu=1)
+        assert run_actions(cluster.open(FULL), "reclaim").evictions == []
+        assert len(plans) == expected, plans
+        monkeypatch.undo()
+
+
 def test_a_plan_that_failed_for_one_preemptor_is_tried_again_for_a_more_important_one(
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """The older job (first in line) may evict nothing at its priority; the later one,
     more important, must still get its plan made on the same node. (With the search
-    bounded by what priority could offer, the older job's would not try the node at all:
-    the bound is off here, so that its plan is made and fails.)"""
+    bounded by what priority could offer, or by the jobs that may lose any, the older
+    job's would not try the node at all: the bounds are off here, so that its plan is
+    made and fails.)"""
     from kbatch.operators.scheduler.core.framework import eviction
 
     monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", False)
+    monkeypatch.setattr(eviction, "BOUND_BY_WHAT_MAY_GO", False)
     plans = count_plans(monkeypatch)
     cluster = Cluster().node("n1", cpu=2)
     cluster.job("running", priority=5).tasks(2, cpu=1, status=R, node="n1")

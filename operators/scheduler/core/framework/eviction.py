@@ -141,9 +141,11 @@ def make_room(
     if tried in rules.room.failed:
         return False
     view = placer.view(task)
-    nodes = _nodes_worth_trying(session, view.ok, view.scores, task, rules)
+    shared = _shared_verdicts(statement, task, rules)
+    whole = {} if shared is None else shared
+    may_go = _held_by_what_may_go(session, statement, task, rules, whole, shared is not None)
+    nodes = _nodes_worth_trying(session, view.ok, view.scores, task, rules, may_go)
     plans: dict[int, list[TaskInfo]] = {}
-    whole = _whole_gangs(statement, task, rules)
     for node in nodes:
         failed = None if alike is None else (node, *alike)
         if failed in rules.room.failed:
@@ -171,15 +173,53 @@ def make_room(
     return True
 
 
-def _whole_gangs(statement: Statement, task: TaskInfo, rules: Rules) -> dict[Hashable, bool]:
-    """Where ``_may_go`` keeps its answers (job -> may it go whole): shared by every plan
+def _shared_verdicts(
+    statement: Statement, task: TaskInfo, rules: Rules
+) -> dict[Hashable, bool] | None:
+    """Where ``_may_go`` keeps its answers (job -> may it go whole), shared by every plan
     of the action while no victim is taken yet (plans are rolled back, so the cluster
-    is as it was), else this task's own."""
+    is as it was); None when they are not shared (victims taken, or the rule or the
+    plugins do not say what they read): the task then keeps its own."""
     key = rules.choose_key(task)
     verdicts = rules.key if rules.verdict_key is None else rules.verdict_key
     if verdicts is None or key is None or statement.evicted():
-        return {}
+        return None
     return rules.room.whole_gangs.setdefault((verdicts, key), {})
+
+
+# Bound the nodes tried by what the jobs that may lose anything hold (a job above its
+# minimum, or one that may go whole), not by what every candidate holds: a full cluster
+# of gangs at their minimum that may not go whole is given up at once, not node by node.
+# A switch for the tests that compare both.
+BOUND_BY_WHAT_MAY_GO = True
+
+
+def _held_by_what_may_go(
+    session: Session,
+    statement: Statement,
+    task: TaskInfo,
+    rules: Rules,
+    whole: dict[Hashable, bool],
+    shared: bool,
+) -> np.ndarray | None:
+    """(nodes × dims): what the rule's candidates hold of the jobs that could give any of
+    it: those above their minimum (their surplus may go, their roles aside) and those
+    that may go whole (``_may_go``'s verdict, kept in ``whole``). Any plan's victims are
+    among these, so a node where even all of it would not make room fails its plan.
+    Kept by the verdicts' key and the commits so far, as the verdicts are; None (no bound)
+    when the verdicts are not shared."""
+    if not BOUND_BY_WHAT_MAY_GO or not shared:
+        return None
+    key = ("may go", rules.key, rules.verdict_key, rules.choose_key(task), rules.room.generation)
+
+    def may_give(job: JobInfo) -> bool:
+        if not rules.wanted(job):
+            return False
+        if job.ready_count - 1 >= job.min_member:
+            return True
+        return _may_go_whole(statement, task, job, rules, whole)
+
+    return rules.room.held_by(key, may_give, rules.queues)
 
 
 def _alike(statement: Statement, task: TaskInfo, rules: Rules) -> tuple[Hashable, ...] | None:
@@ -264,6 +304,18 @@ def _may_go(
     job = session.jobs[victim.job]
     if job.can_lose(victim):
         return True
+    return _may_go_whole(statement, task, job, rules, whole)
+
+
+def _may_go_whole(
+    statement: Statement,
+    task: TaskInfo,
+    job: JobInfo,
+    rules: Rules,
+    whole: dict[Hashable, bool],
+) -> bool:
+    """May all of ``job``'s running tasks go for ``task`` (see ``_may_go``)? Kept in
+    ``whole`` by job."""
     verdict = whole.get(job.uid)
     if verdict is None:
         rest = [t for t in job.tasks.values() if t.status in EVICTABLE]
@@ -436,17 +488,25 @@ BOUND_BY_OFFERED = True
 
 
 def _nodes_worth_trying(
-    session: Session, ok: np.ndarray, scores: np.ndarray, task: TaskInfo, rules: Rules
+    session: Session,
+    ok: np.ndarray,
+    scores: np.ndarray,
+    task: TaskInfo,
+    rules: Rules,
+    may_go: np.ndarray | None = None,
 ) -> list[int]:
     """Nodes passing the predicates whose room plus every candidate's that the plugins
-    could offer for ``task`` (``Rules.held``) could hold it: those with room already
-    first, then best score first, ties by name. (A node with room already is among them:
-    what the candidates hold is never negative.)"""
+    could offer for ``task`` (``Rules.held``), and that belongs to a job that could lose
+    any (``may_go``, if known), could hold it: those with room already first, then best
+    score first, ties by name. (A node with room already is among them: what the
+    candidates hold is never negative.)"""
     nodes = session.nodes
     request = task.request
     future = nodes.future_idle()
     counted = session.room_dims  # see _fits
     held = rules.held(task) if BOUND_BY_OFFERED else rules.held()
+    if may_go is not None:
+        held = np.minimum(held, may_go)  # both bound what victims could free
     worth = np.flatnonzero(ok & _fit_with(session, request, held))
     if not worth.size:
         return []
