@@ -143,7 +143,10 @@ def make_room(
     view = placer.view(task)
     shared = _shared_verdicts(statement, task, rules)
     whole = {} if shared is None else shared
-    may_go = _held_by_what_may_go(session, statement, task, rules, whole, shared is not None)
+
+    def may_go() -> np.ndarray | None:
+        return _held_by_what_may_go(session, statement, task, rules, whole, shared is not None)
+
     nodes = _nodes_worth_trying(session, view.ok, view.scores, task, rules, may_go)
     plans: dict[int, list[TaskInfo]] = {}
     for node in nodes:
@@ -493,23 +496,26 @@ def _nodes_worth_trying(
     scores: np.ndarray,
     task: TaskInfo,
     rules: Rules,
-    may_go: np.ndarray | None = None,
+    may_go: Callable[[], np.ndarray | None] = lambda: None,
 ) -> list[int]:
     """Nodes passing the predicates whose room plus every candidate's that the plugins
     could offer for ``task`` (``Rules.held``), and that belongs to a job that could lose
-    any (``may_go``, if known), could hold it: those with room already first, then best
-    score first, ties by name. (A node with room already is among them: what the
-    candidates hold is never negative.)"""
+    any (``may_go()``, if known; asked only of nodes the first bound leaves), could hold
+    it: those with room already first, then best score first, ties by name. (A node with
+    room already is among them: what the candidates hold is never negative.)"""
     nodes = session.nodes
     request = task.request
     future = nodes.future_idle()
     counted = session.room_dims  # see _fits
     held = rules.held(task) if BOUND_BY_OFFERED else rules.held()
-    if may_go is not None:
-        held = np.minimum(held, may_go)  # both bound what victims could free
     worth = np.flatnonzero(ok & _fit_with(session, request, held))
     if not worth.size:
         return []
+    also = may_go()
+    if also is not None:  # both bound what victims could free
+        worth = worth[_fit_with(session, request, np.minimum(held, also))[worth]]
+        if not worth.size:
+            return []
     roomy = np.all((request <= future[worth] + EPSILON)[:, counted], axis=1)
     order = np.lexsort((worth, -scores[worth], ~roomy))
     return worth[order].tolist()

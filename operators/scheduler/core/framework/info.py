@@ -88,14 +88,15 @@ class TaskInfo:
     # a backlog's pod told the same again is given the same (frozen) event, not a new one
     # every session. Not part of what the task is.
     told: "Event | None" = field(default=None, compare=False)
+    # "namespace/name": made once, not at each of the many asks (every task order key)
+    key: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.key = f"{self.namespace}/{self.name}"
 
     @property
     def request(self) -> np.ndarray:
         return self.template.request
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
 
 @dataclass(eq=False, slots=True)

@@ -14,6 +14,7 @@
 """
 
 import functools
+from collections.abc import Mapping
 
 from kbatch.api.podgroup import ConditionType, PodGroupCondition
 from kbatch.config import PluginOption
@@ -97,10 +98,11 @@ def order_key(job: JobInfo) -> int:
     return 1 if ready(job) else 0
 
 
-def task_order_key(session: Session, task: TaskInfo) -> int:
+def task_order_key(jobs: Mapping[str, JobInfo], task: TaskInfo) -> int:
     """0 for a pending task its role needs to reach minTaskMember: the first (by name)
-    as many pending tasks of the role as it is short of; 1 for every other task."""
-    job = session.jobs.get(task.job)
+    as many pending tasks of the role as it is short of; 1 for every other task. (Of the
+    session's ``jobs``: bound once, as every task order key of a backlog asks it.)"""
+    job = jobs.get(task.job)
     if job is None or task.role not in job.min_task_member or task.status != TaskStatus.PENDING:
         return 1
     short = job.min_task_member[task.role] - job.role_count(task.role, READY_STATUSES)
@@ -317,7 +319,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_job_ready_fn(ready)
     session.add_job_pipelined_fn(pipelined)
     session.add_job_order_fn(order_key)
-    session.add_task_order_fn(lambda task: task_order_key(session, task))
+    session.add_task_order_fn(functools.partial(task_order_key, session.jobs))
     session.add_preemptable_fn(
         lambda _preemptor, candidates: victims(session, candidates), preemptor_key=no_preemptor
     )
