@@ -3,12 +3,41 @@
 Units: cpu in millicores, every other resource in its base unit (bytes, devices, pods).
 """
 
-from collections.abc import Mapping
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
-
-from kubernetes.utils.quantity import parse_quantity
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 CPU = "cpu"
+CLIENT_PARSER = "kubernetes.utils.quantity"
+
+
+def _client_parser_module() -> ModuleType:
+    """The kubernetes client's ``kubernetes.utils.quantity``. It needs nothing but
+    ``decimal``; imported by its name, though, it runs the client package's
+    ``__init__``, which imports the whole API client: a tenth of a second at every
+    start of every command, ``kbatch simulate`` included, that reads no cluster. So it
+    is read from the installed client's own file, unless something imported the client
+    already (the operators: then that module is the one)."""
+    imported = sys.modules.get(CLIENT_PARSER)
+    if imported is not None:
+        return imported
+    package = importlib.util.find_spec("kubernetes")  # found, not imported
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("the kubernetes client is not installed")
+    path = Path(package.submodule_search_locations[0]) / "utils" / "quantity.py"
+    spec = importlib.util.spec_from_file_location(f"kbatch._client.{CLIENT_PARSER}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot read the kubernetes client's parser at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+parse_quantity: Callable[[Any], Decimal] = _client_parser_module().parse_quantity
 
 
 def amount(resource: str, value: object) -> float:
@@ -16,7 +45,7 @@ def amount(resource: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"{value!r} is not a quantity")
     try:
-        parsed: Decimal = parse_quantity(value)  # type: ignore[no-untyped-call]
+        parsed: Decimal = parse_quantity(value)
     except (ValueError, InvalidOperation, TypeError) as exc:
         raise ValueError(
             f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')"
