@@ -30,6 +30,9 @@ from kbatch.operators.scheduler.core.framework.resources import Dims
 
 # False: every job with tasks is made anew by every snapshot (the long way, for tests).
 KEEP_UNCHANGED_JOBS = True
+# False: a snapshot's ``handed_on`` holds jobs with tasks only; the sums that take what
+# it hands on as unchanged then compare every job without tasks (for tests).
+HAND_ON_JOBS_WITHOUT_TASKS = True
 INQUEUE = PodGroupPhase.INQUEUE
 
 
@@ -58,6 +61,11 @@ class KeptJobs:
         self._context: JobContext | None = None
         # The units of the last snapshot's jobs with tasks that ``reusable`` did not hand on.
         self.not_kept: set[str] = set()
+        # The last snapshot's jobs without tasks that nothing wrote or touched since, by
+        # unit: the next one hands them on too when their group's parts give the same
+        # object again (``group_parts.job_info``), as they do while the group stays the
+        # same and no session moved their phase.
+        self.without_tasks: dict[str, JobInfo] = {}
 
     def reusable(self, context: JobContext, changed: AbstractSet[str] | None) -> dict[str, JobInfo]:
         """The last snapshot's jobs with tasks that the next one, made under ``context``,
@@ -66,16 +74,20 @@ class KeptJobs:
         last, self._context = self._context, context
         if changed is None or not KEEP_UNCHANGED_JOBS or last != context:
             self.not_kept = {unit for unit, job in self._jobs.items() if job.tasks}
+            self.without_tasks = {}
             return {}
         kept: dict[str, JobInfo] = {}
         not_kept: set[str] = set()
+        without_tasks: dict[str, JobInfo] = {}
         for unit, job in self._jobs.items():  # one pass (every job, every snapshot)
-            if job.tasks:
-                if job.touched or unit in changed:
+            if job.touched or unit in changed:
+                if job.tasks:
                     not_kept.add(unit)
-                else:
-                    kept[unit] = job
-        self.not_kept = not_kept
+            elif job.tasks:
+                kept[unit] = job
+            elif HAND_ON_JOBS_WITHOUT_TASKS:
+                without_tasks[unit] = job
+        self.not_kept, self.without_tasks = not_kept, without_tasks
         return kept
 
     def made(self, jobs: Mapping[str, JobInfo]) -> None:

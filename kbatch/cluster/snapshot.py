@@ -258,7 +258,7 @@ class SnapshotBuilder:
         queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
-        jobs, taken = self._jobs(pod_groups, dims, resolver, kept_jobs)
+        jobs, taken, without_tasks = self._jobs(pod_groups, dims, resolver, kept_jobs)
         if taken < len(kept_jobs):  # those of groups this snapshot shows, and pods' own groups
             kept_jobs = {
                 unit: job
@@ -295,7 +295,7 @@ class SnapshotBuilder:
             queues=queue_infos,
             orphans=orphans,
             lineage=(self, self._made),
-            handed_on=kept_jobs,
+            handed_on=_handed_on(kept_jobs, without_tasks),
         )
 
     def _pods_to_pass(
@@ -329,13 +329,16 @@ class SnapshotBuilder:
         dims: Dims,
         resolver: Priorities,
         kept_jobs: Mapping[str, JobInfo],
-    ) -> tuple[dict[str, JobInfo], int]:
+    ) -> tuple[dict[str, JobInfo], int, list[tuple[str, JobInfo]]]:
         """The groups' jobs, in their order: ``_job`` of each, a job handed on whole (most
         of a busy cluster's) found inline (this runs for every group of every snapshot);
-        and how many of them are ``kept_jobs``' (all of them: every job handed on is of
-        a group shown)."""
+        how many of them are ``kept_jobs``' (all of them: every job handed on is of a
+        group shown); and the jobs without tasks handed on (``KeptJobs.without_tasks``
+        given again by their group's parts)."""
         jobs: dict[str, JobInfo] = {}
         kept_job, parts_of = kept_jobs.get, self._groups.get
+        without_tasks = self._kept_jobs.without_tasks
+        handed_without_tasks: list[tuple[str, JobInfo]] = []
         taken = 0
         for key, group in pod_groups.items():
             job = kept_job(key)
@@ -347,8 +350,11 @@ class SnapshotBuilder:
                     taken += 1
                     continue
             made = jobs[key] = self._job(key, group, dims, resolver, kept_jobs)
-            taken += job is not None and made is job
-        return jobs, taken
+            if job is not None:
+                taken += made is job
+            elif without_tasks and made is without_tasks.get(key):
+                handed_without_tasks.append((key, made))
+        return jobs, taken, handed_without_tasks
 
     def _job(
         self,
@@ -541,3 +547,16 @@ class SnapshotBuilder:
             )
             jobs[uid] = job
         return job
+
+
+def _handed_on(
+    kept_jobs: Mapping[str, JobInfo], without_tasks: list[tuple[str, JobInfo]]
+) -> Mapping[str, JobInfo]:
+    """What a snapshot hands on: the jobs with tasks kept whole, and those without tasks
+    its groups' parts gave again that are still without (no pod of theirs came: their
+    unit was not written)."""
+    if not without_tasks:
+        return kept_jobs
+    handed = dict(kept_jobs)
+    handed.update((unit, job) for unit, job in without_tasks if not job.tasks)
+    return handed

@@ -113,6 +113,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "queue sums by jobs handed on": (queue_sums, "HANDED_ON_UNCHANGED", False),
     "pod specs of equal inputs": (records, "KEEP_SPEC_OF_EQUAL_INPUTS", False),
     "failed scheduling told again": (gang, "failed_scheduling", _failed_scheduling_made_anew),
+    "jobs without tasks handed on": (kept_jobs, "HAND_ON_JOBS_WITHOUT_TASKS", False),
 }
 
 

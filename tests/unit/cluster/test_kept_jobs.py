@@ -185,3 +185,51 @@ def test_a_pods_own_group_handed_on_says_inqueue_again() -> None:
     solo.phase = PodGroupPhase.RUNNING
     second = state.snapshot()
     assert second.jobs[solo.uid] is solo and solo.phase is PodGroupPhase.INQUEUE
+
+
+@pytest.mark.parametrize("conf_name", sorted(CONFS))
+def test_what_a_snapshot_hands_on_is_the_last_ones_as_it_was_and_stayed(conf_name: str) -> None:
+    """``Snapshot.handed_on``: each job is the last snapshot's object, and says what it
+    said when that snapshot was made and, but for the phase a session may move and the
+    builder sets back (only for jobs with tasks: one without is made anew then), when
+    its session ended (the sums that take it as unchanged read it at either). Jobs
+    without tasks are among them (groups without pods that nothing wrote)."""
+    seen: dict[str, tuple[JobInfo, dict[str, object], dict[str, object]]] = {}
+    without_tasks = 0
+    for snap in compared_snapshots(QUIET_STEPS):
+        for uid, job in snap.handed_on.items():
+            last, made, closed = seen[uid]
+            assert job is last and _plain(job)[1] == made, uid
+            if job.tasks:
+                closed = {**closed, "phase": made["phase"]}
+            assert closed == made, uid
+            without_tasks += not job.tasks
+        made_as = {uid: _plain(job)[1] for uid, job in snap.jobs.items()}
+        session(snap, conf_name)
+        seen = {uid: (job, made_as[uid], _plain(job)[1]) for uid, job in snap.jobs.items()}
+    assert without_tasks >= 3
+
+
+def test_a_group_without_pods_admitted_by_a_session_is_not_handed_on() -> None:
+    """Enqueue moves a group's phase without a write (here, none lands): the next
+    snapshot makes its job anew, as its group says, and does not hand it on."""
+    state = ClusterState()
+    applying_queue_and_group = STEPS[0]
+    applying_queue_and_group(state)
+    state.apply({**pod("g-0", "g"), "kind": "Pod"})
+    waiting = {
+        "kind": "PodGroup",
+        "metadata": {"name": "w", "namespace": "ns", "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"minMember": 1, "queue": "default", "minResources": {"cpu": "1"}},
+    }
+    state.apply(waiting)
+    first = state.snapshot()
+    assert not first.jobs["ns/w"].tasks and first.jobs["ns/w"].phase is PodGroupPhase.PENDING
+    session(first, "every action")
+    assert first.jobs["ns/w"].phase is PodGroupPhase.INQUEUE  # admitted, nothing written
+    second = state.snapshot()
+    assert "ns/w" not in second.handed_on
+    assert second.jobs["ns/w"] is not first.jobs["ns/w"]
+    assert second.jobs["ns/w"].phase is PodGroupPhase.PENDING
+    third = state.snapshot()  # nothing since (Ignoring: no session ran on the second)
+    assert third.handed_on.get("ns/w") is second.jobs["ns/w"]

@@ -16,9 +16,10 @@ it in place, with its allocation, request and minResources (hence the count of i
 tasks, compared); a session may move its ``phase`` and the builder set it back (hence
 whether it reserves, compared). Nothing else writes a job's queue, allocation, request
 or minResources. When the snapshot is the next one of the line of the last update's
-(``Snapshot.lineage``), the jobs it hands on (``Snapshot.handed_on``: with tasks, the
-same objects, which neither a write nor a session changed since) are unchanged, and
-only the others are compared.
+(``Snapshot.lineage``), the jobs it hands on (``Snapshot.handed_on``: the same objects,
+which neither a write nor a session changed since; with tasks, or without and their
+unit not written, so that no pod came and their phase is their group's) are
+unchanged, and only the others are compared.
 
 The long way adds the parts up as floats, job after job. The sums kept here are of
 parts that are whole and non-negative, added and taken out in any order: as
