@@ -1,8 +1,8 @@
 """Eviction's shortcuts give the decisions eviction makes without them.
 
-The shortcuts (framework/eviction.py, evictable.py): a failed search or plan is
-reused while the session state (commits so far, the statement's changes) is the
-same; whether a gang may go whole is asked once per job for every rule alike, and
+The shortcuts (framework/eviction.py, eviction_rules.py, evictable.py): a failed
+search or plan is reused while the session state (commits so far, the statement's
+changes) is the same; whether a gang may go whole is asked once per job for every rule alike, and
 once for gangs whose members the rule reads alike (reclaim: queue and request); and
 a node whose tasks the plugins could never offer (priority, conformance task by
 task) is given up before the plugins are asked. Each is switched off here and the
@@ -16,7 +16,12 @@ import pytest
 from builders import Cluster, FakeCluster, JobBuilder, run_actions
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler.core.actions import reclaim
-from kbatch.operators.scheduler.core.framework import evictable, eviction, preemptors, tiers
+from kbatch.operators.scheduler.core.framework import (
+    evictable,
+    eviction_rules,
+    preemptors,
+    tiers,
+)
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
@@ -84,7 +89,7 @@ def without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every state a new one (nothing failed is reused), no verdict on a whole gang kept
     beyond one plan's candidates, and no per-task test known of the plugins."""
     monkeypatch.setattr(EvictableRoom, "state", lambda self, signature: object())
-    monkeypatch.setattr(eviction, "_shared_verdicts", lambda statement, task, rules: None)
+    monkeypatch.setattr(eviction_rules, "shared_verdicts", lambda statement, task, rules: None)
     monkeypatch.setattr(tiers.TieredFunctions, "_victims_filter", lambda self, fns: None)
     monkeypatch.setattr(tiers.TieredFunctions, "may_lose_key", lambda self, task: None)
 
@@ -231,10 +236,10 @@ def test_nodes_bound_by_what_the_plugins_could_offer_get_the_same_decisions(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A search tries only the nodes where what the plugins could offer for the task
-    makes room (``eviction.BOUND_BY_OFFERED``): as trying every node where the rule's
+    makes room (``eviction_rules.BOUND_BY_OFFERED``): as trying every node where the rule's
     candidates could, and failing the plan on the others."""
     bound = decisions(run_actions(random_cluster(seed).open(FULL)))
-    monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", False)
+    monkeypatch.setattr(eviction_rules, "BOUND_BY_OFFERED", False)
     assert decisions(run_actions(random_cluster(seed).open(FULL))) == bound
 
 
@@ -243,10 +248,10 @@ def test_nodes_bound_by_what_the_jobs_that_may_lose_any_hold_get_the_same_decisi
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A search tries only the nodes where what the jobs above their minimum or allowed
-    to go whole hold makes room (``eviction.BOUND_BY_WHAT_MAY_GO``): as trying every
+    to go whole hold makes room (``eviction_rules.BOUND_BY_WHAT_MAY_GO``): as trying every
     node where the candidates could, and failing the plan on the others."""
     bound = decisions(run_actions(random_cluster(seed).open(FULL)))
-    monkeypatch.setattr(eviction, "BOUND_BY_WHAT_MAY_GO", False)
+    monkeypatch.setattr(eviction_rules, "BOUND_BY_WHAT_MAY_GO", False)
     assert decisions(run_actions(random_cluster(seed).open(FULL))) == bound
 
 

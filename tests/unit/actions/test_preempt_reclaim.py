@@ -230,10 +230,10 @@ def test_a_backlog_of_alike_jobs_that_can_evict_nothing_costs_one_plan_per_node(
     """Equal priorities: no job may preempt. The first waiting job's failed plans hold
     for the others (same queue, request, priority and session state). With the search
     bounded by what priority could offer (nothing), no node is even tried."""
-    from kbatch.operators.scheduler.core.framework import eviction
+    from kbatch.operators.scheduler.core.framework import eviction_rules
 
     for bound, expected in ((False, 4), (True, 0)):
-        monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", bound)
+        monkeypatch.setattr(eviction_rules, "BOUND_BY_OFFERED", bound)
         plans = count_plans(monkeypatch)
         cluster = Cluster()
         for n in range(4):
@@ -253,10 +253,10 @@ def test_a_backlog_facing_gangs_that_may_not_go_tries_no_node(
     of it: it may give back one cpu, not a whole gang of two. b's waiting gangs reclaim
     nothing. Bounded by the jobs that may lose any (none), no node is tried; without the
     bound the first waiting job's plan fails on every node."""
-    from kbatch.operators.scheduler.core.framework import eviction
+    from kbatch.operators.scheduler.core.framework import eviction_rules
 
     for bound, expected in ((False, 4), (True, 0)):
-        monkeypatch.setattr(eviction, "BOUND_BY_WHAT_MAY_GO", bound)
+        monkeypatch.setattr(eviction_rules, "BOUND_BY_WHAT_MAY_GO", bound)
         plans = count_plans(monkeypatch)
         cluster = Cluster().queue("a", weight=7).queue("b", weight=1)
         for n in range(4):
@@ -278,10 +278,10 @@ def test_a_plan_that_failed_for_one_preemptor_is_tried_again_for_a_more_importan
     bounded by what priority could offer, or by the jobs that may lose any, the older
     job's would not try the node at all: the bounds are off here, so that its plan is
     made and fails.)"""
-    from kbatch.operators.scheduler.core.framework import eviction
+    from kbatch.operators.scheduler.core.framework import eviction_rules
 
-    monkeypatch.setattr(eviction, "BOUND_BY_OFFERED", False)
-    monkeypatch.setattr(eviction, "BOUND_BY_WHAT_MAY_GO", False)
+    monkeypatch.setattr(eviction_rules, "BOUND_BY_OFFERED", False)
+    monkeypatch.setattr(eviction_rules, "BOUND_BY_WHAT_MAY_GO", False)
     plans = count_plans(monkeypatch)
     cluster = Cluster().node("n1", cpu=2)
     cluster.job("running", priority=5).tasks(2, cpu=1, status=R, node="n1")

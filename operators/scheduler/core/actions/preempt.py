@@ -7,11 +7,8 @@ is evicted. A task its queue may not take (capability) evicts nothing."""
 from collections.abc import Callable, Hashable
 
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
-from kbatch.operators.scheduler.core.framework.eviction import (
-    Rules,
-    make_room,
-    wasted_evictions,
-)
+from kbatch.operators.scheduler.core.framework.eviction import make_room, wasted_evictions
+from kbatch.operators.scheduler.core.framework.eviction_rules import Rules
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.preemptors import jobs_by_queue, outlook

@@ -21,11 +21,8 @@ only; a reclaim is a preemption across queues).
 from collections.abc import Hashable
 
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
-from kbatch.operators.scheduler.core.framework.eviction import (
-    Rules,
-    make_room,
-    wasted_evictions,
-)
+from kbatch.operators.scheduler.core.framework.eviction import make_room, wasted_evictions
+from kbatch.operators.scheduler.core.framework.eviction_rules import Rules
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.preemptors import (
