@@ -23,7 +23,7 @@ from kbatch.api import (
 )
 from kbatch.api.duration import DurationError, parse_duration
 from kbatch.api.errors import explain
-from kbatch.api.podgroup import PodGroup
+from kbatch.api.podgroup import PodGroup, PodGroupStatus
 from kbatch.api.queue import Queue
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
@@ -407,8 +407,23 @@ def field_of(loc: Sequence[int | str]) -> str:
 
 
 # What a pydantic error type says the field should have been.
-def parse_pod_group(obj: Mapping[str, Any]) -> PodGroup:
-    """A PodGroup, or ObjectError naming the field (negative minResources included)."""
+def parse_pod_group(
+    obj: Mapping[str, Any],
+    previous: PodGroup | None = None,
+    previous_raw: Mapping[str, Any] | None = None,
+) -> PodGroup:
+    """A PodGroup, or ObjectError naming the field (negative minResources included).
+    ``previous``, ``previous_raw``: the state's last version of it, parsed and as given;
+    a write of its status alone (the scheduler's, every session a group's status moves)
+    keeps the rest as parsed then and validates the status only."""
+    if previous is not None and _status_alone_written(obj, previous_raw):
+        written = obj.get("status")
+        try:
+            status = PodGroupStatus() if written is None else PodGroupStatus.model_validate(written)
+        except ValidationError:
+            pass  # the long way below names the field
+        else:
+            return previous.model_copy(update={"status": status})
     with _naming(ref_of(obj)):
         _name(obj, namespaced=True)
     group = validate_model(PodGroup, obj)
@@ -416,6 +431,23 @@ def parse_pod_group(obj: Mapping[str, Any]) -> PodGroup:
     lifetime_of(group, ref_of(obj))
     topology_of(group, ref_of(obj))
     return group
+
+
+# False: every PodGroup written is validated whole, its status alone written or not
+# (the long way, for tests).
+KEEP_GROUP_OF_STATUS_WRITES = True
+
+
+def _status_alone_written(obj: Mapping[str, Any], previous_raw: Mapping[str, Any] | None) -> bool:
+    """Is ``obj`` ``previous_raw`` but for its status (compared as given)? A status
+    missing from ``obj`` counts as written too (the default one)."""
+    if previous_raw is None or not KEEP_GROUP_OF_STATUS_WRITES:
+        return False
+    if "status" in obj and obj["status"] is None:
+        return False  # refused the long way
+    return obj.keys() - {"status"} == previous_raw.keys() - {"status"} and all(
+        obj[key] == previous_raw[key] for key in obj if key != "status"
+    )
 
 
 def lifetime_of(group: PodGroup, ref: str = "PodGroup") -> float | None:

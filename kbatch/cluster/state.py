@@ -124,6 +124,10 @@ class ClusterState:
                 parsed: Any = records.parse_pod(
                     obj, self._parsed["Pod"].get(key), self._raw["Pod"].get(key)
                 )
+            elif kind == "PodGroup":
+                parsed = records.parse_pod_group(
+                    obj, self._parsed["PodGroup"].get(key), self._raw["PodGroup"].get(key)
+                )
             else:
                 parsed = _PARSERS[kind](obj)
         except ObjectError as exc:

@@ -1,0 +1,100 @@
+"""A PodGroup written with its status alone changed keeps the rest as parsed before and
+validates the status only (``records.parse_pod_group``): the same PodGroup as parsing
+it whole, and the same refusal of a bad status."""
+
+from typing import Any
+
+import pytest
+
+from kbatch.cluster import records
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.state import ClusterState
+
+
+def group(**status: Any) -> dict[str, Any]:
+    written: dict[str, Any] = {
+        "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ns", "annotations": {"kbatch.io/lifetime": "1h"}},
+        "spec": {"minMember": 2, "queue": "q", "minResources": {"cpu": "2"}},
+    }
+    if status:
+        written["status"] = status
+    return written
+
+
+CONDITION = {"type": "Unschedulable", "status": "True", "reason": "r", "message": "m"}
+WRITES = [
+    group(phase="Inqueue"),
+    group(phase="Running", running=2, conditions=[CONDITION]),
+    group(),  # the status dropped: the default one
+    group(
+        phase="Pending", conditions=[{**CONDITION, "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+    ),
+]
+
+
+@pytest.mark.parametrize("written", WRITES)
+def test_a_status_written_alone_gives_the_group_parsed_whole(written: dict[str, Any]) -> None:
+    before = records.parse_pod_group(group(phase="Pending"))
+    kept = records.parse_pod_group(written, before, group(phase="Pending"))
+    assert kept == records.parse_pod_group(written)
+    assert kept.spec is before.spec and kept.metadata is before.metadata
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {**group(phase="Inqueue"), "spec": {"minMember": 3, "queue": "q"}},
+        {**group(phase="Inqueue"), "metadata": {"name": "g", "namespace": "ns"}},
+        {**group(phase="Inqueue"), "apiVersion": "scheduling.incubator.k8s.io/v1alpha1x"},
+    ],
+)
+def test_a_group_written_with_more_than_its_status_is_parsed_whole(
+    changed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = records.parse_pod_group(group(phase="Pending"))
+    monkeypatch.setattr(records, "KEEP_GROUP_OF_STATUS_WRITES", False)
+    try:
+        whole: object = records.parse_pod_group(changed)
+    except ObjectError as exc:
+        whole = (exc.ref, exc.field, exc.why)
+    monkeypatch.undo()
+    try:
+        kept: object = records.parse_pod_group(changed, before, group(phase="Pending"))
+    except ObjectError as exc:
+        kept = (exc.ref, exc.field, exc.why)
+    assert kept == whole
+    if not isinstance(kept, tuple):
+        assert kept.spec is not before.spec  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"phase": "Sleeping"}, {"running": -1}, {"conditions": [{"type": "X"}]}, None]
+)
+def test_a_bad_status_written_alone_is_refused_as_the_long_way_refuses_it(bad: Any) -> None:
+    before = records.parse_pod_group(group(phase="Pending"))
+    written = {**group(), "status": bad}
+    with pytest.raises(ObjectError) as whole:
+        records.parse_pod_group(written)
+    with pytest.raises(ObjectError) as kept:
+        records.parse_pod_group(written, before, group(phase="Pending"))
+    assert (kept.value.ref, kept.value.field, kept.value.why) == (
+        whole.value.ref,
+        whole.value.field,
+        whole.value.why,
+    )
+    assert whole.value.field.startswith("status")
+
+
+def test_the_state_parses_a_status_write_on_its_last_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = ClusterState()
+    state.apply(group(phase="Pending"))
+    first = state.pod_groups()["ns/g"]
+    state.apply(group(phase="Inqueue"))
+    assert state.pod_groups()["ns/g"].spec is first.spec
+    monkeypatch.setattr(records, "KEEP_GROUP_OF_STATUS_WRITES", False)
+    state.apply(group(phase="Running"))
+    assert state.pod_groups()["ns/g"].spec is not first.spec
