@@ -231,28 +231,19 @@ def test_alike_gangs_of_an_over_served_queue_get_the_answers_they_get_alone(
     assert {task.rsplit("-", 1)[0] for task, _ in fast.evictions} in ({"pair"}, {"twin"})
 
 
+@pytest.mark.parametrize("bound", ["BOUND_BY_OFFERED", "BOUND_BY_WHAT_MAY_GO"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_nodes_bound_by_what_the_plugins_could_offer_get_the_same_decisions(
-    seed: int, monkeypatch: pytest.MonkeyPatch
+def test_nodes_bound_by_what_could_go_get_the_same_decisions(
+    seed: int, bound: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A search tries only the nodes where what the plugins could offer for the task
-    makes room (``eviction_rules.BOUND_BY_OFFERED``): as trying every node where the rule's
-    candidates could, and failing the plan on the others."""
-    bound = decisions(run_actions(random_cluster(seed).open(FULL)))
-    monkeypatch.setattr(eviction_rules, "BOUND_BY_OFFERED", False)
-    assert decisions(run_actions(random_cluster(seed).open(FULL))) == bound
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_nodes_bound_by_what_the_jobs_that_may_lose_any_hold_get_the_same_decisions(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A search tries only the nodes where what the jobs above their minimum or allowed
-    to go whole hold makes room (``eviction_rules.BOUND_BY_WHAT_MAY_GO``): as trying every
-    node where the candidates could, and failing the plan on the others."""
-    bound = decisions(run_actions(random_cluster(seed).open(FULL)))
-    monkeypatch.setattr(eviction_rules, "BOUND_BY_WHAT_MAY_GO", False)
-    assert decisions(run_actions(random_cluster(seed).open(FULL))) == bound
+    """A search tries only the nodes where what could go makes room: what the plugins
+    could offer for the task (``eviction_rules.BOUND_BY_OFFERED``), and what the jobs
+    above their minimum or allowed to go whole hold (``BOUND_BY_WHAT_MAY_GO``). Either
+    bound gives what trying every node where the rule's candidates could gives, the plan
+    failing on the others."""
+    bounded = decisions(run_actions(random_cluster(seed).open(FULL)))
+    monkeypatch.setattr(eviction_rules, bound, False)
+    assert decisions(run_actions(random_cluster(seed).open(FULL))) == bounded
 
 
 @pytest.mark.parametrize("seed", SEEDS)
