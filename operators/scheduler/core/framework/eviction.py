@@ -81,8 +81,7 @@ def make_room(
     whole = {} if shared is None else shared
 
     def may_go() -> np.ndarray | None:
-        held = eviction_rules.held_by_what_may_go
-        return held(session, statement, task, rules, whole, shared is not None)
+        return eviction_rules.held_by_what_may_go(statement, task, rules, shared)
 
     nodes = eviction_rules.nodes_worth_trying(session, view.ok, view.scores, task, rules, may_go)
     plans: dict[int, list[TaskInfo]] = {}

@@ -104,21 +104,20 @@ BOUND_BY_WHAT_MAY_GO = True
 
 
 def held_by_what_may_go(
-    session: Session,
     statement: Statement,
     task: TaskInfo,
     rules: Rules,
-    whole: dict[Hashable, bool],
-    shared: bool,
+    whole: dict[Hashable, bool] | None,
 ) -> np.ndarray | None:
     """(nodes × dims): what the rule's candidates hold of the jobs that could give any of
     it: those above their minimum (their surplus may go, their roles aside) and those
-    that may go whole (``may_go``'s verdict, kept in ``whole``). Any plan's victims are
-    among these, so a node where even all of it would not make room fails its plan.
-    Kept by the verdicts' key and the commits so far, as the verdicts are; None (no bound)
-    when the verdicts are not shared."""
-    if not BOUND_BY_WHAT_MAY_GO or not shared:
+    that may go whole (``may_go``'s verdict, kept in ``whole``, the shared verdicts).
+    Any plan's victims are among these, so a node where even all of it would not make
+    room fails its plan. Kept by the verdicts' key and the commits so far, as the
+    verdicts are; None (no bound) when the verdicts are not shared (``whole`` None)."""
+    if not BOUND_BY_WHAT_MAY_GO or whole is None:
         return None
+    verdicts = whole
     key = ("may go", rules.key, rules.verdict_key, rules.choose_key(task), rules.room.generation)
 
     def may_give(job: JobInfo) -> bool:
@@ -126,7 +125,7 @@ def held_by_what_may_go(
             return False
         if job.ready_count - 1 >= job.min_member:
             return True
-        return may_go_whole(statement, task, job, rules, whole)
+        return may_go_whole(statement, task, job, rules, verdicts)
 
     return rules.room.held_by(key, may_give, rules.queues)
 
