@@ -201,7 +201,7 @@ def _fit_with(session: Session, request: np.ndarray, freed: np.ndarray) -> np.nd
 
 # Try only the nodes where what the plugins could offer for the task (``Rules.held``
 # for the preemptor) could make room, not every node where the rule's candidates could:
-# ``_plan`` fails on the others. A switch for the tests that compare both.
+# ``eviction._plan`` fails on the others. A switch for the tests that compare both.
 BOUND_BY_OFFERED = True
 
 
