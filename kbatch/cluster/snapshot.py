@@ -550,13 +550,11 @@ class SnapshotBuilder:
 
 
 def _handed_on(
-    kept_jobs: Mapping[str, JobInfo], without_tasks: list[tuple[str, JobInfo]]
-) -> Mapping[str, JobInfo]:
-    """What a snapshot hands on: the jobs with tasks kept whole, and those without tasks
-    its groups' parts gave again that are still without (no pod of theirs came: their
-    unit was not written)."""
-    if not without_tasks:
-        return kept_jobs
-    handed = dict(kept_jobs)
-    handed.update((unit, job) for unit, job in without_tasks if not job.tasks)
-    return handed
+    kept_jobs: dict[str, JobInfo], without_tasks: list[tuple[str, JobInfo]]
+) -> dict[str, JobInfo]:
+    """What a snapshot hands on: the jobs with tasks kept whole (``kept_jobs``, a dict
+    the build made and is done with: added to in place, not copied every snapshot), and
+    those without tasks its groups' parts gave again that are still without (no pod of
+    theirs came: their unit was not written)."""
+    kept_jobs.update((unit, job) for unit, job in without_tasks if not job.tasks)
+    return kept_jobs

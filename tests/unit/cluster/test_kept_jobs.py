@@ -22,6 +22,7 @@ from unit.cluster.test_snapshot_reuse import (
     _plain,
     compared_snapshots,
     described,
+    group,
     node,
     pod,
 )
@@ -214,15 +215,8 @@ def test_a_group_without_pods_admitted_by_a_session_is_not_handed_on() -> None:
     """Enqueue moves a group's phase without a write (here, none lands): the next
     snapshot makes its job anew, as its group says, and does not hand it on."""
     state = ClusterState()
-    applying_queue_and_group = STEPS[0]
-    applying_queue_and_group(state)
-    state.apply({**pod("g-0", "g"), "kind": "Pod"})
-    waiting = {
-        "kind": "PodGroup",
-        "metadata": {"name": "w", "namespace": "ns", "creationTimestamp": "2024-01-01T00:00:00Z"},
-        "spec": {"minMember": 1, "queue": "default", "minResources": {"cpu": "1"}},
-    }
-    state.apply(waiting)
+    STEPS[0](state)  # a queue, nodes, a gang
+    state.apply(group("w", minMember=1, minResources={"cpu": "1"}))  # no pods yet
     first = state.snapshot()
     assert not first.jobs["ns/w"].tasks and first.jobs["ns/w"].phase is PodGroupPhase.PENDING
     session(first, "every action")

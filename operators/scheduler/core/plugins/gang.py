@@ -307,10 +307,12 @@ def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], messag
         session.record_events(failed_scheduling(t, message) for t in pending)
         return
     nodes = len(session.nodes)
-    for task in pending:
+
+    def told(task: TaskInfo) -> str:
         reasons = errors.get(task.uid)
-        detail = f"{nodes_unavailable(nodes, reasons)}." if reasons else message
-        session.record_events((failed_scheduling(task, detail),))
+        return f"{nodes_unavailable(nodes, reasons)}." if reasons else message
+
+    session.record_events(failed_scheduling(task, told(task)) for task in pending)
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
