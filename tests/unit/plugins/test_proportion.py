@@ -123,14 +123,22 @@ def test_a_queue_at_its_fair_share_is_not_overused() -> None:
     assert not session.overused(session.queues["b"])
 
 
-def test_shares_are_published_at_open_and_follow_the_session() -> None:
+def test_shares_are_published_at_open_and_close_and_asked_as_the_session_goes() -> None:
     session = two_queues().open()
     q2 = session.queues["q2"]
     assert q2.deserved is not None and q2.allocated is not None
     np.testing.assert_array_equal(q2.allocated, vec())
+    assert q2.share == 0.0
     task = next(iter(session.jobs["default/b"].tasks.values()))
     session.set_status(task, TaskStatus.ALLOCATED, 0)
     np.testing.assert_array_equal(q2.allocated, vec(1, 1))
+    # What the actions ask follows each change; the queue's share is worked out once
+    # asked (a gang placed task by task), and published at the close.
+    assert session.queue_share(q2) == 0.5
+    session.set_status(task, TaskStatus.PENDING)
+    assert session.queue_share(q2) == 0.0
+    session.set_status(task, TaskStatus.ALLOCATED, 0)
+    session.close()
     assert q2.share == 0.5
 
 

@@ -46,8 +46,11 @@ class QueueShare:
     allocated: np.ndarray
     reserved: np.ndarray  # minResources of Inqueue jobs not yet allocated
     deserved: np.ndarray = field(init=False)
-    share: float = 0.0
+    share: float = 0.0  # as of the last ``refresh``: ask ``current_share``
     unbounded: bool = field(init=False)  # no capability at all: nothing to check
+    # ``allocated`` moved since ``share`` was worked out: a gang placed task by task
+    # works it out once, when the queue order or the close asks, not once per task.
+    stale: bool = False
 
     def __post_init__(self) -> None:
         self.deserved = np.zeros_like(self.request)
@@ -55,6 +58,12 @@ class QueueShare:
 
     def refresh(self) -> None:
         self.share = share(self.allocated, self.deserved)
+        self.stale = False
+
+    def current_share(self) -> float:
+        if self.stale:
+            self.refresh()
+        return self.share
 
 
 def deserved_shares(
@@ -140,7 +149,7 @@ class _Proportion:
             queue.reserved += kept[i, queue_sums.RESERVED]
 
     def queue_key(self, queue: QueueInfo) -> float:
-        return self.queues[queue.name].share
+        return self.queues[queue.name].current_share()
 
     def overused(self, queue: QueueInfo) -> bool:
         attr = self.queues[queue.name]
@@ -167,7 +176,7 @@ class _Proportion:
         return keeps_deserved(attr.allocated, attr.deserved, request, self.rationed)
 
     def over_share(self, queue: QueueInfo) -> float:
-        return self.queues[queue.name].share
+        return self.queues[queue.name].current_share()
 
     def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
         attr = self.queues.get(job.queue)
@@ -214,8 +223,7 @@ class _Proportion:
                 attr.allocated += masked
             else:
                 attr.allocated -= masked
-            attr.refresh()
-            self.session.queues[name].share = attr.share
+            attr.stale = True  # (the queue's share is published at the close)
 
     def publish(self, session: Session) -> None:
         """Shares on the session's queues, for their status and metrics (at open, and
@@ -225,7 +233,7 @@ class _Proportion:
             queue.deserved = attr.deserved
             queue.allocated = attr.allocated
             queue.request = attr.request
-            queue.share = attr.share
+            queue.share = attr.current_share()
 
     def close(self, session: Session) -> None:
         self.publish(session)
