@@ -38,6 +38,9 @@ from kbatch.operators.scheduler.core.framework.resources import room_dims
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunctions
 
+# Read per task placed: an Enum member read off its class is a Python call (3.11).
+_PENDING, _BINDING = TaskStatus.PENDING, TaskStatus.BINDING
+
 # Why a task did not fit: reason -> number of nodes that failed for it.
 FitError = dict[str, int]
 # Count the pods with required anti-affinity when first asked, not at open. A switch
@@ -189,15 +192,15 @@ class Session(TieredFunctions):
             self._first_touched.append(job)
         self.changes += 1
         old_node, old = task.node, task.status
-        if task.nominated != NO_NODE and (old is TaskStatus.PENDING) != (
-            status is TaskStatus.PENDING
+        if task.nominated != NO_NODE and (old is _PENDING) != (
+            status is _PENDING
         ):  # placed, its kept room is its own again; back to pending, kept again
-            self.nodes.reserve(task, -1.0 if old is TaskStatus.PENDING else 1.0)
+            self.nodes.reserve(task, -1.0 if old is _PENDING else 1.0)
         was = old in SHARE_STATUSES
         if old_node != NO_NODE:
             self.nodes.remove(task, old_node)
         job.set_status(task, status)
-        if status is TaskStatus.PENDING:
+        if status is _PENDING:
             task.node = NO_NODE
         elif node != NO_NODE:
             task.node = node
@@ -223,7 +226,7 @@ class Session(TieredFunctions):
         """Send an allocated task to its node (Statement.commit)."""
         job = self.jobs[task.job]
         self._touch(job)
-        job.set_status(task, TaskStatus.BINDING)
+        job.set_status(task, _BINDING)
         self.outcome.binds.append(Bind(task, self.nodes.names[task.node]))
         self.stats.binds += 1
         if task.created:

@@ -22,6 +22,11 @@ class Op(Enum):
     UNRESERVE = "unreserve"
 
 
+# Read per task placed and sent: an Enum member read off its class is a Python call.
+_ALLOCATE, _PIPELINE, _EVICT = Op.ALLOCATE, Op.PIPELINE, Op.EVICT
+_ALLOCATED, _PIPELINED = TaskStatus.ALLOCATED, TaskStatus.PIPELINED
+
+
 @dataclass(slots=True)
 class _Change:
     op: Op
@@ -40,12 +45,12 @@ class Statement:
         return len(self._changes)
 
     def allocate(self, task: TaskInfo, node: int) -> None:
-        self._changes.append(_Change(Op.ALLOCATE, task, task.status))
-        self.session.set_status(task, TaskStatus.ALLOCATED, node)
+        self._changes.append(_Change(_ALLOCATE, task, task.status))
+        self.session.set_status(task, _ALLOCATED, node)
 
     def pipeline(self, task: TaskInfo, node: int) -> None:
-        self._changes.append(_Change(Op.PIPELINE, task, task.status))
-        self.session.set_status(task, TaskStatus.PIPELINED, node)
+        self._changes.append(_Change(_PIPELINE, task, task.status))
+        self.session.set_status(task, _PIPELINED, node)
 
     def place(self, task: TaskInfo, node: int, pipelined: bool) -> None:
         """Allocate ``task`` on ``node``, or pipeline it there if it must wait for room
@@ -91,13 +96,15 @@ class Statement:
         """Send the changes. Tasks pipelined by a statement that evicts are nominated to
         their nodes: the room their victims free is kept for them in the next sessions,
         not taken by whoever comes first once the victims are gone."""
-        evicts = any(change.op is Op.EVICT for change in self._changes)
+        evicts = any(change.op is _EVICT for change in self._changes)
+        dispatch = self.session.dispatch
         for change in self._changes:
-            if change.op is Op.ALLOCATE:
-                self.session.dispatch(change.task)
-            elif change.op is Op.EVICT:
+            op = change.op
+            if op is _ALLOCATE:
+                dispatch(change.task)
+            elif op is _EVICT:
                 self.session.evict_now(change.task, change.reason)
-            elif change.op is Op.PIPELINE and evicts and change.task.status is TaskStatus.PIPELINED:
+            elif op is _PIPELINE and evicts and change.task.status is _PIPELINED:
                 self.session.nominate(change.task, change.task.node)
         self._changes.clear()
 

@@ -315,8 +315,13 @@ class TieredFunctions:
     def overused(self, queue: QueueInfo) -> bool:
         return any(fn(queue) for fn in self._overused)
 
+    # job_ready and allocatable: loops, not all() over a generator (one made per call),
+    # for they are asked once per task placed.
     def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self._ready)
+        for fn in self._ready:  # noqa: SIM110
+            if not fn(job):
+                return False
+        return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return all(fn(job) for fn in self._pipelined)
@@ -329,7 +334,10 @@ class TieredFunctions:
         return None
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._allocatable)
+        for fn in self._allocatable:  # noqa: SIM110
+            if not fn(queue, task):
+                return False
+        return True
 
     def may_reclaim_for(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """All that answer agree; with none, no queue has a share to take back."""
