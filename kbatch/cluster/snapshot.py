@@ -20,6 +20,7 @@ import numpy as np
 from kbatch.api import DEFAULT_QUEUE
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
+from kbatch.cluster import group_parts as parts_module
 from kbatch.cluster.group_parts import GroupParts, group_parts, job_info
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
 from kbatch.cluster.kept_jobs import JobContext, KeptJobs, own_groups_in_order
@@ -338,6 +339,10 @@ class SnapshotBuilder:
         jobs: dict[str, JobInfo] = {}
         kept_job, parts_of = kept_jobs.get, self._groups.get
         without_tasks = self._kept_jobs.without_tasks
+        no_jobs: dict[str, JobInfo] = {}
+        kept_without_tasks = (
+            without_tasks if parts_module.KEEP_JOBS_WITHOUT_TASKS else no_jobs
+        ).get
         handed_without_tasks: list[tuple[str, JobInfo]] = []
         taken = 0
         for key, group in pod_groups.items():
@@ -348,6 +353,21 @@ class SnapshotBuilder:
                     job.phase = parts.tail[3]  # (as _job sets it)
                     jobs[key] = job
                     taken += 1
+                    continue
+            elif (job := kept_without_tasks(key)) is not None:
+                # What ``_job`` gives (``job_info``'s kept job), inline: most of a long
+                # backlog, every snapshot.
+                parts = parts_of(key)
+                if (
+                    parts is not None
+                    and parts.group is group
+                    and parts.job is job
+                    and not job.tasks
+                    and job.phase is parts.tail[3]
+                    and job.priority == resolver.of_class(group.spec.priority_class_name)
+                ):
+                    jobs[key] = job
+                    handed_without_tasks.append((key, job))
                     continue
             made = jobs[key] = self._job(key, group, dims, resolver, kept_jobs)
             if job is not None:
