@@ -59,7 +59,9 @@ class PodIndex:
     def __init__(self, nodes: NodeSet) -> None:
         self.nodes = nodes
         self._seen = np.full(len(nodes), -1, dtype=np.int64)
-        self._on_node: list[dict[Kind, int]] = [{} for _ in range(len(nodes))]
+        # By node, its kinds as last counted (only nodes counted: a session opens one
+        # index over every node, and most sessions count a few).
+        self._on_node: dict[int, dict[Kind, int]] = {}
         self.placement: dict[Kind, dict[int, int]] = {}
         self.kinds: list[Kind] = []  # every kind ever placed, in the order first seen
         self.anti_kinds: list[Kind] = []  # those with required anti-affinity terms
@@ -73,7 +75,7 @@ class PodIndex:
         self._seen[changed] = self.nodes.version[changed]
 
     def _recount(self, node: int) -> None:
-        for kind in self._on_node[node]:
+        for kind in self._on_node.get(node, ()):
             self.placement[kind].pop(node, None)
         counts: dict[Kind, int] = {}
         for task in self.nodes.infos[node].tasks.values():
