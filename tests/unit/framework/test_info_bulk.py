@@ -143,18 +143,24 @@ NODE_STATES = (
 )  # fmt: skip
 
 
+# Tasks placed and reserved: many (each row's additions made at once), and a few (made
+# one by one: ``nodes._FEW``).
+SIZES = [(200, 30), (6, 3)]
+
+
 @pytest.mark.parametrize("bincount", [True, False])
 @pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize(("placing", "reserving"), SIZES)
 def test_place_all_is_place_and_reserve_one_by_one(
-    seed: int, bincount: bool, monkeypatch: pytest.MonkeyPatch
+    seed: int, bincount: bool, placing: int, reserving: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
     rnd = random.Random(seed)
     one_by_one, at_once = node_set(random.Random(seed), 8), node_set(random.Random(seed), 8)
-    placed = tasks(rnd, 200, [s for s in TaskStatus if s is not TaskStatus.PENDING])
+    placed = tasks(rnd, placing, [s for s in TaskStatus if s is not TaskStatus.PENDING])
     for task in placed:
         task.node = rnd.randrange(8)
-    reserved = tasks(rnd, 30, [TaskStatus.PENDING])
+    reserved = tasks(rnd, reserving, [TaskStatus.PENDING])
     for task in reserved:
         task.nominated = rnd.randrange(8)
     for task in placed:
@@ -179,15 +185,16 @@ def test_place_all_of_nothing_leaves_every_node_idle() -> None:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_place_again_is_place_all_of_every_task(seed: int) -> None:
+@pytest.mark.parametrize(("placing", "reserving"), SIZES)
+def test_place_again_is_place_all_of_every_task(seed: int, placing: int, reserving: int) -> None:
     """Tasks placed on a node set; then, of the same nodes, a node set on which the tasks
     of some nodes change (some gone, new ones among the others in pod order) and only
     those nodes are placed again, the others' rows copied: what ``place_all`` of every
     task gives on a new node set, to the bit."""
     rnd = random.Random(seed)
     before = node_set(random.Random(seed), 8)
-    placed = tasks(rnd, 200, [s for s in TaskStatus if s is not TaskStatus.PENDING])
-    reserved = tasks(rnd, 30, [TaskStatus.PENDING])
+    placed = tasks(rnd, placing, [s for s in TaskStatus if s is not TaskStatus.PENDING])
+    reserved = tasks(rnd, reserving, [TaskStatus.PENDING])
     for task in placed:
         task.node = rnd.randrange(8)
     for task in reserved:
@@ -196,12 +203,12 @@ def test_place_again_is_place_all_of_every_task(seed: int) -> None:
     rows = before.placed_rows()
     changing = {1, 4, 5}
     later_placed = [t for t in placed if t.node not in changing or rnd.random() < 0.5]
-    for task in tasks(rnd, 40, [TaskStatus.RUNNING, TaskStatus.RELEASING]):
+    for task in tasks(rnd, placing // 5, [TaskStatus.RUNNING, TaskStatus.RELEASING]):
         task.node = rnd.choice(sorted(changing))  # (new pods come anywhere in pod order)
         later_placed.insert(rnd.randrange(len(later_placed) + 1), task)
     later_reserved = [t for t in reserved if t.nominated not in changing]
-    later_reserved += tasks(rnd, 5, [TaskStatus.PENDING])
-    for task in later_reserved[-5:]:
+    later_reserved += tasks(rnd, reserving // 3, [TaskStatus.PENDING])
+    for task in later_reserved[len(later_reserved) - reserving // 3 :]:
         task.nominated = rnd.choice(sorted(changing))
     again = NodeSet.of_same_nodes(before, before.allocatable.copy())
     again.place_again(

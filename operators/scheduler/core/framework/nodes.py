@@ -20,6 +20,10 @@ from kbatch.operators.scheduler.core.framework.podspec import HostPort, Taint
 
 # (a member read off its Enum class costs a Python call: these run per placed task)
 RELEASING, PIPELINED = TaskStatus.RELEASING, TaskStatus.PIPELINED
+# Rows added one by one, up to this many: a session's snapshot places the few tasks of
+# the jobs it made anew on rows copied from the last one (``place_again``), and the
+# arrays that add many rows at once cost more than a few additions.
+_FEW = 8
 
 
 @dataclass(eq=False, slots=True)
@@ -202,9 +206,12 @@ class NodeSet:
             (self.pipelined, _on_nodes(pipelined)),
             (self.nominated, nominated),
         ):
-            if rows:
+            if len(rows) > _FEW:
                 at = np.fromiter(rows, np.intp, len(rows))
                 added_in_order(matrix, at, _stacked(values, matrix.shape[1]))
+            else:  # in turn: the same additions, without making the arrays for them
+                for row, value in zip(rows, values, strict=True):
+                    matrix[row] += value
 
     def _refresh_all(self) -> None:
         """``_waits``, ``free`` and ``future`` of every node from its rows (what ``_refresh``
