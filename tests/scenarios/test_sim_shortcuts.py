@@ -16,6 +16,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``gang.scheduled_words``: a running gang worded once for the same counts;
 - ``enqueue.REFUSED_QUEUE_STAYS_FIRST``: a queue's line of refusals without a turn
   through the heap each;
+- ``enqueue.REFUSE_ALIKE_AT_ONCE``: a session that admits no group refuses them kind
+  by kind, without putting the line in order;
 - ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
   long way);
 - ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
@@ -92,6 +94,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "words scheduled": (gang, "scheduled_words", gang.scheduled_words.__wrapped__),
     "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
+    "alike refused at once": (enqueue, "REFUSE_ALIKE_AT_ONCE", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
     "jobs kept with tasks": (kept_jobs, "KEEP_UNCHANGED_JOBS", False),

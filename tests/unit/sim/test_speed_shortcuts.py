@@ -28,9 +28,11 @@ ENQUEUE_CONF = (
 )
 
 
-def _backlog(seed: int) -> Cluster:
+def _backlog(seed: int, admitted: frozenset[str] | None = None) -> Cluster:
     """Queues with long lines of alike pending groups (a few shapes, a few priorities),
-    some room, some of it held by running jobs, one queue capped and one closed."""
+    some room, some of it held by running jobs, one queue capped and one closed;
+    ``admitted``: the groups among them already Inqueue, every group then with
+    minResources (else one in ten has none)."""
     rng = random.Random(seed)
     cluster = Cluster().node("n1", cpu=16).node("n2", cpu=8)
     cluster.queue("a").queue("b", weight=2).queue("capped", capability=vec(6, 1000, 1000))
@@ -43,15 +45,17 @@ def _backlog(seed: int) -> Cluster:
             f"j{i}",
             queue=queue,
             priority=rng.choice([0, 0, 10]),
-            phase=PodGroupPhase.PENDING,
-            min_resources=vec(cpu) if rng.random() < 0.9 else None,
+            phase=PodGroupPhase.INQUEUE if f"j{i}" in (admitted or ()) else PodGroupPhase.PENDING,
+            min_resources=vec(cpu) if rng.random() < 0.9 or admitted is not None else None,
             created=float(rng.randrange(5)),
         ).tasks(1, cpu=cpu)
     return cluster
 
 
-def _enqueued(seed: int) -> tuple[object, dict[str, tuple[str | None, bool]]]:
-    session = _backlog(seed).open(ENQUEUE_CONF)
+def _enqueued(
+    seed: int, admitted: frozenset[str] | None = None, conf: str = ENQUEUE_CONF
+) -> tuple[object, dict[str, tuple[str | None, bool]]]:
+    session = _backlog(seed, admitted).open(conf)
     sent = run_actions(session, "enqueue")
     notes = {
         uid: (session.waiting_reason(job), session.held_by_queue(job))
@@ -83,6 +87,40 @@ def test_remembered_refusals_admit_and_word_as_asking_every_job(
     groups, notes = remembered
     assert any(s.phase is PodGroupPhase.INQUEUE for s in groups.values())  # type: ignore[attr-defined]
     assert any(why is not None for why, _ in notes.values())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_line_refused_at_once_is_refused_and_worded_as_one_taken_in_order(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next session on a backlog, once the groups that fit were admitted: nothing
+    more fits, and the groups are refused kind by kind, not taken in line. (Without
+    preempt: the priority plugin's preemptible room is promised anew each session.)"""
+    conf = ENQUEUE_CONF.replace(", preempt", "")
+    groups, _ = _enqueued(seed, frozenset(), conf)
+    admitted = frozenset(
+        key.split("/")[1]
+        for key, status in groups.items()  # type: ignore[attr-defined]
+        if status.phase is PodGroupPhase.INQUEUE
+    )
+    assert admitted
+    real_lines = enqueue._lines
+    monkeypatch.setattr(enqueue, "_lines", None)  # not put in line: refused at once
+    at_once = _enqueued(seed, admitted, conf)
+    monkeypatch.setattr(enqueue, "_lines", real_lines)
+    monkeypatch.setattr(enqueue, "REFUSE_ALIKE_AT_ONCE", False)
+    assert _enqueued(seed, admitted, conf) == at_once
+    groups, notes = at_once
+    inqueue = {k for k, s in groups.items() if s.phase is PodGroupPhase.INQUEUE}  # type: ignore[attr-defined]
+    assert inqueue == {f"default/{name}" for name in admitted}  # (none more)
+    assert sum(why is not None for why, _ in notes.values()) > 10
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_line_that_admits_is_taken_in_order(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _enqueued(seed)
+    monkeypatch.setattr(enqueue, "REFUSE_ALIKE_AT_ONCE", False)
+    assert _enqueued(seed) == first
 
 
 # --------------------------------------------------------------------------- statuses

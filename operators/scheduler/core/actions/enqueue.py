@@ -48,12 +48,18 @@ RefusalKey = tuple[str, int, bytes, TopologyRequest | None]
 Refusal = tuple[str, bool]
 # False: every job taken goes back through the heap of queues (the long way, for tests).
 REFUSED_QUEUE_STAYS_FIRST = True
+# False: the groups are always taken in line, even when none of them may be admitted
+# (the long way, for tests).
+REFUSE_ALIKE_AT_ONCE = True
 
 
 def execute(session: Session) -> None:
     mask = shareable(session.dims)
     idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
-    lines = _lines(session)
+    waiting = _waiting(session)
+    if REFUSE_ALIKE_AT_ONCE and _all_refused(session, waiting, idle, mask):
+        return
+    lines = _lines(session, waiting)
     tie = itertools.count()
     queues = [(session.queue_order_key(session.queues[name]), next(tie), name) for name in lines]
     heapq.heapify(queues)
@@ -89,21 +95,56 @@ def execute(session: Session) -> None:
             heapq.heappush(queues, (session.queue_order_key(session.queues[name]), next(tie), name))
 
 
-def _lines(session: Session) -> dict[str, list[tuple[tuple[object, ...], int, JobInfo]]]:
-    """Each queue's Pending groups, in job order, first in line last (to be taken with
-    pop()). A group with no pods yet may be admitted although it is not valid (too few
-    pods for minMember): with delayed pod creation its pods only exist once it is
-    Inqueue."""
+def _waiting(session: Session) -> list[JobInfo]:
+    """The Pending groups that may be admitted, in the session's order. A group with no
+    pods yet may be admitted although it is not valid (too few pods for minMember):
+    with delayed pod creation its pods only exist once it is Inqueue."""
+    return [
+        job
+        for job in session.jobs.values()
+        if job.phase is _PENDING
+        and job.has_pod_group
+        and job.queue in session.queues
+        and (not job.tasks or session.invalid_reason(job) is None)
+    ]
+
+
+def _all_refused(
+    session: Session, waiting: list[JobInfo], idle: np.ndarray, mask: np.ndarray
+) -> bool:
+    """If not one of ``waiting`` may be admitted, note why on each and say so. Nothing
+    then moves the idle room or the plugins' reservations, so each is refused as the
+    first alike (``_refusal_key``) is, wherever it stands in line: the verdicts are
+    asked once per kind of group and the line need not be put in order. A group
+    without minResources is admitted unless its queue refuses it: with one waiting,
+    the line is walked. (A backlog on a full cluster: most sessions admit nothing.)"""
+    alike: list[tuple[JobInfo, RefusalKey]] = []
+    refusals: dict[RefusalKey, Refusal] = {}
+    for job in waiting:
+        key = _refusal_key(job)
+        if key is None:
+            return False
+        if key not in refusals:
+            refusal = _refusal(session, job, idle, mask)
+            if refusal is None:
+                return False
+            refusals[key] = refusal
+        alike.append((job, key))
+    for job, key in alike:
+        why, by_queue = refusals[key]
+        session.note_waiting(job, why, by_queue=by_queue)
+    return True
+
+
+def _lines(
+    session: Session, waiting: list[JobInfo]
+) -> dict[str, list[tuple[tuple[object, ...], int, JobInfo]]]:
+    """Each queue's ``waiting`` groups, in job order, first in line last (to be taken
+    with pop())."""
     tie = itertools.count()
     lines: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
-    for job in session.jobs.values():
-        if (
-            job.phase is _PENDING
-            and job.has_pod_group
-            and job.queue in session.queues
-            and (not job.tasks or session.invalid_reason(job) is None)
-        ):
-            lines.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
+    for job in waiting:
+        lines.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
     for jobs in lines.values():
         jobs.sort(reverse=True)  # keys are unique (they end with the job's uid)
     return lines
@@ -122,27 +163,31 @@ def _try_admit(
 ) -> tuple[np.ndarray | None, Refusal | None]:
     """Admit ``job`` if it may be: the idle room left after it, or None and why not (as
     noted on the job)."""
-    queue = session.queues[job.queue]
-    if not queue.open:
-        return None, _refuse(session, job, f"queue {queue.name} is Closed", by_queue=True)
-    vote, why = session.job_enqueueable(job)
-    if vote is Vote.REJECT:
-        return None, _refuse(session, job, f"not admitted: {why}", by_queue=True)
-    never = topology.never_fits(session, job)
-    if never is not None:
-        return None, _refuse(session, job, f"not admitted: {never}", by_queue=False)
-    need = job.min_resources * mask if job.min_resources is not None else None
-    if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):
-        why = "not admitted: minResources " + _shortfall(session, need, idle)
-        return None, _refuse(session, job, why, by_queue=False)
+    refusal = _refusal(session, job, idle, mask)
+    if refusal is not None:
+        session.note_waiting(job, refusal[0], by_queue=refusal[1])
+        return None, refusal
     job.phase = PodGroupPhase.INQUEUE
     session.enqueued(job)
-    return (idle - need if need is not None else idle), None
+    return (idle - job.min_resources * mask if job.min_resources is not None else idle), None
 
 
-def _refuse(session: Session, job: JobInfo, why: str, by_queue: bool) -> Refusal:
-    session.note_waiting(job, why, by_queue=by_queue)
-    return why, by_queue
+def _refusal(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray) -> Refusal | None:
+    """Why ``job`` may not be admitted with ``idle`` room left, as the plugins stand; None
+    if it may. Asking changes nothing."""
+    queue = session.queues[job.queue]
+    if not queue.open:
+        return f"queue {queue.name} is Closed", True
+    vote, why = session.job_enqueueable(job)
+    if vote is Vote.REJECT:
+        return f"not admitted: {why}", True
+    never = topology.never_fits(session, job)
+    if never is not None:
+        return f"not admitted: {never}", False
+    need = job.min_resources * mask if job.min_resources is not None else None
+    if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):
+        return "not admitted: minResources " + _shortfall(session, need, idle), False
+    return None
 
 
 def _shortfall(session: Session, need: np.ndarray, idle: np.ndarray) -> str:

@@ -61,7 +61,6 @@ class PreemptibleRoom:
         # per queue: its jobs' priorities, ascending, and what the jobs up to each hold
         self._held: dict[str, tuple[list[int], np.ndarray]] | None = None
         self.promised: dict[str, np.ndarray] = {}
-        self.permitted: set[str] = set()
 
     def held_below(self, queue: str, priority: int) -> np.ndarray:
         if self._held is None:  # built on first use: enqueue runs before anything moves
@@ -84,18 +83,25 @@ class PreemptibleRoom:
             sums[queue] = (priorities, np.cumsum([allocated for _, allocated in held], axis=0))
         return sums
 
-    def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
+    def permits(self, job: JobInfo) -> bool:
+        """Do lower-priority jobs of ``job``'s queue hold its minResources, beyond what
+        admissions this plugin permitted were promised?"""
         if job.min_resources is None:
-            return Vote.ABSTAIN, ""
+            return False
         need = job.min_resources * self.mask
         room = self.held_below(job.queue, job.priority) - self.promised.get(job.queue, 0)
-        if not need.any() or not less_equal(need, room):
+        return bool(need.any()) and less_equal(need, room)
+
+    def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
+        """A verdict, which changes nothing (enqueue may ask it of one group for many
+        alike, or ask without admitting)."""
+        if not self.permits(job):
             return Vote.ABSTAIN, ""
-        self.permitted.add(job.uid)
         return Vote.PERMIT, f"lower-priority jobs of queue {job.queue} hold room to preempt"
 
     def enqueued(self, job: JobInfo) -> None:
-        if job.uid in self.permitted and job.min_resources is not None:
+        # Admitted right after its verdict, nothing moved between: asked again, the same.
+        if self.permits(job) and job.min_resources is not None:
             promised = self.promised.get(job.queue, self.session.dims.zeros())
             self.promised[job.queue] = promised + job.min_resources * self.mask
 
