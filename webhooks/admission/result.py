@@ -1,13 +1,12 @@
 """What an admission function answers: allowed or not (and why), a merge patch, warnings."""
 
-import copy
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec
 
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.fields import FieldError
+from kbatch.cluster.fields import FieldError, copied
 
 P = ParamSpec("P")
 
@@ -66,17 +65,27 @@ def refusing(admission: Callable[P, Admission]) -> Callable[P, Admission]:
 
 
 def merge(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> Object:
-    """RFC 7386: maps merge key by key, ``None`` removes, anything else replaces."""
-    out: Object = copy.deepcopy(dict(obj))
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, Mapping):
-            base = out.get(key)
-            out[key] = merge(base if isinstance(base, Mapping) else {}, value)
-        else:
-            out[key] = copy.deepcopy(value)
+    """RFC 7386: maps merge key by key, ``None`` removes, anything else replaces. A new
+    object, sharing nothing with either (``fields.copied``): each part of ``obj`` the
+    patch keeps is copied once, in its place; keys new to it follow, in the patch's
+    order."""
+    out: Object = {}
+    for key, value in obj.items():
+        if key not in patch:
+            out[key] = copied(value)
+        elif (change := patch[key]) is not None:
+            out[key] = _merged(value, change)
+    for key, change in patch.items():
+        if key not in obj and change is not None:
+            out[key] = _merged(None, change)
     return out
+
+
+def _merged(value: Any, change: Any) -> Any:
+    """``value`` with ``change`` merged in (``merge``'s step for one key)."""
+    if isinstance(change, Mapping):
+        return merge(value if isinstance(value, Mapping) else {}, change)
+    return copied(change)
 
 
 def _merge_patches(first: Mapping[str, Any], second: Mapping[str, Any]) -> Object:
@@ -86,5 +95,5 @@ def _merge_patches(first: Mapping[str, Any], second: Mapping[str, Any]) -> Objec
         if isinstance(value, Mapping) and isinstance(base, Mapping):
             out[key] = _merge_patches(base, value)
         else:
-            out[key] = value
+            out[key] = copied(value)
     return out

@@ -41,6 +41,19 @@ def test_merge_is_rfc_7386() -> None:
     assert obj == {"a": {"b": 1, "c": 2}, "l": [1, 2], "keep": True}, "the input is not changed"
 
 
+def test_a_merged_object_keeps_the_order_and_shares_nothing() -> None:
+    obj = {"z": {"y": [1]}, "a": 1, "m": "text", "gone": {"x": 1}}
+    patch = {"new2": {"n": [2]}, "m": {"k": 1}, "gone": None, "never": None, "new1": [3]}
+    patched = result.merge(obj, patch)
+    # obj's keys where they were (a replaced one too), new ones after in the patch's order
+    assert list(patched) == ["z", "a", "m", "new2", "new1"]
+    assert patched == {"z": {"y": [1]}, "a": 1, "m": {"k": 1}, "new2": {"n": [2]}, "new1": [3]}
+    patched["z"]["y"].append(9)
+    patched["new2"]["n"].append(9)
+    patched["new1"].append(9)
+    assert obj["z"] == {"y": [1]} and patch["new2"] == {"n": [2]} and patch["new1"] == [3]
+
+
 def test_then_keeps_the_first_refusal_and_merges_patches() -> None:
     first = result.allow({"spec": {"a": 1}}, ("w1",))
     second = result.allow({"spec": {"b": 2}}, ("w2",))
