@@ -52,6 +52,31 @@ class GroupParts:
     job: JobInfo | None = None
 
 
+def status_parts(parts: GroupParts, group: PodGroup) -> GroupParts | None:
+    """The parts of ``group``, a version of ``parts.group`` with only its status written
+    (the records share the rest: ``records.parse_pod_group``), under the same dimensions:
+    those ``parts`` has, but for its status'. None when more than the status differs."""
+    last = parts.group
+    if group.spec is not last.spec or group.metadata is not last.metadata:
+        return None
+    if not KEEP_PARTS_OF_STATUS_WRITES:
+        return None
+    status = group.status
+    lifetime, min_task_member, topology = parts.tail[:3]
+    return GroupParts(
+        group,
+        parts.head,
+        parts.min_resources,  # (never changed in place: each job takes a copy)
+        (lifetime, min_task_member, topology, status.phase, status.conditions, status),
+        parts.names_class,
+    )
+
+
+# False: the parts of a group whose status alone was written are worked out anew (the
+# long way, for tests).
+KEEP_PARTS_OF_STATUS_WRITES = True
+
+
 def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
     """The parts of ``group`` (by namespace/name ``key``) under ``dims``."""
     spec, status = group.spec, group.status

@@ -21,7 +21,7 @@ from kbatch.api import DEFAULT_QUEUE
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
 from kbatch.cluster import group_parts as parts_module
-from kbatch.cluster.group_parts import GroupParts, group_parts, job_info
+from kbatch.cluster.group_parts import GroupParts, group_parts, job_info, status_parts
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
 from kbatch.cluster.kept_jobs import JobContext, KeptJobs, own_groups_in_order
 from kbatch.cluster.kept_nodes import KeptNodes
@@ -201,9 +201,14 @@ class SnapshotBuilder:
         return matrix
 
     def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> GroupParts:
+        """The parts of ``group`` under ``dims``, the builder's dimensions: those kept are
+        of them (``_dims_for`` forgets them all when they change), and a version of a
+        kept group with its status alone written takes the rest of its parts as they
+        are (the scheduler writes a group's status at every move)."""
         parts = self._groups.get(key)
         if parts is None or parts.group is not group:
-            parts = self._groups[key] = group_parts(key, group, dims)
+            kept = None if parts is None else status_parts(parts, group)
+            parts = self._groups[key] = kept or group_parts(key, group, dims)
         return parts
 
     def _forget_groups_but(self, keys: Mapping[str, PodGroup]) -> None:

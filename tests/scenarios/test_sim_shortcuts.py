@@ -22,6 +22,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   long way);
 - ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
   snapshot to the next (made anew every snapshot, the long way);
+- ``group_parts.KEEP_PARTS_OF_STATUS_WRITES``: the parts of a group whose status alone
+  was written taken from its last version's;
 - ``kept_jobs.KEEP_UNCHANGED_JOBS``: a job with tasks that nothing wrote and no session
   touched handed from one snapshot to the next (made anew every snapshot, the long way);
 - ``kept_nodes.KEEP_UNCHANGED_NODES``: a snapshot of the same node records is made of the
@@ -97,6 +99,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "alike refused at once": (enqueue, "REFUSE_ALIKE_AT_ONCE", False),
     "events by uid": (SimCluster, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
+    "group parts of status writes": (group_parts, "KEEP_PARTS_OF_STATUS_WRITES", False),
     "jobs kept with tasks": (kept_jobs, "KEEP_UNCHANGED_JOBS", False),
     "nodes kept": (kept_nodes, "KEEP_UNCHANGED_NODES", False),
     "pods of changed units": (snapshot, "PASS_CHANGED_UNITS_ONLY", False),

@@ -1,14 +1,16 @@
 """A PodGroup written with its status alone changed keeps the rest as parsed before and
 validates the status only (``records.parse_pod_group``): the same PodGroup as parsing
-it whole, and the same refusal of a bad status."""
+it whole, and the same refusal of a bad status; the snapshot's parts of its job are then
+the last version's with the new status' (``group_parts.status_parts``)."""
 
 from typing import Any
 
 import pytest
 
-from kbatch.cluster import records
+from kbatch.cluster import group_parts, records
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core.framework.resources import Dims
 
 
 def group(**status: Any) -> dict[str, Any]:
@@ -98,3 +100,34 @@ def test_the_state_parses_a_status_write_on_its_last_version(
     monkeypatch.setattr(records, "KEEP_GROUP_OF_STATUS_WRITES", False)
     state.apply(group(phase="Running"))
     assert state.pod_groups()["ns/g"].spec is not first.spec
+
+
+@pytest.mark.parametrize("written", WRITES)
+def test_the_parts_of_a_status_written_alone_are_those_worked_out_whole(
+    written: dict[str, Any],
+) -> None:
+    """What a snapshot makes a group's job from (``group_parts``): of a status write, the
+    last version's parts with the new status', the same as worked out anew."""
+    dims = Dims.of(["cpu"])
+    before = records.parse_pod_group(group(phase="Pending"))
+    last = group_parts.group_parts("ns/g", before, dims)
+    kept = records.parse_pod_group(written, before, group(phase="Pending"))
+    parts = group_parts.status_parts(last, kept)
+    whole = group_parts.group_parts("ns/g", kept, dims)
+    assert parts is not None and parts.group is kept
+    assert (parts.head, parts.tail, parts.names_class) == (
+        whole.head,
+        whole.tail,
+        whole.names_class,
+    )
+    assert parts.min_resources is not None and whole.min_resources is not None
+    assert parts.min_resources.tobytes() == whole.min_resources.tobytes()
+    assert parts.tail[0] == 3600.0  # the lifetime, kept
+
+
+def test_the_parts_of_a_group_written_whole_are_worked_out_anew() -> None:
+    dims = Dims.of(["cpu"])
+    before = records.parse_pod_group(group(phase="Pending"))
+    last = group_parts.group_parts("ns/g", before, dims)
+    changed = {**group(phase="Inqueue"), "spec": {"minMember": 3, "queue": "q"}}
+    assert group_parts.status_parts(last, records.parse_pod_group(changed, before, group())) is None
