@@ -12,6 +12,7 @@ import numpy as np
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     OCCUPYING_STATUSES,
+    PLACED_STATUSES,
     TaskInfo,
     TaskStatus,
     added_in_order,
@@ -131,6 +132,16 @@ class NodeSet:
     def place(self, task: TaskInfo, node: int) -> None:
         """Account ``task`` (in its current status) on ``node``."""
         self.infos[node].tasks[task.uid] = task
+        status = task.status
+        if status in PLACED_STATUSES and not self._waits[node]:
+            # ``_account`` of an allocation where nothing waits, inline (once per task a
+            # session places): the same additions and rows.
+            used = self.used[node]  # (a view: added to in place)
+            used += task.request
+            self.free[node] = self.future[node] = self.allocatable[node] - used
+            self.version[node] += 1
+            self.changed.append(node)
+            return
         self._account(task, node, +1.0)
 
     def place_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo] = ()) -> None:
