@@ -15,7 +15,7 @@ last snapshot's object again when that is exactly the job the new snapshot would
   classes' values and the scheduler's names.
 
 The builder then skips the job's making, its pods' accounting and its sums; its pods
-are still walked, in order, to put their tasks on the nodes (``SnapshotBuilder._tasks``).
+are still walked, in order, to put their tasks on the nodes (``PodPass.tasks``).
 """
 
 from collections.abc import Mapping

@@ -7,7 +7,7 @@ made once per pod record, and kept on it (``KeptTasks``): when the record arrive
 (``ClusterState.apply``, as kube-batch's cache keeps its tasks current per informer
 event), or when a snapshot first meets it. Every
 snapshot after that is handed the same task for as long as it is exactly the task that
-snapshot would make (``SnapshotBuilder._tasks`` checks, pod by pod):
+snapshot would make (``PodPass.tasks`` checks, pod by pod):
 
 - the same record (records are replaced, never changed: its uid, name, times, role,
   condition and class are the task's);
@@ -53,7 +53,7 @@ class KeptTasks:
             object.__setattr__(pod, "kept_by", self)
 
     def task_of(self, pod: PodRecord) -> TaskInfo | None:
-        """The task kept for ``pod`` (this very record), if any (``SnapshotBuilder._tasks``
+        """The task kept for ``pod`` (this very record), if any (``PodPass.tasks``
         has this inline)."""
         return pod.kept_task if pod.kept_by is self else None
 
@@ -90,7 +90,7 @@ def node_index_of(nodes: list[NodeRecord]) -> dict[str, int]:
 def where(pod: PodRecord, status: TaskStatus, node_index: Mapping[str, int]) -> tuple[int, int]:
     """The node of ``pod``'s task and the node it is nominated to (room kept for it there,
     as it evicted others for it), as indices into ``node_index`` (NO_NODE: none, or a node
-    the snapshot does not have). ``SnapshotBuilder._tasks`` has this inline."""
+    the snapshot does not have). ``PodPass.tasks`` has this inline."""
     if status is TaskStatus.PENDING:
         return NO_NODE, node_index.get(pod.nominated_node or "", NO_NODE)
     if pod.node_name and status not in FINISHED_STATUSES:

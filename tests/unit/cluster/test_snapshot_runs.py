@@ -1,5 +1,5 @@
-"""The snapshot's pass takes pods in runs (``snapshot.TASK_RUNS``: a job's tasks accounted
-per run of one job, template, role, priority and status; ``snapshot.LOOKUP_RUNS``: a
+"""The snapshot's pass takes pods in runs (``pod_pass.TASK_RUNS``: a job's tasks accounted
+per run of one job, template, role, priority and status; ``pod_pass.LOOKUP_RUNS``: a
 template and class priority looked up per run of one spec, a job per run of one unit).
 Switched off, every task is accounted on its own and every pod looked up anew; either way
 a snapshot is the same to the bit, on random clusters whose pods come in gangs (long
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kbatch.cluster import snapshot as snapshot_module
+from kbatch.cluster import pod_pass
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from unit.cluster.test_snapshot_accounts import MEMORY, PHASES, nodes_and_queue
@@ -87,6 +87,6 @@ def test_the_pass_in_runs_is_the_pass_pod_by_pod(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     in_runs = figures(cluster(seed).snapshot())
-    monkeypatch.setattr(snapshot_module, "TASK_RUNS", False)
-    monkeypatch.setattr(snapshot_module, "LOOKUP_RUNS", False)
+    monkeypatch.setattr(pod_pass, "TASK_RUNS", False)
+    monkeypatch.setattr(pod_pass, "LOOKUP_RUNS", False)
     assert figures(cluster(seed).snapshot()) == in_runs
