@@ -5,7 +5,7 @@ import pytest
 from builders import Cluster, run_actions, vec
 from kbatch.api.podgroup import PodGroupPhase
 
-PENDING = PodGroupPhase.PENDING
+PENDING, INQUEUE = PodGroupPhase.PENDING, PodGroupPhase.INQUEUE
 CONF = 'actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n  - name: proportion\n'
 
 
@@ -87,6 +87,46 @@ def test_a_full_queue_admits_a_group_that_lower_priority_jobs_make_room_for() ->
     assert got["high"] == "Inqueue"
     assert got["high-too"] == "Pending", "the 4 cpu low holds were promised to 'high' already"
     assert got["peer"] == "Pending", "an equal priority makes no room"
+
+
+@pytest.mark.parametrize(
+    ("waiting", "admitted"),
+    [
+        (1000, False),  # as important: the room is promised to it, in an earlier session
+        (2000, False),  # more important: it takes that room first
+        (10, True),  # less important: once placed it is room to preempt itself
+    ],
+)
+def test_room_promised_in_an_earlier_session_is_not_promised_again(
+    waiting: int, admitted: bool
+) -> None:
+    """The next session, the group admitted on the room of lower-priority jobs is Inqueue
+    and its pods wait for preempt: what it waits for is not room for another."""
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
+
+    cluster = Cluster().node("n1", cpu=4).queue("shared")
+    cluster.job("low", queue="shared", priority=5).tasks(
+        4, cpu=1, status=TaskStatus.RUNNING, node="n1"
+    )
+    cluster.job(
+        "first", queue="shared", priority=waiting, phase=INQUEUE, min_resources=vec(3)
+    ).tasks(3, cpu=1)
+    cluster.job("next", queue="shared", priority=1000, phase=PENDING, min_resources=vec(3))
+    sent = run_actions(cluster.open(PREEMPT_CONF), "enqueue")
+    assert (sent.pod_groups["default/next"].phase.value == "Inqueue") is admitted
+
+
+def test_room_is_promised_again_as_the_group_it_was_promised_to_is_placed() -> None:
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
+
+    cluster = Cluster().node("n1", cpu=8).queue("shared")
+    cluster.job("low", queue="shared", priority=5).tasks(
+        8, cpu=1, status=TaskStatus.RUNNING, node="n1"
+    )
+    cluster.job("first", queue="shared", priority=1000, phase=INQUEUE, min_resources=vec(3))
+    cluster.job("next", queue="shared", priority=1000, phase=PENDING, min_resources=vec(5))
+    sent = run_actions(cluster.open(PREEMPT_CONF), "enqueue")
+    assert sent.pod_groups["default/next"].phase.value == "Inqueue"  # 8 held, 3 promised
 
 
 def test_without_preempt_lower_priority_jobs_make_no_room() -> None:

@@ -53,9 +53,9 @@ def _backlog(seed: int, admitted: frozenset[str] | None = None) -> Cluster:
 
 
 def _enqueued(
-    seed: int, admitted: frozenset[str] | None = None, conf: str = ENQUEUE_CONF
+    seed: int, admitted: frozenset[str] | None = None
 ) -> tuple[object, dict[str, tuple[str | None, bool]]]:
-    session = _backlog(seed, admitted).open(conf)
+    session = _backlog(seed, admitted).open(ENQUEUE_CONF)
     sent = run_actions(session, "enqueue")
     notes = {
         uid: (session.waiting_reason(job), session.held_by_queue(job))
@@ -94,10 +94,9 @@ def test_a_line_refused_at_once_is_refused_and_worded_as_one_taken_in_order(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The next session on a backlog, once the groups that fit were admitted: nothing
-    more fits, and the groups are refused kind by kind, not taken in line. (Without
-    preempt: the priority plugin's preemptible room is promised anew each session.)"""
-    conf = ENQUEUE_CONF.replace(", preempt", "")
-    groups, _ = _enqueued(seed, frozenset(), conf)
+    more fits, and the groups are refused kind by kind, not taken in line (the room
+    lower-priority jobs hold is not promised again: ``priority.PreemptibleRoom``)."""
+    groups, _ = _enqueued(seed, frozenset())
     admitted = frozenset(
         key.split("/")[1]
         for key, status in groups.items()  # type: ignore[attr-defined]
@@ -106,10 +105,10 @@ def test_a_line_refused_at_once_is_refused_and_worded_as_one_taken_in_order(
     assert admitted
     real_lines = enqueue._lines
     monkeypatch.setattr(enqueue, "_lines", None)  # not put in line: refused at once
-    at_once = _enqueued(seed, admitted, conf)
+    at_once = _enqueued(seed, admitted)
     monkeypatch.setattr(enqueue, "_lines", real_lines)
     monkeypatch.setattr(enqueue, "REFUSE_ALIKE_AT_ONCE", False)
-    assert _enqueued(seed, admitted, conf) == at_once
+    assert _enqueued(seed, admitted) == at_once
     groups, notes = at_once
     inqueue = {k for k, s in groups.items() if s.phase is PodGroupPhase.INQUEUE}  # type: ignore[attr-defined]
     assert inqueue == {f"default/{name}" for name in admitted}  # (none more)

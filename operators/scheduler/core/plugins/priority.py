@@ -7,14 +7,18 @@ own queue hold is admitted although the cluster has no idle room for it — else
 high-priority gang whose pods are held until it is admitted (delayed pod
 creation) could never get pods, and preempt could never make room for it. This
 is the counterpart of proportion's "within the queue's deserved share, so that
-reclaim can make room". What earlier such admissions were promised is not
-promised again.
+reclaim can make room". What earlier admissions were promised is not promised
+again: in the session, what this plugin permitted; from earlier sessions, what the
+queue's Inqueue groups at least as important still wait for (a group admitted on
+that room is Inqueue until its pods are placed; one less important does not count:
+once placed, it is itself room to preempt).
 """
 
 import bisect
 
 import numpy as np
 
+from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.resources import less_equal, shareable
@@ -22,6 +26,7 @@ from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote
 
 NAME = "priority"
+_INQUEUE = PodGroupPhase.INQUEUE
 
 
 def job_key(job: JobInfo) -> int:
@@ -51,45 +56,70 @@ def preemptor_key(session: Session, preemptor: TaskInfo) -> tuple[int, int]:
     return session.jobs[preemptor.job].priority, preemptor.priority
 
 
+# Per queue: priorities, ascending, and the running sums of what the jobs up to each
+# hold (or, of claims, of what the groups from each up still wait for).
+Sums = dict[str, tuple[list[int], np.ndarray]]
+
+
 class PreemptibleRoom:
-    """Per queue, what lower-priority jobs hold (as the session opened), less what
-    admissions this plugin permitted have been promised of it."""
+    """Per queue, what lower-priority jobs hold (as the session opened), less what is
+    promised of it (see the module's docstring)."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.mask = shareable(session.dims)
-        # per queue: its jobs' priorities, ascending, and what the jobs up to each hold
-        self._held: dict[str, tuple[list[int], np.ndarray]] | None = None
-        self.promised: dict[str, np.ndarray] = {}
+        self._held: Sums | None = None
+        self._claimed: Sums | None = None  # by the Inqueue groups, as the session opened
+        self.promised: dict[str, np.ndarray] = {}  # by this session's admissions
 
     def held_below(self, queue: str, priority: int) -> np.ndarray:
-        if self._held is None:  # built on first use: enqueue runs before anything moves
-            self._held = self._running_sums()
+        self._sum_up()
+        assert self._held is not None
         priorities, held = self._held.get(queue, ([], None))
         below = bisect.bisect_left(priorities, priority)
         if held is None or below == 0:
             return self.session.dims.zeros()
         return held[below - 1] * self.mask
 
-    def _running_sums(self) -> dict[str, tuple[list[int], np.ndarray]]:
-        by_queue: dict[str, list[tuple[int, np.ndarray]]] = {}
+    def claimed_from(self, queue: str, priority: int) -> np.ndarray:
+        """What the Inqueue groups of ``queue`` of at least ``priority`` wait for still."""
+        self._sum_up()
+        assert self._claimed is not None
+        priorities, claims = self._claimed.get(queue, ([], None))
+        first = bisect.bisect_left(priorities, priority)
+        if claims is None or first == len(priorities):
+            return self.session.dims.zeros()
+        return claims[first]
+
+    def _sum_up(self) -> None:
+        """Both sums, on first use: enqueue asks before it admits anything that counts
+        (a group without minResources claims nothing), so the jobs are as they opened."""
+        if self._held is not None:
+            return
+        held: dict[str, list[tuple[int, np.ndarray]]] = {}
+        claims: dict[str, list[tuple[int, np.ndarray]]] = {}
         for job in self.session.jobs.values():
             if job.allocated.any():
-                by_queue.setdefault(job.queue, []).append((job.priority, job.allocated))
-        sums = {}
-        for queue, held in by_queue.items():
-            held.sort(key=lambda entry: entry[0])
-            priorities = [priority for priority, _ in held]
-            sums[queue] = (priorities, np.cumsum([allocated for _, allocated in held], axis=0))
-        return sums
+                held.setdefault(job.queue, []).append((job.priority, job.allocated))
+            if job.phase is _INQUEUE and job.min_resources is not None:
+                waits = np.maximum(job.min_resources - job.allocated, 0) * self.mask
+                claims.setdefault(job.queue, []).append((job.priority, waits))
+        self._held = {queue: _running(entries) for queue, entries in held.items()}
+        self._claimed = {
+            queue: _running(entries, from_top=True) for queue, entries in claims.items()
+        }
 
     def permits(self, job: JobInfo) -> bool:
         """Do lower-priority jobs of ``job``'s queue hold its minResources, beyond what
-        admissions this plugin permitted were promised?"""
+        is promised of it?"""
         if job.min_resources is None:
             return False
         need = job.min_resources * self.mask
-        room = self.held_below(job.queue, job.priority) - self.promised.get(job.queue, 0)
+        room = (
+            self.held_below(job.queue, job.priority)
+            - self.claimed_from(job.queue, job.priority)
+            - self.promised.get(job.queue, 0)
+        )
         return bool(need.any()) and less_equal(need, room)
 
     def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
@@ -104,6 +134,17 @@ class PreemptibleRoom:
         if self.permits(job) and job.min_resources is not None:
             promised = self.promised.get(job.queue, self.session.dims.zeros())
             self.promised[job.queue] = promised + job.min_resources * self.mask
+
+
+def _running(
+    entries: list[tuple[int, np.ndarray]], from_top: bool = False
+) -> tuple[list[int], np.ndarray]:
+    """``entries`` (priority, amount) by priority, ascending, and the sums of their
+    amounts up to each (``from_top``: from each to the last)."""
+    entries.sort(key=lambda entry: entry[0])
+    amounts = np.array([amount for _, amount in entries])
+    sums = np.cumsum(amounts[::-1], axis=0)[::-1] if from_top else np.cumsum(amounts, axis=0)
+    return [priority for priority, _ in entries], sums
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
