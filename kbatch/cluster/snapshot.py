@@ -337,42 +337,36 @@ class SnapshotBuilder:
         given again by their group's parts)."""
         jobs: dict[str, JobInfo] = {}
         kept_job, parts_of = kept_jobs.get, self._groups.get
-        without_tasks = self._kept_jobs.without_tasks
-        no_jobs: dict[str, JobInfo] = {}
-        kept_without_tasks = (
-            without_tasks if parts_module.KEEP_JOBS_WITHOUT_TASKS else no_jobs
-        ).get
+        kept_bare = self._kept_jobs.without_tasks if parts_module.KEEP_JOBS_WITHOUT_TASKS else {}
         handed_without_tasks: list[tuple[str, JobInfo]] = []
         taken = 0
         for key, group in pod_groups.items():
-            job = kept_job(key)
-            if job is not None:
+            kept = kept_job(key)
+            if kept is not None:
                 parts = parts_of(key)
-                if parts is not None and parts.group is group and parts.job is job:
-                    job.phase = parts.tail[3]  # (as _job sets it)
-                    jobs[key] = job
+                if parts is not None and parts.group is group and parts.job is kept:
+                    kept.phase = parts.tail[3]  # (as _job sets it)
+                    jobs[key] = kept
                     taken += 1
                     continue
-            elif (job := kept_without_tasks(key)) is not None:
-                # What ``_job`` gives (``job_info``'s kept job), inline: most of a long
-                # backlog, every snapshot.
+            elif (bare := kept_bare.get(key)) is not None:
+                # What ``_job`` gives when it hands such a job on (``job_info``), inline:
+                # most of a long backlog, every snapshot. (When this finds it changed,
+                # ``_job`` makes it anew.)
                 parts = parts_of(key)
                 if (
                     parts is not None
                     and parts.group is group
-                    and parts.job is job
-                    and not job.tasks
-                    and job.phase is parts.tail[3]
-                    and job.priority == resolver.of_class(group.spec.priority_class_name)
+                    and parts.job is bare
+                    and not bare.tasks
+                    and bare.phase is parts.tail[3]
+                    and bare.priority == resolver.of_class(group.spec.priority_class_name)
                 ):
-                    jobs[key] = job
-                    handed_without_tasks.append((key, job))
+                    jobs[key] = bare
+                    handed_without_tasks.append((key, bare))
                     continue
             made = jobs[key] = self._job(key, group, dims, resolver, kept_jobs)
-            if job is not None:
-                taken += made is job
-            elif without_tasks and made is without_tasks.get(key):
-                handed_without_tasks.append((key, made))
+            taken += made is kept
         return jobs, taken, handed_without_tasks
 
     def _job(

@@ -35,8 +35,8 @@ def reserved(session: Session) -> np.ndarray:
     """What Inqueue groups have been promised and do not hold yet."""
     total = session.dims.zeros()
     for job in session.jobs.values():
-        if job.phase is _INQUEUE and job.min_resources is not None:
-            total += np.maximum(job.min_resources - job.allocated, 0)
+        if job.phase is _INQUEUE and (unplaced := job.minimum_unplaced()) is not None:
+            total += unplaced
     return total
 
 

@@ -80,10 +80,12 @@ def make_room(
     shared = eviction_rules.shared_verdicts(statement, task, rules)
     whole = {} if shared is None else shared
 
-    def may_go() -> np.ndarray | None:
+    def givers_hold() -> np.ndarray | None:
         return eviction_rules.held_by_what_may_go(statement, task, rules, shared)
 
-    nodes = eviction_rules.nodes_worth_trying(session, view.ok, view.scores, task, rules, may_go)
+    nodes = eviction_rules.nodes_worth_trying(
+        session, view.ok, view.scores, task, rules, givers_hold
+    )
     plans: dict[int, list[TaskInfo]] = {}
     for node in nodes:
         failed = None if alike is None else (node, *alike)

@@ -211,13 +211,14 @@ def nodes_worth_trying(
     scores: np.ndarray,
     task: TaskInfo,
     rules: Rules,
-    may_go: Callable[[], np.ndarray | None] = lambda: None,
+    givers_hold: Callable[[], np.ndarray | None] = lambda: None,
 ) -> list[int]:
     """Nodes passing the predicates whose room plus every candidate's that the plugins
     could offer for ``task`` (``Rules.held``), and that belongs to a job that could lose
-    any (``may_go()``, if known; asked only of nodes the first bound leaves), could hold
-    it: those with room already first, then best score first, ties by name. (A node with
-    room already is among them: what the candidates hold is never negative.)"""
+    any (``givers_hold()``: ``held_by_what_may_go``, if known; asked only when the first
+    bound leaves nodes), could hold it: those with room already first, then best score
+    first, ties by name. (A node with room already is among them: what the candidates
+    hold is never negative.)"""
     nodes = session.nodes
     request = task.request
     future = nodes.future_idle()
@@ -226,7 +227,7 @@ def nodes_worth_trying(
     worth = np.flatnonzero(ok & _fit_with(session, request, held))
     if not worth.size:
         return []
-    also = may_go()
+    also = givers_hold()
     if also is not None:  # both bound what victims could free
         worth = worth[_fit_with(session, request, np.minimum(held, also))[worth]]
         if not worth.size:

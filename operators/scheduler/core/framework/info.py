@@ -184,6 +184,13 @@ class JobInfo:
     def role_count(self, role: str, statuses: Collection[TaskStatus]) -> int:
         return sum(1 for t in self.tasks.values() if t.role == role and t.status in statuses)
 
+    def minimum_unplaced(self) -> np.ndarray | None:
+        """What of its minResources the job does not hold yet (None: it names none): what
+        an admitted group was promised and still waits for."""
+        if self.min_resources is None:
+            return None
+        return np.maximum(self.min_resources - self.allocated, 0.0)
+
     def below_minimum(self) -> bool:
         """Some of it placed, but fewer than minMember, or a role below its minimum: a
         gang broken (an eviction must never leave one so)."""

@@ -38,8 +38,10 @@ from kbatch.operators.scheduler.core.framework.resources import room_dims
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunctions
 
-# Read per task placed: an Enum member read off its class is a Python call (3.11).
+# Read per task placed and per job: an Enum member read off its class is a Python call
+# (3.11), a module name is not.
 _PENDING, _BINDING = TaskStatus.PENDING, TaskStatus.BINDING
+_NOT_ADMITTED = PodGroupPhase.PENDING
 
 # Why a task did not fit: reason -> number of nodes that failed for it.
 FitError = dict[str, int]
@@ -169,15 +171,13 @@ class Session(TieredFunctions):
         pending tasks. (Pending PodGroups wait for the enqueue action when it is
         configured; without it, as in kube-batch, every group may be placed.)"""
         gate = "enqueue" in self.conf.actions
-        # Read once, not per job: an Enum member read off its class is a Python call.
-        pending, not_admitted = TaskStatus.PENDING, PodGroupPhase.PENDING
         return [
             job
             for job in self.active_jobs()
-            if job.counts[pending]
+            if job.counts[_PENDING]
             and job.uid not in self._invalid
             and job.queue in self.queues
-            and not (gate and job.phase is not_admitted)
+            and not (gate and job.phase is _NOT_ADMITTED)
         ]
 
     def job_of(self, task: TaskInfo) -> JobInfo:

@@ -211,8 +211,9 @@ class _Flows:
         per_task = self.price(np.maximum(job.total_request - job.allocated, 0.0)) / pending
         if self.session.job_ready(job):
             return per_task
-        if job.min_resources is not None:
-            return self.price(np.maximum(job.min_resources - job.allocated, 0.0))
+        unplaced = job.minimum_unplaced()
+        if unplaced is not None:
+            return self.price(unplaced)
         return per_task * max(job.min_member - job.ready_count, 1)
 
     def changed(self, task: TaskInfo, sign: float) -> None:

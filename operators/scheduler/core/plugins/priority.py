@@ -101,9 +101,8 @@ class PreemptibleRoom:
         for job in self.session.jobs.values():
             if job.allocated.any():
                 held.setdefault(job.queue, []).append((job.priority, job.allocated))
-            if job.phase is _INQUEUE and job.min_resources is not None:
-                waits = np.maximum(job.min_resources - job.allocated, 0) * self.mask
-                claims.setdefault(job.queue, []).append((job.priority, waits))
+            if job.phase is _INQUEUE and (unplaced := job.minimum_unplaced()) is not None:
+                claims.setdefault(job.queue, []).append((job.priority, unplaced * self.mask))
         self._held = {queue: _running(entries) for queue, entries in held.items()}
         self._claimed = {
             queue: _running(entries, from_top=True) for queue, entries in claims.items()

@@ -191,8 +191,9 @@ class _Proportion:
 
     def enqueued(self, job: JobInfo) -> None:
         attr = self.queues.get(job.queue)
-        if attr is not None and job.min_resources is not None:
-            attr.reserved += np.maximum(job.min_resources - job.allocated, 0) * self.mask
+        unplaced = job.minimum_unplaced()
+        if attr is not None and unplaced is not None:
+            attr.reserved += unplaced * self.mask
 
     def victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Tasks of queues above their deserved share that, without them (and without the
