@@ -23,7 +23,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kbatch.api.podgroup import PodGroupPhase
+from kbatch.cluster import group_parts, next_jobs
 from kbatch.cluster.kept_tasks import Priorities
+from kbatch.cluster.next_jobs import LastJobs
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import Dims
@@ -66,6 +68,12 @@ class KeptJobs:
         # object again (``group_parts.job_info``), as they do while the group stays the
         # same and no session moved their phase.
         self.without_tasks: dict[str, JobInfo] = {}
+        # For the next snapshot's jobs from the last one's (kbatch.cluster.next_jobs):
+        # the log its jobs tell of sessions' changes (``JobInfo.change_log``), the units
+        # of its jobs without tasks, and how many of its jobs are of pods without a group.
+        self._log: list[str] = []
+        self._taskless: set[str] = set()
+        self._own = -1  # (-1: no snapshot made yet)
 
     def reusable(self, context: JobContext, changed: AbstractSet[str] | None) -> dict[str, JobInfo]:
         """The last snapshot's jobs with tasks that the next one, made under ``context``,
@@ -90,13 +98,51 @@ class KeptJobs:
         self.not_kept, self.without_tasks = not_kept, without_tasks
         return kept
 
-    def made(self, jobs: Mapping[str, JobInfo]) -> None:
-        """``jobs``: the snapshot just made (kept until the next one is made)."""
+    def last(self, context: JobContext, changed: AbstractSet[str] | None) -> LastJobs | None:
+        """The last snapshot's jobs and what changed them since, for the next snapshot,
+        made under ``context``, to make its jobs from (``next_jobs``); None when it must
+        walk every group: its context differs (then nothing is kept), the units written
+        are not known, it had jobs of pods without a group, or a shortcut it rests on is
+        switched off."""
+        if (
+            changed is None
+            or self._own != 0
+            or context != self._context
+            or not (next_jobs.JOBS_FROM_LAST and KEEP_UNCHANGED_JOBS and HAND_ON_JOBS_WITHOUT_TASKS)
+            or not group_parts.KEEP_JOBS_WITHOUT_TASKS
+        ):
+            return None
+        self.without_tasks = {}
+        return LastJobs(self._jobs, self._taskless, self._log)
+
+    def made(
+        self, jobs: Mapping[str, JobInfo], groups: int, looked_at: AbstractSet[str] | None
+    ) -> None:
+        """``jobs``: the snapshot just made (kept until the next one is made), the first
+        ``groups`` of them groups' jobs; ``looked_at``: the units whose jobs may not be
+        the last snapshot's (None: any may not be). Its jobs tell the log from now on,
+        which the next snapshot reads."""
         self._jobs = jobs
+        self._own = len(jobs) - groups
+        self._log.clear()
+        log = self._log
+        if looked_at is None:
+            for job in jobs.values():
+                job.change_log = log
+            self._taskless = {unit for unit, job in jobs.items() if not job.tasks}
+            return
+        taskless: set[str] = set()
+        for unit in looked_at:
+            job = jobs[unit]
+            job.change_log = log
+            if not job.tasks:
+                taskless.add(unit)
+        self._taskless = taskless
 
     def forget(self) -> None:
         self._jobs = {}
         self._context = None
+        self._own = -1
 
 
 def own_groups_in_order(

@@ -32,6 +32,7 @@ from kbatch.cluster.kept_tasks import (
     node_index_of,
     where,
 )
+from kbatch.cluster.next_jobs import NextJobs, next_jobs
 from kbatch.cluster.pod_pass import PodPass
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.cluster.podspec import ParsedSpec
@@ -253,17 +254,22 @@ class SnapshotBuilder:
         resolver = Priorities(priority_classes)
         self._arrival = TaskContext(dims, dict(node_set.index), resolver, scheduler_names)
         context = JobContext.of(dims, node_set.names, resolver, scheduler_names)
-        kept_jobs = self._kept_jobs.reusable(context, changed_units)
         queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
-        jobs, taken, without_tasks = self._jobs(pod_groups, dims, resolver, kept_jobs)
-        if taken < len(kept_jobs):  # those of groups this snapshot shows, and pods' own groups
-            kept_jobs = {
-                unit: job
-                for unit, job in kept_jobs.items()
-                if not job.has_pod_group or jobs.get(unit) is job
-            }
+        walk = self._next_jobs(context, changed_units, pod_groups, dims, resolver)
+        if walk is None:  # every group walked
+            kept_jobs = self._kept_jobs.reusable(context, changed_units)
+            jobs, taken, without_tasks = self._jobs(pod_groups, dims, resolver, kept_jobs)
+            if taken < len(kept_jobs):  # of groups this snapshot shows, and pods' own groups
+                kept_jobs = {
+                    unit: job
+                    for unit, job in kept_jobs.items()
+                    if not job.has_pod_group or jobs.get(unit) is job
+                }
+        else:
+            jobs, kept_jobs, without_tasks = walk.jobs, walk.kept, walk.without_tasks
+            self._kept_jobs.not_kept = walk.not_kept
         orphans: list[OrphanPod] = []
         made: list[TaskInfo] = []
         passing = self._pods_to_pass(pods, kept_jobs, changed_units, node_set)
@@ -282,11 +288,12 @@ class SnapshotBuilder:
             accounts, _, _ = pod_pass.tasks(
                 passing, jobs, {}, node_set, dims, resolver, scheduler_names, orphans, made
             )
-            own_groups_in_order(jobs, kept_jobs, pods)
+            if walk is None:  # (else the last snapshot had no job of a pod's own)
+                own_groups_in_order(jobs, kept_jobs, pods)
             self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place)
         accounts.requests.add_to(accounts.owners)
         complete_groups(self._groups, jobs, accounts)
-        self._kept_jobs.made(jobs)
+        self._kept_jobs.made(jobs, len(pod_groups), None if walk is None else walk.looked_at)
         self._made += 1
         return Snapshot(
             dims=dims,
@@ -296,6 +303,28 @@ class SnapshotBuilder:
             orphans=orphans,
             lineage=(self, self._made),
             handed_on=_handed_on(kept_jobs, without_tasks),
+        )
+
+    def _next_jobs(
+        self,
+        context: JobContext,
+        changed_units: AbstractSet[str] | None,
+        pod_groups: Mapping[str, PodGroup],
+        dims: Dims,
+        resolver: Priorities,
+    ) -> NextJobs | None:
+        """The groups' jobs from the last snapshot's by what changed (``next_jobs``), when
+        they may be; None: walk every group (``_jobs``)."""
+        last = self._kept_jobs.last(context, changed_units)
+        if last is None:
+            return None
+        return next_jobs(
+            last,
+            pod_groups,
+            changed_units or set(),
+            self._groups.get,
+            lambda key, group, kept: self._job(key, group, dims, resolver, kept),
+            resolver.of_class,
         )
 
     def _pods_to_pass(

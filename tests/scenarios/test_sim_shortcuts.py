@@ -26,6 +26,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   was written taken from its last version's;
 - ``kept_jobs.KEEP_UNCHANGED_JOBS``: a job with tasks that nothing wrote and no session
   touched handed from one snapshot to the next (made anew every snapshot, the long way);
+- ``next_jobs.JOBS_FROM_LAST``: a snapshot's jobs made from the last one's by what was
+  written and what sessions said they changed (every group walked, the long way);
 - ``kept_nodes.KEEP_UNCHANGED_NODES``: a snapshot of the same node records is made of the
   last one's nodes, only those whose tasks may differ placed again (every node made and
   every task placed, the long way);
@@ -61,7 +63,15 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import fields, group_parts, kept_jobs, kept_nodes, records, snapshot
+from kbatch.cluster import (
+    fields,
+    group_parts,
+    kept_jobs,
+    kept_nodes,
+    next_jobs,
+    records,
+    snapshot,
+)
 from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, resting, session
@@ -121,6 +131,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "failed scheduling told again": (gang, "failed_scheduling", _failed_scheduling_made_anew),
     "jobs without tasks handed on": (kept_jobs, "HAND_ON_JOBS_WITHOUT_TASKS", False),
     "groups of status writes": (records, "KEEP_GROUP_OF_STATUS_WRITES", False),
+    "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
 }
 
 

@@ -67,7 +67,7 @@ def test_a_job_a_session_touched_is_made_anew() -> None:
     first = state.snapshot()
     for job in first.jobs.values():
         if job.tasks:
-            job.touched = True
+            job.touch()
             for task in job.tasks.values():
                 task.status, task.node = TaskStatus.FAILED, 1
             job.allocated.fill(-7.0)

@@ -45,6 +45,7 @@ def test_every_field_of_a_job_is_its_groups() -> None:
         "has_pod_group": True, "pod_group_missing": False, "tasks": {}, "ready_count": 0,
         "kept_status": None,  # no session has closed on it yet
         "touched": False,  # nor changed a task of it
+        "change_log": [],  # its builder's, told nothing yet
     }  # fmt: skip
     assert {name: getattr(job, name) for name in expected} == expected
     assert job.min_resources is not None

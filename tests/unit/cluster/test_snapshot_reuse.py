@@ -123,7 +123,7 @@ class Ignoring:
 
 def scribbled(snap: Snapshot, turn: int = 0) -> None:
     """Change every part of ``snap`` a session could change in place (a later snapshot
-    that shared any of them would show it). Of the tasks' fields a session changes, in
+    that shared any of them would show it), saying so of each job as a session does. Of the tasks' fields a session changes, in
     turn (from ``turn``): the status, the node, the nominated node, all three, or none
     (each is compared on its own when a task is handed out again, and a task no session
     changed is handed out again)."""
@@ -140,7 +140,9 @@ def scribbled(snap: Snapshot, turn: int = 0) -> None:
     for job in snap.jobs.values():
         if not job.tasks:  # all a session changes of a job without tasks (see below)
             job.phase = PodGroupPhase.RUNNING
+            job.changed()  # as a session that moves a phase says
             continue
+        job.touch()  # as a session that changes a task says
         for value in (job.allocated, job.total_request, job.min_resources):
             if value is not None:
                 value.fill(-7.0)

@@ -168,6 +168,7 @@ def _try_admit(
         session.note_waiting(job, refusal[0], by_queue=refusal[1])
         return None, refusal
     job.phase = PodGroupPhase.INQUEUE
+    job.changed()
     session.enqueued(job)
     return (idle - job.min_resources * mask if job.min_resources is not None else idle), None
 

@@ -137,6 +137,21 @@ class JobInfo:
     # here, ``Session.keep``/``unkeep``): the snapshot builder makes it anew, where it
     # would hand an untouched job of an unchanged unit on (kbatch.cluster.kept_jobs).
     touched: bool = field(default=False, init=False, compare=False)
+    # Where to say that a session touched it or moved its phase: the list of uids kept by
+    # the snapshot builder that made it, which makes its next snapshot's jobs from its
+    # last one's by them (kbatch.cluster.kept_jobs). None: nobody asks.
+    change_log: list[str] | None = field(default=None, init=False, compare=False, repr=False)
+
+    def touch(self) -> None:
+        """A session changed one of its tasks other than by ``set_status``."""
+        if not self.touched:
+            self.touched = True
+            self.changed()
+
+    def changed(self) -> None:
+        """A session touched it or moved its phase: tell its ``change_log``."""
+        if self.change_log is not None:
+            self.change_log.append(self.uid)
 
     def protected_until(self) -> float | None:
         """When its lifetime ends: its first pod's start plus its lifetime (None: no
@@ -161,7 +176,10 @@ class JobInfo:
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move ``task`` to ``status``, keeping the counts and the allocation current."""
-        self.touched = True
+        if not self.touched:
+            self.touched = True
+            if self.change_log is not None:
+                self.change_log.append(self.uid)
         old = task.status
         self.counts[old] -= 1
         self.counts[status] += 1

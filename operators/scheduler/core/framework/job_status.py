@@ -353,7 +353,9 @@ def publish(session: Session) -> Outcome:
             was = old.phase if old is not None else PodGroupPhase.PENDING
             if status.phase is not was:  # as the object showed it (enqueue moves job.phase)
                 outcome.events.append(phase_event(job.namespace, job.name, was, status.phase))
-        job.phase = status.phase
+        if job.phase is not status.phase:
+            job.phase = status.phase
+            job.changed()
         queue_jobs = by_queue.get(job.queue)  # not setdefault: a new list for every job
         if queue_jobs is None:
             queue_jobs = by_queue[job.queue] = []

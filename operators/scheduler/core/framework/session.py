@@ -164,7 +164,7 @@ class Session(TieredFunctions):
     def _touch(self, job: JobInfo) -> None:
         if not job.touched:
             self._first_touched.append(job)
-            job.touched = True
+            job.touch()
 
     def jobs_to_place(self) -> list[JobInfo]:
         """Jobs that placing actions work on: valid, admitted, in a known queue, with

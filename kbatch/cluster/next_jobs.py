@@ -1,0 +1,145 @@
+"""The next snapshot's jobs made from the last one's by what changed since (issue 12: on
+a busy cluster a tick's thousands of running gangs are handed on and one or two change,
+and a pass over every group to find them cost a sixth of a simulated day).
+
+``SnapshotBuilder._jobs`` walks every group the snapshot shows, in order, and hands on
+the last snapshot's job of each unit nothing wrote and no session touched
+(``kept_jobs``), setting its phase back to what its group says. What that walk gives
+is worked out here from what changed alone:
+
+- the units written since (the state's ``changed_units``);
+- the jobs sessions touched or whose phase they moved: each job the builder makes tells
+  it (``JobInfo.change_log``, by ``JobInfo.set_status``, ``Session.keep``/``unkeep``,
+  enqueue's admission and the close's publish); a job no session touched, of a unit
+  not written, has the phase its group says, as the last snapshot set it;
+- the groups shown since that were not (new ones rank last) and those no longer shown.
+
+The jobs are the last ones in their order with those gone taken out and the new ones
+added at the end; when that is not the order of the groups shown (a group settled and
+shown again ranks where it was), or the last snapshot had jobs of pods without a group
+(the pass puts them after the groups' jobs), the builder walks every group as before.
+"""
+
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from kbatch.api.podgroup import PodGroup
+from kbatch.cluster.group_parts import GroupParts
+from kbatch.operators.scheduler.core.framework.info import JobInfo
+
+# False: every snapshot walks every group it shows (``SnapshotBuilder._jobs``, the long
+# way, for tests).
+JOBS_FROM_LAST = True
+
+# The job of a group, as ``SnapshotBuilder._job`` makes it: key, group, and the jobs it
+# may hand on.
+MakeJob = Callable[[str, PodGroup, Mapping[str, JobInfo]], JobInfo]
+
+
+@dataclass(slots=True)
+class LastJobs:
+    """What the builder keeps of its last snapshot for the next one."""
+
+    jobs: Mapping[str, JobInfo]  # as its sessions left them
+    taskless: set[str]  # the units of those that had no tasks when it was made
+    logged: list[str]  # uids its sessions touched or moved the phase of (``change_log``)
+
+
+@dataclass(slots=True)
+class NextJobs:
+    """What ``SnapshotBuilder._jobs`` and the ``KeptJobs.reusable`` before it give."""
+
+    jobs: dict[str, JobInfo]  # the groups' jobs, in the groups' order
+    kept: dict[str, JobInfo]  # jobs with tasks handed on whole, in the last one's order
+    without_tasks: list[tuple[str, JobInfo]]  # jobs without tasks handed on
+    not_kept: set[str]  # the last jobs with tasks not handed on (written or touched)
+    looked_at: set[str]  # the units whose jobs this looked at (the others are the last)
+
+
+def next_jobs(
+    last: LastJobs,
+    pod_groups: Mapping[str, PodGroup],
+    changed: AbstractSet[str],
+    parts_of: Callable[[str], GroupParts | None],
+    make: MakeJob,
+    priority_of: Callable[[str | None], int],
+) -> NextJobs | None:
+    """The next jobs of the groups shown, ``pod_groups``, from ``last``; None when they
+    are not in the order the last ones and the new ones give (see the module's
+    docstring). Nothing is changed before that is known."""
+    old = last.jobs
+    gone = old.keys() - pod_groups.keys()
+    new = pod_groups.keys() - old.keys()
+    order = list(pod_groups)
+    added = order[len(order) - len(new) :]  # the last groups shown, if they are the new ones
+    if new.symmetric_difference(added):
+        return None
+    jobs = dict(old)
+    for unit in gone:
+        del jobs[unit]
+    if [*jobs, *added] != order:
+        return None
+    logged = old.keys() & last.logged
+    touched = {unit for unit in logged if old[unit].touched}
+    written_or_touched = touched | (old.keys() & changed)
+    not_kept = written_or_touched - last.taskless
+    kept = dict(old)
+    for unit in gone | written_or_touched | last.taskless:
+        kept.pop(unit, None)
+    walk = NextJobs(jobs, kept, [], not_kept, (written_or_touched - gone) | new)
+    for unit in walk.looked_at - new:
+        jobs[unit] = make(unit, pod_groups[unit], {})
+    for unit in (logged - written_or_touched - gone) - last.taskless:
+        _set_phase_back(unit, pod_groups[unit], walk, parts_of, make)
+    for unit in last.taskless - written_or_touched - gone:
+        _hand_on_without_tasks(unit, pod_groups[unit], walk, parts_of, make, priority_of)
+    for unit in added:
+        jobs[unit] = make(unit, pod_groups[unit], {})
+    return walk
+
+
+def _set_phase_back(
+    unit: str,
+    group: PodGroup,
+    walk: NextJobs,
+    parts_of: Callable[[str], GroupParts | None],
+    make: MakeJob,
+) -> None:
+    """A job with tasks whose phase a session moved, of a unit nothing wrote: handed on
+    with its phase set back to its group's, as ``_jobs`` does."""
+    job = walk.kept[unit]
+    parts = parts_of(unit)
+    if parts is not None and parts.group is group and parts.job is job:
+        job.phase = parts.tail[3]
+        return
+    walk.looked_at.add(unit)
+    made = walk.jobs[unit] = make(unit, group, {unit: job})
+    if made is not job:
+        del walk.kept[unit]
+
+
+def _hand_on_without_tasks(
+    unit: str,
+    group: PodGroup,
+    walk: NextJobs,
+    parts_of: Callable[[str], GroupParts | None],
+    make: MakeJob,
+    priority_of: Callable[[str | None], int],
+) -> None:
+    """A job without tasks of a unit nothing wrote and no session touched: handed on
+    while its group's parts give it again, as ``_jobs`` does."""
+    bare = walk.jobs[unit]
+    parts = parts_of(unit)
+    walk.looked_at.add(unit)
+    if (
+        parts is not None
+        and parts.group is group
+        and parts.job is bare
+        and not bare.tasks
+        and bare.phase is parts.tail[3]
+        and bare.priority == priority_of(group.spec.priority_class_name)
+    ):
+        walk.without_tasks.append((unit, bare))
+        return
+    walk.jobs[unit] = make(unit, group, {})

@@ -1,0 +1,171 @@
+"""The next snapshot's jobs made from the last one's by what changed
+(``kbatch.cluster.next_jobs``): over steps that keep the nodes, classes and resource
+names (so that the builder may), with sessions of every action in between, each
+snapshot is, field by field, what a new builder makes; and each way the module takes
+is taken (jobs handed on whole, a phase a session moved set back, jobs without tasks
+handed on or made again, groups new and gone, a group shown again out of order)."""
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kbatch.cluster import next_jobs, snapshot
+from kbatch.cluster.state import ClusterState
+from unit.cluster.test_kept_jobs import session
+from unit.cluster.test_snapshot_reuse import (
+    QUEUE,
+    RUNNING,
+    Step,
+    applying,
+    compared_snapshots,
+    deleting,
+    group,
+    node,
+    pod,
+)
+
+DONE = {"phase": "Succeeded", "startTime": "2024-01-01T00:01:00Z"}
+
+
+def nothing(state: ClusterState) -> None:
+    """A step that writes nothing."""
+
+
+STEPS: list[Step] = [
+    applying(QUEUE, node("a"), node("b"), group("g"), pod("g-0", "g"), pod("g-1", "g")),
+    nothing,
+    applying(*(pod(f"g-{i}", "g", spec={"nodeName": "a"}, status=RUNNING) for i in (0, 1))),
+    nothing,
+    applying(group("w", minResources={"cpu": "1"})),  # no pods: admitted, nothing written
+    nothing,
+    applying(group("v", minResources={"cpu": "100"})),  # no pods, never admitted
+    nothing,
+    # admitted, its pod fits no node: the session moves its phase and touches nothing
+    applying(group("big", minMember=1, minResources={"cpu": "1"}), pod("big-0", "big", "20")),
+    nothing,
+    nothing,
+    applying({**group("v", minResources={"cpu": "100"}), "status": {"phase": "Inqueue"}}),
+    deleting("Pod", "g-1"),
+    deleting("PodGroup", "w"),
+    applying(group("x", minMember=1), pod("x-0", "x", spec={"nodeName": "b"}, status=RUNNING)),
+    nothing,
+    # x is over: shown once more, then left out (settled) ...
+    applying(
+        {**group("x", minMember=1), "status": {"phase": "Completed"}},
+        pod("x-0", "x", spec={"nodeName": "b"}, status=DONE),
+    ),
+    nothing,
+    nothing,
+    applying(group("y", minMember=1), pod("y-0", "y", spec={"nodeName": "b"}, status=RUNNING)),
+    # ... and shown again, where it ranked: after g, before y
+    applying({**group("x", minMember=1), "status": {"phase": "Running"}}),
+    nothing,
+    applying(pod("y-0", "y", spec={"nodeName": "b"}, status=DONE)),
+    nothing,
+    # a group whose object says Running, one pod bound and one placed by the session:
+    # touched, its phase not moved
+    applying(
+        {**group("r", minMember=1), "status": {"phase": "Running"}},
+        pod("r-0", "r", spec={"nodeName": "a"}, status=RUNNING),
+    ),
+    applying(pod("r-1", "r")),
+    nothing,
+    # g deleted and made again between two snapshots: it ranks last now
+    lambda state: (deleting("PodGroup", "g")(state), applying(group("g"))(state))[0],
+    nothing,
+]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How often each way of ``next_jobs`` is taken, as the builder runs."""
+    counts: Counter[str] = Counter()
+
+    def counted(name: str, of: Callable[..., Any], kind: Callable[[Any], str]) -> None:
+        def wrapped(*args: Any) -> Any:
+            result = of(*args)
+            counts[kind(result)] += 1
+            return result
+
+        monkeypatch.setattr(next_jobs, name, wrapped)
+
+    walk = next_jobs.next_jobs
+    counted("_set_phase_back", next_jobs._set_phase_back, lambda _: "phase set back")
+    counted("_hand_on_without_tasks", next_jobs._hand_on_without_tasks, lambda _: "taskless")
+
+    def walked(*args: Any) -> next_jobs.NextJobs | None:
+        result = walk(*args)
+        if result is None:
+            counts["walked every group"] += 1
+            return None
+        counts["from the last"] += 1
+        counts["kept whole"] += len(result.kept)
+        counts["handed on without tasks"] += len(result.without_tasks)
+        counts["new"] += len(result.jobs.keys() - args[0].jobs.keys())
+        counts["gone"] += len(args[0].jobs.keys() - result.jobs.keys())
+        return result
+
+    monkeypatch.setattr(snapshot, "next_jobs", walked)
+    return counts
+
+
+@pytest.mark.parametrize("conf_name", ["default", "every action"])
+def test_the_jobs_from_the_last_are_those_every_group_walked_gives(
+    conf_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts = _counting(monkeypatch)
+    for snap in compared_snapshots(STEPS, leave_out_settled=True):
+        session(snap, conf_name)
+    assert counts["from the last"] >= 15
+    assert counts["walked every group"] >= 2  # x shown again before y; g made again
+    assert counts["kept whole"] >= 20 and counts["new"] >= 3 and counts["gone"] >= 2
+    if conf_name == "every action":  # enqueue moves phases
+        assert counts["phase set back"] >= 1
+        assert counts["handed on without tasks"] >= 3
+        assert counts["taskless"] > counts["handed on without tasks"]  # w made again
+
+
+def test_switched_off_every_group_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = _counting(monkeypatch)
+    monkeypatch.setattr(next_jobs, "JOBS_FROM_LAST", False)
+    for snap in compared_snapshots(STEPS, leave_out_settled=True):
+        session(snap, "every action")
+    assert counts["from the last"] == 0
+
+
+def test_a_session_tells_every_job_it_touches_or_moves_the_phase_of() -> None:
+    """What the module rests on: after sessions of every action, a job not in its
+    builder's log has the tasks and the phase it was made with."""
+    state = ClusterState(leave_out_settled=True)
+    told = 0
+    for step in STEPS:
+        step(state)
+        snap = state.snapshot()
+        made = {
+            key: (job.phase, [(t.uid, t.status, t.node, t.nominated) for t in job.tasks.values()])
+            for key, job in snap.jobs.items()
+        }
+        logs = {id(job.change_log): job.change_log for job in snap.jobs.values()}
+        assert len(logs) == 1 and None not in logs.values()  # the builder's, one
+        log = next(iter(logs.values()))
+        assert log is not None
+        session(snap, "every action")
+        told += len(log)
+        for key, job in snap.jobs.items():
+            if key in log:
+                continue
+            now = [(t.uid, t.status, t.node, t.nominated) for t in job.tasks.values()]
+            assert (job.phase, now) == made[key], key
+            assert not job.touched, key
+    assert told >= 10
+
+
+def test_a_job_placed_by_a_session_is_told() -> None:
+    state = ClusterState()
+    STEPS[0](state)
+    snap = state.snapshot()
+    session(snap, "every action")
+    job = snap.jobs["ns/g"]
+    assert job.change_log is not None and "ns/g" in job.change_log
+    assert job.touched and all(task.node >= 0 for task in job.tasks.values())  # placed
