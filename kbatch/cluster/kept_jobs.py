@@ -35,7 +35,7 @@ KEEP_UNCHANGED_JOBS = True
 # False: a snapshot's ``handed_on`` holds jobs with tasks only; the sums that take what
 # it hands on as unchanged then compare every job without tasks (for tests).
 HAND_ON_JOBS_WITHOUT_TASKS = True
-INQUEUE = PodGroupPhase.INQUEUE
+INQUEUE, COMPLETED = PodGroupPhase.INQUEUE, PodGroupPhase.COMPLETED
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,7 @@ class KeptJobs:
         # of its jobs without tasks, and how many of its jobs are of pods without a group.
         self._log: list[str] = []
         self._taskless: set[str] = set()
+        self._completed: set[str] = set()
         self._own = -1  # (-1: no snapshot made yet)
 
     def reusable(self, context: JobContext, changed: AbstractSet[str] | None) -> dict[str, JobInfo]:
@@ -113,7 +114,7 @@ class KeptJobs:
         ):
             return None
         self.without_tasks = {}
-        return LastJobs(self._jobs, self._taskless, self._log)
+        return LastJobs(self._jobs, self._taskless, self._completed, self._log)
 
     def made(
         self, jobs: Mapping[str, JobInfo], groups: int, looked_at: AbstractSet[str] | None
@@ -130,14 +131,22 @@ class KeptJobs:
             for job in jobs.values():
                 job.change_log = log
             self._taskless = {unit for unit, job in jobs.items() if not job.tasks}
+            self._completed = {unit for unit, job in jobs.items() if job.phase is COMPLETED}
             return
-        taskless: set[str] = set()
+        taskless: set[str] = set()  # (every job without tasks was looked at)
+        completed = self._completed
         for unit in looked_at:
             job = jobs[unit]
             job.change_log = log
             if not job.tasks:
                 taskless.add(unit)
+            if job.phase is COMPLETED:
+                completed.add(unit)
+            else:
+                completed.discard(unit)
         self._taskless = taskless
+        if len(completed) > len(jobs) or not completed.issubset(jobs.keys()):
+            self._completed = {unit for unit in completed if unit in jobs}
 
     def forget(self) -> None:
         self._jobs = {}

@@ -31,6 +31,9 @@ from kbatch.operators.scheduler.core.framework.nodes import NodeSet, PlacedRows
 # False: every snapshot makes every node's NodeInfo and places every task (the long way,
 # for tests).
 KEEP_UNCHANGED_NODES = True
+# False: the units whose tasks left their nodes are found among every unit, not among
+# those the snapshot says it did not hand on (the long way, for tests).
+KNOWN_UNITS_ONLY = True
 # The key of tasks of no job of ours (``TaskInfo.job`` is empty): never handed on.
 NO_UNIT = ""
 
@@ -110,14 +113,16 @@ class KeptNodes:
         made: Sequence[TaskInfo],
         kept_jobs: Mapping[str, JobInfo],
         place_of: Callable[[str], int | None],
+        not_kept: Collection[str] | None = None,
     ) -> None:
         """``place``, when the snapshot's pass walked only the pods of the jobs not handed
         on (``node_set`` of the last one's nodes): ``made``, the tasks it made on nodes
         or with room kept on one; the others are the handed-on jobs' tasks the last
         snapshot placed. A node placed again takes both, in snapshot order (``place_of``
-        a pod's key)."""
+        a pod's key). ``not_kept``: units among which are all that ``kept_jobs`` does
+        not hand on, when known."""
         assert self._last is not None and self._placed is not None
-        again = self._nodes_to_place_again(made, kept_jobs, self._last.changed)
+        again = self._nodes_to_place_again(made, kept_jobs, self._last.changed, not_kept)
         made_on = _by_node_of(again, [t for t in made if t.nominated == NO_NODE], _node)
         kept_made = _by_node_of(again, [t for t in made if t.nominated != NO_NODE], _nominated)
         on_again: list[TaskInfo] = []
@@ -140,13 +145,23 @@ class KeptNodes:
         self._last, self._placed, self._kept_count = node_set, node_set.placed_rows(), kept_count
 
     def _nodes_to_place_again(
-        self, made: Sequence[TaskInfo], kept_jobs: Collection[str], changed: list[int]
+        self,
+        made: Sequence[TaskInfo],
+        kept_jobs: Collection[str],
+        changed: list[int],
+        not_kept: Collection[str] | None = None,
     ) -> set[int]:
         """The nodes whose tasks may differ from the last snapshot's (the module's
-        docstring); and each unit's nodes, kept for the next snapshot."""
+        docstring); and each unit's nodes, kept for the next snapshot. ``not_kept``:
+        units among which are all those of the last snapshot not in ``kept_jobs`` (but
+        NO_UNIT), when known (else every unit is looked at)."""
         again = set(changed)
         unit_nodes = self._unit_nodes  # changed in place: most units are handed on
-        for unit in unit_nodes.keys() - kept_jobs:
+        if not_kept is None or not KNOWN_UNITS_ONLY:
+            left = unit_nodes.keys() - kept_jobs
+        else:
+            left = {u for u in (*not_kept, NO_UNIT) if u in unit_nodes and u not in kept_jobs}
+        for unit in left:
             again.update(unit_nodes.pop(unit))
         for task in made:
             node = task.nominated if task.nominated != NO_NODE else task.node

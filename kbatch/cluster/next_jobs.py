@@ -43,6 +43,7 @@ class LastJobs:
 
     jobs: Mapping[str, JobInfo]  # as its sessions left them
     taskless: set[str]  # the units of those that had no tasks when it was made
+    completed: set[str]  # the units of those whose group said Completed
     logged: list[str]  # uids its sessions touched or moved the phase of (``change_log``)
 
 
@@ -55,6 +56,7 @@ class NextJobs:
     without_tasks: list[tuple[str, JobInfo]]  # jobs without tasks handed on
     not_kept: set[str]  # the last jobs with tasks not handed on (written or touched)
     looked_at: set[str]  # the units whose jobs this looked at (the others are the last)
+    gone: set[str]  # the last jobs' units no longer shown
 
 
 def next_jobs(
@@ -69,9 +71,8 @@ def next_jobs(
     are not in the order the last ones and the new ones give (see the module's
     docstring). Nothing is changed before that is known."""
     old = last.jobs
-    gone = old.keys() - pod_groups.keys()
-    new = pod_groups.keys() - old.keys()
     order = list(pod_groups)
+    new, gone = _new_and_gone(old, pod_groups, changed, last.completed)
     added = order[len(order) - len(new) :]  # the last groups shown, if they are the new ones
     if new.symmetric_difference(added):
         return None
@@ -87,7 +88,7 @@ def next_jobs(
     kept = dict(old)
     for unit in gone | written_or_touched | last.taskless:
         kept.pop(unit, None)
-    walk = NextJobs(jobs, kept, [], not_kept, (written_or_touched - gone) | new)
+    walk = NextJobs(jobs, kept, [], not_kept, (written_or_touched - gone) | new, gone)
     for unit in walk.looked_at - new:
         jobs[unit] = make(unit, pod_groups[unit], {})
     for unit in (logged - written_or_touched - gone) - last.taskless:
@@ -97,6 +98,24 @@ def next_jobs(
     for unit in added:
         jobs[unit] = make(unit, pod_groups[unit], {})
     return walk
+
+
+def _new_and_gone(
+    old: Mapping[str, JobInfo],
+    pod_groups: Mapping[str, PodGroup],
+    changed: AbstractSet[str],
+    completed: AbstractSet[str],
+) -> tuple[set[str], set[str]]:
+    """The groups shown that the last jobs do not have, and the last jobs' units not shown,
+    looked for where they may be (a set difference of every key costs more than the
+    rest): a new group was written, one no longer shown was deleted (written) or left
+    out as settled (Completed). A group shown again for another reason is not among the
+    new ones; the order ``next_jobs`` checks then differs."""
+    new = {unit for unit in changed if unit in pod_groups and unit not in old}
+    gone: set[str] = set()
+    if len(old) + len(new) != len(pod_groups):  # (an equal count may hide a pair: see above)
+        gone = {unit for unit in (*changed, *completed) if unit in old and unit not in pod_groups}
+    return new, gone
 
 
 def _set_phase_back(

@@ -290,11 +290,14 @@ class SnapshotBuilder:
             )
             if walk is None:  # (else the last snapshot had no job of a pod's own)
                 own_groups_in_order(jobs, kept_jobs, pods)
-            self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place)
+            # (the units not handed on: where the pass may have left nodes to place again)
+            units = None if walk is None else walk.looked_at | walk.gone
+            self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place, units)
         accounts.requests.add_to(accounts.owners)
         complete_groups(self._groups, jobs, accounts)
         self._kept_jobs.made(jobs, len(pod_groups), None if walk is None else walk.looked_at)
         self._made += 1
+        handed_on = _handed_on(kept_jobs, without_tasks)
         return Snapshot(
             dims=dims,
             nodes=node_set,
@@ -302,7 +305,8 @@ class SnapshotBuilder:
             queues=queue_infos,
             orphans=orphans,
             lineage=(self, self._made),
-            handed_on=_handed_on(kept_jobs, without_tasks),
+            handed_on=handed_on,
+            not_handed_on=_not_handed_on(walk, handed_on, len(jobs) - len(pod_groups)),
         )
 
     def _next_jobs(
@@ -414,6 +418,17 @@ class SnapshotBuilder:
             return job_info(group, parts, resolver)
         job.phase = parts.tail[3]
         return job
+
+
+def _not_handed_on(
+    walk: NextJobs | None, handed_on: Mapping[str, JobInfo], own: int
+) -> frozenset[str] | None:
+    """``Snapshot.not_handed_on`` when the jobs were made from the last one's: the units
+    gone, and those looked at but not handed on (None when the pass made jobs of pods
+    without a group: those are not among them)."""
+    if walk is None or own:
+        return None
+    return frozenset(walk.gone.union(u for u in walk.looked_at if u not in handed_on))
 
 
 def _handed_on(

@@ -28,6 +28,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   touched handed from one snapshot to the next (made anew every snapshot, the long way);
 - ``next_jobs.JOBS_FROM_LAST``: a snapshot's jobs made from the last one's by what was
   written and what sessions said they changed (every group walked, the long way);
+- ``kept_nodes.KNOWN_UNITS_ONLY``: the nodes to place again found from the units the
+  snapshot says it did not hand on (from every unit, the long way);
 - ``kept_nodes.KEEP_UNCHANGED_NODES``: a snapshot of the same node records is made of the
   last one's nodes, only those whose tasks may differ placed again (every node made and
   every task placed, the long way);
@@ -132,6 +134,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "jobs without tasks handed on": (kept_jobs, "HAND_ON_JOBS_WITHOUT_TASKS", False),
     "groups of status writes": (records, "KEEP_GROUP_OF_STATUS_WRITES", False),
     "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
+    "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
 }
 
 

@@ -110,8 +110,9 @@ class World:
         queues = {name: QueueInfo(name, 1 + i, created=0.0) for i, name in enumerate(self.queues)}
         total = self.dims.vector({"cpu": 64000, "memory": 256 * 2**30, "pods": 100})
         return SimpleNamespace(
-            dims=self.dims, queues=queues, jobs=self.jobs, total=total, lineage=None, handed_on={}
-        )
+            dims=self.dims, queues=queues, jobs=self.jobs, total=total, lineage=None,
+            handed_on={}, not_handed_on=None,
+        )  # fmt: skip
 
 
 def _kept(session: Any) -> dict[str, tuple[bytes, bytes, bytes]]:

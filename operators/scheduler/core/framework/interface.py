@@ -6,6 +6,7 @@ applied by the backend in one step. Nothing else crosses.
 """
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -52,6 +53,16 @@ class Snapshot:
     # The jobs (by uid) that are that snapshot's objects, which neither a session nor a
     # write has changed since (``kbatch.cluster.kept_jobs``): exactly what they were.
     handed_on: Mapping[str, JobInfo] = field(default_factory=dict)
+    # The uids of that snapshot's jobs and this one's that are not handed on, when its
+    # maker knows them without a pass over every job (None: it does not; ``changed_jobs``).
+    not_handed_on: frozenset[str] | None = None
+
+    def changed_jobs(self, of: Mapping[str, JobInfo]) -> AbstractSet[str]:
+        """The uids of ``of`` (this snapshot's jobs, or the last one's in its line) that
+        it does not hand on."""
+        if self.not_handed_on is None:
+            return of.keys() - self.handed_on.keys()
+        return {uid for uid in self.not_handed_on if uid in of}
 
 
 def follows(lineage: tuple[object, int] | None, earlier: tuple[object, int] | None) -> bool:

@@ -73,7 +73,7 @@ class RestingGangs:
             self.jobs.clear()
             self.by_queue.clear()
             return self.jobs
-        self.wake(self.jobs.keys() - snapshot.handed_on.keys())
+        self.wake(snapshot.changed_jobs(self.jobs))
         return self.jobs
 
     def add(self, job: JobInfo) -> None:

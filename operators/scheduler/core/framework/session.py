@@ -80,6 +80,7 @@ class Session(TieredFunctions):
         self.foreign_groups = snapshot.foreign_groups
         # Jobs the snapshot has as the one before it in its line had them (Snapshot).
         self.lineage, self.handed_on = snapshot.lineage, snapshot.handed_on
+        self.not_handed_on = snapshot.not_handed_on
         self.now = now
         self.uid = uid
         self.stats = SessionStats()

@@ -138,7 +138,12 @@ class _Proportion:
         """The jobs' parts added to their queues' sums: those kept from the last session
         open, by the jobs that changed, if sure (``queue_sums``), else the long way."""
         kept = queue_sums.kept_sums(
-            session.jobs, self.mask, self.queues, session.lineage, session.handed_on
+            session.jobs,
+            self.mask,
+            self.queues,
+            session.lineage,
+            session.handed_on,
+            session.not_handed_on,
         )
         if kept is None:
             _add_jobs(self.queues, list(session.jobs.values()), self.mask)

@@ -114,19 +114,24 @@ class QueueSums:
         jobs: Mapping[str, JobInfo],
         lineage: Lineage | None = None,
         handed_on: Mapping[str, JobInfo] | None = None,
+        not_handed_on: frozenset[str] | None = None,
     ) -> np.ndarray | None:
         """Take ``jobs`` (a session's, by uid) as the jobs now: the (queues × 3 × dims)
         sums of their parts, as the long way adds them; None when they are not sure (see
         the module's docstring), for the caller to add them up the long way. ``lineage``
         and ``handed_on``: those of the snapshot ``jobs`` are of; when it is the next
-        of the line of the last update's, the jobs it hands on are those unchanged."""
+        of the line of the last update's, the jobs it hands on are those unchanged;
+        ``not_handed_on`` (``Snapshot.not_handed_on``), the others, when known."""
         last, self._lineage = self._lineage, lineage
         seen, inqueue = self._seen, _INQUEUE
         uids: Iterable[str] = jobs
         if handed_on is not None and follows(lineage, last) and HANDED_ON_UNCHANGED:
             # The same objects, which no session and no write changed since: the same
             # count of tasks, phase (and so reservation) as at the last update.
-            uids = jobs.keys() - handed_on.keys()
+            if not_handed_on is None:
+                uids = jobs.keys() - handed_on.keys()
+            else:
+                uids = [uid for uid in not_handed_on if uid in jobs]
         changed = [
             uid
             for uid in uids
@@ -203,14 +208,16 @@ def kept_sums(
     queues: Iterable[str],
     lineage: Lineage | None = None,
     handed_on: Mapping[str, JobInfo] | None = None,
+    not_handed_on: frozenset[str] | None = None,
 ) -> np.ndarray | None:
     """The (queues × 3 × dims) sums of the parts of ``jobs`` by queue, in the order of
     ``queues``, from those kept at the last call; None: add them up the long way.
-    ``lineage``, ``handed_on``: of the snapshot of ``jobs`` (``QueueSums.update``)."""
+    ``lineage``, ``handed_on``, ``not_handed_on``: of the snapshot of ``jobs``
+    (``QueueSums.update``)."""
     if not KEEP_QUEUE_SUMS:
         _last.clear()
         return None
     key = (np.asarray(mask, dtype=float).tobytes(), tuple(queues))
     if not _last or _last[0].key != key:
         _last[:] = [QueueSums(key)]
-    return _last[0].update(jobs, lineage, handed_on)
+    return _last[0].update(jobs, lineage, handed_on, not_handed_on)
