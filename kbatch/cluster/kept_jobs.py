@@ -148,6 +148,11 @@ class KeptJobs:
         if len(completed) > len(jobs) or not completed.issubset(jobs.keys()):
             self._completed = {unit for unit in completed if unit in jobs}
 
+    @property
+    def log(self) -> list[str]:
+        """What the last snapshot's jobs tell (``made``), until the next is made."""
+        return self._log
+
     def forget(self) -> None:
         self._jobs = {}
         self._context = None

@@ -307,6 +307,7 @@ class SnapshotBuilder:
             lineage=(self, self._made),
             handed_on=handed_on,
             not_handed_on=_not_handed_on(walk, handed_on, len(jobs) - len(pod_groups)),
+            told=self._kept_jobs.log,
         )
 
     def _next_jobs(

@@ -20,7 +20,7 @@ fraction of a millicore), ``totals`` says so and the sample is added up the long
 """
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kbatch.api import DEFAULT_QUEUE
@@ -31,6 +31,12 @@ from kbatch.operators.scheduler.core.framework.interface import follows
 WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 # A job's counts of its tasks in WAITING (``JobInfo.counts`` is by status).
 _waiting_counts = operator.itemgetter(*WAITING)
+# False: every job is looked at, not only those the snapshot and its session said may
+# have changed (the long way, for tests).
+SAID_ONLY = True
+# Up to this many jobs are put in order by their places in a list, more by a dict of
+# every job's place.
+_FEW = 8
 # Every integer up to this is a float exactly.
 _EXACT_UP_TO = 2**53
 
@@ -72,6 +78,19 @@ class Part:
         return self.cpu.is_integer()
 
 
+def _in_order(jobs: Mapping[str, JobInfo], uids: set[str]) -> list[tuple[str, JobInfo]]:
+    """The jobs of ``uids`` that ``jobs`` has, in its order (a few, among thousands)."""
+    present = [uid for uid in uids if uid in jobs]
+    if len(present) > 1:
+        order = list(jobs)
+        if len(present) > _FEW:
+            place = dict(zip(order, range(len(order)), strict=True))
+            present.sort(key=place.__getitem__)
+        else:
+            present.sort(key=order.index)
+    return [(uid, jobs[uid]) for uid in present]
+
+
 class JobSums:
     """Each queue's allocated cpu and the pods waiting, over the jobs last given."""
 
@@ -93,13 +112,15 @@ class JobSums:
         cpu: int,
         lineage: tuple[object, int] | None = None,
         handed_on: Mapping[str, JobInfo] | None = None,
+        said: tuple[frozenset[str] | None, list[str] | None] = (None, None),
     ) -> list[JobInfo]:
         """Take ``jobs`` (a snapshot's, by uid, as its session left them; ``cpu``: the
         index of cpu in its dimensions) as the jobs now. Returns those not the same as
         at the last update (new, another object, touched, or with tasks where they had
         none), in their order. ``lineage``, ``handed_on``: the snapshot's; when it is
         the next of the line of the last update's, a job it hands on is the same unless
-        its session touched it."""
+        its session touched it. ``said``: the snapshot's ``not_handed_on`` and ``told``;
+        when it has both, only those jobs and the ones its session told are looked at."""
         last_lineage, self._lineage = self._lineage, lineage
         if cpu != self._cpu_index:  # other dimensions: no job is the same
             for uid in list(self._parts):
@@ -109,9 +130,13 @@ class JobSums:
         unchanged: Mapping[str, JobInfo] = {}
         if handed_on and follows(lineage, last_lineage) and HANDED_ON_UNCHANGED:
             unchanged = handed_on
+        not_handed_on, told = said
+        candidates: Iterable[tuple[str, JobInfo]] = jobs.items()
+        if unchanged and not_handed_on is not None and told is not None and SAID_ONLY:
+            candidates = _in_order(jobs, {*not_handed_on, *told})
         changed = [
             (uid, job)
-            for uid, job in jobs.items()
+            for uid, job in candidates
             if job.touched
             or (
                 uid not in unchanged

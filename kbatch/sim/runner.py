@@ -250,7 +250,8 @@ class Simulation:
         ends = (
             job.protected_until()
             for job in snapshot.jobs.values()
-            if any(job.counts[status] for status in SHARE_STATUSES)
+            if job.lifetime is not None  # (else it has no end: most jobs, asked first)
+            and any(job.counts[status] for status in SHARE_STATUSES)
         )
         return min((t for t in ends if t is not None and t > self.clock.now), default=None)
 

@@ -76,7 +76,11 @@ class Timeline:
         if job_sums.KEEP_SUMS_OF_UNCHANGED_JOBS:
             sums = self._sums
             jobs = sums.update(
-                snapshot.jobs, snapshot.dims.index[CPU], snapshot.lineage, snapshot.handed_on
+                snapshot.jobs,
+                snapshot.dims.index[CPU],
+                snapshot.lineage,
+                snapshot.handed_on,
+                (snapshot.not_handed_on, snapshot.told),
             )
         sample = _sample(now, snapshot, sums)
         if not self.samples or not sample.same_values(self.samples[-1]):

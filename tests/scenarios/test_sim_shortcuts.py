@@ -10,6 +10,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``job_sums.KEEP_SUMS_OF_UNCHANGED_JOBS``: the timeline's samples and waits worked out
   from the jobs that changed since the last tick (the JSON's metrics read the waits; the
   samples, and the order the waits were first seen in, are compared on their own);
+- ``job_sums.SAID_ONLY``: the timeline looks only at the jobs the snapshot did not
+  hand on and those its session said it changed (at every job, the long way);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
   worded, and its event made, once for the same words, not every session;
@@ -161,6 +163,7 @@ TIMELINE_SEAMS = {
     "queues of jobs without tasks": (timeline, "NAME_QUEUES_OF_JOBS_WITHOUT_TASKS"),
     "timeline sums kept": (job_sums, "KEEP_SUMS_OF_UNCHANGED_JOBS"),
     "timeline sums by jobs handed on": (job_sums, "HANDED_ON_UNCHANGED"),
+    "timeline sums by jobs said changed": (job_sums, "SAID_ONLY"),
 }
 
 

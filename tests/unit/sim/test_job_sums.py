@@ -4,6 +4,8 @@ update hands back are exactly those that are not the last update's as they were.
 
 import random
 
+import pytest
+
 from builders import DIMS, Cluster, JobBuilder
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.sim import job_sums
@@ -139,3 +141,29 @@ def test_other_dimensions_make_every_job_new() -> None:
     assert sums.update(jobs, CPU + 1) == list(jobs.values())
     assert sums.update(jobs, CPU) == list(jobs.values())
     assert sums.totals() == _long_way(jobs)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_only_the_jobs_the_snapshot_and_session_name_are_looked_at(seed: int) -> None:
+    """With the snapshot's ``handed_on``, ``not_handed_on`` and ``told`` (here as its
+    builder would give them), the same jobs come back, in the same order, and the same
+    sums, as when every job is looked at; both ways of ordering them are taken."""
+    rng = random.Random(seed)
+    quick, every = job_sums.JobSums(), job_sums.JobSums()
+    jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(80))}
+    maker = object()
+    quick.update(jobs, CPU, (maker, 0))
+    every.update(jobs, CPU)
+    sizes = set()
+    for serial in range(60):
+        after, changed = _next_tick(rng, jobs, serial)
+        handed_on = {uid: job for uid, job in after.items() if uid not in changed}
+        not_handed_on = frozenset((jobs.keys() | after.keys()) - handed_on.keys())
+        told = [uid for uid, job in handed_on.items() if job.touched]
+        said = (not_handed_on, told)
+        got = quick.update(after, CPU, (maker, serial + 1), handed_on, said)
+        assert [job.uid for job in got] == [job.uid for job in every.update(after, CPU)]
+        assert quick.totals() == every.totals() == _long_way(after)
+        sizes.add(len(got) > 8)
+        jobs = after
+    assert sizes == {True, False}

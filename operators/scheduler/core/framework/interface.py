@@ -56,6 +56,10 @@ class Snapshot:
     # The uids of that snapshot's jobs and this one's that are not handed on, when its
     # maker knows them without a pass over every job (None: it does not; ``changed_jobs``).
     not_handed_on: frozenset[str] | None = None
+    # The uids of its jobs sessions said they touched or moved the phase of since it was
+    # made (``JobInfo.change_log``: its maker's log, told until the maker's next
+    # snapshot), when its maker keeps one.
+    told: list[str] | None = None
 
     def changed_jobs(self, of: Mapping[str, JobInfo]) -> AbstractSet[str]:
         """The uids of ``of`` (this snapshot's jobs, or the last one's in its line) that
