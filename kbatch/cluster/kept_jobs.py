@@ -15,7 +15,10 @@ last snapshot's object again when that is exactly the job the new snapshot would
   classes' values and the scheduler's names.
 
 The builder then skips the job's making, its pods' accounting and its sums; its pods
-are still walked, in order, to put their tasks on the nodes (``PodPass.tasks``).
+are still walked, in order, to put their tasks on the nodes (``PodPass.tasks``). Which
+jobs those are is mostly worked out from what changed alone (``kbatch.cluster.next_jobs``,
+by the log ``KeptJobs`` keeps of what sessions changed); ``reusable`` finds them by a
+pass over every job when it cannot be.
 """
 
 from collections.abc import Mapping
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.cluster import group_parts, next_jobs
 from kbatch.cluster.kept_tasks import Priorities
-from kbatch.cluster.next_jobs import LastJobs
+from kbatch.cluster.next_jobs import LastJobs, NextJobs
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import Dims
@@ -116,18 +119,16 @@ class KeptJobs:
         self.without_tasks = {}
         return LastJobs(self._jobs, self._taskless, self._completed, self._log)
 
-    def made(
-        self, jobs: Mapping[str, JobInfo], groups: int, looked_at: AbstractSet[str] | None
-    ) -> None:
+    def made(self, jobs: Mapping[str, JobInfo], groups: int, walk: NextJobs | None) -> None:
         """``jobs``: the snapshot just made (kept until the next one is made), the first
-        ``groups`` of them groups' jobs; ``looked_at``: the units whose jobs may not be
-        the last snapshot's (None: any may not be). Its jobs tell the log from now on,
-        which the next snapshot reads."""
+        ``groups`` of them groups' jobs; ``walk``: how they were made from the last
+        snapshot's (None: every group walked). Its jobs tell the log from now on, which
+        the next snapshot reads."""
         self._jobs = jobs
         self._own = len(jobs) - groups
         self._log.clear()
         log = self._log
-        if looked_at is None:
+        if walk is None:
             for job in jobs.values():
                 job.change_log = log
             self._taskless = {unit for unit, job in jobs.items() if not job.tasks}
@@ -135,7 +136,8 @@ class KeptJobs:
             return
         taskless: set[str] = set()  # (every job without tasks was looked at)
         completed = self._completed
-        for unit in looked_at:
+        completed -= walk.gone
+        for unit in walk.looked_at:
             job = jobs[unit]
             job.change_log = log
             if not job.tasks:
@@ -145,8 +147,6 @@ class KeptJobs:
             else:
                 completed.discard(unit)
         self._taskless = taskless
-        if len(completed) > len(jobs) or not completed.issubset(jobs.keys()):
-            self._completed = {unit for unit in completed if unit in jobs}
 
     @property
     def log(self) -> list[str]:

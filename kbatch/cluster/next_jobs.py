@@ -10,8 +10,8 @@ is worked out here from what changed alone:
 - the units written since (the state's ``changed_units``);
 - the jobs sessions touched or whose phase they moved: each job the builder makes tells
   it (``JobInfo.change_log``, by ``JobInfo.set_status``, ``Session.keep``/``unkeep``,
-  enqueue's admission and the close's publish); a job no session touched, of a unit
-  not written, has the phase its group says, as the last snapshot set it;
+  enqueue's admission and the close's publish); a job of a unit not written that told
+  nothing has the tasks it had and the phase its group says, as the last snapshot set;
 - the groups shown since that were not (new ones rank last) and those no longer shown.
 
 The jobs are the last ones in their order with those gone taken out and the new ones

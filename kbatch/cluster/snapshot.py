@@ -295,7 +295,7 @@ class SnapshotBuilder:
             self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place, units)
         accounts.requests.add_to(accounts.owners)
         complete_groups(self._groups, jobs, accounts)
-        self._kept_jobs.made(jobs, len(pod_groups), None if walk is None else walk.looked_at)
+        self._kept_jobs.made(jobs, len(pod_groups), walk)
         self._made += 1
         handed_on = _handed_on(kept_jobs, without_tasks)
         return Snapshot(

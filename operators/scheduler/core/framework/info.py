@@ -176,7 +176,7 @@ class JobInfo:
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move ``task`` to ``status``, keeping the counts and the allocation current."""
-        if not self.touched:
+        if not self.touched:  # (``touch``, inline: every status change of every session)
             self.touched = True
             if self.change_log is not None:
                 self.change_log.append(self.uid)
