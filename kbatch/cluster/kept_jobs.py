@@ -134,7 +134,7 @@ class KeptJobs:
             self._taskless = {unit for unit, job in jobs.items() if not job.tasks}
             self._completed = {unit for unit, job in jobs.items() if job.phase is COMPLETED}
             return
-        taskless: set[str] = set()  # (every job without tasks was looked at)
+        taskless = set(walk.quiet)  # (every other job without tasks was looked at)
         completed = self._completed
         completed -= walk.gone
         for unit in walk.looked_at:

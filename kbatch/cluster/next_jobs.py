@@ -14,6 +14,12 @@ is worked out here from what changed alone:
   nothing has the tasks it had and the phase its group says, as the last snapshot set;
 - the groups shown since that were not (new ones rank last) and those no longer shown.
 
+A job without tasks is handed on while its group's parts give it again
+(``group_parts.job_info``): the same group object (its unit not written), no tasks (no
+pod came: its unit would be written), the phase its group says (told if moved) and its
+class's priority (the same classes: the builder's context). So one of a unit not
+written that told nothing is handed on unlooked at.
+
 The jobs are the last ones in their order with those gone taken out and the new ones
 added at the end; when that is not the order of the groups shown (a group settled and
 shown again ranks where it was), or the last snapshot had jobs of pods without a group
@@ -57,6 +63,7 @@ class NextJobs:
     not_kept: set[str]  # the last jobs with tasks not handed on (written or touched)
     looked_at: set[str]  # the units whose jobs this looked at (the others are the last)
     gone: set[str]  # the last jobs' units no longer shown
+    quiet: set[str]  # jobs without tasks handed on unlooked at (nothing wrote or told)
 
 
 def next_jobs(
@@ -88,12 +95,23 @@ def next_jobs(
     kept = dict(old)
     for unit in gone | written_or_touched | last.taskless:
         kept.pop(unit, None)
-    walk = NextJobs(jobs, kept, [], not_kept, (written_or_touched - gone) | new, gone)
+    quiet = last.taskless - written_or_touched - gone  # jobs without tasks, unwritten
+    told = quiet & logged
+    quiet -= told
+    walk = NextJobs(
+        jobs,
+        kept,
+        [(unit, old[unit]) for unit in quiet],
+        not_kept,
+        (written_or_touched - gone) | new,
+        gone,
+        quiet,
+    )
     for unit in walk.looked_at - new:
         jobs[unit] = make(unit, pod_groups[unit], {})
     for unit in (logged - written_or_touched - gone) - last.taskless:
         _set_phase_back(unit, pod_groups[unit], walk, parts_of, make)
-    for unit in last.taskless - written_or_touched - gone:
+    for unit in told:
         _hand_on_without_tasks(unit, pod_groups[unit], walk, parts_of, make, priority_of)
     for unit in added:
         jobs[unit] = make(unit, pod_groups[unit], {})
@@ -146,8 +164,9 @@ def _hand_on_without_tasks(
     make: MakeJob,
     priority_of: Callable[[str | None], int],
 ) -> None:
-    """A job without tasks of a unit nothing wrote and no session touched: handed on
-    while its group's parts give it again, as ``_jobs`` does."""
+    """A job without tasks of a unit nothing wrote, whose phase a session moved: handed
+    on while its group's parts give it again, as ``_jobs`` does (they do not while it
+    says another phase than its group)."""
     bare = walk.jobs[unit]
     parts = parts_of(unit)
     walk.looked_at.add(unit)
