@@ -99,6 +99,19 @@ def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
 KEEP_JOBS_WITHOUT_TASKS = True
 
 
+def gives_again(parts: GroupParts | None, group: PodGroup, bare: JobInfo, priority: int) -> bool:
+    """Do ``parts`` (of ``group``, a group shown) give ``bare``, the last snapshot's job of
+    theirs without tasks, again (``job_info``), at ``priority`` (its class's)?"""
+    return (
+        parts is not None
+        and parts.group is group
+        and parts.job is bare
+        and not bare.tasks
+        and bare.phase is parts.tail[3]
+        and bare.priority == priority
+    )
+
+
 def job_info(group: PodGroup, parts: GroupParts, priorities: Priorities) -> JobInfo:
     """The group's job: the last snapshot's while it has no tasks and says what the
     group does (see the module's docstring), else a new one, by position in JobInfo's

@@ -31,7 +31,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kbatch.api.podgroup import PodGroup
-from kbatch.cluster.group_parts import GroupParts
+from kbatch.cluster.group_parts import GroupParts, gives_again
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 
 # False: every snapshot walks every group it shows (``SnapshotBuilder._jobs``, the long
@@ -118,6 +118,17 @@ def next_jobs(
     return walk
 
 
+def not_handed_on(
+    walk: NextJobs | None, handed_on: Mapping[str, JobInfo], own: int
+) -> frozenset[str] | None:
+    """``Snapshot.not_handed_on`` when the jobs were made from the last one's: the units
+    gone, and those looked at but not handed on (None when the pass made jobs of pods
+    without a group: those are not among them)."""
+    if walk is None or own:
+        return None
+    return frozenset(walk.gone.union(u for u in walk.looked_at if u not in handed_on))
+
+
 def _new_and_gone(
     old: Mapping[str, JobInfo],
     pod_groups: Mapping[str, PodGroup],
@@ -168,16 +179,9 @@ def _hand_on_without_tasks(
     on while its group's parts give it again, as ``_jobs`` does (they do not while it
     says another phase than its group)."""
     bare = walk.jobs[unit]
-    parts = parts_of(unit)
     walk.looked_at.add(unit)
-    if (
-        parts is not None
-        and parts.group is group
-        and parts.job is bare
-        and not bare.tasks
-        and bare.phase is parts.tail[3]
-        and bare.priority == priority_of(group.spec.priority_class_name)
-    ):
+    priority = priority_of(group.spec.priority_class_name)
+    if gives_again(parts_of(unit), group, bare, priority):
         walk.without_tasks.append((unit, bare))
         return
     walk.jobs[unit] = make(unit, group, {})

@@ -20,7 +20,13 @@ import numpy as np
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
 from kbatch.cluster import group_parts as parts_module
-from kbatch.cluster.group_parts import GroupParts, group_parts, job_info, status_parts
+from kbatch.cluster.group_parts import (
+    GroupParts,
+    gives_again,
+    group_parts,
+    job_info,
+    status_parts,
+)
 from kbatch.cluster.job_accounts import complete_groups
 from kbatch.cluster.kept_jobs import JobContext, KeptJobs, own_groups_in_order
 from kbatch.cluster.kept_nodes import KeptNodes
@@ -32,7 +38,7 @@ from kbatch.cluster.kept_tasks import (
     node_index_of,
     where,
 )
-from kbatch.cluster.next_jobs import NextJobs, next_jobs
+from kbatch.cluster.next_jobs import NextJobs, next_jobs, not_handed_on
 from kbatch.cluster.pod_pass import PodPass
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.cluster.podspec import ParsedSpec
@@ -306,7 +312,7 @@ class SnapshotBuilder:
             orphans=orphans,
             lineage=(self, self._made),
             handed_on=handed_on,
-            not_handed_on=_not_handed_on(walk, handed_on, len(jobs) - len(pod_groups)),
+            not_handed_on=not_handed_on(walk, handed_on, len(jobs) - len(pod_groups)),
             told=self._kept_jobs.log,
         )
 
@@ -384,18 +390,11 @@ class SnapshotBuilder:
                     taken += 1
                     continue
             elif (bare := kept_bare.get(key)) is not None:
-                # What ``_job`` gives when it hands such a job on (``job_info``), inline:
-                # most of a long backlog, every snapshot. (When this finds it changed,
-                # ``_job`` makes it anew.)
-                parts = parts_of(key)
-                if (
-                    parts is not None
-                    and parts.group is group
-                    and parts.job is bare
-                    and not bare.tasks
-                    and bare.phase is parts.tail[3]
-                    and bare.priority == resolver.of_class(group.spec.priority_class_name)
-                ):
+                # What ``_job`` gives when it hands such a job on (``job_info``), without
+                # its call: most of a long backlog. (When this finds it changed, ``_job``
+                # makes it anew.)
+                priority = resolver.of_class(group.spec.priority_class_name)
+                if gives_again(parts_of(key), group, bare, priority):
                     jobs[key] = bare
                     handed_without_tasks.append((key, bare))
                     continue
@@ -419,17 +418,6 @@ class SnapshotBuilder:
             return job_info(group, parts, resolver)
         job.phase = parts.tail[3]
         return job
-
-
-def _not_handed_on(
-    walk: NextJobs | None, handed_on: Mapping[str, JobInfo], own: int
-) -> frozenset[str] | None:
-    """``Snapshot.not_handed_on`` when the jobs were made from the last one's: the units
-    gone, and those looked at but not handed on (None when the pass made jobs of pods
-    without a group: those are not among them)."""
-    if walk is None or own:
-        return None
-    return frozenset(walk.gone.union(u for u in walk.looked_at if u not in handed_on))
 
 
 def _handed_on(
