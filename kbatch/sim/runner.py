@@ -245,7 +245,8 @@ class Simulation:
         snapshot = self.cluster.last_snapshot
         if snapshot is None:
             return None
-        if not any(job.counts[TaskStatus.PENDING] for job in snapshot.jobs.values()):
+        pending = TaskStatus.PENDING  # (read once: an Enum member off its class is a call)
+        if not any(job.counts[pending] for job in snapshot.jobs.values()):
             return None
         ends = (
             job.protected_until()

@@ -53,8 +53,9 @@ class QueueShare:
     stale: bool = False
 
     def __post_init__(self) -> None:
-        self.deserved = np.zeros_like(self.request)
-        self.unbounded = bool(np.all(np.isposinf(self.capability)))
+        # (every queue, every session: the array methods, not numpy's wrapping functions)
+        self.deserved = np.zeros(self.request.shape)
+        self.unbounded = bool((self.capability == np.inf).all())
 
     def refresh(self) -> None:
         self.share = share(self.allocated, self.deserved)
