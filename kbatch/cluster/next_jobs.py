@@ -110,7 +110,7 @@ def next_jobs(
     for unit in walk.looked_at - new:
         jobs[unit] = make(unit, pod_groups[unit], {})
     for unit in (logged - written_or_touched - gone) - last.taskless:
-        _set_phase_back(unit, pod_groups[unit], walk, parts_of, make)
+        _set_phase_back(unit, pod_groups[unit], walk, make)
     for unit in told:
         _hand_on_without_tasks(unit, pod_groups[unit], walk, parts_of, make, priority_of)
     for unit in added:
@@ -147,23 +147,15 @@ def _new_and_gone(
     return new, gone
 
 
-def _set_phase_back(
-    unit: str,
-    group: PodGroup,
-    walk: NextJobs,
-    parts_of: Callable[[str], GroupParts | None],
-    make: MakeJob,
-) -> None:
-    """A job with tasks whose phase a session moved, of a unit nothing wrote: handed on
-    with its phase set back to its group's, as ``_jobs`` does."""
+def _set_phase_back(unit: str, group: PodGroup, walk: NextJobs, make: MakeJob) -> None:
+    """A job with tasks whose phase a session moved, of a unit nothing wrote: ``make``
+    hands it on with its phase set back to its group's (``SnapshotBuilder._job``), or,
+    should its group's parts not be of it, makes it anew."""
     job = walk.kept[unit]
-    parts = parts_of(unit)
-    if parts is not None and parts.group is group and parts.job is job:
-        job.phase = parts.tail[3]
-        return
-    walk.looked_at.add(unit)
-    made = walk.jobs[unit] = make(unit, group, {unit: job})
+    made = make(unit, group, {unit: job})
     if made is not job:
+        walk.looked_at.add(unit)
+        walk.jobs[unit] = made
         del walk.kept[unit]
 
 

@@ -64,9 +64,19 @@ class Snapshot:
     def changed_jobs(self, of: Mapping[str, JobInfo]) -> AbstractSet[str]:
         """The uids of ``of`` (this snapshot's jobs, or the last one's in its line) that
         it does not hand on."""
-        if self.not_handed_on is None:
-            return of.keys() - self.handed_on.keys()
-        return {uid for uid in self.not_handed_on if uid in of}
+        return not_handed_on_of(of, self.handed_on, self.not_handed_on)
+
+
+def not_handed_on_of(
+    of: Mapping[str, JobInfo],
+    handed_on: Mapping[str, JobInfo],
+    not_handed_on: frozenset[str] | None,
+) -> AbstractSet[str]:
+    """The uids of ``of`` that a snapshot with these ``handed_on`` and ``not_handed_on``
+    does not hand on (``Snapshot.changed_jobs``): among those it says, if it says."""
+    if not_handed_on is None:
+        return of.keys() - handed_on.keys()
+    return {uid for uid in not_handed_on if uid in of}
 
 
 def follows(lineage: tuple[object, int] | None, earlier: tuple[object, int] | None) -> bool:

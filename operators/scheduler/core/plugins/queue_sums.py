@@ -40,7 +40,7 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core.framework.info import JobInfo
-from kbatch.operators.scheduler.core.framework.interface import follows
+from kbatch.operators.scheduler.core.framework.interface import follows, not_handed_on_of
 
 # False: proportion adds up every job at every session open (the long way, for tests).
 KEEP_QUEUE_SUMS = True
@@ -128,10 +128,7 @@ class QueueSums:
         if handed_on is not None and follows(lineage, last) and HANDED_ON_UNCHANGED:
             # The same objects, which no session and no write changed since: the same
             # count of tasks, phase (and so reservation) as at the last update.
-            if not_handed_on is None:
-                uids = jobs.keys() - handed_on.keys()
-            else:
-                uids = [uid for uid in not_handed_on if uid in jobs]
+            uids = not_handed_on_of(jobs, handed_on, not_handed_on)
         changed = [
             uid
             for uid in uids
