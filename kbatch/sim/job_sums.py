@@ -78,17 +78,15 @@ class Part:
         return self.cpu.is_integer()
 
 
-def _in_order(jobs: Mapping[str, JobInfo], uids: set[str]) -> list[tuple[str, JobInfo]]:
-    """The jobs of ``uids`` that ``jobs`` has, in its order (a few, among thousands)."""
-    present = [uid for uid in uids if uid in jobs]
-    if len(present) > 1:
-        order = list(jobs)
-        if len(present) > _FEW:
-            place = dict(zip(order, range(len(order)), strict=True))
-            present.sort(key=place.__getitem__)
-        else:
-            present.sort(key=order.index)
-    return [(uid, jobs[uid]) for uid in present]
+def in_order(jobs: Mapping[str, JobInfo], some: list[JobInfo]) -> list[JobInfo]:
+    """``some`` of ``jobs``, put in its order (a few, among thousands)."""
+    if len(some) < 2:
+        return some
+    order = list(jobs)
+    if len(some) > _FEW:
+        place = dict(zip(order, range(len(order)), strict=True))
+        return sorted(some, key=lambda job: place[job.uid])
+    return sorted(some, key=lambda job: order.index(job.uid))
 
 
 class JobSums:
@@ -117,10 +115,12 @@ class JobSums:
         """Take ``jobs`` (a snapshot's, by uid, as its session left them; ``cpu``: the
         index of cpu in its dimensions) as the jobs now. Returns those not the same as
         at the last update (new, another object, touched, or with tasks where they had
-        none), in their order. ``lineage``, ``handed_on``: the snapshot's; when it is
-        the next of the line of the last update's, a job it hands on is the same unless
-        its session touched it. ``said``: the snapshot's ``not_handed_on`` and ``told``;
-        when it has both, only those jobs and the ones its session told are looked at."""
+        none): in their order when every job was looked at, else in none (their sums
+        do not depend on it; ``in_order`` puts a few in order). ``lineage``,
+        ``handed_on``: the snapshot's; when it is the next of the line of the last
+        update's, a job it hands on is the same unless its session touched it.
+        ``said``: the snapshot's ``not_handed_on`` and ``told``; when it has both, only
+        those jobs and the ones its session told are looked at."""
         last_lineage, self._lineage = self._lineage, lineage
         if cpu != self._cpu_index:  # other dimensions: no job is the same
             for uid in list(self._parts):
@@ -133,7 +133,7 @@ class JobSums:
         not_handed_on, told = said
         candidates: Iterable[tuple[str, JobInfo]] = jobs.items()
         if unchanged and not_handed_on is not None and told is not None and SAID_ONLY:
-            candidates = _in_order(jobs, {*not_handed_on, *told})
+            candidates = [(uid, jobs[uid]) for uid in {*not_handed_on, *told} if uid in jobs]
         changed = [
             (uid, job)
             for uid, job in candidates

@@ -85,16 +85,23 @@ class Timeline:
         sample = _sample(now, snapshot, sums)
         if not self.samples or not sample.same_values(self.samples[-1]):
             self.samples.append(sample)
-        started = self._started
-        # (the jobs that changed: one the same as at the last tick was noted as it is)
+        started, waits = self._started, self.waits
+        # The jobs that changed (one the same as at the last tick was noted as it is) and
+        # have not started; a group whose pods are held has not begun to wait to start.
+        # A wait seen before is noted in any order; the first seen are added to ``waits``
+        # in the snapshot's order (the changed jobs may come in none: ``job_sums``).
+        first_seen = []
         for job in jobs:
-            # (a group whose pods are held has not begun to wait to start)
             if job.tasks and job.uid not in started:
-                self._note_wait(now, job, created_at)
+                if _key(job) in waits:
+                    self._note_wait(now, job, created_at)
+                else:
+                    first_seen.append(job)
+        for job in job_sums.in_order(snapshot.jobs, first_seen):
+            self._note_wait(now, job, created_at)
 
     def _note_wait(self, now: float, job: JobInfo, created_at: dict[str, float]) -> None:
-        kind = "PodGroup" if job.has_pod_group else "Pod"
-        key = (kind, job.namespace, job.name)
+        kind, _, _ = key = _key(job)
         wait = self.waits.get(key)  # (not started: ``record`` asks only of those)
         refs = [f"Pod {t.namespace}/{t.name}" for t in job.tasks.values()]
         if job.has_pod_group:
@@ -106,6 +113,11 @@ class Timeline:
         if job.count(*STARTED) >= job.min_member:
             wait.started = now
             self._started.add(job.uid)
+
+
+def _key(job: JobInfo) -> tuple[str, str, str]:
+    """A job's wait's key in ``Timeline.waits``: its kind, namespace and name."""
+    return ("PodGroup" if job.has_pod_group else "Pod", job.namespace, job.name)
 
 
 def _sample(now: float, snapshot: Snapshot, sums: job_sums.JobSums | None) -> Sample:
