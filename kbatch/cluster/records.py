@@ -24,7 +24,7 @@ from kbatch.api import (
 from kbatch.api.duration import DurationError, parse_duration
 from kbatch.api.errors import explain
 from kbatch.api.podgroup import PodGroup, PodGroupStatus
-from kbatch.api.queue import Queue
+from kbatch.api.queue import Queue, QueueStatus
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.podspec import SHARED_SPECS, SPEC_KEY_FIELDS, ParsedSpec, spec_key
@@ -416,14 +416,9 @@ def parse_pod_group(
     ``previous``, ``previous_raw``: the state's last version of it, parsed and as given;
     a write of its status alone (the scheduler's, every session a group's status moves)
     keeps the rest as parsed then and validates the status only."""
-    if previous is not None and _status_alone_written(obj, previous_raw):
-        written = obj.get("status")
-        try:
-            status = PodGroupStatus() if written is None else PodGroupStatus.model_validate(written)
-        except ValidationError:
-            pass  # the long way below names the field
-        else:
-            return previous.model_copy(update={"status": status})
+    kept = _status_write(obj, previous, previous_raw, PodGroupStatus)
+    if kept is not None:
+        return kept
     with _naming(ref_of(obj)):
         _name(obj, namespaced=True)
     group = validate_model(PodGroup, obj)
@@ -433,15 +428,36 @@ def parse_pod_group(
     return group
 
 
-# False: every PodGroup written is validated whole, its status alone written or not
-# (the long way, for tests).
-KEEP_GROUP_OF_STATUS_WRITES = True
+# False: every PodGroup and Queue written is validated whole, its status alone written
+# or not (the long way, for tests).
+KEEP_PARSED_OF_STATUS_WRITES = True
+
+_Parsed = TypeVar("_Parsed", PodGroup, Queue)
+
+
+def _status_write(
+    obj: Mapping[str, Any],
+    previous: _Parsed | None,
+    previous_raw: Mapping[str, Any] | None,
+    status_model: type[BaseModel],
+) -> _Parsed | None:
+    """``previous`` with ``obj``'s status, when ``obj`` is ``previous_raw`` but for its
+    status and that status is valid; None: parse ``obj`` whole (which names a bad
+    status' field)."""
+    if previous is None or not _status_alone_written(obj, previous_raw):
+        return None
+    written = obj.get("status")
+    try:
+        status = status_model() if written is None else status_model.model_validate(written)
+    except ValidationError:
+        return None
+    return previous.model_copy(update={"status": status})
 
 
 def _status_alone_written(obj: Mapping[str, Any], previous_raw: Mapping[str, Any] | None) -> bool:
     """Is ``obj`` ``previous_raw`` but for its status (compared as given)? A status
     missing from ``obj`` counts as written too (the default one)."""
-    if previous_raw is None or not KEEP_GROUP_OF_STATUS_WRITES:
+    if previous_raw is None or not KEEP_PARSED_OF_STATUS_WRITES:
         return False
     if "status" in obj and obj["status"] is None:
         return False  # refused the long way
@@ -491,8 +507,17 @@ def topology_of(group: PodGroup, ref: str = "PodGroup") -> TopologyRequest | Non
     return TopologyRequest(mode, level)
 
 
-def parse_queue(obj: Mapping[str, Any]) -> Queue:
-    """A Queue, or ObjectError naming the field (a negative capability included)."""
+def parse_queue(
+    obj: Mapping[str, Any],
+    previous: Queue | None = None,
+    previous_raw: Mapping[str, Any] | None = None,
+) -> Queue:
+    """A Queue, or ObjectError naming the field (a negative capability included).
+    ``previous``, ``previous_raw``: as ``parse_pod_group``'s (the scheduler writes a
+    queue's status every session its allocation moves)."""
+    kept = _status_write(obj, previous, previous_raw, QueueStatus)
+    if kept is not None:
+        return kept
     with _naming(ref_of(obj)):
         _name(obj, namespaced=False)
     queue = validate_model(Queue, obj)

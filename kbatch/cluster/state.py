@@ -128,6 +128,10 @@ class ClusterState:
                 parsed = records.parse_pod_group(
                     obj, self._parsed["PodGroup"].get(key), self._raw["PodGroup"].get(key)
                 )
+            elif kind == "Queue":
+                parsed = records.parse_queue(
+                    obj, self._parsed["Queue"].get(key), self._raw["Queue"].get(key)
+                )
             else:
                 parsed = _PARSERS[kind](obj)
         except ObjectError as exc:

@@ -134,7 +134,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "pod specs of equal inputs": (records, "KEEP_SPEC_OF_EQUAL_INPUTS", False),
     "failed scheduling told again": (gang, "failed_scheduling", _failed_scheduling_made_anew),
     "jobs without tasks handed on": (kept_jobs, "HAND_ON_JOBS_WITHOUT_TASKS", False),
-    "groups of status writes": (records, "KEEP_GROUP_OF_STATUS_WRITES", False),
+    "groups and queues of status writes": (records, "KEEP_PARSED_OF_STATUS_WRITES", False),
     "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
     "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
 }

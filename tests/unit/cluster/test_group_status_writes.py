@@ -56,7 +56,7 @@ def test_a_group_written_with_more_than_its_status_is_parsed_whole(
     changed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = records.parse_pod_group(group(phase="Pending"))
-    monkeypatch.setattr(records, "KEEP_GROUP_OF_STATUS_WRITES", False)
+    monkeypatch.setattr(records, "KEEP_PARSED_OF_STATUS_WRITES", False)
     try:
         whole: object = records.parse_pod_group(changed)
     except ObjectError as exc:
@@ -97,7 +97,7 @@ def test_the_state_parses_a_status_write_on_its_last_version(
     first = state.pod_groups()["ns/g"]
     state.apply(group(phase="Inqueue"))
     assert state.pod_groups()["ns/g"].spec is first.spec
-    monkeypatch.setattr(records, "KEEP_GROUP_OF_STATUS_WRITES", False)
+    monkeypatch.setattr(records, "KEEP_PARSED_OF_STATUS_WRITES", False)
     state.apply(group(phase="Running"))
     assert state.pod_groups()["ns/g"].spec is not first.spec
 
