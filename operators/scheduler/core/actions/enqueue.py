@@ -32,9 +32,10 @@ _PENDING, _INQUEUE = PodGroupPhase.PENDING, PodGroupPhase.INQUEUE
 
 
 def reserved(session: Session) -> np.ndarray:
-    """What Inqueue groups have been promised and do not hold yet."""
+    """What Inqueue groups have been promised and do not hold yet (a resting job is a
+    Running one: ``framework.resting``)."""
     total = session.dims.zeros()
-    for job in session.jobs.values():
+    for job in session.active_jobs():
         if job.phase is _INQUEUE and (unplaced := job.minimum_unplaced()) is not None:
             total += unplaced
     return total
@@ -98,10 +99,11 @@ def execute(session: Session) -> None:
 def _waiting(session: Session) -> list[JobInfo]:
     """The Pending groups that may be admitted, in the session's order. A group with no
     pods yet may be admitted although it is not valid (too few pods for minMember):
-    with delayed pod creation its pods only exist once it is Inqueue."""
+    with delayed pod creation its pods only exist once it is Inqueue. (A resting job is
+    a Running one.)"""
     return [
         job
-        for job in session.jobs.values()
+        for job in session.active_jobs()
         if job.phase is _PENDING
         and job.has_pod_group
         and job.queue in session.queues
