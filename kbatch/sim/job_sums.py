@@ -93,7 +93,7 @@ class JobSums:
     """Each queue's allocated cpu and the pods waiting, over the jobs last given."""
 
     def __init__(self) -> None:
-        self._jobs: dict[str, JobInfo] = {}  # the jobs last given, by uid
+        self._jobs: Mapping[str, JobInfo] = {}  # the jobs last given, by uid (kept as given)
         self._cpu_index = -1  # the index of cpu in their snapshot's dimensions
         self._parts: dict[str, Part] = {}
         self._without_tasks: set[str] = set()  # uids of the parts of jobs without tasks
@@ -120,19 +120,22 @@ class JobSums:
         ``handed_on``: the snapshot's; when it is the next of the line of the last
         update's, a job it hands on is the same unless its session touched it.
         ``said``: the snapshot's ``not_handed_on`` and ``told``; when it has both, only
-        those jobs and the ones its session told are looked at."""
+        those jobs and the ones its session told are looked at. ``jobs`` is kept, not
+        copied (a snapshot's own dict, which nothing changes after)."""
         last_lineage, self._lineage = self._lineage, lineage
         if cpu != self._cpu_index:  # other dimensions: no job is the same
             for uid in list(self._parts):
                 self._take_out(uid)
-            self._jobs = {}
+            self._jobs, last_lineage = {}, None
         last, without_tasks = self._jobs, self._without_tasks
         unchanged: Mapping[str, JobInfo] = {}
         if handed_on and follows(lineage, last_lineage) and HANDED_ON_UNCHANGED:
             unchanged = handed_on
         not_handed_on, told = said
         candidates: Iterable[tuple[str, JobInfo]] = jobs.items()
-        if unchanged and not_handed_on is not None and told is not None and SAID_ONLY:
+        said_only = unchanged and not_handed_on is not None and told is not None and SAID_ONLY
+        if said_only:
+            assert not_handed_on is not None and told is not None
             candidates = [(uid, jobs[uid]) for uid in {*not_handed_on, *told} if uid in jobs]
         changed = [
             (uid, job)
@@ -146,15 +149,28 @@ class JobSums:
                 )
             )
         ]
-        still_there = len(jobs) - len(changed) + sum(1 for uid, _ in changed if uid in last)
-        if still_there < len(last):
-            for uid in last.keys() - jobs.keys():
-                self._take_out(uid)
+        for uid in self._gone(jobs, changed, not_handed_on if said_only else None):
+            self._take_out(uid)
         for uid, job in changed:
             self._take_out(uid)
             self._put_in(uid, Part.of(job, cpu))
-        self._jobs, self._cpu_index = dict(jobs), cpu
+        self._jobs, self._cpu_index = jobs, cpu
         return [job for _, job in changed]
+
+    def _gone(
+        self,
+        jobs: Mapping[str, JobInfo],
+        changed: list[tuple[str, JobInfo]],
+        not_handed_on: frozenset[str] | None,
+    ) -> Iterable[str]:
+        """The jobs last given that ``jobs`` has not: among those the snapshot did not
+        hand on, when it says (a set difference of every key costs more than the rest),
+        else none when as many are still there."""
+        last = self._jobs
+        if not_handed_on is not None:
+            return [uid for uid in not_handed_on if uid in last and uid not in jobs]
+        still_there = len(jobs) - len(changed) + sum(1 for uid, _ in changed if uid in last)
+        return last.keys() - jobs.keys() if still_there < len(last) else ()
 
     def totals(self) -> tuple[dict[str, float], int] | None:
         """Each queue some job counts in, with its jobs' allocated millicores added up as

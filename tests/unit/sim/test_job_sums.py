@@ -170,3 +170,15 @@ def test_only_the_jobs_the_snapshot_and_session_name_are_looked_at(seed: int) ->
         sizes.add(len(got) > 8)
         jobs = after
     assert sizes == {True, False}
+
+
+def test_other_dimensions_make_every_job_new_along_a_line_of_snapshots() -> None:
+    """A snapshot of the same line that hands every job on but counts cpu elsewhere: no
+    job is the same, whatever it says changed."""
+    rng = random.Random(6)
+    jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(5))}
+    sums, maker = job_sums.JobSums(), object()
+    sums.update(jobs, CPU, (maker, 0))
+    said = (frozenset[str](), list[str]())
+    assert sums.update(jobs, CPU + 1, (maker, 1), jobs, said) == list(jobs.values())
+    assert sums.update(jobs, CPU + 1, (maker, 2), jobs, said) == []
