@@ -259,3 +259,24 @@ def test_the_long_way_when_switched_off(
     _open(_pending(1))
     _open(_pending(1))
     assert long_ways[0] == 2
+
+
+def test_after_a_rounded_sum_the_next_of_the_line_is_added_up_whole(
+    long_ways: list[int],
+) -> None:
+    """Sums started again after one reached 2**53 hold nothing: the next snapshot of the
+    line, which hands every job on, must not take those jobs as already added up. A job
+    gone is found among those the snapshot says it did not hand on."""
+    one, other, big = _pending(1), _pending(1, "other"), _pending(2.0**53 - 1)
+    line, last = object(), ()
+    steps = [(one, other), (one, other, big), (one, other), (one, other), (one,)]
+    for serial, jobs in enumerate(steps):
+        world = World(0)
+        world.jobs = {job.uid: job for job in jobs}
+        session = world.session()
+        session.lineage = (line, serial)
+        session.handed_on = {job.uid: job for job in jobs if job is not big}
+        session.not_handed_on = frozenset({big.uid} | {j.uid for j in last if j not in jobs})
+        assert _kept(session) == _long_way(session), serial
+        last = jobs
+    assert long_ways[0] == 1

@@ -35,6 +35,7 @@ a snapshot under other dimensions makes its jobs anew (``kept_jobs.JobContext``)
 """
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -125,7 +126,9 @@ class QueueSums:
         last, self._lineage = self._lineage, lineage
         seen, inqueue = self._seen, _INQUEUE
         uids: Iterable[str] = jobs
-        if handed_on is not None and follows(lineage, last) and HANDED_ON_UNCHANGED:
+        said = handed_on is not None and follows(lineage, last) and HANDED_ON_UNCHANGED
+        if said:
+            assert handed_on is not None
             # The same objects, which no session and no write changed since: the same
             # count of tasks, phase (and so reservation) as at the last update.
             uids = not_handed_on_of(jobs, handed_on, not_handed_on)
@@ -140,8 +143,7 @@ class QueueSums:
         if len(changed) == len(jobs):  # none kept (the first session, another scheduler's)
             self._clear()  # all taken out at once, not part by part
         else:
-            still_there = len(jobs) - len(changed) + sum(1 for uid in changed if uid in seen)
-            gone = seen.keys() - jobs.keys() if still_there < len(seen) else set()
+            gone = self._gone(jobs, changed, not_handed_on if said else None)
             self._take_out([*gone, *changed])
             for uid in gone:
                 del seen[uid]
@@ -152,8 +154,21 @@ class QueueSums:
             return None
         if not (self._totals < _EXACT_BELOW).all():  # may be rounded: start again
             self._clear()
+            self._lineage = None  # nothing kept: the next update adds up every job
             return None
         return self._totals
+
+    def _gone(
+        self, jobs: Mapping[str, JobInfo], changed: list[str], not_handed_on: frozenset[str] | None
+    ) -> list[str] | AbstractSet[str]:
+        """The jobs last given that ``jobs`` has not: among those the snapshot did not
+        hand on, when it says (a set difference of every key costs more than the rest),
+        else none when as many are still there."""
+        seen = self._seen
+        if not_handed_on is not None:
+            return [uid for uid in not_handed_on if uid in seen and uid not in jobs]
+        still_there = len(jobs) - len(changed) + sum(1 for uid in changed if uid in seen)
+        return seen.keys() - jobs.keys() if still_there < len(seen) else set()
 
     def _clear(self) -> None:
         self._seen.clear()
