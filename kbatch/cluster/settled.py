@@ -20,6 +20,7 @@ dicts: the order keys were first applied in (``OrderedSubset``).
 """
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
@@ -153,10 +154,11 @@ class Shown:
         self._dirty |= self._settled | self._done_shown
 
     # ------------------------------------------------------------------ a snapshot
-    def settle(self) -> dict[str, PodGroup]:
-        """The PodGroups the next snapshot shows, by key, in order (a dict of its own;
-        its pods are ``pods``): done units the last one showed and nothing wrote since
-        are left out from now on."""
+    def settle(self) -> Mapping[str, PodGroup]:
+        """The PodGroups the next snapshot shows, by key, in order (its pods are ``pods``):
+        done units the last one showed and nothing wrote since are left out from now on.
+        The subset's own dict, not a copy (2,800 groups at a busy hour: 150 µs a
+        snapshot), to be read before anything is applied again."""
         dirty, self._dirty = self._dirty, set()
         for unit in self._done_shown - dirty:
             self._settled.add(unit)
@@ -168,7 +170,7 @@ class Shown:
         for unit in dirty:
             self._forget_if_empty(unit)
         # (every group member was added with its record)
-        return cast(dict[str, PodGroup], dict(self.groups.members()))
+        return cast(Mapping[str, PodGroup], self.groups.members())
 
     def _done(self, unit: str) -> bool:
         if self._unfinished[unit]:

@@ -414,9 +414,10 @@ class ClusterState:
             all_pods, all_groups = self._parsed["Pod"], self._parsed["PodGroup"]
             self._expire_assumptions()
             assumed = self._with_assumption if self._assumed else None
+            # (the groups as held, not a copy: the builder reads them under the lock)
+            pod_groups: Mapping[str, PodGroup] = all_groups
             if self._shown is None:
                 pods = ShownPods(all_pods, self._pod_units, len(all_pods), assumed=assumed)
-                pod_groups = dict(all_groups)
             else:
                 shown = self._shown.pods
                 pod_groups = self._shown.settle()
