@@ -49,6 +49,15 @@ from kbatch.operators.scheduler.core.framework.session import Session
 
 SEEDS = range(100)
 HEAP_SIZES = (1, 2, 4, 512)  # tiny heaps are filled again and again; a big one plans far
+
+
+def _heap_sizes(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The most a heap holds, by seed; and half the seeds hold twice the tasks to place
+    (``ranking.heap_size``) down to one, not at least 16 (more than these clusters' nodes)."""
+    monkeypatch.setattr(ranking, "HEAP_SIZE", HEAP_SIZES[seed % len(HEAP_SIZES)])
+    monkeypatch.setattr(ranking, "SMALLEST_HEAP", 1 if seed % 2 else 16)
+
+
 ZONES = ("a", "b", "c")
 RACKS = ("r0", "r1", "r2", "r3")
 LEVELS = ("zone", "rack", "kubernetes.io/hostname")
@@ -246,7 +255,7 @@ def _statuses(sent: FakeCluster) -> dict[str, object]:
 def test_the_fast_path_places_as_the_straightforward_one(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ranking, "HEAP_SIZE", HEAP_SIZES[seed % len(HEAP_SIZES)])
+    _heap_sizes(seed, monkeypatch)
     expected = decided(seed, Straightforward, monkeypatch)
     assert decided(seed, Placer, monkeypatch) == expected
 
@@ -255,7 +264,7 @@ def test_the_fast_path_places_as_the_straightforward_one(
 def test_the_fast_path_places_in_a_domain_as_the_straightforward_one(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ranking, "HEAP_SIZE", HEAP_SIZES[seed % len(HEAP_SIZES)])
+    _heap_sizes(seed, monkeypatch)
     expected = decided(seed, Straightforward, monkeypatch, topology=True)
     assert decided(seed, Placer, monkeypatch, topology=True) == expected
 

@@ -39,6 +39,7 @@ from kbatch.operators.scheduler.core.framework.ranking import (
     Answers,
     Lookahead,
     Ranking,
+    heap_size,
 )
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -254,22 +255,24 @@ class Placer:
                     domain.ranking.moved(node, rank)
 
     # ----------------------------------------------------------------- choosing
-    def _heap_of(self, task: TaskInfo, view: _View) -> Ranking | None:
-        """The template's heap of best nodes, filled; None where the argmax decides
-        (pod terms: the view is afresh each time; or NaN ranks)."""
+    def _heap_of(self, task: TaskInfo, view: _View, tasks: int) -> Ranking | None:
+        """The template's heap of best nodes, filled (for ``tasks`` to place); None where
+        the argmax decides (pod terms: the view is afresh each time; or NaN ranks)."""
         if view.ranking is None and not self._sensitive(task) and not view.by_argmax:
             view.by_argmax = bool(np.isnan(view.ranked).any())
             view.ranking = None if view.by_argmax else Ranking()
         ranking = view.ranking
         if ranking is not None and ranking.best() == -1:
-            held = ranking.fill(view.ranked)
+            held = ranking.fill(view.ranked, size=heap_size(tasks))
             view.lookahead = None
             if not task.template.host_ports:  # a port taken is not in the rows
                 view.lookahead = Lookahead(task.request, self._asker(task))
                 view.lookahead.add(self.nodes, held)
         return ranking
 
-    def _domain_heap_of(self, task: TaskInfo, view: _View, within: np.ndarray) -> Ranking | None:
+    def _domain_heap_of(
+        self, task: TaskInfo, view: _View, within: np.ndarray, tasks: int
+    ) -> Ranking | None:
         """The template's heap of best nodes among ``within``, filled; None where the
         argmax decides. One domain is kept per template (a gang's pods are placed in one
         after another); another replaces it. Its look-ahead answers are worked out when
@@ -285,7 +288,7 @@ class Placer:
             domain = view.domain = _Domain(within, inside)
         ranking = domain.ranking
         if ranking.best() == -1:
-            ranking.fill(view.ranked, among=within)
+            ranking.fill(view.ranked, among=within, size=heap_size(tasks))
         if view.lookahead is None and not task.template.host_ports:
             view.lookahead = Lookahead(task.request, self._asker(task))
         return ranking
@@ -318,9 +321,9 @@ class Placer:
         first = tasks[0]
         view = self.view(first)
         if within is None:
-            ranking = self._heap_of(first, view)
+            ranking = self._heap_of(first, view, len(tasks))
         else:
-            ranking = self._domain_heap_of(first, view, within)
+            ranking = self._domain_heap_of(first, view, within, len(tasks))
         if ranking is None:
             choice = _argmax(view, within)
             if choice is not None:

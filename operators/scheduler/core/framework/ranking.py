@@ -26,8 +26,20 @@ import numpy as np
 
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 
-# How many of a template's best nodes its heap holds (and the look-ahead covers).
+# How many of a template's best nodes its heap holds at most (and the look-ahead
+# covers); it holds fewer when fewer tasks are to be placed (``heap_size``).
 HEAP_SIZE = 512
+# ... and at least this many, or all if fewer can take the task.
+SMALLEST_HEAP = 16
+
+
+def heap_size(tasks: int) -> int:
+    """How many nodes a heap holds for ``tasks`` alike tasks to place: twice as many,
+    within bounds. A heap is only a cache of the best nodes (one that runs out is filled
+    again), and filling it, with its look-ahead's answers, costs by the node: a gang of
+    four on a thousand nodes needs not the best 512."""
+    return min(HEAP_SIZE, max(SMALLEST_HEAP, 2 * tasks))
+
 
 # ok, scores, fit_idle, fit_future over some nodes (see placement.Placer).
 Answers = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -97,19 +109,21 @@ class Ranking:
         # (-rank, node) of the best node not in the heap; at first every node is left out.
         self._left_out: tuple[float, int] | None = (-np.inf, -1)
 
-    def fill(self, ranked: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
-        """Hold the best nodes of ``ranked`` (all nodes' ranks), of ``among`` only if
-        given (ascending: a node subset such as a topology domain); the nodes held. A
+    def fill(
+        self, ranked: np.ndarray, among: np.ndarray | None = None, size: int = HEAP_SIZE
+    ) -> np.ndarray:
+        """Hold the ``size`` best nodes of ``ranked`` (all nodes' ranks), of ``among`` only
+        if given (ascending: a node subset such as a topology domain); the nodes held. A
         ranking filled from a subset must only be told of (``moved``) its nodes."""
-        top = best_first(ranked, HEAP_SIZE + 1, among)
-        held = top[:HEAP_SIZE]
+        top = best_first(ranked, size + 1, among)
+        held = top[:size]
         # Sorted by (-rank, node), the list is a heap already.
         ranks, nodes = ranked[held].tolist(), held.tolist()
         self._heap = [(-rank, node, 0) for rank, node in zip(ranks, nodes, strict=True)]
         self._stamp = dict.fromkeys(nodes, 0)
         self._left_out = None
-        if top.size > HEAP_SIZE:
-            node = int(top[HEAP_SIZE])
+        if top.size > size:
+            node = int(top[size])
             self._left_out = (-float(ranked[node]), node)
         return held
 
