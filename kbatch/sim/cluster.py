@@ -41,6 +41,8 @@ Object = dict[str, Any]
 PodKey = tuple[str, str]  # namespace, name
 FINISHED = ("Succeeded", "Failed")
 REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
+# False: the state copies every object the simulator writes (the long way, for tests).
+HAND_OVER_WRITES = True
 
 
 @dataclass(slots=True)
@@ -222,7 +224,9 @@ class SimCluster:
         self._releasing.set(_key(pod), times.release_at)
 
     def _apply_pod(self, pod: Object) -> None:
-        self.state.apply(pod)
+        """Write ``pod``: a new object made of the state's last one (whose parts nothing
+        changes in place, here or in the state) and of new parts, handed over as it is."""
+        self.state.apply(pod, owned=HAND_OVER_WRITES)
         self.changed()
         self._pod_written(pod)
 
@@ -350,7 +354,7 @@ class SimCluster:
         obj = self.state.get(kind, namespace, name)
         if obj is None or obj.get("status") == status:
             return
-        self.state.apply({**obj, "status": status})
+        self.state.apply({**obj, "status": status}, owned=HAND_OVER_WRITES)  # (``_apply_pod``)
         self.changed()
         if kind == "PodGroup":
             self.touched.groups.add((namespace, name))

@@ -13,6 +13,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``job_sums.SAID_ONLY``: the timeline looks only at the jobs the snapshot did not
   hand on and those its session said it changed (at every job, the long way);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
+- ``cluster.HAND_OVER_WRITES``: the simulator's writes (binds, finishes, statuses) handed
+  to the state as they are, not copied (copied, the long way);
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
   worded, and its event made, once for the same words, not every session;
 - ``gang.scheduled_words``: a running gang worded once for the same counts;
@@ -82,6 +84,7 @@ from kbatch.operators.scheduler.core.framework import info, job_status, resting,
 from kbatch.operators.scheduler.core.framework.outcome import Event, ObjectRef
 from kbatch.operators.scheduler.core.plugins import drf, gang, node_index, queue_sums
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
+from kbatch.sim import cluster as sim_cluster
 from kbatch.sim.cluster import SimCluster
 from scenarios.objects import at, node, pod, pod_group
 
@@ -137,6 +140,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "groups and queues of status writes": (records, "KEEP_PARSED_OF_STATUS_WRITES", False),
     "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
     "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
+    "writes handed over": (sim_cluster, "HAND_OVER_WRITES", False),
 }
 
 
