@@ -267,6 +267,10 @@ def parse_pod(
     ``previous_raw``: the object ``previous`` was parsed from, if nothing changes it any
     more (the state's own copy): when what the spec is parsed from equals its, the
     spec is the same without keying it again."""
+    if previous is not None and previous_raw is not None and KEEP_RECORD_OF_STATUS_WRITES:
+        kept = _status_written(obj, previous, previous_raw)
+        if kept is not None:
+            return kept
     ref = ref_of(obj)
     with _naming(ref):
         namespace, name = _name(obj, namespaced=True)
@@ -302,6 +306,53 @@ def parse_pod(
         started=started,
         role=role_of(pod.annotations),
         scheduled_condition=_scheduled_condition(obj),
+    )
+
+
+# False: a pod is parsed whole at every write, its status (and node) alone written or
+# not (the long way, for tests).
+KEEP_RECORD_OF_STATUS_WRITES = True
+
+
+def _status_written(
+    obj: Mapping[str, Any], previous: PodRecord, previous_raw: Mapping[str, Any]
+) -> PodRecord | None:
+    """``previous`` with what ``obj`` says of its node and status, when ``obj`` is
+    ``previous_raw`` but for its status and its spec's nodeName, every other part the
+    very same object (a simulated bind or finish: made of the state's last version,
+    whose parts nothing changes in place); None: parse ``obj`` whole (which also names a
+    bad field). What else a record holds is read from those same parts."""
+    for key, part in obj.items():
+        if key != "status" and key != "spec" and part is not previous_raw.get(key):
+            return None
+    spec, old_spec = obj.get("spec"), previous_raw.get("spec")
+    if spec is not old_spec:
+        if (
+            type(spec) is not dict
+            or type(old_spec) is not dict
+            or spec.keys() - {"nodeName"} != old_spec.keys() - {"nodeName"}
+        ):
+            return None
+        if any(part is not old_spec[key] for key, part in spec.items() if key != "nodeName"):
+            return None
+    if len(obj) != len(previous_raw) or not isinstance(obj.get("status"), dict | None):
+        return None
+    try:
+        node_name = fields.string(obj, "spec.nodeName")
+        phase = fields.string(obj, "status.phase")
+        nominated = fields.string(obj, "status.nominatedNodeName")
+        start_time = fields.value(obj, "status.startTime")
+        started = timestamp(start_time, "status.startTime") if start_time else None
+        condition = _scheduled_condition(obj)
+    except ValueError:
+        return None
+    return dataclasses.replace(
+        previous,
+        node_name=node_name or None,
+        phase=phase or "Pending",
+        nominated_node=nominated or None,
+        started=started,
+        scheduled_condition=condition,
     )
 
 

@@ -13,6 +13,9 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
 - ``job_sums.SAID_ONLY``: the timeline looks only at the jobs the snapshot did not
   hand on and those its session said it changed (at every job, the long way);
 - ``fields.copied``: raw objects copied by walking their dicts and lists, not deepcopy;
+- ``records.KEEP_RECORD_OF_STATUS_WRITES``: a pod written with its status and node alone
+  changed, its other parts the same objects, keeps the rest of its last record (parsed
+  whole, the long way);
 - ``cluster.HAND_OVER_WRITES``: the simulator's writes (binds, finishes, statuses) handed
   to the state as they are, not copied (copied, the long way);
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
@@ -141,6 +144,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
     "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
     "writes handed over": (sim_cluster, "HAND_OVER_WRITES", False),
+    "pod records of status writes": (records, "KEEP_RECORD_OF_STATUS_WRITES", False),
 }
 
 

@@ -1,0 +1,128 @@
+"""A pod written with its status and its node alone changed, every other part the very
+same object (a simulated bind, finish or condition: made of the state's last version)
+keeps the rest of its last record (``records.parse_pod``): the same record as parsing it
+whole, and the same refusal of a bad status; any other part written, even equal, is
+parsed whole."""
+
+from typing import Any
+
+import pytest
+
+from kbatch.cluster import records
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.state import ClusterState
+
+BEFORE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "p",
+        "namespace": "ns",
+        "uid": "u1",
+        "creationTimestamp": "2024-01-01T00:00:00Z",
+        "labels": {"app": "a"},
+        "annotations": {"scheduling.k8s.io/group-name": "g"},
+    },
+    "spec": {
+        "schedulerName": "kbatch",
+        "priority": 5,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+    },
+    "status": {"phase": "Pending"},
+}
+SCHEDULED = {"type": "PodScheduled", "status": "True"}
+WRITES = {
+    "bound": {
+        **BEFORE,
+        "spec": {**BEFORE["spec"], "nodeName": "n1"},
+        "status": {
+            "phase": "Running",
+            "startTime": "2024-01-01T00:01:00Z",
+            "conditions": [SCHEDULED],
+        },
+    },
+    "finished": {**BEFORE, "status": {"phase": "Succeeded"}},
+    "nominated": {**BEFORE, "status": {"phase": "Pending", "nominatedNodeName": "n2"}},
+    "condition": {
+        **BEFORE,
+        "status": {"conditions": [{**SCHEDULED, "status": "False", "reason": "R", "message": "m"}]},
+    },
+}
+
+
+def _parsed_whole(monkeypatch: pytest.MonkeyPatch, written: dict[str, Any]) -> object:
+    with monkeypatch.context() as patched:
+        patched.setattr(records, "KEEP_RECORD_OF_STATUS_WRITES", False)
+        try:
+            return records.parse_pod(written, records.parse_pod(BEFORE), BEFORE)
+        except ObjectError as exc:
+            return (exc.ref, exc.field, exc.why)
+
+
+def _parsed_kept(written: dict[str, Any]) -> tuple[object, int]:
+    """What ``parse_pod`` gives on the last version, and how often it parsed whole."""
+    before = records.parse_pod(BEFORE)
+    whole = [0]
+    fields_of = records._pod_fields
+
+    def counted(obj: Any) -> Any:
+        whole[0] += 1
+        return fields_of(obj)
+
+    records._pod_fields = counted  # type: ignore[assignment]
+    try:
+        return records.parse_pod(written, before, BEFORE), whole[0]
+    except ObjectError as exc:
+        return (exc.ref, exc.field, exc.why), whole[0]
+    finally:
+        records._pod_fields = fields_of  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("case", sorted(WRITES))
+def test_a_status_or_node_written_alone_gives_the_record_parsed_whole(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept, parsed_whole = _parsed_kept(WRITES[case])
+    assert parsed_whole == 0
+    assert kept == _parsed_whole(monkeypatch, WRITES[case])
+
+
+OTHER_WRITES = {
+    "no status": {key: part for key, part in BEFORE.items() if key != "status"},
+    "labels": {**BEFORE, "metadata": {**BEFORE["metadata"], "labels": {"app": "b"}}},
+    "equal metadata, another object": {**BEFORE, "metadata": dict(BEFORE["metadata"])},
+    "a request": {
+        **BEFORE,
+        "spec": {
+            **BEFORE["spec"],
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+        },
+    },
+    "priority": {**BEFORE, "spec": {**BEFORE["spec"], "priority": 7}},
+    "a field more": {**BEFORE, "extra": {}},
+    "bad node": {**BEFORE, "spec": {**BEFORE["spec"], "nodeName": 3}},
+    "bad phase": {**BEFORE, "status": {"phase": 3}},
+    "bad start": {**BEFORE, "status": {"startTime": "soon"}},
+    "bad status": {**BEFORE, "status": ["Running"]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_WRITES))
+def test_anything_else_written_is_parsed_whole(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept, parsed_whole = _parsed_kept(OTHER_WRITES[case])
+    assert parsed_whole == 1
+    assert kept == _parsed_whole(monkeypatch, OTHER_WRITES[case])
+    if case.startswith("bad"):
+        assert isinstance(kept, tuple)
+
+
+def test_the_state_keeps_the_record_of_a_write_handed_over() -> None:
+    state = ClusterState()
+    state.apply(BEFORE)
+    raw = state.get("Pod", "ns", "p")
+    assert raw is not None
+    bound = {**raw, "spec": {**raw["spec"], "nodeName": "n1"}, "status": {"phase": "Running"}}
+    state.apply(bound, owned=True)
+    record = state.pod_record("ns", "p")
+    assert record is not None and (record.node_name, record.phase) == ("n1", "Running")
+    assert record == records.parse_pod(bound)
