@@ -20,6 +20,7 @@ the rows, summed in that order, are the same to the bit. The last snapshot's nod
 is not to be used once the next is made (its NodeInfo objects are the next one's).
 """
 
+import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
@@ -64,7 +65,7 @@ class KeptNodes:
             and self._placed is not None
             and KEEP_UNCHANGED_NODES
             and len(nodes) == len(self._records)
-            and all(a is b for a, b in zip(nodes, self._records, strict=True))
+            and all(map(operator.is_, nodes, self._records))  # (C speed: every snapshot)
         ):
             return NodeSet.of_same_nodes(last, self._allocatable.copy())
         self._records, self._last, self._placed = nodes, None, None
@@ -219,7 +220,7 @@ def _in_snapshot_order(
     """``tasks`` (of pods the snapshot shows) in the order of their pods."""
     places = {}
     for task in tasks:
-        place = place_of(f"{task.namespace}/{task.name}")
+        place = place_of(task.key)
         assert place is not None, task.uid
         places[task.uid] = place
     return sorted(tasks, key=lambda task: places[task.uid])
