@@ -172,6 +172,9 @@ class NodeSet:
         for matrix, before in zip(self._placed_matrices(), placed_before.matrices, strict=True):
             np.copyto(matrix, before)
         np.copyto(self.anti_required, placed_before.anti_required)
+        # What the rows give (``_refresh_all``) is row by row: the others' is copied too.
+        for derived, before in zip(self._derived(), placed_before.derived, strict=True):
+            np.copyto(derived, before)
         if len(nodes):
             at = np.fromiter(nodes, np.intp, len(nodes))
             for matrix in self._placed_matrices():
@@ -181,8 +184,11 @@ class NodeSet:
             for node in nodes:
                 infos[node].tasks = {}
             self._add_all(placed, reserved)
+            self._refresh_rows(at)
         self.kept = kept
-        self._refresh_all()
+
+    def _derived(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._waits, self.free, self.future
 
     def _placed_matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return self.used, self.releasing, self.pipelined, self.nominated
@@ -190,9 +196,11 @@ class NodeSet:
     def placed_rows(self) -> "PlacedRows":
         """A copy of what is placed and reserved on every node now (for ``place_again``)."""
         used, releasing, pipelined, nominated = self._placed_matrices()
+        waits, free, future = self._derived()
         return PlacedRows(
             (used.copy(), releasing.copy(), pipelined.copy(), nominated.copy()),
             self.anti_required.copy(),
+            (waits.copy(), free.copy(), future.copy()),
         )
 
     def _add_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo]) -> None:
@@ -234,6 +242,19 @@ class NodeSet:
         np.subtract(self.allocatable, self.used, out=self.free)
         self.future[:] = self.free
         waiting = np.flatnonzero(self._waits)
+        if len(waiting):
+            self.free[waiting], self.future[waiting] = self._room(waiting, self.used[waiting])
+
+    def _refresh_rows(self, at: np.ndarray) -> None:
+        """``_refresh_all`` of the nodes ``at`` only (what it gives them, to the bit)."""
+        waits = self.pipelined[at].any(axis=1)
+        waits |= self.nominated[at].any(axis=1)
+        waits |= self.releasing[at].any(axis=1)
+        self._waits[at] = waits
+        free = self.allocatable[at] - self.used[at]
+        self.free[at] = free
+        self.future[at] = free
+        waiting = at[waits]
         if len(waiting):
             self.free[waiting], self.future[waiting] = self._room(waiting, self.used[waiting])
 
@@ -314,6 +335,7 @@ class PlacedRows:
 
     matrices: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     anti_required: np.ndarray
+    derived: tuple[np.ndarray, np.ndarray, np.ndarray]  # what waits, free and future
 
 
 def _on_nodes(tasks: list[TaskInfo]) -> tuple[list[int], list[np.ndarray]]:
