@@ -34,9 +34,6 @@ _waiting_counts = operator.itemgetter(*WAITING)
 # False: every job is looked at, not only those the snapshot and its session said may
 # have changed (the long way, for tests).
 SAID_ONLY = True
-# Up to this many jobs are put in order by their places in a list, more by a dict of
-# every job's place.
-_FEW = 8
 # Every integer up to this is a float exactly.
 _EXACT_UP_TO = 2**53
 
@@ -78,15 +75,21 @@ class Part:
         return self.cpu.is_integer()
 
 
-def in_order(jobs: Mapping[str, JobInfo], some: list[JobInfo]) -> list[JobInfo]:
-    """``some`` of ``jobs``, put in its order (a few, among thousands)."""
+def in_order(jobs: dict[str, JobInfo], some: list[JobInfo]) -> list[JobInfo]:
+    """``some`` of ``jobs``, put in its order (a few, among thousands: mostly among the
+    last, as new jobs come last, so looked for from the end)."""
     if len(some) < 2:
         return some
-    order = list(jobs)
-    if len(some) > _FEW:
-        place = dict(zip(order, range(len(order)), strict=True))
-        return sorted(some, key=lambda job: place[job.uid])
-    return sorted(some, key=lambda job: order.index(job.uid))
+    by_uid = {job.uid: job for job in some}
+    found: list[JobInfo] = []
+    for uid in reversed(jobs):
+        job = by_uid.get(uid)
+        if job is not None:
+            found.append(job)
+            if len(found) == len(by_uid):
+                break
+    found.reverse()
+    return found
 
 
 class JobSums:

@@ -148,7 +148,7 @@ def test_only_the_jobs_the_snapshot_and_session_name_are_looked_at(seed: int) ->
     """With the snapshot's ``handed_on``, ``not_handed_on`` and ``told`` (here as its
     builder would give them), the same jobs come back, in no set order, and the same
     sums, as when every job is looked at; ``in_order`` puts them back in the snapshot's
-    order, both ways of ordering taken."""
+    order, a few of them and many."""
     rng = random.Random(seed)
     quick, every = job_sums.JobSums(), job_sums.JobSums()
     jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(80))}
