@@ -34,10 +34,11 @@ SMALLEST_HEAP = 16
 
 
 def heap_size(tasks: int) -> int:
-    """How many nodes a heap holds for ``tasks`` alike tasks to place: twice as many,
-    within bounds. A heap is only a cache of the best nodes (one that runs out is filled
-    again), and filling it, with its look-ahead's answers, costs by the node: a gang of
-    four on a thousand nodes needs not the best 512."""
+    """How many nodes a heap holds at first for ``tasks`` alike tasks to place: twice as
+    many, within bounds. A heap is only a cache of the best nodes (one that runs out is
+    filled again, holding twice as many each time: ``Ranking.fill``), and filling it,
+    with its look-ahead's answers, costs by the node: a gang of four on a thousand nodes
+    needs not the best 512, but the many gangs of one template do."""
     return min(HEAP_SIZE, max(SMALLEST_HEAP, 2 * tasks))
 
 
@@ -108,13 +109,16 @@ class Ranking:
         self._stamp: dict[int, int] = {}  # node -> stamp of its one valid heap entry
         # (-rank, node) of the best node not in the heap; at first every node is left out.
         self._left_out: tuple[float, int] | None = (-np.inf, -1)
+        self._size = 0  # how many nodes the last fill held
 
     def fill(
         self, ranked: np.ndarray, among: np.ndarray | None = None, size: int = HEAP_SIZE
     ) -> np.ndarray:
         """Hold the ``size`` best nodes of ``ranked`` (all nodes' ranks), of ``among`` only
-        if given (ascending: a node subset such as a topology domain); the nodes held. A
-        ranking filled from a subset must only be told of (``moved``) its nodes."""
+        if given (ascending: a node subset such as a topology domain), or twice as many as
+        the last fill held, up to HEAP_SIZE; the nodes held. A ranking filled from a
+        subset must only be told of (``moved``) its nodes."""
+        size = self._size = min(HEAP_SIZE, max(size, 2 * self._size))
         top = best_first(ranked, size + 1, among)
         held = top[:size]
         # Sorted by (-rank, node), the list is a heap already.
