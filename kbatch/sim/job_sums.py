@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from kbatch.api import DEFAULT_QUEUE
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
-from kbatch.operators.scheduler.core.framework.interface import follows
+from kbatch.operators.scheduler.core.framework.interface import follows, gone_from
 
 # What waits for a node, read from a session's snapshot as the session left it.
 WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
@@ -152,28 +152,14 @@ class JobSums:
                 )
             )
         ]
-        for uid in self._gone(jobs, changed, not_handed_on if said_only else None):
+        among = not_handed_on if said_only else None
+        for uid in gone_from(last, jobs, among, [uid for uid, _ in changed]):
             self._take_out(uid)
         for uid, job in changed:
             self._take_out(uid)
             self._put_in(uid, Part.of(job, cpu))
         self._jobs, self._cpu_index = jobs, cpu
         return [job for _, job in changed]
-
-    def _gone(
-        self,
-        jobs: Mapping[str, JobInfo],
-        changed: list[tuple[str, JobInfo]],
-        not_handed_on: frozenset[str] | None,
-    ) -> Iterable[str]:
-        """The jobs last given that ``jobs`` has not: among those the snapshot did not
-        hand on, when it says (a set difference of every key costs more than the rest),
-        else none when as many are still there."""
-        last = self._jobs
-        if not_handed_on is not None:
-            return [uid for uid in not_handed_on if uid in last and uid not in jobs]
-        still_there = len(jobs) - len(changed) + sum(1 for uid, _ in changed if uid in last)
-        return last.keys() - jobs.keys() if still_there < len(last) else ()
 
     def totals(self) -> tuple[dict[str, float], int] | None:
         """Each queue some job counts in, with its jobs' allocated millicores added up as

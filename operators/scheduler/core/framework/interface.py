@@ -5,7 +5,7 @@ a session's outcome (binds, evictions, nominations, statuses, events) goes out,
 applied by the backend in one step. Nothing else crosses.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -77,6 +77,23 @@ def not_handed_on_of(
     if not_handed_on is None:
         return of.keys() - handed_on.keys()
     return {uid for uid in not_handed_on if uid in of}
+
+
+def gone_from(
+    last: Mapping[str, object],
+    now: Mapping[str, object],
+    not_handed_on: frozenset[str] | None,
+    changed: Iterable[str],
+) -> Iterable[str]:
+    """The keys of ``last`` (a snapshot's jobs, or what was kept of them) that ``now``
+    (the next one's of its line) has not. Among the units that snapshot says it did not
+    hand on, when it says: a set difference of every key costs more than the rest. Else
+    none when as many are still there (``changed``: the keys of ``now`` not handed on),
+    else that difference."""
+    if not_handed_on is not None:
+        return [uid for uid in not_handed_on if uid in last and uid not in now]
+    still_there = len(now) - sum(1 for uid in changed if uid not in last)
+    return last.keys() - now.keys() if still_there < len(last) else ()
 
 
 def follows(lineage: tuple[object, int] | None, earlier: tuple[object, int] | None) -> bool:

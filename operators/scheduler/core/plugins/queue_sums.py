@@ -35,13 +35,16 @@ a snapshot under other dimensions makes its jobs anew (``kept_jobs.JobContext``)
 """
 
 from collections.abc import Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 
 import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core.framework.info import JobInfo
-from kbatch.operators.scheduler.core.framework.interface import follows, not_handed_on_of
+from kbatch.operators.scheduler.core.framework.interface import (
+    follows,
+    gone_from,
+    not_handed_on_of,
+)
 
 # False: proportion adds up every job at every session open (the long way, for tests).
 KEEP_QUEUE_SUMS = True
@@ -143,7 +146,7 @@ class QueueSums:
         if len(changed) == len(jobs):  # none kept (the first session, another scheduler's)
             self._clear()  # all taken out at once, not part by part
         else:
-            gone = self._gone(jobs, changed, not_handed_on if said else None)
+            gone = gone_from(seen, jobs, not_handed_on if said else None, changed)
             self._take_out([*gone, *changed])
             for uid in gone:
                 del seen[uid]
@@ -157,18 +160,6 @@ class QueueSums:
             self._lineage = None  # nothing kept: the next update adds up every job
             return None
         return self._totals
-
-    def _gone(
-        self, jobs: Mapping[str, JobInfo], changed: list[str], not_handed_on: frozenset[str] | None
-    ) -> list[str] | AbstractSet[str]:
-        """The jobs last given that ``jobs`` has not: among those the snapshot did not
-        hand on, when it says (a set difference of every key costs more than the rest),
-        else none when as many are still there."""
-        seen = self._seen
-        if not_handed_on is not None:
-            return [uid for uid in not_handed_on if uid in seen and uid not in jobs]
-        still_there = len(jobs) - len(changed) + sum(1 for uid in changed if uid in seen)
-        return seen.keys() - jobs.keys() if still_there < len(seen) else set()
 
     def _clear(self) -> None:
         self._seen.clear()
