@@ -5,7 +5,7 @@ placement constraints the predicates read (selectors, affinity, tolerations, por
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kbatch.cluster import fields
@@ -111,6 +111,18 @@ SPEC_KEY_FIELDS = (
 
 def spec_key(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]) -> str:
     """Names everything ``parse_spec`` reads: specs with equal keys parse alike."""
+    return _owner_key(namespace, labels) + shape_key(spec)
+
+
+def _owner_key(namespace: str, labels: Mapping[str, str]) -> str:
+    """The part of a spec's key that names its pod's namespace and labels."""
+    return json.dumps([namespace, labels], sort_keys=True, default=str)
+
+
+def shape_key(spec: Mapping[str, Any]) -> str:
+    """Names everything ``parse_spec`` reads of the spec itself (not the pod's namespace
+    and labels): the pods of one Job differ only in their labels (``job-name``,
+    ``controller-uid``), those of two Jobs of one template in these too."""
 
     def read_of(container: object) -> object:
         if not isinstance(container, Mapping):
@@ -120,8 +132,6 @@ def spec_key(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any])
     containers, inits = spec.get("containers"), spec.get("initContainers")
     return json.dumps(
         [
-            namespace,
-            labels,
             [read_of(c) for c in containers] if isinstance(containers, list) else containers,
             [read_of(c) for c in inits] if isinstance(inits, list) else inits,
             *(spec.get(k) for k in ("overhead", "nodeSelector", "affinity", "tolerations")),
@@ -135,13 +145,17 @@ def spec_key(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any])
 class SharedSpecs:
     """Parsed specs by key, shared by every pod of one template: a list of 10,000 pods of
     a few templates parses a few specs, not 10,000 (half the cost of a cold start's pod
-    list). Bounded: past ``size`` templates the oldest is parsed anew when next seen.
-    ``enabled`` False parses every spec (tests compare the two)."""
+    list). A spec of a shape parsed before for other labels (another pod of a Job, the
+    pods of another Job of its template) is that one's with its own namespace, labels
+    and key, not parsed again. Bounded: past ``size`` keys (and shapes) the oldest is
+    parsed anew when next seen. ``enabled`` False parses every spec (tests compare the
+    two)."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
         self.enabled = True
         self._parsed: dict[str, ParsedSpec] = {}
+        self._shapes: dict[str, ParsedSpec] = {}
         self._lock = threading.Lock()  # informers of several kinds parse side by side
 
     def parse(
@@ -149,35 +163,51 @@ class SharedSpecs:
     ) -> ParsedSpec:
         """``parse_spec``'s result, the one parsed for an equal key if there is one."""
         try:
-            key = spec_key(namespace, labels, spec)
+            shape = shape_key(spec)
+            key = _owner_key(namespace, labels) + shape
         except (TypeError, ValueError):  # not even keyable: parse_spec names the field
             return parse_spec(namespace, labels, spec)
+        if not self.enabled:
+            return parse_spec(namespace, labels, spec)
         with self._lock:
-            known = self._parsed.get(key) if self.enabled else None
+            known = self._parsed.get(key)
+            of_shape = self._shapes.get(shape) if known is None else None
         if known is not None:
             return known
-        parsed = parse_spec(namespace, labels, spec)
+        if of_shape is not None:
+            parsed = replace(of_shape, key=key, namespace=namespace, labels=_label_pairs(labels))
+        else:
+            parsed = parse_spec(namespace, labels, spec, key)
         with self._lock:
-            if len(self._parsed) >= self.size:
-                del self._parsed[next(iter(self._parsed))]
-            self._parsed[key] = parsed
+            _bounded_put(self._parsed, key, parsed, self.size)
+            if of_shape is None:
+                _bounded_put(self._shapes, shape, parsed, self.size)
         return parsed
+
+
+def _bounded_put(known: dict[str, ParsedSpec], key: str, parsed: ParsedSpec, size: int) -> None:
+    if len(known) >= size:
+        del known[next(iter(known))]
+    known[key] = parsed
 
 
 SHARED_SPECS = SharedSpecs()
 
 
-def parse_spec(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]) -> ParsedSpec:
-    """Raise ValueError('field: why') for a spec the scheduler cannot use."""
+def parse_spec(
+    namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any], key: str | None = None
+) -> ParsedSpec:
+    """Raise ValueError('field: why') for a spec the scheduler cannot use. ``key``: its
+    ``spec_key``, when the caller has it."""
     request = pod_request(spec)
     selector = fields.string_map(spec, "nodeSelector", at="spec")
     affinity = _affinity(fields.mapping(spec, "affinity", at="spec"))
     tolerations = parse_tolerations(fields.mappings(spec, "tolerations", at="spec"))
     ports = _host_ports(spec)
     return ParsedSpec(
-        key=spec_key(namespace, labels, spec),
+        key=spec_key(namespace, labels, spec) if key is None else key,
         namespace=namespace,
-        labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        labels=_label_pairs(labels),
         request=tuple(sorted(request.items())),
         node_selector=tuple(sorted(selector.items())),
         affinity=affinity,
@@ -185,6 +215,10 @@ def parse_spec(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any
         host_ports=ports,
         priority_class_name=fields.string(spec, "priorityClassName", at="spec") or "",
     )
+
+
+def _label_pairs(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:

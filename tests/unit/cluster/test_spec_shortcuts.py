@@ -78,3 +78,27 @@ def test_past_its_size_the_oldest_template_is_parsed_anew(fresh: podspec.SharedS
     records.parse_pod(pods[2])
     again = records.parse_pod(pods[0]).spec
     assert again == first and again is not first
+
+
+def test_a_shape_parsed_for_other_labels_is_not_parsed_again(
+    fresh: podspec.SharedSpecs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pods of a Job differ from its template's pod in their labels only (job-name,
+    controller-uid): their spec is the template's, with their own labels and key."""
+    first = _pod(random.Random(3), 0)
+    second = _pod(random.Random(3), 1)
+    second["metadata"]["labels"] = {"app": "z", "controller-uid": "u-1"}
+    second["metadata"]["namespace"] = "elsewhere"
+    fresh.enabled = False  # (parsed alone, not kept)
+    expected = records.parse_pod(second).spec
+    fresh.enabled = True
+    records.parse_pod(first)
+
+    def parsed_again(*args: object) -> None:
+        raise AssertionError("a known shape parsed again")
+
+    monkeypatch.setattr(podspec, "parse_spec", parsed_again)
+    spec = records.parse_pod(second).spec
+    assert spec == expected
+    assert spec.key != records.parse_pod(first).spec.key
+    assert spec.labels == (("app", "z"), ("controller-uid", "u-1"))
