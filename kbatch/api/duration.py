@@ -15,12 +15,26 @@ class DurationError(ValueError):
     """A duration that cannot be read; the message names where it came from."""
 
 
+# Texts read before and their seconds: the same few durations are read again and again
+# (every pod of a template carries its runtime). Bounded; only good ones are kept.
+_READ: dict[str, float] = {}
+_READ_SIZE = 4096
+
+
+def known_duration(text: object) -> float | None:
+    """The seconds of ``text`` if it was read before (None: ``parse_duration`` it)."""
+    return _READ.get(text) if isinstance(text, str) else None
+
+
 def parse_duration(text: object, where: str) -> float:
     """Seconds in ``text`` (Go duration syntax), or DurationError naming ``where``.
 
     ``where`` says what held the value, e.g. ``"--until"`` or
     ``"Pod default/x: annotation kbatch.io/sim-duration"``.
     """
+    known = known_duration(text)
+    if known is not None:
+        return known
     if not isinstance(text, str):
         raise DurationError(
             f"{where}: {text!r} is not a duration: write it as a string with a unit ({_EXAMPLES})"
@@ -37,4 +51,6 @@ def parse_duration(text: object, where: str) -> float:
         position = match.end()
     if position == 0:
         raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
+    if len(_READ) < _READ_SIZE:
+        _READ[text] = total
     return total

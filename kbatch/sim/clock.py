@@ -12,6 +12,7 @@ import math
 from datetime import UTC, datetime
 
 from kbatch.api.duration import DurationError as DurationError  # clock.DurationError
+from kbatch.api.duration import known_duration as known_duration  # clock.known_duration
 from kbatch.api.duration import parse_duration as parse_duration  # clock.parse_duration
 
 # Below this, two simulated times are the same instant (guards float noise on the grid).

@@ -263,7 +263,11 @@ def annotation_duration(obj: Object, key: str, where: str) -> float | None:
     annotations = obj["metadata"].get("annotations") or {}
     if key not in annotations:
         return None
-    return clock.parse_duration(annotations[key], f"{where}: {ref_of(obj)}: annotation {key}")
+    text = annotations[key]
+    known = clock.known_duration(text)  # (most are: the message below is made only if not)
+    if known is not None:
+        return known
+    return clock.parse_duration(text, f"{where}: {ref_of(obj)}: annotation {key}")
 
 
 def _submit_at(obj: Object) -> float:

@@ -20,3 +20,18 @@ def test_kept_timestamps_are_those_formatted_anew(monkeypatch: pytest.MonkeyPatc
 def test_a_timestamp_is_the_whole_second_before() -> None:
     assert clock.timestamp(90061.9) == "1970-01-02T01:01:01Z"
     assert clock.timestamp(-0.5) == "1969-12-31T23:59:59Z"
+
+
+@pytest.mark.parametrize("text", ["30s", "1h30m", "500ms", "1.5s", ".5m", "2h0m0s"])
+def test_a_duration_read_before_is_known_as_read(text: str) -> None:
+    seconds = clock.parse_duration(text, "first")
+    assert clock.known_duration(text) == seconds
+    assert clock.parse_duration(text, "again") == seconds
+
+
+@pytest.mark.parametrize("text", ["30", "1x", "", "m", "-1s"])
+def test_a_bad_duration_is_never_known_and_names_where_each_time(text: str) -> None:
+    for where in ("first", "second"):
+        with pytest.raises(clock.DurationError, match=f"^{where}: "):
+            clock.parse_duration(text, where)
+        assert clock.known_duration(text) is None
