@@ -181,8 +181,10 @@ class ClusterState:
     def _count_names(self, kind: str, key: str, parsed: Any) -> None:
         """Count the resource names of ``parsed`` (None: the object is gone) in place of
         those of the object's last version."""
-        self._names.subtract(self._names_of.pop((kind, key), ()))
         names = () if parsed is None else snapshot_inputs.resource_names_of(parsed)
+        if names == self._names_of.get((kind, key), ()):
+            return  # (most writes: a status, a bind)
+        self._names.subtract(self._names_of.pop((kind, key), ()))
         if names:
             self._names_of[(kind, key)] = names
             self._names.update(names)

@@ -135,6 +135,24 @@ def test_resource_names_only_min_resources_or_a_capability_name_are_dimensions()
     assert snap.nodes.allocatable[0, dims.index["nvidia.com/gpu"]] == 0.0
 
 
+def test_a_rewritten_object_names_its_resources_in_place_of_its_last_ones() -> None:
+    """A write that changes which resources an object names (as many as before, or the
+    same) counts its names in place of the last version's."""
+    state = ClusterState()
+    for obj in (node(), queue("default")):
+        state.apply(obj)
+    state.apply(queue("capped", capability={"cpu": "2", "example.com/a": "3"}))
+    assert "example.com/a" in state.snapshot().dims.index
+    state.apply(queue("capped", capability={"cpu": "2", "example.com/b": "3"}))
+    names = set(state.snapshot().dims.names)
+    assert "example.com/b" in names and "example.com/a" not in names
+    state.apply(queue("capped", capability={"cpu": "4", "example.com/b": "1"}))
+    names = set(state.snapshot().dims.names)
+    assert "example.com/b" in names and "example.com/a" not in names
+    state.delete("Queue", "", "capped")
+    assert "example.com/b" not in state.snapshot().dims.names
+
+
 def test_a_group_asking_a_resource_the_cluster_lacks_is_not_admitted() -> None:
     snap = snapshot_of(pod_group("g", minResources={"cpu": "1", "nvidia.com/gpu": "8"}))
     conf = runner.load_conf('actions: "enqueue"\ntiers:\n- plugins:\n  - name: proportion\n')
