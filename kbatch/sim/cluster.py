@@ -110,9 +110,11 @@ class SimCluster:
         self.last_snapshot = self.state.snapshot()
         return self.last_snapshot
 
-    def create(self, obj: Object) -> None:
+    def create(self, obj: Object, owned: bool = False) -> None:
         """Create or replace ``obj`` as the API server would: uid and creationTimestamp
-        on creation (kept on replacement), its namespace made if missing."""
+        on creation (kept on replacement), its namespace made if missing. ``owned``: the
+        caller made ``obj`` for this and keeps no part of it (the state keeps it as it
+        is, not a copy: the Job controller's pods)."""
         kind, metadata = obj["kind"], obj["metadata"]
         namespace = metadata.get("namespace", "")
         if namespace and self.state.get("Namespace", "", namespace) is None:
@@ -122,7 +124,7 @@ class SimCluster:
         if kind == "Pod":
             obj = self._started_if_bound(obj, existing)
         self._uids_by_ref.pop((kind, metadata["name"]), None)
-        self.state.apply(obj)
+        self.state.apply(obj, owned=owned and HAND_OVER_WRITES)
         self.changed()
         if existing is None:
             self.created_at[manifests.ref_of(obj)] = self.clock.now

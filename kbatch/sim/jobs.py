@@ -35,6 +35,7 @@ class JobRecord:
     next_index: int = 0
     complete: bool = False  # a complete Job is done with: it makes and deletes nothing more
     names: list[str] = field(default_factory=list)  # the pods it made that may still exist
+    spec_ints: tuple[int, int, bool] = (1, 1, False)  # ``job_spec_ints`` of ``obj``, as applied
 
 
 def job_spec_ints(job: Object) -> tuple[int, int, bool]:
@@ -116,7 +117,7 @@ class JobController:
 
     def apply(self, job: Object) -> None:
         """Create or replace a Job (a replacement keeps its pods and its count)."""
-        job_spec_ints(job)
+        spec_ints = job_spec_ints(job)
         metadata = job["metadata"]
         key = (metadata["namespace"], metadata["name"])
         record = self.jobs.get(key)
@@ -126,6 +127,7 @@ class JobController:
             self.cluster.created_at[manifests.ref_of(job)] = self.cluster.clock.now
         status = record.obj.get("status", {})
         record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
+        record.spec_ints = spec_ints  # (its spec changes here only)
         self._by_uid[identity["uid"]] = record
         self.cluster.touched.jobs.add(identity["uid"])
         group = holding.group_of(job)
@@ -160,7 +162,7 @@ class JobController:
 
     def _reconcile_one(self, record: JobRecord, pods: list[Object]) -> None:
         job = record.obj
-        parallelism, completions, suspend = job_spec_ints(job)
+        parallelism, completions, suspend = record.spec_ints
         succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         active = [p for p in pods if _phase(p) not in FINISHED and not _deleting(p)]
@@ -176,7 +178,7 @@ class JobController:
                 )
                 self.cluster.record(ref, "Warning", "FailedCreate", message)
                 break
-            self.cluster.create(pod)
+            self.cluster.create(pod, owned=True)
             record.names.append(pod["metadata"]["name"])
             record.next_index += 1
             message = f"Created pod: {pod['metadata']['name']}"
