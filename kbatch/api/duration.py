@@ -15,8 +15,8 @@ class DurationError(ValueError):
     """A duration that cannot be read; the message names where it came from."""
 
 
-# Texts read before and their seconds: the same few durations are read again and again
-# (every pod of a template carries its runtime). Bounded; only good ones are kept.
+# Texts read before and their seconds: a duration is read again and again (every pod of
+# a Job carries its runtime). Bounded, the oldest dropped first; only good ones are kept.
 _READ: dict[str, float] = {}
 _READ_SIZE = 4096
 
@@ -51,6 +51,7 @@ def parse_duration(text: object, where: str) -> float:
         position = match.end()
     if position == 0:
         raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
-    if len(_READ) < _READ_SIZE:
-        _READ[text] = total
+    if len(_READ) >= _READ_SIZE:  # (the oldest goes: most texts are read in a burst)
+        del _READ[next(iter(_READ))]
+    _READ[text] = total
     return total

@@ -35,3 +35,16 @@ def test_a_bad_duration_is_never_known_and_names_where_each_time(text: str) -> N
         with pytest.raises(clock.DurationError, match=f"^{where}: "):
             clock.parse_duration(text, where)
         assert clock.known_duration(text) is None
+
+
+def test_past_its_size_the_oldest_duration_read_is_read_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kbatch.api import duration
+
+    monkeypatch.setattr(duration, "_READ", {})
+    monkeypatch.setattr(duration, "_READ_SIZE", 3)
+    for seconds in range(1, 5):
+        assert clock.parse_duration(f"{seconds}s", "where") == seconds
+    assert clock.known_duration("1s") is None, "the oldest goes"
+    assert [clock.known_duration(f"{s}s") for s in (2, 3, 4)] == [2, 3, 4]
