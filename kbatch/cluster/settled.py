@@ -33,6 +33,16 @@ FINISHED_PHASES = ("Succeeded", "Failed")
 V = TypeVar("V")
 
 
+@dataclass(frozen=True, slots=True)
+class OrderChanges:
+    """How a subset's order changed since the last ``take_order_changes``: keys put back
+    between others (``moved``), and the keys added at its end, in order (some may have
+    left since)."""
+
+    moved: bool
+    appended: list[str]
+
+
 @dataclass(slots=True)
 class OrderedSubset(Generic[V]):
     """Some of a dict's keys, iterated in the dict's order (the order they were first
@@ -46,6 +56,8 @@ class OrderedSubset(Generic[V]):
     _values: dict[str, V] = field(default_factory=dict)
     _next: int = 0
     _sorted: bool = True
+    _moved: bool = False  # (since the last ``take_order_changes``)
+    _appended: dict[str, None] = field(default_factory=dict)  # (an ordered set: idem)
 
     def added(self, key: str, value: V | None = None) -> None:
         """``key`` was applied (with ``value``); new keys rank last. It is a member from
@@ -56,6 +68,7 @@ class OrderedSubset(Generic[V]):
             self._rank[key] = self._next
             self._next += 1
             self._members[key] = value
+            self._appended[key] = None
         elif key in self._members:
             self._members[key] = value
         else:
@@ -65,6 +78,7 @@ class OrderedSubset(Generic[V]):
         self._rank.pop(key, None)
         self._members.pop(key, None)
         self._values.pop(key, None)
+        self._appended.pop(key, None)
 
     def hide(self, key: str) -> None:
         self._members.pop(key, None)
@@ -73,6 +87,13 @@ class OrderedSubset(Generic[V]):
         if key in self._rank and key not in self._members:
             self._members[key] = self._values.get(key)
             self._sorted = False
+            self._moved = True
+
+    def take_order_changes(self) -> OrderChanges:
+        """How the members' order changed since the last call (or since the start)."""
+        changes = OrderChanges(self._moved, list(self._appended))
+        self._moved, self._appended = False, {}
+        return changes
 
     def keys(self) -> list[str]:
         return list(self.members())

@@ -47,6 +47,7 @@ from kbatch.cluster.records import (
     PodRecord,
     PriorityClassRecord,
 )
+from kbatch.cluster.settled import OrderChanges
 from kbatch.cluster.snapshot_inputs import queue_info, resource_names
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
@@ -233,11 +234,13 @@ class SnapshotBuilder:
         scheduler_names: frozenset[str],
         names: Iterable[str] | None = None,
         changed_units: AbstractSet[str] | None = None,
+        group_order: OrderChanges | None = None,
     ) -> Snapshot:
         """The snapshot of these objects. ``names``: every resource name the cluster's
         objects mention, when the caller keeps them (the objects given may be fewer).
         ``changed_units``: the units (PodGroup keys, ``PodRecord.unit``) whose objects
-        were written since this builder's last snapshot, when the caller knows them.
+        were written since this builder's last snapshot, when the caller knows them;
+        ``group_order``: how ``pod_groups``' order changed since then, when it does.
         It shares the tasks, and the jobs, no session changed with the snapshot before
         it: it is good until this builder's next snapshot (``kept_tasks``,
         ``kept_jobs``). ``pods``: in snapshot order, or a ShownPods that lists them, or
@@ -263,7 +266,7 @@ class SnapshotBuilder:
         queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
         self._forget_groups_but(pod_groups)
         self._forget_templates_but(pods)
-        walk = self._next_jobs(context, changed_units, pod_groups, dims, resolver)
+        walk = self._next_jobs(context, changed_units, pod_groups, group_order, dims, resolver)
         if walk is None:  # every group walked
             kept_jobs = self._kept_jobs.reusable(context, changed_units)
             jobs, taken, without_tasks = self._jobs(pod_groups, dims, resolver, kept_jobs)
@@ -321,6 +324,7 @@ class SnapshotBuilder:
         context: JobContext,
         changed_units: AbstractSet[str] | None,
         pod_groups: Mapping[str, PodGroup],
+        group_order: OrderChanges | None,
         dims: Dims,
         resolver: Priorities,
     ) -> NextJobs | None:
@@ -332,6 +336,7 @@ class SnapshotBuilder:
         return next_jobs(
             last,
             pod_groups,
+            group_order,
             changed_units or set(),
             self._groups.get,
             lambda key, group, kept: self._job(key, group, dims, resolver, kept),

@@ -427,6 +427,7 @@ class ClusterState:
                     all_pods, self._pod_units, len(shown), shown.__contains__, shown.keys, assumed
                 )
             changed = self._take_changed_units()
+            order = None if self._shown is None else self._shown.groups.take_order_changes()
             built = self._builder.build(
                 nodes=builtins.list(self._parsed["Node"].values()),
                 pods=pods,
@@ -436,6 +437,7 @@ class ClusterState:
                 scheduler_names=self.scheduler_names,
                 names=[name for name, count in self._names.items() if count > 0],
                 changed_units=changed,
+                group_order=order,
             )
             return dataclasses.replace(
                 built,

@@ -35,6 +35,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   touched handed from one snapshot to the next (made anew every snapshot, the long way);
 - ``next_jobs.JOBS_FROM_LAST``: a snapshot's jobs made from the last one's by what was
   written and what sessions said they changed (every group walked, the long way);
+- ``next_jobs.ORDER_FROM_CHANGES``: their order known from how the shown groups say it
+  changed (a list of every group compared, the long way);
 - ``kept_nodes.KNOWN_UNITS_ONLY``: the nodes to place again found from the units the
   snapshot says it did not hand on (from every unit, the long way);
 - ``kept_nodes.KEEP_UNCHANGED_NODES``: a snapshot of the same node records is made of the
@@ -142,6 +144,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "jobs without tasks handed on": (kept_jobs, "HAND_ON_JOBS_WITHOUT_TASKS", False),
     "groups and queues of status writes": (records, "KEEP_PARSED_OF_STATUS_WRITES", False),
     "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
+    "their order from the groups' changes": (next_jobs, "ORDER_FROM_CHANGES", False),
     "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
     "writes handed over": (sim_cluster, "HAND_OVER_WRITES", False),
     "pod records of status writes": (records, "KEEP_RECORD_OF_STATUS_WRITES", False),

@@ -141,6 +141,47 @@ def test_switched_off_every_group_is_walked(monkeypatch: pytest.MonkeyPatch) -> 
     assert counts["from the last"] == 0
 
 
+def test_the_order_checked_the_long_way_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the shown groups' word on how their order changed, a list of every group
+    is compared with the last jobs' order: the same snapshots, the same two walks."""
+    counts = _counting(monkeypatch)
+    monkeypatch.setattr(next_jobs, "ORDER_FROM_CHANGES", False)
+    for snap in compared_snapshots(STEPS, leave_out_settled=True):
+        session(snap, "every action")
+    assert counts["walked every group"] == 2 and counts["from the last"] >= 15
+
+
+def test_a_group_shown_again_unwritten_as_another_goes_walks_every_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Queue that comes shows the settled x again without writing it, while z goes: as
+    many groups are shown as the last jobs, none written is new, so neither the new nor
+    the gone ones tell; the groups' word that one was put back does."""
+    counts = _counting(monkeypatch)
+    steps: list[Step] = [
+        applying(
+            QUEUE,
+            node("a"),
+            node("b"),
+            {**group("x", minMember=1), "status": {"phase": "Completed"}},
+            pod("x-0", "x", spec={"nodeName": "b"}, status=DONE),
+            group("z", minMember=1),
+            pod("z-0", "z", spec={"nodeName": "a"}, status=RUNNING),
+        ),
+        nothing,
+        nothing,  # x settled: left out
+        lambda state: (
+            deleting("Pod", "z-0")(state),
+            deleting("PodGroup", "z")(state),
+            applying({**QUEUE, "metadata": {"name": "other"}})(state),
+        )[0],
+        nothing,
+    ]
+    shown = [sorted(snap.jobs) for snap in compared_snapshots(steps, leave_out_settled=True)]
+    assert shown[2] == ["ns/z"] and shown[3] == ["ns/x"]
+    assert counts["walked every group"] == 1
+
+
 def test_a_session_tells_every_job_it_touches_or_moves_the_phase_of() -> None:
     """What the module rests on: after sessions of every action, a job not in its
     builder's log has the tasks and the phase it was made with."""
