@@ -35,6 +35,9 @@ KEEP_UNCHANGED_NODES = True
 # False: the units whose tasks left their nodes are found among every unit, not among
 # those the snapshot says it did not hand on (the long way, for tests).
 KNOWN_UNITS_ONLY = True
+# False: a task's place in snapshot order is looked up at every sort (the long way, for
+# tests).
+KEEP_TASK_PLACES = True
 # The key of tasks of no job of ours (``TaskInfo.job`` is empty): never handed on.
 NO_UNIT = ""
 
@@ -217,10 +220,15 @@ def _by_node_of(
 def _in_snapshot_order(
     tasks: list[TaskInfo], place_of: Callable[[str], int | None]
 ) -> list[TaskInfo]:
-    """``tasks`` (of pods the snapshot shows) in the order of their pods."""
-    places = {}
+    """``tasks`` (of pods the snapshot shows) in the order of their pods. Each task's
+    place is looked up once (``TaskInfo.place``): those handed on were placed before."""
     for task in tasks:
-        place = place_of(task.key)
-        assert place is not None, task.uid
-        places[task.uid] = place
-    return sorted(tasks, key=lambda task: places[task.uid])
+        if task.place < 0 or not KEEP_TASK_PLACES:
+            place = place_of(task.key)
+            assert place is not None, task.uid
+            task.place = place
+    return sorted(tasks, key=_place)
+
+
+def _place(task: TaskInfo) -> int:
+    return task.place

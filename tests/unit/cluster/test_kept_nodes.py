@@ -7,11 +7,12 @@ rest on holds: a session changes a node's tasks and rows only through the NodeSe
 methods, which log the node in ``NodeSet.changed``."""
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from kbatch.cluster import kept_nodes, snapshot
+from kbatch.cluster.pod_units import ShownPods
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
@@ -101,7 +102,12 @@ def _trace_json() -> str:
 
 
 @pytest.mark.parametrize(
-    "seam", [(kept_nodes, "KEEP_UNCHANGED_NODES"), (snapshot, "PASS_CHANGED_UNITS_ONLY")]
+    "seam",
+    [
+        (kept_nodes, "KEEP_UNCHANGED_NODES"),
+        (snapshot, "PASS_CHANGED_UNITS_ONLY"),
+        (kept_nodes, "KEEP_TASK_PLACES"),
+    ],
 )
 def test_a_trace_comes_out_the_same_the_long_way(
     seam: tuple[object, str], monkeypatch: pytest.MonkeyPatch
@@ -112,3 +118,38 @@ def test_a_trace_comes_out_the_same_the_long_way(
     assert calls and any(len(nodes) < size for nodes, size in calls)
     monkeypatch.setattr(*seam, False)
     assert _trace_json() == quick
+
+
+def test_a_task_handed_on_is_put_in_order_by_the_place_it_was_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A node placed again with new tasks puts its tasks in snapshot order; those handed
+    on keep the place looked up for them before, so a trace looks up far fewer places
+    than the long way (and comes out the same: above), each the pod's own."""
+    looked_up: list[str] = []
+    place = ShownPods.place
+
+    def counted(self: ShownPods, key: str) -> int | None:
+        looked_up.append(key)
+        return place(self, key)
+
+    monkeypatch.setattr(ShownPods, "place", counted)
+    sorted_tasks: list[TaskInfo] = []
+    in_order = kept_nodes._in_snapshot_order
+
+    def sorting(tasks: list[TaskInfo], place_of: Callable[[str], int | None]) -> list[TaskInfo]:
+        ordered = in_order(tasks, place_of)
+        sorted_tasks.extend(ordered)
+        assert all(task.place == place_of(task.key) for task in ordered)
+        return ordered
+
+    monkeypatch.setattr(kept_nodes, "_in_snapshot_order", sorting)
+    extra = []  # per run: the look-ups beyond the assertion's own (one per task sorted)
+    for keep in (True, False):
+        monkeypatch.setattr(kept_nodes, "KEEP_TASK_PLACES", keep)
+        looked_up.clear()
+        sorted_tasks.clear()
+        _trace_json()
+        extra.append(len(looked_up) - len(sorted_tasks))
+    assert sorted_tasks and extra[1] == len(sorted_tasks), "the long way looks each up"
+    assert extra[0] < extra[1] * 0.6

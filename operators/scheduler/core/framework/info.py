@@ -90,6 +90,10 @@ class TaskInfo:
     told: "Event | None" = field(default=None, compare=False)
     # "namespace/name": made once, not at each of the many asks (every task order key)
     key: str = field(init=False, compare=False)
+    # Its pod's place in the order snapshots list pods, once a snapshot's builder looked
+    # it up (-1: not yet); it holds while the task does (a pod applied again after it
+    # was deleted is another task). Not part of what the task is.
+    place: int = field(default=-1, init=False, compare=False)
 
     def __post_init__(self) -> None:
         self.key = f"{self.namespace}/{self.name}"
