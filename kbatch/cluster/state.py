@@ -428,17 +428,24 @@ class ClusterState:
                 )
             changed = self._take_changed_units()
             order = None if self._shown is None else self._shown.groups.take_order_changes()
-            built = self._builder.build(
-                nodes=builtins.list(self._parsed["Node"].values()),
-                pods=pods,
-                pod_groups=pod_groups,
-                queues=dict(self._parsed["Queue"]),
-                priority_classes=dict(self._parsed["PriorityClass"]),
-                scheduler_names=self.scheduler_names,
-                names=[name for name, count in self._names.items() if count > 0],
-                changed_units=changed,
-                group_order=order,
-            )
+            try:
+                built = self._builder.build(
+                    nodes=builtins.list(self._parsed["Node"].values()),
+                    pods=pods,
+                    pod_groups=pod_groups,
+                    queues=dict(self._parsed["Queue"]),
+                    priority_classes=dict(self._parsed["PriorityClass"]),
+                    scheduler_names=self.scheduler_names,
+                    names=[name for name, count in self._names.items() if count > 0],
+                    changed_units=changed,
+                    group_order=order,
+                )
+            except BaseException:
+                # What changed since the last snapshot was taken for this one: a builder
+                # going on from the last would hand on jobs written since. A new one
+                # makes everything.
+                self._builder = snapshot.SnapshotBuilder()
+                raise
             return dataclasses.replace(
                 built,
                 foreign_groups=self._foreign_groups(pods),

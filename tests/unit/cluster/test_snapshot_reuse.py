@@ -291,3 +291,28 @@ def test_two_builders_of_the_same_records_never_share_a_task(
     assert mine and theirs and not any(id(task) in mine for task in theirs)
     again = state.snapshot()
     assert {id(task) for job in again.jobs.values() for task in job.tasks.values()} == mine
+
+
+@pytest.mark.parametrize("leave_out_settled", [False, True])
+def test_a_snapshot_that_fails_leaves_the_next_as_a_new_builder_makes_it(
+    leave_out_settled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What changed since the last snapshot is taken for the next: should that one fail,
+    the snapshot after it still shows every change since the last one made."""
+    kept = ClusterState(leave_out_settled=leave_out_settled)
+    fresh = ClusterState(leave_out_settled=leave_out_settled)
+    for step in STEPS[:3]:
+        for state in (kept, fresh):
+            step(state)
+        kept.snapshot()
+    build = SnapshotBuilder.build
+    for step in STEPS[3:6]:
+        for state in (kept, fresh):
+            step(state)
+        with monkeypatch.context() as failing:
+            failing.setattr(SnapshotBuilder, "build", lambda *args, **kwargs: 1 / 0)
+            with pytest.raises(ZeroDivisionError):
+                kept.snapshot()
+        assert SnapshotBuilder.build is build
+        fresh._builder = SnapshotBuilder()
+        assert described(kept.snapshot()) == described(fresh.snapshot())
