@@ -174,6 +174,11 @@ class Shown:
         has seen it since."""
         self._dirty |= self._settled | self._done_shown
 
+    def not_seen(self) -> None:
+        """The last ``settle``'s snapshot was not made: the done units it was to show
+        for the last time are still to be shown to one."""
+        self._dirty |= self._done_shown
+
     # ------------------------------------------------------------------ a snapshot
     def settle(self) -> Mapping[str, PodGroup]:
         """The PodGroups the next snapshot shows, by key, in order (its pods are ``pods``):

@@ -443,8 +443,10 @@ class ClusterState:
             except BaseException:
                 # What changed since the last snapshot was taken for this one: a builder
                 # going on from the last would hand on jobs written since. A new one
-                # makes everything.
+                # makes everything. No session saw what this one was to show.
                 self._builder = snapshot.SnapshotBuilder()
+                if self._shown is not None:
+                    self._shown.not_seen()
                 raise
             return dataclasses.replace(
                 built,

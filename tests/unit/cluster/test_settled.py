@@ -3,7 +3,10 @@ job that is over is shown to one snapshot more, then left out until it is writte
 
 from typing import Any
 
+import pytest
+
 from kbatch.cluster.settled import OrderedSubset
+from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 
 Obj = dict[str, Any]
@@ -171,3 +174,20 @@ def test_a_snapshot_shows_each_group_as_last_written() -> None:
     state.apply(group("g", "Completed"))  # its status written: the new record shown
     snap = state.snapshot()
     assert [job.phase.value for job in snap.jobs.values()] == ["Completed", "Pending"]
+
+
+def test_a_done_group_shown_to_a_snapshot_that_failed_is_shown_to_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session must see a done unit once (its last status is written then): one shown
+    only to a snapshot whose build failed is shown to the next, then left out."""
+    state = state_with(group("runs", "Running"), pod("runs-0", "runs"))
+    assert shown(state) == (["default/runs"], ["runs-0"])
+    state.apply(group("done", "Completed"))
+    state.apply(pod("done-0", "done", "Succeeded"))
+    with monkeypatch.context() as failing:
+        failing.setattr(SnapshotBuilder, "build", lambda *args, **kwargs: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            state.snapshot()
+    assert shown(state) == (["default/runs", "default/done"], ["runs-0", "done-0"])
+    assert shown(state) == (["default/runs"], ["runs-0"])
