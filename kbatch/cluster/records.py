@@ -268,7 +268,7 @@ def parse_pod(
     more (the state's own copy): when what the spec is parsed from equals its, the
     spec is the same without keying it again."""
     if previous is not None and previous_raw is not None and KEEP_RECORD_OF_STATUS_WRITES:
-        kept = _status_written(obj, previous, previous_raw)
+        kept = _pod_of_status_write(obj, previous, previous_raw)
         if kept is not None:
             return kept
     ref = ref_of(obj)
@@ -314,7 +314,7 @@ def parse_pod(
 KEEP_RECORD_OF_STATUS_WRITES = True
 
 
-def _status_written(
+def _pod_of_status_write(
     obj: Mapping[str, Any], previous: PodRecord, previous_raw: Mapping[str, Any]
 ) -> PodRecord | None:
     """``previous`` with what ``obj`` says of its node and status, when ``obj`` is
@@ -467,7 +467,7 @@ def parse_pod_group(
     ``previous``, ``previous_raw``: the state's last version of it, parsed and as given;
     a write of its status alone (the scheduler's, every session a group's status moves)
     keeps the rest as parsed then and validates the status only."""
-    kept = _status_write(obj, previous, previous_raw, PodGroupStatus)
+    kept = _parsed_of_status_write(obj, previous, previous_raw, PodGroupStatus)
     if kept is not None:
         return kept
     with _naming(ref_of(obj)):
@@ -486,7 +486,7 @@ KEEP_PARSED_OF_STATUS_WRITES = True
 _Parsed = TypeVar("_Parsed", PodGroup, Queue)
 
 
-def _status_write(
+def _parsed_of_status_write(
     obj: Mapping[str, Any],
     previous: _Parsed | None,
     previous_raw: Mapping[str, Any] | None,
@@ -566,7 +566,7 @@ def parse_queue(
     """A Queue, or ObjectError naming the field (a negative capability included).
     ``previous``, ``previous_raw``: as ``parse_pod_group``'s (the scheduler writes a
     queue's status every session its allocation moves)."""
-    kept = _status_write(obj, previous, previous_raw, QueueStatus)
+    kept = _parsed_of_status_write(obj, previous, previous_raw, QueueStatus)
     if kept is not None:
         return kept
     with _naming(ref_of(obj)):

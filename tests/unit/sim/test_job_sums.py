@@ -148,7 +148,7 @@ def test_only_the_jobs_the_snapshot_and_session_name_are_looked_at(seed: int) ->
     """With the snapshot's ``handed_on``, ``not_handed_on`` and ``told`` (here as its
     builder would give them), the same jobs come back, in no set order, and the same
     sums, as when every job is looked at; ``in_order`` puts them back in the snapshot's
-    order, a few of them and many."""
+    order, one of them or more."""
     rng = random.Random(seed)
     quick, every = job_sums.JobSums(), job_sums.JobSums()
     jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(80))}
@@ -167,7 +167,7 @@ def test_only_the_jobs_the_snapshot_and_session_name_are_looked_at(seed: int) ->
         assert sorted(job.uid for job in got) == sorted(in_order)
         assert [job.uid for job in job_sums.in_order(after, got)] == in_order
         assert quick.totals() == every.totals() == _long_way(after)
-        sizes.add(len(got) > 8)
+        sizes.add(len(got) > 1)  # (``in_order`` puts two or more in order)
         jobs = after
     assert sizes == {True, False}
 

@@ -151,7 +151,7 @@ class NodeSet:
         version moves and no change is logged (nothing has seen these nodes yet)."""
         self._add_all(placed, reserved)
         self.kept += len(reserved)
-        self._refresh_all()
+        self._refresh_rows(self.all)
 
     def place_again(
         self,
@@ -172,7 +172,7 @@ class NodeSet:
         for matrix, before in zip(self._placed_matrices(), placed_before.matrices, strict=True):
             np.copyto(matrix, before)
         np.copyto(self.anti_required, placed_before.anti_required)
-        # What the rows give (``_refresh_all``) is row by row: the others' is copied too.
+        # What the rows give (``_refresh_rows``) is row by row: the others' is copied too.
         for derived, before in zip(self._derived(), placed_before.derived, strict=True):
             np.copyto(derived, before)
         if len(nodes):
@@ -232,21 +232,9 @@ class NodeSet:
                 for row, value in zip(rows, values, strict=True):
                     matrix[row] += value
 
-    def _refresh_all(self) -> None:
-        """``_waits``, ``free`` and ``future`` of every node from its rows (what ``_refresh``
-        of each would give)."""
-        waits = self._waits
-        waits[:] = self.pipelined.any(axis=1)
-        waits |= self.nominated.any(axis=1)
-        waits |= self.releasing.any(axis=1)
-        np.subtract(self.allocatable, self.used, out=self.free)
-        self.future[:] = self.free
-        waiting = np.flatnonzero(self._waits)
-        if len(waiting):
-            self.free[waiting], self.future[waiting] = self._room(waiting, self.used[waiting])
-
     def _refresh_rows(self, at: np.ndarray) -> None:
-        """``_refresh_all`` of the nodes ``at`` only (what it gives them, to the bit)."""
+        """``_waits``, ``free`` and ``future`` of the nodes ``at`` from their rows (what
+        ``_refresh`` of each would give)."""
         waits = self.pipelined[at].any(axis=1)
         waits |= self.nominated[at].any(axis=1)
         waits |= self.releasing[at].any(axis=1)
