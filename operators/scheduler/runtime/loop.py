@@ -84,6 +84,12 @@ class SchedulerLoop:
         self.sessions = 0
         self._idle_periods = 0
         self._seen_generation = -1
+        # One scheduler for every session, so that the gangs resting at a session's close
+        # rest at the next open without being asked again (``framework.resting``).
+        self._scheduler: runner.Scheduler | None = None
+        # The last session changed nothing (``Outcome.changes_nothing``), under the conf
+        # it ran with: the work waiting gets no session of its own until something changes.
+        self._settled_under: SchedulerConf | None = None
         self._stop = threading.Event()
         self._woken = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kbatch-scheduler", daemon=True)
@@ -109,28 +115,44 @@ class SchedulerLoop:
         return self._thread.ident is None or self._thread.is_alive()
 
     def run_once(self) -> None:
-        scheduler = runner.Scheduler(
-            self.cluster, self.conf.current(), clock=time.time, session_ids=lambda: uuid.uuid4().hex
-        )
+        conf = self.conf.current()
+        scheduler = self._scheduler
+        if scheduler is None:
+            scheduler = self._scheduler = runner.Scheduler(
+                self.cluster, conf, clock=time.time, session_ids=lambda: uuid.uuid4().hex
+            )
+        scheduler.conf = conf
+        self._settled_under = None  # until this session has closed, changing nothing
         session = scheduler.run_once()
+        if session.outcome.changes_nothing():
+            self._settled_under = conf
         self.sessions += 1
         self.metrics.record(session)
         session.forget_functions()  # its objects go with it, not at a collection
 
     def _due(self) -> bool:
-        """Is a session worth its cost now? Yes when there is something to place or admit;
-        when anything changed since the last one and no binds are in flight (statuses
-        then catch up at once); and at least every ``idle_every`` periods, or every
+        """Is a session worth its cost now? Yes when there is something to place or admit,
+        unless the last session changed nothing and nothing changed since (below); when
+        anything changed since the last one and no binds are in flight (statuses then
+        catch up at once); and at least every ``idle_every`` periods, or every
         ``busy_idle_every`` while binds are in flight. A quiet cluster thus costs a
         session every few seconds, not every period; a bind burst with nothing else
         waiting none until it ends (or half a minute): such a session would decide
         nothing but statuses that wait for the binds anyway, and each took 0.1-0.5 s
-        from the binds (4 sessions, 0.6 s of CPU, in a cold start's burst of 10,000)."""
+        from the binds (4 sessions, 0.6 s of CPU, in a cold start's burst of 10,000).
+
+        A backlog that cannot move is such a quiet cluster too (issue 12): once a session
+        has changed nothing, the next one, on the same cluster under the same conf, would
+        decide the same. Only what time changes could differ (a lifetime's end, a queue's
+        flow, an event told again): those wait for the beat, ``idle_every`` periods at
+        most. Before, the waiting work alone ran a whole session every period (0.5 s and
+        more at 1,000 nodes with 1,800 gangs waiting), to decide nothing."""
         self._idle_periods += 1
         busy = self.busy()
         changed = self.generation() != self._seen_generation and not busy
         beat = self.busy_idle_every if busy else self.idle_every
-        if self.has_work() or changed or self._idle_periods >= beat:
+        settled = self._settled_under is not None and self._settled_under is self.conf.current()
+        if (self.has_work() and not settled) or changed or self._idle_periods >= beat:
             self._idle_periods = 0
             self._seen_generation = self.generation()
             return True
@@ -139,7 +161,9 @@ class SchedulerLoop:
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            if self.may_schedule() and self._due():
+            if not self.may_schedule():
+                self._settled_under = None  # what it settled on may be stale when it leads
+            elif self._due():
                 try:
                     self.run_once()
                 except Exception:

@@ -123,6 +123,19 @@ class Outcome:
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         self.events.append(Event(ref, type_, reason, message))
 
+    def changes_nothing(self) -> bool:
+        """Nothing to send but events: no bind, eviction or nomination, no status or pod
+        condition to write (a session that found everything as its snapshot showed it;
+        its events repeat the last ones, which a cluster tells at most once a while)."""
+        return not (
+            self.binds
+            or self.evictions
+            or self.nominations
+            or self.pod_groups
+            or self.queues
+            or self.pod_conditions
+        )
+
 
 class Backend(Protocol):
     """What applying an outcome asks of a cluster (``apply_in_order``)."""

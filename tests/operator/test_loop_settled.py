@@ -1,0 +1,127 @@
+"""kbatch run's loop on a backlog that cannot move: once a session has changed nothing
+(no bind, eviction, nomination, status or pod condition to write), the work waiting
+gets no session of its own until the cluster or the conf changes, only the beat's; and
+one scheduler runs every session, so that what rested at a close rests at the next open.
+
+The cluster here is the simulator's (``SimCluster``): a state that plays API server,
+writing back every status a session decides, as the watches would bring it back."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbatch.cluster.state import ClusterState
+from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.scheduler.core.framework import pod_conditions, resting
+from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+from kbatch.sim.clock import SimClock
+from kbatch.sim.cluster import SimCluster
+from tests.unit.framework.test_kept_statuses import group, node, pending_pod, queue, running_pod
+
+IDLE_EVERY = 3
+OTHER_CONF = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+
+
+def backlog() -> ClusterState:
+    """A node of 4 cpu running a gang of 2 cpu, and a gang of 2 pods of 8 cpu that
+    cannot fit."""
+    state = ClusterState()
+    for obj in (
+        node("a", "4"),
+        queue(),
+        group("runs", "2"),
+        running_pod("runs-0", "2", "runs"),
+        {**group("big", "16"), "spec": {**group("big", "16")["spec"], "minMember": 2}},
+        pending_pod("big-0", "8", "big"),
+        pending_pod("big-1", "8", "big"),
+    ):
+        state.apply(obj)
+    return state
+
+
+def looping(state: ClusterState, conf: ConfSource) -> SchedulerLoop:
+    return SchedulerLoop(
+        SimCluster(state, SimClock()),
+        conf,
+        period=1.0,
+        metrics=SchedulerMetrics(),
+        may_schedule=lambda: True,
+        has_work=state.has_work,
+        generation=lambda: state.generation,
+        idle_every=IDLE_EVERY,
+    )
+
+
+def periods(loop: SchedulerLoop, count: int) -> list[bool]:
+    """For each of ``count`` periods, whether a session ran (as ``_run`` decides)."""
+    ran = []
+    for _ in range(count):
+        due = loop._due()
+        if due:
+            loop.run_once()
+        ran.append(due)
+    return ran
+
+
+def test_a_backlog_that_cannot_move_waits_for_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pod_conditions, "PER_SESSION", 1)
+    state = backlog()
+    path = tmp_path / "conf.yaml"
+    path.write_text(ConfSource(None).current().model_dump_json())  # (JSON is YAML)
+    loop = looping(state, ConfSource(path))
+    # The first session writes the waiting gang's status and a pod's condition, the
+    # second the other pod's; the next finds them written and changes nothing: from
+    # then on, the beat alone.
+    assert periods(loop, 3) == [True, True, True]
+    assert periods(loop, 2 * IDLE_EVERY) == [False, False, True] * 2
+    assert state.has_work()  # the gang still waits: before, a session every period
+    # A change to the cluster: a session at once.
+    state.apply(node("b", "8"))
+    state.apply(node("c", "8"))
+    assert periods(loop, 1) == [True]  # (and it places the gang)
+    assert all(state.get("Pod", "ns", f"big-{i}")["spec"].get("nodeName") for i in (0, 1))
+
+
+def test_a_new_conf_gets_a_session_at_once(tmp_path: Path) -> None:
+    state = backlog()
+    path = tmp_path / "conf.yaml"
+    path.write_text(ConfSource(None).current().model_dump_json())
+    loop = looping(state, ConfSource(path))
+    assert periods(loop, 2 + IDLE_EVERY) == [True, True, False, False, True]  # the beat
+    assert periods(loop, 1) == [False]
+    path.write_text(OTHER_CONF)
+    assert periods(loop, 1) == [True]
+
+
+def test_one_scheduler_carries_the_resting_gangs(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    quiet_gang = resting.rests
+
+    def rests(job: Any, kept: Any) -> bool:
+        asked.append(job.name)
+        return quiet_gang(job, kept)
+
+    monkeypatch.setattr("kbatch.operators.scheduler.core.runner.rests", rests)
+    state = backlog()
+    loop = looping(state, ConfSource(None))
+    for _ in range(4):
+        loop.run_once()  # (every one: the loop's beat is not what this asks)
+    scheduler = loop._scheduler
+    assert scheduler is not None and "ns/runs" in scheduler.resting.jobs
+    # Asked whether it rests until it did, then carried from close to open, unasked.
+    assert asked.count("runs") < 4
+    loop.run_once()
+    assert loop._scheduler is scheduler and asked.count("runs") < 4
+
+
+def test_a_session_that_wrote_runs_again_though_its_write_did_not_land(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a session decides to write it decides again at the next: a write lost on
+    the way (an API error) changes nothing in the cluster, yet is no reason to wait."""
+    monkeypatch.setattr(SimCluster, "update_pod_condition", lambda *_: None)
+    loop = looping(backlog(), ConfSource(None))
+    assert periods(loop, 4) == [True] * 4
