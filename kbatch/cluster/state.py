@@ -142,6 +142,9 @@ class ClusterState:
             raise
         raw = dict(obj) if owned else fields.copied(dict(obj))
         with self._lock:
+            if kind == "Node" and self._same_node(key, parsed):
+                self._raw[kind][key] = raw  # (its resourceVersion, for what reads it)
+                return
             self.generation += 1
             self._count_names(kind, key, parsed)
             if self._shown is not None:
@@ -170,6 +173,14 @@ class ClusterState:
                     self._waiting[kind].add(key)
                 else:
                     self._waiting[kind].discard(key)
+
+    def _same_node(self, key: str, parsed: records.NodeRecord) -> bool:
+        """Does the Node at ``key`` read as ``parsed`` already (and is it not refused)? Then a
+        write of it changes nothing a scheduler reads (a kubelet's status report with
+        the same allocatable, conditions, labels and taints): no generation, no node
+        row worked out again, so a snapshot hands the node on and the loop's backlog
+        that cannot move stays settled (``runtime.loop``)."""
+        return key not in self._refused["Node"] and self._parsed["Node"].get(key) == parsed
 
     def _snapshot_inputs(self) -> snapshot.Inputs:
         """What a snapshot works its tasks, jobs and node rows out under, for those

@@ -337,3 +337,38 @@ def test_pod_groups_are_indexed_by_queue_and_namespace_as_they_change() -> None:
     assert state.pod_groups_in_namespace("a") == []
     assert state.pod_group("b/g9") is state.pod_groups()["b/g9"]
     assert state.pod_group("a/g1") is None
+
+
+def test_a_node_written_as_it_reads_changes_nothing_a_snapshot_reads() -> None:
+    """A kubelet reports its Node every while: its heartbeat's times and a new
+    resourceVersion, the same allocatable, conditions, labels and taints. Such a write
+    moves no generation (the loop's backlog stays settled) and the next snapshot keeps
+    the node set (its per-template results stand); a change that is read does not."""
+    state = ClusterState()
+    state.apply(node("a"))
+    state.apply(node("b"))
+    before = state.snapshot()
+    generation = state.generation
+    beat = node("a")
+    beat["metadata"]["resourceVersion"] = "42"
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:10Z"
+    state.apply(beat)
+    assert state.generation == generation
+    assert state.get("Node", "", "a")["metadata"]["resourceVersion"] == "42"
+    after = state.snapshot()
+    assert after.nodes.static_version is before.nodes.static_version
+    # Read: a label; the node set is made anew.
+    labelled = node("a")
+    labelled["metadata"]["labels"] = {"zone": "z1"}
+    state.apply(labelled)
+    assert state.generation > generation
+    made = state.snapshot()
+    assert made.nodes.static_version is not after.nodes.static_version
+    assert made.nodes.infos[made.nodes.index["a"]].labels["zone"] == "z1"
+    # A refused write leaves the last good version; that version written again is news:
+    # the refusal it ends is read (``ClusterState.refusal``).
+    with pytest.raises(ObjectError):
+        state.apply({**labelled, "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}})
+    refused = state.generation
+    state.apply(labelled)
+    assert state.generation > refused and state.refusal("Node", "", "a") is None
