@@ -40,13 +40,16 @@ def backlog() -> ClusterState:
     return state
 
 
-def looping(state: ClusterState, conf: ConfSource) -> SchedulerLoop:
+def looping(
+    state: ClusterState, conf: ConfSource, leads: list[bool] | None = None
+) -> SchedulerLoop:
+    leading = [True] if leads is None else leads
     return SchedulerLoop(
         SimCluster(state, SimClock()),
         conf,
         period=1.0,
         metrics=SchedulerMetrics(),
-        may_schedule=lambda: True,
+        may_schedule=lambda: leading[0],
         has_work=state.has_work,
         generation=lambda: state.generation,
         idle_every=IDLE_EVERY,
@@ -54,13 +57,12 @@ def looping(state: ClusterState, conf: ConfSource) -> SchedulerLoop:
 
 
 def periods(loop: SchedulerLoop, count: int) -> list[bool]:
-    """For each of ``count`` periods, whether a session ran (as ``_run`` decides)."""
+    """For each of ``count`` periods, whether a session ran."""
     ran = []
     for _ in range(count):
-        due = loop._due()
-        if due:
-            loop.run_once()
-        ran.append(due)
+        before = loop.sessions
+        loop.period_once()
+        ran.append(loop.sessions > before)
     return ran
 
 
@@ -125,3 +127,17 @@ def test_a_session_that_wrote_runs_again_though_its_write_did_not_land(
     monkeypatch.setattr(SimCluster, "update_pod_condition", lambda *_: None)
     loop = looping(backlog(), ConfSource(None))
     assert periods(loop, 4) == [True] * 4
+
+
+def test_a_replica_that_leads_again_starts_afresh() -> None:
+    """Not leading, it forgets what it settled on and what rested: the cluster went on
+    without it. Leading again, a session at once, by a new scheduler."""
+    leads = [True]
+    loop = looping(backlog(), ConfSource(None), leads)
+    assert periods(loop, 3) == [True, True, False]
+    scheduler = loop._scheduler
+    leads[0] = False
+    assert periods(loop, 2) == [False, False]
+    leads[0] = True
+    assert periods(loop, 1) == [True]
+    assert loop._scheduler is not None and loop._scheduler is not scheduler

@@ -161,12 +161,17 @@ class SchedulerLoop:
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            if not self.may_schedule():
-                self._settled_under = None  # what it settled on may be stale when it leads
-            elif self._due():
-                try:
-                    self.run_once()
-                except Exception:
-                    log.exception("scheduling session failed")
+            self.period_once()
             self._woken.wait(max(self.period - (time.monotonic() - started), 0.0))
             self._woken.clear()
+
+    def period_once(self) -> None:
+        """One period: a session if this replica may schedule and one is due."""
+        if not self.may_schedule():
+            # What it settled on, and what rested, may be stale when it leads again.
+            self._settled_under = self._scheduler = None
+        elif self._due():
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("scheduling session failed")
