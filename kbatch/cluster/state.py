@@ -369,8 +369,11 @@ class ClusterState:
 
     def _expire_assumptions(self) -> None:
         now = self._clock()
-        for key in [k for k, a in self._assumed.items() if a.expires <= now]:
+        expired = [k for k, a in self._assumed.items() if a.expires <= now]
+        for key in expired:
             del self._assumed[key]
+        if expired:  # their pods are pending again: news for the loop's settled backlog
+            self.generation += 1
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
