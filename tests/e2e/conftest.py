@@ -303,3 +303,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                     (f"kbatch run {run.name} ({state}; whole log: {run.log})", text)
                 )
     return report
+
+
+@pytest.fixture
+def corner(session_api: Any, crds: None, kubelet: Kubelet) -> Iterator[Any]:
+    """A test's own namespace, nodes and scheduler name (``e2e.test_ha.Corner``),
+    removed after."""
+    from e2e.test_ha import Corner
+
+    made = Corner(session_api).start()
+    try:
+        yield made
+    finally:
+        made.close()

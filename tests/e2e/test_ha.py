@@ -21,7 +21,6 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,16 +100,18 @@ class Corner:
     # ------------------------------------------------------------------ objects
     def add_nodes(self, count: int, cpu: str) -> None:
         for i in range(count):
-            name = f"ha-{self.suffix}-{i}"
-            request(self.api, "POST", "/api/v1/nodes", {"metadata": {"name": name}})
-            resources = {"cpu": cpu, "memory": "256Gi", "pods": "110"}
-            status = {
-                "capacity": resources,
-                "allocatable": resources,
-                "conditions": [{"type": "Ready", "status": "True", "reason": "E2E"}],
-            }
-            request(self.api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
-            self.nodes.append(name)
+            self.add_node(f"ha-{self.suffix}-{i}", cpu)
+
+    def add_node(self, name: str, cpu: str) -> None:
+        request(self.api, "POST", "/api/v1/nodes", {"metadata": {"name": name}})
+        resources = {"cpu": cpu, "memory": "256Gi", "pods": "110"}
+        status = {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "E2E"}],
+        }
+        request(self.api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
+        self.nodes.append(name)
 
     def add_group(self, name: str, min_member: int) -> None:
         body = {
@@ -196,15 +197,6 @@ class Corner:
                 )
         over = {node: millis for node, millis in used.items() if millis > amount("cpu", cpu)}
         assert over == {}, f"nodes given more than their {cpu} cpu (millicores)"
-
-
-@pytest.fixture
-def corner(session_api: Any, crds: None, kubelet: Any) -> Iterator[Corner]:
-    made = Corner(session_api).start()
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def test_kill_and_restart_binds_nothing_twice(corner: Corner, kbatch_runs: Any) -> None:

@@ -4,41 +4,18 @@ every 5 periods); a change gets one at once. Before, the pod waiting alone ran a
 session every period, to decide nothing."""
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from e2e.cluster_backend import poll
-from e2e.test_ha import MERGE, Corner
-from kbatch.kubeapi import request
+from e2e.test_ha import Corner
 
 pytestmark = pytest.mark.e2e
 
 PERIOD = 0.2
 WATCHED = 3.0  # seconds: 15 periods, 3 beats
 IDLE_EVERY = 5  # SchedulerLoop's default
-
-
-@pytest.fixture
-def corner(session_api: Any, crds: None, kubelet: Any) -> Iterator[Corner]:
-    made = Corner(session_api).start()
-    try:
-        yield made
-    finally:
-        made.close()
-
-
-def add_node(corner: Corner, name: str, cpu: str) -> None:
-    request(corner.api, "POST", "/api/v1/nodes", {"metadata": {"name": name}})
-    corner.nodes.append(name)
-    resources = {"cpu": cpu, "memory": "256Gi", "pods": "110"}
-    status = {
-        "capacity": resources,
-        "allocatable": resources,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "E2E"}],
-    }
-    request(corner.api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
 
 
 def told_unschedulable(corner: Corner) -> bool:
@@ -70,7 +47,7 @@ def test_a_backlog_that_cannot_move_costs_a_session_a_beat(
         print(f"{ran} sessions in {periods:.0f} periods")
         assert ran <= periods / IDLE_EVERY + 2, ran
         assert corner.bound() == []
-        add_node(corner, f"settled-{corner.suffix}-big", "8")  # a change: a session at
+        corner.add_node(f"settled-{corner.suffix}-big", "8")  # a change: a session at
         # once, which binds the pod
         poll("the pod bound", lambda: corner.bound(), 30)
     finally:
