@@ -14,8 +14,10 @@ is a multiple of 10); nodes 32 cpu / 128Gi / 110 pods; 10 queues of weights
 pods than room, under the chart's actions (enqueue, reclaim, allocate, backfill,
 preempt): the first session's pods are Running, the rest wait. That session has
 little to place and much to try (every waiting gang asks reclaim and preempt for
-room), which is what a busy cluster pays every period. Its line adds running,
-waiting and evictions.
+room), which is what a busy cluster paid every period. Its line adds running,
+waiting and evictions; and what ``kbatch run``'s loop pays once that backlog has
+settled (``settled_loop``): the sessions of ``SETTLED_PERIODS`` periods, and their
+seconds per period.
 
 ``--trace`` simulates a day of a mixed workload instead (``kbatch.sim.trace``) and
 prints how many simulated seconds a wall second covers.
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 SIZES = ((100, 1_000), (1_000, 10_000), (5_000, 50_000), (10_000, 100_000))
 BACKLOG_SIZES = ((100, 5_000), (1_000, 50_000))
 FULL_ACTIONS = ("enqueue", "reclaim", "allocate", "backfill", "preempt")
+SETTLED_PERIODS = 20
 TASKS_PER_JOB = 10
 QUEUES = 10
 
@@ -184,7 +187,44 @@ def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
         "binds": cluster.binds,
         "evictions": cluster.evictions,
         "seconds": round(seconds, 3),
+        **settled_loop(state, conf),
         "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
+    }
+
+
+def settled_loop(
+    state: ClusterState, conf: SchedulerConf, periods: int = SETTLED_PERIODS
+) -> dict[str, Any]:
+    """``kbatch run``'s loop (``SchedulerLoop``, a period at a time) on ``state`` through
+    the simulator's cluster, which writes back every status and pod condition a session
+    decides, as the API server would: periods until a session changes nothing (the
+    backlog has settled: nothing can move), then ``periods`` more. Their sessions, and
+    their wall seconds per period."""
+    from kbatch.metrics import SchedulerMetrics
+    from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+    from kbatch.sim.clock import SimClock
+    from kbatch.sim.cluster import SimCluster
+
+    loop = SchedulerLoop(
+        SimCluster(state, SimClock()),
+        ConfSource.fixed(conf),
+        period=1.0,
+        metrics=SchedulerMetrics(),
+        may_schedule=lambda: True,
+        has_work=state.has_work,
+        generation=lambda: state.generation,
+    )
+    while not loop.settled():
+        loop.period_once()
+    sessions = loop.sessions
+    started = time.perf_counter()
+    for _ in range(periods):
+        loop.period_once()
+    seconds = time.perf_counter() - started
+    return {
+        "settled_periods": periods,
+        "settled_sessions": loop.sessions - sessions,
+        "settled_seconds_per_period": round(seconds / periods, 3),
     }
 
 

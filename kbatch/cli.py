@@ -175,7 +175,8 @@ def _add_bench(commands: "argparse._SubParsersAction[_Parser]") -> None:
         action="store_true",
         help="time the next session instead, on a full cluster with gangs waiting, under "
         "the actions enqueue, reclaim, allocate, backfill, preempt (adds running, waiting, "
-        "evictions)",
+        "evictions); then kbatch run's loop once nothing can move: settled_sessions in "
+        "settled_periods periods, settled_seconds_per_period",
     )
     parser.add_argument(
         "--topology",

@@ -38,6 +38,10 @@ def test_backlog_times_the_next_session_on_a_full_cluster() -> None:
     assert (result["running"], result["waiting"]) == (60, 40)
     assert (result["binds"], result["evictions"]) == (0, 0)
     assert result["seconds"] >= 0
+    # Settled, kbatch run's loop runs a session a beat (every 5 periods), not a period.
+    assert result["settled_periods"] == bench.SETTLED_PERIODS == 20
+    assert result["settled_sessions"] == 4
+    assert result["settled_seconds_per_period"] >= 0
 
 
 def test_backlog_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -32,6 +32,13 @@ class ConfSource:
         if path is not None:
             self._digest = hashlib.sha256(path.read_bytes()).hexdigest()
 
+    @classmethod
+    def fixed(cls, conf: SchedulerConf) -> "ConfSource":
+        """Always ``conf`` (no file)."""
+        source = cls(None)
+        source._conf = conf
+        return source
+
     def current(self) -> SchedulerConf:
         if self.path is None:
             return self._conf
@@ -130,6 +137,10 @@ class SchedulerLoop:
         self.metrics.record(session)
         session.forget_functions()  # its objects go with it, not at a collection
 
+    def settled(self) -> bool:
+        """Did the last session change nothing (and has nothing changed the conf since)?"""
+        return self._settled_under is not None and self._settled_under is self.conf.current()
+
     def _due(self) -> bool:
         """Is a session worth its cost now? Yes when there is something to place or admit,
         unless the last session changed nothing and nothing changed since (below); when
@@ -151,8 +162,7 @@ class SchedulerLoop:
         busy = self.busy()
         changed = self.generation() != self._seen_generation and not busy
         beat = self.busy_idle_every if busy else self.idle_every
-        settled = self._settled_under is not None and self._settled_under is self.conf.current()
-        if (self.has_work() and not settled) or changed or self._idle_periods >= beat:
+        if (self.has_work() and not self.settled()) or changed or self._idle_periods >= beat:
             self._idle_periods = 0
             self._seen_generation = self.generation()
             return True
