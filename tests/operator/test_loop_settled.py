@@ -141,3 +141,61 @@ def test_a_replica_that_leads_again_starts_afresh() -> None:
     leads[0] = True
     assert periods(loop, 1) == [True]
     assert loop._scheduler is not None and loop._scheduler is not scheduler
+
+
+LIFETIME_CONF = """
+actions: "enqueue, reclaim, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}, {name: lifetime}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+STARTED = 1704067260.0  # running_pod's startTime, 2024-01-01T00:01:00Z
+
+
+def queue_a_full_b_waiting() -> ClusterState:
+    """Queue qa fills the 4-cpu node with four 1-cpu jobs of lifetime 2m, started at
+    STARTED; queue qb waits for 2 cpu, within its half: it may take them back once
+    their lifetime is over (the lifetime plugin), not before."""
+    state = ClusterState()
+    state.apply(node("a", "4"))
+    for name in ("qa", "qb"):
+        state.apply({"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": 1}})
+    for i in range(4):
+        protected = group(f"a{i}", "1")
+        protected["spec"]["queue"] = "qa"
+        protected["metadata"]["annotations"] = {"kbatch.io/lifetime": "2m"}
+        state.apply(protected)
+        state.apply(running_pod(f"a{i}-0", "1", f"a{i}"))
+    asking = group("b", "2")
+    asking["spec"]["queue"] = "qb"
+    state.apply(asking)
+    state.apply(pending_pod("b-0", "2", "b"))
+    return state
+
+
+def test_a_settled_backlog_runs_when_a_lifetime_ends(tmp_path: Path) -> None:
+    """The lifetime plugin decides by the clock: the session it opens says when it
+    decides otherwise (``Session.wakes_at``), and the loop runs one then, settled or
+    not, beat or not."""
+    path = tmp_path / "conf.yaml"
+    path.write_text(LIFETIME_CONF)
+    state = queue_a_full_b_waiting()
+    now = [STARTED + 30.0]
+    loop = SchedulerLoop(
+        SimCluster(state, SimClock()),
+        ConfSource(path),
+        period=1.0,
+        metrics=SchedulerMetrics(),
+        may_schedule=lambda: True,
+        has_work=state.has_work,
+        generation=lambda: state.generation,
+        idle_every=1000,  # (no beat in this test)
+        clock=lambda: now[0],
+    )
+    assert periods(loop, 3) == [True, True, False]  # settled: nothing may go yet
+    now[0] = STARTED + 119.0
+    assert periods(loop, 1) == [False]
+    now[0] = STARTED + 120.0  # the lifetimes are over
+    assert periods(loop, 1) == [True]
+    evicted = [p for p in state.list("Pod") if p["metadata"].get("deletionTimestamp")]
+    assert evicted, "qb took back its share"

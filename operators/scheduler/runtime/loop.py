@@ -8,6 +8,7 @@ or after taking the lead), so the first session need not wait up to a period mor
 
 import hashlib
 import logging
+import math
 import threading
 import time
 import uuid
@@ -77,6 +78,7 @@ class SchedulerLoop:
         busy: Callable[[], bool] = lambda: False,
         idle_every: int = 5,
         busy_idle_every: int = 30,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.cluster = cluster
         self.conf = conf
@@ -88,6 +90,7 @@ class SchedulerLoop:
         self.busy = busy
         self.idle_every = idle_every
         self.busy_idle_every = busy_idle_every
+        self.clock = clock  # the sessions' (Session.now)
         self.sessions = 0
         self._idle_periods = 0
         self._seen_generation = -1
@@ -95,8 +98,10 @@ class SchedulerLoop:
         # rest at the next open without being asked again (``framework.resting``).
         self._scheduler: runner.Scheduler | None = None
         # The last session changed nothing (``Outcome.changes_nothing``), under the conf
-        # it ran with: the work waiting gets no session of its own until something changes.
+        # it ran with: the work waiting gets no session of its own until something changes,
+        # or the clock reaches what that session's plugins decide by it (``wakes_at``).
         self._settled_under: SchedulerConf | None = None
+        self._settled_until = math.inf
         self._stop = threading.Event()
         self._woken = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kbatch-scheduler", daemon=True)
@@ -126,20 +131,25 @@ class SchedulerLoop:
         scheduler = self._scheduler
         if scheduler is None:
             scheduler = self._scheduler = runner.Scheduler(
-                self.cluster, conf, clock=time.time, session_ids=lambda: uuid.uuid4().hex
+                self.cluster, conf, clock=self.clock, session_ids=lambda: uuid.uuid4().hex
             )
         scheduler.conf = conf
         self._settled_under = None  # until this session has closed, changing nothing
         session = scheduler.run_once()
         if session.outcome.changes_nothing():
-            self._settled_under = conf
+            self._settled_under, self._settled_until = conf, session.wakes_at
         self.sessions += 1
         self.metrics.record(session)
         session.forget_functions()  # its objects go with it, not at a collection
 
     def settled(self) -> bool:
-        """Did the last session change nothing (and has nothing changed the conf since)?"""
-        return self._settled_under is not None and self._settled_under is self.conf.current()
+        """Did the last session change nothing, with the conf it ran with still the one,
+        and the clock not yet where its plugins decide otherwise?"""
+        return (
+            self._settled_under is not None
+            and self._settled_under is self.conf.current()
+            and self.clock() < self._settled_until
+        )
 
     def _due(self) -> bool:
         """Is a session worth its cost now? Yes when there is something to place or admit,
@@ -154,10 +164,11 @@ class SchedulerLoop:
 
         A backlog that cannot move is such a quiet cluster too (issue 12): once a session
         has changed nothing, the next one, on the same cluster under the same conf, would
-        decide the same. Only what time changes could differ (a lifetime's end, a queue's
-        flow, an event told again): those wait for the beat, ``idle_every`` periods at
-        most. Before, the waiting work alone ran a whole session every period (0.5 s and
-        more at 1,000 nodes with 1,800 gangs waiting), to decide nothing."""
+        decide the same, until the clock reaches what its plugins decide by it (a
+        lifetime's end: ``Session.wakes_at``). What else time changes (a queue's flow,
+        an event told again) waits for the beat, ``idle_every`` periods at most. Before,
+        the waiting work alone ran a whole session every period (0.5 s and more at 1,000
+        nodes with 1,800 gangs waiting), to decide nothing."""
         self._idle_periods += 1
         busy = self.busy()
         changed = self.generation() != self._seen_generation and not busy

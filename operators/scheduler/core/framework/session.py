@@ -9,6 +9,7 @@ actions say why a job did not get what it asked for through the session's method
 plugins that word conditions (gang) and by metrics.
 """
 
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -83,6 +84,9 @@ class Session(TieredFunctions):
         self.not_handed_on = snapshot.not_handed_on
         self.now = now
         self.uid = uid
+        # The first time after ``now`` when what a plugin decides by the clock changes
+        # (``wake_at``): until then, a session on the same snapshot decides the same.
+        self.wakes_at = math.inf
         self.stats = SessionStats()
         self.total = self.nodes.capacity
         self.room_dims = room_dims(self.dims)  # what a node's room is checked in
@@ -237,6 +241,12 @@ class Session(TieredFunctions):
         """Keep ``node``'s room for ``task`` in the sessions to come (Statement.commit: it
         evicted others to make that room)."""
         self.outcome.nominations.append(Nomination(task, self.nodes.names[node]))
+
+    def wake_at(self, when: float) -> None:
+        """What a plugin decides by the clock changes at ``when`` (after ``now``): a
+        lifetime's end, say. ``wakes_at`` is the first such time."""
+        if self.now < when < self.wakes_at:
+            self.wakes_at = when
 
     def any_room_kept(self) -> bool:
         """Is room kept on any node for a nominated task? (rarely: a cheap test first)"""

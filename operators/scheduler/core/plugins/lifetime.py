@@ -88,12 +88,18 @@ class _Lifetimes:
         total = session.total * self.mask
         self.fair = {name: total * q.weight / weights for name, q in session.queues.items()}
         self.protected = {name: np.zeros(len(session.dims)) for name in session.queues}
-        # Jobs whose lifetime has ended (their pods' start times do not change in a session).
-        self.expired = {
-            job.uid
-            for job in session.jobs.values()
-            if (until := job.protected_until()) is not None and session.now >= until - EPSILON
-        }
+        # Jobs whose lifetime has ended (their pods' start times do not change in a
+        # session); the others' ends are when this plugin decides otherwise (reclaimable,
+        # no longer charged): the session is told the first (``Session.wake_at``).
+        self.expired: set[str] = set()
+        for job in session.jobs.values():
+            until = job.protected_until()
+            if until is None:
+                continue
+            if session.now >= until - EPSILON:
+                self.expired.add(job.uid)
+            else:
+                session.wake_at(until - EPSILON)
         for job in session.jobs.values():
             if job.lifetime is None and job.queue in self.protected:
                 self.protected[job.queue] += job.allocated * self.mask
