@@ -1,6 +1,8 @@
-"""The scheduling loop of ``kbatch run``: one session per period while this replica
-leads and its caches are synced; a scheduler configuration file that is
-reloaded when it changes (a bad one is logged and the last good one kept).
+"""The scheduling loop of ``kbatch run``: a session a period while this replica leads,
+its caches are synced and a session is due (``SchedulerLoop._due``: not when nothing
+changed since a session that changed nothing, but every few periods); a scheduler
+configuration file that is reloaded when it changes (a bad one is logged and the last
+good one kept).
 
 ``wake`` ends the wait for the next period at once: the caches are synced (at start,
 or after taking the lead), so the first session need not wait up to a period more.
