@@ -52,6 +52,7 @@ def parse_duration(text: object, where: str) -> float:
     if position == 0:
         raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
     if len(_READ) >= _READ_SIZE:  # (the oldest goes: most texts are read in a burst)
-        del _READ[next(iter(_READ))]
+        # pop, not del: informers parse on several threads, which may drop it first
+        _READ.pop(next(iter(_READ), ""), None)
     _READ[text] = total
     return total

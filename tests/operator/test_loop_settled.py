@@ -6,6 +6,8 @@ one scheduler runs every session, so that what rested at a close rests at the ne
 The cluster here is the simulator's (``SimCluster``): a state that plays API server,
 writing back every status a session decides, as the watches would bring it back."""
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,11 @@ def backlog() -> ClusterState:
 
 
 def looping(
-    state: ClusterState, conf: ConfSource, leads: list[bool] | None = None
+    state: ClusterState,
+    conf: ConfSource,
+    leads: list[bool] | None = None,
+    idle_every: int = IDLE_EVERY,
+    clock: Callable[[], float] = time.time,
 ) -> SchedulerLoop:
     leading = [True] if leads is None else leads
     return SchedulerLoop(
@@ -52,7 +58,8 @@ def looping(
         may_schedule=lambda: leading[0],
         has_work=state.has_work,
         generation=lambda: state.generation,
-        idle_every=IDLE_EVERY,
+        idle_every=idle_every,
+        clock=clock,
     )
 
 
@@ -181,17 +188,7 @@ def test_a_settled_backlog_runs_when_a_lifetime_ends(tmp_path: Path) -> None:
     path.write_text(LIFETIME_CONF)
     state = queue_a_full_b_waiting()
     now = [STARTED + 30.0]
-    loop = SchedulerLoop(
-        SimCluster(state, SimClock()),
-        ConfSource(path),
-        period=1.0,
-        metrics=SchedulerMetrics(),
-        may_schedule=lambda: True,
-        has_work=state.has_work,
-        generation=lambda: state.generation,
-        idle_every=1000,  # (no beat in this test)
-        clock=lambda: now[0],
-    )
+    loop = looping(state, ConfSource(path), idle_every=1000, clock=lambda: now[0])  # (no beat)
     assert periods(loop, 3) == [True, True, False]  # settled: nothing may go yet
     now[0] = STARTED + 119.0
     assert periods(loop, 1) == [False]
