@@ -50,6 +50,7 @@ class KeptNodes:
         self._last: NodeSet | None = None
         self._placed: PlacedRows | None = None
         self._allocatable = np.zeros((0, 0))  # the last node set's, as it was made
+        self._capacity = np.zeros(0)  # its allocatable added up (``NodeSet.capacity``)
         # Per unit (a job's uid; NO_UNIT: tasks of no job of ours), the nodes its tasks
         # were on, or had room kept on, when placed.
         self._unit_nodes: dict[str, list[int]] = {}
@@ -70,11 +71,12 @@ class KeptNodes:
             and len(nodes) == len(self._records)
             and all(map(operator.is_, nodes, self._records))  # (C speed: every snapshot)
         ):
-            return NodeSet.of_same_nodes(last, self._allocatable.copy())
+            return NodeSet.of_same_nodes(last, self._allocatable.copy(), self._capacity)
         self._records, self._last, self._placed = nodes, None, None
         node_set = made()
         node_set.static_version = object()  # (records are never changed in place)
         self._allocatable = node_set.allocatable.copy()
+        self._capacity = node_set.capacity  # (read-only: shared by the node sets after)
         return node_set
 
     def place(

@@ -112,7 +112,10 @@ def condition(kind: ConditionType, status: bool, reason: str, message: str) -> P
     )
 
 
+@functools.lru_cache(maxsize=64)
 def iso_time(seconds: float) -> str:
+    """RFC 3339 (whole seconds). Kept for the last times asked: a session's close asks it
+    of its one ``now`` for every group whose status it builds."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -20,7 +20,7 @@ from kbatch.operators.scheduler.core.framework.nodes import NodeSet, PlacedRows
 from kbatch.sim import manifests, output, trace
 from kbatch.sim.runner import Options, Simulation
 from unit.cluster.test_kept_jobs import CONFS, QUIET_STEPS, session
-from unit.cluster.test_snapshot_reuse import Ignoring
+from unit.cluster.test_snapshot_reuse import Ignoring, node
 
 Placed = list[tuple[list[int], int]]  # per place_again: the nodes placed again, of all
 
@@ -153,3 +153,25 @@ def test_a_task_handed_on_is_put_in_order_by_the_place_it_was_given(
         extra.append(len(looked_up) - len(sorted_tasks))
     assert sorted_tasks and extra[1] == len(sorted_tasks), "the long way looks each up"
     assert extra[0] < extra[1] * 0.6
+
+
+def test_the_nodes_capacity_is_added_up_once_per_node_set_made() -> None:
+    """A snapshot of the same nodes hands on the capacity the last one added up (every
+    session reads it); a node set made anew adds it up again; nothing may write it."""
+    state = ClusterState()
+    for step in QUIET_STEPS[:2]:
+        step(state)
+    first = state.snapshot()
+    session(first, "every action")
+    capacity = first.nodes.capacity
+    second = state.snapshot()
+    assert second.nodes.infos is first.nodes.infos  # (of the same nodes)
+    assert second.nodes.capacity is capacity
+    assert capacity.tolist() == second.nodes.allocatable.sum(axis=0).tolist()
+    with pytest.raises(ValueError):
+        capacity[0] = 0.0
+    state.apply(node("n-added", cpu="3"))
+    third = state.snapshot()
+    assert third.nodes.capacity is not capacity
+    assert third.nodes.capacity.tolist() == third.nodes.allocatable.sum(axis=0).tolist()
+    assert third.nodes.capacity[third.dims.index["cpu"]] == capacity[first.dims.index["cpu"]] + 3000

@@ -55,9 +55,11 @@ REFUSE_ALIKE_AT_ONCE = True
 
 
 def execute(session: Session) -> None:
+    waiting = _waiting(session)
+    if not waiting:
+        return  # (most sessions of a cluster keeping up: no idle room worked out)
     mask = shareable(session.dims)
     idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
-    waiting = _waiting(session)
     if REFUSE_ALIKE_AT_ONCE and _all_refused(session, waiting, idle, mask):
         return
     lines = _lines(session, waiting)

@@ -66,6 +66,7 @@ class NodeSet:
         self.names = [info.name for info in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
         self.allocatable = allocatable[order] if len(order) else allocatable
+        self._capacity: np.ndarray | None = None  # (``capacity``, when first asked)
         # Stands for what the nodes say besides their tasks and rows (names, labels,
         # taints, cordons, conditions), when their maker knows it unchanged: two node sets
         # with the same one (not None) say the same (``of_same_nodes``; the node index
@@ -74,14 +75,18 @@ class NodeSet:
         self._empty()
 
     @classmethod
-    def of_same_nodes(cls, last: "NodeSet", allocatable: np.ndarray) -> "NodeSet":
+    def of_same_nodes(
+        cls, last: "NodeSet", allocatable: np.ndarray, capacity: np.ndarray | None = None
+    ) -> "NodeSet":
         """A node set of ``last``'s nodes (with this ``allocatable``, in its order), nothing
         placed: the same NodeInfo objects (their tasks as ``last`` has them, until
         ``place_again``), names and index. ``last`` is not to be used after (a snapshot's
-        is good until the next is made: ``kbatch.cluster.kept_nodes``)."""
+        is good until the next is made: ``kbatch.cluster.kept_nodes``). ``capacity``:
+        ``allocatable`` added up, when the caller has it (read-only)."""
         node_set = cls.__new__(cls)
         node_set.infos, node_set.names = last.infos, last.names
         node_set.index, node_set.allocatable = last.index, allocatable
+        node_set._capacity = capacity
         node_set.static_version = last.static_version
         node_set._empty()
         return node_set
@@ -313,7 +318,14 @@ class NodeSet:
 
     @property
     def capacity(self) -> np.ndarray:
-        return np.asarray(self.allocatable.sum(axis=0))
+        """The nodes' allocatable added up (read-only): worked out once per allocatable
+        matrix, which every session asks of its snapshot (and the next snapshot of the
+        same nodes mostly hands on)."""
+        if self._capacity is None:
+            capacity = np.asarray(self.allocatable.sum(axis=0))
+            capacity.flags.writeable = False
+            self._capacity = capacity
+        return self._capacity
 
 
 @dataclass(frozen=True, slots=True)
