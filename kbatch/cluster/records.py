@@ -462,12 +462,14 @@ def parse_pod_group(
     obj: Mapping[str, Any],
     previous: PodGroup | None = None,
     previous_raw: Mapping[str, Any] | None = None,
+    status: BaseModel | None = None,
 ) -> PodGroup:
     """A PodGroup, or ObjectError naming the field (negative minResources included).
     ``previous``, ``previous_raw``: the state's last version of it, parsed and as given;
     a write of its status alone (the scheduler's, every session a group's status moves)
-    keeps the rest as parsed then and validates the status only."""
-    kept = _parsed_of_status_write(obj, previous, previous_raw, PodGroupStatus)
+    keeps the rest as parsed then and validates the status only, or takes ``status``,
+    the model it was dumped from, when the writer gives it."""
+    kept = _parsed_of_status_write(obj, previous, previous_raw, PodGroupStatus, status)
     if kept is not None:
         return kept
     with _naming(ref_of(obj)):
@@ -491,13 +493,18 @@ def _parsed_of_status_write(
     previous: _Parsed | None,
     previous_raw: Mapping[str, Any] | None,
     status_model: type[BaseModel],
+    given: BaseModel | None = None,
 ) -> _Parsed | None:
     """``previous`` with ``obj``'s status, when ``obj`` is ``previous_raw`` but for its
     status and that status is valid; None: parse ``obj`` whole (which names a bad
-    status' field)."""
+    status' field). ``given``: the model ``obj``'s status was dumped from (built by the
+    scheduler's rules, so valid: the same model a validation of the dump gives), taken
+    as it is."""
     if previous is None or not _status_alone_written(obj, previous_raw):
         return None
     written = obj.get("status")
+    if type(given) is status_model and written is not None:
+        return previous.model_copy(update={"status": given})
     try:
         status = status_model() if written is None else status_model.model_validate(written)
     except ValidationError:
@@ -562,11 +569,12 @@ def parse_queue(
     obj: Mapping[str, Any],
     previous: Queue | None = None,
     previous_raw: Mapping[str, Any] | None = None,
+    status: BaseModel | None = None,
 ) -> Queue:
     """A Queue, or ObjectError naming the field (a negative capability included).
-    ``previous``, ``previous_raw``: as ``parse_pod_group``'s (the scheduler writes a
-    queue's status every session its allocation moves)."""
-    kept = _parsed_of_status_write(obj, previous, previous_raw, QueueStatus)
+    ``previous``, ``previous_raw``, ``status``: as ``parse_pod_group``'s (the scheduler
+    writes a queue's status every session its allocation moves)."""
+    kept = _parsed_of_status_write(obj, previous, previous_raw, QueueStatus, status)
     if kept is not None:
         return kept
     with _naming(ref_of(obj)):

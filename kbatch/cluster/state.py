@@ -17,6 +17,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
@@ -103,12 +105,17 @@ class ClusterState:
             return name
         return f"{namespace or 'default'}/{name}"
 
-    def apply(self, obj: Mapping[str, Any], owned: bool = False) -> None:
+    def apply(
+        self, obj: Mapping[str, Any], owned: bool = False, status: BaseModel | None = None
+    ) -> None:
         """Create or replace an object; a bad one raises ObjectError and changes nothing
         but what ``refusal`` says of it (a refused update leaves the last good version).
 
         The state keeps its own copy, unless ``owned``: the caller hands the object over
-        and will not touch it again (a watch event just decoded)."""
+        and will not touch it again (a watch event just decoded). ``status``: of a
+        PodGroup or Queue whose status alone is written, the status model that
+        ``obj``'s status was dumped from, when the writer has it (the simulator's
+        status writes): taken as parsed, not validated again."""
         kind = obj.get("kind")
         meta = obj.get("metadata")
         name = meta.get("name") if isinstance(meta, Mapping) else None
@@ -126,11 +133,11 @@ class ClusterState:
                 )
             elif kind == "PodGroup":
                 parsed = records.parse_pod_group(
-                    obj, self._parsed["PodGroup"].get(key), self._raw["PodGroup"].get(key)
+                    obj, self._parsed["PodGroup"].get(key), self._raw["PodGroup"].get(key), status
                 )
             elif kind == "Queue":
                 parsed = records.parse_queue(
-                    obj, self._parsed["Queue"].get(key), self._raw["Queue"].get(key)
+                    obj, self._parsed["Queue"].get(key), self._raw["Queue"].get(key), status
                 )
             else:
                 parsed = _PARSERS[kind](obj)

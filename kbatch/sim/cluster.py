@@ -27,6 +27,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
@@ -43,6 +45,10 @@ FINISHED = ("Succeeded", "Failed")
 REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
 # False: the state copies every object the simulator writes (the long way, for tests).
 HAND_OVER_WRITES = True
+# False: a status the simulator writes is validated again from its dump, as the API
+# server's would be (the long way, for tests); True: the model it was dumped from is
+# handed over with it.
+HAND_OVER_STATUSES = True
 
 
 @dataclass(slots=True)
@@ -326,15 +332,11 @@ class SimCluster:
         self.delete_pod(pod)
 
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
-        self._write_status(
-            "PodGroup",
-            namespace,
-            name,
-            status.model_dump(mode="json", by_alias=True, exclude_none=True),
-        )
+        dumped = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self._write_status("PodGroup", namespace, name, dumped, status)
 
     def update_queue(self, name: str, status: QueueStatus) -> None:
-        self._write_status("Queue", "", name, status.model_dump(mode="json", by_alias=True))
+        self._write_status("Queue", "", name, status.model_dump(mode="json", by_alias=True), status)
 
     def update_pod_condition(self, condition: decided.PodCondition) -> None:
         """PodScheduled into the pod's status.conditions (a strategic merge by type)."""
@@ -352,11 +354,17 @@ class SimCluster:
         status["conditions"] = _with_condition(status.get("conditions"), written, self.clock.now)
         self._apply_pod({**pod, "status": status})
 
-    def _write_status(self, kind: str, namespace: str, name: str, status: Object) -> None:
+    def _write_status(
+        self, kind: str, namespace: str, name: str, status: Object, model: BaseModel
+    ) -> None:
+        """``status``, dumped from ``model`` (handed to the state with it: not validated
+        again), as the object's status."""
         obj = self.state.get(kind, namespace, name)
         if obj is None or obj.get("status") == status:
             return
-        self.state.apply({**obj, "status": status}, owned=HAND_OVER_WRITES)  # (``_apply_pod``)
+        given = model if HAND_OVER_STATUSES else None
+        # (owned: as ``_apply_pod``'s)
+        self.state.apply({**obj, "status": status}, owned=HAND_OVER_WRITES, status=given)
         self.changed()
         if kind == "PodGroup":
             self.touched.groups.add((namespace, name))

@@ -18,6 +18,8 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   whole, the long way);
 - ``cluster.HAND_OVER_WRITES``: the simulator's writes (binds, finishes, statuses) handed
   to the state as they are, not copied (copied, the long way);
+- ``cluster.HAND_OVER_STATUSES``: a PodGroup's or Queue's status written with the model
+  it was dumped from, taken as parsed (validated again from the dump, the long way);
 - ``gang.not_admitted_words`` and ``gang.not_admitted_event``: a group not admitted is
   worded, and its event made, once for the same words, not every session;
 - ``gang.scheduled_words``: a running gang worded once for the same counts;
@@ -148,6 +150,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
     "writes handed over": (sim_cluster, "HAND_OVER_WRITES", False),
     "pod records of status writes": (records, "KEEP_RECORD_OF_STATUS_WRITES", False),
+    "statuses handed over": (sim_cluster, "HAND_OVER_STATUSES", False),
 }
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
+from kbatch.api.queue import QueueStatus
 from kbatch.cluster import group_parts, records
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
@@ -131,3 +133,42 @@ def test_the_parts_of_a_group_written_whole_are_worked_out_anew() -> None:
     last = group_parts.group_parts("ns/g", before, dims)
     changed = {**group(phase="Inqueue"), "spec": {"minMember": 3, "queue": "q"}}
     assert group_parts.status_parts(last, records.parse_pod_group(changed, before, group())) is None
+
+
+@pytest.mark.parametrize("written", [w for w in WRITES if "status" in w])
+def test_a_status_handed_over_with_its_model_is_that_model(written: dict[str, Any]) -> None:
+    """The simulator hands its status writes over with the model they were dumped from
+    (``SimCluster._write_status``): that very model is the status parsed, and the group
+    is what validating the dump gives."""
+    before = records.parse_pod_group(group(phase="Pending"))
+    model = PodGroupStatus.model_validate(written["status"])
+    dumped = {**group(), "status": model.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    kept = records.parse_pod_group(dumped, before, group(phase="Pending"), model)
+    assert kept.status is model
+    assert kept == records.parse_pod_group(dumped)
+    assert kept.spec is before.spec
+
+
+def test_a_model_handed_over_with_more_than_a_status_written_is_not_taken() -> None:
+    """Only a write of the status alone takes the model: one that changes more is
+    parsed whole (and a status that is not the model's kind is validated)."""
+    before = records.parse_pod_group(group(phase="Pending"))
+    model = PodGroupStatus(phase=PodGroupPhase.INQUEUE)
+    changed = {**group(phase="Inqueue"), "spec": {"minMember": 3, "queue": "q"}}
+    whole = records.parse_pod_group(changed, before, group(phase="Pending"), model)
+    assert whole.spec.min_member == 3 and whole.status is not model
+    queue_status = QueueStatus()
+    other = records.parse_pod_group(
+        group(phase="Inqueue"), before, group(phase="Pending"), queue_status
+    )
+    assert other.status == model and other.status is not model
+
+
+def test_the_state_takes_a_handed_over_status_of_a_status_write() -> None:
+    state = ClusterState()
+    state.apply(group(phase="Pending"))
+    model = PodGroupStatus(phase=PodGroupPhase.RUNNING, running=2)
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    state.apply({**group(), "status": dumped}, status=model)
+    assert state.pod_groups()["ns/g"].status is model
+    assert state.get("PodGroup", "ns", "g")["status"] == dumped
