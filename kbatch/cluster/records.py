@@ -318,10 +318,11 @@ def _pod_of_status_write(
     obj: Mapping[str, Any], previous: PodRecord, previous_raw: Mapping[str, Any]
 ) -> PodRecord | None:
     """``previous`` with what ``obj`` says of its node and status, when ``obj`` is
-    ``previous_raw`` but for its status and its spec's nodeName, every other part the
-    very same object (a simulated bind or finish: made of the state's last version,
-    whose parts nothing changes in place); None: parse ``obj`` whole (which also names a
-    bad field). What else a record holds is read from those same parts."""
+    ``previous_raw`` but for its status (either may have none) and its spec's nodeName,
+    every other part the very same object (a simulated bind or finish: made of the
+    state's last version, whose parts nothing changes in place); None: parse ``obj``
+    whole (which also names a bad field). What else a record holds is read from those
+    same parts."""
     for key, part in obj.items():
         if key != "status" and key != "spec" and part is not previous_raw.get(key):
             return None
@@ -335,7 +336,11 @@ def _pod_of_status_write(
             return None
         if any(part is not old_spec[key] for key, part in spec.items() if key != "nodeName"):
             return None
-    if len(obj) != len(previous_raw) or not isinstance(obj.get("status"), dict | None):
+    # (no other part than these: the first status write of a pod made without one, its
+    # bind, adds it)
+    if len(obj) - ("status" in obj) != len(previous_raw) - ("status" in previous_raw):
+        return None
+    if not isinstance(obj.get("status"), dict | None):
         return None
     try:
         node_name = fields.string(obj, "spec.nodeName")

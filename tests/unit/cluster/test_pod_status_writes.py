@@ -47,6 +47,7 @@ WRITES = {
         **BEFORE,
         "status": {"conditions": [{**SCHEDULED, "status": "False", "reason": "R", "message": "m"}]},
     },
+    "status dropped": {key: part for key, part in BEFORE.items() if key != "status"},
 }
 
 
@@ -88,7 +89,6 @@ def test_a_status_or_node_written_alone_gives_the_record_parsed_whole(
 
 
 OTHER_WRITES = {
-    "no status": {key: part for key, part in BEFORE.items() if key != "status"},
     "labels": {**BEFORE, "metadata": {**BEFORE["metadata"], "labels": {"app": "b"}}},
     "equal metadata, another object": {**BEFORE, "metadata": dict(BEFORE["metadata"])},
     "a request": {
@@ -130,3 +130,18 @@ def test_the_state_keeps_the_record_of_a_write_handed_over(
     record = state.pod_record("ns", "p")
     assert record is not None and (record.node_name, record.phase) == ("n1", "Running")
     assert record == records.parse_pod(bound)
+
+
+def test_the_first_status_of_a_pod_made_without_one_keeps_its_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Job controller's pod has no status until its bind writes one (with its node):
+    a status write too, that keeps the rest of the record (it was parsed whole)."""
+    made = {key: part for key, part in BEFORE.items() if key != "status"}
+    bound = {**WRITES["bound"], "metadata": made["metadata"]}
+    before = records.parse_pod(made)
+    with monkeypatch.context() as patched:  # not parsed whole
+        patched.setattr(records, "_pod_fields", None)
+        kept = records.parse_pod(bound, before, made)
+    assert kept == records.parse_pod(bound)
+    assert kept.spec is before.spec and (kept.node_name, kept.phase) == ("n1", "Running")
