@@ -7,6 +7,7 @@ handed on or made again, groups new and gone, a group shown again out of order).
 
 from collections import Counter
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -240,3 +241,19 @@ def test_what_a_snapshot_says_it_did_not_hand_on_is_so(conf_name: str) -> None:
         session(snap, conf_name)
         moved = {uid for uid, phase in made.items() if snap.jobs[uid].phase is not phase}
     assert said >= 15
+
+
+def test_the_last_jobs_are_copied_in_their_order_whatever_was_deleted() -> None:
+    """``next_jobs.copied``: a dict with deleted entries (the last jobs less those gone)
+    copied by its own ``copy``, any other mapping by ``dict``: each a new dict, in order."""
+    jobs: dict[str, Any] = {f"ns/g{i}": object() for i in range(30)}
+    for i in range(0, 30, 3):
+        del jobs[f"ns/g{i}"]
+    jobs["ns/late"] = object()
+    copy = next_jobs.copied(jobs)
+    assert type(copy) is dict and copy is not jobs
+    assert list(copy.items()) == list(jobs.items())
+    copy.pop("ns/late")
+    assert "ns/late" in jobs
+    proxy = next_jobs.copied(MappingProxyType(jobs))
+    assert type(proxy) is dict and list(proxy.items()) == list(jobs.items())
