@@ -364,7 +364,9 @@ class SnapshotBuilder:
         ):
             return None
         units = self._kept_jobs.not_kept | changed_units | self._jobless
-        if not units.isdisjoint(kept_jobs):  # a unit of a job handed on has a jobless pod
+        # A unit of a job handed on has a jobless pod? (Asked of the few units: a set's
+        # isdisjoint of a dict walks every key of the dict, a dict's keys' of the set.)
+        if not kept_jobs.keys().isdisjoint(units):
             return None
         return pods.of_units(units)
 
