@@ -4,6 +4,9 @@ keeps the rest of its last record (``records.parse_pod``): the same record as pa
 whole, and the same refusal of a bad status; any other part written, even equal, is
 parsed whole."""
 
+import dataclasses
+import inspect
+import re
 from typing import Any
 
 import pytest
@@ -145,3 +148,16 @@ def test_the_first_status_of_a_pod_made_without_one_keeps_its_record(
         kept = records.parse_pod(bound, before, made)
     assert kept == records.parse_pod(bound)
     assert kept.spec is before.spec and (kept.node_name, kept.phase) == ("n1", "Running")
+
+
+def test_a_status_write_names_every_field_of_the_record() -> None:
+    """The record of a status write is built field by field (not dataclasses.replace):
+    a field added to PodRecord must be handed on there too, or this fails."""
+    source = inspect.getsource(records._pod_of_status_write)
+    named = set(re.findall(r"^\s+(\w+)=", source, re.MULTILINE))
+    init_fields = {f.name for f in dataclasses.fields(records.PodRecord) if f.init}
+    assert init_fields <= named, init_fields - named
+    kept, _ = _parsed_kept(WRITES["bound"])
+    before = records.parse_pod(BEFORE)
+    assert isinstance(kept, records.PodRecord)
+    assert kept.spec is before.spec and (kept.task_status, kept.unit) != (None, "")
