@@ -3,6 +3,7 @@
 Units: cpu in millicores, every other resource in its base unit (bytes, devices, pods).
 """
 
+import functools
 import importlib.util
 import sys
 from collections.abc import Callable, Mapping
@@ -44,6 +45,14 @@ def amount(resource: str, value: object) -> float:
     """Parse one quantity; raise ValueError saying what is wrong with it."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"{value!r} is not a quantity")
+    return _amount(resource == CPU, value)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _amount(milli: bool, value: str | int | float) -> float:
+    """``amount`` of a string or number (millis: cpu's unit), kept for the quantities read
+    last: every pod and PodGroup of a template names the same few, each read by the
+    client's parser (Decimal arithmetic) at every validation. A failure is not kept."""
     try:
         parsed: Decimal = parse_quantity(value)
     except (ValueError, InvalidOperation, TypeError) as exc:
@@ -54,7 +63,7 @@ def amount(resource: str, value: object) -> float:
         raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')")
     if parsed < 0:
         raise ValueError(f"must not be negative, not {value}")
-    out = float(parsed * 1000) if resource == CPU else float(parsed)
+    out = float(parsed * 1000) if milli else float(parsed)
     if out == float("inf"):
         raise ValueError(f"{value!r} is too large a quantity")
     return out

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import kubernetes.utils.quantity as client_quantity
+import pytest
 
 from kbatch.cluster import quantity
 
@@ -36,3 +37,17 @@ def test_the_command_line_and_the_simulator_import_no_api_client() -> None:
         [sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_quantity_read_again_is_the_same_amount_and_a_bad_one_refused_again() -> None:
+    """``amount`` keeps the quantities read last (a failure not): each reads as the
+    client's parser gives it, cpu in millicores, however often and in whatever type."""
+    for _ in range(2):
+        assert quantity.amount("cpu", "500m") == 500.0
+        assert quantity.amount("memory", "500m") == 0.5
+        assert quantity.amount("cpu", 2) == quantity.amount("cpu", 2.0) == 2000.0
+        assert quantity.amount("cpu", "2") == 2000.0
+        assert quantity.amount("memory", "4Gi") == 4 * 2**30
+        for bad in ("lots", "-1", True, None, "NaN"):
+            with pytest.raises(ValueError):
+                quantity.amount("cpu", bad)
