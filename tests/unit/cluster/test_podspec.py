@@ -1,10 +1,11 @@
 """A pod's parsed spec: its request by Kubernetes' rules, and its affinity terms."""
 
+import json
 from typing import Any
 
 import pytest
 
-from kbatch.cluster import records
+from kbatch.cluster import podspec, records
 from kbatch.cluster.podspec import PODS, parse_spec, pod_request
 
 
@@ -140,3 +141,42 @@ def test_a_pod_with_other_labels_is_parsed_again() -> None:
     relabelled["metadata"]["labels"] = {"a": "c"}
     again = records.parse_pod(relabelled, first, pod())
     assert again.spec is not first.spec and again.spec.key != first.spec.key
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"containers": [{"name": "c", "resources": {"requests": {"memory": "1Gi", "cpu": "1"}}}]},
+        {
+            "containers": [{"name": "c", "ports": [{"hostPort": 80}], "restartPolicy": "Always"}],
+            "initContainers": ["not a map"],
+            "nodeSelector": {"b": "2", "a": "1"},
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+            "priorityClassName": "high",
+            "overhead": {"cpu": 1.5},
+        },
+        {"containers": "not a list", "affinity": {"nodeAffinity": {"z": object}}},
+    ],
+)
+def test_a_spec_key_is_the_json_of_what_it_names(spec: dict[str, Any]) -> None:
+    """The key's text: sorted keys, anything else as str (one encoder for every key)."""
+
+    def read_of(c: object) -> object:
+        return (
+            [c.get(k) for k in ("resources", "ports", "restartPolicy")]
+            if isinstance(c, dict)
+            else c
+        )
+
+    containers, inits = spec.get("containers"), spec.get("initContainers")
+    named = [
+        [read_of(c) for c in containers] if isinstance(containers, list) else containers,
+        [read_of(c) for c in inits] if isinstance(inits, list) else inits,
+        *(spec.get(k) for k in ("overhead", "nodeSelector", "affinity", "tolerations")),
+        spec.get("priorityClassName", ""),
+    ]
+    labels = {"b": "x", "a": "y"}
+    expected = json.dumps(["ns", labels], sort_keys=True, default=str) + json.dumps(
+        named, sort_keys=True, default=str
+    )
+    assert podspec.spec_key("ns", labels, spec) == expected
