@@ -168,3 +168,41 @@ def test_an_unrationed_resource_does_not_shield_a_queue(memory: int, victims: li
     reclaimer = next(iter(session.jobs["default/b"].tasks.values()))
     running = list(session.jobs["default/a"].tasks.values())
     assert [t.name for t in session.reclaimable(reclaimer, running)][:1] == victims
+
+
+def _fill_by_numpy(total: float, weight: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """The water-filling of one dimension step by step on numpy scalars (the long way)."""
+    out = np.zeros_like(limit)
+    left, open_weight = max(total, 0.0), float(weight.sum())
+    order = np.argsort(limit / weight, kind="stable")
+    for k, i in enumerate(order):
+        if limit[i] * open_weight > left * weight[i]:
+            rest = order[k:]
+            out[rest] = left * weight[rest] / open_weight
+            break
+        out[i] = limit[i]
+        left -= limit[i]
+        open_weight -= weight[i]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_deserved_shares_are_those_of_the_long_way_to_the_bit(seed: int) -> None:
+    """Random queues (weights with ties, requests with ties and zeros, capabilities some
+    infinite, totals fractional): the same floats, bit for bit, as filling each
+    dimension on numpy scalars."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 12))
+    names = [f"q{i}" for i in range(count)]
+    weights = {n: int(rng.integers(1, 4)) for n in names}
+    requests = {n: rng.choice([0.0, 1.5, 3.0, 7.25, 1e6], size=4) for n in names}
+    caps = {
+        n: np.where(rng.random(4) < 0.5, np.inf, rng.choice([1.0, 2.5, 4.0], size=4)) for n in names
+    }
+    total = rng.choice([0.0, 2.0, 9.75, 31.3, 1e7], size=4)
+    got = deserved_shares(total, weights, requests, caps)
+    weight = np.array([float(weights[n]) for n in names])
+    limits = np.array([np.minimum(requests[n], caps[n]) for n in names])
+    for dim in range(4):
+        expected = _fill_by_numpy(float(total[dim]), weight, limits[:, dim])
+        assert [got[n][dim] for n in names] == expected.tolist(), (seed, dim)
