@@ -5,6 +5,7 @@ import pytest
 
 from builders import Cluster, run_actions, vec
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.plugins import proportion
 from kbatch.operators.scheduler.core.plugins.proportion import deserved_shares
 
 INF = np.full(4, np.inf)
@@ -206,3 +207,19 @@ def test_the_deserved_shares_are_those_of_the_long_way_to_the_bit(seed: int) -> 
     for dim in range(4):
         expected = _fill_by_numpy(float(total[dim]), weight, limits[:, dim])
         assert [got[n][dim] for n in names] == expected.tolist(), (seed, dim)
+
+
+def test_queues_without_a_capability_share_one_unlimited_that_nothing_writes() -> None:
+    free = proportion.QueueShare(
+        "a", 1, proportion.unlimited(4), np.zeros(4), np.zeros(4), np.zeros(4)
+    )
+    capped = proportion.QueueShare(
+        "b", 1, np.array([1.0, np.inf, np.inf, np.inf]), np.zeros(4), np.zeros(4), np.zeros(4)
+    )
+    spelled_out = proportion.QueueShare(
+        "c", 1, np.full(4, np.inf), np.zeros(4), np.zeros(4), np.zeros(4)
+    )
+    assert free.capability is proportion.unlimited(4)
+    assert free.unbounded and spelled_out.unbounded and not capped.unbounded
+    with pytest.raises(ValueError):
+        free.capability[0] = 1.0

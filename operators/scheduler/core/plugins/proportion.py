@@ -12,6 +12,7 @@ for a task (up to its deserved share) or lose a task (only while it keeps its
 deserved share), and how far above its share a queue is.
 """
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -55,7 +56,9 @@ class QueueShare:
     def __post_init__(self) -> None:
         # (every queue, every session: the array methods, not numpy's wrapping functions)
         self.deserved = np.zeros(self.request.shape)
-        self.unbounded = bool((self.capability == np.inf).all())
+        self.unbounded = self.capability is unlimited(len(self.capability)) or bool(
+            (self.capability == np.inf).all()
+        )
 
     def refresh(self) -> None:
         self.share = share(self.allocated, self.deserved)
@@ -127,6 +130,15 @@ def _fill(
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def unlimited(dims: int) -> np.ndarray:
+    """The capability of a queue that sets none: infinite in every dimension (read-only,
+    one for every such queue of every session)."""
+    capability = np.full(dims, np.inf)
+    capability.flags.writeable = False
+    return capability
+
+
 class _Proportion:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -134,7 +146,7 @@ class _Proportion:
         self.mask = shareable(session.dims)
         self.queues: dict[str, QueueShare] = {}
         for name, queue in session.queues.items():
-            capability = queue.capability if queue.capability is not None else np.full(dims, np.inf)
+            capability = queue.capability if queue.capability is not None else unlimited(dims)
             self.queues[name] = QueueShare(
                 name, queue.weight, capability, np.zeros(dims), np.zeros(dims), np.zeros(dims)
             )
