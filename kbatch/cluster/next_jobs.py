@@ -94,7 +94,7 @@ def next_jobs(
     added = _added(pod_groups, len(new), order)
     if added is None or new.symmetric_difference(added):
         return None
-    jobs = copied(old)
+    jobs = shallow_copy(old)
     for unit in gone:
         del jobs[unit]
     if order is None and [*jobs, *added] != list(pod_groups):
@@ -103,7 +103,7 @@ def next_jobs(
     touched = {unit for unit in logged if old[unit].touched}
     written_or_touched = touched | (old.keys() & changed)
     not_kept = written_or_touched - last.taskless
-    kept = copied(old)
+    kept = shallow_copy(old)
     for unit in gone | written_or_touched | last.taskless:
         kept.pop(unit, None)
     quiet = last.taskless - written_or_touched - gone  # jobs without tasks, unwritten
@@ -129,11 +129,12 @@ def next_jobs(
     return walk
 
 
-def copied(jobs: Mapping[str, JobInfo]) -> dict[str, JobInfo]:
-    """A copy of ``jobs``, in its order. A dict's own ``copy`` clones its table while at
-    most a third of it is deleted entries; ``dict(jobs)`` clones only a table without
-    any, else inserts key by key. The last jobs less those gone, every snapshot, have
-    some: 78 against 13 µs at 4,000 jobs (Python 3.11), twice a snapshot."""
+def shallow_copy(jobs: Mapping[str, JobInfo]) -> dict[str, JobInfo]:
+    """A new dict of ``jobs`` (the same JobInfo objects), in its order. A dict's own
+    ``copy`` clones its table while at most a third of it is deleted entries;
+    ``dict(jobs)`` clones only a table without any, else inserts key by key. The last
+    jobs less those gone, every snapshot, have some: 78 against 13 µs at 4,000 jobs
+    (Python 3.11), twice a snapshot."""
     return jobs.copy() if type(jobs) is dict else dict(jobs)
 
 

@@ -244,16 +244,16 @@ def test_what_a_snapshot_says_it_did_not_hand_on_is_so(conf_name: str) -> None:
 
 
 def test_the_last_jobs_are_copied_in_their_order_whatever_was_deleted() -> None:
-    """``next_jobs.copied``: a dict with deleted entries (the last jobs less those gone)
+    """``next_jobs.shallow_copy``: a dict with deleted entries (the last jobs less those gone)
     copied by its own ``copy``, any other mapping by ``dict``: each a new dict, in order."""
     jobs: dict[str, Any] = {f"ns/g{i}": object() for i in range(30)}
     for i in range(0, 30, 3):
         del jobs[f"ns/g{i}"]
     jobs["ns/late"] = object()
-    copy = next_jobs.copied(jobs)
+    copy = next_jobs.shallow_copy(jobs)
     assert type(copy) is dict and copy is not jobs
     assert list(copy.items()) == list(jobs.items())
     copy.pop("ns/late")
     assert "ns/late" in jobs
-    proxy = next_jobs.copied(MappingProxyType(jobs))
+    proxy = next_jobs.shallow_copy(MappingProxyType(jobs))
     assert type(proxy) is dict and list(proxy.items()) == list(jobs.items())
