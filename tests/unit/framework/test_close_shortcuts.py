@@ -195,3 +195,21 @@ def test_a_pod_told_the_same_again_is_given_the_same_event() -> None:
     reworded = outcome.failed_scheduling(task, "other words")
     assert reworded is not first[task.name] and reworded.message == "other words"
     assert (reworded.ref, reworded.type) == (first[task.name].ref, first[task.name].type)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_queue_status_counts_its_groups_by_the_phase_published(seed: int) -> None:
+    session = _alike_gangs(seed).open(CONF)
+    sent = run_actions(session)
+    for name, status in sent.queues.items():
+        phases = [
+            job.phase for job in session.jobs.values() if job.queue == name and job.has_pod_group
+        ]
+        counted = (status.pending, status.inqueue, status.running)
+        expected = tuple(
+            phases.count(phase)
+            for phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING)
+        )
+        assert counted == expected, name
+    statuses = [(s.pending, s.inqueue, s.running) for s in sent.queues.values()]
+    assert any(s[0] for s in statuses) and any(s[2] for s in statuses)
