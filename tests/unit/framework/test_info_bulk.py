@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kbatch.operators.scheduler.core.framework import info
+from kbatch.operators.scheduler.core.framework import nodes as nodes_module
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     PLACED_STATUSES,
@@ -148,13 +149,20 @@ NODE_STATES = (
 SIZES = [(200, 30), (6, 3)]
 
 
+@pytest.mark.parametrize("stacked_each_up_to", [0, 10**6])  # requests picked by identity, or not
 @pytest.mark.parametrize("bincount", [True, False])
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize(("placing", "reserving"), SIZES)
 def test_place_all_is_place_and_reserve_one_by_one(
-    seed: int, bincount: bool, placing: int, reserving: int, monkeypatch: pytest.MonkeyPatch
+    seed: int,
+    bincount: bool,
+    stacked_each_up_to: int,
+    placing: int,
+    reserving: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
+    monkeypatch.setattr(nodes_module, "_STACKED_EACH_UP_TO", stacked_each_up_to)
     rnd = random.Random(seed)
     one_by_one, at_once = node_set(random.Random(seed), 8), node_set(random.Random(seed), 8)
     placed = tasks(rnd, placing, [s for s in TaskStatus if s is not TaskStatus.PENDING])
