@@ -200,12 +200,21 @@ class ClusterState:
         """Count the resource names of ``parsed`` (None: the object is gone) in place of
         those of the object's last version."""
         names = () if parsed is None else snapshot_inputs.resource_names_of(parsed)
-        if names == self._names_of.get((kind, key), ()):
+        old = self._names_of.get((kind, key), ())
+        if names == old:
             return  # (most writes: a status, a bind)
-        self._names.subtract(self._names_of.pop((kind, key), ()))
+        # Counted name by name, as Counter's subtract and update would (a count may fall
+        # to 0 and stays; a new name comes last), without their generic code: every pod
+        # created or dropped comes here.
+        counts = self._names
+        if old:
+            del self._names_of[(kind, key)]
+            for name in old:
+                counts[name] -= 1
         if names:
             self._names_of[(kind, key)] = names
-            self._names.update(names)
+            for name in names:
+                counts[name] += 1
 
     def _show(self, kind: str, key: str, parsed: Any) -> None:
         """Tell ``_shown`` of a change (``parsed`` None: the object is gone)."""

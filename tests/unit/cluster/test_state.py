@@ -374,3 +374,31 @@ def test_a_node_written_as_it_reads_changes_nothing_a_snapshot_reads() -> None:
     refused = state.generation
     state.apply(labelled)
     assert state.generation > refused and state.refusal("Node", "", "a") is None
+
+
+def test_the_resource_names_counted_are_those_the_objects_held_say_in_order() -> None:
+    """Each write and delete counts its object's resource names in place of its last
+    version's: the names a snapshot works under are those of the objects held, in order
+    of first appearance, and a name no object says any more is left out."""
+    state = ClusterState()
+    state.apply(node("n1"))
+    state.apply(pod("a"))
+    gpu_pod = pod("b")
+    gpu_pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    state.apply(gpu_pod)
+    state.apply(pod_group("g", minResources={"example.com/fpga": "1"}))
+
+    def names() -> list[str]:
+        return state._snapshot_inputs()[0]
+
+    assert names() == ["cpu", "memory", "pods", "nvidia.com/gpu", "example.com/fpga"]
+    state.apply(pod("b"))  # the gpu request is gone from its one pod
+    assert names() == ["cpu", "memory", "pods", "example.com/fpga"]
+    state.delete("PodGroup", "default", "g")
+    state.apply(gpu_pod)  # said again: counted again, in its first place
+    assert names() == ["cpu", "memory", "pods", "nvidia.com/gpu"]
+    state.delete("Pod", "default", "b")
+    state.delete("Pod", "default", "a")
+    assert names() == ["cpu", "memory", "pods"]  # (the node's)
+    assert state._names == {"cpu": 1, "memory": 1, "pods": 1, "nvidia.com/gpu": 0,
+                            "example.com/fpga": 0}  # fmt: skip
