@@ -80,6 +80,7 @@ class Straightforward(Placer):
         tasks: list[TaskInfo],
         allow_pipeline: bool = True,
         within: np.ndarray | None = None,
+        more_alike: bool = False,
     ) -> list[Choice]:
         if not len(self.nodes) or not tasks:
             return []
@@ -303,3 +304,27 @@ def test_the_topology_clusters_exercise_the_domain_path(monkeypatch: pytest.Monk
     for seed in SEEDS:
         decided(seed, Placer, monkeypatch, topology=True)
     assert {"none", "pipelined", "1 at once", "3 at once"} <= seen
+
+
+def test_a_task_alone_is_looked_ahead_for_only_when_alike_ones_may_follow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The look-ahead at a heap's fill is for the tasks after the first: a run of one
+    task (a single-pod job, in allocate) goes without, its node asked about once placed
+    if ever; ``choose``, asked task by task, keeps it. Both choose the same node."""
+    looked: list[int] = []
+    add = ranking.Lookahead.add
+    monkeypatch.setattr(
+        ranking.Lookahead,
+        "add",
+        lambda self, nodes, idx: (looked.append(len(idx)), add(self, nodes, idx)),
+    )
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=8).node("n3", cpu=2).queue("q")
+    cluster.job("one", queue="q").tasks(1, cpu=1)
+    cluster.job("two", queue="q", min_member=2).tasks(2, cpu=1)
+    session = cluster.open()
+    one, two = (list(session.jobs[f"default/{name}"].tasks.values()) for name in ("one", "two"))
+    alone = Placer(session).choose_alike(one)
+    assert looked == []
+    assert Placer(session).choose(one[0]) == alone[0] and len(looked) == 1
+    assert Placer(session).choose_alike(two) and len(looked) == 2  # a run of two

@@ -255,9 +255,15 @@ class Placer:
                     domain.ranking.moved(node, rank)
 
     # ----------------------------------------------------------------- choosing
-    def _heap_of(self, task: TaskInfo, view: _View, tasks: int) -> Ranking | None:
+    def _heap_of(
+        self, task: TaskInfo, view: _View, tasks: int, more_alike: bool = False
+    ) -> Ranking | None:
         """The template's heap of best nodes, filled (for ``tasks`` to place); None where
-        the argmax decides (pod terms: the view is afresh each time; or NaN ranks)."""
+        the argmax decides (pod terms: the view is afresh each time; or NaN ranks). The
+        look-ahead is worked out at the fill for more than one task, or when alike tasks
+        may follow one call at a time (``more_alike``); for one task alone, its node is
+        asked about once placed, if the view is asked again at all (most single-pod jobs
+        are the one task of their template: the answers for its best nodes went unread)."""
         if view.ranking is None and not self._sensitive(task) and not view.by_argmax:
             view.by_argmax = bool(np.isnan(view.ranked).any())
             view.ranking = None if view.by_argmax else Ranking()
@@ -267,7 +273,8 @@ class Placer:
             view.lookahead = None
             if not task.template.host_ports:  # a port taken is not in the rows
                 view.lookahead = Lookahead(task.request, self._asker(task))
-                view.lookahead.add(self.nodes, held)
+                if tasks > 1 or more_alike:
+                    view.lookahead.add(self.nodes, held)
         return ranking
 
     def _domain_heap_of(
@@ -309,19 +316,21 @@ class Placer:
         tasks: Sequence[TaskInfo],
         allow_pipeline: bool = True,
         within: np.ndarray | None = None,
+        more_alike: bool = False,
     ) -> list[Choice]:
         """Nodes for the first tasks of ``tasks`` that are alike (the first one's template,
         no room kept for them), placed one after another, each allocated where chosen:
         what ``choose`` would answer task by task. As far as known ahead — at least the
         first task's choice (which may be pipelined); [] if no node takes it. The
         choices hold only if nothing else changes the nodes before they are placed.
-        ``within``: among these nodes only (ascending node indices, e.g. a domain's)."""
+        ``within``: among these nodes only (ascending node indices, e.g. a domain's).
+        ``more_alike``: tasks alike to these may follow, one call at a time."""
         if not len(self.nodes) or not tasks or (within is not None and not len(within)):
             return []
         first = tasks[0]
         view = self.view(first)
         if within is None:
-            ranking = self._heap_of(first, view, len(tasks))
+            ranking = self._heap_of(first, view, len(tasks), more_alike)
         else:
             ranking = self._domain_heap_of(first, view, within, len(tasks))
         if ranking is None:
@@ -350,8 +359,8 @@ class Placer:
         self, task: TaskInfo, allow_pipeline: bool = True, within: np.ndarray | None = None
     ) -> Choice | None:
         """The best node for ``task`` (ties to the first by name), among ``within`` only
-        if given, or None."""
-        choices = self.choose_alike([task], allow_pipeline, within)
+        if given, or None. Alike tasks may follow, asked one at a time."""
+        choices = self.choose_alike([task], allow_pipeline, within, more_alike=True)
         return choices[0] if choices else None
 
     def first_fit(self, task: TaskInfo) -> int:
