@@ -311,7 +311,8 @@ def test_a_task_alone_is_looked_ahead_for_only_when_alike_ones_may_follow(
 ) -> None:
     """The look-ahead at a heap's fill is for the tasks after the first: a run of one
     task (a single-pod job, in allocate) goes without, its node asked about once placed
-    if ever; ``choose``, asked task by task, keeps it. Both choose the same node."""
+    if ever, and without a heap (the argmax); ``choose``, asked task by task, keeps
+    both. Both choose the same node."""
     looked: list[int] = []
     add = ranking.Lookahead.add
     monkeypatch.setattr(
@@ -324,7 +325,8 @@ def test_a_task_alone_is_looked_ahead_for_only_when_alike_ones_may_follow(
     cluster.job("two", queue="q", min_member=2).tasks(2, cpu=1)
     session = cluster.open()
     one, two = (list(session.jobs[f"default/{name}"].tasks.values()) for name in ("one", "two"))
-    alone = Placer(session).choose_alike(one)
-    assert looked == []
+    placer = Placer(session)
+    alone = placer.choose_alike(one)
+    assert looked == [] and placer._views[id(one[0].template)].ranking is None  # the argmax's
     assert Placer(session).choose(one[0]) == alone[0] and len(looked) == 1
     assert Placer(session).choose_alike(two) and len(looked) == 2  # a run of two

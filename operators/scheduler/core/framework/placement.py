@@ -263,7 +263,11 @@ class Placer:
         look-ahead is worked out at the fill for more than one task, or when alike tasks
         may follow one call at a time (``more_alike``); for one task alone, its node is
         asked about once placed, if the view is asked again at all (most single-pod jobs
-        are the one task of their template: the answers for its best nodes went unread)."""
+        are the one task of their template: the answers for its best nodes went unread).
+        Nor is a heap made for one task alone: the argmax chooses the same node (ties to
+        the first by name); a heap is made when a run of more asks."""
+        if view.ranking is None and tasks == 1 and not more_alike:
+            return None
         if view.ranking is None and not self._sensitive(task) and not view.by_argmax:
             view.by_argmax = bool(np.isnan(view.ranked).any())
             view.ranking = None if view.by_argmax else Ranking()
