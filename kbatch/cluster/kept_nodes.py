@@ -68,9 +68,15 @@ class KeptNodes:
             last is not None
             and self._placed is not None
             and KEEP_UNCHANGED_NODES
-            and len(nodes) == len(self._records)
-            and all(map(operator.is_, nodes, self._records))  # (C speed: every snapshot)
+            and (
+                nodes is self._records  # (the state's own list, while no Node is written)
+                or (
+                    len(nodes) == len(self._records)
+                    and all(map(operator.is_, nodes, self._records))  # (C speed)
+                )
+            )
         ):
+            self._records = nodes  # (the same records: the list asked next is this one)
             return NodeSet.of_same_nodes(last, self._allocatable.copy(), self._capacity)
         self._records, self._last, self._placed = nodes, None, None
         node_set = made()

@@ -91,6 +91,11 @@ class ClusterState:
         self._builder = snapshot.SnapshotBuilder()
         self._names: Counter[str] = Counter()  # resource names, by how many objects say them
         self._names_of: dict[tuple[str, str], tuple[str, ...]] = {}
+        # The Node records in order, as the last snapshot was given them; None once a Node
+        # is written or dropped. While it stands, the next snapshot gets the very same
+        # list, which tells its builder that the nodes are the same without comparing
+        # each record (``KeptNodes.node_set``).
+        self._node_list: builtins.list[records.NodeRecord] | None = None
         self._shown = settled.Shown() if leave_out_settled else None
         # Units (PodGroup keys, PodRecord.unit) written since the last snapshot, and those
         # with a pod whose bind or eviction the last snapshot assumed: the builder hands on
@@ -165,6 +170,8 @@ class ClusterState:
             self._unit_changed(kind, key, parsed)
             self._raw[kind][key] = raw
             self._parsed[kind][key] = parsed
+            if kind == "Node":
+                self._node_list = None
             if kind == "Pod":
                 if parsed.group and parsed.scheduler_name not in self.scheduler_names:
                     self._theirs.add(key)
@@ -313,6 +320,8 @@ class ClusterState:
         self._raw[kind].pop(key, None)
         self._parsed[kind].pop(key, None)
         self._refused[kind].pop(key, None)
+        if kind == "Node":
+            self._node_list = None
         if kind == "Pod":
             self._assumed.pop(key, None)
             self._theirs.discard(key)
@@ -460,7 +469,7 @@ class ClusterState:
             order = None if self._shown is None else self._shown.groups.take_order_changes()
             try:
                 built = self._builder.build(
-                    nodes=builtins.list(self._parsed["Node"].values()),
+                    nodes=self._nodes_in_order(),
                     pods=pods,
                     pod_groups=pod_groups,
                     queues=dict(self._parsed["Queue"]),
@@ -484,6 +493,13 @@ class ClusterState:
                 refused_queues=dict(self._refused["Queue"]),
                 refused_groups=dict(self._refused["PodGroup"]),
             )
+
+    def _nodes_in_order(self) -> builtins.list[records.NodeRecord]:
+        """The Node records, the same list object while no Node is written (nothing
+        changes it: the builder only reads it)."""
+        if self._node_list is None:
+            self._node_list = builtins.list(self._parsed["Node"].values())
+        return self._node_list
 
     def _take_changed_units(self) -> set[str]:
         """The units written since the last snapshot, and those with an assumed pod now or

@@ -402,3 +402,29 @@ def test_the_resource_names_counted_are_those_the_objects_held_say_in_order() ->
     assert names() == ["cpu", "memory", "pods"]  # (the node's)
     assert state._names == {"cpu": 1, "memory": 1, "pods": 1, "nvidia.com/gpu": 0,
                             "example.com/fpga": 0}  # fmt: skip
+
+
+def test_snapshots_get_the_same_node_list_until_a_node_is_written() -> None:
+    """While no Node is written the builder is given the very list of the last snapshot
+    (its sign that the nodes are the same); a Node written anew, dropped or added gives a
+    new list, which the snapshot shows; a write that reads as before keeps it."""
+    state = ClusterState()
+    state.apply(node("n1"))
+    state.apply(node("n2"))
+    state.apply(pod("p"))
+    first = state._nodes_in_order()
+    state.snapshot()
+    state.apply(pod("q"))
+    assert state._nodes_in_order() is first
+    state.apply(node("n2"))  # as it reads already: the same record
+    assert state._nodes_in_order() is first
+    state.apply(node("n2", cpu="8"))
+    second = state._nodes_in_order()
+    assert second is not first and [n.name for n in second] == ["n1", "n2"]
+    assert state.snapshot().nodes.allocatable[1, 0] == 8000.0
+    state.apply(node("n3"))
+    assert [n.name for n in state._nodes_in_order()] == ["n1", "n2", "n3"]
+    assert len(state.snapshot().nodes) == 3
+    state.delete("Node", "", "n1")
+    assert [n.name for n in state._nodes_in_order()] == ["n2", "n3"]
+    assert state.snapshot().nodes.names == ["n2", "n3"]
