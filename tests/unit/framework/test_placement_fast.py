@@ -293,8 +293,9 @@ def test_the_topology_clusters_exercise_the_domain_path(monkeypatch: pytest.Monk
         tasks: list[TaskInfo],
         allow_pipeline: bool = True,
         within: np.ndarray | None = None,
+        more_alike: bool = False,
     ) -> list[Choice]:
-        choices = choose_alike(placer, tasks, allow_pipeline, within)
+        choices = choose_alike(placer, tasks, allow_pipeline, within, more_alike)
         if within is not None:
             seen.add("none" if not choices else f"{min(len(choices), 3)} at once")
             seen.update("pipelined" for choice in choices if choice.pipelined)
