@@ -324,8 +324,8 @@ def publish(session: Session) -> Outcome:
     event for each PodGroup phase change, and one on each pod that waits for a PodGroup
     that does not exist (nothing else would tell); the outcome."""
     outcome = session.outcome
-    # Each queue's PodGroups' phases as published (gathered here: a pass over a queue's
-    # jobs for them was a sixth of a busy trace's close)
+    # Each queue's PodGroups' phases as published, gathered in this one pass over the
+    # jobs (``queue_status`` counts them; it walked each queue's jobs a second time)
     phases_in: dict[str, list[PodGroupPhase]] = {name: [] for name in session.queues}
     built: dict[BuiltKey, PodGroupStatus] = {}
     # A resting job's status is its old one: nothing to write, its phase Running.
