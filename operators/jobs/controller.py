@@ -34,7 +34,7 @@ from kbatch.webhooks.admission import job, podgroup
 from kbatch.webhooks.admission.view import StateView
 
 if TYPE_CHECKING:
-    from kbatch.operators.scheduler.runtime.operator import Runtime
+    from kbatch.operators.process import Runtime
 
 log = logging.getLogger("kbatch.jobs")
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from kbatch import cli_visibility
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
+from kbatch.cli import visibility
 from kbatch.cluster.errors import ManifestError, ObjectError
 from kbatch.config import ConfigError
 
@@ -112,7 +112,7 @@ def _add_simulate(commands: "argparse._SubParsersAction[_Parser]") -> None:
 
 def bench(args: argparse.Namespace) -> int:
     """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
-    from kbatch import bench as benchmark
+    from kbatch.bench import scheduling as benchmark
 
     if args.topology:
         return _bench_topology(args)
@@ -131,7 +131,7 @@ def bench(args: argparse.Namespace) -> int:
 def _bench_topology(args: argparse.Namespace) -> int:
     """``kbatch bench --topology``: each size twice (gangs preferring a rack, and not),
     each run in a fresh process; one JSON line per size with both times and their ratio."""
-    from kbatch import bench_topology
+    from kbatch.bench import topology as bench_topology
 
     if args.backlog or args.trace:
         raise argparse.ArgumentTypeError("--topology goes with neither --backlog nor --trace")
@@ -140,8 +140,8 @@ def _bench_topology(args: argparse.Namespace) -> int:
 
 
 def _size(text: str, check: Callable[[int, int], None] | None = None) -> tuple[int, int]:
-    """NODESxPODS, checked by ``check`` (default: ``kbatch.bench``'s sizes)."""
-    from kbatch import bench as benchmark
+    """NODESxPODS, checked by ``check`` (default: ``kbatch.bench.scheduling``'s sizes)."""
+    from kbatch.bench import scheduling as benchmark
 
     nodes, _, pods = text.partition("x")
     try:
@@ -231,9 +231,9 @@ def run(args: argparse.Namespace) -> int:
     # server prepares them meanwhile (10,000 pods take it seconds).
     watches = Watches(kubeapi.api_client(args.kubeconfig), names)
     watches.start()
-    from kbatch.operators.scheduler.runtime import operator
+    from kbatch.operators import process
 
-    settings = operator.RunSettings(
+    settings = process.RunSettings(
         kubeconfig=args.kubeconfig,
         scheduler_conf=args.scheduler_conf,
         period=period,
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         manage_webhooks=args.manage_webhooks,
     )
-    operator.run(settings, watches)
+    process.run(settings, watches)
     return 0
 
 
@@ -345,7 +345,7 @@ def parser() -> argparse.ArgumentParser:
     _add_simulate(commands)
     _add_bench(commands)
     _add_run(commands)
-    cli_visibility.add_commands(commands)  # queues, jobs, explain
+    visibility.add_commands(commands)  # queues, jobs, explain
     return root
 
 
