@@ -12,7 +12,7 @@ The decisions are the admission functions'; this module does the API calls, thro
 ``kbatch.kubeapi``. Only the leader releases and fills. ``register`` adds the
 handlers to ``kbatch run``'s registry when the webhooks are on (without them no Job
 is ever held); they read kopf's Job index ``jobs_by_group``, which the webhooks
-register (``kbatch.webhooks.server``).
+register (``kbatch.webhooks.jobs``).
 """
 
 import asyncio
@@ -34,7 +34,7 @@ from kbatch.webhooks.admission import job, podgroup
 from kbatch.webhooks.admission.view import StateView
 
 if TYPE_CHECKING:
-    from kbatch.operators.scheduler.runtime.operator import Runtime
+    from kbatch.operators.process import Runtime
 
 log = logging.getLogger("kbatch.jobs")
 

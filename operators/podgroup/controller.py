@@ -19,7 +19,7 @@ from kbatch.api import GROUP, VERSION
 from kbatch.operators.podgroup import status
 
 if TYPE_CHECKING:
-    from kbatch.operators.scheduler.runtime.operator import Runtime
+    from kbatch.operators.process import Runtime
 
 log = logging.getLogger("kbatch.podgroup")
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase, PodGroupStatus
-from kbatch.bench import FULL_ACTIONS
+from kbatch.bench.scheduling import FULL_ACTIONS
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core import runner
