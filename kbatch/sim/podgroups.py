@@ -1,7 +1,7 @@
 """The PodGroup controller the simulator plays (the podgroup operator's job in a cluster).
 
 After every tick it recounts each touched PodGroup's running, succeeded and failed
-pods and moves its phase by the shared rules (``kbatch.operators.podgroup.status``).
+pods and moves its phase by the shared rules (``core.framework.podgroup_status``).
 It reads the pods' parsed records with the snapshot's own ``task_status`` and
 counts them as the session close does, so both count alike and neither undoes
 the other's write. Only changed statuses
@@ -11,7 +11,7 @@ are written; conditions are the scheduler's and kept as they are.
 from collections import Counter
 
 from kbatch.cluster.records import task_status
-from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import phase_event
 from kbatch.sim.cluster import SimCluster

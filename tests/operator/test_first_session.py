@@ -13,8 +13,8 @@ from kbatch import kubeapi
 from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
-from kbatch.operators.podgroup.status import INITIAL_STATUS
 from kbatch.operators.scheduler.core.framework.outcome import Outcome, PodGroupUpdate
+from kbatch.operators.scheduler.core.framework.podgroup_status import INITIAL_STATUS
 from kbatch.operators.scheduler.runtime.cluster import KubeCluster
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
 

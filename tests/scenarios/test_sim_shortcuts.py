@@ -85,9 +85,9 @@ from kbatch.cluster import (
     records,
     snapshot,
 )
-from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, resting, session
+from kbatch.operators.scheduler.core.framework import podgroup_status as status
 from kbatch.operators.scheduler.core.framework.outcome import Event, ObjectRef
 from kbatch.operators.scheduler.core.plugins import drf, gang, node_index, queue_sums
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline

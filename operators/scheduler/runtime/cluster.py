@@ -39,10 +39,10 @@ from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.podgroup.status import INITIAL_STATUS
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.podgroup_status import INITIAL_STATUS
 from kbatch.operators.scheduler.runtime import outage
 from kbatch.operators.scheduler.runtime.writer import LatestStatuses, OrderedWriter
 

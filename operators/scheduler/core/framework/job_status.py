@@ -19,8 +19,7 @@ import numpy as np
 from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import QueueStatus, rfc3339
-from kbatch.operators.podgroup import status as pod_group_status_rules
-from kbatch.operators.scheduler.core.framework import pod_conditions
+from kbatch.operators.scheduler.core.framework import pod_conditions, podgroup_status
 from kbatch.operators.scheduler.core.framework.info import (
     SCHEDULED_STATUSES,
     JobInfo,
@@ -69,8 +68,8 @@ def pod_group_status(
             return known
     counts = {status: job.counts[status] for status in TaskStatus}
     old = PodGroupStatus(phase=job.phase, conditions=job.conditions)
-    status = pod_group_status_rules.counted(old, job.min_member, counts)
-    status = pod_group_status_rules.with_conditions(status, new, session.now, session.uid)
+    status = podgroup_status.counted(old, job.min_member, counts)
+    status = podgroup_status.with_conditions(status, new, session.now, session.uid)
     if key is not None and built is not None:
         built[key] = status
     return status
@@ -98,7 +97,7 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
     running, succeeded, failed = counts[_RUNNING], counts[_SUCCEEDED], counts[_FAILED]
     if running != old.running or succeeded != old.succeeded or failed != old.failed:
         return None
-    phase = pod_group_status_rules.next_phase(
+    phase = podgroup_status.next_phase(
         job.phase,
         min_member=job.min_member,
         scheduled=sum(_scheduled_counts(counts)),
@@ -338,7 +337,7 @@ def publish(session: Session) -> Outcome:
             if invalid is not None:
                 session.set_condition(
                     job,
-                    pod_group_status_rules.condition(
+                    podgroup_status.condition(
                         ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message
                     ),
                 )
