@@ -202,8 +202,8 @@ def settled_loop(
     their wall seconds per period."""
     from kbatch.metrics import SchedulerMetrics
     from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+    from kbatch.sim.backend import SimCluster
     from kbatch.sim.clock import SimClock
-    from kbatch.sim.cluster import SimCluster
 
     loop = SchedulerLoop(
         SimCluster(state, SimClock()),

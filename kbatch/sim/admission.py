@@ -21,7 +21,7 @@ from typing import Any
 from kbatch.api.podgroup import PodGroup
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import jobs, validation
-from kbatch.sim.cluster import REJECTED, SimCluster
+from kbatch.sim.backend import REJECTED, SimCluster
 from kbatch.webhooks.admission import chain, job, podgroup, result
 from kbatch.webhooks.admission.view import StateView
 

@@ -23,7 +23,7 @@ from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests
-from kbatch.sim.cluster import FINISHED, SimCluster
+from kbatch.sim.backend import FINISHED, SimCluster
 from kbatch.webhooks.admission import job as holding
 
 Object = dict[str, Any]

@@ -14,7 +14,7 @@ from kbatch.cluster.records import task_status
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import phase_event
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimCluster
 
 
 def reconcile(cluster: SimCluster) -> None:

@@ -72,7 +72,7 @@ from kbatch.operators.scheduler.core.runner import (
 )
 from kbatch.sim import clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimCluster
 from kbatch.sim.timeline import Timeline
 
 ProgressFn = Callable[[float, int], None]

@@ -15,7 +15,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.framework.outcome import Outcome, PodGroupUpdate
 from kbatch.operators.scheduler.core.framework.podgroup_status import INITIAL_STATUS
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
+from kbatch.operators.scheduler.runtime.kube_backend import KubeCluster
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
 
 PATH = "/apis/scheduling.incubator.k8s.io/v1alpha1/namespaces/default/podgroups/{}/status"

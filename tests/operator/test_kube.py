@@ -13,8 +13,8 @@ from kbatch.cluster.state import ClusterState
 from kbatch.kubeapi import ApiError
 from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.runtime import cluster as kube
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
+from kbatch.operators.scheduler.runtime import kube_backend as kube
+from kbatch.operators.scheduler.runtime.kube_backend import KubeCluster
 
 
 def node(name: str) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.framework import pod_conditions, resting
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+from kbatch.sim.backend import SimCluster
 from kbatch.sim.clock import SimClock
-from kbatch.sim.cluster import SimCluster
 from tests.unit.framework.test_kept_statuses import group, node, pending_pod, queue, running_pod
 
 IDLE_EVERY = 3

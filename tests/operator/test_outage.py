@@ -19,8 +19,8 @@ from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.runtime import outage
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
 from kbatch.operators.scheduler.runtime.informer import RESOURCES, Informer
+from kbatch.operators.scheduler.runtime.kube_backend import KubeCluster
 
 
 class Clock:

@@ -13,7 +13,7 @@ from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.operators.scheduler.runtime import writer
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
+from kbatch.operators.scheduler.runtime.kube_backend import KubeCluster
 from tests.operator.test_kube import FakeApi, pod, task, wait_for, world
 
 

@@ -10,7 +10,7 @@ from kbatch import sim
 from kbatch.cluster.state import ClusterState
 from kbatch.sim import clock, jobs, output, runner
 from kbatch.sim.admission import SimAdmission
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimCluster
 from kbatch.webhooks.admission import job as job_admission
 from scenarios.objects import at, job, node, pod, pod_group, queue
 from scenarios.runner import HERE, Outcome, header, run

@@ -90,9 +90,9 @@ from kbatch.operators.scheduler.core.framework import info, job_status, resting,
 from kbatch.operators.scheduler.core.framework import podgroup_status as status
 from kbatch.operators.scheduler.core.framework.outcome import Event, ObjectRef
 from kbatch.operators.scheduler.core.plugins import drf, gang, node_index, queue_sums
+from kbatch.sim import backend as sim_backend
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
-from kbatch.sim import cluster as sim_cluster
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimCluster
 from scenarios.objects import at, node, pod, pod_group
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
@@ -148,9 +148,9 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
     "their order from the groups' changes": (next_jobs, "ORDER_FROM_CHANGES", False),
     "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
-    "writes handed over": (sim_cluster, "HAND_OVER_WRITES", False),
+    "writes handed over": (sim_backend, "HAND_OVER_WRITES", False),
     "pod records of status writes": (records, "KEEP_RECORD_OF_STATUS_WRITES", False),
-    "statuses handed over": (sim_cluster, "HAND_OVER_STATUSES", False),
+    "statuses handed over": (sim_backend, "HAND_OVER_STATUSES", False),
 }
 
 

@@ -10,7 +10,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.operators.scheduler.core.framework.outcome import EVENT_REPEAT_SECONDS
 from kbatch.sim import clock, simulate
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimCluster
 from kbatch.sim.events import EventLog
 from scenarios.objects import pod
 
