@@ -14,10 +14,10 @@ from kbatch.cluster.records import task_status
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import phase_event
-from kbatch.sim.backend import SimCluster
+from kbatch.sim.backend import SimBackend
 
 
-def reconcile(cluster: SimCluster) -> None:
+def reconcile(cluster: SimBackend) -> None:
     """Write the status of every PodGroup touched since the last call that no longer
     matches its pods."""
     for namespace, name in sorted(cluster.touched.groups):
@@ -34,7 +34,7 @@ def reconcile(cluster: SimCluster) -> None:
     cluster.touched.groups.clear()
 
 
-def _count(cluster: SimCluster, namespace: str, group: str) -> Counter[TaskStatus]:
+def _count(cluster: SimBackend, namespace: str, group: str) -> Counter[TaskStatus]:
     """The statuses of the PodGroup's pods, as the scheduler would count them."""
     counts: Counter[TaskStatus] = Counter()
     for name in cluster.group_pods.get((namespace, group), ()):

@@ -6,7 +6,7 @@ then on, running, succeeded and failed counts, the phase and the conditions are
 kept by the scheduler's session close, which sees every pod of every group each
 period and writes only what changed, by the rules of the core's ``podgroup_status``
 (their one home).
-The initial status waits for that session (``KubeCluster.initialise_pod_group_status``)
+The initial status waits for that session (``KubeBackend.initialise_pod_group_status``)
 so that a restart with a thousand groups does not write ``Pending`` on each of them
 just before the session decides them all.
 """
