@@ -105,9 +105,9 @@ def counted(
 
 @functools.lru_cache(maxsize=4096)
 def condition(kind: ConditionType, status: bool, reason: str, message: str) -> PodGroupCondition:
-    """The condition, one shared (frozen) object for the same words: every session tells
-    every waiting group the same words again, and building each anew (a pydantic
-    validation) was a good part of a session's close in a long backlog."""
+    """The condition, one shared (frozen) object for the same words: every session gives
+    every waiting group the same condition again, and building each anew is a pydantic
+    validation, thousands of them a session in a long backlog."""
     return PodGroupCondition(
         type=kind, status="True" if status else "False", reason=reason, message=message
     )
