@@ -202,11 +202,11 @@ def settled_loop(
     their wall seconds per period."""
     from kbatch.metrics import SchedulerMetrics
     from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+    from kbatch.sim.backend import SimBackend
     from kbatch.sim.clock import SimClock
-    from kbatch.sim.cluster import SimCluster
 
     loop = SchedulerLoop(
-        SimCluster(state, SimClock()),
+        SimBackend(state, SimClock()),
         ConfSource.fixed(conf),
         period=1.0,
         metrics=SchedulerMetrics(),

@@ -36,7 +36,7 @@ from kbatch.api import DEFAULT_QUEUE
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus, added_in_order
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY, Dims
-from kbatch.sim.cluster import group_of
+from kbatch.sim.backend import group_of
 from kbatch.sim.runner import Outcome
 from kbatch.sim.timeline import STARTED
 

@@ -72,7 +72,7 @@ from kbatch.operators.scheduler.core.runner import (
 )
 from kbatch.sim import clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimBackend
 from kbatch.sim.timeline import Timeline
 
 ProgressFn = Callable[[float, int], None]
@@ -112,7 +112,7 @@ class Totals:
 @dataclass(slots=True)
 class Outcome:
     time: float
-    cluster: SimCluster
+    cluster: SimBackend
     jobs: jobs.JobController
     totals: Totals
     timeline: Timeline
@@ -135,7 +135,7 @@ class Simulation:
         self.warn = warn
         self.clock = clock.SimClock()
         state = ClusterState(options.scheduler_names, leave_out_settled=options.leave_out_settled)
-        self.cluster = SimCluster(state, self.clock)
+        self.cluster = SimBackend(state, self.clock)
         self.jobs = jobs.JobController(self.cluster)
         self.admission = SimAdmission(self.cluster, self.jobs)
         self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
@@ -268,7 +268,7 @@ _LIFETIME, _COUNTS = operator.attrgetter("lifetime"), operator.attrgetter("count
 
 
 def create(
-    cluster: SimCluster,
+    cluster: SimBackend,
     controller: jobs.JobController,
     obj: dict[str, Any],
     admission: SimAdmission | None = None,
@@ -309,7 +309,7 @@ def collector_paused_for_run(pause: bool) -> Iterator[Callable[[], None]]:
             gc.unfreeze()
 
 
-def _make_defaults(cluster: SimCluster) -> None:
+def _make_defaults(cluster: SimBackend) -> None:
     """What a fresh cluster has: the ``default`` namespace, the system priority classes,
     and (our operator's) default queue."""
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})

@@ -28,7 +28,7 @@ from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroup
 from kbatch.cluster.records import parse_pod_group, ref_of
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.webhooks import jobs
 from kbatch.webhooks.admission import job, podgroup
 from kbatch.webhooks.admission.view import StateView

@@ -27,7 +27,7 @@ through its seam and an Armada workload's JSON, metrics and all, compared with i
   through the heap each;
 - ``enqueue.REFUSE_ALIKE_AT_ONCE``: a session that admits no group refuses them kind
   by kind, without putting the line in order;
-- ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
+- ``SimBackend.record``: an event's object known by its uid alone (by name and uid, the
   long way);
 - ``group_parts.KEEP_JOBS_WITHOUT_TASKS``: a group's job without tasks handed from one
   snapshot to the next (made anew every snapshot, the long way);
@@ -85,14 +85,14 @@ from kbatch.cluster import (
     records,
     snapshot,
 )
-from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import info, job_status, resting, session
+from kbatch.operators.scheduler.core.framework import podgroup_status as status
 from kbatch.operators.scheduler.core.framework.outcome import Event, ObjectRef
 from kbatch.operators.scheduler.core.plugins import drf, gang, node_index, queue_sums
+from kbatch.sim import backend as sim_backend
 from kbatch.sim import clock, job_sums, metrics, run, simulate, timeline
-from kbatch.sim import cluster as sim_cluster
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimBackend
 from scenarios.objects import at, node, pod, pod_group
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
@@ -101,7 +101,7 @@ CLUSTER = TESTDATA / "clusters" / "cpu_1_1_2.yaml"
 
 
 def _record_by_name_and_uid(
-    self: SimCluster, ref: ObjectRef, type_: str, reason: str, message: str
+    self: SimBackend, ref: ObjectRef, type_: str, reason: str, message: str
 ) -> None:
     self.events.record((ref, self._uid_of(ref)), ref, type_, reason, message, self.clock.now)
 
@@ -121,7 +121,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
     "refused queue first": (enqueue, "REFUSED_QUEUE_STAYS_FIRST", False),
     "alike refused at once": (enqueue, "REFUSE_ALIKE_AT_ONCE", False),
-    "events by uid": (SimCluster, "record", _record_by_name_and_uid),
+    "events by uid": (SimBackend, "record", _record_by_name_and_uid),
     "jobs kept without tasks": (group_parts, "KEEP_JOBS_WITHOUT_TASKS", False),
     "group parts of status writes": (group_parts, "KEEP_PARTS_OF_STATUS_WRITES", False),
     "jobs kept with tasks": (kept_jobs, "KEEP_UNCHANGED_JOBS", False),
@@ -148,9 +148,9 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "jobs from the last snapshot's": (next_jobs, "JOBS_FROM_LAST", False),
     "their order from the groups' changes": (next_jobs, "ORDER_FROM_CHANGES", False),
     "nodes of units not handed on": (kept_nodes, "KNOWN_UNITS_ONLY", False),
-    "writes handed over": (sim_cluster, "HAND_OVER_WRITES", False),
+    "writes handed over": (sim_backend, "HAND_OVER_WRITES", False),
     "pod records of status writes": (records, "KEEP_RECORD_OF_STATUS_WRITES", False),
-    "statuses handed over": (sim_cluster, "HAND_OVER_STATUSES", False),
+    "statuses handed over": (sim_backend, "HAND_OVER_STATUSES", False),
 }
 
 
