@@ -11,11 +11,11 @@ server is asked once, at the first eviction; elsewhere (Kubernetes 1.20) an evic
 is the DELETE alone, as it always was.
 
 The condition is the eviction's first step, never a reason to give it up: the pod gone
-(404) or made again under its name (409, or a refused uid) is for the DELETE's own
-uid precondition to find; any other refusal (a role without ``pods/status``) is logged,
-once in a while, and the pod is deleted all the same. Only no answer at all stops the
-eviction, as its DELETE would get none either (``Unreachable``, which the caller holds
-the pod for).
+(404) or made again under its name (422: the patch's uid is not that pod's; 409) is for
+the DELETE's own uid precondition to find; any other refusal (a role without
+``pods/status``) is logged, once in a while, and the pod is deleted all the same. Only
+no answer at all stops the eviction, as its DELETE would get none either
+(``Unreachable``, which the caller holds the pod for).
 """
 
 import logging
@@ -30,7 +30,8 @@ from kbatch.operators.scheduler.runtime.outage import FailureReport
 log = logging.getLogger("kbatch.kube")
 JOB_SPEC = "io.k8s.api.batch.v1.JobSpec"
 FIELD_MANAGER = "kbatch"  # who wrote the condition, in the pod's managedFields
-# Refusals that mean the pod is gone or is another pod now: the DELETE finds out too.
+# Refusals that mean the pod is gone (404) or is another pod now (422: "metadata.uid:
+# field is immutable"; 409): the DELETE finds out too.
 GONE = (404, 409, 422)
 
 
