@@ -17,6 +17,7 @@ more than the scheduling itself on a large cluster.
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -161,11 +162,14 @@ def request(
     body: Any = None,
     content_type: str = JSON,
     timeout: Timeout = 30,
+    query: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One API call with a JSON body; the decoded answer, or ApiError."""
+    """One API call with a JSON body (and ``query`` parameters); the decoded answer, or
+    ApiError."""
     method, url, headers, _, post = api.param_serialize(
         method,
         path,
+        query_params=list(query.items()) if query else None,
         header_params={"Accept": JSON, "Content-Type": content_type},
         auth_settings=["BearerToken"],
     )
@@ -241,3 +245,25 @@ def list_items(
         token = (body.get("metadata") or {}).get("continue") or ""
         if not token:
             return items
+
+
+def openapi_schemas(api: ApiClient, group_version: str) -> dict[str, Any] | None:
+    """The schemas, by name, of the OpenAPI v3 document the server serves for
+    ``group_version`` (its discovery path: "apis/batch/v1", "api/v1"); None where the
+    server serves no OpenAPI v3 (before Kubernetes 1.23) or not that group version.
+    ApiError (Unreachable) as ``request`` raises it."""
+    try:
+        index = request(api, "GET", "/openapi/v3")
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    entry = (index.get("paths") or {}).get(group_version)
+    if not isinstance(entry, dict):
+        return None
+    # the document's address carries its hash, so that clients may cache it
+    url = entry.get("serverRelativeURL") or f"/openapi/v3/{group_version}"
+    path, _, query = str(url).partition("?")
+    document = request(api, "GET", path, query=dict(urllib.parse.parse_qsl(query)))
+    schemas = (document.get("components") or {}).get("schemas")
+    return schemas if isinstance(schemas, dict) else {}

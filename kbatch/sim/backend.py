@@ -325,12 +325,18 @@ class SimBackend:
             status["nominatedNodeName"] = node
         self._apply_pod({**pod, "status": status})
 
-    def evict(self, task: TaskInfo, reason: str) -> None:
+    def evict(self, task: TaskInfo, reason: str, disruption: str) -> None:
+        """Delete the pod, marked first (in the same write) with the DisruptionTarget
+        condition kbatch gives a victim on a live cluster."""
         pod = self.state.get("Pod", task.namespace, task.name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return
         self._times(_key(pod)).evictions += 1
-        self.delete_pod(pod)
+        status = dict(pod.get("status") or {})
+        status["conditions"] = _with_condition(
+            status.get("conditions"), decided.disruption_condition(disruption), self.clock.now
+        )
+        self.delete_pod({**pod, "status": status})
 
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         dumped = status.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -132,7 +132,7 @@ def test_an_eviction_is_not_queued_behind_binds(api: FakeApi) -> None:
     api.gate.clear()
     cluster.bind(task(state, "pending"), "n1")
     cluster.flush()
-    cluster.evict(task(state, "victim"), "preempted")
+    cluster.evict(task(state, "victim"), "preempted", "kbatch: preempting")
     wait_for("the eviction sent while the bind hangs", lambda: api.paths("DELETE"))
     api.gate.set()
     cluster.shutdown()
@@ -141,7 +141,7 @@ def test_an_eviction_is_not_queued_behind_binds(api: FakeApi) -> None:
 def test_a_victim_is_releasing_until_the_watch_shows_its_deletion(api: FakeApi) -> None:
     state = world(pod("victim", "n1"))
     cluster = KubeBackend(None, state)  # type: ignore[arg-type]
-    cluster.evict(task(state, "victim"), "preempted")
+    cluster.evict(task(state, "victim"), "preempted", "kbatch: preempting")
     assert task(state, "victim").status is TaskStatus.RELEASING
     cluster.shutdown()
     state.apply(pod("victim", "n1"))  # a relist: no deletionTimestamp yet
@@ -159,7 +159,7 @@ def test_the_evict_event_follows_a_successful_delete_only(api: FakeApi) -> None:
     api.answers[("DELETE", "/pods/refused")] = ApiError(500, "etcd timed out")
     for name in ("ok", "refused"):
         victim = task(state, name)
-        cluster.evict(victim, "preempted")
+        cluster.evict(victim, "preempted", "kbatch: preempting")
         message = f"Evicted {victim.key}: preempted"
         cluster.record(ObjectRef("Pod", "default", name), "Normal", "Evict", message)
         cluster.record(ObjectRef("PodGroup", "default", "g"), "Normal", "Evict", message)
@@ -280,10 +280,10 @@ def test_an_evict_event_a_failed_session_never_told_is_not_paired_with_a_later_o
     state = world(group, pod("first", "n1", group="g"), pod("second", "n1", group="g"))
     cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     api.answers[("DELETE", "/pods/first")] = ApiError(500, "etcd timed out")
-    cluster.evict(task(state, "first"), "preempted")
+    cluster.evict(task(state, "first"), "preempted", "kbatch: preempting")
     cluster.flush()  # the session ends without its events
     second = task(state, "second")
-    cluster.evict(second, "preempted")
+    cluster.evict(second, "preempted", "kbatch: preempting")
     message = f"Evicted {second.key}: preempted"
     cluster.record(ObjectRef("PodGroup", "default", "g"), "Normal", "Evict", message)
     cluster.flush()

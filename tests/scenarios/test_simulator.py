@@ -146,7 +146,7 @@ def test_evicted_job_pods_are_removed_and_replaced() -> None:
         for t in j.tasks.values()
         if t.name == "victim-0"
     )
-    simulation.cluster.evict(task, "test")
+    simulation.cluster.evict(task, "test", "kbatch: test")
     assert simulation.cluster.state.get("Pod", "default", "victim-0")["metadata"][
         "deletionTimestamp"
     ]
@@ -176,7 +176,7 @@ def test_grace_period_keeps_an_evicted_pod_releasing() -> None:
     simulation = runner.Simulation(loaded, runner.resolve_conf(None, loaded))
     simulation.tick(0.0)
     task = next(t for j in simulation.cluster.snapshot().jobs.values() for t in j.tasks.values())
-    simulation.cluster.evict(task, "test")
+    simulation.cluster.evict(task, "test", "kbatch: test")
     simulation.tick(1.0)
     assert simulation.cluster.state.get("Pod", "default", "slow") is not None
     assert simulation.cluster.next_event() == 5.0

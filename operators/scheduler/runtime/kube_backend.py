@@ -15,9 +15,11 @@ the watch shows it and a session decides about it anew. Failures for want of an 
 are logged once per interval with how many wait, not once per request.
 
 A bind or an eviction is sent only while ``may_write()`` (this replica leads): one
-queued when the lead was lost is dropped, not sent beside the new leader's. The
-``Evict`` event the session records for a victim is sent only once its DELETE has
-succeeded; a failed one gets a ``FailedEviction`` warning instead.
+queued when the lead was lost is dropped, not sent beside the new leader's. An eviction
+marks the pod with the ``DisruptionTarget`` condition first, where the server's Jobs
+read it (``disruption``). The ``Evict`` event the session records for a victim is sent
+only once its DELETE has succeeded; a failed one gets a ``FailedEviction`` warning
+instead.
 
 An event carries ``eventTime``: the moment the session decided (a bind's moment is
 when the session sent it, not when its event was written after the binds).
@@ -44,6 +46,7 @@ from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.operators.scheduler.core.framework.podgroup_status import INITIAL_STATUS
 from kbatch.operators.scheduler.runtime import outage
+from kbatch.operators.scheduler.runtime.disruption import Disruptions
 from kbatch.operators.scheduler.runtime.writer import LatestStatuses, OrderedWriter
 
 log = logging.getLogger("kbatch.kube")
@@ -128,6 +131,7 @@ class KubeBackend:
         self._in_flight = _Counter()
         self._failures = outage.FailureReport(log, clock=clock)
         self._holds = outage.Holds(state, self._failures)
+        self._disruptions = Disruptions(api, self._failures)
 
     def snapshot(self) -> Snapshot:
         self._holds.end()
@@ -288,10 +292,12 @@ class KubeBackend:
                 log.warning("%s %s failed: %s", what, path, exc)
 
     # ----------------------------------------------------------------- evictor
-    def evict(self, task: TaskInfo, reason: str) -> None:
+    def evict(self, task: TaskInfo, reason: str, disruption: str) -> None:
         self._holds.resend(task.namespace, task.name, task.uid)
         self.state.assume_releasing(task.namespace, task.name)
-        outcome = self._evictions.submit(self._evict, task.namespace, task.name, task.uid)
+        outcome = self._evictions.submit(
+            self._evict, task.namespace, task.name, task.uid, disruption
+        )
         keys = [("Pod", task.namespace, task.name)]
         if task.job and not task.job.startswith("pod:"):  # a PodGroup's job: namespace/name
             namespace, _, group = task.job.partition("/")
@@ -300,12 +306,14 @@ class KubeBackend:
             for key in keys:
                 self._evicted.setdefault(key, deque()).append(outcome)
 
-    def _evict(self, namespace: str, name: str, uid: str) -> bool:
-        """DELETE the pod; did that evict it?"""
+    def _evict(self, namespace: str, name: str, uid: str, disruption: str) -> bool:
+        """Mark the pod with the DisruptionTarget condition saying ``disruption`` (where
+        the server's Jobs read it), then DELETE it; did that evict it?"""
         if not self._still_leading("eviction", namespace, name):
             return False
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
         try:
+            self._disruptions.mark(namespace, name, uid, disruption)
             kubeapi.request(self.api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
         except Exception as exc:
             if isinstance(exc, kubeapi.Unreachable):

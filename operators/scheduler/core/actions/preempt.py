@@ -6,6 +6,7 @@ is evicted. A task its queue may not take (capability) evicts nothing."""
 
 from collections.abc import Callable, Hashable
 
+from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import make_room, wasted_evictions
 from kbatch.operators.scheduler.core.framework.eviction_rules import Rules
@@ -73,7 +74,10 @@ def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain
         session.note_preemption_attempt()
-        if not make_room(session, statement, placer, task, rules, f"preempted for {task.key}"):
+        disruption = decided.preempted_message(task, job)
+        if not make_room(
+            session, statement, placer, task, rules, f"preempted for {task.key}", disruption
+        ):
             break
         if session.job_pipelined(job):
             break  # kube-batch's pace: until pipelined, else one task a session

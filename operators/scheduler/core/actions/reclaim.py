@@ -20,6 +20,7 @@ only; a reclaim is a preemption across queues).
 
 from collections.abc import Hashable
 
+from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import make_room, wasted_evictions
 from kbatch.operators.scheduler.core.framework.eviction_rules import Rules
@@ -65,7 +66,10 @@ def _reclaim_for(
         if not session.may_reclaim_for(queue, task):
             break  # the queue takes back only up to its deserved share
         session.note_preemption_attempt()
-        if not make_room(session, statement, placer, task, rules, f"reclaimed by {task.key}"):
+        disruption = decided.reclaimed_message(task, job)
+        if not make_room(
+            session, statement, placer, task, rules, f"reclaimed by {task.key}", disruption
+        ):
             break
         if session.job_pipelined(job):
             break

@@ -68,10 +68,13 @@ def make_room(
     task: TaskInfo,
     rules: Rules,
     reason: str,
+    disruption: str,
 ) -> bool:
     """Evict, on the node where that costs least, what ``rules`` allow to make ``task``
     fit, then pipeline ``task`` there. False (and nothing done) if no node works — known
-    at once when it was so for a task of the same template in the same state."""
+    at once when it was so for a task of the same template in the same state. The
+    victims' Evict events say ``reason``; their pods' DisruptionTarget conditions say
+    ``disruption`` (who takes the room)."""
     alike = _alike(statement, task, rules)
     tried = None if alike is None else (id(task.template), *alike)
     if tried in rules.room.failed:
@@ -109,7 +112,7 @@ def make_room(
         for i, (node, victims) in enumerate(plans.items())
     )
     for victim in best.victims:
-        statement.evict(victim, reason)
+        statement.evict(victim, reason, disruption)
     statement.pipeline(task, best.node)
     return True
 

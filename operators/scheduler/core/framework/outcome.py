@@ -15,7 +15,7 @@ from typing import Protocol
 
 from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
-from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 
 # An identical event (same object, reason and message) is not told again sooner.
 EVENT_REPEAT_SECONDS = 300.0
@@ -29,6 +29,12 @@ POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"
 QUEUE_LIMITED = "kbatch.io/QueueLimited"
 FAILED_EVICTION = "FailedEviction"
+# The condition kube-scheduler gives a pod before it deletes it to make room, and that
+# condition's reason: a Job's podFailurePolicy can ignore a failure so marked. kbatch
+# gives it to every victim, with a message naming who takes the room.
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+SCHEDULER = "kbatch"  # who the condition's message says disrupts the pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +52,12 @@ class Bind:
 
 @dataclass(frozen=True, slots=True)
 class Eviction:
+    """Evict ``task``: ``reason`` is told in its Evict events, ``disruption`` is the
+    message of the DisruptionTarget condition it gets first (who takes its room)."""
+
     task: TaskInfo
     reason: str
+    disruption: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +152,7 @@ class Backend(Protocol):
 
     def bind(self, task: TaskInfo, node: str) -> None: ...
     def flush(self) -> None: ...
-    def evict(self, task: TaskInfo, reason: str) -> None: ...
+    def evict(self, task: TaskInfo, reason: str, disruption: str) -> None: ...
     def nominate(self, task: TaskInfo, node: str | None) -> None: ...
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None: ...
     def update_queue(self, name: str, status: QueueStatus) -> None: ...
@@ -159,7 +169,7 @@ def apply_in_order(backend: Backend, outcome: Outcome) -> None:
         backend.bind(bind.task, bind.node)
     backend.flush()
     for eviction in outcome.evictions:
-        backend.evict(eviction.task, eviction.reason)
+        backend.evict(eviction.task, eviction.reason, eviction.disruption)
     for nomination in outcome.nominations:
         backend.nominate(nomination.task, nomination.node)
     for group in outcome.pod_groups:
@@ -197,6 +207,37 @@ def missing_group_message(namespace: str, group: str, refused: str | None = None
 
 def evicted_message(key: str, reason: str) -> str:
     return f"Evicted {key}: {reason}"
+
+
+def disruption_condition(message: str) -> dict[str, str]:
+    """The DisruptionTarget condition a victim's pod gets before its deletion (without
+    its transition time, which the backend stamps)."""
+    return {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": message,
+    }
+
+
+def preemptor(task: TaskInfo, job: JobInfo) -> str:
+    """``task``'s pod and its PodGroup (none for a pod without one), as a victim's
+    DisruptionTarget message names them."""
+    group = f" of PodGroup {job.namespace}/{job.name}" if job.has_pod_group else ""
+    return f"pod {task.key}{group}"
+
+
+def preempted_message(task: TaskInfo, job: JobInfo) -> str:
+    """The DisruptionTarget message of a victim preempted for ``task`` of ``job``: in
+    kube-scheduler's words, naming the preemptor."""
+    return f"{SCHEDULER}: preempting to accommodate {preemptor(task, job)}"
+
+
+def reclaimed_message(task: TaskInfo, job: JobInfo) -> str:
+    """The DisruptionTarget message of a victim whose room ``job``'s queue takes back
+    for ``task``."""
+    reclaims = f"queue {job.queue} reclaims its share"
+    return f"{SCHEDULER}: {reclaims}, to accommodate {preemptor(task, job)}"
 
 
 def phase_event(namespace: str, name: str, old: PodGroupPhase, new: PodGroupPhase) -> Event:

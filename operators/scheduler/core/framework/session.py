@@ -279,9 +279,9 @@ class Session(TieredFunctions):
         """Why ``job`` waits with room kept for it (which nodes drain), or None."""
         return self._draining.get(job.uid)
 
-    def evict_now(self, task: TaskInfo, reason: str) -> None:
+    def evict_now(self, task: TaskInfo, reason: str, disruption: str) -> None:
         """Send an eviction (Statement.commit); the task is already Releasing."""
-        self.outcome.evictions.append(Eviction(task, reason))
+        self.outcome.evictions.append(Eviction(task, reason, disruption))
         self.stats.evictions += 1
         self.stats.preemption_victims += 1  # counted when sent: never a discarded try's
         job = self.jobs[task.job]

@@ -34,6 +34,7 @@ class _Change:
     task: TaskInfo
     previous: TaskStatus
     reason: str = ""
+    disruption: str = ""  # an eviction's DisruptionTarget message (who takes the room)
     nominated: int = NO_NODE
 
 
@@ -61,8 +62,11 @@ class Statement:
         else:
             self.allocate(task, node)
 
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self._changes.append(_Change(Op.EVICT, task, task.status, reason))
+    def evict(self, task: TaskInfo, reason: str, disruption: str = "") -> None:
+        """Evict ``task``: ``reason`` for its Evict events, ``disruption`` for the
+        DisruptionTarget condition its pod gets first (none for a trial eviction that
+        is rolled back)."""
+        self._changes.append(_Change(Op.EVICT, task, task.status, reason, disruption))
         self.session.set_status(task, TaskStatus.RELEASING)
 
     def claim_kept_room(self, job: JobInfo) -> None:
@@ -82,7 +86,7 @@ class Statement:
         the job ``why`` it waits; ``discard`` gives the room back to where it was kept
         before (if anywhere)."""
         before = task.nominated
-        self._changes.append(_Change(Op.DRAIN, task, task.status, why, before))
+        self._changes.append(_Change(Op.DRAIN, task, task.status, why, nominated=before))
         if before != node:
             if before != NO_NODE:
                 self.session.unkeep(task)
@@ -117,7 +121,7 @@ class Statement:
             if op is _ALLOCATE:
                 dispatch(change.task)
             elif op is _EVICT:
-                self.session.evict_now(change.task, change.reason)
+                self.session.evict_now(change.task, change.reason, change.disruption)
             elif op is _PIPELINE and evicts and change.task.status is _PIPELINED:
                 self.session.nominate(change.task, change.task.node)
             elif op is _DRAIN:
