@@ -32,7 +32,7 @@ from kbatch.cluster import records
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.webhooks import configuration, endpoint, jobs
-from kbatch.webhooks.admission import job, podgroup, queue
+from kbatch.webhooks.admission import job, jobgroup, podgroup, queue
 from kbatch.webhooks.admission.result import Admission
 from kbatch.webhooks.admission.view import StateView
 
@@ -239,7 +239,7 @@ def register(
         jobs_by_group: JobIndex = NO_JOBS,
         **_: Any,
     ) -> None:
-        if job.group_of(body) is None:
+        if job.group_of(body) is None and jobgroup.queue_of(body) is None:
             return
         hold = bool(delayed.supported) and runtime.synced()  # unsure of the group: never hold
         view = jobs.index_view(runtime.state, jobs_by_group)
