@@ -14,7 +14,7 @@ import kopf
 
 from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
-from kbatch.webhooks.admission import job
+from kbatch.webhooks.admission import job, jobgroup
 from kbatch.webhooks.admission.view import StateView
 
 log = logging.getLogger("kbatch.webhooks")
@@ -77,12 +77,22 @@ class DelayedPodCreation:
 
 def slim_job(body: kopf.Body, namespace: str, name: str) -> Object:
     """What the index keeps of a Job: enough to fill minResources, to decide whether to
-    hold it or its siblings, and to release it."""
-    annotations = body.get("metadata", {}).get("annotations") or {}
+    hold it or its siblings, to release it, and to make its PodGroup (its uid and queue
+    label)."""
+    meta = body.get("metadata", {})
+    annotations = meta.get("annotations") or {}
     held = {job.HELD_ANNOTATION: annotations[job.HELD_ANNOTATION]} if job.is_held(body) else {}
+    queue = jobgroup.queue_of(body)
+    labels = {} if queue is None else {jobgroup.QUEUE_LABEL: queue}  # its PodGroup is made
     spec = body.get("spec") or {}
     return {
-        "metadata": {"name": name, "namespace": namespace, "annotations": held},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": meta.get("uid"),
+            "annotations": held,
+            "labels": labels,
+        },
         "spec": {
             "suspend": spec.get("suspend"),
             "parallelism": spec.get("parallelism"),
