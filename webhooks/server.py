@@ -150,7 +150,9 @@ def register(
         def remove_webhook_configurations(**_: Any) -> None:
             configuration.remove(runtime.api)
 
-    @kopf.index("batch", "v1", "jobs", registry=registry)
+    # The id is the keyword the handlers read it by (kopf's default, the qualified
+    # name "register.<locals>.jobs_by_group", is no keyword: they would get NO_JOBS).
+    @kopf.index("batch", "v1", "jobs", id="jobs_by_group", registry=registry)
     def jobs_by_group(
         body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> dict[tuple[str, str], Object] | None:

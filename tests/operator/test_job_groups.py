@@ -164,3 +164,25 @@ def test_the_job_event_handler_makes_the_group(fake: FakeApi) -> None:
     (group,) = posted(fake, PODGROUPS)
     template = body["spec"]["template"]
     assert group["metadata"]["name"] == template["metadata"]["annotations"][GROUP_NAME_ANNOTATION]
+
+
+class Settings:
+    webhook_address = "127.0.0.1:0"
+    webhook_cert_dir = None
+    webhook_host = None
+    manage_webhooks = False
+    lock_namespace = "kbatch-system"
+
+
+def test_the_job_index_reaches_the_handlers_by_its_keyword() -> None:
+    """kopf passes an index to handlers as a keyword named by its id: the release and
+    sweep handlers read ``jobs_by_group``, so that must be its id (by default it would
+    be the function's qualified name, and they would see no Job at all)."""
+    from kbatch.webhooks import server
+
+    registry = kopf.OperatorRegistry()
+    runtime = Runtime(World())
+    runtime.settings = Settings()  # type: ignore[attr-defined]
+    server.register(registry, runtime, webhook_jobs.DelayedPodCreation())  # type: ignore[arg-type]
+    ids = [h.id for h in registry._indexing.get_all_handlers()]
+    assert ids == ["jobs_by_group"]
