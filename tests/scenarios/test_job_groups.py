@@ -106,3 +106,13 @@ def test_a_pod_of_kbatch_without_a_group_runs_as_a_group_of_one() -> None:
     single = outcome.pod("single")
     assert single["node"] is not None and single["phase"] == "Succeeded"
     assert outcome.summary["binds"] == 3 + 2 + 1 + 1 and outcome.summary["evictions"] == 0
+
+
+def test_the_example_gangs_a_labelled_job() -> None:
+    examples = HERE.parents[1] / "examples"
+    done = sim.run([examples / "sim-cluster.yaml", examples / "labelled-job.yaml"])
+    outcome = Outcome(output.to_json(done))
+    assert "kbatch.io/queue is all it takes" in header(examples / "labelled-job.yaml")
+    assert len(set(bind_times(outcome, "finetune"))) == 1 and len(outcome.bound("finetune")) == 4
+    assert outcome.group("finetune")["queue"] == "research"
+    assert outcome.group("finetune")["phase"] == "Completed"
