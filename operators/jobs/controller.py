@@ -6,7 +6,10 @@ no longer to be held (its group is admitted, or holding it can no longer end wel
 on events of the group or the Job, and by a sweep on taking the lead and every
 ``SWEEP_SECONDS`` (an event missed while another replica led, or a release that
 failed, is not waited for for ever). It also fills the ``minResources`` of a
-PodGroup created before its Job (kube-batch's usual order) when the Job comes.
+PodGroup created before its Job (kube-batch's usual order) when the Job comes, and
+makes the PodGroup of a Job labelled ``kbatch.io/queue`` that names none
+(``groups``): on the Job's events, and in the sweep for a held Job whose group
+could not be made yet.
 
 The decisions are the admission functions'; this module does the API calls, through
 ``kbatch.kubeapi``. Only the leader releases and fills. ``register`` adds the
