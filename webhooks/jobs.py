@@ -18,7 +18,7 @@ import kopf
 from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
 from kbatch.webhooks import configuration, review
-from kbatch.webhooks.admission import job
+from kbatch.webhooks.admission import job, jobgroup
 from kbatch.webhooks.admission.view import StateView
 
 log = logging.getLogger("kbatch.webhooks")
@@ -82,12 +82,22 @@ class DelayedPodCreation:
 
 def slim_job(body: kopf.Body, namespace: str, name: str) -> Object:
     """What the index keeps of a Job: enough to fill minResources, to decide whether to
-    hold it or its siblings, and to release it."""
-    annotations = body.get("metadata", {}).get("annotations") or {}
+    hold it or its siblings, to release it, and to make its PodGroup (its uid and queue
+    label)."""
+    meta = body.get("metadata", {})
+    annotations = meta.get("annotations") or {}
     held = {job.HELD_ANNOTATION: annotations[job.HELD_ANNOTATION]} if job.is_held(body) else {}
+    queue = jobgroup.queue_of(body)
+    labels = {} if queue is None else {jobgroup.QUEUE_LABEL: queue}  # its PodGroup is made
     spec = body.get("spec") or {}
     return {
-        "metadata": {"name": name, "namespace": namespace, "annotations": held},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": meta.get("uid"),
+            "annotations": held,
+            "labels": labels,
+        },
         "spec": {
             "suspend": spec.get("suspend"),
             "parallelism": spec.get("parallelism"),
@@ -107,7 +117,9 @@ def register(
 ) -> None:
     """The Job index and the Job handler. ``delayed``: whether Jobs are held."""
 
-    @kopf.index("batch", "v1", "jobs", registry=registry)
+    # The id is the keyword the handlers read it by (kopf's default, the qualified
+    # name "register.<locals>.jobs_by_group", is no keyword: they would get NO_JOBS).
+    @kopf.index("batch", "v1", "jobs", id="jobs_by_group", registry=registry)
     def jobs_by_group(
         body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> dict[tuple[str, str], Object] | None:
@@ -131,7 +143,7 @@ def register(
         jobs_by_group: JobIndex = NO_JOBS,
         **_: Any,
     ) -> None:
-        if job.group_of(body) is None:
+        if job.group_of(body) is None and jobgroup.queue_of(body) is None:
             return
         hold = bool(delayed.supported) and runtime.synced()  # unsure of the group: never hold
         view = index_view(runtime.state, jobs_by_group)

@@ -8,6 +8,10 @@ naming the field (on a cluster, ``kubectl apply`` would print it).
 A Job held for its PodGroup gets a ``Held`` event, and ``Released`` when it is no
 longer to be held (the PodGroup operator's side of delayed pod creation); a Job of
 a group that is not held although its group waits gets ``NotHeld``, saying why.
+A Job labelled ``kbatch.io/queue`` without a group of its own gets its PodGroup
+made once it exists, as the held-Job controller makes it (``PodGroupCreated``); a
+group its admission refuses is told on the Job (``PodGroupRefused``, naming the
+field: the label for a queue that does not exist) and made when a Queue comes.
 
 What ``kbatch run`` does on events, the simulation does at once: when a PodGroup is
 created, its held Jobs that are no longer to be held are released; when a Job names
@@ -22,7 +26,7 @@ from kbatch.api.podgroup import PodGroup
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import jobs, validation
 from kbatch.sim.backend import REJECTED, SimBackend
-from kbatch.webhooks.admission import chain, job, podgroup, result
+from kbatch.webhooks.admission import chain, job, jobgroup, podgroup, result
 from kbatch.webhooks.admission.view import StateView
 
 Object = dict[str, Any]
@@ -35,6 +39,8 @@ class SimAdmission:
         self.controller = controller
         self.view = StateView(cluster.state, self._group_jobs)
         self.held: set[JobKey] = set()
+        self.to_group: set[JobKey] = set()  # labelled Jobs whose PodGroup is to be made
+        self._told: dict[JobKey, str] = {}  # why a Job's PodGroup was last refused
         self._jobs_of_group: dict[tuple[str, str], set[JobKey]] = {}
 
     def _group_jobs(self, namespace: str, group: str) -> list[Object]:
@@ -65,6 +71,8 @@ class SimAdmission:
             self._job_created(ref, admitted, answer.warnings)
         elif kind == "PodGroup" and old is None:
             self._group_created(admitted)
+        elif kind == "Queue" and old is None and self.to_group:
+            self.cluster.touched.holding.update(self.to_group)  # their groups may be made now
         return admitted
 
     def invalid(self, obj: Object) -> str | None:
@@ -82,6 +90,8 @@ class SimAdmission:
         if group is None:
             return
         key = (ref.namespace, ref.name)
+        if jobgroup.makes_group(admitted, self.view.scheduler_names()):
+            self.to_group.add(key)
         self._fill_min_resources(admitted)
         self._jobs_of_group.setdefault((ref.namespace, group), set()).add(key)
         if job.is_held(admitted):
@@ -121,6 +131,7 @@ class SimAdmission:
         """Resume the held Jobs that are no longer to be held (their group is admitted).
         ``groups`` (namespace, name): look at the Jobs of these only (for the others,
         neither their group nor their Jobs changed since the last call)."""
+        self._make_groups()
         keys = self.held if groups is None else self._held_of(groups)
         held = []
         for key in sorted(keys):
@@ -130,6 +141,35 @@ class SimAdmission:
             else:
                 held.append(record.obj)
         self._release(job.to_release(held, self.view))
+
+    def _make_groups(self) -> None:
+        """The PodGroups of labelled Jobs, made once the Job exists (its uid is the
+        group's owner), through the PodGroup's admission; one that is refused is told
+        on the Job and tried again later. A group of that name that exists is joined."""
+        for key in sorted(self.to_group):
+            record = self.controller.jobs.get(key)
+            if record is None:
+                self.to_group.discard(key)
+                continue
+            made = jobgroup.pod_group_for(record.obj, job.pods_made(record.obj))
+            ref = ObjectRef("Job", *key)
+            answer = chain.admit(made, None, self.view)
+            if not answer.allowed:
+                message = jobgroup.refusal_message(record.obj, answer.message)
+                if self._told.get(key) != message:
+                    self._told[key] = message
+                    self.cluster.record(ref, "Warning", jobgroup.REFUSED, message)
+                continue
+            self.to_group.discard(key)
+            self._told.pop(key, None)
+            if self.cluster.state.get("PodGroup", *key) is not None:
+                continue
+            group = answer.applied_to(made)
+            self.cluster.create(group)
+            self.cluster.record(
+                ref, "Normal", jobgroup.MADE, f"made PodGroup {key[0]}/{key[1]} for the Job's pods"
+            )
+            self._group_created(group)
 
     def _held_of(self, groups: Collection[tuple[str, str]]) -> set[JobKey]:
         return {key for g in groups for key in self._jobs_of_group.get(g, ()) if key in self.held}

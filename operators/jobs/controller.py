@@ -6,7 +6,10 @@ no longer to be held (its group is admitted, or holding it can no longer end wel
 on events of the group or the Job, and by a sweep on taking the lead and every
 ``SWEEP_SECONDS`` (an event missed while another replica led, or a release that
 failed, is not waited for for ever). It also fills the ``minResources`` of a
-PodGroup created before its Job (kube-batch's usual order) when the Job comes.
+PodGroup created before its Job (kube-batch's usual order) when the Job comes, and
+makes the PodGroup of a Job labelled ``kbatch.io/queue`` that names none
+(``groups``): on the Job's events, and in the sweep for a held Job whose group
+could not be made yet.
 
 The decisions are the admission functions'; this module does the API calls, through
 ``kbatch.kubeapi``. Only the leader releases and fills. ``register`` adds the
@@ -28,9 +31,10 @@ from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroup
 from kbatch.cluster.records import parse_pod_group, ref_of
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.jobs import groups
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.webhooks import jobs
-from kbatch.webhooks.admission import job, podgroup
+from kbatch.webhooks.admission import job, jobgroup, podgroup
 from kbatch.webhooks.admission.view import StateView
 
 if TYPE_CHECKING:
@@ -48,12 +52,14 @@ NO_JOBS: jobs.JobIndex = {}
 def register(
     registry: kopf.OperatorRegistry, runtime: "Runtime", delayed: jobs.DelayedPodCreation
 ) -> None:
-    """The release handlers, the sweep and the minResources filler."""
+    """The release handlers, the sweep, the minResources filler and the maker of the
+    PodGroups of Jobs labelled ``kbatch.io/queue``."""
     sweeper: dict[str, asyncio.Task[None]] = {}
+    maker = groups.GroupMaker(runtime)
 
     @kopf.on.startup(registry=registry)
     async def start_release_sweep(jobs_by_group: jobs.JobIndex = NO_JOBS, **_: Any) -> None:
-        sweeper["task"] = asyncio.create_task(sweep_forever(runtime, delayed, jobs_by_group))
+        sweeper["task"] = asyncio.create_task(sweep_forever(runtime, delayed, jobs_by_group, maker))
 
     @kopf.on.cleanup(registry=registry)
     async def stop_release_sweep(**_: Any) -> None:
@@ -95,6 +101,20 @@ def register(
         if job.is_held(body):
             view = jobs.index_view(runtime.state, jobs_by_group)
             release(runtime, job.to_release([dict(body)], view))
+
+    @kopf.on.event(
+        "batch",
+        "v1",
+        "jobs",
+        id="make-job-pod-group",
+        labels={jobgroup.QUEUE_LABEL: kopf.PRESENT},
+        registry=registry,
+    )
+    def make_pod_group(type: str | None, body: kopf.Body, **_: Any) -> None:
+        """The PodGroup of a Job labelled kbatch.io/queue, made once the Job exists."""
+        if type == "DELETED" or not runtime.leads() or not runtime.synced():
+            return
+        maker.ensure(dict(body))
 
     @kopf.on.event("batch", "v1", "jobs", id="fill-pod-group-min-resources", registry=registry)
     def fill_min_resources_from_job(
@@ -176,16 +196,24 @@ def release(runtime: "Runtime", decided: Sequence[tuple[Mapping[str, Any], str]]
         log.info("released Job %s: %s", name, why[name])
 
 
-def sweep_held_jobs(runtime: "Runtime", index: jobs.JobIndex) -> None:
-    """Release every held Job in ``index`` that is no longer to be held: what events
-    may have missed."""
+def sweep_held_jobs(
+    runtime: "Runtime", index: jobs.JobIndex, maker: groups.GroupMaker | None = None
+) -> None:
+    """Make the missing PodGroups of held labelled Jobs, and release every held Job in
+    ``index`` that is no longer to be held: what events may have missed."""
     held = [j for entries in index.values() for j in entries if job.is_held(j)]
+    if maker is not None:
+        for one in held:
+            maker.ensure(one)
     if held:
         release(runtime, job.to_release(held, jobs.index_view(runtime.state, index)))
 
 
 async def sweep_forever(
-    runtime: "Runtime", delayed: jobs.DelayedPodCreation, index: jobs.JobIndex
+    runtime: "Runtime",
+    delayed: jobs.DelayedPodCreation,
+    index: jobs.JobIndex,
+    maker: groups.GroupMaker | None = None,
 ) -> None:
     """The release sweep (see SWEEP_SECONDS); in kopf's loop, beside the index it reads."""
     schedule = SweepSchedule(SWEEP_SECONDS)
@@ -197,7 +225,7 @@ async def sweep_forever(
             if schedule.due(leads, time.monotonic()):
                 keys = {key for key, entries in index.items() if any(map(job.is_held, entries))}
                 snapshot = {key: list(index.get(key, ())) for key in keys}
-                await asyncio.to_thread(sweep_held_jobs, runtime, snapshot)
+                await asyncio.to_thread(sweep_held_jobs, runtime, snapshot, maker)
         except asyncio.CancelledError:
             raise
         except Exception:

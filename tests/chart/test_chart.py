@@ -48,7 +48,7 @@ CLUSTER_RULES = {
 # ... and with the admission webhooks on (the default).
 WEBHOOK_RULES = {
     ("scheduling.incubator.k8s.io", "queues"): {"get"},
-    ("scheduling.incubator.k8s.io", "podgroups"): {"get", "patch"},
+    ("scheduling.incubator.k8s.io", "podgroups"): {"get", "patch", "create"},
     ("batch", "jobs"): {"list", "watch", "patch"},
 }
 LEASE_RULES = {

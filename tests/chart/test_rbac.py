@@ -265,6 +265,13 @@ def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
         return sum(p["metadata"]["name"].startswith("a") for p in pods) < 4
 
     kbatch.wait_until("reclaim to delete one of q1's pods", reclaimed)
+    # A Job labelled kbatch.io/queue that names no PodGroup: kbatch makes its group.
+    labelled = batch_job("labelled")
+    del labelled["spec"]["template"]["metadata"]
+    labelled["metadata"]["labels"] = {"kbatch.io/queue": "q2"}
+    kube.ensure(api, JOBS, labelled)
+    group_path = f"{PG}/namespaces/{WORK_NS}/podgroups/labelled"
+    kbatch.wait_until("the labelled Job's PodGroup made", lambda: get(api, group_path) is not None)
     events = request(api, "GET", f"/api/v1/namespaces/{WORK_NS}/events")["items"]
     assert "Scheduled" in {e["reason"] for e in events}
     lease = get(api, f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/kbatch")

@@ -27,7 +27,7 @@ from typing import Any
 from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.cluster import fields
-from kbatch.webhooks.admission import result
+from kbatch.webhooks.admission import jobgroup, result
 from kbatch.webhooks.admission.result import Admission, Object
 from kbatch.webhooks.admission.view import ClusterView
 
@@ -146,11 +146,26 @@ def decide(
 
 @result.refusing
 def mutate(job: Mapping[str, Any], view: ClusterView, suspend_supported: bool = True) -> Admission:
-    """A Job created: labelled with its group, and held while the group is not admitted
-    (when holding can end well: see the module's docstring).
+    """A Job created: a Job labelled ``kbatch.io/queue`` without a group of its own
+    pointed at the group kbatch makes for it (``jobgroup.prepare``); then labelled with
+    its group, and held while the group is not admitted (when holding can end well:
+    see the module's docstring).
 
     ``suspend_supported`` False (an API server before Job suspend): labelled only.
     """
+    prepared = jobgroup.prepare(job, view.scheduler_names())
+    if not prepared.allowed:
+        return prepared
+    if not prepared.patch:
+        return prepared.then(_hold(job, view, suspend_supported))
+    job = prepared.applied_to(job)
+    queue = jobgroup.queue_of(job) or ""
+    known = view.queue(queue) is not None
+    warned = result.allow(warnings=jobgroup.queue_warning(job, known))
+    return prepared.then(warned).then(_hold(job, view, suspend_supported))
+
+
+def _hold(job: Mapping[str, Any], view: ClusterView, suspend_supported: bool) -> Admission:
     group = kbatch_group_of(job, view.scheduler_names())
     if group is None:
         return result.allow()
