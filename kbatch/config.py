@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kbatch.api.errors import explain
 
-# Seconds of wall time after which an ETA forecast stops simulating (kbatch.eta), here so
-# that the command line can show it without loading the forecast and the simulator.
+# Seconds of wall time after which an ETA forecast stops simulating (kbatch.visibility.eta),
+# here so that the command line can show it without loading the forecast and the simulator.
 ETA_BUDGET_SECONDS = 30.0
 
 DEFAULT_CONF = """\

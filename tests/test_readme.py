@@ -1,7 +1,8 @@
-"""README.md's simulator commands run as written, and its claims about the simulator hold.
+"""The simulator commands of README.md and of every page under docs/ run as written, and
+their claims about the simulator hold.
 
-Every ``kbatch simulate ...`` command of README.md's fenced code blocks, and every
-``./scripts/run.sh ...`` command there or in an inline code span (inline, ``kbatch
+Every ``kbatch simulate ...`` command of those Markdown files' fenced code blocks, and
+every ``./scripts/run.sh ...`` command there or in an inline code span (inline, ``kbatch
 simulate FILE...`` is the usage, not a command), is run from the repository's
 root through the ``kbatch`` console script of this venv, its globs expanded as the
 shell would. ``./scripts/run.sh ARGS`` runs ``kbatch ARGS`` once the venv is set up
@@ -22,6 +23,8 @@ from kbatch.sim import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# README first, then the site's pages (mkdocs.yml's docs_dir), each by its path from the root.
+DOCS = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 RUN_SH = ROOT / "scripts" / "run.sh"
 KBATCH = Path(sys.executable).with_name("kbatch")  # this venv's console script
 
@@ -77,25 +80,45 @@ def as_kbatch(command: str, out: Path) -> list[str]:
     return expanded
 
 
-SIMULATE = commands(README.read_text(encoding="utf-8"))
+def doc_commands() -> list[tuple[str, str]]:
+    """(the file from the root, the command) for every command of README and docs/, each
+    once per file."""
+    return [
+        (str(doc.relative_to(ROOT)), command)
+        for doc in DOCS
+        for command in dict.fromkeys(commands(doc.read_text(encoding="utf-8")))
+    ]
 
 
-def test_the_readme_shows_simulator_commands() -> None:
-    assert len(SIMULATE) >= 4, SIMULATE
-    assert any("--report" in c for c in SIMULATE)
-    assert "./scripts/run.sh" in SIMULATE, "the no-argument run.sh of 'Two commands'"
+SIMULATE = doc_commands()
 
 
-@pytest.mark.parametrize("command", SIMULATE)
-def test_each_readme_command_runs_as_written(command: str, tmp_path: Path) -> None:
+def test_the_docs_show_simulator_commands() -> None:
+    readme = [c for doc, c in SIMULATE if doc == "README.md"]
+    assert len(readme) >= 4, readme
+    assert "./scripts/run.sh" in readme, "the no-argument run.sh of 'Two commands'"
+    assert any("--report" in c for c in readme)
+    pages = {doc for doc, _ in SIMULATE if doc.startswith("docs/")}
+    # The pages that show the simulator keep their commands (a move that dropped them
+    # would otherwise pass unnoticed).
+    for page in (
+        "docs/simulator/simulate.md",
+        "docs/simulator/armada.md",
+        "docs/using/queues-and-gangs.md",
+    ):
+        assert page in pages, (page, sorted(pages))
+
+
+@pytest.mark.parametrize(("doc", "command"), SIMULATE, ids=[f"{d}: {c}" for d, c in SIMULATE])
+def test_each_doc_command_runs_as_written(doc: str, command: str, tmp_path: Path) -> None:
     args = as_kbatch(command, tmp_path)
     if args[0] != "simulate":
         pytest.skip(f"not a simulation: {command}")
     done = subprocess.run(
         [str(KBATCH), *args], capture_output=True, text=True, check=False, cwd=ROOT, timeout=600
     )
-    assert done.returncode == 0, f"{command}\n{done.stderr}"
-    assert done.stdout.strip(), command
+    assert done.returncode == 0, f"{doc}: {command}\n{done.stderr}"
+    assert done.stdout.strip(), f"{doc}: {command}"
     assert "Traceback" not in done.stderr and "refused" not in done.stderr, done.stderr
     if "--report" in args:
         report = Path(args[args.index("--report") + 1])
@@ -116,16 +139,22 @@ def test_the_readme_command_parser_sees_a_command_that_fails(tmp_path: Path) -> 
     assert done.returncode == 2 and "no-such.yaml: cannot read" in done.stderr
 
 
-# "Why is a job waiting? Its PodGroup's Unschedulable condition says so, in words — e.g.
+# docs/using/waiting.md: "Why is a job waiting? Its PodGroup's Unschedulable condition says so, in words — e.g.
 # `3/6 tasks in gang unschedulable: 0/4 nodes are available: 2 Insufficient cpu, ...`
 # — and so do the FailedScheduling events on its pods." (kube-scheduler's words)
 WHY = r"\d+/\d+ tasks in gang unschedulable: 0/\d+ nodes are available: \d+ [^,]+(, \d+ [^,]+)*"
 
 
-def test_why_a_job_waits_is_said_as_the_readme_says() -> None:
-    readme = " ".join(README.read_text(encoding="utf-8").split())
-    (example,) = re.findall(r"e\.g\. `([^`]*tasks in gang unschedulable[^`]*)`", readme)
-    assert re.fullmatch(WHY, example)
+def test_why_a_job_waits_is_said_as_the_docs_say() -> None:
+    texts = (" ".join(doc.read_text(encoding="utf-8").split()) for doc in DOCS)
+    examples = [
+        example
+        for text in texts
+        for example in re.findall(r"e\.g\. `([^`]*tasks in gang unschedulable[^`]*)`", text)
+    ]
+    assert examples, "no doc gives an example of why a job waits"
+    for example in examples:
+        assert re.fullmatch(WHY, example), example
     wide = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -1,12 +1,15 @@
-"""What admission knows of batch/v1 Jobs (DESIGN §6-§7): the entries of the Job index
-(a kopf index of kbatch's Jobs by PodGroup), a view of the scheduler's state with the
-index's pod templates, and whether Jobs can be held at all (Job ``spec.suspend``
-needs Kubernetes 1.22; learned from the API server's version).
+"""What admission knows of batch/v1 Jobs (DESIGN §6-§7): the Job index (a kopf index of
+kbatch's Jobs by PodGroup, which the PodGroup webhooks read too) and its entries, a view
+of the scheduler's state with the index's pod templates, whether Jobs can be held at all
+(Job ``spec.suspend`` needs Kubernetes 1.22; learned from the API server's version), and
+the Job webhook, ``mutate-job`` (delayed pod creation, decided by ``admission.job``).
+``register`` (called by the server) adds the index and the Job handler.
 
 Releasing held Jobs is a controller's job: ``kbatch.operators.jobs``.
 """
 
 import logging
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +17,7 @@ import kopf
 
 from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
+from kbatch.webhooks import configuration, review
 from kbatch.webhooks.admission import job
 from kbatch.webhooks.admission.view import StateView
 
@@ -24,6 +28,7 @@ VERSION_RETRY_MAX_SECONDS = 60.0
 SUSPEND_SINCE = (1, 22)  # Job spec.suspend: alpha in 1.21 (feature gate off), beta on in 1.22
 Object = dict[str, Any]
 JobIndex = Mapping[tuple[str, str], Sequence[Object]]
+NO_JOBS: JobIndex = types.MappingProxyType({})
 
 
 def job_suspend_support(api: kubeapi.ApiClient) -> tuple[bool | None, str]:
@@ -95,3 +100,39 @@ def slim_job(body: kopf.Body, namespace: str, name: str) -> Object:
 def index_view(state: ClusterState, index: JobIndex) -> StateView:
     """The scheduler's state, with the pod templates of the index's Jobs."""
     return StateView(state, lambda namespace, group: list(index.get((namespace, group), ())))
+
+
+def register(
+    registry: kopf.OperatorRegistry, runtime: review.Runtime, delayed: DelayedPodCreation
+) -> None:
+    """The Job index and the Job handler. ``delayed``: whether Jobs are held."""
+
+    @kopf.index("batch", "v1", "jobs", registry=registry)
+    def jobs_by_group(
+        body: kopf.Body, namespace: str | None, name: str, **_: Any
+    ) -> dict[tuple[str, str], Object] | None:
+        group = job.kbatch_group_of(body, runtime.state.scheduler_names)
+        namespace = namespace or "default"
+        return None if group is None else {(namespace, group): slim_job(body, namespace, name)}
+
+    @kopf.on.mutate(
+        "batch",
+        "v1",
+        "jobs",
+        id=configuration.MUTATE_JOB,
+        operations=["CREATE"],
+        ignore_failures=True,
+        registry=registry,
+    )
+    async def mutate_job(
+        body: kopf.Body,
+        patch: kopf.Patch,
+        warnings: list[str],
+        jobs_by_group: JobIndex = NO_JOBS,
+        **_: Any,
+    ) -> None:
+        if job.group_of(body) is None:
+            return
+        hold = bool(delayed.supported) and runtime.synced()  # unsure of the group: never hold
+        view = index_view(runtime.state, jobs_by_group)
+        review.respond(job.mutate(dict(body), view, hold), warnings, patch)

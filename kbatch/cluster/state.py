@@ -25,7 +25,7 @@ from kbatch.api.queue import Queue
 from kbatch.cluster import fields, records, settled, snapshot, snapshot_inputs
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.pod_units import PodUnits, ShownPods
-from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
@@ -429,7 +429,7 @@ class ClusterState:
 
     def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
         """The PodGroup's phase as its object says (one rule for reading it:
-        ``kbatch.operators.podgroup.status.phase_of``), or None when there is none."""
+        ``podgroup_status.phase_of``), or None when there is none."""
         raw = self.get("PodGroup", namespace, name)
         return None if raw is None else pod_group_status.phase_of(raw)
 

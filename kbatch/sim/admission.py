@@ -21,7 +21,7 @@ from typing import Any
 from kbatch.api.podgroup import PodGroup
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import jobs, validation
-from kbatch.sim.cluster import REJECTED, SimCluster
+from kbatch.sim.backend import REJECTED, SimBackend
 from kbatch.webhooks.admission import chain, job, podgroup, result
 from kbatch.webhooks.admission.view import StateView
 
@@ -30,7 +30,7 @@ JobKey = tuple[str, str]  # namespace, name
 
 
 class SimAdmission:
-    def __init__(self, cluster: SimCluster, controller: jobs.JobController) -> None:
+    def __init__(self, cluster: SimBackend, controller: jobs.JobController) -> None:
         self.cluster = cluster
         self.controller = controller
         self.view = StateView(cluster.state, self._group_jobs)

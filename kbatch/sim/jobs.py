@@ -23,7 +23,7 @@ from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests
-from kbatch.sim.cluster import FINISHED, SimCluster
+from kbatch.sim.backend import FINISHED, SimBackend
 from kbatch.webhooks.admission import job as holding
 
 Object = dict[str, Any]
@@ -110,7 +110,7 @@ def pod_for(job: Object, index: int) -> Object:
 
 
 class JobController:
-    def __init__(self, cluster: SimCluster) -> None:
+    def __init__(self, cluster: SimBackend) -> None:
         self.cluster = cluster
         self.jobs: dict[tuple[str, str], JobRecord] = {}
         self._by_uid: dict[str, JobRecord] = {}

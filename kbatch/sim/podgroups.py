@@ -1,7 +1,7 @@
 """The PodGroup controller the simulator plays (the podgroup operator's job in a cluster).
 
 After every tick it recounts each touched PodGroup's running, succeeded and failed
-pods and moves its phase by the shared rules (``kbatch.operators.podgroup.status``).
+pods and moves its phase by the shared rules (``core.framework.podgroup_status``).
 It reads the pods' parsed records with the snapshot's own ``task_status`` and
 counts them as the session close does, so both count alike and neither undoes
 the other's write. Only changed statuses
@@ -11,13 +11,13 @@ are written; conditions are the scheduler's and kept as they are.
 from collections import Counter
 
 from kbatch.cluster.records import task_status
-from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import phase_event
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimBackend
 
 
-def reconcile(cluster: SimCluster) -> None:
+def reconcile(cluster: SimBackend) -> None:
     """Write the status of every PodGroup touched since the last call that no longer
     matches its pods."""
     for namespace, name in sorted(cluster.touched.groups):
@@ -34,7 +34,7 @@ def reconcile(cluster: SimCluster) -> None:
     cluster.touched.groups.clear()
 
 
-def _count(cluster: SimCluster, namespace: str, group: str) -> Counter[TaskStatus]:
+def _count(cluster: SimBackend, namespace: str, group: str) -> Counter[TaskStatus]:
     """The statuses of the PodGroup's pods, as the scheduler would count them."""
     counts: Counter[TaskStatus] = Counter()
     for name in cluster.group_pods.get((namespace, group), ()):

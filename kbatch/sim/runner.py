@@ -73,7 +73,7 @@ from kbatch.operators.scheduler.core.runner import (
 )
 from kbatch.sim import clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimBackend
 from kbatch.sim.timeline import Timeline
 
 ProgressFn = Callable[[float, int], None]
@@ -116,7 +116,7 @@ class Totals:
 @dataclass(slots=True)
 class Outcome:
     time: float
-    cluster: SimCluster
+    cluster: SimBackend
     jobs: jobs.JobController
     totals: Totals
     timeline: Timeline
@@ -144,7 +144,7 @@ class Simulation:
             leave_out_settled=options.leave_out_settled,
             shortcuts=shortcuts,
         )
-        self.cluster = SimCluster(state, self.clock)
+        self.cluster = SimBackend(state, self.clock)
         self.jobs = jobs.JobController(self.cluster)
         self.admission = SimAdmission(self.cluster, self.jobs)
         self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
@@ -277,7 +277,7 @@ _LIFETIME, _COUNTS = operator.attrgetter("lifetime"), operator.attrgetter("count
 
 
 def create(
-    cluster: SimCluster,
+    cluster: SimBackend,
     controller: jobs.JobController,
     obj: dict[str, Any],
     admission: SimAdmission | None = None,
@@ -318,7 +318,7 @@ def collector_paused_for_run(pause: bool) -> Iterator[Callable[[], None]]:
             gc.unfreeze()
 
 
-def _make_defaults(cluster: SimCluster) -> None:
+def _make_defaults(cluster: SimBackend) -> None:
     """What a fresh cluster has: the ``default`` namespace, the system priority classes,
     and (our operator's) default queue."""
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})

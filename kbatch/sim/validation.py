@@ -8,7 +8,7 @@ refuse the same object in ``kbatch run``), plus what only the simulator reads: a
 spec and its pod template (the pod its controller makes must itself be acceptable), a
 PriorityClass's fields, and the simulation annotations ``kbatch.io/sim-submit-at`` and
 ``kbatch.io/sim-duration``. A missing PriorityClass is the API server's priority
-admission (``SimCluster.refusal``); the webhooks' checks are ``kbatch.sim.admission``.
+admission (``SimBackend.refusal``); the webhooks' checks are ``kbatch.sim.admission``.
 """
 
 from collections.abc import Callable, Mapping

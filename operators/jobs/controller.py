@@ -12,7 +12,7 @@ The decisions are the admission functions'; this module does the API calls, thro
 ``kbatch.kubeapi``. Only the leader releases and fills. ``register`` adds the
 handlers to ``kbatch run``'s registry when the webhooks are on (without them no Job
 is ever held); they read kopf's Job index ``jobs_by_group``, which the webhooks
-register (``kbatch.webhooks.server``).
+register (``kbatch.webhooks.jobs``).
 """
 
 import asyncio
@@ -28,13 +28,13 @@ from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroup
 from kbatch.cluster.records import parse_pod_group, ref_of
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.podgroup import status as pod_group_status
+from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.webhooks import jobs
 from kbatch.webhooks.admission import job, podgroup
 from kbatch.webhooks.admission.view import StateView
 
 if TYPE_CHECKING:
-    from kbatch.operators.scheduler.runtime.operator import Runtime
+    from kbatch.operators.process import Runtime
 
 log = logging.getLogger("kbatch.jobs")
 

@@ -4,8 +4,9 @@ next session (within a period or so), unless that session wrote its status alrea
 kube-batch's groups had an empty status until the scheduler first saw them. From
 then on, running, succeeded and failed counts, the phase and the conditions are
 kept by the scheduler's session close, which sees every pod of every group each
-period and writes only what changed, by the rules of ``status`` (their one home).
-The initial status waits for that session (``KubeCluster.initialise_pod_group_status``)
+period and writes only what changed, by the rules of the core's ``podgroup_status``
+(their one home).
+The initial status waits for that session (``KubeBackend.initialise_pod_group_status``)
 so that a restart with a thousand groups does not write ``Pending`` on each of them
 just before the session decides them all.
 """
@@ -16,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import kopf
 
 from kbatch.api import GROUP, VERSION
-from kbatch.operators.podgroup import status
+from kbatch.operators.scheduler.core.framework import podgroup_status
 
 if TYPE_CHECKING:
-    from kbatch.operators.scheduler.runtime.operator import Runtime
+    from kbatch.operators.process import Runtime
 
 log = logging.getLogger("kbatch.podgroup")
 
@@ -30,6 +31,6 @@ def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
     async def pod_group_event(
         type: str, body: kopf.Body, name: str, namespace: str | None, **_: Any
     ) -> None:
-        if type != "DELETED" and runtime.leads() and status.needs_initial_status(body):
+        if type != "DELETED" and runtime.leads() and podgroup_status.needs_initial_status(body):
             version = str(body.get("metadata", {}).get("resourceVersion") or "")
             runtime.cluster.initialise_pod_group_status(namespace or "default", name, version)

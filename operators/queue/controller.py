@@ -22,7 +22,7 @@ from kbatch import kubeapi
 from kbatch.api import DEFAULT_QUEUE, GROUP, VERSION
 
 if TYPE_CHECKING:
-    from kbatch.operators.scheduler.runtime.operator import Runtime
+    from kbatch.operators.process import Runtime
 
 log = logging.getLogger("kbatch.queue")
 

@@ -13,9 +13,9 @@ from kbatch import kubeapi
 from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
-from kbatch.operators.podgroup.status import INITIAL_STATUS
 from kbatch.operators.scheduler.core.framework.outcome import Outcome, PodGroupUpdate
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
+from kbatch.operators.scheduler.core.framework.podgroup_status import INITIAL_STATUS
+from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
 
 PATH = "/apis/scheduling.incubator.k8s.io/v1alpha1/namespaces/default/podgroups/{}/status"
@@ -50,12 +50,12 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     return recorder
 
 
-def settled(cluster: KubeCluster) -> None:
+def settled(cluster: KubeBackend) -> None:
     cluster.shutdown()  # waits for the writer's queue
 
 
 def test_the_initial_status_waits_for_the_next_session(api: Recorder) -> None:
-    cluster = KubeCluster(None, ClusterState())  # type: ignore[arg-type]
+    cluster = KubeBackend(None, ClusterState())  # type: ignore[arg-type]
     cluster.initialise_pod_group_status("default", "g", "41")
     time.sleep(0.1)
     assert api.patches() == [], "nothing before a session has ended"
@@ -69,7 +69,7 @@ def test_the_initial_status_waits_for_the_next_session(api: Recorder) -> None:
 def test_a_session_that_writes_the_status_makes_the_initial_one_needless(
     api: Recorder,
 ) -> None:
-    cluster = KubeCluster(None, ClusterState())  # type: ignore[arg-type]
+    cluster = KubeBackend(None, ClusterState())  # type: ignore[arg-type]
     cluster.initialise_pod_group_status("default", "g", "41")
     cluster.initialise_pod_group_status("default", "h", "42")
     decided = PodGroupStatus(phase=PodGroupPhase.INQUEUE)
@@ -80,7 +80,7 @@ def test_a_session_that_writes_the_status_makes_the_initial_one_needless(
     assert written[PATH.format("g")][1] == kubeapi.JSON_PATCH, "g: the session's status only"
     assert written[PATH.format("g")][0][0]["value"]["phase"] == "Inqueue"
     assert written[PATH.format("h")][0]["status"] == INITIAL_STATUS
-    cluster = KubeCluster(None, ClusterState())  # type: ignore[arg-type]
+    cluster = KubeBackend(None, ClusterState())  # type: ignore[arg-type]
     cluster.apply(Outcome())
     settled(cluster)
     assert len(api.patches()) == 2, "each is written once: the next session writes none"
@@ -92,7 +92,7 @@ def test_a_group_changed_since_keeps_its_status(
     """A 409: the group is no longer at the version seen without a phase (a status was
     written meanwhile); no Pending over it, and no failure either."""
     api.refuse[PATH.format("g")] = kubeapi.ApiError(409, "the object has been modified")
-    cluster = KubeCluster(None, ClusterState())  # type: ignore[arg-type]
+    cluster = KubeBackend(None, ClusterState())  # type: ignore[arg-type]
     cluster.initialise_pod_group_status("default", "g", "41")
     cluster.apply(Outcome())
     settled(cluster)
@@ -101,7 +101,7 @@ def test_a_group_changed_since_keeps_its_status(
 
 
 def test_no_initial_status_once_the_lead_is_lost(api: Recorder) -> None:
-    cluster = KubeCluster(None, ClusterState(), may_write=lambda: False)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, ClusterState(), may_write=lambda: False)  # type: ignore[arg-type]
     cluster.initialise_pod_group_status("default", "g", "41")
     cluster.apply(Outcome())
     settled(cluster)

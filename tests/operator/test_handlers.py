@@ -1,7 +1,7 @@
 """Operator handlers called directly with real object dicts."""
 
-from kbatch.operators.podgroup import status as podgroups
 from kbatch.operators.queue import controller as queues
+from kbatch.operators.scheduler.core.framework import podgroup_status as podgroups
 
 
 def test_a_new_pod_group_gets_a_pending_status_once() -> None:

@@ -1,4 +1,4 @@
-"""KubeCluster's side effects, against a scripted API: nothing sent once the lead is lost,
+"""KubeBackend's side effects, against a scripted API: nothing sent once the lead is lost,
 evictions beside binds (not behind them) and assumed Releasing until the watch shows
 them, an Evict event only for an eviction that happened, events stamped when decided."""
 
@@ -13,8 +13,8 @@ from kbatch.cluster.state import ClusterState
 from kbatch.kubeapi import ApiError
 from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.runtime import cluster as kube
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
+from kbatch.operators.scheduler.runtime import kube_backend as kube
+from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 
 
 def node(name: str) -> dict[str, Any]:
@@ -97,7 +97,7 @@ def wait_for(what: str, done: Any) -> None:
 def test_binds_queued_when_the_lead_is_lost_are_not_sent(api: FakeApi) -> None:
     state = world(pod("a"), pod("b"))
     leading = [True]
-    cluster = KubeCluster(None, state, bind_workers=1, may_write=lambda: leading[0])  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state, bind_workers=1, may_write=lambda: leading[0])  # type: ignore[arg-type]
     api.gate.clear()  # the first bind hangs on the API server
     cluster.bind(task(state, "a"), "n1")
     cluster.bind(task(state, "b"), "n1")
@@ -113,7 +113,7 @@ def test_binds_queued_when_the_lead_is_lost_are_not_sent(api: FakeApi) -> None:
 
 def test_shutdown_drops_binds_not_yet_sent(api: FakeApi) -> None:
     state = world(*(pod(f"p{i}") for i in range(5)))
-    cluster = KubeCluster(None, state, bind_workers=1)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state, bind_workers=1)  # type: ignore[arg-type]
     api.gate.clear()
     for i in range(5):
         cluster.bind(task(state, f"p{i}"), "n1")
@@ -128,7 +128,7 @@ def test_shutdown_drops_binds_not_yet_sent(api: FakeApi) -> None:
 
 def test_an_eviction_is_not_queued_behind_binds(api: FakeApi) -> None:
     state = world(pod("pending"), pod("victim", "n1"))
-    cluster = KubeCluster(None, state, bind_workers=1)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state, bind_workers=1)  # type: ignore[arg-type]
     api.gate.clear()
     cluster.bind(task(state, "pending"), "n1")
     cluster.flush()
@@ -140,7 +140,7 @@ def test_an_eviction_is_not_queued_behind_binds(api: FakeApi) -> None:
 
 def test_a_victim_is_releasing_until_the_watch_shows_its_deletion(api: FakeApi) -> None:
     state = world(pod("victim", "n1"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     cluster.evict(task(state, "victim"), "preempted")
     assert task(state, "victim").status is TaskStatus.RELEASING
     cluster.shutdown()
@@ -155,7 +155,7 @@ def test_the_evict_event_follows_a_successful_delete_only(api: FakeApi) -> None:
         "spec": {"minMember": 1},
     }
     state = world(group, pod("ok", "n1", group="g"), pod("refused", "n1", group="g"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     api.answers[("DELETE", "/pods/refused")] = ApiError(500, "etcd timed out")
     for name in ("ok", "refused"):
         victim = task(state, name)
@@ -181,7 +181,7 @@ def test_the_evict_event_follows_a_successful_delete_only(api: FakeApi) -> None:
 
 def test_an_event_is_stamped_when_the_session_sent_the_bind(api: FakeApi) -> None:
     state = world(pod("a"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     api.gate.clear()
     decided = time.time()
     cluster.bind(task(state, "a"), "n1")
@@ -198,7 +198,7 @@ def test_an_event_is_stamped_when_the_session_sent_the_bind(api: FakeApi) -> Non
 
 def test_a_nomination_is_a_merge_patch_of_the_pods_status(api: FakeApi) -> None:
     state = world(pod("a"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     cluster.nominate(task(state, "a"), "n1")
     cluster.nominate(task(state, "a"), None)
     cluster.shutdown()
@@ -213,7 +213,7 @@ def test_a_nomination_is_a_merge_patch_of_the_pods_status(api: FakeApi) -> None:
 
 def test_no_nomination_is_written_once_the_lead_is_lost(api: FakeApi) -> None:
     state = world(pod("a"))
-    cluster = KubeCluster(None, state, may_write=lambda: False)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state, may_write=lambda: False)  # type: ignore[arg-type]
     cluster.nominate(task(state, "a"), "n1")
     cluster.shutdown()
     assert api.paths("PATCH") == []
@@ -223,7 +223,7 @@ def test_a_sessions_binds_are_sent_when_it_ends(api: FakeApi) -> None:
     """Bound in the session (the state sees it at once), sent at flush: the bind workers do
     not compete with the session for the interpreter while it places the rest."""
     state = world(pod("a"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     cluster.bind(task(state, "a"), "n1")
     assert task(state, "a").status is TaskStatus.BOUND, "assumed bound at once"
     assert cluster.binds_in_flight()
@@ -238,7 +238,7 @@ def test_a_sessions_binds_are_sent_when_it_ends(api: FakeApi) -> None:
 
 def test_binds_never_flushed_are_forgotten_at_shutdown(api: FakeApi) -> None:
     state = world(pod("a"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     cluster.bind(task(state, "a"), "n1")
     cluster.shutdown()
     cluster.flush()  # a session ending after the shutdown sends nothing
@@ -254,7 +254,7 @@ def test_events_wait_for_binds_for_one_budget_in_all_not_one_each(
     when it was recorded, so five events go out after one budget, not five in turn."""
     monkeypatch.setattr(kube, "EVENT_WAIT_FOR_BINDS", 0.5)
     state = world(pod("hangs"), *(pod(f"p{i}") for i in range(5)))
-    cluster = KubeCluster(None, state, bind_workers=1)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state, bind_workers=1)  # type: ignore[arg-type]
     api.gate.clear()
     cluster.bind(task(state, "hangs"), "n1")
     cluster.flush()
@@ -278,7 +278,7 @@ def test_an_evict_event_a_failed_session_never_told_is_not_paired_with_a_later_o
         "spec": {"minMember": 1},
     }
     state = world(group, pod("first", "n1", group="g"), pod("second", "n1", group="g"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     api.answers[("DELETE", "/pods/first")] = ApiError(500, "etcd timed out")
     cluster.evict(task(state, "first"), "preempted")
     cluster.flush()  # the session ends without its events
@@ -304,7 +304,7 @@ def test_a_409_on_a_bind_is_checked_against_the_pod(
     if watched is not None:
         state.apply(pod("a", watched))
     api.answers[("POST", "/pods/a/binding")] = ApiError(409, "pod a is already assigned")
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     cluster.bind(task(state, "a"), "n1")
     cluster.flush()
     wait_for("the bind answered", lambda: not cluster.binds_in_flight())

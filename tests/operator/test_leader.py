@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kbatch import kubeapi
+from kbatch.operators.process import RunSettings, Runtime
 from kbatch.operators.scheduler.runtime.leader import LeaseElector
-from kbatch.operators.scheduler.runtime.operator import RunSettings, Runtime
 
 
 def elector(**options: Any) -> LeaseElector:

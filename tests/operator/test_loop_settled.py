@@ -3,7 +3,7 @@
 gets no session of its own until the cluster or the conf changes, only the beat's; and
 one scheduler runs every session, so that what rested at a close rests at the next open.
 
-The cluster here is the simulator's (``SimCluster``): a state that plays API server,
+The cluster here is the simulator's (``SimBackend``): a state that plays API server,
 writing back every status a session decides, as the watches would bring it back."""
 
 import time
@@ -17,8 +17,8 @@ from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.framework import pod_conditions, resting
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+from kbatch.sim.backend import SimBackend
 from kbatch.sim.clock import SimClock
-from kbatch.sim.cluster import SimCluster
 from tests.unit.framework.test_kept_statuses import group, node, pending_pod, queue, running_pod
 
 IDLE_EVERY = 3
@@ -51,7 +51,7 @@ def looping(
 ) -> SchedulerLoop:
     leading = [True] if leads is None else leads
     return SchedulerLoop(
-        SimCluster(state, SimClock()),
+        SimBackend(state, SimClock()),
         conf,
         period=1.0,
         metrics=SchedulerMetrics(),
@@ -131,7 +131,7 @@ def test_a_session_that_wrote_runs_again_though_its_write_did_not_land(
 ) -> None:
     """What a session decides to write it decides again at the next: a write lost on
     the way (an API error) changes nothing in the cluster, yet is no reason to wait."""
-    monkeypatch.setattr(SimCluster, "update_pod_condition", lambda *_: None)
+    monkeypatch.setattr(SimBackend, "update_pod_condition", lambda *_: None)
     loop = looping(backlog(), ConfSource(None))
     assert periods(loop, 4) == [True] * 4
 

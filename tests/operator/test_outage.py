@@ -19,8 +19,8 @@ from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.runtime import outage
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
 from kbatch.operators.scheduler.runtime.informer import RESOURCES, Informer
+from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 
 
 class Clock:
@@ -75,15 +75,15 @@ def api(monkeypatch: pytest.MonkeyPatch, clock: Clock) -> OutageApi:
     return fake
 
 
-def cluster_of(clock: Clock, pods: int) -> tuple[KubeCluster, ClusterState]:
+def cluster_of(clock: Clock, pods: int) -> tuple[KubeBackend, ClusterState]:
     state = ClusterState(clock=clock)
     state.apply({"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {}}})
     for i in range(pods):
         state.apply(pod(f"p{i}"))
-    return KubeCluster(None, state, clock=clock), state  # type: ignore[arg-type]
+    return KubeBackend(None, state, clock=clock), state  # type: ignore[arg-type]
 
 
-def session(cluster: KubeCluster) -> int:
+def session(cluster: KubeBackend) -> int:
     """What a session does with the pods the snapshot offers as pending: bind them all
     (the core's choice of node does not matter here). How many it bound."""
     pending = [
@@ -102,7 +102,7 @@ def session(cluster: KubeCluster) -> int:
     return len(pending)
 
 
-def sessions(cluster: KubeCluster, clock: Clock, until: float, period: float = 0.5) -> None:
+def sessions(cluster: KubeBackend, clock: Clock, until: float, period: float = 0.5) -> None:
     while clock.now - 1000.0 < until:
         session(cluster)
         clock.now += period

@@ -13,7 +13,7 @@ from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.operators.scheduler.runtime import writer
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
+from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 from tests.operator.test_kube import FakeApi, pod, task, wait_for, world
 
 
@@ -35,7 +35,7 @@ def group_status_writes(api: FakeApi) -> list[tuple[str, str]]:
 
 def test_statuses_queued_behind_binds_are_written_once_each_the_latest(api: FakeApi) -> None:
     state = world(pod("a"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     api.gate.clear()  # a bind in flight holds the statuses back
     cluster.bind(task(state, "a"), "n1")
     cluster.flush()
@@ -54,7 +54,7 @@ def test_statuses_queued_behind_binds_are_written_once_each_the_latest(api: Fake
 def test_the_loop_has_no_work_for_groups_whose_status_is_on_its_way(api: FakeApi) -> None:
     group = {"kind": "PodGroup", "metadata": {"name": "g", "namespace": "default"}}
     state: ClusterState = world(group)
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     api.gate.clear()
     state.apply(pod("other"))
     cluster.bind(task(state, "other"), "n1")
@@ -71,7 +71,7 @@ def test_a_stop_drops_a_backlog_of_events_after_a_bounded_drain(
 ) -> None:
     monkeypatch.setattr(writer, "DRAIN_SECONDS", 0.3)
     state = world(pod("a"))
-    cluster = KubeCluster(None, state)  # type: ignore[arg-type]
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     slow = threading.Event()
     real = api.__call__
 

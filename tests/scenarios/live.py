@@ -9,10 +9,11 @@ same simulation, left to run on, starts the PodGroup: what an ETA is checked aga
 
 from typing import Any
 
-from kbatch import sim, visibility
+from kbatch import sim
 from kbatch.api.queue import rfc3339
 from kbatch.cluster.records import timestamp
 from kbatch.sim import clock, manifests
+from kbatch.visibility import standing as visibility
 from scenarios import objects as o
 
 Obj = dict[str, Any]

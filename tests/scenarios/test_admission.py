@@ -10,7 +10,7 @@ from kbatch import sim
 from kbatch.cluster.state import ClusterState
 from kbatch.sim import clock, jobs, output, runner
 from kbatch.sim.admission import SimAdmission
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimBackend
 from kbatch.webhooks.admission import job as job_admission
 from scenarios.objects import at, job, node, pod, pod_group, queue
 from scenarios.runner import HERE, Outcome, header, run
@@ -176,7 +176,7 @@ def test_a_backlog_whose_pod_groups_come_before_their_jobs_is_held_too() -> None
 def test_a_group_created_before_its_job_is_filled_when_the_job_comes() -> None:
     """PodGroupMinResources in the simulator's admission, the PodGroup first (the
     simulator itself creates Jobs first when both are due at once)."""
-    cluster = SimCluster(ClusterState(), clock.SimClock())
+    cluster = SimBackend(ClusterState(), clock.SimClock())
     controller = jobs.JobController(cluster)
     admission = SimAdmission(cluster, controller)
     cluster.create(queue("default"))

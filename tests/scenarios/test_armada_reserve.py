@@ -42,8 +42,9 @@ def test_the_first_whole_node_job_starts_within_seven_minutes() -> None:
 
 @pytest.mark.parametrize("conf", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_each_example_conf_runs_armada_s_workload(conf: Path) -> None:
-    """The README's confs for Armada's rules (``--config examples/armada/...``) load and
-    run Armada's basic workload to the end, every job started."""
+    """The confs for Armada's rules that docs/simulator/armada.md names (``--config
+    examples/armada/...``) load and run Armada's basic workload to the end, every job
+    started."""
     result = simulate(
         workload=TESTDATA / "workloads/basicWorkload.yaml",
         cluster=TESTDATA / "clusters/tinyCluster.yaml",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbatch import cli
+from kbatch.cli import main as cli
 from kbatch.sim.progress import ProgressBar
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbatch import cli
+from kbatch.cli import main as cli
 from kbatch.config import ConfigError
 from kbatch.sim import clock, runner, simulate
 from kbatch.sim.manifests import ManifestError, load_documents, load_files

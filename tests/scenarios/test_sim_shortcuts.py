@@ -13,7 +13,7 @@ options. The shortcuts that are no switch are replaced through their seam:
   worded, and its event made, once for the same words, not every session;
 - ``gang.scheduled_words``: a running gang worded once for the same counts;
 - ``gang.failed_scheduling``: a pod's FailedScheduling event made once for its words;
-- ``SimCluster.record``: an event's object known by its uid alone (by name and uid, the
+- ``SimBackend.record``: an event's object known by its uid alone (by name and uid, the
   long way);
 - ``drf.ALL_AT_ONCE_AFTER``: every row and share taken at once once a session has asked
   that many one by one (each one by one, the long way).
@@ -30,13 +30,13 @@ from typing import Any
 import pytest
 
 from kbatch.cluster import fields
-from kbatch.operators.podgroup import status
 from kbatch.operators.scheduler.core.framework import info
+from kbatch.operators.scheduler.core.framework import podgroup_status as status
 from kbatch.operators.scheduler.core.framework.outcome import Event, ObjectRef
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.plugins import drf, gang
 from kbatch.sim import run, simulate
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimBackend
 from scenarios.objects import at, node, pod, pod_group, queue
 
 TESTDATA = Path(__file__).parents[2].parent / "shared" / "armada-simulator-testdata"
@@ -46,7 +46,7 @@ NO_TESTDATA = f"no Armada simulator testdata at {TESTDATA}"
 
 
 def _record_by_name_and_uid(
-    self: SimCluster, ref: ObjectRef, type_: str, reason: str, message: str
+    self: SimBackend, ref: ObjectRef, type_: str, reason: str, message: str
 ) -> None:
     self.events.record((ref, self._uid_of(ref)), ref, type_, reason, message, self.clock.now)
 
@@ -63,7 +63,7 @@ SEAMS: dict[str, tuple[Any, str, Any]] = {
     "words not admitted": (gang, "not_admitted_words", gang.not_admitted_words.__wrapped__),
     "words scheduled": (gang, "scheduled_words", gang.scheduled_words.__wrapped__),
     "events not admitted": (gang, "not_admitted_event", gang.not_admitted_event.__wrapped__),
-    "events by uid": (SimCluster, "record", _record_by_name_and_uid),
+    "events by uid": (SimBackend, "record", _record_by_name_and_uid),
     "drf rows at once": (drf, "ALL_AT_ONCE_AFTER", 10**9),
     "failed scheduling told again": (gang, "failed_scheduling", _failed_scheduling_made_anew),
 }

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kbatch import cli
 from kbatch.api import LIFETIME_ANNOTATION
+from kbatch.cli import main as cli
 from kbatch.sim import clock, manifests, output, run, simulate, workload
 from kbatch.sim.metrics import MeasuredOutcome
 from kbatch.sim.runner import Outcome

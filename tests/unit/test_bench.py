@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kbatch import cli
+from kbatch.cli import main as cli
 
 
 def test_bench_places_every_gang_and_prints_one_json_line(
@@ -18,7 +18,7 @@ def test_bench_places_every_gang_and_prints_one_json_line(
 
 
 def test_bench_binds_only_what_fits() -> None:
-    from kbatch import bench
+    from kbatch.bench import scheduling as bench
 
     # 2 nodes × 32 cpu hold 6 gangs of 10 (60 cpu), never a seventh half-placed
     result = bench.run_size(2, 100, bench.bench_conf())
@@ -32,7 +32,7 @@ def test_bad_size_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_backlog_times_the_next_session_on_a_full_cluster() -> None:
     """2 nodes × 32 cpu: 6 gangs run, 4 wait; alike, none may evict another."""
-    from kbatch import bench
+    from kbatch.bench import scheduling as bench
 
     result = bench.run_backlog(2, 100)
     assert (result["running"], result["waiting"]) == (60, 40)

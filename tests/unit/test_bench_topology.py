@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 
-from kbatch import bench_topology, cli
+from kbatch.bench import topology as bench_topology
+from kbatch.cli import main as cli
 
 
 def test_the_cluster_has_four_levels_and_gangs_of_eight_to_sixty_four() -> None:

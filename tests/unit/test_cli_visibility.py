@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbatch import cli, cli_visibility, eta, kubeapi, visibility
+from kbatch import kubeapi
 from kbatch.api import duration
+from kbatch.cli import main as cli
+from kbatch.cli import visibility as cli_visibility
 from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.visibility import eta
+from kbatch.visibility import standing as visibility
 from scenarios import live
 from scenarios import objects as o
 
@@ -286,7 +290,7 @@ def test_a_required_list_that_fails_fails_the_command(monkeypatch) -> None:
 def test_it_is_also_a_kubectl_plugin() -> None:
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     scripts = project["project"]["scripts"]
-    assert scripts["kubectl-kbatch"] == scripts["kbatch"] == "kbatch.cli:main"
+    assert scripts["kubectl-kbatch"] == scripts["kbatch"] == "kbatch.cli.main:main"
     assert any(dep.startswith("rich") for dep in project["project"]["dependencies"])
 
 
@@ -294,13 +298,13 @@ def test_kbatchs_parser_loads_neither_the_scheduler_nor_the_simulator(tmp_path: 
     """The commands load them when they run: ``kbatch run`` starts its lists first
     (``kbatch.cli.run``), and the simulator and scheduler took 0.2-0.3 s before them."""
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, kbatch.cli; print(*sys.modules)"],
+        [sys.executable, "-c", "import sys, kbatch.cli.main; print(*sys.modules)"],
         cwd=tmp_path,  # the installed layout, not the checkout's ./kbatch
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    heavy = ("kbatch.sim", "kbatch.eta", "kbatch.visibility", "kbatch.operators", "numpy", "kopf")
+    heavy = ("kbatch.sim", "kbatch.visibility", "kbatch.bench", "kbatch.operators", "numpy", "kopf")
     assert [name for name in loaded if name.startswith(heavy)] == []
 
 

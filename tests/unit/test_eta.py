@@ -3,8 +3,9 @@ simulation then does (``scenarios.live``: a simulated cluster stands for the liv
 
 import pytest
 
-from kbatch import eta, visibility
 from kbatch.operators.scheduler.core.runner import default_conf, load_conf
+from kbatch.visibility import eta
+from kbatch.visibility import standing as visibility
 from scenarios import live
 from scenarios import objects as o
 

@@ -12,9 +12,11 @@ import time
 
 import pytest
 
-from kbatch import cli, cli_visibility, visibility
+from kbatch.cli import main as cli
+from kbatch.cli import visibility as cli_visibility
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import clock
+from kbatch.visibility import standing as visibility
 
 NOW = 1_700_000_000.0
 NODES = 1000

@@ -1,8 +1,9 @@
 """The live cluster as simulator input: times shifted to now = 0, runtimes as durations."""
 
-from kbatch import eta_input, visibility
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import clock
+from kbatch.visibility import eta_input
+from kbatch.visibility import standing as visibility
 from scenarios import objects as o
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z

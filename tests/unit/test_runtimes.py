@@ -3,9 +3,9 @@
 import pytest
 
 from builders import Cluster
-from kbatch import runtimes
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
-from kbatch.runtimes import History, Runtime
+from kbatch.visibility import runtimes
+from kbatch.visibility.runtimes import History, Runtime
 
 
 def finished(start: str, *ends: str, phase: str = "Succeeded") -> dict:

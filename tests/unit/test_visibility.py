@@ -3,11 +3,11 @@
 import pytest
 
 from builders import Cluster, vec
-from kbatch import visibility
 from kbatch.api.podgroup import ConditionType, PodGroupPhase
-from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.podgroup_status import condition
 from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.visibility import standing as visibility
 from scenarios import live
 from scenarios import objects as o
 

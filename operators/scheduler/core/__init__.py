@@ -2,5 +2,5 @@
 actions (mechanism) and plugins (policy), and the runner that drives one session.
 
 Pure Python + numpy: it imports neither kopf nor kubernetes and sees a cluster only
-through ``framework.interface.Cluster`` (checked by the import-linter contracts).
+through ``framework.interface.Backend`` (checked by the import-linter contracts).
 """

@@ -15,7 +15,7 @@ from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import JobInfo
-from kbatch.operators.scheduler.core.framework.interface import Cluster, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.interface import Backend, Outcome, Snapshot
 from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs, rests
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -125,7 +125,7 @@ def close_session(session: Session) -> Outcome:
 class Scheduler:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: Backend,
         conf: SchedulerConf,
         clock: Callable[[], float],
         session_ids: Callable[[], str],

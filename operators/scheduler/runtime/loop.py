@@ -20,7 +20,7 @@ from pathlib import Path
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core import runner
-from kbatch.operators.scheduler.core.framework.interface import Cluster
+from kbatch.operators.scheduler.core.framework.interface import Backend
 
 log = logging.getLogger("kbatch.loop")
 
@@ -70,7 +70,7 @@ class ConfSource:
 class SchedulerLoop:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: Backend,
         conf: ConfSource,
         period: float,
         metrics: SchedulerMetrics,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import Queue, QueueState
-from kbatch.operators.podgroup.status import next_phase
+from kbatch.operators.scheduler.core.framework.podgroup_status import next_phase
 
 
 def podgroup(**spec: Any) -> dict[str, Any]:

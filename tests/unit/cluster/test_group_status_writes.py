@@ -140,7 +140,7 @@ def test_the_parts_of_a_group_written_whole_are_worked_out_anew() -> None:
 @pytest.mark.parametrize("written", [w for w in WRITES if "status" in w])
 def test_a_status_handed_over_with_its_model_is_that_model(written: dict[str, Any]) -> None:
     """The simulator hands its status writes over with the model they were dumped from
-    (``SimCluster._write_status``): that very model is the status parsed, and the group
+    (``SimBackend._write_status``): that very model is the status parsed, and the group
     is what validating the dump gives."""
     before = records.parse_pod_group(group(phase="Pending"))
     model = PodGroupStatus.model_validate(written["status"])

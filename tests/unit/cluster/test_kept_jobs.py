@@ -7,7 +7,7 @@ touched, but for its phase."""
 import pytest
 
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.bench import FULL_ACTIONS
+from kbatch.bench.scheduling import FULL_ACTIONS
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner

@@ -27,7 +27,7 @@ def test_the_command_line_and_the_simulator_import_no_api_client() -> None:
     """``kbatch simulate`` and the commands that read no cluster start without the
     client (a tenth of a second and more); those that read one import it as they run."""
     probe = (
-        "import sys, kbatch.cli, kbatch.sim.runner\n"
+        "import sys, kbatch.cli.main, kbatch.sim.runner\n"
         "from kbatch.cluster.quantity import amount\n"
         "assert amount('cpu', '250m') == 250.0\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'urllib3')))"

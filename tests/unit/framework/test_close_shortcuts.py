@@ -4,7 +4,7 @@ They are switched off here, each through its own seam, and the close's outcome (
 PodGroup statuses written, the events) compared with them on, on random clusters with
 lines of alike gangs, some running, some waiting, some told something before: the
 statuses built once for groups alike (``job_status.pod_group_status``'s ``built``) and
-the conditions made once for the same words (``podgroup.status.condition``, as the gang
+the conditions made once for the same words (``podgroup_status.condition``, as the gang
 plugin calls it), gang's verdict on a group short of pods made once per count, and its
 words and event for a group not admitted made once (``gang.not_admitted_words``,
 ``gang.not_admitted_event``).
@@ -16,10 +16,10 @@ import pytest
 
 from builders import Cluster, run_actions, vec
 from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
-from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core.framework import job_status, outcome
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import Event
+from kbatch.operators.scheduler.core.framework.podgroup_status import condition
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.plugins import gang
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase, PodGroupStatus
-from kbatch.bench import FULL_ACTIONS
+from kbatch.bench.scheduling import FULL_ACTIONS
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.podgroup_status import condition
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 

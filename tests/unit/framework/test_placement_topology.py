@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from builders import Cluster
-from kbatch import bench_topology
-from kbatch.bench import CountingCluster, loaded_state, timed_session
+from kbatch.bench import topology as bench_topology
+from kbatch.bench.scheduling import CountingCluster, loaded_state, timed_session
 from kbatch.operators.scheduler.core.framework import placement
 from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
 from kbatch.operators.scheduler.core.framework.session import Session

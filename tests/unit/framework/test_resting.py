@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from kbatch.bench import FULL_ACTIONS
+from kbatch.bench.scheduling import FULL_ACTIONS
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework import resting

@@ -2,8 +2,10 @@
 
 import numpy as np
 
-from builders import Cluster, fake
-from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskStatus
+from builders import Cluster, FakeCluster, fake
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
 
@@ -53,3 +55,54 @@ def test_discard_restores_session_exactly() -> None:
     assert (victim.status, victim.node) == (TaskStatus.RUNNING, 0)
     assert job.counts[TaskStatus.PENDING] == 2 and running.counts[TaskStatus.RUNNING] == 1
     assert fake(session).binds == [] and fake(session).evictions == []
+
+
+def drained() -> tuple[Session, TaskInfo, TaskInfo]:
+    """Two 4-cpu nodes, each full; two pending 4-cpu tasks, ``moved`` with room kept on
+    n1 from an earlier session, ``fresh`` with none."""
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4)
+    busy = cluster.job("busy")
+    busy.tasks(1, cpu=4, status=TaskStatus.RUNNING, node="n1")
+    busy.tasks(1, cpu=4, status=TaskStatus.RUNNING, node="n2")
+    cluster.job("moved").tasks(1, cpu=4, nominated="n1")
+    cluster.job("fresh").tasks(1, cpu=4)
+    session = cluster.open()
+    (moved,) = session.jobs["default/moved"].tasks.values()
+    (fresh,) = session.jobs["default/fresh"].tasks.values()
+    return session, moved, fresh
+
+
+def test_a_committed_drain_keeps_the_room_in_the_cluster_and_past_the_close() -> None:
+    session, moved, fresh = drained()
+    statement = Statement(session)
+    statement.drain(moved, 1, "waiting for n2")
+    statement.drain(fresh, 0, "waiting for n1")
+    assert (session.nodes.nominated[:, 0] > 0).tolist() == [True, True]  # at once, here
+    statement.commit()
+    assert fake(session).nominations == {"moved-0": "n2", "fresh-0": "n1"}
+    assert session.draining_reason(session.jobs["default/fresh"]) == "waiting for n1"
+    sent = FakeCluster(outcome=runner.close_session(session))
+    assert sent.nominations == {"moved-0": "n2", "fresh-0": "n1"}, "not expired at close"
+
+
+def test_a_drain_on_the_node_already_kept_sends_nothing_new() -> None:
+    session, moved, _ = drained()
+    statement = Statement(session)
+    statement.drain(moved, 0, "waiting for n1")
+    statement.commit()
+    assert fake(session).nominations == {}
+    assert session.draining_reason(session.jobs["default/moved"]) == "waiting for n1"
+
+
+def test_a_discarded_drain_gives_the_room_back_where_it_was_kept() -> None:
+    session, moved, fresh = drained()
+    before = session.nodes.nominated.copy()
+    statement = Statement(session)
+    statement.drain(moved, 1, "waiting for n2")
+    statement.drain(fresh, 1, "waiting for n2")
+    statement.discard()
+    np.testing.assert_allclose(session.nodes.nominated, before)
+    assert (moved.nominated, fresh.nominated) == (0, NO_NODE)
+    assert session.nodes.kept == 1
+    assert fake(session).nominations == {}
+    assert session.draining_reason(session.jobs["default/moved"]) is None

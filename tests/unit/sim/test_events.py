@@ -10,7 +10,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.operators.scheduler.core.framework.outcome import EVENT_REPEAT_SECONDS
 from kbatch.sim import clock, simulate
-from kbatch.sim.cluster import SimCluster
+from kbatch.sim.backend import SimBackend
 from kbatch.sim.events import EventLog
 from scenarios.objects import pod
 
@@ -47,7 +47,7 @@ def test_a_new_object_of_the_same_name_is_told_about_at_once() -> None:
 def _told_twice_with_the_pod_made_again() -> list[tuple[float, str, str]]:
     """A pod told about, removed (told about: no uid now), made again under its name
     and told the same."""
-    cluster = SimCluster(ClusterState(frozenset({"kbatch"})), clock.SimClock())
+    cluster = SimBackend(ClusterState(frozenset({"kbatch"})), clock.SimClock())
     ref = ObjectRef("Pod", "default", "p")
     for now in (0.0, 1.0):
         cluster.clock.now = now
@@ -70,9 +70,9 @@ def test_a_pod_made_again_under_its_name_is_told_about_again() -> None:
 def test_remembered_uids_tell_the_events_looking_each_up_tells(
     files: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``SimCluster._uid_of`` remembers uids; switched off, each is looked up."""
+    """``SimBackend._uid_of`` remembers uids; switched off, each is looked up."""
     paths = [SCENARIOS / f for f in files]
     remembered = simulate(paths, until="5m", warn=lambda _: None)
-    monkeypatch.setattr(SimCluster, "_uid_of", SimCluster._look_up_uid)
+    monkeypatch.setattr(SimBackend, "_uid_of", SimBackend._look_up_uid)
     assert simulate(paths, until="5m", warn=lambda _: None) == remembered
     assert remembered["events"]

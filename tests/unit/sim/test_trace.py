@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from kbatch import cli
+from kbatch.cli import main as cli
 from kbatch.sim import trace
 
 

@@ -121,7 +121,7 @@ def test_objects_without_a_namespace_get_the_requests() -> None:
 
 def test_the_admission_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """Runs, and answers every case (no timing asserted: see its output for figures)."""
-    from kbatch.webhooks import bench
+    from kbatch.bench import webhooks as bench
 
     assert bench.main(["--groups", "60", "--rounds", "3"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -142,7 +142,7 @@ def test_the_admission_benchmark_times_what_its_cases_say() -> None:
 
     import kopf
 
-    from kbatch.webhooks import bench
+    from kbatch.bench import webhooks as bench
 
     state, index = bench.build_state(60)
     answers = {}

@@ -7,7 +7,9 @@ the job takes it once what runs there has ended — no eviction. The room is kep
 with the nominations preempt and reclaim use (a pod's ``nominatedNodeName``), so
 it survives to the next session and to another leader; it is given back as soon
 as a session no longer reserves it (the job was placed, is no longer its queue's
-head, or its queue went over its share).
+head, or its queue went over its share). Like every action it changes the session
+through a Statement (``Statement.drain``): a job's room is kept for all the tasks it
+needs or for none.
 
 Configure it after the placing actions, e.g. ``enqueue, allocate, backfill,
 reserve``: without it nothing changes (kube-batch's behaviour).
@@ -32,6 +34,7 @@ from kbatch.operators.scheduler.core.framework.info import (
 from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.statement import Statement
 
 NAME = "reserve"
 
@@ -89,10 +92,12 @@ def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.nda
             return
         room[node] -= task.request
         plans.append(_Plan(task, node))
+    why = _waiting_message(session, job, sorted({p.node for p in plans}))
+    statement = Statement(session)
     for plan in plans:
-        session.drain_for(plan.task, plan.node)
+        statement.drain(plan.task, plan.node, why)
+    statement.commit()
     drained[:] = room
-    session.note_draining(job, _waiting_message(session, job, sorted({p.node for p in plans})))
 
 
 def _best_node(session: Session, placer: Placer, task: TaskInfo, room: np.ndarray) -> int:

@@ -18,7 +18,7 @@ from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef, Outcome
 from kbatch.operators.scheduler.core.framework.resources import Dims
 
-__all__ = ["Cluster", "ObjectRef", "OrphanPod", "Outcome", "Snapshot", "follows"]
+__all__ = ["Backend", "ObjectRef", "OrphanPod", "Outcome", "Snapshot", "follows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +107,12 @@ def follows(lineage: tuple[object, int] | None, earlier: tuple[object, int] | No
     )
 
 
-class Cluster(Protocol):
-    """What a scheduler needs of a cluster: a snapshot in, an outcome applied."""
+class Backend(Protocol):
+    """What a scheduler needs of the cluster it schedules for: a snapshot in, an outcome
+    applied. Two implement it: the live Kubernetes backend
+    (``runtime.kube_backend.KubeBackend``) and the simulator's (``kbatch.sim.backend.
+    SimBackend``); both hold the cluster state (``kbatch.cluster``) the snapshot is
+    taken from."""
 
     def snapshot(self) -> Snapshot: ...
 

@@ -19,8 +19,7 @@ import numpy as np
 from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import QueueStatus, rfc3339
-from kbatch.operators.podgroup import status as pod_group_status_rules
-from kbatch.operators.scheduler.core.framework import pod_conditions
+from kbatch.operators.scheduler.core.framework import pod_conditions, podgroup_status
 from kbatch.operators.scheduler.core.framework.info import (
     SCHEDULED_STATUSES,
     JobInfo,
@@ -42,7 +41,7 @@ from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.session import Session
 
 # What a built status is made of (besides the session's time and id): the job's phase
-# and conditions, minMember, its task counts and the conditions it is told now.
+# and conditions, minMember, its task counts and the conditions this session sets.
 BuiltKey = tuple[object, ...]
 
 
@@ -55,8 +54,8 @@ def pod_group_status(
     """The job's PodGroup status as the rules make it. ``built``: the statuses built so
     far this session, by what they are made of (``BuiltKey``), so that alike groups —
     thousands in a backlog: same counts, same words — share one build (statuses are
-    frozen); None: build each. ``told``: the conditions the session tells it, when the
-    caller has them already (None: asked of the session)."""
+    frozen); None: build each. ``told``: the conditions this session sets on it, when
+    the caller has them already (None: asked of the session)."""
     new = session.conditions_of(job) if told is None else told
     unchanged = _unchanged_status(job, new)
     if unchanged is not None:
@@ -69,8 +68,8 @@ def pod_group_status(
             return known
     counts = {status: job.counts[status] for status in TaskStatus}
     old = PodGroupStatus(phase=job.phase, conditions=job.conditions)
-    status = pod_group_status_rules.counted(old, job.min_member, counts)
-    status = pod_group_status_rules.with_conditions(status, new, session.now, session.uid)
+    status = podgroup_status.counted(old, job.min_member, counts)
+    status = podgroup_status.with_conditions(status, new, session.now, session.uid)
     if key is not None and built is not None:
         built[key] = status
     return status
@@ -89,8 +88,9 @@ _GROUP_PENDING, _GROUP_RUNNING = PodGroupPhase.PENDING, PodGroupPhase.RUNNING
 def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupStatus | None:
     """``job.old_status`` when the status the rules make would equal it, found without
     building one; None when it may differ. Most groups, session after session, wait or
-    run on and are told the same words again: building their statuses (pydantic copies,
-    a time stamp each) only to find them equal was most of a session's close."""
+    run on and are given the same conditions again: building their statuses (pydantic
+    copies, a time stamp each) only to find them equal would be most of a session's
+    close."""
     old = job.old_status
     if old is None or job.conditions is not old.conditions:
         return None
@@ -98,7 +98,7 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
     running, succeeded, failed = counts[_RUNNING], counts[_SUCCEEDED], counts[_FAILED]
     if running != old.running or succeeded != old.succeeded or failed != old.failed:
         return None
-    phase = pod_group_status_rules.next_phase(
+    phase = podgroup_status.next_phase(
         job.phase,
         min_member=job.min_member,
         scheduled=sum(_scheduled_counts(counts)),
@@ -113,14 +113,15 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
 
 def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus | None:
     """The status the last session's close kept for ``job``, when nothing it is worked
-    out from has changed since; else None. A job no session touched is handed from one
-    snapshot to the next while nothing wrote its unit (``kbatch.cluster.group_parts``
-    for jobs without tasks, most of a long backlog; ``kbatch.cluster.kept_jobs`` for the
-    rest, most of a busy cluster's running gangs), told the same words session after
-    session (the same condition object: gang and ``condition`` word them once). With
-    the same old status (so the same conditions), phase and minMember, counts no session
-    changed since (not touched: the last close kept it only for a job not touched either)
-    and the same one condition told, the rules give what they gave."""
+    out from has changed since; else None. A job whose PodGroup and pods were not
+    written since the last snapshot keeps its JobInfo from that snapshot
+    (``kbatch.cluster.group_parts`` for jobs without pods, most of a long backlog;
+    ``kbatch.cluster.kept_jobs`` for the rest, most of a busy cluster's running gangs),
+    and is given the same condition session after session (the same object: gang and
+    ``podgroup_status.condition`` make each once). With the same old status (so the
+    same conditions), phase and minMember, counts no session changed since (not
+    touched: the last close kept it only for a job not touched either) and the same one
+    condition given, the rules give what they gave."""
     kept = job.kept_status
     if (
         kept is None
@@ -138,7 +139,7 @@ def _keep_if_unchanged(
     job: JobInfo, told: list[PodGroupCondition], status: PodGroupStatus, conf: object
 ) -> None:
     """Remember on ``job`` (``_kept_status``) that its status stays ``status``, if it
-    does and the job may meet it again (one no session touched, told one condition),
+    does and the job may meet it again (one no session touched, given one condition),
     with what a later session needs to know it is a quiet gang (``quiet_gang``)."""
     if status is job.old_status and len(told) == 1 and not job.touched:
         scheduled = told[0].type is _SCHEDULED
@@ -151,15 +152,16 @@ _SCHEDULED = ConditionType.SCHEDULED
 
 
 def quiet_gang(job: JobInfo, conf: object) -> KeptStatus | None:
-    """The status kept for ``job`` by the last close, if that close told it only that it
-    is scheduled and nothing that finding came from has changed; else None.
+    """The status kept for ``job`` by the last close, if that close set only its
+    Scheduled condition and nothing that finding came from has changed; else None.
 
     Such a close found the job valid (the verdicts of the conf's job_valid functions:
-    on its tasks' counts, minMember and roles) and ready, and told it the words its
-    counts make. A session under the same conf that finds it the same JobInfo (handed
-    on: the same group and tasks), untouched since, with the same status, phase and
-    counts, finds the same again: most of a busy cluster's running gangs, every session,
-    need not be asked (the open's verdicts, gang's close; its queue must still exist)."""
+    on its tasks' counts, minMember and roles) and ready, and set the condition its
+    counts make. A session under the same conf that finds it the same JobInfo (kept
+    from the last snapshot: the same group and tasks), untouched since, with the same
+    status, phase and counts, finds the same again: most of a busy cluster's running
+    gangs, every session, need not be asked (the open's verdicts, gang's close; its
+    queue must still exist)."""
     kept = job.kept_status
     if (
         kept is not None
@@ -329,7 +331,7 @@ def publish(session: Session) -> Outcome:
             if invalid is not None:
                 session.set_condition(
                     job,
-                    pod_group_status_rules.condition(
+                    podgroup_status.condition(
                         ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message
                     ),
                 )

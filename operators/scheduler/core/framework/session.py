@@ -282,18 +282,11 @@ class Session(TieredFunctions):
         self.nodes.reserve(task, 1.0)
         self.changes += 1
 
-    def drain_for(self, task: TaskInfo, node: int) -> None:
-        """Keep ``node``'s room for pending ``task`` until what runs there ends (no one
-        else is placed in it), in the cluster too (its nominated node)."""
-        if task.nominated != node:
-            if task.nominated != NO_NODE:
-                self.unkeep(task)
-            self.keep(task, node)
-            self.nominate(task, node)
+    def keep_draining(self, task: TaskInfo, why: str) -> None:
+        """The room kept for pending ``task`` while its node drains stays kept at close,
+        and its job waits for ``why`` (Statement.commit of a drain)."""
         self._drain_tasks.add(task.uid)
-
-    def note_draining(self, job: JobInfo, why: str) -> None:
-        self._draining[job.uid] = why
+        self._draining[task.job] = why
 
     def draining_reason(self, job: JobInfo) -> str | None:
         """Why ``job`` waits with room kept for it (which nodes drain), or None."""

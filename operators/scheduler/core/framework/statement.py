@@ -1,10 +1,10 @@
 """A Statement: the changes one action makes to a session, kept or undone together.
 
-``commit()`` puts them in the session's outcome (binds for allocations, evictions),
-which the backend applies when the session ends; ``discard()`` undoes them in the
-session and keeps nothing. Pipelined tasks are
-never sent: they hold room on a node until the resources being released there
-are free. This is what makes a gang all or nothing without touching the API
+``commit()`` puts them in the session's outcome (binds for allocations, evictions,
+nominations for room kept while a node drains), which the backend applies when the
+session ends; ``discard()`` undoes them in the session and keeps nothing. Pipelined
+tasks are never sent: they hold room on a node until the resources being released
+there are free. This is what makes a gang all or nothing without touching the API
 server.
 """
 
@@ -20,10 +20,11 @@ class Op(Enum):
     PIPELINE = "pipeline"
     EVICT = "evict"
     UNRESERVE = "unreserve"
+    DRAIN = "drain"
 
 
 # Read per task placed and sent: an Enum member read off its class is a Python call.
-_ALLOCATE, _PIPELINE, _EVICT = Op.ALLOCATE, Op.PIPELINE, Op.EVICT
+_ALLOCATE, _PIPELINE, _EVICT, _DRAIN = Op.ALLOCATE, Op.PIPELINE, Op.EVICT, Op.DRAIN
 _ALLOCATED, _PIPELINED = TaskStatus.ALLOCATED, TaskStatus.PIPELINED
 
 
@@ -74,6 +75,19 @@ class Statement:
                 node = self.session.unkeep(task)
                 self._changes.append(_Change(Op.UNRESERVE, task, task.status, nominated=node))
 
+    def drain(self, task: TaskInfo, node: int, why: str) -> None:
+        """Keep ``node``'s room for pending ``task`` until what runs there ends: no one
+        else is placed in it, in this session at once. ``commit`` keeps it in the
+        cluster too (the task's nominated node) and past this session's close, and tells
+        the job ``why`` it waits; ``discard`` gives the room back to where it was kept
+        before (if anywhere)."""
+        before = task.nominated
+        self._changes.append(_Change(Op.DRAIN, task, task.status, why, before))
+        if before != node:
+            if before != NO_NODE:
+                self.session.unkeep(task)
+            self.session.keep(task, node)
+
     def signature(self) -> tuple[tuple[Op, str, int], ...]:
         """The changes made so far, as a key: from one session state, statements with
         equal signatures leave equal states (eviction keeps verdicts by it)."""
@@ -106,6 +120,10 @@ class Statement:
                 self.session.evict_now(change.task, change.reason)
             elif op is _PIPELINE and evicts and change.task.status is _PIPELINED:
                 self.session.nominate(change.task, change.task.node)
+            elif op is _DRAIN:
+                if change.task.nominated != change.nominated:
+                    self.session.nominate(change.task, change.task.nominated)
+                self.session.keep_draining(change.task, change.reason)
         self._changes.clear()
 
     def discard(self) -> None:
@@ -114,6 +132,12 @@ class Statement:
     def _undo(self, change: _Change) -> None:
         if change.op is Op.UNRESERVE:
             self.session.keep(change.task, change.nominated)
+            return
+        if change.op is Op.DRAIN:
+            if change.task.nominated != change.nominated:
+                self.session.unkeep(change.task)
+                if change.nominated != NO_NODE:
+                    self.session.keep(change.task, change.nominated)
             return
         node = change.task.node if change.previous is not TaskStatus.PENDING else NO_NODE
         self.session.set_status(change.task, change.previous, node)

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 
 from kbatch.api.podgroup import ConditionType, PodGroupCondition
 from kbatch.config import PluginOption
-from kbatch.operators.podgroup.status import condition
 from kbatch.operators.scheduler.core.framework.info import (
     READY_STATUSES,
     JobInfo,
@@ -27,6 +26,7 @@ from kbatch.operators.scheduler.core.framework.info import (
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.operators.scheduler.core.framework.outcome import Event, failed_scheduling
+from kbatch.operators.scheduler.core.framework.podgroup_status import condition
 from kbatch.operators.scheduler.core.framework.session import (
     FitError,
     Session,

@@ -1,10 +1,11 @@
 """A PodGroup's status, in one place: the phase rules of DESIGN §2, the counts, the
 conditions, and reading a phase off a raw object.
 
-Used alike by the scheduler's session close, the PodGroup controller, the webhooks
-(which read a group's phase to hold or release its Jobs) and the simulator, so that
-none of them can count, move or read a phase differently from the others. Pure: no
-API calls (the controller writes what this computes).
+The scheduler core owns these rules (its session close decides every group's status by
+them, ``job_status``); the PodGroup controller, the Jobs controller, the cluster state
+and the simulator call them too, so that none of them can count, move or read a phase
+differently from the others. Pure: no API calls (whoever writes a status computes it
+here).
 """
 
 import functools
@@ -104,9 +105,9 @@ def counted(
 
 @functools.lru_cache(maxsize=4096)
 def condition(kind: ConditionType, status: bool, reason: str, message: str) -> PodGroupCondition:
-    """The condition, one shared (frozen) object for the same words: every session tells
-    every waiting group the same words again, and building each anew (a pydantic
-    validation) was a good part of a session's close in a long backlog."""
+    """The condition, one shared (frozen) object for the same words: every session gives
+    every waiting group the same condition again, and building each anew is a pydantic
+    validation, thousands of them a session in a long backlog."""
     return PodGroupCondition(
         type=kind, status="True" if status else "False", reason=reason, message=message
     )
@@ -138,8 +139,3 @@ def with_conditions(
         merged[cond.type] = cond.model_copy(update=kept)
     conditions = tuple(sorted(merged.values(), key=lambda c: c.type.value))
     return status.model_copy(update={"conditions": conditions})
-
-
-def phase_change_message(name: str, old: PodGroupPhase, new: PodGroupPhase) -> str:
-    """The message of the event that tells a phase change (simulator and cluster alike)."""
-    return f"PodGroup {name} moved from {old.value} to {new.value}"

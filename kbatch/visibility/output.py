@@ -18,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kbatch.api.queue import rfc3339
-from kbatch.eta import Estimate
-from kbatch.visibility import Explanation, JobRow, QueueRow
+from kbatch.visibility.eta import Estimate
+from kbatch.visibility.standing import Explanation, JobRow, QueueRow
 
 UNWRAPPED = 10_000  # the width of a console that is not a terminal: rows never wrap
 PHASE_STYLES = {"Pending": "yellow", "Inqueue": "cyan", "Running": "green", "Unknown": "red"}

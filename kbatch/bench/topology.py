@@ -8,7 +8,7 @@ of the allocate action with the default tiers places them; the same cluster with
 no gang asking is timed too, each in a fresh process, and the line gives both and
 their ratio (the issue's bound: 1.5), with how many gangs landed in one rack.
 
-    python -m kbatch.bench_topology NODES PODS [plain]   # one run, one JSON line
+    python -m kbatch.bench.topology NODES PODS [plain]   # one run, one JSON line
 """
 
 import itertools
@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from kbatch.bench import (
+from kbatch.bench.scheduling import (
     CountingCluster,
     bench_conf,
     gang_objects,
@@ -109,7 +109,7 @@ def run_once(nodes: int, pods: int, prefer: bool) -> dict[str, Any]:
 def _fresh(nodes: int, pods: int, prefer: bool) -> dict[str, Any]:
     mode = [] if prefer else ["plain"]
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "kbatch.bench_topology", str(nodes), str(pods), *mode],
+        [sys.executable, "-P", "-m", "kbatch.bench.topology", str(nodes), str(pods), *mode],
         capture_output=True,
         text=True,
         check=False,

@@ -1,5 +1,5 @@
-"""A session's outcome applied to a real cluster: binds, evictions, nominations,
-statuses, events (``apply``, in that order).
+"""The live Kubernetes backend: a session's outcome applied to a real cluster (binds,
+evictions, nominations, statuses, events: ``apply``, in that order).
 
 Each runs on a worker thread, so a session never waits for the API server:
 binds concurrently (a pod is *assumed* bound in the cache meanwhile, so the next
@@ -39,10 +39,10 @@ from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.podgroup.status import INITIAL_STATUS
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.podgroup_status import INITIAL_STATUS
 from kbatch.operators.scheduler.runtime import outage
 from kbatch.operators.scheduler.runtime.writer import LatestStatuses, OrderedWriter
 
@@ -91,8 +91,8 @@ def _succeeded(outcome: "Future[bool]") -> bool:
     return not outcome.cancelled() and outcome.exception() is None and outcome.result()
 
 
-class KubeCluster:
-    """The core's Cluster interface over the Kubernetes API and a watched ClusterState."""
+class KubeBackend:
+    """The core's Backend interface over the Kubernetes API and a watched ClusterState."""
 
     def __init__(
         self,

@@ -4,10 +4,10 @@ They read, with the user's own kubeconfig (``--kubeconfig``, else ``$KUBECONFIG`
 ``~/.kube/config`` or in-cluster credentials), what kbatch schedules and publishes —
 nodes, pods, PodGroups, Queues, PriorityClasses, ResourceQuotas; the Jobs kbatch holds
 and the events, when asked — and compute the rest with the scheduler's own code
-(``kbatch.visibility`` for the line, ``kbatch.eta`` for when). They write nothing. The
-scheduler conf is ``--scheduler-conf FILE``, else the one in the chart's ConfigMap
-(label ``app.kubernetes.io/name=kbatch``, key ``scheduler.conf``) when the user may read
-ConfigMaps, else the default; the output says which.
+(``kbatch.visibility.standing`` for the line, ``kbatch.visibility.eta`` for when). They
+write nothing. The scheduler conf is ``--scheduler-conf FILE``, else the one in the
+chart's ConfigMap (label ``app.kubernetes.io/name=kbatch``, key ``scheduler.conf``) when
+the user may read ConfigMaps, else the default; the output says which.
 
 The same main is the kubectl plugin ``kubectl-kbatch`` (``kubectl kbatch jobs``).
 """
@@ -29,8 +29,8 @@ from kbatch.config import ETA_BUDGET_SECONDS, ConfigError, SchedulerConf
 # builds its parser: ``kbatch run`` starts its lists before loading them (see
 # ``kbatch.cli.run``), and these took 0.15-0.3 s of that on a 2-core machine.
 if TYPE_CHECKING:
-    from kbatch import eta, visibility
     from kbatch.operators.scheduler.core.framework.session import Session
+    from kbatch.visibility import eta, standing
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -51,7 +51,7 @@ COLLECTIONS = {
 class Source(Protocol):
     """Where the commands read a cluster from (the API server; a test's objects)."""
 
-    def objects(self, *, jobs: bool, events_in: str | None) -> visibility.ClusterObjects: ...
+    def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects: ...
 
     def conf(self) -> tuple[SchedulerConf, str]: ...
 
@@ -64,8 +64,8 @@ class LiveSource:
     conf_file: Path | None
     warn: Callable[[str], None]
 
-    def objects(self, *, jobs: bool, events_in: str | None) -> visibility.ClusterObjects:
-        from kbatch import visibility
+    def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects:
+        from kbatch.visibility import standing
 
         read = {kind: self._list(kind) for kind in COLLECTIONS if kind != "Job"}
         if jobs:
@@ -74,7 +74,7 @@ class LiveSource:
         if events_in is not None:
             path = f"/api/v1/namespaces/{events_in}/events"
             events = self._items(path, "Event", optional="no events shown")
-        return visibility.ClusterObjects(
+        return standing.ClusterObjects(
             now=time.time(),
             nodes=read["Node"],
             pods=read["Pod"],
@@ -156,12 +156,12 @@ def _names(args: argparse.Namespace) -> frozenset[str]:
 # ----------------------------------------------------------------------------- commands
 def queues(args: argparse.Namespace) -> int:
     """``kbatch queues``: each queue's weight, shares and PodGroups, in queue order."""
-    from kbatch import visibility
-    from kbatch import visibility_output as out  # rich: only when printing
+    from kbatch.visibility import output as out  # rich: only when printing
+    from kbatch.visibility import standing
 
     source = source_for(args)
     conf, _ = source.conf()
-    line = visibility.line(source.objects(jobs=False, events_in=None), conf, _names(args))
+    line = standing.line(source.objects(jobs=False, events_in=None), conf, _names(args))
     _warn_all(line.warnings)
     if args.output == "table":
         out.show(sys.stdout, out.queues_table(line.queues))
@@ -174,14 +174,14 @@ def queues(args: argparse.Namespace) -> int:
 
 def jobs(args: argparse.Namespace) -> int:
     """``kbatch jobs``: the waiting jobs in the order kbatch considers them."""
-    from kbatch import visibility
-    from kbatch import visibility_output as out  # rich: only when printing
+    from kbatch.visibility import output as out  # rich: only when printing
+    from kbatch.visibility import standing
 
     source = source_for(args)
     conf, conf_source = source.conf()
     objects = source.objects(jobs=args.eta, events_in=None)
-    session, warnings = visibility.open_session(objects, conf, _names(args))
-    line = visibility.line_of(session, warnings)
+    session, warnings = standing.open_session(objects, conf, _names(args))
+    line = standing.line_of(session, warnings)
     _warn_all(line.warnings)
     rows = [
         row
@@ -209,18 +209,18 @@ def jobs(args: argparse.Namespace) -> int:
 
 def explain(args: argparse.Namespace) -> int:
     """``kbatch explain PODGROUP``: the full story of one job."""
-    from kbatch import visibility
-    from kbatch import visibility_output as out  # rich: only when printing
+    from kbatch.visibility import output as out  # rich: only when printing
+    from kbatch.visibility import standing
 
     namespace, _, name = args.podgroup.rpartition("/")
     namespace = namespace or args.namespace
     source = source_for(args)
     conf, conf_source = source.conf()
     objects = source.objects(jobs=args.eta, events_in=namespace)
-    session, warnings = visibility.open_session(objects, conf, _names(args))
-    line = visibility.line_of(session, warnings)
+    session, warnings = standing.open_session(objects, conf, _names(args))
+    line = standing.line_of(session, warnings)
     _warn_all(line.warnings)
-    story = visibility.explain(session, line, objects, namespace, name)
+    story = standing.explain(session, line, objects, namespace, name)
     if story is None:
         print(f"kbatch: error: no PodGroup or pod {namespace}/{name}", file=sys.stderr)
         return EXIT_FAILED
@@ -239,11 +239,11 @@ def explain(args: argparse.Namespace) -> int:
 def _forecast(
     args: argparse.Namespace,
     session: Session,
-    objects: visibility.ClusterObjects,
+    objects: standing.ClusterObjects,
     conf: SchedulerConf,
     targets: list[str],
 ) -> eta.Forecast:
-    from kbatch import eta
+    from kbatch.visibility import eta
 
     period = duration.parse_duration(args.period, "--period")
     budget = duration.parse_duration(args.eta_budget, "--eta-budget")

@@ -1,4 +1,4 @@
-"""Admission latency: ``python -m kbatch.webhooks.bench [--groups N] [--rounds N]``.
+"""Admission latency: ``python -m kbatch.bench.webhooks [--groups N] [--rounds N]``.
 
 A cluster state of N PodGroups over 50 namespaces (each with a ResourceQuota),
 10 queues and a Job per group (held while its group is Pending); then each

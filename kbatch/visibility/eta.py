@@ -1,7 +1,7 @@
 """When will a waiting job start: the simulator run forward from a snapshot of the live cluster.
 
 The answer comes from the scheduler itself, not from a formula: the live objects become
-the simulator's input at simulated time 0 = now (``kbatch.eta_input``: nodes, the pods on
+the simulator's input at simulated time 0 = now (``eta_input``: nodes, the pods on
 them, the waiting PodGroups, their pods and held Jobs, queues, priority classes), and
 the real scheduler, with the cluster's own conf, runs forward — skipping the steps in
 which nothing can change — until the jobs asked about have started (their PodGroup
@@ -9,7 +9,7 @@ Running, a pod of its own bound). Nothing in between is guessed: who goes first,
 backfills, what is reclaimed, is what the scheduler does.
 
 What the simulator cannot know is how long the work runs: each pod's runtime comes from
-``kbatch.runtimes`` (activeDeadlineSeconds, kbatch.io/lifetime, else the median of
+``runtimes`` (activeDeadlineSeconds, kbatch.io/lifetime, else the median of
 finished pods of its PodGroup or queue); a pod with no known runtime runs for ever, so
 a job that waits only for it gets "unknown". The answer says which runtimes it rested
 on, and how far to trust it: high when they are all deadlines or lifetimes, medium
@@ -33,15 +33,15 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kbatch import eta_input, runtimes, visibility
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import ETA_BUDGET_SECONDS, SchedulerConf
-from kbatch.eta_input import Plan
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.runtimes import Runtime
 from kbatch.sim import manifests, runner
+from kbatch.visibility import eta_input, runtimes, standing
+from kbatch.visibility.eta_input import Plan
+from kbatch.visibility.runtimes import Runtime
 
 HORIZON = 7 * 24 * 3600.0  # simulated seconds: later than this is "later than a week"
 MAX_SESSIONS = 400  # sessions a forecast may run (each is a whole scheduling session)
@@ -106,7 +106,7 @@ class _Stop(Exception):
 
 def forecast(
     session: Session,
-    objects: visibility.ClusterObjects,
+    objects: standing.ClusterObjects,
     conf: SchedulerConf,
     targets: Collection[str],
     *,
@@ -117,10 +117,10 @@ def forecast(
     scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
 ) -> Forecast:
     """When the jobs ``targets`` (uids of ``session``'s jobs) start. ``session`` is
-    opened on ``objects`` (``visibility.open_session``, with the same
+    opened on ``objects`` (``standing.open_session``, with the same
     ``scheduler_names``) and is only read; ``period`` is the scheduler's."""
     began = time.perf_counter()
-    waiting = {uid for uid, job in session.jobs.items() if visibility.is_waiting(job)}
+    waiting = {uid for uid, job in session.jobs.items() if standing.is_waiting(job)}
     asked = {uid for uid in targets if uid in waiting}
     plan = eta_input.plan_of(session, objects)
     step = step_for(plan, period)
@@ -143,7 +143,7 @@ def forecast(
             started = f"started already ({job.phase.value})"
             estimates[uid] = Estimate(0.0, "started", started, "high")
             continue
-        reason = visibility.reason_of(session, job)
+        reason = standing.reason_of(session, job)
         estimates[uid] = _estimate(job, forward, plan, stopped, reason, period)
     return Forecast(
         estimates,
@@ -192,7 +192,7 @@ class _Forward(runner.Simulation):
         super().__init__(manifests.Manifests(), conf, options)
         self.limits = limits
         self.asked = asked
-        self.watched = {uid: job for uid, job in jobs.items() if visibility.is_waiting(job)}
+        self.watched = {uid: job for uid, job in jobs.items() if standing.is_waiting(job)}
         self.started: dict[str, float] = {}
         if asked:
             self._import(plan)

@@ -14,7 +14,7 @@ can be placed (the usual state of a backlog): queues by queue order, and within 
 queue, jobs by job order, a job already ready (only surplus pods left) after every job
 still short of its minimum — the allocate action's own rule; the enqueue action visits
 Pending groups in the same order. As jobs start, queues' shares move and so may their
-order: ``kbatch.eta`` runs the simulator forward for *when*.
+order: ``eta`` runs the simulator forward for *when*.
 
 A job's reason comes first from the session itself when it cannot be scheduled at all
 (its queue is missing, too few pods for minMember), then from what kbatch published: the

@@ -1,6 +1,7 @@
-"""The in-memory cluster: a ClusterState that plays API server and kubelet.
+"""The simulated backend: a ClusterState that plays API server and kubelet.
 
-It implements the scheduler core's ``Cluster`` interface:
+It implements the scheduler core's ``Backend`` interface, as the live Kubernetes
+backend (``operators/scheduler/runtime/kube_backend.py``) does:
 
 - bind: the pod gets ``spec.nodeName``, ``status.phase: Running`` and a
   ``startTime`` at once (simulated pods start the moment they are bound), and a
@@ -67,7 +68,7 @@ class Touched:
     holding: set[tuple[str, str]] = field(default_factory=set)
 
 
-class SimCluster:
+class SimBackend:
     """ClusterState plus the side effects a scheduler sends; ``changes`` counts real ones.
     Of the state's shortcuts (``state.shortcuts``) it reads ``hand_over_writes`` (off:
     the state copies every object the simulator writes) and ``hand_over_statuses`` (off:

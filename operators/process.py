@@ -26,9 +26,9 @@ from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.jobs import controller as held_jobs
 from kbatch.operators.podgroup import controller as podgroups
 from kbatch.operators.queue import controller as queues
-from kbatch.operators.scheduler.runtime.cluster import KubeCluster
 from kbatch.operators.scheduler.runtime.health import HealthServer
 from kbatch.operators.scheduler.runtime.informer import Watches
+from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 from kbatch.operators.scheduler.runtime.leader import LeaseElector
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
 from kbatch.webhooks import jobs as webhook_jobs
@@ -88,7 +88,7 @@ class Runtime:
         self.state: ClusterState = watches.state
         self.elector: LeaseElector | None = None
         # binds and evictions check the lead as they are sent: none after it is lost
-        self.cluster = KubeCluster(self.api, self.state, may_write=self.leads)
+        self.cluster = KubeBackend(self.api, self.state, may_write=self.leads)
         self.metrics = SchedulerMetrics()
         self.informers = watches.informers
         watches.on_synced = self._caches_synced

@@ -1,10 +1,10 @@
-"""The live cluster as the simulator's input, for ``kbatch.eta``.
+"""The live cluster as the simulator's input, for ``kbatch.visibility.eta``.
 
 Times are shifted so that the simulator's 0 is now (a pod started 10 minutes ago started
 at -600 s). The simulator stamps what it creates with its own creation time; the real
 ones are kept here (``Plan.stamps``) to be put back, so that order ties fall as they do
 on the cluster. Each pod gets ``kbatch.io/sim-duration``: a running pod what is left of
-its runtime, a waiting pod its whole runtime (``kbatch.runtimes``); a pod with no known
+its runtime, a waiting pod its whole runtime (``runtimes``); a pod with no known
 runtime gets none, and runs for ever.
 
 Left in: nodes; the pods on them, whatever their scheduler (they hold room); PodGroups
@@ -20,12 +20,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbatch import runtimes, visibility
 from kbatch.cluster import records
 from kbatch.operators.scheduler.core.framework.info import FINISHED_STATUSES, JobInfo
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.runtimes import Runtime
 from kbatch.sim import clock, manifests
+from kbatch.visibility import runtimes, standing
+from kbatch.visibility.runtimes import Runtime
 from kbatch.webhooks.admission import job as held_jobs
 
 Object = dict[str, Any]
@@ -52,7 +52,7 @@ class Plan:
         ]
 
 
-def plan_of(session: Session, objects: visibility.ClusterObjects) -> Plan:
+def plan_of(session: Session, objects: standing.ClusterObjects) -> Plan:
     """The live ``objects`` as simulator input; ``session`` (opened on them) says which
     job each pod belongs to and what it waits for."""
     now = objects.now
@@ -88,7 +88,7 @@ def plan_of(session: Session, objects: visibility.ClusterObjects) -> Plan:
 def _live(job: JobInfo) -> bool:
     """Does the job still hold or wait for room (a PodGroup not started counts, pods or not)?"""
     finished = sum(job.counts[status] for status in FINISHED_STATUSES)
-    return len(job.tasks) > finished or (job.has_pod_group and visibility.is_waiting(job))
+    return len(job.tasks) > finished or (job.has_pod_group and standing.is_waiting(job))
 
 
 def _pod(

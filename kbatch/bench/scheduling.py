@@ -1,6 +1,6 @@
 """``kbatch bench``: fixed synthetic clusters through one scheduling session.
 
-Each size runs in a fresh Python process (``python -m kbatch.bench NODES PODS``)
+Each size runs in a fresh Python process (``python -m kbatch.bench.scheduling NODES PODS``)
 and prints one JSON line: nodes, pods, binds, seconds (the session: open,
 actions, close), snapshot_seconds (building the snapshot from parsed objects),
 and peak_rss_mib, the peak resident memory of that process — the interpreter
@@ -202,11 +202,11 @@ def settled_loop(
     their wall seconds per period."""
     from kbatch.metrics import SchedulerMetrics
     from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+    from kbatch.sim.backend import SimBackend
     from kbatch.sim.clock import SimClock
-    from kbatch.sim.cluster import SimCluster
 
     loop = SchedulerLoop(
-        SimCluster(state, SimClock()),
+        SimBackend(state, SimClock()),
         ConfSource.fixed(conf),
         period=1.0,
         metrics=SchedulerMetrics(),
@@ -270,7 +270,7 @@ def run_in_fresh_process(nodes: int, pods: int, backlog: bool = False) -> dict[s
     # -P: import kbatch as installed, not from a source tree in the working directory.
     mode = ["backlog"] if backlog else []
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "kbatch.bench", str(nodes), str(pods), *mode],
+        [sys.executable, "-P", "-m", "kbatch.bench.scheduling", str(nodes), str(pods), *mode],
         capture_output=True,
         text=True,
         check=False,
@@ -298,7 +298,7 @@ def main(
 
 
 if __name__ == "__main__":
-    # One size, in this process: ``python -m kbatch.bench NODES PODS [backlog]``.
+    # One size, in this process: ``python -m kbatch.bench.scheduling NODES PODS [backlog]``.
     nodes, pods = (int(arg) for arg in sys.argv[1:3])
     if sys.argv[3:] == ["backlog"]:
         print(json.dumps(run_backlog(nodes, pods)))

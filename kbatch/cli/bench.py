@@ -1,0 +1,110 @@
+"""``kbatch bench``: synthetic clusters through the scheduler, one JSON line per size
+(the benchmarks themselves are ``kbatch.bench``)."""
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+
+def bench(args: argparse.Namespace) -> int:
+    """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
+    from kbatch.bench import scheduling as benchmark
+
+    if args.topology:
+        return _bench_topology(args)
+    sizes = [_size(text) for text in args.size] if args.size else None
+    if args.trace:
+        from kbatch.sim import trace
+
+        try:
+            spec = trace.TraceSpec(args.trace_nodes, args.trace_hours, args.trace_seed)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return benchmark.main(trace=spec)
+    return benchmark.main(sizes, backlog=args.backlog)
+
+
+def _bench_topology(args: argparse.Namespace) -> int:
+    """``kbatch bench --topology``: each size twice (gangs preferring a rack, and not),
+    each run in a fresh process; one JSON line per size with both times and their ratio."""
+    from kbatch.bench import topology as bench_topology
+
+    if args.backlog or args.trace:
+        raise argparse.ArgumentTypeError("--topology goes with neither --backlog nor --trace")
+    sizes = [_size(text, bench_topology.check_size) for text in args.size] if args.size else None
+    return bench_topology.main(sizes)
+
+
+def _size(text: str, check: Callable[[int, int], None] | None = None) -> tuple[int, int]:
+    """NODESxPODS, checked by ``check`` (default: ``kbatch.bench.scheduling``'s sizes)."""
+    from kbatch.bench import scheduling as benchmark
+
+    nodes, _, pods = text.partition("x")
+    try:
+        size = int(nodes), int(pods)
+        (check or benchmark.check_size)(*size)
+    except ValueError as exc:
+        why = "expected NODESxPODS, e.g. 100x1000" if "invalid literal" in str(exc) else exc
+        raise argparse.ArgumentTypeError(f"--size {text!r}: {why}") from None
+    return size
+
+
+def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
+    parser = commands.add_parser(
+        "bench",
+        help="time one scheduling session on synthetic clusters",
+        description="Run synthetic clusters (gangs of 10 tasks of 1 cpu / 2Gi, nodes of "
+        "32 cpu / 128Gi, 10 queues) through one session, each size in a fresh process; "
+        "print one JSON line per size: nodes, pods, binds, seconds, snapshot_seconds, "
+        "peak_rss_mib (that process's peak, interpreter included).",
+    )
+    parser.add_argument(
+        "--size",
+        action="append",
+        metavar="NODESxPODS",
+        help="a size to run (repeatable; positive, PODS a multiple of 10 but with "
+        "--topology); default 100x1000, 1000x10000, 5000x50000, 10000x100000 (with --backlog: "
+        "100x5000, 1000x50000; with --topology: 5000x50000)",
+    )
+    parser.add_argument(
+        "--backlog",
+        action="store_true",
+        help="time the next session instead, on a full cluster with gangs waiting, under "
+        "the actions enqueue, reclaim, allocate, backfill, preempt (adds running, waiting, "
+        "evictions); then kbatch run's loop once nothing can move: settled_sessions in "
+        "settled_periods periods, settled_seconds_per_period",
+    )
+    parser.add_argument(
+        "--topology",
+        action="store_true",
+        help="time topology-aware placement instead: racks of 20 nodes in blocks and zones, "
+        "gangs of 8 to 64 pods each preferring one rack, and the same cluster with no gang "
+        "asking, each in a fresh process; one JSON line per size adds gangs, "
+        "gangs_in_one_rack, plain_seconds, plain_gangs_in_one_rack and ratio (seconds / "
+        "plain_seconds)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="simulate one day of a mixed workload instead (1,000 nodes, 100,000 gangs of "
+        "1 to 64 pods, 8 queues, a daily curve of submissions; seeded) and print one JSON "
+        "line: simulated seconds per wall second, sessions, binds, wall seconds",
+    )
+    parser.add_argument(
+        "--trace-hours",
+        type=float,
+        default=24.0,
+        metavar="H",
+        help="simulate only the first H hours of the day (default 24)",
+    )
+    parser.add_argument(
+        "--trace-nodes",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="N nodes, and the jobs scaled with them (100 a day per node; default 1000)",
+    )
+    parser.add_argument(
+        "--trace-seed", type=int, default=0, metavar="SEED", help="the workload's seed"
+    )
+    parser.set_defaults(command=bench)

@@ -1,0 +1,134 @@
+"""``kbatch run``: the scheduler, its controllers and the admission webhooks in one kopf
+process against a cluster (``kbatch.operators.process``), until interrupted."""
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
+
+
+def run(args: argparse.Namespace) -> int:
+    """``kbatch run``: the operators against a cluster, until interrupted."""
+    import logging
+
+    from kbatch import kubeapi
+    from kbatch.operators.scheduler.runtime.informer import Watches
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    period = duration.parse_duration(args.schedule_period, "--schedule-period")
+    lease = duration.parse_duration(args.lease_duration, "--lease-duration")
+    names = frozenset(args.scheduler_name or DEFAULT_SCHEDULER_NAMES)
+    # The lists start before kopf and the scheduler load (about a second): the API
+    # server prepares them meanwhile (10,000 pods take it seconds).
+    watches = Watches(kubeapi.api_client(args.kubeconfig), names)
+    watches.start()
+    from kbatch.operators import process
+
+    settings = process.RunSettings(
+        kubeconfig=args.kubeconfig,
+        scheduler_conf=args.scheduler_conf,
+        period=period,
+        scheduler_names=names,
+        metrics_address=args.metrics_address or None,
+        health_address=args.health_address or None,
+        leader_elect=args.leader_elect,
+        lock_namespace=args.lock_namespace,
+        lease_seconds=int(lease),
+        webhook_address=args.webhook_address,
+        webhook_cert_dir=args.webhook_cert_dir,
+        webhook_host=args.webhook_host,
+        manage_webhooks=args.manage_webhooks,
+    )
+    process.run(settings, watches)
+    return 0
+
+
+def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run the scheduler and its operators against a cluster",
+        description="Run the scheduler, PodGroup and Queue operators (kopf) against the "
+        "cluster of the usual kubeconfig, or in-cluster config.",
+    )
+    parser.add_argument(
+        "--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, ~/.kube/config or in-cluster"
+    )
+    parser.add_argument(
+        "--scheduler-conf",
+        type=Path,
+        metavar="FILE",
+        help="scheduler conf (YAML), reloaded when it changes",
+    )
+    parser.add_argument(
+        "--schedule-period",
+        default="1s",
+        metavar="DURATION",
+        help="time between sessions (default 1s)",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="a schedulerName to serve (repeatable; default kbatch and kube-batch)",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        default="0.0.0.0:8080",
+        metavar="HOST:PORT",
+        help="serve /metrics here ('' to turn off)",
+    )
+    parser.add_argument(
+        "--health-address",
+        default="0.0.0.0:8081",
+        metavar="HOST:PORT",
+        help="serve /healthz here ('' to turn off)",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="elect one active replica with a Lease (default on)",
+    )
+    parser.add_argument(
+        "--lock-namespace",
+        default=os.environ.get("POD_NAMESPACE", "kube-system"),
+        metavar="NS",
+        help="namespace of the leader Lease",
+    )
+    parser.add_argument(
+        "--lease-duration",
+        default="15s",
+        metavar="DURATION",
+        help="how long a silent leader keeps the lead",
+    )
+    parser.add_argument(
+        "--webhook-address",
+        default="",
+        metavar="HOST:PORT",
+        help="serve the admission webhooks here over HTTPS (default '': no webhooks)",
+    )
+    parser.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        metavar="DIR",
+        help="tls.crt and tls.key (and ca.crt) for the webhooks; default: self-signed",
+    )
+    parser.add_argument(
+        "--webhook-host",
+        metavar="HOST",
+        help="the host the API server calls, in managed webhook configurations",
+    )
+    parser.add_argument(
+        "--manage-webhooks",
+        action="store_true",
+        help="create the webhook configurations at start and remove them at exit "
+        "(local runs; the Helm chart manages its own)",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    parser.set_defaults(command=run)
