@@ -26,6 +26,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
@@ -36,6 +37,7 @@ from kbatch.operators.scheduler.core.framework.podspec import (
 )
 from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 GiB = 2**30
 DIMS = Dims.of(["cpu", "memory", "pods", "nvidia.com/gpu"])
@@ -275,15 +277,24 @@ class Cluster:
             nodes.reserve(task, 1.0)
         return Snapshot(dims=DIMS, nodes=nodes, jobs=self.jobs, queues=self.queues)
 
-    def open(self, conf: str | SchedulerConf | None = None, now: float = 100.0) -> Session:
-        """Open a session on this cluster (plugins registered, jobs validated)."""
+    def open(
+        self,
+        conf: str | SchedulerConf | None = None,
+        now: float = 100.0,
+        shortcuts: Shortcuts = ALL,
+        kept: KeptAcrossSessions | None = None,
+    ) -> Session:
+        """Open a session on this cluster (plugins registered, jobs validated), taking
+        ``shortcuts``; ``kept``: what sessions before it kept for it (a scheduler's)."""
         if conf is None:
             parsed = runner.default_conf()
         elif isinstance(conf, str):
             parsed = runner.load_conf(conf)
         else:
             parsed = conf
-        return runner.open_session(self.snapshot(), parsed, now=now, uid="session-1")
+        return runner.open_session(
+            self.snapshot(), parsed, now=now, uid="session-1", shortcuts=shortcuts, kept=kept
+        )
 
 
 def fake(session: Session) -> FakeCluster:

@@ -52,14 +52,15 @@ class GroupParts:
     job: JobInfo | None = None
 
 
-def status_parts(parts: GroupParts, group: PodGroup) -> GroupParts | None:
+def status_parts(parts: GroupParts, group: PodGroup, keep: bool = True) -> GroupParts | None:
     """The parts of ``group``, a version of ``parts.group`` with only its status written
     (the records share the rest: ``records.parse_pod_group``), under the same dimensions:
-    those ``parts`` has, but for its status'. None when more than the status differs."""
+    those ``parts`` has, but for its status'. None when more than the status differs, or
+    not ``keep`` (``Shortcuts.group_parts_of_status_writes`` off: worked out anew)."""
     last = parts.group
     if group.spec is not last.spec or group.metadata is not last.metadata:
         return None
-    if not KEEP_PARTS_OF_STATUS_WRITES:
+    if not keep:
         return None
     status = group.status
     lifetime, min_task_member, topology = parts.tail[:3]
@@ -70,11 +71,6 @@ def status_parts(parts: GroupParts, group: PodGroup) -> GroupParts | None:
         (lifetime, min_task_member, topology, status.phase, status.conditions, status),
         parts.names_class,
     )
-
-
-# False: the parts of a group whose status alone was written are worked out anew (the
-# long way, for tests).
-KEEP_PARTS_OF_STATUS_WRITES = True
 
 
 def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
@@ -95,10 +91,6 @@ def group_parts(key: str, group: PodGroup, dims: Dims) -> GroupParts:
     )  # fmt: skip
 
 
-# False: every snapshot makes every group's job anew (the long way, for tests).
-KEEP_JOBS_WITHOUT_TASKS = True
-
-
 def gives_again(parts: GroupParts | None, group: PodGroup, bare: JobInfo, priority: int) -> bool:
     """Do ``parts`` (of ``group``, a group shown) give ``bare``, the last snapshot's job of
     theirs without tasks, again (``job_info``), at ``priority`` (its class's)?"""
@@ -112,11 +104,14 @@ def gives_again(parts: GroupParts | None, group: PodGroup, bare: JobInfo, priori
     )
 
 
-def job_info(group: PodGroup, parts: GroupParts, priorities: Priorities) -> JobInfo:
+def job_info(
+    group: PodGroup, parts: GroupParts, priorities: Priorities, keep: bool = True
+) -> JobInfo:
     """The group's job: the last snapshot's while it has no tasks and says what the
     group does (see the module's docstring), else a new one, by position in JobInfo's
     field order (this runs for every group of every snapshot);
-    tests/unit/cluster/test_snapshot_jobs.py holds each field to the group's."""
+    tests/unit/cluster/test_snapshot_jobs.py holds each field to the group's. Not
+    ``keep`` (``Shortcuts.jobs_without_tasks`` off): always a new one."""
     # Without a class name: the globalDefault class's value, as kube-batch; pods, once
     # known, may say otherwise (see SnapshotBuilder.build).
     priority = priorities.of_class(group.spec.priority_class_name)
@@ -126,7 +121,7 @@ def job_info(group: PodGroup, parts: GroupParts, priorities: Priorities) -> JobI
         and not kept.tasks
         and kept.phase is parts.tail[3]
         and kept.priority == priority
-        and KEEP_JOBS_WITHOUT_TASKS
+        and keep
     ):
         return kept
     min_resources = parts.min_resources

@@ -26,18 +26,13 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.cluster import group_parts, next_jobs
 from kbatch.cluster.kept_tasks import Priorities
 from kbatch.cluster.next_jobs import LastJobs, NextJobs
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import Dims
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
-# False: every job with tasks is made anew by every snapshot (the long way, for tests).
-KEEP_UNCHANGED_JOBS = True
-# False: a snapshot's ``handed_on`` holds jobs with tasks only; the sums that take what
-# it hands on as unchanged then compare every job without tasks (for tests).
-HAND_ON_JOBS_WITHOUT_TASKS = True
 INQUEUE, COMPLETED = PodGroupPhase.INQUEUE, PodGroupPhase.COMPLETED
 
 
@@ -59,9 +54,22 @@ class JobContext:
 
 
 class KeptJobs:
-    """The last snapshot's jobs and what they were made under."""
+    """The last snapshot's jobs and what they were made under. ``shortcuts``:
+    ``unchanged_jobs`` off, every job with tasks made anew by every snapshot;
+    ``handed_on_jobs_without_tasks`` off, a snapshot's ``handed_on`` holds jobs with
+    tasks only (the sums that take what it hands on as unchanged then compare every job
+    without tasks); ``jobs_from_last_snapshot`` (or any of those) off, every group
+    walked."""
 
-    def __init__(self) -> None:
+    def __init__(self, shortcuts: Shortcuts = ALL) -> None:
+        self._keep = shortcuts.unchanged_jobs
+        self._hand_on_without_tasks = shortcuts.handed_on_jobs_without_tasks
+        self._from_last = (
+            shortcuts.jobs_from_last_snapshot
+            and shortcuts.unchanged_jobs
+            and shortcuts.handed_on_jobs_without_tasks
+            and shortcuts.jobs_without_tasks
+        )
         self._jobs: Mapping[str, JobInfo] = {}
         self._context: JobContext | None = None
         # The units of the last snapshot's jobs with tasks that ``reusable`` did not hand on.
@@ -84,7 +92,7 @@ class KeptJobs:
         may take as they are, by unit (see the module's docstring). ``changed``: the
         units written since the last snapshot; None, unknown (nothing is kept)."""
         last, self._context = self._context, context
-        if changed is None or not KEEP_UNCHANGED_JOBS or last != context:
+        if changed is None or not self._keep or last != context:
             self.not_kept = {unit for unit, job in self._jobs.items() if job.tasks}
             self.without_tasks = {}
             return {}
@@ -97,7 +105,7 @@ class KeptJobs:
                     not_kept.add(unit)
             elif job.tasks:
                 kept[unit] = job
-            elif HAND_ON_JOBS_WITHOUT_TASKS:
+            elif self._hand_on_without_tasks:
                 without_tasks[unit] = job
         self.not_kept, self.without_tasks = not_kept, without_tasks
         return kept
@@ -108,13 +116,7 @@ class KeptJobs:
         walk every group: its context differs (then nothing is kept), the units written
         are not known, it had jobs of pods without a group, or a shortcut it rests on is
         switched off."""
-        if (
-            changed is None
-            or self._own != 0
-            or context != self._context
-            or not (next_jobs.JOBS_FROM_LAST and KEEP_UNCHANGED_JOBS and HAND_ON_JOBS_WITHOUT_TASKS)
-            or not group_parts.KEEP_JOBS_WITHOUT_TASKS
-        ):
+        if changed is None or self._own != 0 or context != self._context or not self._from_last:
             return None
         self.without_tasks = {}
         return LastJobs(self._jobs, self._taskless, self._completed, self._log)

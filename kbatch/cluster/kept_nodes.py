@@ -28,24 +28,23 @@ import numpy as np
 from kbatch.cluster.records import NodeRecord
 from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet, PlacedRows
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
-# False: every snapshot makes every node's NodeInfo and places every task (the long way,
-# for tests).
-KEEP_UNCHANGED_NODES = True
-# False: the units whose tasks left their nodes are found among every unit, not among
-# those the snapshot says it did not hand on (the long way, for tests).
-KNOWN_UNITS_ONLY = True
-# False: a task's place in snapshot order is looked up at every sort (the long way, for
-# tests).
-KEEP_TASK_PLACES = True
 # The key of tasks of no job of ours (``TaskInfo.job`` is empty): never handed on.
 NO_UNIT = ""
 
 
 class KeptNodes:
-    """The last snapshot's node set, what it placed, and where each job's tasks were."""
+    """The last snapshot's node set, what it placed, and where each job's tasks were.
+    ``shortcuts``: ``unchanged_nodes`` off, every snapshot makes every node's NodeInfo
+    and places every task; ``nodes_of_known_units_only`` off, the units whose tasks left
+    their nodes are found among every unit, not among those the snapshot says it did
+    not hand on; ``task_places`` off, a task's place in snapshot order is looked up at
+    every sort; ``sums_by_bincount``, as ``NodeSet.place_all`` takes it."""
 
-    def __init__(self) -> None:
+    def __init__(self, shortcuts: Shortcuts = ALL) -> None:
+        self._shortcuts = shortcuts
+        self._by_bincount = shortcuts.sums_by_bincount
         self._records: list[NodeRecord] = []
         self._last: NodeSet | None = None
         self._placed: PlacedRows | None = None
@@ -67,7 +66,7 @@ class KeptNodes:
         if (
             last is not None
             and self._placed is not None
-            and KEEP_UNCHANGED_NODES
+            and self._shortcuts.unchanged_nodes
             and (
                 nodes is self._records  # (the state's own list, while no Node is written)
                 or (
@@ -98,7 +97,7 @@ class KeptNodes:
         snapshot made anew; ``kept_jobs``, the jobs it handed on whole (by unit)."""
         last, placed_before = self._last, self._placed
         if last is None or placed_before is None or not self.places_again(node_set):
-            node_set.place_all(placed, nominated)
+            node_set.place_all(placed, nominated, self._by_bincount)
             self._unit_nodes = _unit_nodes(placed, nominated)
             self._on_node = _by_node(len(node_set), placed, _node)
             self._kept_on_node = _by_node(len(node_set), nominated, _nominated)
@@ -107,7 +106,7 @@ class KeptNodes:
             on_again = [task for task in placed if task.node in again]
             kept_on_again = [task for task in nominated if task.nominated in again]
             node_set.place_again(placed_before, sorted(again), on_again, kept_on_again,
-                                 len(nominated))  # fmt: skip
+                                 len(nominated), self._by_bincount)  # fmt: skip
             for node, tasks in _by_node_of(again, on_again, _node).items():
                 self._on_node[node] = tasks
             for node, tasks in _by_node_of(again, kept_on_again, _nominated).items():
@@ -149,11 +148,14 @@ class KeptNodes:
                 tasks = [task for task in lists[node] if task.job in kept_jobs]
                 fresh = new.get(node)
                 if fresh:
-                    tasks = _in_snapshot_order(tasks + fresh, place_of)
+                    keep = self._shortcuts.task_places
+                    tasks = _in_snapshot_order(tasks + fresh, place_of, keep)
                 lists[node] = tasks
                 gathered += tasks
             kept_count += len(self._kept_on_node[node])
-        node_set.place_again(self._placed, sorted(again), on_again, kept_on_again, kept_count)
+        node_set.place_again(
+            self._placed, sorted(again), on_again, kept_on_again, kept_count, self._by_bincount
+        )
         self._last, self._placed, self._kept_count = node_set, node_set.placed_rows(), kept_count
 
     def _nodes_to_place_again(
@@ -169,7 +171,7 @@ class KeptNodes:
         NO_UNIT), when known (else every unit is looked at)."""
         again = set(changed)
         unit_nodes = self._unit_nodes  # changed in place: most units are handed on
-        if not_kept is None or not KNOWN_UNITS_ONLY:
+        if not_kept is None or not self._shortcuts.nodes_of_known_units_only:
             left = unit_nodes.keys() - kept_jobs
         else:
             left = {u for u in (*not_kept, NO_UNIT) if u in unit_nodes and u not in kept_jobs}
@@ -226,12 +228,13 @@ def _by_node_of(
 
 
 def _in_snapshot_order(
-    tasks: list[TaskInfo], place_of: Callable[[str], int | None]
+    tasks: list[TaskInfo], place_of: Callable[[str], int | None], keep: bool = True
 ) -> list[TaskInfo]:
     """``tasks`` (of pods the snapshot shows) in the order of their pods. Each task's
-    place is looked up once (``TaskInfo.place``): those handed on were placed before."""
+    place is looked up once (``TaskInfo.place``): those handed on were placed before
+    (not ``keep``: looked up at every sort)."""
     for task in tasks:
-        if task.place < 0 or not KEEP_TASK_PLACES:
+        if task.place < 0 or not keep:
             place = place_of(task.key)
             assert place is not None, task.uid
             task.place = place

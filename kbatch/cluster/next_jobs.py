@@ -40,13 +40,6 @@ from kbatch.cluster.group_parts import GroupParts, gives_again
 from kbatch.cluster.settled import OrderChanges
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 
-# False: every snapshot walks every group it shows (``SnapshotBuilder._jobs``, the long
-# way, for tests).
-JOBS_FROM_LAST = True
-# False: the groups' order is checked against the last jobs' by a list of every group,
-# not by how the shown groups say it changed (the long way, for tests).
-ORDER_FROM_CHANGES = True
-
 # The job of a group, as ``SnapshotBuilder._job`` makes it: key, group, and the jobs it
 # may hand on.
 MakeJob = Callable[[str, PodGroup, Mapping[str, JobInfo]], JobInfo]
@@ -83,13 +76,16 @@ def next_jobs(
     parts_of: Callable[[str], GroupParts | None],
     make: MakeJob,
     priority_of: Callable[[str | None], int],
+    order_from_changes: bool = True,
 ) -> NextJobs | None:
     """The next jobs of the groups shown, ``pod_groups``, from ``last``; None when they
     are not in the order the last ones and the new ones give (see the module's
     docstring). ``order``: how the groups' order changed since the last ones, when its
-    keeper says. Nothing is changed before that is known."""
+    keeper says; not ``order_from_changes`` (``Shortcuts.job_order_from_changes``
+    off): checked by a list of every group instead. Nothing is changed before that is
+    known."""
     old = last.jobs
-    order = order if ORDER_FROM_CHANGES else None
+    order = order if order_from_changes else None
     new, gone = _new_and_gone(old, pod_groups, changed, last.completed)
     added = _added(pod_groups, len(new), order)
     if added is None or new.symmetric_difference(added):

@@ -23,25 +23,25 @@ from kbatch.operators.scheduler.core.framework.interface import OrphanPod
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import Dims
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
 INQUEUE = PodGroupPhase.INQUEUE
-# The long ways, for tests: False, each task of the pass is accounted on its own (a run
-# of one), and each pod's template, class priority and job are looked up anew.
-TASK_RUNS = True
-LOOKUP_RUNS = True
 
 
 @dataclass(slots=True)
 class PodPass:
     """What a snapshot's pass works with besides the pods: its builder's templates (and
     how it makes one), its kept tasks, and the units of pods found in no job (added to,
-    for the builder: ``SnapshotBuilder._pods_to_pass``)."""
+    for the builder: ``SnapshotBuilder._pods_to_pass``). ``shortcuts``: ``task_runs`` off,
+    each task accounted on its own (a run of one); ``lookup_runs`` off, each pod's
+    template, class priority and job looked up anew."""
 
     templates: dict[str, PodTemplate]
     template_of: Callable[[ParsedSpec, Dims], PodTemplate]
     keeper: KeptTasks
     jobless: set[str]
+    shortcuts: Shortcuts = ALL
 
     def tasks(
         self,
@@ -71,7 +71,8 @@ class PodPass:
         run_status: TaskStatus | None = None
         joining: TaskStatus | None = None
         run = 0  # the tasks of the run so far
-        # The spec and unit of the pod before, what they gave it (LOOKUP_RUNS).
+        task_runs, lookup_runs = self.shortcuts.task_runs, self.shortcuts.lookup_runs
+        # The spec and unit of the pod before, what they gave it (``lookup_runs``).
         last_spec: ParsedSpec | None = None
         last_unit, unit_job, unit_job_uid = "", None, ""
         job_tasks: dict[str, TaskInfo] = {}
@@ -101,7 +102,7 @@ class PodPass:
             # pods of one spec, and the job once per run of one unit.
             spec = pod.spec
             if spec is not last_spec:
-                last_spec = spec if LOOKUP_RUNS else None
+                last_spec = spec if lookup_runs else None
                 template = templates.get(spec.key) or self.template_of(spec, dims)
                 class_priority = class_values.get(spec.priority_class_name or "", default_priority)
             priority = pod.priority
@@ -110,7 +111,7 @@ class PodPass:
             if pod.scheduler_name in scheduler_names:  # its job: the pod before's, same unit
                 unit = pod.unit
                 if unit != last_unit:
-                    last_unit = unit if LOOKUP_RUNS else ""
+                    last_unit = unit if lookup_runs else ""
                     unit_job = jobs.get(unit)
                     unit_job_uid = "" if unit_job is None else unit_job.uid
                 job, job_uid = unit_job, unit_job_uid
@@ -183,7 +184,7 @@ class PodPass:
                 at = requests.index(template.request)
             job_tasks[pod.uid] = task
             run_status, run = status, 1
-            joining = status if TASK_RUNS else None  # the status a task joins the run in
+            joining = status if task_runs else None  # the status a task joins the run in
         if run:
             accounts.add_run(last_job, run_status, run, row, at)
         return accounts, placed, nominated

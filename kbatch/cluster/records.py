@@ -38,6 +38,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TopologyRequest,
 )
 from kbatch.operators.scheduler.core.framework.podspec import Taint
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 M = TypeVar("M", bound=BaseModel)
 # Every node has it (the kubelet sets it to the node's name): the topology level of one node.
@@ -269,13 +270,16 @@ def parse_pod(
     obj: Mapping[str, Any],
     previous: PodRecord | None = None,
     previous_raw: Mapping[str, Any] | None = None,
+    shortcuts: Shortcuts = ALL,
 ) -> PodRecord:
     """``previous``: the record of the same pod before this update. Its parsed spec is
     reused while everything it was parsed from is the same (``_same_spec``).
     ``previous_raw``: the object ``previous`` was parsed from, if nothing changes it any
     more (the state's own copy): when what the spec is parsed from equals its, the
-    spec is the same without keying it again."""
-    if previous is not None and previous_raw is not None and KEEP_RECORD_OF_STATUS_WRITES:
+    spec is the same without keying it again (``Shortcuts.pod_spec_of_equal_inputs``),
+    and a write of its status and node alone keeps the rest of ``previous``
+    (``Shortcuts.pod_record_of_status_writes``; off: parsed whole)."""
+    if previous is not None and previous_raw is not None and shortcuts.pod_record_of_status_writes:
         kept = _pod_of_status_write(obj, previous, previous_raw)
         if kept is not None:
             return kept
@@ -292,7 +296,7 @@ def parse_pod(
         started = timestamp(start_time, "status.startTime") if start_time else None
         deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
         if previous is not None and (
-            _same_inputs(previous, previous_raw, obj, uid)
+            (shortcuts.pod_spec_of_equal_inputs and _same_inputs(previous, previous_raw, obj, uid))
             or _same_spec(previous, uid, namespace, pod.labels, spec)
         ):
             parsed = previous.spec
@@ -315,11 +319,6 @@ def parse_pod(
         role=role_of(pod.annotations),
         scheduled_condition=_scheduled_condition(obj),
     )
-
-
-# False: a pod is parsed whole at every write, its status (and node) alone written or
-# not (the long way, for tests).
-KEEP_RECORD_OF_STATUS_WRITES = True
 
 
 def _pod_of_status_write(
@@ -415,7 +414,7 @@ def _same_inputs(
     """Is ``obj`` the same pod as ``previous``, with the labels and spec fields that
     ``previous``'s spec was parsed from equal to those of ``previous_raw`` (compared as
     they are: no key made; a simulated bind shares them with the object before)?"""
-    if previous_raw is None or previous.uid != uid or not KEEP_SPEC_OF_EQUAL_INPUTS:
+    if previous_raw is None or previous.uid != uid:
         return False
     spec, old_spec = obj.get("spec"), previous_raw.get("spec")
     meta, old_meta = obj.get("metadata"), previous_raw.get("metadata")
@@ -428,10 +427,6 @@ def _same_inputs(
         and meta.get("labels") == old_meta.get("labels")
         and all(spec.get(key) == old_spec.get(key) for key in SPEC_KEY_FIELDS)
     )
-
-
-# False: a pod's spec is keyed again at every update (the long way, for tests).
-KEEP_SPEC_OF_EQUAL_INPUTS = True
 
 
 def _same_spec(
@@ -485,12 +480,16 @@ def parse_pod_group(
     previous: PodGroup | None = None,
     previous_raw: Mapping[str, Any] | None = None,
     status: BaseModel | None = None,
+    shortcuts: Shortcuts = ALL,
 ) -> PodGroup:
     """A PodGroup, or ObjectError naming the field (negative minResources included).
     ``previous``, ``previous_raw``: the state's last version of it, parsed and as given;
     a write of its status alone (the scheduler's, every session a group's status moves)
     keeps the rest as parsed then and validates the status only, or takes ``status``,
-    the model it was dumped from, when the writer gives it."""
+    the model it was dumped from, when the writer gives it
+    (``Shortcuts.parsed_of_status_writes``; off: validated whole)."""
+    if not shortcuts.parsed_of_status_writes:
+        previous_raw = None  # (what _status_alone_written then says: validated whole)
     kept = _parsed_of_status_write(obj, previous, previous_raw, PodGroupStatus, status)
     if kept is not None:
         return kept
@@ -502,10 +501,6 @@ def parse_pod_group(
     topology_of(group, ref_of(obj))
     return group
 
-
-# False: every PodGroup and Queue written is validated whole, its status alone written
-# or not (the long way, for tests).
-KEEP_PARSED_OF_STATUS_WRITES = True
 
 _Parsed = TypeVar("_Parsed", PodGroup, Queue)
 
@@ -537,7 +532,7 @@ def _parsed_of_status_write(
 def _status_alone_written(obj: Mapping[str, Any], previous_raw: Mapping[str, Any] | None) -> bool:
     """Is ``obj`` ``previous_raw`` but for its status (compared as given)? A status
     missing from ``obj`` counts as written too (the default one)."""
-    if previous_raw is None or not KEEP_PARSED_OF_STATUS_WRITES:
+    if previous_raw is None:
         return False
     if "status" in obj and obj["status"] is None:
         return False  # refused the long way
@@ -592,10 +587,13 @@ def parse_queue(
     previous: Queue | None = None,
     previous_raw: Mapping[str, Any] | None = None,
     status: BaseModel | None = None,
+    shortcuts: Shortcuts = ALL,
 ) -> Queue:
     """A Queue, or ObjectError naming the field (a negative capability included).
-    ``previous``, ``previous_raw``, ``status``: as ``parse_pod_group``'s (the scheduler
-    writes a queue's status every session its allocation moves)."""
+    ``previous``, ``previous_raw``, ``status``, ``shortcuts``: as ``parse_pod_group``'s
+    (the scheduler writes a queue's status every session its allocation moves)."""
+    if not shortcuts.parsed_of_status_writes:
+        previous_raw = None  # (what _status_alone_written then says: validated whole)
     kept = _parsed_of_status_write(obj, previous, previous_raw, QueueStatus, status)
     if kept is not None:
         return kept

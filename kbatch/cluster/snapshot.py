@@ -19,7 +19,6 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
-from kbatch.cluster import group_parts as parts_module
 from kbatch.cluster.group_parts import (
     GroupParts,
     gives_again,
@@ -58,10 +57,9 @@ from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snaps
 from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
-# False: every snapshot walks every pod, those of jobs handed on whole too.
-PASS_CHANGED_UNITS_ONLY = True
 
 # What the state holds that a snapshot's tasks depend on: every resource name its objects
 # mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
@@ -69,7 +67,11 @@ Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord
 
 
 class SnapshotBuilder:
-    def __init__(self) -> None:
+    """Snapshots made one after another, each from what the last one kept.
+    ``shortcuts``: which of that keeping it does (the cluster state's)."""
+
+    def __init__(self, shortcuts: Shortcuts = ALL) -> None:
+        self._shortcuts = shortcuts
         self._dims: Dims | None = None
         self._templates: dict[str, PodTemplate] = {}
         self._groups: dict[str, GroupParts] = {}
@@ -85,8 +87,8 @@ class SnapshotBuilder:
         self._arrival: TaskContext | None = None
         # The last snapshot's jobs, handed on while nothing changed them (kept_jobs), and
         # its nodes, while no Node was written (kept_nodes).
-        self._kept_jobs = KeptJobs()
-        self._kept_nodes = KeptNodes()
+        self._kept_jobs = KeptJobs(shortcuts)
+        self._kept_nodes = KeptNodes(shortcuts)
         # The units of pods of the last snapshot that are in no job (an orphan, a pod of
         # no group of ours on a node): no job hands them on, so every pass walks them.
         self._jobless: set[str] = set()
@@ -208,7 +210,8 @@ class SnapshotBuilder:
         are (the scheduler writes a group's status at every move)."""
         parts = self._groups.get(key)
         if parts is None or parts.group is not group:
-            kept = None if parts is None else status_parts(parts, group)
+            keep = self._shortcuts.group_parts_of_status_writes
+            kept = None if parts is None else status_parts(parts, group, keep)
             parts = self._groups[key] = kept or group_parts(key, group, dims)
         return parts
 
@@ -283,7 +286,9 @@ class SnapshotBuilder:
         made: list[TaskInfo] = []
         passing = self._pods_to_pass(pods, kept_jobs, changed_units, node_set)
         self._jobless = set()
-        pod_pass = PodPass(self._templates, self._template, self._kept, self._jobless)
+        pod_pass = PodPass(
+            self._templates, self._template, self._kept, self._jobless, self._shortcuts
+        )
         if passing is None:  # every pod
             accounts, placed, nominated = pod_pass.tasks(
                 pods.every(), jobs, kept_jobs, node_set, dims, resolver, scheduler_names,
@@ -302,7 +307,7 @@ class SnapshotBuilder:
             # (the units not handed on: where the pass may have left nodes to place again)
             units = None if walk is None else walk.looked_at | walk.gone
             self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place, units)
-        accounts.requests.add_to(accounts.owners)
+        accounts.requests.add_to(accounts.owners, self._shortcuts.sums_by_bincount)
         complete_groups(self._groups, jobs, accounts)
         self._kept_jobs.made(jobs, len(pod_groups), walk)
         self._made += 1
@@ -341,6 +346,7 @@ class SnapshotBuilder:
             self._groups.get,
             lambda key, group, kept: self._job(key, group, dims, resolver, kept),
             resolver.of_class,
+            self._shortcuts.job_order_from_changes,
         )
 
     def _pods_to_pass(
@@ -360,7 +366,7 @@ class SnapshotBuilder:
             or changed_units is None
             or not pods.lists_units
             or not self._kept_nodes.places_again(node_set)
-            or not PASS_CHANGED_UNITS_ONLY
+            or not self._shortcuts.pods_of_changed_units_only
         ):
             return None
         units = self._kept_jobs.not_kept | changed_units | self._jobless
@@ -384,7 +390,7 @@ class SnapshotBuilder:
         given again by their group's parts)."""
         jobs: dict[str, JobInfo] = {}
         kept_job, parts_of = kept_jobs.get, self._groups.get
-        kept_bare = self._kept_jobs.without_tasks if parts_module.KEEP_JOBS_WITHOUT_TASKS else {}
+        kept_bare = self._kept_jobs.without_tasks if self._shortcuts.jobs_without_tasks else {}
         handed_without_tasks: list[tuple[str, JobInfo]] = []
         taken = 0
         for key, group in pod_groups.items():
@@ -422,7 +428,7 @@ class SnapshotBuilder:
         parts = self._group_parts(key, group, dims)
         job = kept_jobs.get(key)
         if job is None or parts.job is not job:  # (not: parts made anew for a new object)
-            return job_info(group, parts, resolver)
+            return job_info(group, parts, resolver, self._shortcuts.jobs_without_tasks)
         job.phase = parts.tail[3]
         return job
 

@@ -28,6 +28,7 @@ from kbatch.cluster.pod_units import PodUnits, ShownPods
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 __all__ = ["ClusterState", "ObjectError"]
 
@@ -59,6 +60,7 @@ class ClusterState:
     it (a nodeName, a deletionTimestamp), the pod is gone or finished, the request
     failed (``forget``), or ``ASSUMED_TTL`` seconds after the request succeeded. An
     update that shows neither (a relist, a status write) keeps the assumption.
+    ``shortcuts``: which of its records' and snapshots' shortcuts it takes.
     """
 
     KINDS = frozenset(_PARSERS)
@@ -69,8 +71,10 @@ class ClusterState:
         clock: Callable[[], float] = time.monotonic,
         assumed_ttl: float = ASSUMED_TTL,
         leave_out_settled: bool = False,
+        shortcuts: Shortcuts = ALL,
     ) -> None:
         self.scheduler_names = scheduler_names
+        self.shortcuts = shortcuts
         self._clock = clock
         self.assumed_ttl = assumed_ttl
         self._raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _PARSERS}
@@ -88,7 +92,7 @@ class ClusterState:
         self._theirs: set[str] = set()
         self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
-        self._builder = snapshot.SnapshotBuilder()
+        self._builder = snapshot.SnapshotBuilder(self.shortcuts)
         self._names: Counter[str] = Counter()  # resource names, by how many objects say them
         self._names_of: dict[tuple[str, str], tuple[str, ...]] = {}
         # The Node records in order, as the last snapshot was given them; None once a Node
@@ -134,15 +138,23 @@ class ClusterState:
         try:
             if kind == "Pod":
                 parsed: Any = records.parse_pod(
-                    obj, self._parsed["Pod"].get(key), self._raw["Pod"].get(key)
+                    obj, self._parsed["Pod"].get(key), self._raw["Pod"].get(key), self.shortcuts
                 )
             elif kind == "PodGroup":
                 parsed = records.parse_pod_group(
-                    obj, self._parsed["PodGroup"].get(key), self._raw["PodGroup"].get(key), status
+                    obj,
+                    self._parsed["PodGroup"].get(key),
+                    self._raw["PodGroup"].get(key),
+                    status,
+                    self.shortcuts,
                 )
             elif kind == "Queue":
                 parsed = records.parse_queue(
-                    obj, self._parsed["Queue"].get(key), self._raw["Queue"].get(key), status
+                    obj,
+                    self._parsed["Queue"].get(key),
+                    self._raw["Queue"].get(key),
+                    status,
+                    self.shortcuts,
                 )
             else:
                 parsed = _PARSERS[kind](obj)
@@ -483,7 +495,7 @@ class ClusterState:
                 # What changed since the last snapshot was taken for this one: a builder
                 # going on from the last would hand on jobs written since. A new one
                 # makes everything. No session saw what this one was to show.
-                self._builder = snapshot.SnapshotBuilder()
+                self._builder = snapshot.SnapshotBuilder(self.shortcuts)
                 if self._shown is not None:
                     self._shown.not_seen()
                 raise

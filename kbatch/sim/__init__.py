@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbatch.config import SchedulerConf
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.sim import clock, manifests, metrics, output, runner
 from kbatch.sim import workload as armada
 
@@ -47,16 +48,20 @@ def run(
     period: str | float = 1.0,
     progress: runner.ProgressFn | None = None,
     warn: Callable[[str], None] = _warn_on_stderr,
+    shortcuts: Shortcuts = ALL,
 ) -> runner.Outcome:
     """Load and simulate. An object the API server would refuse is refused when it is due
     (``warn`` names it and its field; the JSON's ``warnings`` list it) and the rest runs;
     input that cannot be read at all is a ValueError subclass with a clear message
     (ManifestError, ConfigError, DurationError). ``workload`` and ``cluster`` are Armada's
     WorkloadSpec and ClusterSpec files (``kbatch.sim.workload``), added to the manifests;
-    with ``workload``, the outcome is a ``metrics.MeasuredOutcome``."""
+    with ``workload``, the outcome is a ``metrics.MeasuredOutcome``. ``shortcuts``: which
+    the state, the scheduler and the simulator take (``Shortcuts.none()``: the
+    straightforward way, which gives the same outcome)."""
     options = runner.Options(
         period=_duration(period, "--period") or 0.0,
         until=_duration(until, "--until"),
+        shortcuts=shortcuts,
     )
     loaded = runner.load(paths, documents)
     plan = None
@@ -75,7 +80,7 @@ def run(
         simulation = runner.Simulation(loaded, conf, options, progress, warn)
     else:
         dependencies = armada.Dependencies(plan, str(workload), len(loaded.objects))
-        recorder = metrics.Recorder() if workload is not None else None
+        recorder = metrics.Recorder(shortcuts=options.shortcuts) if workload is not None else None
         simulation = WorkloadSimulation(
             loaded, conf, options, progress, warn, dependencies, recorder
         )
@@ -137,9 +142,10 @@ def simulate(
     until: str | float | None = None,
     period: str | float = 1.0,
     warn: Callable[[str], None] = _warn_on_stderr,
+    shortcuts: Shortcuts = ALL,
 ) -> dict[str, Any]:
     """Run a simulation and return DESIGN §5's JSON contract as a dict (with ``metrics``
-    when ``workload`` is given)."""
+    when ``workload`` is given); ``shortcuts``: as ``run`` takes them."""
     outcome = run(
         paths,
         documents=documents,
@@ -149,5 +155,6 @@ def simulate(
         until=until,
         period=period,
         warn=warn,
+        shortcuts=shortcuts,
     )
     return output.to_json(outcome)

@@ -44,12 +44,6 @@ Object = dict[str, Any]
 PodKey = tuple[str, str]  # namespace, name
 FINISHED = ("Succeeded", "Failed")
 REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
-# False: the state copies every object the simulator writes (the long way, for tests).
-HAND_OVER_WRITES = True
-# False: a status the simulator writes is validated again from its dump, as the API
-# server's would be (the long way, for tests); True: the model it was dumped from is
-# handed over with it.
-HAND_OVER_STATUSES = True
 
 
 @dataclass(slots=True)
@@ -75,10 +69,16 @@ class Touched:
 
 
 class SimBackend:
-    """ClusterState plus the side effects a scheduler sends; ``changes`` counts real ones."""
+    """ClusterState plus the side effects a scheduler sends; ``changes`` counts real ones.
+    Of the state's shortcuts (``state.shortcuts``) it reads ``hand_over_writes`` (off:
+    the state copies every object the simulator writes) and ``hand_over_statuses`` (off:
+    a status it writes is validated again from its dump, as the API server's would be;
+    on: the model it was dumped from is handed over with it)."""
 
     def __init__(self, state: ClusterState, sim_clock: clock.SimClock) -> None:
         self.state = state
+        self._hand_over = state.shortcuts.hand_over_writes
+        self._hand_over_statuses = state.shortcuts.hand_over_statuses
         self.clock = sim_clock
         self.pods: dict[PodKey, PodTimes] = {}
         self.removed: dict[PodKey, Object] = {}  # pods deleted during the run, as last seen
@@ -131,7 +131,7 @@ class SimBackend:
         if kind == "Pod":
             obj = self._started_if_bound(obj, existing)
         self._uids_by_ref.pop((kind, metadata["name"]), None)
-        self.state.apply(obj, owned=owned and HAND_OVER_WRITES)
+        self.state.apply(obj, owned=owned and self._hand_over)
         self.changed()
         if existing is None:
             self.created_at[manifests.ref_of(obj)] = self.clock.now
@@ -182,7 +182,7 @@ class SimBackend:
         self._uids += 1
         return {
             "uid": str(uuid.UUID(int=self._uids)),
-            "creationTimestamp": clock.timestamp(self.clock.now),
+            "creationTimestamp": clock.timestamp(self.clock.now, self.clock.keep_timestamps),
         }
 
     def _started_if_bound(self, pod: Object, existing: Object | None) -> Object:
@@ -194,7 +194,7 @@ class SimBackend:
         if bound and status.get("phase", "Pending") == "Pending":
             status["phase"] = "Running"
         if status.get("phase") == "Running" and "startTime" not in status:
-            status["startTime"] = clock.timestamp(self.clock.now)
+            status["startTime"] = clock.timestamp(self.clock.now, self.clock.keep_timestamps)
         return {**pod, "status": status} if status else pod
 
     def _track_pod(self, pod: Object, existing: Object | None) -> None:
@@ -224,7 +224,7 @@ class SimBackend:
         grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else 0
         deleting = {
             **metadata,
-            "deletionTimestamp": clock.timestamp(self.clock.now),
+            "deletionTimestamp": clock.timestamp(self.clock.now, self.clock.keep_timestamps),
             "deletionGracePeriodSeconds": grace,
         }
         self._apply_pod({**pod, "metadata": deleting})
@@ -235,7 +235,7 @@ class SimBackend:
     def _apply_pod(self, pod: Object) -> None:
         """Write ``pod``: a new object made of the state's last one (whose parts nothing
         changes in place, here or in the state) and of new parts, handed over as it is."""
-        self.state.apply(pod, owned=HAND_OVER_WRITES)
+        self.state.apply(pod, owned=self._hand_over)
         self.changed()
         self._pod_written(pod)
 
@@ -306,11 +306,13 @@ class SimBackend:
         status = {
             **(pod.get("status") or {}),
             "phase": "Running",
-            "startTime": clock.timestamp(self.clock.now),
+            "startTime": clock.timestamp(self.clock.now, self.clock.keep_timestamps),
         }
         # the API server's binding sets PodScheduled=True
         scheduled = {"type": decided.POD_SCHEDULED, "status": "True"}
-        status["conditions"] = _with_condition(status.get("conditions"), scheduled, self.clock.now)
+        status["conditions"] = _with_condition(
+            status.get("conditions"), scheduled, self.clock.now, self.clock.keep_timestamps
+        )
         self._apply_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
         self._start(_key(pod), self._times(_key(pod)))
         self.record(ref, "Normal", decided.SCHEDULED, decided.scheduled_message(task.key, node))
@@ -358,7 +360,9 @@ class SimBackend:
             "message": condition.message,
         }
         status = dict(pod.get("status") or {})
-        status["conditions"] = _with_condition(status.get("conditions"), written, self.clock.now)
+        status["conditions"] = _with_condition(
+            status.get("conditions"), written, self.clock.now, self.clock.keep_timestamps
+        )
         self._apply_pod({**pod, "status": status})
 
     def _write_status(
@@ -369,9 +373,9 @@ class SimBackend:
         obj = self.state.get(kind, namespace, name)
         if obj is None or obj.get("status") == status:
             return
-        given = model if HAND_OVER_STATUSES else None
+        given = model if self._hand_over_statuses else None
         # (owned: as ``_apply_pod``'s)
-        self.state.apply({**obj, "status": status}, owned=HAND_OVER_WRITES, status=given)
+        self.state.apply({**obj, "status": status}, owned=self._hand_over, status=given)
         self.changed()
         if kind == "PodGroup":
             self.touched.groups.add((namespace, name))
@@ -419,7 +423,9 @@ def group_of(pod: Object) -> str | None:
     return annotations.get(GROUP_NAME_ANNOTATION) or None
 
 
-def _with_condition(conditions: object, condition: Object, now: float) -> list[Object]:
+def _with_condition(
+    conditions: object, condition: Object, now: float, kept_timestamps: bool = True
+) -> list[Object]:
     """``conditions`` with ``condition`` in place of the one of its type (its transition
     time kept when the status did not change)."""
     others = (
@@ -427,6 +433,10 @@ def _with_condition(conditions: object, condition: Object, now: float) -> list[O
     )
     old = next((c for c in others if c.get("type") == condition["type"]), None)
     same = old is not None and old.get("status") == condition["status"]
-    when = old.get("lastTransitionTime") if same and old is not None else clock.timestamp(now)
+    when = (
+        old.get("lastTransitionTime")
+        if same and old is not None
+        else clock.timestamp(now, kept_timestamps)
+    )
     kept = [c for c in others if c.get("type") != condition["type"]]
     return [*kept, {**condition, "lastTransitionTime": when}]

@@ -37,14 +37,12 @@ def format_duration(seconds: float) -> str:
     return "".join(parts)
 
 
-def timestamp(seconds: float) -> str:
-    """A Kubernetes timestamp (RFC 3339, whole seconds) for simulated time ``seconds``."""
+def timestamp(seconds: float, kept: bool = True) -> str:
+    """A Kubernetes timestamp (RFC 3339, whole seconds) for simulated time ``seconds``;
+    the recent seconds' kept (not ``kept``, ``Shortcuts.timestamps`` off: formatted
+    anew)."""
     second = math.floor(seconds)
-    return _kept_timestamp(second) if KEEP_TIMESTAMPS else _timestamp(second)
-
-
-# False: every timestamp is formatted anew (the long way, for tests).
-KEEP_TIMESTAMPS = True
+    return _kept_timestamp(second) if kept else _timestamp(second)
 
 
 def _timestamp(second: int) -> str:
@@ -67,10 +65,12 @@ def tick_at_or_before(seconds: float, period: float) -> int:
 
 
 class SimClock:
-    """The simulated clock: a callable for the scheduler, moved only by the runner."""
+    """The simulated clock: a callable for the scheduler, moved only by the runner.
+    ``keep_timestamps``: as ``timestamp`` takes it, for those who stamp its time."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_timestamps: bool = True) -> None:
         self.now = 0.0
+        self.keep_timestamps = keep_timestamps
 
     def __call__(self) -> float:
         return self.now

@@ -31,18 +31,8 @@ from kbatch.operators.scheduler.core.framework.interface import follows, gone_fr
 WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 # A job's counts of its tasks in WAITING (``JobInfo.counts`` is by status).
 _waiting_counts = operator.itemgetter(*WAITING)
-# False: every job is looked at, not only those the snapshot and its session said may
-# have changed (the long way, for tests).
-SAID_ONLY = True
 # Every integer up to this is a float exactly.
 _EXACT_UP_TO = 2**53
-
-# False: the timeline adds up every job at every tick (the long way, for tests).
-KEEP_SUMS_OF_UNCHANGED_JOBS = True
-# False: each job is compared with the one last given, also those a snapshot hands on
-# (``Snapshot.handed_on``: the same objects, which no write and no session changed)
-# along the line of the last update's (for tests).
-HANDED_ON_UNCHANGED = True
 
 
 def queue_of(job: JobInfo) -> str:
@@ -93,9 +83,17 @@ def in_order(jobs: dict[str, JobInfo], some: list[JobInfo]) -> list[JobInfo]:
 
 
 class JobSums:
-    """Each queue's allocated cpu and the pods waiting, over the jobs last given."""
+    """Each queue's allocated cpu and the pods waiting, over the jobs last given.
+    ``handed_on_unchanged`` False (``Shortcuts.timeline_sums_by_jobs_handed_on`` off):
+    each job compared with the one last given, also those a snapshot hands on
+    (``Snapshot.handed_on``: the same objects, which no write and no session changed)
+    along the line of the last update's. ``said_only`` False
+    (``Shortcuts.timeline_by_jobs_said_changed`` off): every job looked at, not only
+    those the snapshot and its session said may have changed."""
 
-    def __init__(self) -> None:
+    def __init__(self, handed_on_unchanged: bool = True, said_only: bool = True) -> None:
+        self._handed_on_unchanged = handed_on_unchanged
+        self._said_only = said_only
         self._jobs: Mapping[str, JobInfo] = {}  # the jobs last given, by uid (kept as given)
         self._cpu_index = -1  # the index of cpu in their snapshot's dimensions
         self._parts: dict[str, Part] = {}
@@ -132,11 +130,11 @@ class JobSums:
             self._jobs, last_lineage = {}, None
         last, without_tasks = self._jobs, self._without_tasks
         unchanged: Mapping[str, JobInfo] = {}
-        if handed_on and follows(lineage, last_lineage) and HANDED_ON_UNCHANGED:
+        if handed_on and follows(lineage, last_lineage) and self._handed_on_unchanged:
             unchanged = handed_on
         not_handed_on, told = said
         candidates: Iterable[tuple[str, JobInfo]] = jobs.items()
-        said_only = unchanged and not_handed_on is not None and told is not None and SAID_ONLY
+        said_only = unchanged and not_handed_on is not None and told is not None and self._said_only
         if said_only:
             assert not_handed_on is not None and told is not None
             candidates = [(uid, jobs[uid]) for uid in {*not_handed_on, *told} if uid in jobs]

@@ -199,7 +199,7 @@ class JobController:
         suspend: bool,
     ) -> None:
         old = record.obj.get("status") or {}
-        now = clock.timestamp(self.cluster.clock.now)
+        now = clock.timestamp(self.cluster.clock.now, self.cluster.clock.keep_timestamps)
         status: Object = {"active": active, "succeeded": succeeded, "failed": failed}
         if "startTime" in old or not suspend:
             status["startTime"] = old.get("startTime", now)

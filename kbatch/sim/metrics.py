@@ -36,6 +36,7 @@ from kbatch.api import DEFAULT_QUEUE
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus, added_in_order
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY, Dims
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.sim.backend import group_of
 from kbatch.sim.runner import Outcome
 from kbatch.sim.timeline import STARTED
@@ -66,9 +67,10 @@ class Point:
 class Recorder:
     points: list[Point] = field(default_factory=list)
     resources: set[str] = field(default_factory=set)  # those the cluster has any of
+    shortcuts: Shortcuts = ALL  # (``count_jobs_that_never_held``, ``sums_by_bincount``)
 
     def record(self, now: float, snapshot: Snapshot) -> None:
-        point = _point(now, snapshot, self.resources)
+        point = _point(now, snapshot, self.resources, self.shortcuts)
         if not self.points or not point.same_values(self.points[-1]):
             self.points.append(point)
 
@@ -80,7 +82,7 @@ class MeasuredOutcome(Outcome):
     recorder: Recorder = field(default_factory=Recorder)
 
 
-def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
+def _point(now: float, snapshot: Snapshot, present: set[str], shortcuts: Shortcuts = ALL) -> Point:
     dims, nodes = snapshot.dims, snapshot.nodes
     totals = np.zeros(len(RESOURCES))
     used = []
@@ -95,7 +97,7 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
         used.append(float(nodes.used[:, index].sum()) / totals[i] if totals[i] > 0 else 0.0)
     active: set[str] = set()
     waits: set[str] = set()
-    to_add, idle = _held_and_idle(snapshot.jobs.values())
+    to_add, idle = _held_and_idle(snapshot.jobs.values(), shortcuts.count_jobs_that_never_held)
     waiting = idle.total()
     waits.update(idle)
     active.update(idle)
@@ -109,7 +111,7 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
             waits.add(queue)
         if waits_to_start or any(_holding_counts(job.counts)):
             active.add(queue)
-    allocated = _allocated_by_queue(to_add, queues, dims)
+    allocated = _allocated_by_queue(to_add, queues, dims, shortcuts.sums_by_bincount)
     weights = {q: snapshot.queues[q].weight if q in snapshot.queues else 1 for q in active}
     weight_sum = sum(weights.values())
     shares = []
@@ -123,7 +125,7 @@ def _point(now: float, snapshot: Snapshot, present: set[str]) -> Point:
 
 
 def _allocated_by_queue(
-    jobs: list[JobInfo], queues: list[str], dims: Dims
+    jobs: list[JobInfo], queues: list[str], dims: Dims, by_bincount: bool = True
 ) -> dict[str, np.ndarray]:
     """Each queue's allocation of RESOURCES, summed over ``jobs`` (of ``queues``, in
     turn) in their order. ``added_in_order`` adds one job's row at a time, in order: each
@@ -138,21 +140,20 @@ def _allocated_by_queue(
         block = np.zeros((len(jobs), len(RESOURCES)))
         block[:, rows] = np.array([job.allocated for job in jobs])[:, columns]
         at = np.fromiter((index[queue] for queue in queues), np.intp, len(queues))
-        added_in_order(sums, at, block)
+        added_in_order(sums, at, block, by_bincount)
     return {queue: sums[i] for queue, i in index.items()}
 
 
-# False: every job is added up the long way (for tests).
-COUNT_JOBS_THAT_NEVER_HELD = True
-
-
-def _held_and_idle(jobs: Collection[JobInfo]) -> tuple[list[JobInfo], Counter[str]]:
+def _held_and_idle(
+    jobs: Collection[JobInfo], never_held_at_once: bool = True
+) -> tuple[list[JobInfo], Counter[str]]:
     """The jobs to add up, and by queue how many jobs wait that were left out: those
     with no task. Such a job has held nothing (its allocation is all 0.0, never added
     to) and started nothing: adding it changes no sum, and it waits to start (unless its
     minMember is 0). Most jobs of a long backlog are PodGroups whose pods are held until
-    they are admitted: counted in one step, not one by one."""
-    if not COUNT_JOBS_THAT_NEVER_HELD:
+    they are admitted: counted in one step, not one by one (not ``never_held_at_once``,
+    ``Shortcuts.count_jobs_that_never_held`` off: every job added up)."""
+    if not never_held_at_once:
         return list(jobs), Counter()
     idle = Counter(
         [

@@ -64,6 +64,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import SHARE_STATUSES, TaskStatus
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.runner import (
     Scheduler,
     default_conf,
@@ -100,6 +101,9 @@ class Options:
     leave_out_settled: bool = True
     # False: the cyclic collector runs as usual (to check that pausing it changes nothing).
     pause_collector: bool = True
+    # Which shortcuts the state, the scheduler and the simulator take (``Shortcuts.none()``:
+    # the straightforward way, to check that they change nothing).
+    shortcuts: Shortcuts = ALL
 
 
 @dataclass(slots=True)
@@ -133,16 +137,21 @@ class Simulation:
         self.options = options
         self.progress = progress
         self.warn = warn
-        self.clock = clock.SimClock()
-        state = ClusterState(options.scheduler_names, leave_out_settled=options.leave_out_settled)
+        shortcuts = options.shortcuts
+        self.clock = clock.SimClock(shortcuts.timestamps)
+        state = ClusterState(
+            options.scheduler_names,
+            leave_out_settled=options.leave_out_settled,
+            shortcuts=shortcuts,
+        )
         self.cluster = SimBackend(state, self.clock)
         self.jobs = jobs.JobController(self.cluster)
         self.admission = SimAdmission(self.cluster, self.jobs)
         self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
         self.totals = Totals()
-        self.timeline = Timeline()
+        self.timeline = Timeline(shortcuts=shortcuts)
         self._sessions = 0
-        self.scheduler = Scheduler(self.cluster, conf, self.clock, self._session_id)
+        self.scheduler = Scheduler(self.cluster, conf, self.clock, self._session_id, shortcuts)
         _make_defaults(self.cluster)
 
     def _session_id(self) -> str:

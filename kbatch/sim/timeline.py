@@ -20,6 +20,7 @@ from kbatch.cluster.quantity import amount
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.sim import job_sums
 
 # Read from a session's snapshot as the session left it: what it bound is Binding.
@@ -66,15 +67,25 @@ class Timeline:
     # The uids of the jobs whose wait is over (a job's uid names its kind, namespace and
     # name, as its key in ``waits`` does): every tick asks of every job that changed.
     _started: set[str] = field(default_factory=set)
-    # The sums over the jobs of the last tick's snapshot, kept by what changed.
-    _sums: job_sums.JobSums = field(default_factory=job_sums.JobSums, compare=False)
+    # Which of its shortcuts it takes: ``timeline_sums`` (off: every job added up at
+    # every tick), ``queues_of_jobs_without_tasks`` and those of its sums (``JobSums``).
+    shortcuts: Shortcuts = field(default=ALL, compare=False)
+    # The sums over the jobs of the last tick's snapshot, kept by what changed (made
+    # when first needed, under ``shortcuts``).
+    _sums: job_sums.JobSums | None = field(default=None, compare=False)
 
     def record(self, now: float, snapshot: Snapshot, created_at: dict[str, float]) -> None:
         self.end = now
         jobs: Iterable[JobInfo] = snapshot.jobs.values()
         sums = None
-        if job_sums.KEEP_SUMS_OF_UNCHANGED_JOBS:
+        shortcuts = self.shortcuts
+        if shortcuts.timeline_sums:
             sums = self._sums
+            if sums is None:
+                sums = self._sums = job_sums.JobSums(
+                    shortcuts.timeline_sums_by_jobs_handed_on,
+                    shortcuts.timeline_by_jobs_said_changed,
+                )
             jobs = sums.update(
                 snapshot.jobs,
                 snapshot.dims.index[CPU],
@@ -82,7 +93,7 @@ class Timeline:
                 snapshot.handed_on,
                 (snapshot.not_handed_on, snapshot.told),
             )
-        sample = _sample(now, snapshot, sums)
+        sample = _sample(now, snapshot, sums, shortcuts.queues_of_jobs_without_tasks)
         if not self.samples or not sample.same_values(self.samples[-1]):
             self.samples.append(sample)
         started, waits = self._started, self.waits
@@ -120,8 +131,11 @@ def _key(job: JobInfo) -> tuple[str, str, str]:
     return ("PodGroup" if job.has_pod_group else "Pod", job.namespace, job.name)
 
 
-def _sample(now: float, snapshot: Snapshot, sums: job_sums.JobSums | None) -> Sample:
-    """The sample of ``snapshot``; ``sums``: its jobs' sums, kept (None: add them up)."""
+def _sample(
+    now: float, snapshot: Snapshot, sums: job_sums.JobSums | None, by_queue_name: bool = True
+) -> Sample:
+    """The sample of ``snapshot``; ``sums``: its jobs' sums, kept (None: add them up, as
+    ``_added_up`` with ``by_queue_name``)."""
     dims, nodes = snapshot.dims, snapshot.nodes
 
     def used_fraction(resource: str) -> float:
@@ -130,7 +144,7 @@ def _sample(now: float, snapshot: Snapshot, sums: job_sums.JobSums | None) -> Sa
         return float(nodes.used[:, i].sum()) / total if total > 0 else 0.0
 
     kept = sums.totals() if sums is not None else None
-    allocated, pending = kept if kept is not None else _added_up(snapshot)
+    allocated, pending = kept if kept is not None else _added_up(snapshot, by_queue_name)
     for name in snapshot.queues:
         allocated.setdefault(name, 0.0)
     queues = {}
@@ -139,14 +153,16 @@ def _sample(now: float, snapshot: Snapshot, sums: job_sums.JobSums | None) -> Sa
     return Sample(now, queues, used_fraction(CPU), used_fraction(MEMORY), pending)
 
 
-def _added_up(snapshot: Snapshot) -> tuple[dict[str, float], int]:
+def _added_up(snapshot: Snapshot, by_queue_name: bool = True) -> tuple[dict[str, float], int]:
     """Each queue's allocated millicores and the pods waiting, added up over every job of
-    ``snapshot`` in its order (the long way)."""
+    ``snapshot`` in its order (the long way). ``by_queue_name``
+    (``Shortcuts.queues_of_jobs_without_tasks``): the jobs without tasks only named
+    (``_queues_of_jobs_without_tasks``; False: added up as any other)."""
     allocated = {name: 0.0 for name in snapshot.queues}
     pending = 0
     cpu = snapshot.dims.index[CPU]
     jobs: Iterable[JobInfo] = snapshot.jobs.values()
-    if NAME_QUEUES_OF_JOBS_WITHOUT_TASKS:
+    if by_queue_name:
         for queue in _queues_of_jobs_without_tasks(jobs):
             allocated.setdefault(queue, 0.0)
         jobs = [job for job in jobs if job.tasks]
@@ -155,10 +171,6 @@ def _added_up(snapshot: Snapshot) -> tuple[dict[str, float], int]:
         allocated[queue] = allocated.get(queue, 0.0) + float(job.allocated[cpu])
         pending += job_sums.waiting(job)
     return allocated, pending
-
-
-# False: every job is added up the long way (for tests).
-NAME_QUEUES_OF_JOBS_WITHOUT_TASKS = True
 
 
 def _queues_of_jobs_without_tasks(jobs: Iterable[JobInfo]) -> set[str]:

@@ -16,8 +16,10 @@ from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Backend, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs, rests
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.framework.tiers import Invalid
 from kbatch.operators.scheduler.core.plugins import REGISTRY as PLUGINS
 
@@ -55,11 +57,15 @@ def open_session(
     now: float,
     uid: str,
     resting: RestingGangs | None = None,
+    shortcuts: Shortcuts = ALL,
+    kept: KeptAcrossSessions | None = None,
 ) -> Session:
     """A session on ``snapshot``, its plugins open and its jobs' verdicts given.
     ``resting``: the jobs that rested at the last close of the caller's sessions (its
-    sessions in turn on one line of snapshots), to go on with (``framework.resting``)."""
-    session = Session(snapshot, conf, now, uid)
+    sessions in turn on one line of snapshots), to go on with (``framework.resting``).
+    ``shortcuts``: which the session takes; ``kept``: what the caller's sessions keep
+    for the next (``Session.kept``; None: nothing beyond this one)."""
+    session = Session(snapshot, conf, now, uid, shortcuts, kept)
     for tier_index, tier in enumerate(conf.tiers):
         for option in tier.plugins:
             started = time.perf_counter()
@@ -67,22 +73,25 @@ def open_session(
             PLUGINS[option.name].on_session_open(session, option)
             session.stats.plugin_open_seconds[option.name] = time.perf_counter() - started
     session.compile()
-    resting = resting if resting is not None else RestingGangs()
+    resting = resting if resting is not None else RestingGangs(shortcuts.rest_quiet_gangs)
     carried = resting.carried(snapshot, conf)
     jobs = session.jobs
     others: Iterable[JobInfo] = jobs.values()
     if carried:  # (the keys not carried, in order, found at C speed: most are carried)
         others = [jobs[uid] for uid in filterfalse(carried.__contains__, jobs)]
     queues, quiet, quiet_gang = session.queues, session.quiet, job_status.quiet_gang
+    # (``Shortcuts.pass_quiet_gangs`` off: every running gang asked whether it is valid
+    # and ready; ``rest_quiet_gangs`` off: none rests)
+    pass_quiet, rest_quiet = shortcuts.pass_quiet_gangs, shortcuts.rest_quiet_gangs
     active: list[JobInfo] = []
     for job in others:
         if job.queue in queues:
-            kept = quiet_gang(job, conf)
-            if kept is not None:  # valid, as the last session found it
-                if rests(job, kept):
+            kept_status = quiet_gang(job, conf) if pass_quiet else None
+            if kept_status is not None:  # valid, as the last session found it
+                if rest_quiet and rests(job, kept_status):
                     resting.add(job)
                 else:
-                    quiet[job.uid] = kept
+                    quiet[job.uid] = kept_status
                     active.append(job)
                 continue
         active.append(job)
@@ -120,12 +129,17 @@ class Scheduler:
         conf: SchedulerConf,
         clock: Callable[[], float],
         session_ids: Callable[[], str],
+        shortcuts: Shortcuts = ALL,
     ) -> None:
         self.cluster = cluster
         self.conf = conf
         self.clock = clock
         self.session_ids = session_ids
-        self.resting = RestingGangs()  # the jobs resting at the last close
+        self.shortcuts = shortcuts  # which its sessions take
+        self.resting = RestingGangs(shortcuts.rest_quiet_gangs)  # resting at the last close
+        # What its sessions' plugins keep from one to the next (the queue sums, the node
+        # index): this scheduler's own, never another's.
+        self.kept = KeptAcrossSessions()
 
     def run_once(self) -> Session:
         """One session, closed and its outcome applied; its ``stats`` say what it did (for
@@ -136,7 +150,13 @@ class Scheduler:
         with collector_paused():
             snapshot = self.cluster.snapshot()
             session = open_session(
-                snapshot, self.conf, self.clock(), self.session_ids(), self.resting
+                snapshot,
+                self.conf,
+                self.clock(),
+                self.session_ids(),
+                self.resting,
+                self.shortcuts,
+                self.kept,
             )
             try:
                 for name in self.conf.actions:

@@ -24,6 +24,7 @@ from kbatch.operators.scheduler.core.framework import (
 )
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 
 R = TaskStatus.RUNNING
 FULL = DEFAULT_CONF.replace(
@@ -231,37 +232,32 @@ def test_alike_gangs_of_an_over_served_queue_get_the_answers_they_get_alone(
     assert {task.rsplit("-", 1)[0] for task, _ in fast.evictions} in ({"pair"}, {"twin"})
 
 
-@pytest.mark.parametrize("bound", ["BOUND_BY_OFFERED", "BOUND_BY_WHAT_MAY_GO"])
+@pytest.mark.parametrize("bound", ["bound_by_offered", "bound_by_what_may_go"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_nodes_bound_by_what_could_go_get_the_same_decisions(
-    seed: int, bound: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_nodes_bound_by_what_could_go_get_the_same_decisions(seed: int, bound: str) -> None:
     """A search tries only the nodes where what could go makes room: what the plugins
-    could offer for the task (``eviction_rules.BOUND_BY_OFFERED``), and what the jobs
-    above their minimum or allowed to go whole hold (``BOUND_BY_WHAT_MAY_GO``). Either
-    bound gives what trying every node where the rule's candidates could gives, the plan
+    could offer for the task (``Shortcuts.bound_by_offered``), and what the jobs above
+    their minimum or allowed to go whole hold (``bound_by_what_may_go``). Either bound
+    gives what trying every node where the rule's candidates could gives, the plan
     failing on the others."""
     bounded = decisions(run_actions(random_cluster(seed).open(FULL)))
-    monkeypatch.setattr(eviction_rules, bound, False)
-    assert decisions(run_actions(random_cluster(seed).open(FULL))) == bounded
+    unbounded = random_cluster(seed).open(FULL, shortcuts=Shortcuts().without(bound))
+    assert decisions(run_actions(unbounded)) == bounded
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_queue_keys_kept_while_nothing_changed_give_the_same_turns(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_queue_keys_kept_while_nothing_changed_give_the_same_turns(seed: int) -> None:
     """reclaim and preempt ask each queue's order key once while no task changes
-    (``preemptors.KEEP_QUEUE_KEYS``): as asking every queue before every job's turn;
+    (``Shortcuts.preemptor_queue_keys``): as asking every queue before every job's turn;
     the attempts counted are the same too."""
 
-    def turns() -> tuple[object, ...]:
-        session = random_cluster(seed).open(FULL)
+    def turns(shortcuts: Shortcuts) -> tuple[object, ...]:
+        session = random_cluster(seed).open(FULL, shortcuts=shortcuts)
         sent = run_actions(session)
         return (*decisions(sent), session.stats.preemption_attempts)
 
-    kept = turns()
-    monkeypatch.setattr(preemptors, "KEEP_QUEUE_KEYS", False)
-    assert turns() == kept
+    kept = turns(Shortcuts())
+    assert turns(Shortcuts().without("preemptor_queue_keys")) == kept
 
 
 def test_queue_turns_follow_a_change_of_shares_between_jobs(

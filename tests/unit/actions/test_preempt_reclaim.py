@@ -5,6 +5,7 @@ import numpy as np
 from builders import Cluster, run_actions, vec
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 
 R = TaskStatus.RUNNING
 # The default tiers with every action, in kube-batch's order.
@@ -230,10 +231,8 @@ def test_a_backlog_of_alike_jobs_that_can_evict_nothing_costs_one_plan_per_node(
     """Equal priorities: no job may preempt. The first waiting job's failed plans hold
     for the others (same queue, request, priority and session state). With the search
     bounded by what priority could offer (nothing), no node is even tried."""
-    from kbatch.operators.scheduler.core.framework import eviction_rules
-
     for bound, expected in ((False, 4), (True, 0)):
-        monkeypatch.setattr(eviction_rules, "BOUND_BY_OFFERED", bound)
+        shortcuts = Shortcuts(bound_by_offered=bound)
         plans = count_plans(monkeypatch)
         cluster = Cluster()
         for n in range(4):
@@ -241,7 +240,7 @@ def test_a_backlog_of_alike_jobs_that_can_evict_nothing_costs_one_plan_per_node(
             cluster.job(f"run{n}", priority=5).tasks(2, cpu=1, status=R, node=f"n{n}")
         for j in range(10):
             cluster.job(f"wait{j}", priority=5).tasks(1, cpu=1)
-        assert run_actions(cluster.open(FULL), "preempt").evictions == []
+        assert run_actions(cluster.open(FULL, shortcuts=shortcuts), "preempt").evictions == []
         assert len(plans) == expected, plans
         monkeypatch.undo()
 
@@ -253,10 +252,8 @@ def test_a_backlog_facing_gangs_that_may_not_go_tries_no_node(
     of it: it may give back one cpu, not a whole gang of two. b's waiting gangs reclaim
     nothing. Bounded by the jobs that may lose any (none), no node is tried; without the
     bound the first waiting job's plan fails on every node."""
-    from kbatch.operators.scheduler.core.framework import eviction_rules
-
     for bound, expected in ((False, 4), (True, 0)):
-        monkeypatch.setattr(eviction_rules, "BOUND_BY_WHAT_MAY_GO", bound)
+        shortcuts = Shortcuts(bound_by_what_may_go=bound)
         plans = count_plans(monkeypatch)
         cluster = Cluster().queue("a", weight=7).queue("b", weight=1)
         for n in range(4):
@@ -265,7 +262,7 @@ def test_a_backlog_facing_gangs_that_may_not_go_tries_no_node(
             running.tasks(2, cpu=1, status=R, node=f"n{n}")
         for j in range(10):
             cluster.job(f"wait{j}", queue="b", min_member=1).tasks(1, cpu=1)
-        assert run_actions(cluster.open(FULL), "reclaim").evictions == []
+        assert run_actions(cluster.open(FULL, shortcuts=shortcuts), "reclaim").evictions == []
         assert len(plans) == expected, plans
         monkeypatch.undo()
 
@@ -278,16 +275,13 @@ def test_a_plan_that_failed_for_one_preemptor_is_tried_again_for_a_more_importan
     bounded by what priority could offer, or by the jobs that may lose any, the older
     job's would not try the node at all: the bounds are off here, so that its plan is
     made and fails.)"""
-    from kbatch.operators.scheduler.core.framework import eviction_rules
-
-    monkeypatch.setattr(eviction_rules, "BOUND_BY_OFFERED", False)
-    monkeypatch.setattr(eviction_rules, "BOUND_BY_WHAT_MAY_GO", False)
+    unbounded = Shortcuts().without("bound_by_offered", "bound_by_what_may_go")
     plans = count_plans(monkeypatch)
     cluster = Cluster().node("n1", cpu=2)
     cluster.job("running", priority=5).tasks(2, cpu=1, status=R, node="n1")
     cluster.job("peer", priority=5, created=1.0).tasks(1, cpu=1)
     cluster.job("boss", priority=50, created=2.0).tasks(1, cpu=1)
-    sent = run_actions(cluster.open(FULL), "preempt")
+    sent = run_actions(cluster.open(FULL, shortcuts=unbounded), "preempt")
     assert evicted_jobs(sent.evictions) == {"running": 1}
     assert len(plans) >= 2
 

@@ -13,6 +13,10 @@ from kbatch.cluster import group_parts, records
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.resources import Dims
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
+
+# Every PodGroup written validated whole, its status alone written or not.
+WHOLE = Shortcuts().without("parsed_of_status_writes")
 
 
 def group(**status: Any) -> dict[str, Any]:
@@ -55,15 +59,15 @@ def test_a_status_written_alone_gives_the_group_parsed_whole(written: dict[str, 
     ],
 )
 def test_a_group_written_with_more_than_its_status_is_parsed_whole(
-    changed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    changed: dict[str, Any],
 ) -> None:
     before = records.parse_pod_group(group(phase="Pending"))
-    monkeypatch.setattr(records, "KEEP_PARSED_OF_STATUS_WRITES", False)
     try:
-        whole: object = records.parse_pod_group(changed)
+        whole: object = records.parse_pod_group(
+            changed, before, group(phase="Pending"), shortcuts=WHOLE
+        )
     except ObjectError as exc:
         whole = (exc.ref, exc.field, exc.why)
-    monkeypatch.undo()
     try:
         kept: object = records.parse_pod_group(changed, before, group(phase="Pending"))
     except ObjectError as exc:
@@ -91,17 +95,15 @@ def test_a_bad_status_written_alone_is_refused_as_the_long_way_refuses_it(bad: A
     assert whole.value.field.startswith("status")
 
 
-def test_the_state_parses_a_status_write_on_its_last_version(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    state = ClusterState()
+@pytest.mark.parametrize("shortcuts", [Shortcuts(), WHOLE])
+def test_the_state_parses_a_status_write_on_its_last_version(shortcuts: Shortcuts) -> None:
+    state = ClusterState(shortcuts=shortcuts)
     state.apply(group(phase="Pending"))
     first = state.pod_groups()["ns/g"]
     state.apply(group(phase="Inqueue"))
-    assert state.pod_groups()["ns/g"].spec is first.spec
-    monkeypatch.setattr(records, "KEEP_PARSED_OF_STATUS_WRITES", False)
-    state.apply(group(phase="Running"))
-    assert state.pod_groups()["ns/g"].spec is not first.spec
+    kept = state.pod_groups()["ns/g"]
+    assert (kept.spec is first.spec) is shortcuts.parsed_of_status_writes
+    assert kept == records.parse_pod_group(group(phase="Inqueue"))
 
 
 @pytest.mark.parametrize("written", WRITES)

@@ -8,12 +8,12 @@ import pytest
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.bench.scheduling import FULL_ACTIONS
-from kbatch.cluster import kept_jobs
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from unit.cluster.test_snapshot_reuse import (
     RUNNING,
     STEPS,
@@ -92,9 +92,8 @@ def test_an_untouched_job_of_an_unchanged_unit_is_the_same_object() -> None:
     assert all(third.jobs[k] is second.jobs[k] for k in with_tasks if k != "ns/g")
 
 
-def test_a_switched_off_builder_makes_every_job_anew(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kept_jobs, "KEEP_UNCHANGED_JOBS", False)
-    state = ClusterState()
+def test_a_switched_off_builder_makes_every_job_anew() -> None:
+    state = ClusterState(shortcuts=Shortcuts().without("unchanged_jobs"))
     for step in STEPS[:3]:
         step(state)
     first = state.snapshot()

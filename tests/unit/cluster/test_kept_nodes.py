@@ -2,7 +2,7 @@
 are (the same NodeInfo objects, only some nodes placed again), each snapshot is still
 field by field what a new builder makes (``test_kept_jobs`` compares, sessions in
 between), a simulated trace comes out the same with them switched off (and with every
-pod walked by every snapshot: ``snapshot.PASS_CHANGED_UNITS_ONLY``), and what they
+pod walked by every snapshot: ``Shortcuts.pods_of_changed_units_only``), and what they
 rest on holds: a session changes a node's tasks and rows only through the NodeSet's
 methods, which log the node in ``NodeSet.changed``."""
 
@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from kbatch.cluster import kept_nodes, snapshot
+from kbatch.cluster import kept_nodes
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet, PlacedRows
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.sim import manifests, output, trace
 from kbatch.sim.runner import Options, Simulation
 from unit.cluster.test_kept_jobs import CONFS, QUIET_STEPS, session
@@ -37,9 +38,10 @@ def recording_place_again(monkeypatch: pytest.MonkeyPatch) -> Placed:
         placed: Sequence[TaskInfo],
         reserved: Sequence[TaskInfo],
         kept: int,
+        by_bincount: bool = True,
     ) -> None:
         calls.append((list(nodes), len(self)))
-        place_again(self, placed_before, nodes, placed, reserved, kept)
+        place_again(self, placed_before, nodes, placed, reserved, kept, by_bincount)
 
     monkeypatch.setattr(NodeSet, "place_again", recorded)
     return calls
@@ -63,9 +65,8 @@ def test_a_snapshot_of_the_same_nodes_places_only_some_again(
 
 
 def test_switched_off_every_snapshot_makes_its_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kept_nodes, "KEEP_UNCHANGED_NODES", False)
     calls = recording_place_again(monkeypatch)
-    state = ClusterState()
+    state = ClusterState(shortcuts=Shortcuts().without("unchanged_nodes"))
     infos = []
     for step in QUIET_STEPS[:6]:
         step(state)
@@ -94,30 +95,25 @@ def test_a_session_changes_nodes_only_through_what_logs_them(conf_name: str) -> 
         assert changed <= set(nodes.changed)
 
 
-def _trace_json() -> str:
+def _trace_json(shortcuts: Shortcuts = ALL) -> str:
     spec = trace.TraceSpec(nodes=10, hours=1.5, seed=3)
     loaded = manifests.load_documents(trace.trace_objects(spec), "<trace>")
-    outcome = Simulation(loaded, runner.default_conf(), Options(until=spec.seconds)).run()
+    options = Options(until=spec.seconds, shortcuts=shortcuts)
+    outcome = Simulation(loaded, runner.default_conf(), options).run()
     return json.dumps(output.to_json(outcome), sort_keys=True, default=str)
 
 
 @pytest.mark.parametrize(
-    "seam",
-    [
-        (kept_nodes, "KEEP_UNCHANGED_NODES"),
-        (snapshot, "PASS_CHANGED_UNITS_ONLY"),
-        (kept_nodes, "KEEP_TASK_PLACES"),
-    ],
+    "shortcut", ["unchanged_nodes", "pods_of_changed_units_only", "task_places"]
 )
 def test_a_trace_comes_out_the_same_the_long_way(
-    seam: tuple[object, str], monkeypatch: pytest.MonkeyPatch
+    shortcut: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With its nodes made anew and every pod walked by every snapshot, in turn."""
     calls = recording_place_again(monkeypatch)
     quick = _trace_json()
     assert calls and any(len(nodes) < size for nodes, size in calls)
-    monkeypatch.setattr(*seam, False)
-    assert _trace_json() == quick
+    assert _trace_json(Shortcuts().without(shortcut)) == quick
 
 
 def test_a_task_handed_on_is_put_in_order_by_the_place_it_was_given(
@@ -137,8 +133,10 @@ def test_a_task_handed_on_is_put_in_order_by_the_place_it_was_given(
     sorted_tasks: list[TaskInfo] = []
     in_order = kept_nodes._in_snapshot_order
 
-    def sorting(tasks: list[TaskInfo], place_of: Callable[[str], int | None]) -> list[TaskInfo]:
-        ordered = in_order(tasks, place_of)
+    def sorting(
+        tasks: list[TaskInfo], place_of: Callable[[str], int | None], keep: bool
+    ) -> list[TaskInfo]:
+        ordered = in_order(tasks, place_of, keep)
         sorted_tasks.extend(ordered)
         assert all(task.place == place_of(task.key) for task in ordered)
         return ordered
@@ -146,10 +144,9 @@ def test_a_task_handed_on_is_put_in_order_by_the_place_it_was_given(
     monkeypatch.setattr(kept_nodes, "_in_snapshot_order", sorting)
     extra = []  # per run: the look-ups beyond the assertion's own (one per task sorted)
     for keep in (True, False):
-        monkeypatch.setattr(kept_nodes, "KEEP_TASK_PLACES", keep)
         looked_up.clear()
         sorted_tasks.clear()
-        _trace_json()
+        _trace_json(Shortcuts(task_places=keep))
         extra.append(len(looked_up) - len(sorted_tasks))
     assert sorted_tasks and extra[1] == len(sorted_tasks), "the long way looks each up"
     assert extra[0] < extra[1] * 0.6

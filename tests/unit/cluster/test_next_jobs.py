@@ -15,6 +15,7 @@ import pytest
 from kbatch.cluster import next_jobs, snapshot
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from unit.cluster.test_kept_jobs import session
 from unit.cluster.test_snapshot_reuse import (
     QUEUE,
@@ -136,8 +137,8 @@ def test_the_jobs_from_the_last_are_those_every_group_walked_gives(
 
 def test_switched_off_every_group_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = _counting(monkeypatch)
-    monkeypatch.setattr(next_jobs, "JOBS_FROM_LAST", False)
-    for snap in compared_snapshots(STEPS, leave_out_settled=True):
+    walked = Shortcuts().without("jobs_from_last_snapshot")
+    for snap in compared_snapshots(STEPS, leave_out_settled=True, shortcuts=walked):
         session(snap, "every action")
     assert counts["from the last"] == 0
 
@@ -146,8 +147,8 @@ def test_the_order_checked_the_long_way_is_the_same(monkeypatch: pytest.MonkeyPa
     """Without the shown groups' word on how their order changed, a list of every group
     is compared with the last jobs' order: the same snapshots, the same two walks."""
     counts = _counting(monkeypatch)
-    monkeypatch.setattr(next_jobs, "ORDER_FROM_CHANGES", False)
-    for snap in compared_snapshots(STEPS, leave_out_settled=True):
+    listed = Shortcuts().without("job_order_from_changes")
+    for snap in compared_snapshots(STEPS, leave_out_settled=True, shortcuts=listed):
         session(snap, "every action")
     assert counts["walked every group"] == 2 and counts["from the last"] >= 15
 

@@ -1,5 +1,5 @@
 """A snapshot that hands most jobs on walks only the pods of the others
-(``snapshot.PASS_CHANGED_UNITS_ONLY``): field by field, it is what a new builder makes
+(``Shortcuts.pods_of_changed_units_only``): field by field, it is what a new builder makes
 from every pod, on a state that shows every pod and on one that leaves settled jobs out
 (the simulator's), with sessions in between; pods without a group, handed on or made
 again, keep their jobs in pod order; a unit with another scheduler's pod is walked whole;
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import snapshot
 from kbatch.cluster.snapshot import SnapshotBuilder
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from unit.cluster.test_kept_jobs import CONFS, QUIET_STEPS, nothing, session
 from unit.cluster.test_snapshot_reuse import (
     QUEUE,
@@ -92,8 +92,8 @@ def test_a_unit_with_another_schedulers_pod_is_walked_whole(
 
 
 def test_switched_off_every_pod_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot, "PASS_CHANGED_UNITS_ONLY", False)
     counts = passed(monkeypatch)
-    for _ in compared_snapshots(OWN_GROUPS):
+    every_pod = Shortcuts().without("pods_of_changed_units_only")
+    for _ in compared_snapshots(OWN_GROUPS, shortcuts=every_pod):
         pass
     assert set(counts) == {None}

@@ -14,6 +14,7 @@ import pytest
 from kbatch.cluster import records
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 
 BEFORE: dict[str, Any] = {
     "apiVersion": "v1",
@@ -54,13 +55,13 @@ WRITES = {
 }
 
 
-def _parsed_whole(monkeypatch: pytest.MonkeyPatch, written: dict[str, Any]) -> object:
-    with monkeypatch.context() as patched:
-        patched.setattr(records, "KEEP_RECORD_OF_STATUS_WRITES", False)
-        try:
-            return records.parse_pod(written, records.parse_pod(BEFORE), BEFORE)
-        except ObjectError as exc:
-            return (exc.ref, exc.field, exc.why)
+def _parsed_whole(written: dict[str, Any]) -> object:
+    """What ``parse_pod`` gives on the last version without keeping its record."""
+    whole = Shortcuts().without("pod_record_of_status_writes")
+    try:
+        return records.parse_pod(written, records.parse_pod(BEFORE), BEFORE, whole)
+    except ObjectError as exc:
+        return (exc.ref, exc.field, exc.why)
 
 
 def _parsed_kept(written: dict[str, Any]) -> tuple[object, int]:
@@ -83,12 +84,10 @@ def _parsed_kept(written: dict[str, Any]) -> tuple[object, int]:
 
 
 @pytest.mark.parametrize("case", sorted(WRITES))
-def test_a_status_or_node_written_alone_gives_the_record_parsed_whole(
-    case: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_status_or_node_written_alone_gives_the_record_parsed_whole(case: str) -> None:
     kept, parsed_whole = _parsed_kept(WRITES[case])
     assert parsed_whole == 0
-    assert kept == _parsed_whole(monkeypatch, WRITES[case])
+    assert kept == _parsed_whole(WRITES[case])
 
 
 OTHER_WRITES = {
@@ -111,10 +110,10 @@ OTHER_WRITES = {
 
 
 @pytest.mark.parametrize("case", sorted(OTHER_WRITES))
-def test_anything_else_written_is_parsed_whole(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_anything_else_written_is_parsed_whole(case: str) -> None:
     kept, parsed_whole = _parsed_kept(OTHER_WRITES[case])
     assert parsed_whole == 1
-    assert kept == _parsed_whole(monkeypatch, OTHER_WRITES[case])
+    assert kept == _parsed_whole(OTHER_WRITES[case])
     if case.startswith("bad"):
         assert isinstance(kept, tuple)
 

@@ -10,6 +10,10 @@ import pytest
 from kbatch.cluster import records
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
+
+# Every Queue written validated whole, its status alone written or not.
+WHOLE = Shortcuts().without("parsed_of_status_writes")
 
 
 def queue(**status: Any) -> dict[str, Any]:
@@ -33,9 +37,9 @@ WRITES = [
 ]
 
 
-def _parsed_or_refused(written: dict[str, Any], *last: Any) -> object:
+def _parsed_or_refused(written: dict[str, Any], *last: Any, shortcuts: Shortcuts = ALL) -> object:
     try:
-        return records.parse_queue(written, *last)
+        return records.parse_queue(written, *last, shortcuts=shortcuts)
     except ObjectError as exc:
         return (exc.ref, exc.field, exc.why)
 
@@ -57,12 +61,11 @@ def test_a_status_written_alone_gives_the_queue_parsed_whole(written: dict[str, 
     ],
 )
 def test_a_queue_written_with_more_than_its_status_is_parsed_whole(
-    changed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    changed: dict[str, Any],
 ) -> None:
     before = records.parse_queue(queue())
     kept = _parsed_or_refused(changed, before, queue())
-    monkeypatch.setattr(records, "KEEP_PARSED_OF_STATUS_WRITES", False)
-    assert kept == _parsed_or_refused(changed)
+    assert kept == _parsed_or_refused(changed, before, queue(), None, shortcuts=WHOLE)
     if not isinstance(kept, tuple):
         assert kept.spec is not before.spec  # type: ignore[attr-defined]
 
@@ -78,15 +81,12 @@ def test_a_bad_status_written_alone_is_refused_as_the_long_way_refuses_it(bad: A
     assert kept[1].startswith("status")
 
 
-def test_the_state_parses_a_queue_status_write_on_its_last_version(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    state = ClusterState()
+@pytest.mark.parametrize("shortcuts", [Shortcuts(), WHOLE])
+def test_the_state_parses_a_queue_status_write_on_its_last_version(shortcuts: Shortcuts) -> None:
+    state = ClusterState(shortcuts=shortcuts)
     state.apply(queue())
     first = state.queues()["q"]
     state.apply(queue(running=1))
-    assert state.queues()["q"].spec is first.spec
+    assert (state.queues()["q"].spec is first.spec) is shortcuts.parsed_of_status_writes
     assert state.queues()["q"].status.running == 1
-    monkeypatch.setattr(records, "KEEP_PARSED_OF_STATUS_WRITES", False)
-    state.apply(queue(running=2))
-    assert state.queues()["q"].spec is not first.spec
+    assert state.queues()["q"] == records.parse_queue(queue(running=1))

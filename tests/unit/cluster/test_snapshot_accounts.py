@@ -12,6 +12,7 @@ import pytest
 
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 PHASES = [
     {"phase": "Pending"},
@@ -23,9 +24,10 @@ CPUS = ["1", "0.1", "0.3", "2"]
 MEMORY = ["1.1", "0.7", "3Gi"]  # bytes with fractions: sums that depend on their order
 
 
-def nodes_and_queue() -> ClusterState:
-    """A state of three nodes, the default queue and a PriorityClass ``high``."""
-    state = ClusterState()
+def nodes_and_queue(shortcuts: Shortcuts = ALL) -> ClusterState:
+    """A state of three nodes, the default queue and a PriorityClass ``high``, taking
+    ``shortcuts``."""
+    state = ClusterState(shortcuts=shortcuts)
     state.apply({"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
     state.apply({"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100})
     for n in range(3):

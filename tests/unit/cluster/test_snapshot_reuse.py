@@ -14,7 +14,6 @@ import pytest
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.bench.scheduling import FULL_ACTIONS
-from kbatch.cluster import kept_jobs
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
@@ -23,6 +22,7 @@ from kbatch.operators.scheduler.core.framework.info import (
 )
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 
 def node(name: str, cpu: str = "8", **labels: str) -> dict[str, Any]:
@@ -189,14 +189,14 @@ def _plain(value: Any) -> Any:
 
 
 def compared_snapshots(
-    steps: Iterable[Step], leave_out_settled: bool = False
+    steps: Iterable[Step], leave_out_settled: bool = False, shortcuts: Shortcuts = ALL
 ) -> Iterator[Snapshot]:
     """Each step applied to a state that keeps its builder and to one given a new builder
     for every snapshot; after each, the kept state's snapshot, once it is checked field
     by field against the other's (the caller may then run a session on it, or change
     it); at the end, one more snapshot of each, compared. ``leave_out_settled``: the
-    states' (the simulator's leave out settled jobs)."""
-    kept = ClusterState(leave_out_settled=leave_out_settled)
+    states' (the simulator's leave out settled jobs); ``shortcuts``: the kept state's."""
+    kept = ClusterState(leave_out_settled=leave_out_settled, shortcuts=shortcuts)
     fresh = ClusterState(leave_out_settled=leave_out_settled)
     for step in [*steps, lambda state: None]:
         step(kept)
@@ -275,8 +275,7 @@ def test_two_builders_of_the_same_records_never_share_a_task(
     one there: a second builder over the same records (a test's fresh one, beside the
     state's) makes its own, so a session on one snapshot never changes the other's, and
     the first one goes on handing out its own through its pass."""
-    monkeypatch.setattr(kept_jobs, "KEEP_UNCHANGED_JOBS", False)  # every task by the pass
-    state = ClusterState()
+    state = ClusterState(shortcuts=Shortcuts().without("unchanged_jobs"))  # every task by the pass
     for step in STEPS[:3]:
         step(state)
     ours = state.snapshot()

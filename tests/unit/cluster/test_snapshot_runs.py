@@ -1,5 +1,5 @@
-"""The snapshot's pass takes pods in runs (``pod_pass.TASK_RUNS``: a job's tasks accounted
-per run of one job, template, role, priority and status; ``pod_pass.LOOKUP_RUNS``: a
+"""The snapshot's pass takes pods in runs (``Shortcuts.task_runs``: a job's tasks accounted
+per run of one job, template, role, priority and status; ``Shortcuts.lookup_runs``: a
 template and class priority looked up per run of one spec, a job per run of one unit).
 Switched off, every task is accounted on its own and every pod looked up anew; either way
 a snapshot is the same to the bit, on random clusters whose pods come in gangs (long
@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kbatch.cluster import pod_pass
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from unit.cluster.test_snapshot_accounts import MEMORY, PHASES, nodes_and_queue
 
 CPUS = ["1", "0.1", "0.3"]
 
 
-def cluster(seed: int) -> ClusterState:
+def cluster(seed: int, shortcuts: Shortcuts = ALL) -> ClusterState:
     rng = random.Random(seed)
-    state = nodes_and_queue()
+    state = nodes_and_queue(shortcuts)
     groups = 8
     for g in range(groups):
         spec: dict[str, Any] = {"minMember": rng.randint(1, 6), "queue": "default"}
@@ -83,10 +83,7 @@ def figures(snap: Snapshot) -> list[Any]:
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_the_pass_in_runs_is_the_pass_pod_by_pod(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_pass_in_runs_is_the_pass_pod_by_pod(seed: int) -> None:
     in_runs = figures(cluster(seed).snapshot())
-    monkeypatch.setattr(pod_pass, "TASK_RUNS", False)
-    monkeypatch.setattr(pod_pass, "LOOKUP_RUNS", False)
-    assert figures(cluster(seed).snapshot()) == in_runs
+    pod_by_pod = Shortcuts().without("task_runs", "lookup_runs")
+    assert figures(cluster(seed, pod_by_pod).snapshot()) == in_runs

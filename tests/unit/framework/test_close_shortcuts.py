@@ -20,6 +20,7 @@ from kbatch.operators.scheduler.core.framework import job_status, outcome
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import Event
 from kbatch.operators.scheduler.core.framework.podgroup_status import condition
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.plugins import gang
 
 CONF = 'actions: "enqueue, reclaim, allocate, backfill, preempt"\n' + (
@@ -76,8 +77,8 @@ def _alike_gangs(seed: int) -> Cluster:
     return cluster
 
 
-def _closed(seed: int) -> tuple[object, ...]:
-    sent = run_actions(_alike_gangs(seed).open(CONF))
+def _closed(seed: int, shortcuts: Shortcuts = ALL) -> tuple[object, ...]:
+    sent = run_actions(_alike_gangs(seed).open(CONF, shortcuts=shortcuts))
     return sent.pod_groups, sent.recorded, sent.queues
 
 
@@ -137,13 +138,10 @@ def test_groups_not_admitted_are_told_why() -> None:
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_queue_statuses_built_once_are_those_built_each_session(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_queue_statuses_built_once_are_those_built_each_session(seed: int) -> None:
     kept = _closed(seed)
     assert kept[2]  # the queues' statuses are written
-    monkeypatch.setattr(job_status, "KEEP_QUEUE_STATUSES", False)
-    assert _closed(seed) == kept
+    assert _closed(seed, Shortcuts().without("queue_statuses")) == kept
 
 
 def test_a_queue_status_built_once_is_shared_and_known_unchanged() -> None:

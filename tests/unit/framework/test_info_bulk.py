@@ -10,7 +10,6 @@ import random
 import numpy as np
 import pytest
 
-from kbatch.operators.scheduler.core.framework import info
 from kbatch.operators.scheduler.core.framework import nodes as nodes_module
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
@@ -68,7 +67,9 @@ def jobs(count: int) -> list[JobInfo]:
     return [JobInfo(f"j{i}", "ns", f"j{i}", "q", 1, 0.0, DIMS) for i in range(count)]
 
 
-def sums_added_at_once(owned: list[JobInfo], added: list[TaskInfo]) -> None:
+def sums_added_at_once(
+    owned: list[JobInfo], added: list[TaskInfo], by_bincount: bool = True
+) -> None:
     """Each task's request added to its job's sums as the snapshot's pass does: a row per
     job, an index per distinct request, then ``TaskRequests.add_to`` (counts and the
     tasks dict are the pass's own: tests/unit/cluster/test_snapshot_accounts.py)."""
@@ -81,7 +82,7 @@ def sums_added_at_once(owned: list[JobInfo], added: list[TaskInfo]) -> None:
         requests.add(
             row, at, 1, task.status in PLACED_STATUSES, task.status not in FINISHED_STATUSES
         )
-    requests.add_to(owners)
+    requests.add_to(owners, by_bincount)
 
 
 def sums(job: JobInfo) -> tuple[bytes, bytes]:
@@ -92,12 +93,11 @@ def sums(job: JobInfo) -> tuple[bytes, bytes]:
 @pytest.mark.parametrize("start", ["a task", "nothing", "negative zeros"])
 @pytest.mark.parametrize("seed", range(5))
 def test_requests_added_at_once_are_the_sums_added_one_by_one(
-    seed: int, start: str, bincount: bool, monkeypatch: pytest.MonkeyPatch
+    seed: int, start: str, bincount: bool
 ) -> None:
     """From sums that are not all +0.0 the sums are ``np.add.at``'s; from new jobs'
-    zeros, ``np.bincount``'s (but with the shortcut switched off): both the additions
-    one by one, in order."""
-    monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
+    zeros, ``np.bincount``'s (but with ``Shortcuts.sums_by_bincount`` off): both the
+    additions one by one, in order."""
     rnd = random.Random(seed)
     one_by_one, at_once = jobs(6), jobs(6)
     for group in (one_by_one, at_once):
@@ -113,7 +113,7 @@ def test_requests_added_at_once_are_the_sums_added_one_by_one(
         if pick == 5:  # a job whose tasks are all over: nothing added to its sums
             task.status = TaskStatus.SUCCEEDED
         one_by_one[pick].add_task(task)
-    sums_added_at_once([at_once[pick] for pick in picks], added)
+    sums_added_at_once([at_once[pick] for pick in picks], added, bincount)
     assert [sums(job) for job in at_once] == [sums(job) for job in one_by_one]
 
 
@@ -161,7 +161,6 @@ def test_place_all_is_place_and_reserve_one_by_one(
     reserving: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(info, "SUMS_FROM_ZEROS_BY_BINCOUNT", bincount)
     monkeypatch.setattr(nodes_module, "_STACKED_EACH_UP_TO", stacked_each_up_to)
     rnd = random.Random(seed)
     one_by_one, at_once = node_set(random.Random(seed), 8), node_set(random.Random(seed), 8)
@@ -175,7 +174,7 @@ def test_place_all_is_place_and_reserve_one_by_one(
         one_by_one.place(task, task.node)
     for task in reserved:
         one_by_one.reserve(task, 1.0)
-    at_once.place_all(placed, reserved)
+    at_once.place_all(placed, reserved, bincount)
     for name in NODE_STATES[:-1]:  # (anti_required: as placed at once; place does not count)
         assert getattr(at_once, name).tobytes() == getattr(one_by_one, name).tobytes(), name
     assert at_once.count_anti_required() == one_by_one.count_anti_required()

@@ -2,11 +2,11 @@
 is used again only while the rules would give it again: over sessions on a state that
 hands such jobs from snapshot to snapshot, with the statuses each session writes
 applied, what is written and told is the same with the shortcut switched off
-(``job_status.KEEP_STATUSES_OF_UNTOUCHED_JOBS``) as on, while the words a waiting
+(``Shortcuts.statuses_of_untouched_jobs``) as on, while the words a waiting
 group is told change (the free room it is refused for, its queue closed), its status is
 written by someone else, and it is admitted; and while a running gang runs on, gains a
 pod that sessions place (touching it), is told it was unschedulable by someone else
-(and so is told it no longer is, quiet before or not: ``job_status.PASS_QUIET_GANGS``),
+(and so is told it no longer is, quiet before or not: ``Shortcuts.pass_quiet_gangs``),
 and loses one. And a kept status is given only for the inputs it was kept for: each
 changed in turn, it is not."""
 
@@ -23,6 +23,7 @@ from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 from kbatch.operators.scheduler.core.framework.podgroup_status import condition
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 
 def node(name: str, cpu: str) -> dict[str, Any]:
@@ -131,11 +132,11 @@ class Applying:
         self.written.append(sorted((e.ref.name, e.reason, e.message) for e in outcome.events))
 
 
-def _sessions() -> tuple[list[object], int, int]:
+def _sessions(shortcuts: Shortcuts = ALL) -> tuple[list[object], int, int]:
     """What every step's session wrote and told (its statuses and events, and the
     conditions it told each job); and how many jobs were handed a kept
     status (those with ``kept_status`` that a session found unchanged again), and how
-    many of them had tasks."""
+    many of them had tasks. ``shortcuts``: the sessions'."""
     conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
     state = ClusterState()
     told: list[object] = []
@@ -145,7 +146,10 @@ def _sessions() -> tuple[list[object], int, int]:
         snap = state.snapshot()
         before = {key: job.kept_status for key, job in snap.jobs.items()}
         cluster = Applying(state, snap)
-        session = runner.Scheduler(cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s").run_once()
+        scheduler = runner.Scheduler(
+            cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s", shortcuts
+        )
+        session = scheduler.run_once()
         cluster.written.append(
             sorted((key, str(session.conditions_of(job))) for key, job in snap.jobs.items())
         )
@@ -160,11 +164,11 @@ def _sessions() -> tuple[list[object], int, int]:
     return told, kept, with_tasks
 
 
-def test_statuses_kept_are_those_the_rules_make(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_statuses_kept_are_those_the_rules_make() -> None:
     quick, kept, with_tasks = _sessions()
-    monkeypatch.setattr(job_status, "KEEP_STATUSES_OF_UNTOUCHED_JOBS", False)
-    monkeypatch.setattr(job_status, "PASS_QUIET_GANGS", False)
-    slow, none_kept, _ = _sessions()
+    slow, none_kept, _ = _sessions(
+        Shortcuts().without("statuses_of_untouched_jobs", "pass_quiet_gangs")
+    )
     assert quick == slow
     assert any(
         name == "run"
@@ -235,9 +239,8 @@ def test_quiet_gangs_pass_as_the_long_way(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(job_status, "quiet_gang", counted)
     quick, _, _ = _sessions()
     assert found and all(job.name == "run" for job in found)
-    monkeypatch.setattr(job_status, "PASS_QUIET_GANGS", False)
     found.clear()
-    assert _sessions()[0] == quick
+    assert _sessions(Shortcuts().without("pass_quiet_gangs"))[0] == quick
     assert not found
 
 
@@ -277,7 +280,7 @@ def test_a_gang_told_more_than_that_it_is_scheduled_is_not_quiet() -> None:
     assert job.kept_status is not None and job_status.quiet_gang(job, CONF) is None
 
 
-def _preempted_gang_sessions() -> tuple[list[object], int]:
+def _preempted_gang_sessions(shortcuts: Shortcuts = ALL) -> tuple[list[object], int]:
     """A quiet running gang (two pods of one, minMember 1, on a node with room for two),
     then a pod of a higher priority that can only run in its room: preempt evicts one
     of its pods (the session touches it) and the gang must be told its new count. What
@@ -299,7 +302,10 @@ def _preempted_gang_sessions() -> tuple[list[object], int]:
     for turn, step in enumerate(steps):
         step(state)
         cluster = Applying(state, state.snapshot())
-        session = runner.Scheduler(cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s").run_once()
+        scheduler = runner.Scheduler(
+            cluster, conf, lambda t=turn: 1000.0 * t, lambda: "s", shortcuts
+        )
+        session = scheduler.run_once()
         evictions += session.stats.evictions
         told.append(
             (cluster.written, {k: str(session.conditions_of(j)) for k, j in session.jobs.items()})
@@ -307,8 +313,10 @@ def _preempted_gang_sessions() -> tuple[list[object], int]:
     return told, evictions
 
 
-def test_a_quiet_gang_a_session_touches_is_told_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_quiet_gang_a_session_touches_is_told_anew() -> None:
     quick, evictions = _preempted_gang_sessions()
     assert evictions >= 1
-    monkeypatch.setattr(job_status, "PASS_QUIET_GANGS", False)
-    assert _preempted_gang_sessions() == (quick, evictions)
+    assert _preempted_gang_sessions(Shortcuts().without("pass_quiet_gangs")) == (
+        quick,
+        evictions,
+    )

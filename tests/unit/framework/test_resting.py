@@ -1,6 +1,6 @@
 """Resting gangs (``framework.resting``): one scheduler's sessions over a state that
 hands jobs from snapshot to snapshot write and tell the same with them as without
-(``REST_QUIET_GANGS`` False), while running gangs rest, one is preempted (the session
+(``Shortcuts.rest_quiet_gangs`` off), while running gangs rest, one is preempted (the session
 touches it: it wakes), a queue comes, and a gang finishes; and what rested is carried
 to the next session only along one line of snapshots, under the same conf and queues."""
 
@@ -13,7 +13,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework import resting
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
-from kbatch.operators.scheduler.core.plugins import queue_sums
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from tests.unit.framework.test_kept_statuses import (
     Applying,
     Step,
@@ -72,13 +72,14 @@ STEPS: list[Step] = [
 ]
 
 
-def _sessions() -> tuple[list[object], list[set[str]], list[set[str]]]:
+def _sessions(shortcuts: Shortcuts = ALL) -> tuple[list[object], list[set[str]], list[set[str]]]:
     """What each session wrote and told (statuses, events, each job's conditions), and
-    which jobs rested and which it walked (``active_jobs``), session by session."""
+    which jobs rested and which it walked (``active_jobs``), session by session, the
+    scheduler taking ``shortcuts``."""
     conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
     state = ClusterState()
     cluster = Writing(state)
-    scheduler = runner.Scheduler(cluster, conf, lambda: 1000.0, lambda: "s")
+    scheduler = runner.Scheduler(cluster, conf, lambda: 1000.0, lambda: "s", shortcuts)
     told: list[object] = []
     rested: list[set[str]] = []
     walked: list[set[str]] = []
@@ -92,13 +93,12 @@ def _sessions() -> tuple[list[object], list[set[str]], list[set[str]]]:
     return [*told, cluster.written], rested, walked
 
 
-def test_resting_gangs_change_nothing_written_or_told(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resting_gangs_change_nothing_written_or_told() -> None:
     quick, rested, walked = _sessions()
     assert any("ns/run" in uids for uids in rested[:7])  # it rested
     assert "ns/run" in walked[7]  # preempt evicted from it: woken, walked
     assert 1 in quick, "an eviction"
-    monkeypatch.setattr(resting, "REST_QUIET_GANGS", False)
-    slow, none_rested, _ = _sessions()
+    slow, none_rested, _ = _sessions(Shortcuts().without("rest_quiet_gangs"))
     assert slow == quick
     assert not any(none_rested)
 
@@ -161,15 +161,17 @@ OTHER_LINE: list[Step] = [
 ]
 
 
-def _two_lines() -> list[object]:
-    """Two schedulers' sessions, on two states of alike jobs (the same names, other
-    sizes), in turns: what each wrote (its Queue's status has proportion's sums)."""
+def _two_lines(shortcuts: Shortcuts = ALL) -> list[object]:
+    """Two schedulers' sessions (taking ``shortcuts``), on two states of alike jobs (the
+    same names, other sizes), in turns: what each wrote (its Queue's status has
+    proportion's sums)."""
     conf = runner.default_conf()
     lines = []
     for _ in range(2):
         state = ClusterState()
         cluster = Writing(state)
-        lines.append((state, cluster, runner.Scheduler(cluster, conf, lambda: 1.0, lambda: "s")))
+        scheduler = runner.Scheduler(cluster, conf, lambda: 1.0, lambda: "s", shortcuts)
+        lines.append((state, cluster, scheduler))
     for steps in zip(STEPS, OTHER_LINE, strict=True):
         for step, (state, _, scheduler) in zip(steps, lines, strict=True):
             step(state)
@@ -177,13 +179,10 @@ def _two_lines() -> list[object]:
     return [cluster.written for _, cluster, _ in lines]
 
 
-def test_queue_sums_kept_along_two_lines_in_turns_are_the_long_ways(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_queue_sums_kept_along_two_lines_in_turns_are_the_long_ways() -> None:
     """proportion's sums (``queue_sums``) take the jobs a snapshot hands on as unchanged
     only after a session on the snapshot before it in its line."""
     quick = _two_lines()
-    monkeypatch.setattr(queue_sums, "HANDED_ON_UNCHANGED", False)
-    assert _two_lines() == quick
-    monkeypatch.setattr(queue_sums, "KEEP_QUEUE_SUMS", False)
-    assert _two_lines() == quick
+    compared = Shortcuts().without("queue_sums_by_jobs_handed_on")
+    assert _two_lines(compared) == quick
+    assert _two_lines(compared.without("queue_sums")) == quick

@@ -1,6 +1,6 @@
 """A session counts the pods with required anti-affinity when first asked, not at open
-(``session.COUNT_WHEN_ASKED``), and takes the node set's count rather than walking every
-task (``session.COUNT_BY_NODE_SET``): asked before, between and after placements and
+(``Shortcuts.count_anti_affinity_when_asked``), and takes the node set's count rather than walking every
+task (``Shortcuts.count_anti_affinity_by_node_set``): asked before, between and after placements and
 evictions, the count is the one kept current from the open, and the decisions of
 random clusters with such pods are the same every way."""
 
@@ -10,13 +10,13 @@ import pytest
 
 from builders import Cluster, run_actions
 from kbatch.config import DEFAULT_CONF
-from kbatch.operators.scheduler.core.framework import session as session_module
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     LabelSelector,
     PodAffinityTerm,
 )
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
 FULL = DEFAULT_CONF.replace(
@@ -48,19 +48,16 @@ def random_cluster(seed: int) -> Cluster:
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_counted_when_asked_decides_as_counted_at_open(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def decided() -> tuple[object, ...]:
-        session = random_cluster(seed).open(FULL)
+def test_counted_when_asked_decides_as_counted_at_open(seed: int) -> None:
+    def decided(shortcuts: Shortcuts) -> tuple[object, ...]:
+        session = random_cluster(seed).open(FULL, shortcuts=shortcuts)
         sent = run_actions(session)
         return (sent.binds, sent.evictions, sent.nominations, session.anti_affinity_pods)
 
-    lazy = decided()
-    monkeypatch.setattr(session_module, "COUNT_BY_NODE_SET", False)
-    assert decided() == lazy  # walked, when asked
-    monkeypatch.setattr(session_module, "COUNT_WHEN_ASKED", False)
-    assert decided() == lazy  # walked, at open
+    lazy = decided(Shortcuts())
+    walked = Shortcuts().without("count_anti_affinity_by_node_set")
+    assert decided(walked) == lazy  # walked, when asked
+    assert decided(walked.without("count_anti_affinity_when_asked")) == lazy  # walked, at open
 
 
 def test_the_count_asked_late_is_the_count_kept_from_the_open() -> None:

@@ -1,5 +1,6 @@
 """The node index (and the predicates' static checks made of it) is kept from one
-session to the next while the nodes say the same (``node_index.KEEP_ACROSS_SESSIONS``):
+session to the next while the nodes say the same (``Shortcuts.node_index_across_sessions``;
+kept by the scheduler, ``Session.kept``):
 sessions on random clusters whose nodes change now and then answer the same with it as
 with an index made afresh for every session, and a change to any node's labels, taints,
 cordon or conditions — in place, too — makes a new one."""
@@ -12,6 +13,7 @@ import pytest
 from builders import Cluster, plugin_conf, scores_by_node
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     NodeSelectorTerm,
@@ -21,6 +23,7 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Taint,
     Toleration,
 )
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.plugins import node_index
 from unit.cluster.test_snapshot_reuse import QUEUE, node
 
@@ -37,8 +40,9 @@ def random_node_state(rnd: random.Random) -> dict[str, object]:
     }
 
 
-def answers(cluster: Cluster) -> list[object]:
-    """Every template's predicate failures and scores, node by node."""
+def answers(cluster: Cluster, kept: KeptAcrossSessions, shortcuts: Shortcuts) -> list[object]:
+    """Every template's predicate failures and scores, node by node, in sessions that
+    take ``shortcuts`` and go on from ``kept``."""
     out: list[object] = []
     templates = [
         cluster.template(),
@@ -57,15 +61,17 @@ def answers(cluster: Cluster) -> list[object]:
     ]
     for i, template in enumerate(templates):
         task = cluster.job(f"asks{i}").task(template)
-        session = cluster.open(CONF)  # the task's job is in this session's snapshot
+        # (the task's job is in this session's snapshot)
+        session = cluster.open(CONF, shortcuts=shortcuts, kept=kept)
         _, failures = session.predicate(task, session.nodes.all)
         out.append(sorted((reason, np.flatnonzero(failed).tolist()) for reason, failed in failures))
         out.append(scores_by_node(session, task))
     return out
 
 
-def steps(seed: int) -> list[list[object]]:
-    """Sessions on one cluster whose nodes change now and then."""
+def steps(seed: int, shortcuts: Shortcuts = ALL) -> list[list[object]]:
+    """Sessions of one scheduler on one cluster whose nodes change now and then."""
+    kept = KeptAcrossSessions()
     rnd = random.Random(seed)
     states = [random_node_state(rnd) for _ in range(rnd.randint(1, 5))]
     out = []
@@ -75,26 +81,26 @@ def steps(seed: int) -> list[list[object]]:
         cluster = Cluster()
         for n, state in enumerate(states):
             cluster.node(f"n{n}", **state)  # type: ignore[arg-type]
-        out.append(answers(cluster))
+        out.append(answers(cluster, kept, shortcuts))
     return out
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_kept_index_answers_as_one_made_for_each_session(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_kept_index_answers_as_one_made_for_each_session(seed: int) -> None:
     kept = steps(seed)
-    monkeypatch.setattr(node_index, "KEEP_ACROSS_SESSIONS", False)
-    assert steps(seed) == kept
+    assert steps(seed, Shortcuts().without("node_index_across_sessions")) == kept
 
 
 def test_the_index_is_kept_while_the_nodes_say_the_same_and_made_anew_on_any_change() -> None:
     cluster = Cluster().node("n1", labels={"zone": "a"}).node("n2")
-    first = node_index.of(cluster.open(CONF))
-    assert node_index.of(cluster.open(CONF)) is first
+    kept = KeptAcrossSessions()
+    first = node_index.of(cluster.open(CONF, kept=kept))
+    assert node_index.of(cluster.open(CONF, kept=kept)) is first
+    assert node_index.of(cluster.open(CONF)) is not first  # another scheduler's
+    assert node_index.of(cluster.open(CONF, kept=kept)) is first
     labels = cluster.nodes[0][0].labels
     labels["zone"] = "b"  # in place: the very dict the kept index was made of
-    changed = node_index.of(cluster.open(CONF))
+    changed = node_index.of(cluster.open(CONF, kept=kept))
     assert changed is not first
     assert changed.column("zone").among(("b",)).tolist() == [True, False]
     for change in (
@@ -103,11 +109,11 @@ def test_the_index_is_kept_while_the_nodes_say_the_same_and_made_anew_on_any_cha
         {"conditions": {"Ready": "False"}},
         {"name": "n0"},
     ):
-        before = node_index.of(cluster.open(CONF))
+        before = node_index.of(cluster.open(CONF, kept=kept))
         info = cluster.nodes[1][0]
         for field, value in change.items():
             setattr(info, field, value)
-        assert node_index.of(cluster.open(CONF)) is not before, change
+        assert node_index.of(cluster.open(CONF, kept=kept)) is not before, change
 
 
 def test_node_sets_of_one_version_keep_the_index_without_a_comparison(
@@ -124,10 +130,17 @@ def test_node_sets_of_one_version_keep_the_index_without_a_comparison(
     state = ClusterState()
     for obj in (QUEUE, node("a"), node("b", zone="z1")):
         state.apply(obj)
-    first = node_index.of(runner.open_session(state.snapshot(), runner.default_conf(), 0.0, "s"))
+    kept, conf = KeptAcrossSessions(), runner.default_conf()
+
+    def index(shortcuts: Shortcuts = ALL) -> node_index.NodeIndex:
+        session = runner.open_session(state.snapshot(), conf, 0.0, "s", None, shortcuts, kept)
+        return node_index.of(session)
+
+    first = index()
     compared.clear()  # (an index is made of them)
-    second = node_index.of(runner.open_session(state.snapshot(), runner.default_conf(), 0.0, "s"))
+    second = index()
     assert second is first and compared == []
+    assert index(Shortcuts().without("node_index_by_version")) is first and compared == [1]
     state.apply(node("b", zone="z2"))
-    third = node_index.of(runner.open_session(state.snapshot(), runner.default_conf(), 0.0, "s"))
+    third = index()
     assert third is not first and third.column("zone").among(("z2",)).tolist() == [False, True]

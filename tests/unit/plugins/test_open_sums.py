@@ -1,7 +1,7 @@
 """The drf plugin's rows and shares must be the ones the job-by-job loop gave, to the
 bit: added up at session open for all jobs at once (the long way, ``lazy=False``), or
-worked out for a job when first needed (``drf.LAZY_SHARES``, issue 12: a simulated
-second's session asks few jobs), whatever changed in the session before.
+worked out for a job when first needed (``Shortcuts.drf_shares_when_needed``: a
+simulated second's session asks few jobs), whatever changed in the session before.
 (proportion's sums: test_proportion_sums.py.)"""
 
 import random
@@ -14,6 +14,7 @@ from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core.framework.info import PLACED_STATUSES, TaskStatus
 from kbatch.operators.scheduler.core.framework.resources import share, shareable, shares
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from kbatch.operators.scheduler.core.framework.statement import Statement
 from kbatch.operators.scheduler.core.plugins import drf
 
@@ -165,12 +166,11 @@ def test_drf_lazy_share_worked_out_once_per_change(monkeypatch: pytest.MonkeyPat
     assert len(calls) == 2
 
 
-def test_drf_plugin_lazy_or_not_by_its_seam(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_drf_plugin_lazy_or_not_by_its_switch() -> None:
     """on_session_open's plugin is the lazy one, told of changes before they happen;
     switched off, the long way, told by the events."""
     for lazy in (True, False):
-        monkeypatch.setattr(drf, "LAZY_SHARES", lazy)
-        session = _cluster(2).open(CONF)
+        session = _cluster(2).open(CONF, shortcuts=Shortcuts(drf_shares_when_needed=lazy))
         plugin = next(r.fn.__self__ for r in session._fns["JobOrder"] if r.plugin.name == "drf")
         assert (plugin.allocated == {}) is lazy
         assert bool(session._changing) is lazy  # the long way: told by the events only
@@ -184,20 +184,20 @@ def test_drf_plugin_lazy_or_not_by_its_seam(monkeypatch: pytest.MonkeyPatch) -> 
         assert plugin.key(job) > before
 
 
-def test_drf_keys_a_job_without_tasks_without_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("first", [True, False])
+def test_drf_keys_a_job_without_tasks_without_a_row(first: bool) -> None:
     """A job that holds nothing (no tasks: a backlog's group not yet admitted) is keyed
     0.0, share() of its row of zeros, without taking a row: enqueue orders the whole line
-    every session."""
-    session = _cluster(3).open(CONF)
+    every session (``Shortcuts.drf_holding_nothing_first``; off: its row taken)."""
+    shortcuts = Shortcuts(drf_holding_nothing_first=first)
+    session = _cluster(3).open(CONF, shortcuts=shortcuts)
     idle = [job for job in session.jobs.values() if not job.tasks]
     assert idle
     plugin = drf._Shares(session)
     zero = share(np.zeros(len(plugin.mask)) * plugin.mask, plugin.total)
     assert all(str(plugin.key(job)) == str(zero) for job in idle)
-    assert plugin.allocated == {} and plugin.share == {}
-    monkeypatch.setattr(drf, "HOLDING_NOTHING_FIRST", False)
-    assert all(str(plugin.key(job)) == str(zero) for job in idle)
-    assert set(plugin.allocated) == {job.uid for job in idle}
+    rows = set() if first else {job.uid for job in idle}
+    assert set(plugin.allocated) == rows
 
 
 def test_drf_takes_every_row_at_once_after_many_keys(monkeypatch: pytest.MonkeyPatch) -> None:

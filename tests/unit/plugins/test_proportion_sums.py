@@ -15,9 +15,12 @@ from kbatch.operators.scheduler.core.plugins import proportion
 
 
 def _add_each(
-    queues: dict[str, proportion.QueueShare], jobs: list[JobInfo], mask: np.ndarray
+    queues: dict[str, proportion.QueueShare],
+    jobs: list[JobInfo],
+    mask: np.ndarray,
+    by_bincount: bool = True,
 ) -> None:
-    """The long way: job after job."""
+    """The long way: job after job (by no bincount either way)."""
     for job in jobs:
         attr = queues.get(job.queue)
         if attr is None:

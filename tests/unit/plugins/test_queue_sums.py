@@ -11,17 +11,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import DIMS
+from builders import DIMS, Cluster
 from kbatch.api.podgroup import PodGroupPhase
+from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
     QueueInfo,
     TaskInfo,
     TaskStatus,
 )
+from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import Dims, shareable
-from kbatch.operators.scheduler.core.plugins import proportion, queue_sums
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
+from kbatch.operators.scheduler.core.plugins import node_index, proportion, queue_sums
+from unit.cluster.test_snapshot_reuse import Ignoring
 
 QUEUES = ("default", "a", "b", "c")
 PHASES = list(PodGroupPhase)
@@ -106,12 +110,13 @@ class World:
                 rng.shuffle(items)
                 self.jobs = jobs = dict(items)
 
-    def session(self) -> Any:
+    def session(self, kept: KeptAcrossSessions, shortcuts: Shortcuts = ALL) -> Any:
+        """A session on the jobs now, of a scheduler that keeps ``kept``."""
         queues = {name: QueueInfo(name, 1 + i, created=0.0) for i, name in enumerate(self.queues)}
         total = self.dims.vector({"cpu": 64000, "memory": 256 * 2**30, "pods": 100})
         return SimpleNamespace(
             dims=self.dims, queues=queues, jobs=self.jobs, total=total, lineage=None,
-            handed_on={}, not_handed_on=None,
+            handed_on={}, not_handed_on=None, kept=kept, shortcuts=shortcuts,
         )  # fmt: skip
 
 
@@ -133,9 +138,14 @@ def _long_way(session: Any) -> dict[str, tuple[bytes, bytes, bytes]]:
 
 
 @pytest.fixture
+def kept() -> KeptAcrossSessions:
+    """What one scheduler keeps from one session to the next (a test's own)."""
+    return KeptAcrossSessions()
+
+
+@pytest.fixture
 def long_ways(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the session opens that took the long way; no sums kept from other tests."""
-    monkeypatch.setattr(queue_sums, "_last", [])
+    """Counts the session opens that took the long way."""
     taken = [0]
 
     def counted(*args: Any) -> None:
@@ -148,32 +158,36 @@ def long_ways(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.mark.parametrize("seed", range(12))
 def test_kept_sums_are_those_of_the_long_way_at_every_session(
-    seed: int, long_ways: list[int]
+    seed: int,
+    long_ways: list[int],
+    kept: KeptAcrossSessions,
 ) -> None:
     world = World(seed)
     for _ in range(40):
-        session = world.session()
+        session = world.session(kept)
         assert _kept(session) == _long_way(session)
         world.step()
     assert long_ways[0] == 0  # whole numbers: the sums kept were used, every time
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_fractions_take_the_long_way_while_they_last(seed: int, long_ways: list[int]) -> None:
+def test_fractions_take_the_long_way_while_they_last(
+    seed: int, long_ways: list[int], kept: KeptAcrossSessions
+) -> None:
     world = World(seed, fractions=True)
     for _ in range(40):
-        session = world.session()
+        session = world.session(kept)
         assert _kept(session) == _long_way(session)
         world.step()
     world.fractions = False
-    kept = world.job("ns/kept")
-    world.jobs[kept.uid] = kept
-    _kept(world.session())
+    whole = world.job("ns/kept")
+    world.jobs[whole.uid] = whole
+    _kept(world.session(kept))
     for uid, job in world.jobs.items():
         if _has_fractions(job):
             world.jobs[uid] = world.job(uid)  # made anew, whole
     taken = long_ways[0]
-    session = world.session()
+    session = world.session(kept)
     assert _kept(session) == _long_way(session)
     assert long_ways[0] == taken  # no fraction left: the sums kept again
 
@@ -184,7 +198,9 @@ def _has_fractions(job: JobInfo) -> bool:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_two_schedulers_interleaved_only_cost_a_rebuild(seed: int, long_ways: list[int]) -> None:
+def test_two_schedulers_interleaved_only_cost_a_rebuild(
+    seed: int, long_ways: list[int], kept: KeptAcrossSessions
+) -> None:
     """Two simulations in one process: the same uids, other objects, sometimes other
     dimensions; and a session opened twice on one snapshot's jobs."""
     other_dims = Dims.of(["cpu", "memory", "pods"])
@@ -192,7 +208,7 @@ def test_two_schedulers_interleaved_only_cost_a_rebuild(seed: int, long_ways: li
     rng = random.Random(seed)
     for _ in range(60):
         world = rng.choice(worlds)
-        session = world.session()
+        session = world.session(kept)
         assert _kept(session) == _long_way(session)
         if rng.random() < 0.7:
             world.step()
@@ -208,61 +224,90 @@ def _pending(cpu: float, name: str = "") -> JobInfo:
     )  # fmt: skip
 
 
-def _open(*jobs: JobInfo) -> Any:
+def _open(kept: KeptAcrossSessions, *jobs: JobInfo, shortcuts: Shortcuts = ALL) -> Any:
     world = World(0)
     world.jobs = {job.uid: job for job in jobs}
-    session = world.session()
+    session = world.session(kept, shortcuts)
     assert _kept(session) == _long_way(session), [job.uid for job in jobs]
     return session
 
 
 def test_a_sum_that_reaches_2_53_takes_the_long_way_and_starts_again(
     long_ways: list[int],
+    kept: KeptAcrossSessions,
 ) -> None:
     """2 + (2**53 - 1) rounds: neither that sum nor, taken out again, what is left of it
     may be used."""
     one, other, big = _pending(1), _pending(1, "other"), _pending(2.0**53 - 1)
-    _open(one, other)
-    _open(one, other, big)  # 2**53 + 1 rounds: the long way
+    _open(kept, one, other)
+    _open(kept, one, other, big)  # 2**53 + 1 rounds: the long way
     assert long_ways[0] == 1
-    _open(one, other)  # kept anew, from the jobs
-    _open(one, other)
+    _open(kept, one, other)  # kept anew, from the jobs
+    _open(kept, one, other)
     assert long_ways[0] == 1
 
 
-def test_negative_parts_take_the_long_way(long_ways: list[int]) -> None:
+def test_negative_parts_take_the_long_way(long_ways: list[int], kept: KeptAcrossSessions) -> None:
     """2**53 + 1 - 2**53 is 0 as floats, job after job, but 1 as whole numbers."""
     high, one, low = _pending(2.0**53), _pending(1), _pending(-(2.0**53))
-    _open(high, low)
-    _open(high, one, low)
+    _open(kept, high, low)
+    _open(kept, high, one, low)
     assert long_ways[0] == 2
 
 
-def test_another_mask_or_queue_set_is_not_given_the_sums_kept(long_ways: list[int]) -> None:
+def test_another_mask_or_queue_set_is_not_given_the_sums_kept(
+    long_ways: list[int], kept: KeptAcrossSessions
+) -> None:
     jobs = {job.uid: job for job in (_pending(1), _pending(2))}
     mask = shareable(DIMS)
-    kept = queue_sums.kept_sums(jobs, mask, ["default"])
-    assert kept is not None and kept[0, queue_sums.REQUEST].tolist() == [3, 0, 0, 0]
+    sums = queue_sums.kept_sums(kept, jobs, mask, ["default"])
+    assert sums is not None and sums[0, queue_sums.REQUEST].tolist() == [3, 0, 0, 0]
     no_cpu = mask.copy()
     no_cpu[DIMS.index["cpu"]] = 0.0
-    kept = queue_sums.kept_sums(jobs, no_cpu, ["default"])
-    assert kept is not None and not kept.any()
-    kept = queue_sums.kept_sums(jobs, mask, ["a", "default"])
-    assert kept is not None and kept[1, queue_sums.REQUEST].tolist() == [3, 0, 0, 0]
-    assert not kept[0].any()
+    sums = queue_sums.kept_sums(kept, jobs, no_cpu, ["default"])
+    assert sums is not None and not sums.any()
+    sums = queue_sums.kept_sums(kept, jobs, mask, ["a", "default"])
+    assert sums is not None and sums[1, queue_sums.REQUEST].tolist() == [3, 0, 0, 0]
+    assert not sums[0].any()
 
 
-def test_the_long_way_when_switched_off(
-    long_ways: list[int], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(queue_sums, "KEEP_QUEUE_SUMS", False)
-    _open(_pending(1))
-    _open(_pending(1))
+def test_the_long_way_when_switched_off(long_ways: list[int], kept: KeptAcrossSessions) -> None:
+    long_way = Shortcuts().without("queue_sums")
+    _open(kept, _pending(1), shortcuts=long_way)
+    _open(kept, _pending(1), shortcuts=long_way)
     assert long_ways[0] == 2
+    _open(kept, _pending(1))
+    _open(kept, _pending(1))
+    assert long_ways[0] == 2  # on again: kept
+
+
+def test_two_schedulers_keep_their_own_sums() -> None:
+    """Each ``Scheduler`` keeps its sessions' sums (``Scheduler.kept``), not the process:
+    one's sessions leave the other's sums as they were."""
+    conf = runner.default_conf()
+    schedulers = []
+    for size in (2, 3):
+        cluster = Cluster().node("n1", cpu=8)
+        cluster.job("run").tasks(size, cpu=1, status=TaskStatus.RUNNING, node="n1")
+        cluster.job("wait").tasks(size, cpu=1)
+        snap = cluster.snapshot()
+        schedulers.append(runner.Scheduler(Ignoring(snap), conf, lambda: 0.0, lambda: "s"))
+    first, second = schedulers
+    for kind in (queue_sums.QueueSums, node_index.NodeIndex):
+        assert first.kept.get(kind) is None
+    first.run_once()
+    kept = [first.kept.get(kind) for kind in (queue_sums.QueueSums, node_index.NodeIndex)]
+    assert None not in kept and second.kept.get(queue_sums.QueueSums) is None
+    second.run_once()
+    theirs = [second.kept.get(kind) for kind in (queue_sums.QueueSums, node_index.NodeIndex)]
+    assert None not in theirs and not {id(k) for k in kept} & {id(k) for k in theirs}
+    first.run_once()
+    assert [first.kept.get(kind) for kind in (queue_sums.QueueSums, node_index.NodeIndex)] == kept
 
 
 def test_after_a_rounded_sum_the_next_of_the_line_is_added_up_whole(
     long_ways: list[int],
+    kept: KeptAcrossSessions,
 ) -> None:
     """Sums started again after one reached 2**53 hold nothing: the next snapshot of the
     line, which hands every job on, must not take those jobs as already added up. A job
@@ -273,7 +318,7 @@ def test_after_a_rounded_sum_the_next_of_the_line_is_added_up_whole(
     for serial, jobs in enumerate(steps):
         world = World(0)
         world.jobs = {job.uid: job for job in jobs}
-        session = world.session()
+        session = world.session(kept)
         session.lineage = (line, serial)
         session.handed_on = {job.uid: job for job in jobs if job is not big}
         session.not_handed_on = frozenset({big.uid} | {j.uid for j in last if j not in jobs})

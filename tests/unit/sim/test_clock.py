@@ -1,4 +1,4 @@
-"""Simulated timestamps: those kept for the recent seconds (``clock.KEEP_TIMESTAMPS``)
+"""Simulated timestamps: those kept for the recent seconds (``Shortcuts.timestamps``)
 are the ones formatted anew."""
 
 import random
@@ -8,13 +8,12 @@ import pytest
 from kbatch.sim import clock
 
 
-def test_kept_timestamps_are_those_formatted_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kept_timestamps_are_those_formatted_anew() -> None:
     rng = random.Random(2)
     times = [rng.uniform(-3600, 3 * 86400) for _ in range(500)] + [0.0, -0.0, 59.999, 60.0]
     # twice: the second time round, most seconds were kept and then pushed out
     kept = [clock.timestamp(t) for t in times + times]
-    monkeypatch.setattr(clock, "KEEP_TIMESTAMPS", False)
-    assert kept == [clock.timestamp(t) for t in times + times]
+    assert kept == [clock.timestamp(t, kept=False) for t in times + times]
 
 
 def test_a_timestamp_is_the_whole_second_before() -> None:

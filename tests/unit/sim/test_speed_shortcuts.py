@@ -21,6 +21,7 @@ from kbatch.operators.scheduler.core.actions import enqueue
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import Event, EventFilter, ObjectRef
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 ENQUEUE_CONF = (
     'actions: "enqueue, allocate, preempt"\n'
@@ -53,9 +54,9 @@ def _backlog(seed: int, admitted: frozenset[str] | None = None) -> Cluster:
 
 
 def _enqueued(
-    seed: int, admitted: frozenset[str] | None = None
+    seed: int, admitted: frozenset[str] | None = None, shortcuts: Shortcuts = ALL
 ) -> tuple[object, dict[str, tuple[str | None, bool]]]:
-    session = _backlog(seed, admitted).open(ENQUEUE_CONF)
+    session = _backlog(seed, admitted).open(ENQUEUE_CONF, shortcuts=shortcuts)
     sent = run_actions(session, "enqueue")
     notes = {
         uid: (session.waiting_reason(job), session.held_by_queue(job))
@@ -66,11 +67,11 @@ def _enqueued(
 
 @pytest.mark.parametrize("seed", range(8))
 def test_a_queue_kept_first_through_its_refusals_admits_and_words_as_the_heap_does(
-    seed: int, monkeypatch: pytest.MonkeyPatch
+    seed: int,
 ) -> None:
     kept_first = _enqueued(seed)
-    monkeypatch.setattr(enqueue, "REFUSED_QUEUE_STAYS_FIRST", False)  # a heap turn each
-    assert _enqueued(seed) == kept_first
+    a_turn_each = Shortcuts().without("refused_queue_stays_first")  # a heap turn each
+    assert _enqueued(seed, shortcuts=a_turn_each) == kept_first
     groups, notes = kept_first
     assert any(s.phase is PodGroupPhase.INQUEUE for s in groups.values())  # type: ignore[attr-defined]
     assert sum(why is not None for why, _ in notes.values()) > 10  # long lines refused
@@ -107,8 +108,8 @@ def test_a_line_refused_at_once_is_refused_and_worded_as_one_taken_in_order(
     monkeypatch.setattr(enqueue, "_lines", None)  # not put in line: refused at once
     at_once = _enqueued(seed, admitted)
     monkeypatch.setattr(enqueue, "_lines", real_lines)
-    monkeypatch.setattr(enqueue, "REFUSE_ALIKE_AT_ONCE", False)
-    assert _enqueued(seed, admitted) == at_once
+    in_line = Shortcuts().without("refuse_alike_at_once")
+    assert _enqueued(seed, admitted, in_line) == at_once
     groups, notes = at_once
     inqueue = {k for k, s in groups.items() if s.phase is PodGroupPhase.INQUEUE}  # type: ignore[attr-defined]
     assert inqueue == {f"default/{name}" for name in admitted}  # (none more)
@@ -116,10 +117,9 @@ def test_a_line_refused_at_once_is_refused_and_worded_as_one_taken_in_order(
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_a_line_that_admits_is_taken_in_order(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_line_that_admits_is_taken_in_order(seed: int) -> None:
     first = _enqueued(seed)
-    monkeypatch.setattr(enqueue, "REFUSE_ALIKE_AT_ONCE", False)
-    assert _enqueued(seed) == first
+    assert _enqueued(seed, shortcuts=Shortcuts().without("refuse_alike_at_once")) == first
 
 
 # --------------------------------------------------------------------------- statuses

@@ -47,11 +47,6 @@ def reserved(session: Session) -> np.ndarray:
 RefusalKey = tuple[str, int, bytes, TopologyRequest | None]
 # A refusal as ``note_waiting`` takes it: why, and whether the queue (not the cluster) holds it.
 Refusal = tuple[str, bool]
-# False: every job taken goes back through the heap of queues (the long way, for tests).
-REFUSED_QUEUE_STAYS_FIRST = True
-# False: the groups are always taken in line, even when none of them may be admitted
-# (the long way, for tests).
-REFUSE_ALIKE_AT_ONCE = True
 
 
 def execute(session: Session) -> None:
@@ -60,7 +55,10 @@ def execute(session: Session) -> None:
         return  # (most sessions of a cluster keeping up: no idle room worked out)
     mask = shareable(session.dims)
     idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
-    if REFUSE_ALIKE_AT_ONCE and _all_refused(session, waiting, idle, mask):
+    # (``Shortcuts.refuse_alike_at_once`` off: the groups always taken in line, even
+    # when none of them may be admitted)
+    shortcuts = session.shortcuts
+    if shortcuts.refuse_alike_at_once and _all_refused(session, waiting, idle, mask):
         return
     lines = _lines(session, waiting)
     tie = itertools.count()
@@ -71,6 +69,9 @@ def execute(session: Session) -> None:
     # same way. A long line of alike pending groups is the common case, and asking the
     # plugins and wording the shortfall for each of them was most of the action's time.
     refusals: dict[RefusalKey, Refusal] = {}
+    # (``Shortcuts.refused_queue_stays_first`` off: every job taken goes back through
+    # the heap of queues)
+    stays_first = shortcuts.refused_queue_stays_first
     while queues:
         _, _, name = heapq.heappop(queues)
         line = lines[name]
@@ -92,7 +93,7 @@ def execute(session: Session) -> None:
                     break  # the queues' order may have moved: asked again
                 if key is not None and refusal is not None:
                     refusals[key] = refusal
-            if not REFUSED_QUEUE_STAYS_FIRST:
+            if not stays_first:
                 break
         if line:
             heapq.heappush(queues, (session.queue_order_key(session.queues[name]), next(tie), name))

@@ -96,11 +96,10 @@ def shared_verdicts(
     return rules.room.whole_gangs.setdefault((verdicts, key), {})
 
 
-# Bound the nodes tried by what the jobs that may lose anything hold (a job above its
-# minimum, or one that may go whole), not by what every candidate holds: a full cluster
-# of gangs at their minimum that may not go whole is given up at once, not node by node.
-# A switch for the tests that compare both.
-BOUND_BY_WHAT_MAY_GO = True
+# The nodes tried are bounded by what the jobs that may lose anything hold (a job above
+# its minimum, or one that may go whole), not by what every candidate holds: a full
+# cluster of gangs at their minimum that may not go whole is given up at once, not node
+# by node (``Shortcuts.bound_by_what_may_go``; off: no such bound).
 
 
 def held_by_what_may_go(
@@ -115,7 +114,7 @@ def held_by_what_may_go(
     Any plan's victims are among these, so a node where even all of it would not make
     room fails its plan. Kept by the verdicts' key and the commits so far, as the
     verdicts are; None (no bound) when the verdicts are not shared (``whole`` None)."""
-    if not BOUND_BY_WHAT_MAY_GO or whole is None:
+    if whole is None or not statement.session.shortcuts.bound_by_what_may_go:
         return None
     verdicts = whole
     key = ("may go", rules.key, rules.verdict_key, rules.choose_key(task), rules.room.generation)
@@ -199,10 +198,9 @@ def _fit_with(session: Session, request: np.ndarray, freed: np.ndarray) -> np.nd
     return np.all((request <= room + EPSILON)[:, session.room_dims], axis=1)
 
 
-# Try only the nodes where what the plugins could offer for the task (``Rules.held``
-# for the preemptor) could make room, not every node where the rule's candidates could:
-# ``eviction._plan`` fails on the others. A switch for the tests that compare both.
-BOUND_BY_OFFERED = True
+# Only the nodes where what the plugins could offer for the task (``Rules.held`` for
+# the preemptor) could make room are tried, not every node where the rule's candidates
+# could: ``eviction._plan`` fails on the others (``Shortcuts.bound_by_offered``).
 
 
 def nodes_worth_trying(
@@ -223,7 +221,7 @@ def nodes_worth_trying(
     request = task.request
     future = nodes.future_idle()
     counted = session.room_dims  # see _fits
-    held = rules.held(task) if BOUND_BY_OFFERED else rules.held()
+    held = rules.held(task) if session.shortcuts.bound_by_offered else rules.held()
     worth = np.flatnonzero(ok & _fit_with(session, request, held))
     if not worth.size:
         return []

@@ -298,8 +298,9 @@ class TaskRequests:
         """``distinct`` as a (len × width) matrix."""
         return np.array(self.distinct, dtype=float).reshape(len(self.distinct), width)
 
-    def add_to(self, owners: list[JobInfo]) -> None:
-        """Add the sums to ``owners`` (each job once, in the order of the rows)."""
+    def add_to(self, owners: list[JobInfo], by_bincount: bool = True) -> None:
+        """Add the sums to ``owners`` (each job once, in the order of the rows);
+        ``by_bincount``: as ``added_in_order`` takes it."""
         if not owners:
             return
         matrix = self.matrix(len(owners[0].allocated))
@@ -307,18 +308,23 @@ class TaskRequests:
             [job.allocated for job in owners],
             (self.placed_rows, self.placed, self.placed_counts),
             matrix,
+            by_bincount,
         )
         total_request = _summed(
             [job.total_request for job in owners],
             (self.unfinished_rows, self.unfinished, self.unfinished_counts),
             matrix,
+            by_bincount,
         )
         for job, kept, total in zip(owners, allocated, total_request, strict=True):
             job.allocated, job.total_request = kept, total
 
 
 def _summed(
-    starts: list[np.ndarray], runs: tuple[list[int], list[int], list[int]], matrix: np.ndarray
+    starts: list[np.ndarray],
+    runs: tuple[list[int], list[int], list[int]],
+    matrix: np.ndarray,
+    by_bincount: bool = True,
 ) -> np.ndarray:
     """``starts`` stacked, with row ``picks[i]`` of ``matrix`` added ``counts[i]`` times to
     row ``rows[i]``, run after run (``runs``: rows, picks, counts; the sums ``+=`` one by
@@ -329,20 +335,19 @@ def _summed(
         times = np.fromiter(counts, np.intp, len(counts))
         at = np.repeat(np.fromiter(rows, np.intp, len(rows)), times)
         picked = np.repeat(np.fromiter(picks, np.intp, len(picks)), times)
-        added_in_order(out, at, matrix[picked])
+        added_in_order(out, at, matrix[picked], by_bincount)
     return out
 
 
-# False: every sum by np.add.at, from zeros too (the long way, for tests).
-SUMS_FROM_ZEROS_BY_BINCOUNT = True
-
-
-def added_in_order(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+def added_in_order(
+    out: np.ndarray, rows: np.ndarray, values: np.ndarray, by_bincount: bool = True
+) -> None:
     """``np.add.at(out, rows, values)``: row ``i`` of the (n × width) ``values`` added to
     row ``rows[i]`` of ``out``, one at a time in index order (the sums ``+=`` one by one
     would give). Into an ``out`` all +0.0 (a new snapshot's: the common case),
-    ``np.bincount`` does the same additions in the same order, several times faster."""
-    if out.any() or np.signbit(out).any() or not SUMS_FROM_ZEROS_BY_BINCOUNT:
+    ``np.bincount`` does the same additions in the same order, several times faster
+    (``by_bincount``: ``Shortcuts.sums_by_bincount``; False: by ``np.add.at`` always)."""
+    if out.any() or np.signbit(out).any() or not by_bincount:
         np.add.at(out, rows, values)
         return
     for column in range(out.shape[1]):

@@ -111,11 +111,6 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
     return old
 
 
-# False: every group's status is worked out by the rules, every session (the long way,
-# for tests).
-KEEP_STATUSES_OF_UNTOUCHED_JOBS = True
-
-
 def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus | None:
     """The status the last session's close kept for ``job``, when nothing it is worked
     out from has changed since; else None. A job whose PodGroup and pods were not
@@ -146,21 +141,13 @@ def _keep_if_unchanged(
     """Remember on ``job`` (``_kept_status``) that its status stays ``status``, if it
     does and the job may meet it again (one no session touched, given one condition),
     with what a later session needs to know it is a quiet gang (``quiet_gang``)."""
-    if (
-        status is job.old_status
-        and len(told) == 1
-        and not job.touched
-        and KEEP_STATUSES_OF_UNTOUCHED_JOBS
-    ):
+    if status is job.old_status and len(told) == 1 and not job.touched:
         scheduled = told[0].type is _SCHEDULED
         job.kept_status = KeptStatus(
             told[0], job.phase, status, scheduled, conf, job.ready_count, len(job.tasks)
         )
 
 
-# False: every session asks every running gang whether it is valid and ready, and words
-# it anew (the long way, for tests).
-PASS_QUIET_GANGS = True
 _SCHEDULED = ConditionType.SCHEDULED
 
 
@@ -185,7 +172,6 @@ def quiet_gang(job: JobInfo, conf: object) -> KeptStatus | None:
         and kept.ready == job.ready_count
         and kept.size == len(job.tasks)
         and kept.conf is conf
-        and PASS_QUIET_GANGS
     ):
         return kept
     return None
@@ -218,21 +204,22 @@ def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondi
     return True
 
 
-# False: every queue's status is rendered and built anew, every session (the long way,
-# for tests).
-KEEP_QUEUE_STATUSES = True
-
-
 def queue_status(
-    queue: QueueInfo, dims: Dims, phases: list[PodGroupPhase], also_running: int = 0
+    queue: QueueInfo,
+    dims: Dims,
+    phases: list[PodGroupPhase],
+    also_running: int = 0,
+    kept: bool = True,
 ) -> QueueStatus:
     """The status of ``queue`` whose PodGroups are in ``phases`` (one each), with
-    ``also_running`` Running PodGroups besides (resting: not among them)."""
+    ``also_running`` Running PodGroups besides (resting: not among them). ``kept``: built
+    once for the same sums and counts (``Shortcuts.queue_statuses``; False: rendered
+    and built anew)."""
     old = queue.old_status
     flow, flow_updated = (old.flow, old.flow_updated) if old is not None else (None, None)
     if queue.flow is not None and queue.flow_updated is not None:
         flow, flow_updated = queue.flow, rfc3339(queue.flow_updated)
-    made = _built_queue_status if KEEP_QUEUE_STATUSES else _built_each
+    made = _built_queue_status if kept else _built_each
     return made(
         (
             dims,
@@ -330,6 +317,10 @@ def publish(session: Session) -> Outcome:
     # jobs (``queue_status`` counts them; it walked each queue's jobs a second time)
     phases_in: dict[str, list[PodGroupPhase]] = {name: [] for name in session.queues}
     built: dict[BuiltKey, PodGroupStatus] = {}
+    # Statuses kept for untouched jobs (``Shortcuts.statuses_of_untouched_jobs``; off:
+    # every group's worked out by the rules, every session), queue statuses built once.
+    keep_statuses = session.shortcuts.statuses_of_untouched_jobs
+    kept_queue_statuses = session.shortcuts.queue_statuses
     # A resting job's status is its old one: nothing to write, its phase Running.
     for job in session.active_jobs():
         if not job.has_pod_group:
@@ -348,7 +339,8 @@ def publish(session: Session) -> Outcome:
         status = _kept_status(job, told)
         if status is None:
             status = pod_group_status(job, session, built, told)
-            _keep_if_unchanged(job, told, status, session.conf)
+            if keep_statuses:
+                _keep_if_unchanged(job, told, status, session.conf)
         old = job.old_status
         # ``is``: most statuses are the old one itself (pydantic's == walks every field)
         if status is not old and status != old and job.uid not in session.foreign_groups:
@@ -365,7 +357,8 @@ def publish(session: Session) -> Outcome:
         phases.append(job.phase)
     for name, queue in session.queues.items():
         resting = session.resting_in(name)
-        published = queue_status(queue, session.dims, phases_in.get(name, []), resting)
+        phases = phases_in.get(name, [])
+        published = queue_status(queue, session.dims, phases, resting, kept_queue_statuses)
         if _worth_writing(published, queue):
             outcome.queues.append(QueueUpdate(name, published))
     for pod in session.orphans:  # the events' de-duplication keeps this to once a while

@@ -149,12 +149,18 @@ class NodeSet:
             return
         self._account(task, node, +1.0)
 
-    def place_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo] = ()) -> None:
+    def place_all(
+        self,
+        placed: Sequence[TaskInfo],
+        reserved: Sequence[TaskInfo] = (),
+        by_bincount: bool = True,
+    ) -> None:
         """``place(task, task.node)`` for each of ``placed`` and ``reserve(task, 1.0)`` for
         each of ``reserved``, in order and with the same sums to the bit, but the rows
         worked out once: how a snapshot puts its pods on its nodes. Unlike ``place``, no
-        version moves and no change is logged (nothing has seen these nodes yet)."""
-        self._add_all(placed, reserved)
+        version moves and no change is logged (nothing has seen these nodes yet).
+        ``by_bincount``: as ``added_in_order`` takes it."""
+        self._add_all(placed, reserved, by_bincount)
         self.kept += len(reserved)
         self._refresh_rows(self.all)
 
@@ -165,6 +171,7 @@ class NodeSet:
         placed: Sequence[TaskInfo],
         reserved: Sequence[TaskInfo],
         kept: int,
+        by_bincount: bool = True,
     ) -> None:
         """``place_all`` of a snapshot's tasks when, on every node but ``nodes``, they are
         the tasks (the same objects, in the same order and statuses) that another node
@@ -188,7 +195,7 @@ class NodeSet:
             infos = self.infos
             for node in nodes:
                 infos[node].tasks = {}
-            self._add_all(placed, reserved)
+            self._add_all(placed, reserved, by_bincount)
             self._refresh_rows(at)
         self.kept = kept
 
@@ -208,7 +215,9 @@ class NodeSet:
             (waits.copy(), free.copy(), future.copy()),
         )
 
-    def _add_all(self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo]) -> None:
+    def _add_all(
+        self, placed: Sequence[TaskInfo], reserved: Sequence[TaskInfo], by_bincount: bool
+    ) -> None:
         """Put ``placed`` on their nodes and add them, and the room of ``reserved``, to the
         rows, in order (the rows of their nodes as ``place`` would leave them if they
         were all zero before)."""
@@ -232,7 +241,7 @@ class NodeSet:
         ):
             if len(rows) > _FEW:
                 at = np.fromiter(rows, np.intp, len(rows))
-                added_in_order(matrix, at, _stacked(values, matrix.shape[1]))
+                added_in_order(matrix, at, _stacked(values, matrix.shape[1]), by_bincount)
             else:  # in turn: the same additions, without making the arrays for them
                 for row, value in zip(rows, values, strict=True):
                     matrix[row] += value

@@ -10,10 +10,6 @@ from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
-# Keep the queues' order keys while the session's state as plugins read it
-# (``Session.changes``) stays the same. A switch for the tests that compare both.
-KEEP_QUEUE_KEYS = True
-
 
 def jobs_by_queue(session: Session, jobs: list[JobInfo]) -> Iterator[JobInfo]:
     """Each job once: from the queue first in queue order, then by job order. The queue
@@ -26,6 +22,9 @@ def jobs_by_queue(session: Session, jobs: list[JobInfo]) -> Iterator[JobInfo]:
         waiting.setdefault(job.queue, []).append(job)
     keys: dict[str, tuple[object, ...]] = {}
     keys_of = -1  # the session.changes they were asked at
+    # Kept while ``Session.changes`` stays (``Shortcuts.preemptor_queue_keys``; off: the
+    # keys asked again before every job).
+    keep_keys = session.shortcuts.preemptor_queue_keys
 
     def key(name: str) -> tuple[object, ...]:
         known = keys.get(name)
@@ -34,7 +33,7 @@ def jobs_by_queue(session: Session, jobs: list[JobInfo]) -> Iterator[JobInfo]:
         return known
 
     while waiting:
-        if keys_of != session.changes or not KEEP_QUEUE_KEYS:
+        if keys_of != session.changes or not keep_keys:
             keys.clear()
             keys_of = session.changes
         name = min(waiting, key=key)

@@ -33,27 +33,23 @@ from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core.framework.info import JobInfo, KeptStatus, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Snapshot, follows
 
-# False: no job rests; every pass walks every job (the long way, for tests).
-REST_QUIET_GANGS = True
 _RUNNING = PodGroupPhase.RUNNING
 _PENDING = TaskStatus.PENDING
 
 
 def rests(job: JobInfo, kept: KeptStatus) -> bool:
     """May ``job``, a quiet gang with ``kept`` its kept status, rest (see the module)?"""
-    return (
-        REST_QUIET_GANGS
-        and not job.counts[_PENDING]
-        and job.phase is _RUNNING
-        and kept.status.phase is _RUNNING
-    )
+    return not job.counts[_PENDING] and job.phase is _RUNNING and kept.status.phase is _RUNNING
 
 
 class RestingGangs:
     """The jobs resting at the last close of a scheduler's sessions, and their count by
-    queue, with what they rest under: that close's snapshot, conf and queues."""
+    queue, with what they rest under: that close's snapshot, conf and queues.
+    ``rest_quiet_gangs`` False (``Shortcuts.rest_quiet_gangs`` off): no job rests, every
+    pass walks every job."""
 
-    def __init__(self) -> None:
+    def __init__(self, rest_quiet_gangs: bool = True) -> None:
+        self.rest_quiet_gangs = rest_quiet_gangs
         self.jobs: dict[str, JobInfo] = {}
         self.by_queue: Counter[str] = Counter()
         self._under: tuple[tuple[object, int], object, frozenset[str]] | None = None
@@ -64,7 +60,7 @@ class RestingGangs:
         with: ``add``, ``wake``, and ``closed`` when it closes)."""
         under, self._under = self._under, None  # until ``closed``: a session may fail
         if (
-            not REST_QUIET_GANGS
+            not self.rest_quiet_gangs
             or under is None
             or not follows(snapshot.lineage, under[0])
             or under[1] is not conf

@@ -25,6 +25,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
+from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.outcome import (
     EVICT,
     Bind,
@@ -37,6 +38,7 @@ from kbatch.operators.scheduler.core.framework.outcome import (
 )
 from kbatch.operators.scheduler.core.framework.resources import room_dims
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunctions
 
 # Read per task placed and per job: an Enum member read off its class is a Python call
@@ -46,11 +48,6 @@ _NOT_ADMITTED = PodGroupPhase.PENDING
 
 # Why a task did not fit: reason -> number of nodes that failed for it.
 FitError = dict[str, int]
-# Count the pods with required anti-affinity when first asked, not at open. A switch
-# for the tests that compare both.
-COUNT_WHEN_ASKED = True
-# False: counted by walking every task on every node (the long way, for tests).
-COUNT_BY_NODE_SET = True
 
 
 @dataclass(slots=True)
@@ -70,8 +67,21 @@ class SessionStats:
 
 
 class Session(TieredFunctions):
-    def __init__(self, snapshot: Snapshot, conf: SchedulerConf, now: float, uid: str) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        conf: SchedulerConf,
+        now: float,
+        uid: str,
+        shortcuts: Shortcuts = ALL,
+        kept: KeptAcrossSessions | None = None,
+    ) -> None:
         super().__init__(conf)
+        # Which shortcuts the session and its plugins and actions take (the scheduler's).
+        self.shortcuts = shortcuts
+        # What its plugins keep for the next session (the scheduler's; None: a new one,
+        # kept by nothing after this session).
+        self.kept = KeptAcrossSessions() if kept is None else kept
         self.dims = snapshot.dims
         self.nodes = snapshot.nodes
         self.jobs = snapshot.jobs
@@ -94,8 +104,11 @@ class Session(TieredFunctions):
         # Grows with every task status change: session state as plugins read it.
         self.changes = 0
         # Pods on nodes carrying required anti-affinity terms (``anti_affinity_pods``),
-        # counted when first asked: a session that places nothing never asks.
-        self._anti_affinity_pods: int | None = None if COUNT_WHEN_ASKED else self._count_anti()
+        # counted when first asked: a session that places nothing never asks (the
+        # shortcut off: counted at open).
+        self._anti_affinity_pods: int | None = (
+            None if shortcuts.count_anti_affinity_when_asked else self._count_anti()
+        )
         # Why jobs did not get what they asked for (see the notes below).
         self._fit_errors: dict[str, dict[str, FitError]] = {}  # job -> task -> reasons
         self._waiting: dict[str, str] = {}  # job -> why, in words
@@ -130,7 +143,7 @@ class Session(TieredFunctions):
         """``anti_affinity_pods`` as the nodes' tasks stand (``set_status`` keeps it
         current once counted: a task is on its node's tasks exactly while it has one):
         the node set's count (``NodeSet.count_anti_required``)."""
-        if COUNT_BY_NODE_SET:
+        if self.shortcuts.count_anti_affinity_by_node_set:
             return self.nodes.count_anti_required()
         return sum(
             1

@@ -28,12 +28,9 @@ from kbatch.operators.scheduler.core.framework.resources import rows, share, sha
 from kbatch.operators.scheduler.core.framework.session import Session
 
 NAME = "drf"
-# False: every job's row and share worked out at the open (the long way, for tests).
-LAZY_SHARES = True
-# False: a job without tasks (it holds nothing) is keyed as any other, by share() of its
-# row (the long way, for tests). enqueue orders the whole line of waiting groups every
-# session: one share() each was a tenth of an Armada workload's run.
-HOLDING_NOTHING_FIRST = True
+# A job without tasks (it holds nothing) is keyed 0.0 without its row
+# (``Shortcuts.drf_holding_nothing_first``; off: by share() of its row, as any other):
+# enqueue orders the whole line of waiting groups every session.
 # A session that asks this many jobs' shares one by one is given every job's at once:
 # one numpy step for thousands of jobs costs less than a share() each (a 5,000-node
 # session keys every job it places; a simulated second's session keys a few).
@@ -52,6 +49,7 @@ class _Shares:
         self.share: dict[str, float] = {}  # job -> its share, until its row changes
         self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
         self._asked = 0  # shares worked out one by one so far
+        self.holding_nothing_first = session.shortcuts.drf_holding_nothing_first
         if not lazy:
             # Every job's, at once (a row each: rows of one matrix, never of two jobs).
             allocations = (job.allocated for job in session.jobs.values())
@@ -74,7 +72,7 @@ class _Shares:
         # ``share`` of a row gives the floats ``shares`` gives it (resources.shares).
         value = self.share.get(job.uid)
         if value is None:
-            if not job.tasks and HOLDING_NOTHING_FIRST:
+            if not job.tasks and self.holding_nothing_first:
                 return 0.0  # share() of its row of zeros: a backlog's jobs, every session
             self._asked += 1
             if self._asked == ALL_AT_ONCE_AFTER:
@@ -138,10 +136,12 @@ class _Shares:
 
 def on_session_open(session: Session, option: PluginOption) -> None:
     del option
-    shares = _Shares(session, LAZY_SHARES)
+    # (``Shortcuts.drf_shares_when_needed`` off: every job's row and share at the open)
+    lazy = session.shortcuts.drf_shares_when_needed
+    shares = _Shares(session, lazy)
     session.add_job_order_fn(shares.key)
     session.add_preemptable_fn(shares.victims)
-    if LAZY_SHARES:
+    if lazy:
         session.add_event_handler(changing=shares.changing)
         return
     session.add_event_handler(

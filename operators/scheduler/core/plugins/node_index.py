@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.podspec import (
     NodeSelectorTerm,
@@ -26,6 +27,7 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Toleration,
 )
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 
 NO_SCHEDULE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -33,12 +35,11 @@ NODE_NAME_FIELD = "metadata.name"
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _SET_OPERATORS = (Operator.IN, Operator.NOT_IN)
 
-# The index last made: a session whose nodes say the same (``static_state``, compared by
-# value with the index's own copy) takes it over. Sessions follow one another, and most
-# change no node's labels, taints or conditions. A switch for the tests that compare.
-KEEP_ACROSS_SESSIONS = True
-# False: compared by value even when the node sets' maker says they are the same.
-KEEP_BY_VERSION = True
+# The index last made is kept by the scheduler (``Session.kept``): a session whose nodes
+# say the same (``static_state``, compared by value with the index's own copy) takes it
+# over. Sessions follow one another, and most change no node's labels, taints or
+# conditions (``Shortcuts.node_index_across_sessions``; ``node_index_by_version`` off:
+# compared by value even when the node sets' maker says they are the same).
 # How many masks by value (selectors and terms) an index kept across sessions holds.
 MASKS_KEPT = 1024
 
@@ -244,7 +245,6 @@ def _requirement_mask(req: Requirement, column: LabelColumn) -> np.ndarray:
 
 
 _INDEXES: "weakref.WeakKeyDictionary[Session, NodeIndex]" = weakref.WeakKeyDictionary()
-_last: list[NodeIndex] = []
 
 
 def of(session: Session) -> NodeIndex:
@@ -252,26 +252,31 @@ def of(session: Session) -> NodeIndex:
     session's, if its nodes say the same."""
     index = _INDEXES.get(session)
     if index is None:
-        index = _kept_or_new(session.nodes)
+        index = _kept_or_new(session.nodes, session.kept, session.shortcuts)
         _INDEXES[session] = index
     return index
 
 
-def _kept_or_new(nodes: NodeSet) -> NodeIndex:
-    if KEEP_ACROSS_SESSIONS and _last and _says_the_same(_last[0], nodes):
-        kept = _last[0]
-        kept.forget_if_many()
-        return kept
+def _kept_or_new(nodes: NodeSet, kept: KeptAcrossSessions, shortcuts: Shortcuts) -> NodeIndex:
+    last = kept.get(NodeIndex)
+    if (
+        shortcuts.node_index_across_sessions
+        and last is not None
+        and _says_the_same(last, nodes, shortcuts.node_index_by_version)
+    ):
+        last.forget_if_many()
+        return last
     index = NodeIndex(nodes)
     index.static_version = nodes.static_version
-    _last[:] = [index]
+    kept.put(index)
     return index
 
 
-def _says_the_same(index: NodeIndex, nodes: NodeSet) -> bool:
+def _says_the_same(index: NodeIndex, nodes: NodeSet, by_version: bool = True) -> bool:
     """Do ``nodes`` say what the nodes ``index`` was made of said? Known without a look
-    when their maker says they are the same (``NodeSet.static_version``), else compared."""
+    when their maker says they are the same (``NodeSet.static_version``; unless not
+    ``by_version``), else compared."""
     version = nodes.static_version
-    if version is not None and version is index.static_version and KEEP_BY_VERSION:
+    if version is not None and version is index.static_version and by_version:
         return True
     return index.state == static_state(nodes)

@@ -168,15 +168,18 @@ class _Proportion:
         """The jobs' parts added to their queues' sums: those kept from the last session
         open, by the jobs that changed, if sure (``queue_sums``), else the long way."""
         kept = queue_sums.kept_sums(
+            session.kept,
             session.jobs,
             self.mask,
             self.queues,
             session.lineage,
             session.handed_on,
             session.not_handed_on,
+            session.shortcuts,
         )
         if kept is None:
-            _add_jobs(self.queues, list(session.jobs.values()), self.mask)
+            jobs = list(session.jobs.values())
+            _add_jobs(self.queues, jobs, self.mask, session.shortcuts.sums_by_bincount)
             return
         for i, queue in enumerate(self.queues.values()):
             queue.allocated += kept[i, queue_sums.ALLOCATED]
@@ -308,12 +311,18 @@ def rationed_dims(queues: Iterable[QueueShare], dims: int) -> np.ndarray:
     return short
 
 
-def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarray) -> None:
+def _add_jobs(
+    queues: dict[str, QueueShare],
+    jobs: list[JobInfo],
+    mask: np.ndarray,
+    by_bincount: bool = True,
+) -> None:
     """Add each job's part (``queue_sums.parts``: its allocation, request and reservation,
     masked) to its queue's. All jobs at once: ``added_in_order`` adds a queue's rows in job
     order, so the sums are those of adding job after job, to the bit — and thousands of
     jobs cost a few array operations, not a few each. (A job that reserves nothing adds
-    a row of +0.0 to its queue's reserved: a sum from +0.0 stays what it was.)"""
+    a row of +0.0 to its queue's reserved: a sum from +0.0 stays what it was.)
+    ``by_bincount``: as ``added_in_order`` takes it."""
     names = list(queues)
     row = {name: i for i, name in enumerate(names)}
     ours = [job for job in jobs if job.queue in row]
@@ -323,7 +332,7 @@ def _add_jobs(queues: dict[str, QueueShare], jobs: list[JobInfo], mask: np.ndarr
     each = queue_sums.parts(ours, mask)
     sums = np.zeros((3, len(names), len(mask)))
     for kind in (queue_sums.ALLOCATED, queue_sums.REQUEST, queue_sums.RESERVED):
-        added_in_order(sums[kind], index, each[:, kind])
+        added_in_order(sums[kind], index, each[:, kind], by_bincount)
     for name, i in row.items():
         queue = queues[name]
         queue.allocated += sums[queue_sums.ALLOCATED, i]

@@ -27,9 +27,9 @@ long as every sum stays below 2**53 each of those steps is exact, and so is each
 of the long way, so both give the same floats. A part that is not whole (a fraction of
 a millicore), or a sum that reaches 2**53, sends the caller the long way.
 
-The sums are kept for one mask and one list of queues at a time, in one place for the
-process: a session of another scheduler (another simulation, a test) finds other job
-objects, which costs a rebuild, never a wrong answer. The dimensions' names are not
+The sums are kept for one mask and one list of queues at a time, by the scheduler whose
+sessions they are of (``Session.kept``): a session of another line of snapshots finds
+other job objects, which costs a rebuild, never a wrong answer. The dimensions' names are not
 compared: the parts read the jobs' vectors and the mask only (as the long way does), and
 a snapshot under other dimensions makes its jobs anew (``kept_jobs.JobContext``).
 """
@@ -45,9 +45,9 @@ from kbatch.operators.scheduler.core.framework.interface import (
     gone_from,
     not_handed_on_of,
 )
+from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
-# False: proportion adds up every job at every session open (the long way, for tests).
-KEEP_QUEUE_SUMS = True
 # A part's rows: what it adds to its queue's allocated, request and reserved.
 ALLOCATED, REQUEST, RESERVED = range(3)
 # Every whole number below this is a float exactly.
@@ -60,9 +60,6 @@ Seen = tuple[JobInfo, int, bool]
 # What the sums were kept for: the mask's bytes, the queues' names in order.
 Key = tuple[bytes, tuple[str, ...]]
 Lineage = tuple[object, int]  # a snapshot's maker and its number (Snapshot.lineage)
-# False: the jobs that changed are found by comparing each with what was last seen of
-# it, also after a snapshot of the line of the last update's (for tests).
-HANDED_ON_UNCHANGED = True
 
 
 def parts(jobs: Sequence[JobInfo], mask: np.ndarray) -> np.ndarray:
@@ -119,17 +116,20 @@ class QueueSums:
         lineage: Lineage | None = None,
         handed_on: Mapping[str, JobInfo] | None = None,
         not_handed_on: frozenset[str] | None = None,
+        handed_on_unchanged: bool = True,
     ) -> np.ndarray | None:
         """Take ``jobs`` (a session's, by uid) as the jobs now: the (queues × 3 × dims)
         sums of their parts, as the long way adds them; None when they are not sure (see
         the module's docstring), for the caller to add them up the long way. ``lineage``
         and ``handed_on``: those of the snapshot ``jobs`` are of; when it is the next
         of the line of the last update's, the jobs it hands on are those unchanged;
-        ``not_handed_on`` (``Snapshot.not_handed_on``), the others, when known."""
+        ``not_handed_on`` (``Snapshot.not_handed_on``), the others, when known.
+        ``handed_on_unchanged`` False (``Shortcuts.queue_sums_by_jobs_handed_on`` off):
+        every job compared with what was last seen of it, whatever the snapshot."""
         last, self._lineage = self._lineage, lineage
         seen, inqueue = self._seen, _INQUEUE
         uids: Iterable[str] = jobs
-        said = handed_on is not None and follows(lineage, last) and HANDED_ON_UNCHANGED
+        said = handed_on is not None and follows(lineage, last) and handed_on_unchanged
         if said:
             assert handed_on is not None
             # The same objects, which no session and no write changed since: the same
@@ -201,26 +201,28 @@ class QueueSums:
                 self._unsure.add(uid)
 
 
-# The sums last kept (one place for the process; see the module's docstring).
-_last: list[QueueSums] = []
-
-
 def kept_sums(
+    kept: KeptAcrossSessions,
     jobs: Mapping[str, JobInfo],
     mask: np.ndarray,
     queues: Iterable[str],
     lineage: Lineage | None = None,
     handed_on: Mapping[str, JobInfo] | None = None,
     not_handed_on: frozenset[str] | None = None,
+    shortcuts: Shortcuts = ALL,
 ) -> np.ndarray | None:
     """The (queues × 3 × dims) sums of the parts of ``jobs`` by queue, in the order of
-    ``queues``, from those kept at the last call; None: add them up the long way.
-    ``lineage``, ``handed_on``, ``not_handed_on``: of the snapshot of ``jobs``
-    (``QueueSums.update``)."""
-    if not KEEP_QUEUE_SUMS:
-        _last.clear()
+    ``queues``, from those ``kept`` at the last call (the scheduler's: ``Session.kept``);
+    None: add them up the long way (always, ``Shortcuts.queue_sums`` off). ``lineage``,
+    ``handed_on``, ``not_handed_on``: of the snapshot of ``jobs`` (``QueueSums.update``)."""
+    if not shortcuts.queue_sums:
+        kept.drop(QueueSums)
         return None
     key = (np.asarray(mask, dtype=float).tobytes(), tuple(queues))
-    if not _last or _last[0].key != key:
-        _last[:] = [QueueSums(key)]
-    return _last[0].update(jobs, lineage, handed_on, not_handed_on)
+    sums = kept.get(QueueSums)
+    if sums is None or sums.key != key:
+        sums = QueueSums(key)
+        kept.put(sums)
+    return sums.update(
+        jobs, lineage, handed_on, not_handed_on, shortcuts.queue_sums_by_jobs_handed_on
+    )
