@@ -38,12 +38,14 @@ from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
+from kbatch.cluster import upstream_groups
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.podgroup.status import INITIAL_STATUS
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.operators.scheduler.runtime import outage
+from kbatch.operators.scheduler.runtime.upstream import UpstreamGroups
 from kbatch.operators.scheduler.runtime.writer import LatestStatuses, OrderedWriter
 
 log = logging.getLogger("kbatch.kube")
@@ -102,9 +104,11 @@ class KubeCluster:
         evict_workers: int = 4,
         may_write: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,  # when failures are told
+        upstream: UpstreamGroups | None = None,  # upstream's PodGroups, where watched
     ) -> None:
         self.api = api
         self.state = state
+        self.upstream = upstream
         self.may_write = may_write
         self.instance = socket.gethostname()
         self._binds = ThreadPoolExecutor(bind_workers, thread_name_prefix="kbatch-bind")
@@ -338,9 +342,32 @@ class KubeCluster:
 
     # ----------------------------------------------------------------- status
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
+        if self.upstream is not None and upstream_groups.is_upstream(
+            self.state.get("PodGroup", namespace, name)
+        ):
+            self._update_upstream_group(namespace, name, status)
+            return
         path = _status_path(namespace, name)
         written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._write_status(path, written, group=f"{namespace}/{name}")
+
+    def _update_upstream_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
+        """kbatch's status of an upstream PodGroup is kept beside it (upstream has no field
+        for it); its condition is merged into the upstream object's status by type, in
+        order on the writer, after the binds in flight (which it tells of)."""
+        assert self.upstream is not None
+        condition = self.upstream.keep_status(namespace, name, status)
+        if condition is None or not self.may_write():
+            return
+        path = upstream_groups.status_path(namespace, name)
+        patch = {"status": {"conditions": [condition]}}
+        deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
+        self._writes.submit(self._write_after_binds, "PodGroup condition", path, patch, deadline)
+
+    def _write_after_binds(self, what: str, path: str, patch: Any, deadline: float) -> None:
+        self._wait_for_binds(deadline)
+        if self.may_write():
+            self._write(what, path, patch, kubeapi.STRATEGIC_MERGE_PATCH)
 
     def update_queue(self, name: str, status: QueueStatus) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
@@ -457,6 +484,8 @@ class KubeCluster:
         api_version = existing.get("apiVersion") or (
             "v1" if ref.kind == "Pod" else f"{GROUP}/{VERSION}"
         )
+        if upstream_groups.is_upstream(existing):  # told on upstream's own object
+            api_version = upstream_groups.API_VERSION
         stamp = now_rfc3339()
         body = {
             "apiVersion": "v1",
