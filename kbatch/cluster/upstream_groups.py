@@ -1,6 +1,6 @@
-"""Upstream's gang API (KEP-4671) in kbatch's terms: a ``scheduling.k8s.io/v1alpha3``
-PodGroup becomes the kbatch PodGroup object it is scheduled as, and kbatch's status of
-it becomes the conditions upstream defines for it.
+"""Upstream's gang API (KEP-4671) in kbatch's terms: a ``scheduling.k8s.io`` PodGroup
+(``v1beta1`` or ``v1alpha3``) becomes the kbatch PodGroup object it is scheduled as,
+and kbatch's status of it becomes the conditions upstream defines for it.
 
 Kubernetes' own PodGroup names a scheduling policy (``gang`` with ``minCount``, or
 ``basic``: each pod on its own), a priority class and, optionally, the Workload it was
@@ -31,6 +31,9 @@ from kbatch.cluster.errors import ObjectError
 
 API_GROUP = "scheduling.k8s.io"
 API_VERSION = f"{API_GROUP}/v1alpha3"
+# The versions read, the one preferred first: the same objects (a server serving both
+# keeps one store), of the same shape in Kubernetes 1.37 (beta there, alpha before).
+API_VERSIONS = (f"{API_GROUP}/v1beta1", API_VERSION)
 RESOURCE = "podgroups"
 COLLECTION = f"/apis/{API_VERSION}/{RESOURCE}"
 # The queue of an upstream PodGroup (absent: the default queue).
@@ -45,17 +48,24 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 _PLACED = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED, PodGroupPhase.UNKNOWN)
 
 
-def status_path(namespace: str, name: str) -> str:
-    """An upstream PodGroup's status subresource."""
-    return f"/apis/{API_VERSION}/namespaces/{namespace}/{RESOURCE}/{name}/status"
+def status_path(namespace: str, name: str, api_version: str = API_VERSION) -> str:
+    """An upstream PodGroup's status subresource (at ``api_version``)."""
+    return f"/apis/{api_version}/namespaces/{namespace}/{RESOURCE}/{name}/status"
+
+
+def origin_of(obj: Mapping[str, Any] | None) -> str | None:
+    """The upstream API version ``obj`` (a PodGroup as the state holds it) was made
+    from, or None when it is kbatch's own."""
+    if not obj:
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    origin = annotations.get(ORIGIN_ANNOTATION)
+    return origin if origin in API_VERSIONS else None
 
 
 def is_upstream(obj: Mapping[str, Any] | None) -> bool:
     """Is ``obj`` (a PodGroup as the state holds it) made from an upstream PodGroup?"""
-    if not obj:
-        return False
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return annotations.get(ORIGIN_ANNOTATION) == API_VERSION
+    return origin_of(obj) is not None
 
 
 def kbatch_object(
@@ -81,7 +91,8 @@ def _kbatch_object(obj: Mapping[str, Any], status: Mapping[str, Any] | None) -> 
         raise fields.FieldError("spec.parentCompositePodGroupName", why)
     labels = fields.string_map(obj, "metadata.labels")
     annotations = dict(fields.string_map(obj, "metadata.annotations"))
-    annotations[ORIGIN_ANNOTATION] = API_VERSION
+    given = obj.get("apiVersion")
+    annotations[ORIGIN_ANNOTATION] = given if given in API_VERSIONS else API_VERSION
     topology = _topology_key(obj)
     if topology:
         annotations[TOPOLOGY_REQUIRED_ANNOTATION] = topology

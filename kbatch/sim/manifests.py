@@ -3,7 +3,7 @@
 Kinds the simulator models (by API group, so that Volcano's ``batch.volcano.sh``
 Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
 ResourceQuota, batch Job, PriorityClass, PodGroup, Queue, upstream's own PodGroup
-(``scheduling.k8s.io/v1alpha3``, read as the kbatch PodGroup it is scheduled as:
+(``scheduling.k8s.io/v1beta1`` or ``v1alpha3``, read as the kbatch PodGroup it is scheduled as:
 ``kbatch.cluster.upstream_groups``), and a ConfigMap
 annotated ``kbatch.io/sim-scheduler-conf: "true"`` whose single data value is
 the scheduler configuration. Other kinds are collected in ``skipped`` (the
@@ -189,7 +189,7 @@ def _add(result: Manifests, document: object, where: str) -> None:
         return
     upstream = group == upstream_groups.API_GROUP and kind == "PodGroup"
     if kind not in MODELLED.get(group, frozenset()) or (
-        upstream and obj["apiVersion"] != upstream_groups.API_VERSION
+        upstream and obj["apiVersion"] not in upstream_groups.API_VERSIONS
     ):
         label = f"{kind} ({obj['apiVersion']})"
         result.skipped[label] = result.skipped.get(label, 0) + 1

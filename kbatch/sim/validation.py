@@ -102,7 +102,7 @@ def _priority_class(obj: Object) -> None:
 def _pod_group(obj: Object) -> object:
     """kbatch's PodGroup, or upstream's that could not be read as one (``manifests``):
     refused naming its field."""
-    if obj.get("apiVersion") == upstream_groups.API_VERSION:
+    if obj.get("apiVersion") in upstream_groups.API_VERSIONS:
         return upstream_groups.kbatch_object(obj)
     return records.parse_pod_group(obj)
 

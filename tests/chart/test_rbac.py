@@ -281,7 +281,8 @@ def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
 
 
 def upstream_groups_served(api: Any) -> bool:
-    """Does the server serve upstream's PodGroups (discovery)?"""
+    """Does the server serve upstream's PodGroups at v1alpha3, which the test makes
+    (discovery)? (kbatch watches v1beta1 first where that is served too.)"""
     try:
         resources = request(api, "GET", UPSTREAM).get("resources") or []
     except ApiError:

@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from kbatch import kubeapi
+from kbatch.api.podgroup import ConditionType, PodGroupPhase, PodGroupStatus
 from kbatch.cluster import upstream_groups
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.podgroup.status import condition as condition_of
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.runtime import informer as informers
 from kbatch.operators.scheduler.runtime.cluster import KubeCluster
@@ -59,8 +61,12 @@ class Api:
     """Answers discovery (``served``), lists (``lists``, in turn; then blocks like an idle
     watch) and records every other request."""
 
-    def __init__(self, served: bool = True, lists: list[Any] | None = None) -> None:
+    def __init__(
+        self, served: bool = True, lists: list[Any] | None = None, version: str = "v1alpha3"
+    ) -> None:
         self.served = served
+        self.version = version  # the one served
+        self.paths: list[str] = []  # of the lists and watches
         self.lists = list(lists or [])
         self.sent: list[tuple[str, str, Any, str]] = []
         self.lock = threading.Lock()
@@ -69,15 +75,16 @@ class Api:
     def request(
         self, _api: Any, method: str, path: str, body: Any = None, content_type: str = ""
     ) -> Any:
-        if method == "GET" and path == "/apis/scheduling.k8s.io/v1alpha3":
-            if not self.served:
+        if method == "GET" and path.startswith("/apis/scheduling.k8s.io/v1"):
+            if not self.served or not path.endswith(self.version):
                 raise kubeapi.ApiError(404, "the server could not find the requested resource")
             return DISCOVERY
         with self.lock:
             self.sent.append((method, path, body, content_type))
         return {}
 
-    def raw_get(self, _api: Any, _path: str, query: dict[str, str], _timeout: Any) -> Any:
+    def raw_get(self, _api: Any, path: str, query: dict[str, str], _timeout: Any) -> Any:
+        self.paths.append(path)
         if not self.lists:
             self.listed.set()
             threading.Event().wait(5)
@@ -232,7 +239,32 @@ def test_a_group_of_another_schedulers_pods_is_not_written(monkeypatch: pytest.M
     assert [p for p, _, _ in api.patches() if "podgroups" in p or "/pods/" in p] == []
 
 
+def test_the_beta_version_is_preferred_where_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    beta = {**group("g", 1), "apiVersion": None}  # (a list's items come without it)
+    api = fake(monkeypatch, Api(lists=[listed(beta)], version="v1beta1"))
+    state = ClusterState()
+    informer = run_informer(state, api, api.listed)
+    informer.stop()
+    assert api.paths[0] == "/apis/scheduling.k8s.io/v1beta1/podgroups"
+    held = state.get("PodGroup", "default", "g")
+    assert upstream_groups.origin_of(held) == "scheduling.k8s.io/v1beta1"
+    state.apply(pod("p0", "g"))
+    cluster = KubeCluster(None, state, upstream=UpstreamGroups(state))  # type: ignore[arg-type]
+    cluster.upstream.apply({**group("g", 1), "apiVersion": "scheduling.k8s.io/v1beta1"})  # type: ignore[union-attr]
+    waiting = PodGroupStatus(
+        phase=PodGroupPhase.INQUEUE,
+        conditions=(condition_of(ConditionType.UNSCHEDULABLE, True, "x", "no room"),),
+    )
+    cluster.update_pod_group("default", "g", waiting)
+    cluster.shutdown()
+    written = [p for p, _, _ in api.patches()]
+    assert written == ["/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/g/status"]
+
+
 def test_a_watches_set_has_an_informer_of_them() -> None:
-    assert UPSTREAM_POD_GROUPS.group_version == "scheduling.k8s.io/v1alpha3"
+    assert UPSTREAM_POD_GROUPS.group_versions == (
+        "scheduling.k8s.io/v1beta1",
+        "scheduling.k8s.io/v1alpha3",
+    )
     assert UPSTREAM_POD_GROUPS.plural == "podgroups"
     assert UPSTREAM_POD_GROUPS not in informers.RESOURCES

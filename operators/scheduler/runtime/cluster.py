@@ -342,16 +342,17 @@ class KubeCluster:
 
     # ----------------------------------------------------------------- status
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
-        if self.upstream is not None and upstream_groups.is_upstream(
-            self.state.get("PodGroup", namespace, name)
-        ):
-            self._update_upstream_group(namespace, name, status)
+        origin = upstream_groups.origin_of(self.state.get("PodGroup", namespace, name))
+        if self.upstream is not None and origin is not None:
+            self._update_upstream_group(namespace, name, status, origin)
             return
         path = _status_path(namespace, name)
         written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._write_status(path, written, group=f"{namespace}/{name}")
 
-    def _update_upstream_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
+    def _update_upstream_group(
+        self, namespace: str, name: str, status: PodGroupStatus, api_version: str
+    ) -> None:
         """kbatch's status of an upstream PodGroup is kept beside it (upstream has no field
         for it); its condition is merged into the upstream object's status by type, in
         order on the writer, after the binds in flight (which it tells of)."""
@@ -359,7 +360,7 @@ class KubeCluster:
         condition = self.upstream.keep_status(namespace, name, status)
         if condition is None or not self.may_write():
             return
-        path = upstream_groups.status_path(namespace, name)
+        path = upstream_groups.status_path(namespace, name, api_version)
         patch = {"status": {"conditions": [condition]}}
         deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
         self._writes.submit(self._write_after_binds, "PodGroup condition", path, patch, deadline)
@@ -484,8 +485,8 @@ class KubeCluster:
         api_version = existing.get("apiVersion") or (
             "v1" if ref.kind == "Pod" else f"{GROUP}/{VERSION}"
         )
-        if upstream_groups.is_upstream(existing):  # told on upstream's own object
-            api_version = upstream_groups.API_VERSION
+        # told on upstream's own object, where it is made from one
+        api_version = upstream_groups.origin_of(existing) or api_version
         stamp = now_rfc3339()
         body = {
             "apiVersion": "v1",

@@ -45,10 +45,11 @@ NOT_SERVED_RECHECK = 60.0
 class Resource:
     kind: str
     path: str  # the collection across all namespaces
-    # Set when the server may not serve it (an alpha API): the group/version whose
-    # discovery document must list the collection. While it does not, or kbatch may not
-    # list it, the kind is empty and its informer counts as synced (``Informer``).
-    group_version: str = ""
+    # Set when the server may not serve it (an alpha or beta API): the group/versions
+    # whose discovery documents may list the collection, the preferred first; the first
+    # that does is watched. While none does, or kbatch may not list it, the kind is
+    # empty and its informer counts as synced (``Informer``).
+    group_versions: tuple[str, ...] = ()
 
     @property
     def plural(self) -> str:
@@ -65,7 +66,7 @@ RESOURCES = (
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(
-    "UpstreamPodGroup", upstream_groups.COLLECTION, upstream_groups.API_VERSION
+    "UpstreamPodGroup", upstream_groups.COLLECTION, upstream_groups.API_VERSIONS
 )
 
 
@@ -108,6 +109,9 @@ class Informer:
         self._failures = failures or outage.FailureReport(log)
         self._response: Any = None  # the open watch, closed to interrupt it
         self._not_served = ""  # why the resource is not listed, as last logged
+        # The collection listed and watched, and the apiVersion its list's items are
+        # given ("": as they come): of the version served, for ``group_versions``.
+        self._path, self._api_version = resource.path, ""
         self._thread = threading.Thread(
             target=self._run, name=f"informer-{resource.kind}", daemon=True
         )
@@ -159,7 +163,7 @@ class Informer:
                 backoff = min(backoff * 2, MOST_BACKOFF)
 
     def _list(self) -> str:
-        if self.resource.group_version:
+        if self.resource.group_versions:
             return self._list_if_served()
         return self._list_served()
 
@@ -170,9 +174,17 @@ class Informer:
         resource = self.resource
         while not self._stop.is_set():
             why = ""
-            if not upstream.serves(self.api, resource.group_version, resource.plural):
-                why = f"the server does not serve {resource.group_version} {resource.plural}"
+            served = next(
+                (v for v in resource.group_versions
+                 if upstream.serves(self.api, v, resource.plural)),
+                None,
+            )  # fmt: skip
+            if served is None:
+                versions = " or ".join(resource.group_versions)
+                why = f"the server does not serve {versions} {resource.plural}"
             else:
+                self._path = f"/apis/{served}/{resource.plural}"
+                self._api_version = served
                 try:
                     return self._list_served()
                 except kubeapi.ApiError as exc:
@@ -196,6 +208,8 @@ class Informer:
         items = body.get("items") or []
         for item in items:
             item["kind"] = self.resource.kind
+            if self._api_version:
+                item["apiVersion"] = self._api_version
         for error in self.state.replace(self.resource.kind, items, owned=True):
             log.warning("ignoring %s", error)
         self._relist.clear()
@@ -258,7 +272,7 @@ class Informer:
 
     def _call(self, query: dict[str, str], timeout: kubeapi.Timeout) -> Any:
         """GET the resource's collection; the raw urllib3 response (not read yet)."""
-        return kubeapi.raw_get(self.api, self.resource.path, query, timeout)
+        return kubeapi.raw_get(self.api, self._path, query, timeout)
 
 
 class Watches:

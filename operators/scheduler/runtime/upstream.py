@@ -1,4 +1,5 @@
-"""Upstream's PodGroups (KEP-4671, ``scheduling.k8s.io/v1alpha3``) in the live runtime.
+"""Upstream's PodGroups (KEP-4671, ``scheduling.k8s.io`` v1beta1 or v1alpha3) in the live
+runtime.
 
 ``UpstreamGroups`` is what their informer applies to: each upstream PodGroup goes into
 the ClusterState as the kbatch PodGroup ``upstream_groups.kbatch_object`` makes of it,

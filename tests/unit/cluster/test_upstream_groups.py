@@ -195,3 +195,15 @@ def test_a_kbatch_relist_keeps_the_upstream_groups() -> None:
     assert sorted(state.pod_groups()) == ["ns/mine", "ns/up"]
     state.replace("PodGroup", [])
     assert sorted(state.pod_groups()) == ["ns/up"]
+
+
+def test_the_version_it_came_from_is_kept() -> None:
+    beta = {**upstream(), "apiVersion": "scheduling.k8s.io/v1beta1"}
+    made = upstream_groups.kbatch_object(beta)
+    assert upstream_groups.origin_of(made) == "scheduling.k8s.io/v1beta1"
+    assert upstream_groups.origin_of(upstream_groups.kbatch_object(upstream())) == (
+        "scheduling.k8s.io/v1alpha3"
+    )
+    assert upstream_groups.origin_of({"metadata": {"name": "mine"}}) is None
+    path = upstream_groups.status_path("ns", "g", "scheduling.k8s.io/v1beta1")
+    assert path == "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/g/status"
