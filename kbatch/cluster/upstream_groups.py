@@ -45,6 +45,7 @@ INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_PREEMPTION = "PreemptionByScheduler"
 _PLACED = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED, PodGroupPhase.UNKNOWN)
 
 
@@ -178,6 +179,34 @@ def initially_scheduled(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if isinstance(condition, Mapping) and condition.get("type") == INITIALLY_SCHEDULED:
             return condition
     return None
+
+
+def disruption_to_write(
+    upstream: Mapping[str, Any], message: str, now: str
+) -> dict[str, Any] | None:
+    """The ``DisruptionTarget`` condition (reason ``PreemptionByScheduler``) that tells
+    the upstream object ``upstream`` kbatch evicts its pods, as kube-scheduler tells a
+    group it preempts; None when the object says so already."""
+    status = upstream.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for current in conditions if isinstance(conditions, list) else ():
+        if (
+            isinstance(current, Mapping)
+            and current.get("type") == DISRUPTION_TARGET
+            and current.get("status") == "True"
+        ):
+            return None
+    condition: dict[str, Any] = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": REASON_PREEMPTION,
+        "message": message[:32768],
+        "lastTransitionTime": now,
+    }
+    generation = (upstream.get("metadata") or {}).get("generation")
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+    return condition
 
 
 def condition_to_write(

@@ -268,3 +268,23 @@ def test_a_watches_set_has_an_informer_of_them() -> None:
     )
     assert UPSTREAM_POD_GROUPS.plural == "podgroups"
     assert UPSTREAM_POD_GROUPS not in informers.RESOURCES
+
+
+def test_a_group_whose_pods_kbatch_evicts_is_told_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = fake(monkeypatch, Api())
+    running = [{**pod(f"p{i}", "g"), "status": {"phase": "Running"}} for i in range(2)]
+    for member in running:
+        member["spec"]["nodeName"] = "n1"
+    state, upstream = world(node("n1", "2"), group("g", 2), *running)
+    cluster = KubeCluster(None, state, upstream=upstream)  # type: ignore[arg-type]
+    tasks = [t for job in state.snapshot().jobs.values() for t in job.tasks.values()]
+    for victim in sorted(tasks, key=lambda t: t.name):
+        cluster.evict(victim, "reclaimed for queue q2")
+    cluster.shutdown()
+    written = [b for p, b, _ in api.patches() if p == STATUS.format("g")]
+    assert len(written) == 1, "once, not per pod"
+    told = written[0]["status"]["conditions"][0]
+    assert (told["type"], told["status"], told["reason"]) == (
+        "DisruptionTarget", "True", "PreemptionByScheduler",
+    )  # fmt: skip
+    assert told["message"] == "kbatch evicts pod default/p0: reclaimed for queue q2"

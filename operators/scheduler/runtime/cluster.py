@@ -303,6 +303,8 @@ class KubeCluster:
         with self._recent_lock:
             for key in keys:
                 self._evicted.setdefault(key, deque()).append(outcome)
+        if len(keys) > 1:
+            self._tell_upstream_disruption(keys[1][1], keys[1][2], task, reason)
 
     def _evict(self, namespace: str, name: str, uid: str) -> bool:
         """DELETE the pod; did that evict it?"""
@@ -349,6 +351,25 @@ class KubeCluster:
         path = _status_path(namespace, name)
         written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._write_status(path, written, group=f"{namespace}/{name}")
+
+    def _tell_upstream_disruption(
+        self, namespace: str, group: str, task: TaskInfo, reason: str
+    ) -> None:
+        """An upstream group one of whose pods is evicted is told so: DisruptionTarget,
+        reason PreemptionByScheduler, once, in order on the writer."""
+        origin = upstream_groups.origin_of(self.state.get("PodGroup", namespace, group))
+        if self.upstream is None or origin is None or not self.may_write():
+            return
+        message = f"kbatch evicts pod {task.namespace}/{task.name}" + (
+            f": {reason}" if reason else ""
+        )
+        condition = self.upstream.disruption(namespace, group, message)
+        if condition is not None:
+            path = upstream_groups.status_path(namespace, group, origin)
+            patch = {"status": {"conditions": [condition]}}
+            self._writes.submit(
+                self._write, "PodGroup condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH
+            )
 
     def _update_upstream_group(
         self, namespace: str, name: str, status: PodGroupStatus, api_version: str

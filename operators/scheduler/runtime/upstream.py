@@ -58,6 +58,8 @@ class UpstreamGroups:
         # it with the uid it is of (a group made again under the name starts anew)
         self._seen: dict[tuple[str, str], Mapping[str, Any]] = {}
         self._status: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        # (namespace, name, uid) of the groups told DisruptionTarget: once each
+        self._disrupted: set[tuple[str, str, str]] = set()
 
     def apply(self, obj: Mapping[str, Any], owned: bool = False) -> None:
         """Put the upstream PodGroup ``obj`` in the state as kbatch's; ObjectError (and
@@ -84,6 +86,7 @@ class UpstreamGroups:
         with self._lock:
             self._seen.pop(key, None)
             self._status.pop(key, None)
+            self._disrupted = {told for told in self._disrupted if told[:2] != key}
             if upstream_groups.is_upstream(self.state.get("PodGroup", *key)):
                 self.state.delete("PodGroup", *key)
 
@@ -106,6 +109,21 @@ class UpstreamGroups:
             self.delete(kind, namespace, name)
         return errors
 
+    def disruption(self, namespace: str, name: str, message: str) -> dict[str, Any] | None:
+        """The ``DisruptionTarget`` condition to write to the upstream group one of whose
+        pods kbatch evicts (``message`` says which and why), or None: told already, or
+        not an upstream group kbatch holds."""
+        key = (namespace or "default", name)
+        with self._lock:
+            upstream = self._seen.get(key)
+            if upstream is None:
+                return None
+            told = (*key, str((upstream.get("metadata") or {}).get("uid") or ""))
+            if told in self._disrupted:
+                return None
+            self._disrupted.add(told)
+        return upstream_groups.disruption_to_write(upstream, message, _now())
+
     def keep_status(
         self, namespace: str, name: str, status: PodGroupStatus
     ) -> dict[str, Any] | None:
@@ -125,5 +143,8 @@ class UpstreamGroups:
             self.state.apply(made, owned=True, status=status)
         if not self.state.has_pod_of_ours(f"{key[0]}/{key[1]}"):
             return None
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return upstream_groups.condition_to_write(status, upstream, now)
+        return upstream_groups.condition_to_write(status, upstream, _now())
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

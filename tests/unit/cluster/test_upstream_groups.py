@@ -207,3 +207,17 @@ def test_the_version_it_came_from_is_kept() -> None:
     assert upstream_groups.origin_of({"metadata": {"name": "mine"}}) is None
     path = upstream_groups.status_path("ns", "g", "scheduling.k8s.io/v1beta1")
     assert path == "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/g/status"
+
+
+def test_a_disruption_is_told_until_the_object_says_it() -> None:
+    told = upstream_groups.disruption_to_write(upstream(), "kbatch evicts pod ns/p0", NOW)
+    assert told == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "kbatch evicts pod ns/p0",
+        "lastTransitionTime": NOW,
+        "observedGeneration": 2,
+    }
+    said = upstream(conditions=[told])
+    assert upstream_groups.disruption_to_write(said, "again", NOW) is None
