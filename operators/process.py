@@ -88,7 +88,9 @@ class Runtime:
         self.state: ClusterState = watches.state
         self.elector: LeaseElector | None = None
         # binds and evictions check the lead as they are sent: none after it is lost
-        self.cluster = KubeBackend(self.api, self.state, may_write=self.leads)
+        self.cluster = KubeBackend(
+            self.api, self.state, may_write=self.leads, upstream=watches.upstream
+        )
         self.metrics = SchedulerMetrics()
         self.informers = watches.informers
         watches.on_synced = self._caches_synced

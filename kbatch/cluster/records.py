@@ -295,6 +295,7 @@ def parse_pod(
         start_time = fields.value(obj, "status.startTime")
         started = timestamp(start_time, "status.startTime") if start_time else None
         deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
+        group = pod.annotations.get(GROUP_NAME_ANNOTATION) or scheduling_group(obj)
         if previous is not None and (
             (shortcuts.pod_spec_of_equal_inputs and _same_inputs(previous, previous_raw, obj, uid))
             or _same_spec(previous, uid, namespace, pod.labels, spec)
@@ -308,7 +309,7 @@ def parse_pod(
         name=name,
         created=created,
         scheduler_name=pod.scheduler_name or "default-scheduler",
-        group=pod.annotations.get(GROUP_NAME_ANNOTATION) or None,
+        group=group,
         node_name=pod.node_name or None,
         phase=pod.phase or "Pending",
         deleting=deleting,
@@ -375,6 +376,13 @@ def _pod_of_status_write(
         role=previous.role,
         scheduled_condition=condition,
     )
+
+
+def scheduling_group(obj: Mapping[str, Any]) -> str | None:
+    """The upstream PodGroup a pod names in ``spec.schedulingGroup.podGroupName``
+    (Kubernetes' own gang API, ``kbatch.cluster.upstream_groups``), or None. kbatch's
+    annotation, when a pod gives both, is the one read."""
+    return fields.string(obj, "spec.schedulingGroup.podGroupName") or None
 
 
 def _scheduled_condition(obj: Mapping[str, Any]) -> tuple[str, str, str] | None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.cluster import fields, records, settled, snapshot, snapshot_inputs
+from kbatch.cluster import fields, records, settled, snapshot, snapshot_inputs, upstream_groups
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.pod_units import PodUnits, ShownPods
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
@@ -361,6 +361,8 @@ class ClusterState:
                 seen.add(key)
         with self._lock:
             for key in set(self._raw[kind]) - seen:
+                if kind == "PodGroup" and upstream_groups.is_upstream(self._raw[kind][key]):
+                    continue  # made from upstream's PodGroups, which their own watch keeps
                 self._drop(kind, key)
             for key in set(self._refused[kind]) - listed:
                 del self._refused[kind][key]  # gone from the cluster
@@ -453,6 +455,16 @@ class ClusterState:
         with self._lock:
             keys = self._groups_by_namespace.get(namespace, ())
             return [self._parsed["PodGroup"][key] for key in sorted(keys)]
+
+    def has_pod_of_ours(self, group: str) -> bool:
+        """Has the PodGroup ``group`` (namespace/name) a pod with one of our scheduler
+        names? (A group another scheduler's pods name is theirs to write about.)"""
+        with self._lock:
+            pods = self._parsed["Pod"]
+            return any(
+                pods[key].scheduler_name in self.scheduler_names
+                for key in self._pod_units.keys_of((group,))
+            )
 
     def queues(self) -> dict[str, Queue]:
         with self._lock:

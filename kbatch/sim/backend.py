@@ -419,8 +419,15 @@ def _key(pod: Object) -> PodKey:
 
 
 def group_of(pod: Object) -> str | None:
+    """The pod's group: kbatch's annotation, else upstream's ``spec.schedulingGroup``
+    (as ``records.parse_pod`` reads them)."""
     annotations = pod["metadata"].get("annotations") or {}
-    return annotations.get(GROUP_NAME_ANNOTATION) or None
+    group = annotations.get(GROUP_NAME_ANNOTATION)
+    if group:
+        return str(group)
+    scheduling = (pod.get("spec") or {}).get("schedulingGroup")
+    name = scheduling.get("podGroupName") if isinstance(scheduling, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def _with_condition(

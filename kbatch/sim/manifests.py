@@ -2,7 +2,9 @@
 
 Kinds the simulator models (by API group, so that Volcano's ``batch.volcano.sh``
 Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
-ResourceQuota, batch Job, PriorityClass, PodGroup, Queue, and a ConfigMap
+ResourceQuota, batch Job, PriorityClass, PodGroup, Queue, upstream's own PodGroup
+(``scheduling.k8s.io/v1beta1`` or ``v1alpha3``, read as the kbatch PodGroup it is scheduled as:
+``kbatch.cluster.upstream_groups``), and a ConfigMap
 annotated ``kbatch.io/sim-scheduler-conf: "true"`` whose single data value is
 the scheduler configuration. Other kinds are collected in ``skipped`` (the
 caller names each once) and left out. A ``kind: List`` is read item by item.
@@ -26,8 +28,9 @@ from typing import Any
 
 import yaml
 
-from kbatch.cluster import fields
+from kbatch.cluster import fields, upstream_groups
 from kbatch.cluster.errors import ManifestError as ManifestError  # manifests.ManifestError
+from kbatch.cluster.errors import ObjectError
 from kbatch.sim import clock
 
 SUBMIT_AT = "kbatch.io/sim-submit-at"
@@ -38,7 +41,7 @@ SCHEDULER_CONF = "kbatch.io/sim-scheduler-conf"
 MODELLED: dict[str, frozenset[str]] = {
     "": frozenset({"Namespace", "Node", "Pod", "ResourceQuota"}),
     "batch": frozenset({"Job"}),
-    "scheduling.k8s.io": frozenset({"PriorityClass"}),
+    "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup"}),
     "scheduling.incubator.k8s.io": frozenset({"PodGroup", "Queue"}),
 }
 CLUSTER_SCOPED = frozenset({"Namespace", "Node", "Queue", "PriorityClass"})
@@ -184,13 +187,31 @@ def _add(result: Manifests, document: object, where: str) -> None:
     if kind == "ConfigMap" and group == "" and _is_conf(obj):
         result._set_conf(*_conf_of(obj, where))
         return
-    if kind not in MODELLED.get(group, frozenset()):
+    upstream = group == upstream_groups.API_GROUP and kind == "PodGroup"
+    if kind not in MODELLED.get(group, frozenset()) or (
+        upstream and obj["apiVersion"] not in upstream_groups.API_VERSIONS
+    ):
         label = f"{kind} ({obj['apiVersion']})"
         result.skipped[label] = result.skipped.get(label, 0) + 1
         return
     normalised = _normalised(obj)
+    if upstream:
+        normalised = _upstream_group(normalised)
     submit_at = _submit_at(normalised)
     result.objects.append(Manifest(normalised, where, submit_at, len(result.objects)))
+
+
+def _upstream_group(obj: Object) -> Object:
+    """Upstream's PodGroup ``obj`` as the kbatch PodGroup it is scheduled as (its own
+    annotations, the simulator's among them, kept); one that cannot be is kept as it is,
+    to be refused when due naming its field (``kbatch.sim.validation``)."""
+    try:
+        made = upstream_groups.kbatch_object(obj)
+    except ObjectError:
+        return obj
+    if "status" not in obj:
+        del made["status"]
+    return made
 
 
 def _checked_object(document: object, where: str) -> Object:

@@ -14,7 +14,7 @@ admission (``SimBackend.refusal``); the webhooks' checks are ``kbatch.sim.admiss
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kbatch.cluster import fields, records
+from kbatch.cluster import fields, records, upstream_groups
 from kbatch.cluster.errors import ObjectError
 from kbatch.sim import clock, jobs, manifests
 
@@ -99,11 +99,19 @@ def _priority_class(obj: Object) -> None:
         )
 
 
+def _pod_group(obj: Object) -> object:
+    """kbatch's PodGroup, or upstream's that could not be read as one (``manifests``):
+    refused naming its field."""
+    if obj.get("apiVersion") in upstream_groups.API_VERSIONS:
+        return upstream_groups.kbatch_object(obj)
+    return records.parse_pod_group(obj)
+
+
 _CHECKS: dict[str, Callable[[Object], object]] = {
     "Namespace": _nothing,
     "Node": records.parse_node,
     "Pod": _pod,
-    "PodGroup": records.parse_pod_group,
+    "PodGroup": _pod_group,
     "Queue": records.parse_queue,
     "ResourceQuota": records.parse_quota,
     "PriorityClass": _priority_class,

@@ -39,6 +39,8 @@ CLUSTER_RULES = {
     ("", "resourcequotas"): {"list", "watch"},
     ("", "events"): {"create"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
+    ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
+    ("scheduling.k8s.io", "podgroups/status"): {"patch"},
     ("scheduling.incubator.k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.incubator.k8s.io", "podgroups/status"): {"patch"},
     ("scheduling.incubator.k8s.io", "queues"): {"list", "watch", "create"},

@@ -143,6 +143,28 @@ def discover() -> Cluster | ControlPlane:
     return ControlPlane(find_binaries())
 
 
+# ---- upstream's gang API (KEP-4671) ------------------------------------------------
+GANG_API_GATE = "--feature-gates=GenericWorkload=true"
+GANG_API_ARGS = (GANG_API_GATE, "--runtime-config=scheduling.k8s.io/v1alpha3=true")
+
+
+def gang_api_args(kube_apiserver: Path) -> list[str]:
+    """The flags that switch on upstream's gang API (scheduling.k8s.io/v1alpha3 Workload
+    and PodGroup, a pod's spec.schedulingGroup), where ``kube_apiserver`` knows its
+    feature gate; none where it does not (1.20). Asked with ``--version``, which the
+    command answers only once every flag parsed (an unknown gate is refused)."""
+    try:
+        done = subprocess.run(
+            [str(kube_apiserver), GANG_API_GATE, "--version"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return list(GANG_API_ARGS) if done.returncode == 0 else []
+
+
 def free_ports(n: int) -> list[int]:
     """``n`` distinct ports free on 127.0.0.1 right now (held together while picked)."""
     with contextlib.ExitStack() as stack:
@@ -301,6 +323,7 @@ class ControlPlane:
                 # No kubelet: pods need no service-account token secret, and new
                 # Nodes get no not-ready taint that only node-lifecycle would lift.
                 "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                *gang_api_args(self.binaries.kube_apiserver),
                 *self.extra_apiserver_args,
             ],
         )

@@ -17,15 +17,16 @@ import gc
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kbatch import kubeapi
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
+from kbatch.cluster import upstream_groups
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler.runtime import outage
+from kbatch.operators.scheduler.runtime import outage, upstream
 
 log = logging.getLogger("kbatch.informer")
 
@@ -36,10 +37,23 @@ MOST_BACKOFF = 1.0  # ... to at most this: one try a second per kind during an o
 Gone = kubeapi.Gone
 
 
+# How often an informer asks again whether the server serves its resource, while not.
+NOT_SERVED_RECHECK = 60.0
+
+
 @dataclass(frozen=True)
 class Resource:
     kind: str
     path: str  # the collection across all namespaces
+    # Set when the server may not serve it (an alpha or beta API): the group/versions
+    # whose discovery documents may list the collection, the preferred first; the first
+    # that does is watched. While none does, or kbatch may not list it, the kind is
+    # empty and its informer counts as synced (``Informer``).
+    group_versions: tuple[str, ...] = ()
+
+    @property
+    def plural(self) -> str:
+        return self.path.rpartition("/")[2]
 
 
 RESOURCES = (
@@ -50,6 +64,23 @@ RESOURCES = (
     Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"),
     Resource("ResourceQuota", "/api/v1/resourcequotas"),
 )
+# Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
+UPSTREAM_POD_GROUPS = Resource(
+    "UpstreamPodGroup", upstream_groups.COLLECTION, upstream_groups.API_VERSIONS
+)
+
+
+class Store(Protocol):
+    """Where an informer puts what it lists and watches: a ClusterState, or a
+    translator in front of one (``upstream.UpstreamGroups``)."""
+
+    def apply(self, obj: Mapping[str, Any], owned: bool = False) -> None: ...
+
+    def delete(self, kind: str, namespace: str, name: str) -> None: ...
+
+    def replace(
+        self, kind: str, objects: Iterable[Mapping[str, Any]], owned: bool = False
+    ) -> list[ObjectError]: ...
 
 
 class Informer:
@@ -59,7 +90,7 @@ class Informer:
         self,
         api: kubeapi.ApiClient,
         resource: Resource,
-        state: ClusterState,
+        state: Store,
         on_change: Callable[[], None] = lambda: None,
         watch_seconds: int = 300,
         failures: outage.FailureReport | None = None,
@@ -77,6 +108,10 @@ class Informer:
         self._interrupted = False  # by relist(): the watch's error is not a failure
         self._failures = failures or outage.FailureReport(log)
         self._response: Any = None  # the open watch, closed to interrupt it
+        self._not_served = ""  # why the resource is not listed, as last logged
+        # The collection listed and watched, and the apiVersion its list's items are
+        # given ("": as they come): of the version served, for ``group_versions``.
+        self._path, self._api_version = resource.path, ""
         self._thread = threading.Thread(
             target=self._run, name=f"informer-{resource.kind}", daemon=True
         )
@@ -93,6 +128,7 @@ class Informer:
 
     def stop(self) -> None:
         self._stop.set()
+        self._relist.set()  # (wakes a wait for a resource not served)
         self._interrupt()
 
     def _interrupt(self) -> None:
@@ -127,10 +163,53 @@ class Informer:
                 backoff = min(backoff * 2, MOST_BACKOFF)
 
     def _list(self) -> str:
+        if self.resource.group_versions:
+            return self._list_if_served()
+        return self._list_served()
+
+    def _list_if_served(self) -> str:
+        """List the resource once the server serves it (and lets kbatch list it); until
+        then the kind is empty, the informer synced, and it asks again every
+        ``NOT_SERVED_RECHECK`` seconds or at once on ``relist``."""
+        resource = self.resource
+        while not self._stop.is_set():
+            why = ""
+            served = next(
+                (v for v in resource.group_versions
+                 if upstream.serves(self.api, v, resource.plural)),
+                None,
+            )  # fmt: skip
+            if served is None:
+                versions = " or ".join(resource.group_versions)
+                why = f"the server does not serve {versions} {resource.plural}"
+            else:
+                self._path = f"/apis/{served}/{resource.plural}"
+                self._api_version = served
+                try:
+                    return self._list_served()
+                except kubeapi.ApiError as exc:
+                    if exc.status != 403:
+                        raise
+                    why = f"kbatch may not list them ({exc})"
+            if why != self._not_served:
+                log.info("not watching %s: %s", resource.kind, why)
+                self._not_served = why
+            self.state.replace(resource.kind, [])
+            self._relist.clear()
+            self._interrupted = False
+            self.synced.set()
+            self.on_change()
+            self.on_synced()
+            self._relist.wait(NOT_SERVED_RECHECK)
+        raise RuntimeError("stopped")  # (the loop ends: stop() was called)
+
+    def _list_served(self) -> str:
         body = self._get({})
         items = body.get("items") or []
         for item in items:
             item["kind"] = self.resource.kind
+            if self._api_version:
+                item["apiVersion"] = self._api_version
         for error in self.state.replace(self.resource.kind, items, owned=True):
             log.warning("ignoring %s", error)
         self._relist.clear()
@@ -193,7 +272,7 @@ class Informer:
 
     def _call(self, query: dict[str, str], timeout: kubeapi.Timeout) -> Any:
         """GET the resource's collection; the raw urllib3 response (not read yet)."""
-        return kubeapi.raw_get(self.api, self.resource.path, query, timeout)
+        return kubeapi.raw_get(self.api, self._path, query, timeout)
 
 
 class Watches:
@@ -215,6 +294,11 @@ class Watches:
         self.informers = [
             Informer(api, r, self.state, on_synced=lambda: self.on_synced()) for r in RESOURCES
         ]
+        # Upstream's PodGroups, translated into kbatch's as they come (none where not served).
+        self.upstream = upstream.UpstreamGroups(self.state)
+        self.informers.append(
+            Informer(api, UPSTREAM_POD_GROUPS, self.upstream, on_synced=lambda: self.on_synced())
+        )
         self._started = False
 
     def start(self) -> None:

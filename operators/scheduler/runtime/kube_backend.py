@@ -40,6 +40,7 @@ from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
+from kbatch.cluster import upstream_groups
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
@@ -47,6 +48,7 @@ from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outco
 from kbatch.operators.scheduler.core.framework.podgroup_status import INITIAL_STATUS
 from kbatch.operators.scheduler.runtime import outage
 from kbatch.operators.scheduler.runtime.disruption import Disruptions
+from kbatch.operators.scheduler.runtime.upstream import UpstreamGroups
 from kbatch.operators.scheduler.runtime.writer import LatestStatuses, OrderedWriter
 
 log = logging.getLogger("kbatch.kube")
@@ -105,9 +107,11 @@ class KubeBackend:
         evict_workers: int = 4,
         may_write: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,  # when failures are told
+        upstream: UpstreamGroups | None = None,  # upstream's PodGroups, where watched
     ) -> None:
         self.api = api
         self.state = state
+        self.upstream = upstream
         self.may_write = may_write
         self.instance = socket.gethostname()
         self._binds = ThreadPoolExecutor(bind_workers, thread_name_prefix="kbatch-bind")
@@ -305,6 +309,8 @@ class KubeBackend:
         with self._recent_lock:
             for key in keys:
                 self._evicted.setdefault(key, deque()).append(outcome)
+        if len(keys) > 1:
+            self._tell_upstream_disruption(keys[1][1], keys[1][2], task, disruption or reason)
 
     def _evict(self, namespace: str, name: str, uid: str, disruption: str) -> bool:
         """Mark the pod with the DisruptionTarget condition saying ``disruption`` (where
@@ -346,9 +352,51 @@ class KubeBackend:
 
     # ----------------------------------------------------------------- status
     def update_pod_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
+        origin = upstream_groups.origin_of(self.state.get("PodGroup", namespace, name))
+        if self.upstream is not None and origin is not None:
+            self._update_upstream_group(namespace, name, status, origin)
+            return
         path = _status_path(namespace, name)
         written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._write_status(path, written, group=f"{namespace}/{name}")
+
+    def _tell_upstream_disruption(
+        self, namespace: str, group: str, task: TaskInfo, why: str
+    ) -> None:
+        """An upstream group one of whose pods is evicted is told so: DisruptionTarget,
+        reason PreemptionByScheduler, once, in order on the writer; ``why`` is the pod's
+        own DisruptionTarget message (who takes the room), else the eviction's reason."""
+        origin = upstream_groups.origin_of(self.state.get("PodGroup", namespace, group))
+        if self.upstream is None or origin is None or not self.may_write():
+            return
+        message = f"kbatch evicts pod {task.namespace}/{task.name}" + (f": {why}" if why else "")
+        condition = self.upstream.disruption(namespace, group, message)
+        if condition is not None:
+            path = upstream_groups.status_path(namespace, group, origin)
+            patch = {"status": {"conditions": [condition]}}
+            self._writes.submit(
+                self._write, "PodGroup condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH
+            )
+
+    def _update_upstream_group(
+        self, namespace: str, name: str, status: PodGroupStatus, api_version: str
+    ) -> None:
+        """kbatch's status of an upstream PodGroup is kept beside it (upstream has no field
+        for it); its condition is merged into the upstream object's status by type, in
+        order on the writer, after the binds in flight (which it tells of)."""
+        assert self.upstream is not None
+        condition = self.upstream.keep_status(namespace, name, status)
+        if condition is None or not self.may_write():
+            return
+        path = upstream_groups.status_path(namespace, name, api_version)
+        patch = {"status": {"conditions": [condition]}}
+        deadline = time.monotonic() + EVENT_WAIT_FOR_BINDS
+        self._writes.submit(self._write_after_binds, "PodGroup condition", path, patch, deadline)
+
+    def _write_after_binds(self, what: str, path: str, patch: Any, deadline: float) -> None:
+        self._wait_for_binds(deadline)
+        if self.may_write():
+            self._write(what, path, patch, kubeapi.STRATEGIC_MERGE_PATCH)
 
     def update_queue(self, name: str, status: QueueStatus) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
@@ -465,6 +513,8 @@ class KubeBackend:
         api_version = existing.get("apiVersion") or (
             "v1" if ref.kind == "Pod" else f"{GROUP}/{VERSION}"
         )
+        # told on upstream's own object, where it is made from one
+        api_version = upstream_groups.origin_of(existing) or api_version
         stamp = now_rfc3339()
         body = {
             "apiVersion": "v1",
