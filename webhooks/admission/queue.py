@@ -1,14 +1,18 @@
 """Queue validation (DESIGN §7): weight ≥ 1, and every field of the shape kbatch reads
-(``records.parse_queue``: a capability's quantities not negative, ...) — a Queue the
-scheduler would ignore is refused here, naming the field; the default queue, and a
-queue that still has PodGroups, cannot be deleted."""
+(``records.parse_queue``: a capability's quantities not negative, a guarantee within
+the capability, not itself as its parent, ...) — a Queue the scheduler would ignore is
+refused here, naming the field. In the queue tree (DESIGN §14) its ``spec.parent`` must
+exist and lead up to the root without a cycle, and no Queue may take the root's name.
+The default queue, and a queue that still has PodGroups, cannot be deleted."""
 
 from collections.abc import Mapping
 from typing import Any
 
 from kbatch.api import DEFAULT_QUEUE
+from kbatch.api.queue import ROOT_QUEUE, Queue
 from kbatch.cluster import fields, records
 from kbatch.cluster.fields import shown
+from kbatch.cluster.quantity import amounts
 from kbatch.webhooks.admission import result
 from kbatch.webhooks.admission.result import Admission
 from kbatch.webhooks.admission.view import ClusterView
@@ -24,8 +28,50 @@ def validate(obj: Mapping[str, Any], view: ClusterView) -> Admission:
         return result.deny(
             "spec.weight", f"must be an integer ≥ 1 (the queue's share), not {shown(weight)}"
         )
-    records.parse_queue(obj)
+    queue = records.parse_queue(obj)
+    if queue.metadata.name == ROOT_QUEUE:
+        return result.deny(
+            "metadata.name",
+            f"{ROOT_QUEUE!r} is the queue tree's root, kept by the scheduler: a top-level "
+            "queue leaves spec.parent out (or names root)",
+        )
+    quantities = {
+        "spec.guarantee.resource": queue.spec.guarantee.resource if queue.spec.guarantee else None,
+        "spec.deserved": queue.spec.deserved,
+        "spec.borrowingLimit": queue.spec.borrowing_limit,
+        "spec.lendingLimit": queue.spec.lending_limit,
+    }
+    for path, values in quantities.items():
+        try:
+            amounts(values, path)
+        except ValueError as exc:
+            where, _, why = str(exc).partition(": ")
+            return result.deny(where, why)
+    wrong_parent = parent_refusal(queue, view)
+    if wrong_parent is not None:
+        return result.deny("spec.parent", wrong_parent)
     return result.allow()
+
+
+def parent_refusal(queue: Queue, view: ClusterView) -> str | None:
+    """Why ``queue``'s parent cannot be: it does not exist (or kbatch refuses it), or
+    following the parents up from it comes back to a queue already met, a cycle."""
+    met = [queue.metadata.name]
+    current = queue.spec.parent
+    while current is not None and current != ROOT_QUEUE:
+        if current in met:
+            return "a cycle of parents: " + " → ".join([*met[met.index(current) :], current])
+        found = view.queue(current)
+        if found is None:
+            refused = view.queue_refusal(current)
+            if refused is not None:
+                return f"queue {current!r} is refused ({refused})"
+            if len(met) == 1:
+                return f"queue {current!r} does not exist"
+            return f"its ancestor {met[-1]!r} names a queue that does not exist, {current!r}"
+        met.append(current)
+        current = found.spec.parent
+    return None
 
 
 @result.refusing

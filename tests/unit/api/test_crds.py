@@ -162,6 +162,11 @@ PHASES = ["Pending", "Inqueue", "Running", "Unknown", "Completed"]
         ("queues", "spec.reclaimable", {"type": "boolean", "default": True}),
         ("queues", "spec.state", {"type": "string", "enum": ["Open", "Closed"], "default": "Open"}),
         ("queues", "spec.capability{}", QUANTITY),
+        ("queues", "spec.parent", {"type": "string", "minLength": 1}),
+        ("queues", "spec.guarantee.resource{}", QUANTITY),
+        ("queues", "spec.deserved{}", QUANTITY),
+        ("queues", "spec.borrowingLimit{}", QUANTITY),
+        ("queues", "spec.lendingLimit{}", QUANTITY),
         ("queues", "status.deserved{}", QUANTITY),
         ("queues", "status.allocated{}", QUANTITY),
         ("queues", "status.request{}", QUANTITY),
@@ -320,6 +325,21 @@ AGREEMENT = [
     ("kube-batch queue", q(weight=1), True, True),
     ("volcano-style queue", q(weight=2, capability={"cpu": 8}, reclaimable=False), True, True),
     ("weight 0", q(weight=0), False, False),
+    (
+        "volcano hierarchical queue",
+        q(parent="root", deserved={"cpu": 64, "memory": "128Gi"}, guarantee={"resource": {}}),
+        True,
+        True,
+    ),
+    ("a guarantee without its resource key", q(guarantee={"cpu": 1}), False, False),
+    # One Queue's own rules the schema cannot say: the webhook (the model) refuses them.
+    ("its own parent", q(parent="q1"), True, False),
+    (
+        "guarantee above capability",
+        q(capability={"cpu": 2}, guarantee={"resource": {"cpu": 3}}),
+        True,
+        False,
+    ),
     ("closed", q(state="Closed"), True, True),
     ("paused", q(state="Paused"), False, False),
     # Kubernetes' own quantity pattern allows a sign; only the model (and so the

@@ -93,7 +93,28 @@ def test_status_defaults() -> None:
             ("spec", "capability", "cpu"),
             "must be a string or a number, not bool",
         ),
-        (Queue, queue(guarantee={}), ("spec", "guarantee"), "Extra inputs are not permitted"),
+        (
+            Queue,
+            queue(extendClusters=[]),
+            ("spec", "extendClusters"),
+            "Extra inputs are not permitted",
+        ),
+        (Queue, queue(parent="q1"), ("spec", "parent"), "queue 'q1' cannot be its own parent"),
+        (Queue, queue(parent=""), ("spec", "parent"), "at least 1 character"),
+        (
+            Queue,
+            queue(capability={"cpu": "4", "memory": "8Gi"}, guarantee={"resource": {"cpu": 5}}),
+            ("spec", "guarantee", "resource", "cpu"),
+            "5 is above spec.capability.cpu (4): a guarantee is room the queue may use",
+        ),
+        (
+            Queue,
+            queue(capability={"memory": "1Gi"}, guarantee={"resource": {"memory": "1025Mi"}}),
+            ("spec", "guarantee", "resource", "memory"),
+            "1025Mi is above spec.capability.memory (1Gi)",
+        ),
+        (Queue, queue(guarantee={"cpu": 1}), ("spec", "guarantee", "cpu"), "Extra inputs"),
+        (Queue, queue(deserved={"cpu": "-1"}), ("spec", "deserved", "cpu"), "must not be negative"),
         (
             PodGroup,
             {**podgroup(), "status": {"phase": "Done"}},
@@ -110,6 +131,37 @@ def test_rejections_name_the_field_and_the_reason(
     errors = {error["loc"]: error["msg"] for error in caught.value.errors()}
     assert loc in errors, errors
     assert message in errors[loc]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"capability": {"cpu": "4"}, "guarantee": {"resource": {"cpu": "4000m"}}},
+        {"capability": {"cpu": "4"}, "guarantee": {"resource": {"memory": "64Gi"}}},
+        {"guarantee": {"resource": {"cpu": "64"}}},
+        {"guarantee": {}},
+        {"parent": "root"},
+    ],
+)
+def test_a_guarantee_at_or_beside_the_capability_is_accepted(spec: dict[str, Any]) -> None:
+    Queue.model_validate(queue(**spec))
+
+
+def test_volcano_s_tree_fields_read_as_written() -> None:
+    spec = Queue.model_validate(
+        queue(
+            parent="team-a",
+            guarantee={"resource": {"cpu": "2"}},
+            deserved={"cpu": 32, "memory": "64Gi"},
+            borrowingLimit={"cpu": "8"},
+            lendingLimit={"cpu": "4"},
+        )
+    ).spec
+    assert spec.parent == "team-a" and spec.parent_name() == "team-a"
+    assert spec.guarantee is not None and spec.guarantee.resource == {"cpu": "2"}
+    assert spec.deserved == {"cpu": "32", "memory": "64Gi"}
+    assert (spec.borrowing_limit, spec.lending_limit) == ({"cpu": "8"}, {"cpu": "4"})
+    assert Queue.model_validate(queue()).spec.parent_name() == "root"
 
 
 # --- kube-batch (and Volcano-style) manifests -------------------------------
