@@ -9,13 +9,14 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from e2e.controlplane import Cluster
+from e2e.controlplane import Cluster, accepts, when_accepted
 
 pytestmark = pytest.mark.e2e
 
@@ -137,3 +138,24 @@ def test_controllers_run(control_plane: Cluster, core: Any, names: dict[str, str
         return next((a.metadata.name for a in accounts if a.metadata.name == "default"), None)
 
     assert eventually(default_account) == "default"
+
+
+# A stand-in for a Kubernetes command: it knows --secure-port and --version, and
+# refuses any other flag the way cobra does (before acting on --version).
+FAKE_COMMAND = """#!/bin/sh
+for arg in "$@"; do
+    case $arg in
+    --secure-port=*|--version) ;;
+    *) echo "Error: unknown flag: ${arg%%=*}" >&2; exit 1 ;;
+    esac
+done
+echo "Kubernetes v1.99.0"
+"""
+
+
+def test_a_flag_is_passed_only_to_a_binary_that_takes_it(tmp_path: Path) -> None:
+    binary = tmp_path / "kube-apiserver"
+    binary.write_text(FAKE_COMMAND)
+    binary.chmod(0o755)
+    assert when_accepted(binary, "--insecure-port=0", "--secure-port=0") == ["--secure-port=0"]
+    assert not accepts(tmp_path / "missing", "--secure-port=0")
