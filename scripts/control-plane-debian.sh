@@ -305,6 +305,10 @@ if [[ ! -x $bin/kube-apiserver || ! -x $bin/kube-controller-manager ]]; then
         rm -rf "$work/debs"
         touch "$work/.go-ok"
     fi
+    # Go 1.15 refuses settings newer Go takes (GOFLAGS=-buildvcs=false), from the
+    # environment or from the user's go env file: it reads neither.
+    unset GOFLAGS GOTOOLCHAIN GOWORK
+    export GOENV=off
     [[ $("$goroot/bin/go" version) == *go1.15* ]] || die "$goroot/bin/go is not Go 1.15"
 
     # 5. build
