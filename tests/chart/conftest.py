@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from e2e import smoke
 from e2e.controlplane import Cluster, ControlPlane, Unavailable, discover
 
 from chart.kube import Plane
@@ -28,6 +29,11 @@ omitStages: [RequestReceived]
 rules:
 - level: Metadata
 """
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests CI also runs on the oldest Kubernetes get the ``smoke`` marker."""
+    smoke.mark(items)
 
 
 @pytest.fixture(scope="session")

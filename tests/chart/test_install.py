@@ -9,6 +9,7 @@ checked. NOTES.txt's first gang job is run through the simulator.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -128,7 +129,7 @@ def test_install_upgrade_and_uninstall_the_default_chart(plane: Plane, tmp_path:
         missing = [p for p in installed_paths(ns, release) if get(api, p) is None]
         assert not missing, missing
         assert_the_charts_default_queue(api, release)
-        # policy/v1 from Kubernetes 1.21, policy/v1beta1 before (the e2e plane is 1.20)
+        # policy/v1 where the server serves it (1.21 on), else policy/v1beta1 (1.20)
         pdb = "/apis/policy/{}/namespaces/" + ns + "/poddisruptionbudgets/" + release
         assert get(api, pdb.format("v1")) or get(api, pdb.format("v1beta1"))
         for crd in ("podgroups", "queues"):
@@ -199,12 +200,27 @@ def test_the_default_queue_is_taken_back_or_left_alone(plane: Plane) -> None:
             without_a_default_queue(api)
 
 
-def test_a_killed_local_runs_configurations_are_removed_the_charts_never(plane: Plane) -> None:
+def certificate(work: Path) -> str:
+    """A self-signed certificate, PEM, base64-encoded as a webhook's caBundle."""
+    key, cert = work / "ca.key", work / "ca.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=kbatch-dead-run", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return base64.b64encode(cert.read_bytes()).decode()
+
+
+def test_a_killed_local_runs_configurations_are_removed_the_charts_never(
+    plane: Plane, tmp_path: Path
+) -> None:
     """What ``kbatch run --manage-webhooks`` does at start (configuration.remove_stale),
     against a real API server: the configurations a killed run left (at a dead address)
     go; the chart's, of the same names, stay."""
     ns, release = "kbatch-stale", "kbatch-stale"
-    dead = {"url": "https://127.0.0.1:1", "caBundle": "Q0E="}
+    # A CA bundle the API server can read (newer servers parse it before they connect),
+    # so that what refuses is the dead address.
+    dead = {"url": "https://127.0.0.1:1", "caBundle": certificate(tmp_path)}
     paths = [f"{configuration.PATHS[m]}/{name}" for m, name in configuration.NAMES]
     with plane.cluster.api_client() as api:
         try:

@@ -32,6 +32,7 @@ from typing import IO, Any
 import pytest
 import yaml
 
+from e2e import smoke
 from e2e.cluster_backend import ClusterBackend, Scheduler, poll
 from e2e.controlplane import Cluster, Unavailable, _die_with_parent, discover, free_ports, tail
 from e2e.kubelet import Kubelet
@@ -275,6 +276,12 @@ def cluster_backend(
     backend.scheduler = Scheduler(run.metrics_url, conf, 1.0, "default", health_url=run.health_url)
     backend.hold()
     return backend
+
+
+# ----------------------------------------------------------------------------- smoke set
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests CI also runs on the oldest Kubernetes get the ``smoke`` marker."""
+    smoke.mark(items)
 
 
 # ----------------------------------------------------------------------------- reports

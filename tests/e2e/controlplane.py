@@ -1,11 +1,11 @@
 """A throwaway Kubernetes control plane for the e2e tests (DESIGN.md §9).
 
 envtest's convention: the binaries come from ``KUBEBUILDER_ASSETS`` (default
-/usr/local/kubebuilder/bin), falling back to the folder that
+/usr/local/kubebuilder/bin), falling back to the folders that
 scripts/provision-control-plane.sh fills
-(``${KBATCH_CACHE:-~/.cache/kbatch}/control-plane/v1.20/bin``). If
-``KBATCH_E2E_KUBECONFIG`` names a kubeconfig, that cluster is used and nothing
-is started.
+(``${KBATCH_CACHE:-~/.cache/kbatch}/control-plane/v1.NN/bin``), the newest
+first. If ``KBATCH_E2E_KUBECONFIG`` names a kubeconfig, that cluster is used
+and nothing is started.
 
     source = discover()          # a Cluster, a ControlPlane, or raises Unavailable
     with ControlPlane(find_binaries()) as cluster:
@@ -17,12 +17,17 @@ binary is there, with the node-lifecycle controller off: nodes are plain Node
 objects whose status the tests write). Everything listens on 127.0.0.1 on free
 ports and lives in one temp dir: data, certificates, a static token file, the
 kubeconfig the tests use, and one log file per process.
+
+The same flags start every supported Kubernetes (1.20 to 1.37): a flag that
+only some releases know (the insecure ports, gone in 1.24) is passed when the
+binary accepts it, which the binary itself is asked (``accepts``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import secrets
@@ -70,16 +75,20 @@ class StartError(RuntimeError):
     """A component was found but did not come up; the message carries log tails."""
 
 
-def cache_bin_dir() -> Path:
-    """Where scripts/provision-control-plane.sh puts the binaries."""
+# The Kubernetes lines scripts/provision-control-plane.sh caches, newest first.
+CACHED_LINES = ("v1.37", "v1.20")
+
+
+def cache_bin_dirs() -> list[Path]:
+    """Where scripts/provision-control-plane.sh puts the binaries, newest first."""
     base = os.environ.get("KBATCH_CACHE") or str(Path.home() / ".cache" / "kbatch")
-    return Path(base) / "control-plane" / "v1.20" / "bin"
+    return [Path(base) / "control-plane" / line / "bin" for line in CACHED_LINES]
 
 
 def asset_dirs() -> list[Path]:
     """The folders searched for binaries, in order."""
     assets = os.environ.get(ASSETS_ENV) or str(DEFAULT_ASSETS)
-    dirs = [Path(assets), cache_bin_dir()]
+    dirs = [Path(assets), *cache_bin_dirs()]
     return list(dict.fromkeys(dirs))
 
 
@@ -143,6 +152,25 @@ def discover() -> Cluster | ControlPlane:
     return ControlPlane(find_binaries())
 
 
+@functools.cache
+def accepts(binary: Path, flag: str) -> bool:
+    """Whether ``binary`` takes ``flag`` (``--name=value``): asked with ``--version``,
+    which the Kubernetes commands answer only after parsing every flag, refusing an
+    unknown one. (``--help`` is no guide: it hides deprecated flags that still work.)"""
+    try:
+        done = subprocess.run(
+            [str(binary), flag, "--version"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def when_accepted(binary: Path, *flags: str) -> list[str]:
+    """Those of ``flags`` that ``binary`` takes."""
+    return [flag for flag in flags if accepts(binary, flag)]
+
+
 # ---- upstream's gang API (KEP-4671) ------------------------------------------------
 GANG_API_GATE = "--feature-gates=GenericWorkload=true"
 GANG_API_ARGS = (GANG_API_GATE, "--runtime-config=scheduling.k8s.io/v1alpha3=true")
@@ -151,18 +179,8 @@ GANG_API_ARGS = (GANG_API_GATE, "--runtime-config=scheduling.k8s.io/v1alpha3=tru
 def gang_api_args(kube_apiserver: Path) -> list[str]:
     """The flags that switch on upstream's gang API (scheduling.k8s.io/v1alpha3 Workload
     and PodGroup, a pod's spec.schedulingGroup), where ``kube_apiserver`` knows its
-    feature gate; none where it does not (1.20). Asked with ``--version``, which the
-    command answers only once every flag parsed (an unknown gate is refused)."""
-    try:
-        done = subprocess.run(
-            [str(kube_apiserver), GANG_API_GATE, "--version"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return list(GANG_API_ARGS) if done.returncode == 0 else []
+    feature gate; none where it does not (1.20)."""
+    return list(GANG_API_ARGS) if accepts(kube_apiserver, GANG_API_GATE) else []
 
 
 def free_ports(n: int) -> list[int]:
@@ -309,7 +327,9 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={api_port}",
-                "--insecure-port=0",
+                # No plain-HTTP port (1.20 opens 127.0.0.1:8080 unless told; 1.24
+                # removed the flag with the port).
+                *when_accepted(self.binaries.kube_apiserver, "--insecure-port=0"),
                 f"--cert-dir={api_certs}",
                 f"--token-auth-file={tokens}",
                 f"--client-ca-file={client_ca}",
@@ -344,7 +364,7 @@ class ControlPlane:
                     # No serving at all (no health port to collide on, no delegated
                     # authentication to configure): readiness is seen through the API.
                     "--secure-port=0",
-                    "--port=0",
+                    *when_accepted(cm_bin, "--port=0"),  # the insecure port, before 1.24
                     "--controllers=*,-nodelifecycle",
                     "--leader-elect=false",
                     f"--service-account-private-key-file={sa_key}",

@@ -5,17 +5,22 @@ bound through pods/binding (as a scheduler would) shows its node."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from e2e.controlplane import Cluster
+from e2e import smoke
+from e2e.controlplane import Cluster, accepts, when_accepted
 
 pytestmark = pytest.mark.e2e
 
@@ -137,3 +142,51 @@ def test_controllers_run(control_plane: Cluster, core: Any, names: dict[str, str
         return next((a.metadata.name for a in accounts if a.metadata.name == "default"), None)
 
     assert eventually(default_account) == "default"
+
+
+# A stand-in for a Kubernetes command: it knows --secure-port and --version, and
+# refuses any other flag the way cobra does (before acting on --version).
+FAKE_COMMAND = """#!/bin/sh
+for arg in "$@"; do
+    case $arg in
+    --secure-port=*|--version) ;;
+    *) echo "Error: unknown flag: ${arg%%=*}" >&2; exit 1 ;;
+    esac
+done
+echo "Kubernetes v1.99.0"
+"""
+
+
+def test_a_flag_is_passed_only_to_a_binary_that_takes_it(tmp_path: Path) -> None:
+    binary = tmp_path / "kube-apiserver"
+    binary.write_text(FAKE_COMMAND)
+    binary.chmod(0o755)
+    assert when_accepted(binary, "--insecure-port=0", "--secure-port=0") == ["--secure-port=0"]
+    assert not accepts(tmp_path / "missing", "--secure-port=0")
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_smoke_set_names_tests_that_exist() -> None:
+    """A renamed test or case would drop out of the oldest version's run unseen."""
+    cases = []
+    for entry in smoke.entries():
+        path, _, rest = entry.partition("::")
+        assert (REPO / path).is_file(), entry
+        name = rest.partition("[")[0]
+        if name:
+            source = (REPO / path).read_text(encoding="utf-8")
+            assert re.search(rf"^def {re.escape(name)}\(", source, re.MULTILINE), entry
+        if "[" in rest:
+            cases.append(entry)
+    listed = subprocess.run(
+        # pytest's own script: ``python -m pytest`` would put the checkout's ./kbatch,
+        # which is not the installed layout, first on the path.
+        [str(Path(sys.executable).with_name("pytest")), "--collect-only", "-q",
+         "-p", "no:cacheprovider",
+         *sorted({case.partition("::")[0] for case in cases})],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert not [case for case in cases if case not in listed]
+    assert smoke.in_smoke_set(cases[0]) and not smoke.in_smoke_set(cases[0] + "x")

@@ -112,17 +112,23 @@ def stub(path: Path, body: str = "exit 0") -> None:
     path.chmod(0o755)
 
 
-def run_test_script(tmp_path: Path, envtest_default: Path) -> tuple[str, bool]:
-    """scripts/test.sh in a copy of the layout whose every tool is a stub: what pytest
-    was given as KUBEBUILDER_ASSETS, and whether the control plane was provisioned."""
+def run_test_script(
+    tmp_path: Path, envtest_default: Path, *args: str
+) -> tuple[list[str], list[str]]:
+    """scripts/test.sh in a copy of the layout whose every tool is a stub: each pytest
+    run as ``ARGS assets=KUBEBUILDER_ASSETS``, and the control planes provisioned."""
     root = tmp_path / "repo"
     (root / "scripts").mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "scripts" / "test.sh", root / "scripts" / "test.sh")
     built = tmp_path / "provisioned"
-    stub(root / "scripts" / "provision-control-plane.sh", f"touch {built}; echo {tmp_path}/cache")
+    built.unlink(missing_ok=True)
+    stub(
+        root / "scripts" / "provision-control-plane.sh",
+        f'echo "$2" >> {built}; echo {tmp_path}/cache-"$2"',
+    )
     for tool in ("python", "ruff", "mypy", "lint-imports"):
         stub(root / ".venv" / "bin" / tool)
-    stub(root / ".venv" / "bin" / "pytest", 'echo "assets=$KUBEBUILDER_ASSETS"')
+    stub(root / ".venv" / "bin" / "pytest", 'echo "$* assets=$KUBEBUILDER_ASSETS"')
     stub(tmp_path / "path" / "python3")
     env = {
         "PATH": f"{tmp_path / 'path'}:/usr/bin:/bin",
@@ -131,23 +137,37 @@ def run_test_script(tmp_path: Path, envtest_default: Path) -> tuple[str, bool]:
         "KBATCH_HELM": "stub",
     }
     done = subprocess.run(
-        ["bash", str(root / "scripts" / "test.sh")],
+        ["bash", str(root / "scripts" / "test.sh"), *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
-    return done.stdout.strip().splitlines()[-1], built.exists()
+    runs = [line.strip() for line in done.stdout.splitlines() if "assets=" in line]
+    return runs, built.read_text().split() if built.exists() else []
 
 
 def test_the_test_script_uses_envtests_default_folder_before_building(tmp_path: Path) -> None:
     default = tmp_path / "kubebuilder" / "bin"
-    assert run_test_script(tmp_path, default) == (f"assets={tmp_path}/cache", True)
-    (tmp_path / "provisioned").unlink()
+    assert run_test_script(tmp_path, default) == (
+        [
+            f"assets={tmp_path}/cache-newest",
+            f"-m smoke tests/e2e tests/chart assets={tmp_path}/cache-1.20",
+        ],
+        ["newest", "1.20"],
+    )
     for binary in ("etcd", "kube-apiserver"):
         stub(default / binary)
-    assert run_test_script(tmp_path, default) == (f"assets={default}", False)
+    assert run_test_script(tmp_path, default) == ([f"assets={default}"], [])
+
+
+def test_the_test_script_with_arguments_runs_only_them_on_the_newest(tmp_path: Path) -> None:
+    default = tmp_path / "kubebuilder" / "bin"
+    assert run_test_script(tmp_path, default, "tests/unit") == (
+        [f"tests/unit assets={tmp_path}/cache-newest"],
+        ["newest"],
+    )
 
 
 def test_the_bind_benchmark_alternates_who_goes_first_and_clears_after_each(

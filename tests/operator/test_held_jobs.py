@@ -1,8 +1,10 @@
 """The held-Job controller (the release side of delayed pod creation: the API calls, on a
 fake API, and the sweep), and how admission learns whether Jobs can be held."""
 
+from collections.abc import Callable
 from typing import Any
 
+import kopf
 import pytest
 
 from kbatch import kubeapi
@@ -106,42 +108,79 @@ def test_the_sweep_runs_on_taking_the_lead_then_periodically() -> None:
     assert schedule.due(leads=True, now=33.0)  # taken again: at once
 
 
-def test_an_unreadable_version_is_asked_again_until_it_is_read(fake: FakeApi) -> None:
+JOB_SPEC = "io.k8s.api.batch.v1.JobSpec"
+BATCH_URL = "/openapi/v3/apis/batch/v1?hash=ABC"
+
+
+def job_spec(*fields: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {name: {} for name in fields}}
+
+
+def serves_v3(fake: FakeApi, *fields: str) -> None:
+    """An API server with OpenAPI v3 whose JobSpec has ``fields``."""
+    fake.answers["/openapi/v3"] = {"paths": {"apis/batch/v1": {"serverRelativeURL": BATCH_URL}}}
+    fake.answers[BATCH_URL] = {"components": {"schemas": {JOB_SPEC: job_spec(*fields)}}}
+
+
+def serves_v2_only(fake: FakeApi, *fields: str) -> None:
+    """An API server without OpenAPI v3 (before 1.24): the whole v2 document."""
+    fake.answers["/openapi/v3"] = ApiError(404, "the server could not find the requested resource")
+    fake.answers["/openapi/v2"] = {"definitions": {JOB_SPEC: job_spec(*fields)}}
+
+
+def test_an_unreadable_schema_is_asked_again_until_it_is_read(fake: FakeApi) -> None:
     delayed = webhook_jobs.DelayedPodCreation()
-    fake.answers["/version"] = kubeapi.Unreachable("connection refused")
+    fake.answers["/openapi/v3"] = kubeapi.Unreachable("connection refused")
     delayed.learn(object(), now=0.0)
     assert delayed.supported is None
-    fake.answers["/version"] = {"major": "1", "minor": "30", "gitVersion": "v1.30.1"}
+    serves_v3(fake, "parallelism", "suspend")
     delayed.learn(object(), now=0.5)  # backing off: not asked yet
     assert delayed.supported is None and len(fake.calls) == 1
     delayed.learn(object(), now=1.0)
-    assert delayed.supported is True and len(fake.calls) == 2
+    assert delayed.supported is True and len(fake.calls) == 3
     delayed.learn(object(), now=100.0)  # known: never asked again
-    assert len(fake.calls) == 2
+    assert len(fake.calls) == 3
 
 
-@pytest.mark.parametrize(
-    ("version", "supported", "why"),
-    [
-        (
-            {"major": "1", "minor": "20", "gitVersion": "v1.20.2"},
-            False,
-            "Kubernetes v1.20.2 has no Job spec.suspend (it came in 1.21)",
-        ),
-        ({"major": "1", "minor": "21+", "gitVersion": "v1.21.3-eks"}, False, "SuspendJob"),
-        ({"major": "1", "minor": "22", "gitVersion": "v1.22.0"}, True, ""),
-        ({"major": "1", "minor": "30", "gitVersion": "v1.30.1"}, True, ""),
-    ],
-)
-def test_job_suspend_support_is_read_from_the_version(
-    fake: FakeApi, version: dict[str, str], supported: bool, why: str
+@pytest.mark.parametrize("serves", [serves_v3, serves_v2_only])
+def test_job_suspend_support_is_read_from_the_servers_schema(
+    fake: FakeApi, serves: Callable[..., None]
 ) -> None:
-    fake.answers["/version"] = version
-    answer = webhook_jobs.job_suspend_support(object())
-    assert answer[0] is supported and why in answer[1]
-
-
-def test_an_unreadable_version_is_not_an_answer(fake: FakeApi) -> None:
-    fake.answers["/version"] = ApiError(503, "unavailable")
+    fake.answers["/version"] = {"major": "1", "minor": "20", "gitVersion": "v1.20.2"}
+    serves(fake, "parallelism", "suspend")
+    assert webhook_jobs.job_suspend_support(object()) == (True, "")
+    serves(fake, "parallelism")
     supported, why = webhook_jobs.job_suspend_support(object())
-    assert supported is None and "could not be read" in why
+    assert supported is False
+    assert why == "the API server (Kubernetes v1.20.2) has no Job spec.suspend " + (
+        "(Kubernetes 1.21 brought it)"
+    )
+    assert not any(path == "/version" for _, path, _, _ in fake.calls[:3]), (
+        "the version is read for the message only, after the schema decided"
+    )
+
+
+def test_a_server_without_batch_v1_holds_no_job(fake: FakeApi) -> None:
+    fake.answers["/openapi/v3"] = {"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1"}}}
+    fake.answers["/version"] = kubeapi.Unreachable("gone")
+    assert webhook_jobs.job_suspend_support(object()) == (
+        False,
+        "the API server serves no batch/v1 Job",
+    )
+
+
+@pytest.mark.parametrize("failing", ["/openapi/v3", "/openapi/v2"])
+def test_an_unreadable_schema_is_not_an_answer(fake: FakeApi, failing: str) -> None:
+    serves_v2_only(fake, "suspend")
+    fake.answers[failing] = ApiError(503, "unavailable")
+    supported, why = webhook_jobs.job_suspend_support(object())
+    assert supported is None and "schema could not be read" in why
+
+
+def test_the_job_index_reaches_the_handlers_that_read_it() -> None:
+    """kopf passes an index to a handler as the keyword its id names: the release
+    handlers, the sweep and the webhooks all read ``jobs_by_group``."""
+    registry = kopf.OperatorRegistry()
+    webhook_jobs.register(registry, object(), webhook_jobs.DelayedPodCreation())  # type: ignore[arg-type]
+    indexes = [handler.id for handler in registry._indexing.get_all_handlers()]
+    assert indexes == ["jobs_by_group"]
