@@ -120,9 +120,13 @@ def run_test_script(tmp_path: Path, envtest_default: Path) -> tuple[str, bool]:
     shutil.copy(REPO / "scripts" / "test.sh", root / "scripts" / "test.sh")
     built = tmp_path / "provisioned"
     stub(root / "scripts" / "provision-control-plane.sh", f"touch {built}; echo {tmp_path}/cache")
+    stub(root / "scripts" / "provision-jobset.sh", f"echo {tmp_path}/jobset")
     for tool in ("python", "ruff", "mypy", "lint-imports"):
         stub(root / ".venv" / "bin" / tool)
-    stub(root / ".venv" / "bin" / "pytest", 'echo "assets=$KUBEBUILDER_ASSETS"')
+    stub(
+        root / ".venv" / "bin" / "pytest",
+        'echo "jobset=$KBATCH_JOBSET_ASSETS"; echo "assets=$KUBEBUILDER_ASSETS"',
+    )
     stub(tmp_path / "path" / "python3")
     env = {
         "PATH": f"{tmp_path / 'path'}:/usr/bin:/bin",
@@ -138,7 +142,9 @@ def run_test_script(tmp_path: Path, envtest_default: Path) -> tuple[str, bool]:
         timeout=60,
         check=True,
     )
-    return done.stdout.strip().splitlines()[-1], built.exists()
+    *_, jobset, assets = done.stdout.strip().splitlines()
+    assert jobset == f"jobset={tmp_path}/jobset", "JobSet's controller is provisioned beside"
+    return assets, built.exists()
 
 
 def test_the_test_script_uses_envtests_default_folder_before_building(tmp_path: Path) -> None:
