@@ -97,10 +97,8 @@ class GroupMaker:
                 log.warning("PodGroup %s/%s for its %s not made yet: %s", namespace, name,
                             self.owner.kind, exc)  # fmt: skip
                 return False
-            message = jobgroup.refusal_message(body, str(exc))
-            self.tell(
-                body, "Warning", REFUSED, message.replace("the Job", f"the {self.owner.kind}")
-            )
+            message = jobgroup.refusal_message(body, str(exc), self.owner.kind)
+            self.tell(body, "Warning", REFUSED, message)
             return False
         self._told.pop(str(body["metadata"]["uid"]), None)
         kind = self.owner.kind

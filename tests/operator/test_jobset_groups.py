@@ -21,17 +21,22 @@ JOBSET = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets/train"
 
 
 class FakeApi:
-    """kubeapi.request answering {} to everything, every call kept."""
+    """kubeapi.request on a table of answers (an exception is raised; else {}), every
+    call kept."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, Any, str]] = []
+        self.answers: dict[str, Any] = {}
 
     def request(
         self, api: object, method: str, path: str, body: Any = None,
         content_type: str = "application/json", timeout: float = 30,
     ) -> Any:  # fmt: skip
         self.calls.append((method, path, body, content_type))
-        return {}
+        answer = self.answers.get(path, {})
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
 @pytest.fixture
@@ -86,6 +91,19 @@ def test_a_labelled_jobsets_group_is_made_owned_by_it(fake: FakeApi) -> None:
     assert told["message"] == "made PodGroup team/train for the JobSet's pods"
     assert told["involvedObject"]["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
     assert told["involvedObject"]["kind"] == "JobSet"
+
+
+def test_a_refused_group_is_told_on_the_jobset_naming_the_label(fake: FakeApi) -> None:
+    refusal = "spec.queue: queue 'default' does not exist; create it or name another queue"
+    fake.answers[PODGROUPS] = kubeapi.ApiError(422, refusal)
+    maker = groups.GroupMaker(Runtime(World()), jobsets.JOBSET)  # type: ignore[arg-type]
+    assert not maker.ensure(stored_jobset())
+    (told,) = posted(fake, EVENTS)
+    assert (told["reason"], told["involvedObject"]["kind"]) == ("PodGroupRefused", "JobSet")
+    assert told["message"] == (
+        "metadata.labels[kbatch.io/queue]: PodGroup team/train not made, the JobSet waits, "
+        f"suspended: {refusal}"
+    )
 
 
 def handlers(runtime: Runtime) -> dict[str, Any]:

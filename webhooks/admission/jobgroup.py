@@ -108,14 +108,14 @@ def missing_queue(queue: str) -> str:
     )
 
 
-def refusal_message(job: Mapping[str, Any], refusal: str) -> str:
-    """What a Job is told when its PodGroup is refused: the API server's answer (it
-    names the field); a refused queue is the Job's label."""
+def refusal_message(job: Mapping[str, Any], refusal: str, kind: str = "Job") -> str:
+    """What a Job (or a JobSet: ``kind``) is told when its PodGroup is refused: the API
+    server's answer (it names the field); a refused queue is the Job's label."""
     meta = job["metadata"]
     name = f"{meta.get('namespace') or 'default'}/{meta['name']}"
     said = refusal.split(": ", 1)[1] if refusal.startswith("HTTP ") else refusal
     where = f"{QUEUE_FIELD}: " if "spec.queue" in said else ""
-    return f"{where}PodGroup {name} not made, the Job waits, suspended: {said}"
+    return f"{where}PodGroup {name} not made, the {kind} waits, suspended: {said}"
 
 
 def makes_group(job: Mapping[str, Any], names: frozenset[str]) -> bool:
