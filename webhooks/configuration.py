@@ -44,6 +44,7 @@ VALIDATE_POD_GROUP = "validate-podgroup"
 VALIDATE_QUEUE = "validate-queue"
 VALIDATE_QUEUE_DELETE = "validate-queue-delete"  # served at VALIDATE_QUEUE's path
 MUTATE_JOB = "mutate-job"
+MUTATE_JOBSET = "mutate-jobset"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,16 @@ HOOKS = (
         name=VALIDATE_QUEUE_DELETE,
     ),
     Hook(MUTATE_JOB, True, "batch", "v1", "jobs", "Namespaced", ("CREATE",), fails_open=True),
+    Hook(
+        MUTATE_JOBSET,
+        True,
+        "jobset.x-k8s.io",
+        "v1alpha2",
+        "jobsets",
+        "Namespaced",
+        ("CREATE",),
+        fails_open=True,
+    ),
 )
 
 PATHS = {

@@ -19,7 +19,7 @@ from typing import Any
 
 import kopf
 
-from kbatch.webhooks import configuration, endpoint, jobs, podgroups, queues
+from kbatch.webhooks import configuration, endpoint, jobs, jobsets, podgroups, queues
 from kbatch.webhooks.review import Object, Runtime
 
 
@@ -76,5 +76,6 @@ def register(
             configuration.remove(runtime.api)
 
     jobs.register(registry, runtime, delayed)
+    jobsets.register(registry, runtime, delayed)
     podgroups.register(registry, runtime)
     queues.register(registry, runtime)

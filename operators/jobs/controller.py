@@ -154,10 +154,13 @@ def group_of_event(body: kopf.Body, namespace: str, name: str) -> job.Group:
     return job.Group(namespace, name, phase, min_member if isinstance(min_member, int) else 1)
 
 
-def release_held_jobs(api: kubeapi.ApiClient, held: Iterable[Mapping[str, Any]]) -> list[str]:
+def release_held_jobs(
+    api: kubeapi.ApiClient, held: Iterable[Mapping[str, Any]], path_of: str = JOBS
+) -> list[str]:
     """Resume Jobs kbatch holds (``job.to_release`` says which); ``namespace/name`` of
     those released. Each patch first tests that the Job is still held as the caller
-    saw it, so a Job its owner has changed since is left alone."""
+    saw it, so a Job its owner has changed since is left alone. ``path_of``: the
+    objects' path, for another kind held the same way (JobSets)."""
     released = []
     for one in held:
         if not job.is_held(one):
@@ -171,12 +174,12 @@ def release_held_jobs(api: kubeapi.ApiClient, held: Iterable[Mapping[str, Any]])
             {"op": "remove", "path": mark_path},
             {"op": "replace", "path": "/spec/suspend", "value": False},
         ]
-        path = JOBS.format(namespace=namespace, name=meta["name"])
+        path = path_of.format(namespace=namespace, name=meta["name"])
         try:
             kubeapi.request(api, "PATCH", path, patch, kubeapi.JSON_PATCH)
         except kubeapi.ApiError as exc:  # the next sweep tries again
             if exc.status not in (404, 409, 422):  # else: gone, or no longer held as seen
-                log.warning("could not release held Job %s/%s: %s", namespace, meta["name"], exc)
+                log.warning("could not release held %s/%s: %s", namespace, meta["name"], exc)
             continue
         released.append(f"{namespace}/{meta['name']}")
     return released

@@ -16,7 +16,8 @@ same name: the sweep makes the new one once it is gone).
 """
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,22 +32,43 @@ log = logging.getLogger("kbatch.jobs")
 
 REFUSED, MADE = jobgroup.REFUSED, jobgroup.MADE
 COMPONENT = "kbatch"
-FINISHED = frozenset({"Complete", "Failed"})
+FINISHED = frozenset({"Complete", "Completed", "Failed"})  # a Job's, a JobSet's
 Object = dict[str, Any]
 
 
-class GroupMaker:
-    """Makes the PodGroups of labelled Jobs; remembers what it told each Job (by uid)
-    so that a sweep that fails again for the same reason does not tell it again."""
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The kind of workload a GroupMaker makes PodGroups for: whether kbatch makes an
+    object's group, and the group."""
 
-    def __init__(self, runtime: "Runtime") -> None:
+    api_version: str
+    kind: str
+    makes_group: Callable[[Mapping[str, Any], frozenset[str]], bool]
+    pod_group_for: Callable[[Mapping[str, Any]], Object]
+
+
+JOB = Owner(
+    "batch/v1",
+    "Job",
+    jobgroup.makes_group,
+    lambda body: jobgroup.pod_group_for(body, job.pods_made(body)),
+)
+
+
+class GroupMaker:
+    """Makes the PodGroups of labelled Jobs (or of another ``owner`` kind: JobSets);
+    remembers what it told each object (by uid) so that a sweep that fails again for
+    the same reason does not tell it again."""
+
+    def __init__(self, runtime: "Runtime", owner: Owner = JOB) -> None:
         self.runtime = runtime
+        self.owner = owner
         self._told: dict[str, str] = {}
 
     def wanted(self, body: Mapping[str, Any]) -> bool:
         """Whether kbatch makes ``body``'s PodGroup and it is not there yet (as far as
         the watched state knows)."""
-        if not jobgroup.makes_group(body, self.runtime.state.scheduler_names):
+        if not self.owner.makes_group(body, self.runtime.state.scheduler_names):
             return False
         meta, status = body.get("metadata") or {}, body.get("status") or {}
         if meta.get("deletionTimestamp") or not meta.get("uid"):
@@ -62,7 +84,7 @@ class GroupMaker:
         exists now (made here, or found)."""
         if not self.wanted(body):
             return True
-        group = jobgroup.pod_group_for(body, job.pods_made(body))
+        group = self.owner.pod_group_for(body)
         meta = group["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups"
@@ -72,17 +94,20 @@ class GroupMaker:
             if exc.status == 409:
                 return True  # it exists: the Job's pods join it
             if exc.status in (0, 429) or exc.status >= 500:
-                log.warning("PodGroup %s/%s for its Job not made yet: %s", namespace, name, exc)
+                log.warning("PodGroup %s/%s for its %s not made yet: %s", namespace, name,
+                            self.owner.kind, exc)  # fmt: skip
                 return False
-            self.tell(body, "Warning", REFUSED, jobgroup.refusal_message(body, str(exc)))
+            message = jobgroup.refusal_message(body, str(exc), self.owner.kind)
+            self.tell(body, "Warning", REFUSED, message)
             return False
         self._told.pop(str(body["metadata"]["uid"]), None)
-        self.tell(body, "Normal", MADE, f"made PodGroup {namespace}/{name} for the Job's pods")
-        log.info("made PodGroup %s/%s for its Job", namespace, name)
+        kind = self.owner.kind
+        self.tell(body, "Normal", MADE, f"made PodGroup {namespace}/{name} for the {kind}'s pods")
+        log.info("made PodGroup %s/%s for its %s", namespace, name, kind)
         return True
 
     def tell(self, body: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        """An Event on the Job (once per Job and message)."""
+        """An Event on the Job (once per Job and message), or the owner kind's object."""
         meta = body["metadata"]
         uid = str(meta.get("uid") or "")
         if type_ == "Warning" and self._told.get(uid) == message:
@@ -94,17 +119,19 @@ class GroupMaker:
                 self.runtime.api,
                 "POST",
                 f"/api/v1/namespaces/{namespace}/events",
-                event(meta, type_, reason, message),
+                event(meta, type_, reason, message, self.owner),
             )
         except kubeapi.ApiError as exc:
-            log.warning("event %s on Job %s/%s not recorded: %s", reason, namespace,
-                        meta.get("name"), exc)  # fmt: skip
+            log.warning("event %s on %s %s/%s not recorded: %s", reason, self.owner.kind,
+                        namespace, meta.get("name"), exc)  # fmt: skip
         if type_ == "Warning":
-            log.warning("Job %s/%s: %s", namespace, meta.get("name"), message)
+            log.warning("%s %s/%s: %s", self.owner.kind, namespace, meta.get("name"), message)
 
 
-def event(meta: Mapping[str, Any], type_: str, reason: str, message: str) -> Object:
-    """A core/v1 Event on a Job."""
+def event(
+    meta: Mapping[str, Any], type_: str, reason: str, message: str, owner: Owner = JOB
+) -> Object:
+    """A core/v1 Event on a Job (or on an object of the ``owner`` kind)."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     namespace = meta.get("namespace") or "default"
     return {
@@ -112,8 +139,8 @@ def event(meta: Mapping[str, Any], type_: str, reason: str, message: str) -> Obj
         "kind": "Event",
         "metadata": {"generateName": f"{meta['name']}.", "namespace": namespace},
         "involvedObject": {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
+            "apiVersion": owner.api_version,
+            "kind": owner.kind,
             "namespace": namespace,
             "name": meta["name"],
             "uid": str(meta.get("uid") or ""),

@@ -52,6 +52,7 @@ WEBHOOK_RULES = {
     ("scheduling.incubator.k8s.io", "queues"): {"get"},
     ("scheduling.incubator.k8s.io", "podgroups"): {"get", "patch", "create"},
     ("batch", "jobs"): {"list", "watch", "patch"},
+    ("jobset.x-k8s.io", "jobsets"): {"list", "watch", "patch"},
 }
 LEASE_RULES = {
     ("coordination.k8s.io", "leases", ()): {"create"},

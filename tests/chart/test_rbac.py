@@ -13,6 +13,7 @@ configurations, and what they need from the API shows up in the audit log too.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import socket
 import time
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e import jobset
 from e2e.controlplane import free_ports
 
 from chart import kube
@@ -50,6 +52,14 @@ NEEDS_UPSTREAM_GROUPS = {
     ("scheduling.k8s.io", "podgroups", "list"),
     ("scheduling.k8s.io", "podgroups", "watch"),
     ("scheduling.k8s.io", "podgroups/status", "patch"),
+}
+# Granted for JobSets, used where JobSet's CRD is installed (from provision-jobset.sh's
+# cache, before kbatch starts; its controller is not needed: kbatch patches the JobSet).
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2"
+NEEDS_JOBSETS = {
+    ("jobset.x-k8s.io", "jobsets", "list"),
+    ("jobset.x-k8s.io", "jobsets", "watch"),
+    ("jobset.x-k8s.io", "jobsets", "patch"),
 }
 
 
@@ -288,6 +298,8 @@ def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
     kbatch.wait_until("the labelled Job's PodGroup made", lambda: get(api, group_path) is not None)
     if upstream_groups_served(api):
         exercise_upstream_groups(api, kbatch)
+    if jobsets_served(api):
+        exercise_jobsets(api, kbatch)
     events = request(api, "GET", f"/api/v1/namespaces/{WORK_NS}/events")["items"]
     assert "Scheduled" in {e["reason"] for e in events}
     lease = get(api, f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/kbatch")
@@ -324,6 +336,51 @@ def exercise_upstream_groups(api: Any, kbatch: kube.Process) -> None:
         return any(c["type"] == "PodGroupInitiallyScheduled" for c in conditions)
 
     kbatch.wait_until("the upstream PodGroup's condition written", told)
+
+
+def jobsets_served(api: Any) -> bool:
+    """Is JobSet's CRD installed (discovery)?"""
+    try:
+        resources = request(api, "GET", JOBSETS).get("resources") or []
+    except ApiError:
+        return False
+    return any(r.get("name") == "jobsets" for r in resources)
+
+
+def exercise_jobsets(api: Any, kbatch: kube.Process) -> None:
+    """A labelled JobSet of one best-effort pod: indexed, held, its group made and
+    admitted, the JobSet released with a patch (no JobSet controller needed)."""
+    body = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "set", "namespace": WORK_NS, "labels": {"kbatch.io/queue": "q2"}},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [{"name": "c", "image": "busybox"}],
+                                }
+                            }
+                        }
+                    },
+                }
+            ]
+        },
+    }
+    path = f"{JOBSETS}/namespaces/{WORK_NS}/jobsets"
+    kube.ensure(api, path, jobset.filled(body))
+
+    def released() -> bool:
+        current = get(api, f"{path}/set") or {}
+        return (current.get("spec") or {}).get("suspend") is False
+
+    kbatch.wait_until("the labelled JobSet released", released)
 
 
 # ----------------------------------------------------------------------------- the audit
@@ -411,6 +468,8 @@ def stand_in(plane: Plane, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     # makes it, and so uses `create` (test_kbatch_makes_the_default_queue_with_its_webhooks_on).
     with plane.cluster.api_client() as api:
         kube.delete(api, f"{PG}/queues/default")
+        with contextlib.suppress(jobset.Unavailable):
+            jobset.install_crd(api, jobset.assets())  # JobSets exercised where it can be had
     helm(
         "install", NS, str(CHART), "-n", NS, "--create-namespace",
         "--set", f"replicaCount=1,webhook.port={webhook_port},defaultQueue.create=false",
@@ -480,6 +539,8 @@ def test_kbatch_as_the_charts_service_account_uses_exactly_its_grants(
     exempt = set() if serves_job_suspend(api) else set(NEEDS_JOB_SUSPEND)
     if not upstream_groups_served(api):
         exempt |= NEEDS_UPSTREAM_GROUPS
+    if not jobsets_served(api):
+        exempt |= NEEDS_JOBSETS
     if stand_in.default_queue_made_by_the_test:
         exempt.add((GROUP, "queues", "create"))
     unused: set[tuple[str, str, str]] = set()

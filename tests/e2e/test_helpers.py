@@ -126,9 +126,13 @@ def run_test_script(
         root / "scripts" / "provision-control-plane.sh",
         f'echo "$2" >> {built}; echo {tmp_path}/cache-"$2"',
     )
+    stub(root / "scripts" / "provision-jobset.sh", f"echo {tmp_path}/jobset")
     for tool in ("python", "ruff", "mypy", "lint-imports"):
         stub(root / ".venv" / "bin" / tool)
-    stub(root / ".venv" / "bin" / "pytest", 'echo "$* assets=$KUBEBUILDER_ASSETS"')
+    stub(
+        root / ".venv" / "bin" / "pytest",
+        'echo "jobset=$KBATCH_JOBSET_ASSETS"; echo "$* assets=$KUBEBUILDER_ASSETS"',
+    )
     stub(tmp_path / "path" / "python3")
     env = {
         "PATH": f"{tmp_path / 'path'}:/usr/bin:/bin",
@@ -144,7 +148,10 @@ def run_test_script(
         timeout=60,
         check=True,
     )
-    runs = [line.strip() for line in done.stdout.splitlines() if "assets=" in line]
+    lines = done.stdout.splitlines()
+    jobsets = {line.strip() for line in lines if line.startswith("jobset=")}
+    assert jobsets == {f"jobset={tmp_path}/jobset"}, "JobSet's controller is provisioned beside"
+    runs = [line.strip() for line in lines if "assets=" in line]
     return runs, built.read_text().split() if built.exists() else []
 
 

@@ -176,7 +176,7 @@ class Settings:
 
 def test_the_job_index_reaches_the_handlers_by_its_keyword() -> None:
     """kopf passes an index to handlers as a keyword named by its id: the release and
-    sweep handlers read ``jobs_by_group``, so that must be its id (by default it would
+    sweep handlers read ``jobs_by_group`` (and ``jobsets_by_group``), so that must be its id (by default it would
     be the function's qualified name, and they would see no Job at all)."""
     from kbatch.webhooks import server
 
@@ -185,4 +185,4 @@ def test_the_job_index_reaches_the_handlers_by_its_keyword() -> None:
     runtime.settings = Settings()  # type: ignore[attr-defined]
     server.register(registry, runtime, webhook_jobs.DelayedPodCreation())  # type: ignore[arg-type]
     ids = [h.id for h in registry._indexing.get_all_handlers()]
-    assert ids == ["jobs_by_group"]
+    assert ids == ["jobs_by_group", "jobsets_by_group"]  # the JobSet handlers read the second

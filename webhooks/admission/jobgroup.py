@@ -108,14 +108,14 @@ def missing_queue(queue: str) -> str:
     )
 
 
-def refusal_message(job: Mapping[str, Any], refusal: str) -> str:
-    """What a Job is told when its PodGroup is refused: the API server's answer (it
-    names the field); a refused queue is the Job's label."""
+def refusal_message(job: Mapping[str, Any], refusal: str, kind: str = "Job") -> str:
+    """What a Job (or a JobSet: ``kind``) is told when its PodGroup is refused: the API
+    server's answer (it names the field); a refused queue is the Job's label."""
     meta = job["metadata"]
     name = f"{meta.get('namespace') or 'default'}/{meta['name']}"
     said = refusal.split(": ", 1)[1] if refusal.startswith("HTTP ") else refusal
     where = f"{QUEUE_FIELD}: " if "spec.queue" in said else ""
-    return f"{where}PodGroup {name} not made, the Job waits, suspended: {said}"
+    return f"{where}PodGroup {name} not made, the {kind} waits, suspended: {said}"
 
 
 def makes_group(job: Mapping[str, Any], names: frozenset[str]) -> bool:
@@ -132,20 +132,35 @@ def makes_group(job: Mapping[str, Any], names: frozenset[str]) -> bool:
 def pod_group_for(job: Mapping[str, Any], min_member: int) -> Object:
     """The PodGroup kbatch makes for a Job it ``makes_group`` for, of ``min_member``
     pods (the pods the Job runs at once)."""
-    meta = job["metadata"]
-    name = str(meta["name"])
     min_member = max(min_member, 1)
-    spec: Object = {"minMember": min_member, "queue": queue_of(job)}
     pod_spec = _map(_map(_map(job, "spec"), "template"), "spec")
-    min_resources = min_resources_of(pod_spec, min_member)
+    return group_body(
+        job, "batch/v1", "Job", min_member, min_resources_of(pod_spec, min_member), pod_spec
+    )
+
+
+def group_body(
+    owner: Mapping[str, Any],
+    api_version: str,
+    kind: str,
+    min_member: int,
+    min_resources: Mapping[str, str] | None,
+    pod_spec: Mapping[str, Any],
+) -> Object:
+    """The PodGroup kbatch makes for a labelled workload (a Job, a JobSet): named as
+    it, in its namespace and queue, owned by it (deleting it deletes the group);
+    ``pod_spec`` gives the priority class."""
+    meta = owner["metadata"]
+    name = str(meta["name"])
+    spec: Object = {"minMember": min_member, "queue": queue_of(owner)}
     if min_resources is not None:
-        spec["minResources"] = min_resources
+        spec["minResources"] = dict(min_resources)
     priority_class = pod_spec.get("priorityClassName")
     if isinstance(priority_class, str) and priority_class:
         spec["priorityClassName"] = priority_class
-    owner = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
+    reference = {
+        "apiVersion": api_version,
+        "kind": kind,
         "name": name,
         "uid": str(meta.get("uid") or ""),
         "controller": True,
@@ -156,8 +171,8 @@ def pod_group_for(job: Mapping[str, Any], min_member: int) -> Object:
         "metadata": {
             "name": name,
             "namespace": str(meta.get("namespace") or "default"),
-            "labels": {QUEUE_LABEL: queue_of(job)},
-            "ownerReferences": [owner],
+            "labels": {QUEUE_LABEL: queue_of(owner)},
+            "ownerReferences": [reference],
         },
         "spec": spec,
     }

@@ -31,6 +31,7 @@ def test_the_configurations_are_the_readmes_table() -> None:
     assert rows == {
         ("mutate-podgroup.kbatch.io", "https://127.0.0.1:9443/mutate-podgroup", "Fail"),
         ("mutate-job.kbatch.io", "https://127.0.0.1:9443/mutate-job", "Ignore"),
+        ("mutate-jobset.kbatch.io", "https://127.0.0.1:9443/mutate-jobset", "Ignore"),
         ("validate-podgroup.kbatch.io", "https://127.0.0.1:9443/validate-podgroup", "Fail"),
         ("validate-queue.kbatch.io", "https://127.0.0.1:9443/validate-queue", "Fail"),
         ("validate-queue-delete.kbatch.io", "https://127.0.0.1:9443/validate-queue", "Fail"),

@@ -1,0 +1,178 @@
+"""JobSets without a hand-written PodGroup, live (DESIGN §15): a JobSet labelled
+kbatch.io/queue gets one PodGroup for all its Jobs, made and owned by it, is held
+(the JobSet suspended, so JobSet's controller makes its Jobs suspended) until the
+group is admitted, and is released whole: every pod of every Job bound.
+
+JobSet's CRD and controller come from ``scripts/provision-jobset.sh``'s cache
+(``e2e.jobset``); installed before the module's ``kbatch run`` starts (the one of
+tests/e2e/test_webhooks.py), so kopf serves the JobSet webhook from the start.
+kube-controller-manager's Job controller makes the pods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from e2e import jobset as js
+from e2e.controlplane import Cluster
+from e2e.test_job_groups import NODE_LABEL, QUEUE_LABEL, get_or_none, job_events
+from e2e.test_webhooks import SCHEDULER, Webhooks, eventually, pod_groups
+from e2e.test_webhooks import webhooks as webhooks  # the module's kbatch run (a fixture)
+from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.kubeapi import ApiError, request
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def jobset_controller(
+    control_plane: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[js.Controller]:
+    """JobSet's CRD installed and its controller running (skips saying why not)."""
+    if not control_plane.controllers:
+        pytest.skip("e2e: this control plane runs no kube-controller-manager: no Job makes pods")
+    try:
+        folder = js.assets()
+        with control_plane.api_client() as api:
+            js.install_crd(api, folder)
+        with js.controller(
+            folder, control_plane.kubeconfig, tmp_path_factory.mktemp("jobset")
+        ) as c:
+            yield c
+    except js.Unavailable as exc:
+        pytest.skip(f"e2e: JobSet unavailable: {exc}")
+
+
+@pytest.fixture(scope="module")
+def node(jobset_controller: js.Controller, webhooks: Webhooks) -> Iterator[str]:
+    """A ready Node of 8 cpu for this module's pods (JobSet installed before kbatch starts)."""
+    name = f"e2e-jobset-{webhooks.suffix}"
+    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    request(
+        webhooks.api,
+        "POST",
+        "/api/v1/nodes",
+        {"metadata": {"name": name, "labels": {NODE_LABEL: name}}},
+    )
+    status = {
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "E2E"}],
+        }
+    }
+    request(
+        webhooks.api, "PATCH", f"/api/v1/nodes/{name}/status", status,
+        "application/merge-patch+json",
+    )  # fmt: skip
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(ApiError):
+            request(webhooks.api, "DELETE", f"/api/v1/nodes/{name}")
+
+
+def replicated(name: str, replicas: int, parallelism: int, node: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "replicas": replicas,
+        "template": {
+            "spec": {
+                "parallelism": parallelism,
+                "completions": parallelism,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "nodeSelector": {NODE_LABEL: node},
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "busybox",
+                                "resources": {"requests": {"cpu": "1", "memory": "256Mi"}},
+                            }
+                        ],
+                    }
+                },
+            }
+        },
+    }
+
+
+def test_a_labelled_jobset_gets_one_group_is_held_and_released_whole(
+    jobset_controller: js.Controller, webhooks: Webhooks, node: str
+) -> None:
+    api, ns = webhooks.api, webhooks.namespace("jobset")
+    queue = webhooks.queue("jobset")
+    body = js.filled(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "train", "labels": {QUEUE_LABEL: queue}},
+            "spec": {
+                "replicatedJobs": [
+                    replicated("leader", 1, 1, node),
+                    replicated("workers", 2, 2, node),
+                ]
+            },
+        }
+    )
+    path = js.JOBSETS.format(namespace=ns)
+    created = request(api, "POST", path, body)
+    for entry in created["spec"]["replicatedJobs"]:
+        template = entry["template"]["spec"]["template"]
+        assert template["metadata"]["annotations"][GROUP_NAME_ANNOTATION] == "train"
+        assert template["spec"]["schedulerName"] == SCHEDULER
+    if webhooks.server_minor >= 22:  # Job spec.suspend: else nothing is held
+        assert created["spec"]["suspend"] is True, "the JobSet is held"
+        assert "kbatch.io/held" in created["metadata"]["annotations"]
+
+    group = eventually(
+        "the JobSet's PodGroup is made", lambda: get_or_none(api, f"{pod_groups(ns)}/train")
+    )
+    (owner,) = group["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == (
+        "JobSet", "train", created["metadata"]["uid"],
+    )  # fmt: skip
+    assert group["spec"]["minMember"] == 5 and group["spec"]["queue"] == queue
+    assert group["spec"]["minResources"] == {"cpu": "5", "memory": "1280Mi", "pods": "5"}
+
+    def released() -> dict[str, Any] | None:
+        current = request(api, "GET", f"{path}/train")
+        return current if not current["spec"].get("suspend") else None
+
+    current = eventually("the JobSet is released", released, timeout=60)
+    assert "kbatch.io/held" not in (current["metadata"].get("annotations") or {})
+
+    def all_bound() -> list[dict[str, Any]] | None:
+        pods = request(api, "GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+        bound = [p for p in pods if p["spec"].get("nodeName") == node]
+        return pods if len(pods) == 5 and len(bound) == 5 else None
+
+    pods = eventually("the JobSet's five pods are bound", all_bound, timeout=90)
+    assert {p["metadata"]["annotations"][GROUP_NAME_ANNOTATION] for p in pods} == {"train"}
+    jobs = request(api, "GET", f"/apis/batch/v1/namespaces/{ns}/jobs")["items"]
+    assert len(jobs) == 3, "JobSet's controller made one Job per replica"
+    assert all("kbatch.io/held" not in (j["metadata"].get("annotations") or {}) for j in jobs), (
+        "the JobSet is held, never its Jobs one by one"
+    )
+    made = [e for e in job_events(api, ns, "train") if e["reason"] == "PodGroupCreated"]
+    assert made and made[0]["involvedObject"]["kind"] == "JobSet"
+
+
+def test_replicas_zero_is_refused_naming_the_field(
+    jobset_controller: js.Controller, webhooks: Webhooks, node: str
+) -> None:
+    ns = webhooks.namespace("jobset-zero")
+    body = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "empty", "labels": {QUEUE_LABEL: "default"}},
+        "spec": {"replicatedJobs": [replicated("w", 0, 1, node)]},
+    }
+    with pytest.raises(ApiError) as refused:
+        request(webhooks.api, "POST", js.JOBSETS.format(namespace=ns), js.filled(body))
+    assert "spec.replicatedJobs[0].replicas: 0 pods make no gang" in str(refused.value)
