@@ -32,7 +32,8 @@ from kbatch.operators.scheduler.core.framework.session import (
     Session,
     nodes_unavailable,
 )
-from kbatch.operators.scheduler.core.framework.tiers import Invalid, no_preemptor
+from kbatch.operators.scheduler.core.framework.signatures import Invalid
+from kbatch.operators.scheduler.core.framework.victims import no_preemptor
 
 NAME = "gang"
 
