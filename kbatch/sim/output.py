@@ -24,7 +24,8 @@ from kbatch.api.quantity import format_quantity
 from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
 from kbatch.sim import clock, group_view, metrics
-from kbatch.sim.backend import REJECTED, group_of
+from kbatch.sim.backend import REJECTED
+from kbatch.sim.pod_objects import group_of
 from kbatch.sim.runner import Outcome
 
 Json = dict[str, Any]
