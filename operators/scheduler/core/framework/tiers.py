@@ -8,6 +8,9 @@ to creation time, then (tasks) the pod's namespace/name, then uid: a cluster's u
 random, so a tie broken by name is broken alike by the simulator and a cluster. A
 plugin registers only inside its ``on_session_open`` (``opening`` names it), and
 ``compile`` fixes the enabled functions once all have.
+
+The kinds of function and their answers are typed in ``signatures``; how the victims
+functions of a tier combine is ``victims``.
 """
 
 from collections.abc import Callable, Hashable
