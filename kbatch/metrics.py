@@ -88,6 +88,15 @@ class SchedulerMetrics:
             ["job_id"],
             registry=r,
         )
+        self._declare_queue_metrics(r)
+        # label sets set by the last session, and by this one so far, per labelled gauge
+        self._series: dict[Gauge, set[tuple[str, ...]]] = {}
+        self._setting: dict[Gauge, set[tuple[str, ...]]] = {}
+        self._retried: set[str] = set()  # job ids with a kbatch_job_retry_counts series
+        self._waited: set[str] = set()  # queues with a kbatch_podgroup_wait_seconds series
+
+    def _declare_queue_metrics(self, r: CollectorRegistry) -> None:
+        """Each queue's resources, share, weight and PodGroups, and how long its jobs wait."""
         self.queue_resources = {
             (kind, unit): Gauge(
                 f"kbatch_queue_{kind}_{unit}",
@@ -126,11 +135,6 @@ class SchedulerMetrics:
             )
             for phase, name in PHASES.items()
         }
-        # label sets set by the last session, and by this one so far, per labelled gauge
-        self._series: dict[Gauge, set[tuple[str, ...]]] = {}
-        self._setting: dict[Gauge, set[tuple[str, ...]]] = {}
-        self._retried: set[str] = set()  # job ids with a kbatch_job_retry_counts series
-        self._waited: set[str] = set()  # queues with a kbatch_podgroup_wait_seconds series
 
     def _labelled_gauges(self) -> list[Gauge]:
         return [

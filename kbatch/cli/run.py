@@ -105,6 +105,15 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         metavar="DURATION",
         help="how long a silent leader keeps the lead",
     )
+    _add_webhook_options(parser)
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    parser.set_defaults(command=run)
+
+
+def _add_webhook_options(parser: argparse.ArgumentParser) -> None:
+    """Where and how the process serves the admission webhooks (off by default)."""
     parser.add_argument(
         "--webhook-address",
         default="",
@@ -128,7 +137,3 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         help="create the webhook configurations at start and remove them at exit "
         "(local runs; the Helm chart manages its own)",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
-    )
-    parser.set_defaults(command=run)

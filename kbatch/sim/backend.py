@@ -26,11 +26,9 @@ events know when one may be told again (``kbatch.sim.events``).
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel
 
-from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.cluster.state import ClusterState
@@ -39,9 +37,8 @@ from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.sim import clock, manifests, timers
 from kbatch.sim.events import EventLog
+from kbatch.sim.pod_objects import Object, PodKey, group_of, object_ref, pod_key, with_condition
 
-Object = dict[str, Any]
-PodKey = tuple[str, str]  # namespace, name
 FINISHED = ("Succeeded", "Failed")
 REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
 
@@ -154,12 +151,12 @@ class SimBackend:
         ``AdmissionRejected`` on it says so, as the webhooks' refusals do."""
         why = self.missing_priority_class(obj) if obj["kind"] == "Pod" else None
         if why is not None:
-            self.record(_ref(obj), "Warning", REJECTED, why)
+            self.record(object_ref(obj), "Warning", REJECTED, why)
         return why
 
     def last_refusal(self, obj: Object) -> str:
         """The message of the last ``AdmissionRejected`` event on ``obj``."""
-        ref = _ref(obj)
+        ref = object_ref(obj)
         for event in reversed(self.event_log):
             if event.reason == REJECTED and (event.kind, event.namespace, event.name) == (
                 ref.kind,
@@ -198,7 +195,7 @@ class SimBackend:
         return {**pod, "status": status} if status else pod
 
     def _track_pod(self, pod: Object, existing: Object | None) -> None:
-        key = _key(pod)
+        key = pod_key(pod)
         self.removed.pop(key, None)
         times = self._times(key)
         if existing is None or times.duration is None:
@@ -216,7 +213,7 @@ class SimBackend:
         metadata = pod["metadata"]
         if metadata.get("deletionTimestamp"):
             return
-        times = self._times(_key(pod))
+        times = self._times(pod_key(pod))
         if not (pod.get("spec") or {}).get("nodeName") or pod["status"].get("phase") in FINISHED:
             self._remove(pod)
             return
@@ -230,7 +227,7 @@ class SimBackend:
         self._apply_pod({**pod, "metadata": deleting})
         times.release_at = self.clock.now + grace
         times.finish_at = None
-        self._releasing.set(_key(pod), times.release_at)
+        self._releasing.set(pod_key(pod), times.release_at)
 
     def _apply_pod(self, pod: Object) -> None:
         """Write ``pod``: a new object made of the state's last one (whose parts nothing
@@ -240,7 +237,7 @@ class SimBackend:
         self._pod_written(pod)
 
     def _pod_written(self, pod: Object, removed: bool = False) -> None:
-        namespace, name = _key(pod)
+        namespace, name = pod_key(pod)
         group = group_of(pod)
         if group is not None:
             self.touched.groups.add((namespace, group))
@@ -260,7 +257,7 @@ class SimBackend:
         status = pod.get("status") or {}
         if status.get("phase") not in FINISHED:
             pod = {**pod, "status": {**status, "phase": "Failed"}}
-        self.removed[_key(pod)] = pod
+        self.removed[pod_key(pod)] = pod
         self.changed()
         self._pod_written(pod, removed=True)
 
@@ -310,11 +307,11 @@ class SimBackend:
         }
         # the API server's binding sets PodScheduled=True
         scheduled = {"type": decided.POD_SCHEDULED, "status": "True"}
-        status["conditions"] = _with_condition(
+        status["conditions"] = with_condition(
             status.get("conditions"), scheduled, self.clock.now, self.clock.keep_timestamps
         )
         self._apply_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
-        self._start(_key(pod), self._times(_key(pod)))
+        self._start(pod_key(pod), self._times(pod_key(pod)))
         self.record(ref, "Normal", decided.SCHEDULED, decided.scheduled_message(task.key, node))
 
     def nominate(self, task: TaskInfo, node: str | None) -> None:
@@ -333,9 +330,9 @@ class SimBackend:
         pod = self.state.get("Pod", task.namespace, task.name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return
-        self._times(_key(pod)).evictions += 1
+        self._times(pod_key(pod)).evictions += 1
         status = dict(pod.get("status") or {})
-        status["conditions"] = _with_condition(
+        status["conditions"] = with_condition(
             status.get("conditions"), decided.disruption_condition(disruption), self.clock.now
         )
         self.delete_pod({**pod, "status": status})
@@ -360,7 +357,7 @@ class SimBackend:
             "message": condition.message,
         }
         status = dict(pod.get("status") or {})
-        status["conditions"] = _with_condition(
+        status["conditions"] = with_condition(
             status.get("conditions"), written, self.clock.now, self.clock.keep_timestamps
         )
         self._apply_pod({**pod, "status": status})
@@ -406,44 +403,3 @@ class SimBackend:
         ever has (they count up), or by its name where its kind has none."""
         uid = self._uid_of(ref)
         self.events.record(uid or ref, ref, type_, reason, message, self.clock.now)
-
-
-def _ref(obj: Object) -> ObjectRef:
-    metadata = obj["metadata"]
-    return ObjectRef(obj["kind"], str(metadata.get("namespace") or ""), str(metadata["name"]))
-
-
-def _key(pod: Object) -> PodKey:
-    metadata = pod["metadata"]
-    return str(metadata.get("namespace") or "default"), str(metadata["name"])
-
-
-def group_of(pod: Object) -> str | None:
-    """The pod's group: kbatch's annotation, else upstream's ``spec.schedulingGroup``
-    (as ``records.parse_pod`` reads them)."""
-    annotations = pod["metadata"].get("annotations") or {}
-    group = annotations.get(GROUP_NAME_ANNOTATION)
-    if group:
-        return str(group)
-    scheduling = (pod.get("spec") or {}).get("schedulingGroup")
-    name = scheduling.get("podGroupName") if isinstance(scheduling, dict) else None
-    return name if isinstance(name, str) and name else None
-
-
-def _with_condition(
-    conditions: object, condition: Object, now: float, kept_timestamps: bool = True
-) -> list[Object]:
-    """``conditions`` with ``condition`` in place of the one of its type (its transition
-    time kept when the status did not change)."""
-    others = (
-        [c for c in conditions or [] if isinstance(c, dict)] if isinstance(conditions, list) else []
-    )
-    old = next((c for c in others if c.get("type") == condition["type"]), None)
-    same = old is not None and old.get("status") == condition["status"]
-    when = (
-        old.get("lastTransitionTime")
-        if same and old is not None
-        else clock.timestamp(now, kept_timestamps)
-    )
-    kept = [c for c in others if c.get("type") != condition["type"]]
-    return [*kept, {**condition, "lastTransitionTime": when}]

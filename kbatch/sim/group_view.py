@@ -16,7 +16,7 @@ from typing import Any
 
 from kbatch.api import TOPOLOGY_PREFERRED_ANNOTATION, TOPOLOGY_REQUIRED_ANNOTATION
 from kbatch.cluster.records import HOSTNAME_LABEL
-from kbatch.sim.backend import group_of
+from kbatch.sim.pod_objects import group_of
 
 Json = dict[str, Any]
 GroupKey = tuple[str, str]  # (namespace, name)

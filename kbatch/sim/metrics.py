@@ -37,7 +37,7 @@ from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus, 
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY, Dims
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
-from kbatch.sim.backend import group_of
+from kbatch.sim.pod_objects import group_of
 from kbatch.sim.runner import Outcome
 from kbatch.sim.timeline import STARTED
 

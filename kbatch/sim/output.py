@@ -24,7 +24,8 @@ from kbatch.api.quantity import format_quantity
 from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
 from kbatch.sim import clock, group_view, metrics
-from kbatch.sim.backend import REJECTED, group_of
+from kbatch.sim.backend import REJECTED
+from kbatch.sim.pod_objects import group_of
 from kbatch.sim.runner import Outcome
 
 Json = dict[str, Any]
@@ -169,54 +170,7 @@ def to_table(result: Json) -> str:
     """The JSON result as aligned text tables; the last Warning event of each object (a
     refused object, a Job that cannot create its pods, a pod that cannot be placed) gets
     a table of its own."""
-    roles = group_view.role_counts(result)
-    extra = _group_columns(result)
-    sections = [
-        _table(
-            "PODS",
-            ["NAMESPACE", "NAME", "NODE", "PHASE", "PODGROUP", "EVICTIONS"],
-            [
-                [p["namespace"], p["name"], p["node"], p["phase"], p["podGroup"], p["evictions"]]
-                for p in result["pods"]
-            ],
-        ),
-        _table(
-            "PODGROUPS",
-            ["NAMESPACE", "NAME", "QUEUE", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED"]
-            + (["ROLES (RUNNING/MIN)"] if roles else [])
-            + list(extra)
-            + ["WHY NOT"],
-            [
-                [
-                    g["namespace"],
-                    g["name"],
-                    g["queue"],
-                    g["phase"],
-                    g["minMember"],
-                    g["running"],
-                    g["succeeded"],
-                    *([roles.get((g["namespace"], g["name"]))] if roles else []),
-                    *(column(g) for column in extra.values()),
-                    _unschedulable(g),
-                ]
-                for g in result["podGroups"]
-            ],
-        ),
-        _table(
-            "QUEUES",
-            ["NAME", "WEIGHT", "DESERVED", "ALLOCATED", "REQUEST"],
-            [
-                [
-                    q["name"],
-                    q["weight"],
-                    _list(q["deserved"]),
-                    _list(q["allocated"]),
-                    _list(q["request"]),
-                ]
-                for q in result["queues"]
-            ],
-        ),
-    ]
+    sections = [_pods_table(result), _groups_table(result), _queues_table(result)]
     warnings = _last_warnings(result["events"])
     if warnings:
         sections.append(
@@ -245,6 +199,61 @@ def to_table(result: Json) -> str:
         f"{len(result['events'])} events"
     )
     return "\n\n".join(sections) + "\n"
+
+
+def _pods_table(result: Json) -> str:
+    return _table(
+        "PODS",
+        ["NAMESPACE", "NAME", "NODE", "PHASE", "PODGROUP", "EVICTIONS"],
+        [
+            [p["namespace"], p["name"], p["node"], p["phase"], p["podGroup"], p["evictions"]]
+            for p in result["pods"]
+        ],
+    )
+
+
+def _groups_table(result: Json) -> str:
+    roles = group_view.role_counts(result)
+    extra = _group_columns(result)
+    return _table(
+        "PODGROUPS",
+        ["NAMESPACE", "NAME", "QUEUE", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED"]
+        + (["ROLES (RUNNING/MIN)"] if roles else [])
+        + list(extra)
+        + ["WHY NOT"],
+        [
+            [
+                g["namespace"],
+                g["name"],
+                g["queue"],
+                g["phase"],
+                g["minMember"],
+                g["running"],
+                g["succeeded"],
+                *([roles.get((g["namespace"], g["name"]))] if roles else []),
+                *(column(g) for column in extra.values()),
+                _unschedulable(g),
+            ]
+            for g in result["podGroups"]
+        ],
+    )
+
+
+def _queues_table(result: Json) -> str:
+    return _table(
+        "QUEUES",
+        ["NAME", "WEIGHT", "DESERVED", "ALLOCATED", "REQUEST"],
+        [
+            [
+                q["name"],
+                q["weight"],
+                _list(q["deserved"]),
+                _list(q["allocated"]),
+                _list(q["request"]),
+            ]
+            for q in result["queues"]
+        ],
+    )
 
 
 def _group_columns(result: Json) -> dict[str, Callable[[Json], Any]]:

@@ -17,7 +17,7 @@ from e2e import kubelet as kubelet_module
 from e2e.cluster_backend import event_time, poll
 from e2e.kubelet import Kubelet
 from kbatch.kubeapi import ApiError
-from kbatch.operators.scheduler.runtime.kube_backend import micro_time
+from kbatch.operators.scheduler.runtime.event_recorder import micro_time
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -132,7 +132,7 @@ def test_the_openapi_document_is_asked_for_once_with_its_hash(
     state, victim = running_victim()
     cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     for _ in range(3):
-        cluster._evict(victim.namespace, victim.name, victim.uid, WHY)
+        cluster.evictor.send(victim.namespace, victim.name, victim.uid, WHY)
     gets = [s for s in api.sent if s[0] == "GET"]
     assert [(p, q) for _, p, _, _, q in gets] == [
         ("/openapi/v3", None),
@@ -173,7 +173,7 @@ def test_a_pod_gone_before_its_patch_is_no_failed_eviction(
     api.refuse["DELETE", POD] = ApiError(404, 'pods "victim" not found')
     state, victim = running_victim()
     cluster = KubeBackend(None, state)  # type: ignore[arg-type]
-    assert cluster._evict(victim.namespace, victim.name, victim.uid, WHY) is False
+    assert cluster.evictor.send(victim.namespace, victim.name, victim.uid, WHY) is False
     cluster.shutdown()
     assert [p for m, p in api.writes() if p.endswith("/events")] == [], "no FailedEviction"
 
@@ -186,7 +186,7 @@ def test_no_answer_to_the_patch_holds_the_pod_as_a_delete_without_one_would(
     state, victim = running_victim()
     cluster = KubeBackend(None, state)  # type: ignore[arg-type]
     state.assume_releasing(victim.namespace, victim.name)
-    assert cluster._evict(victim.namespace, victim.name, victim.uid, WHY) is False
+    assert cluster.evictor.send(victim.namespace, victim.name, victim.uid, WHY) is False
     cluster.shutdown()
     assert ("DELETE", POD) not in api.writes()
     (held,) = [t for j in state.snapshot().jobs.values() for t in j.tasks.values()]
@@ -200,10 +200,10 @@ def test_a_discovery_refused_is_asked_again_and_the_eviction_goes_on(
     api.refuse["GET", "/openapi/v3"] = ApiError(503, "the server is shutting down")
     state, victim = running_victim()
     cluster = KubeBackend(None, state)  # type: ignore[arg-type]
-    cluster._evict(victim.namespace, victim.name, victim.uid, WHY)
+    cluster.evictor.send(victim.namespace, victim.name, victim.uid, WHY)
     assert api.writes() == [("DELETE", POD)]
     del api.refuse["GET", "/openapi/v3"]
-    cluster._evict(victim.namespace, victim.name, victim.uid, WHY)
+    cluster.evictor.send(victim.namespace, victim.name, victim.uid, WHY)
     cluster.shutdown()
     assert api.writes() == [("DELETE", POD), ("PATCH", STATUS), ("DELETE", POD)]
 

@@ -4,6 +4,7 @@ them, an Evict event only for an eviction that happened, events stamped when dec
 
 import threading
 import time
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.kubeapi import ApiError
 from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.runtime import kube_backend as kube
+from kbatch.operators.scheduler.runtime import binder
 from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 
 
@@ -191,7 +192,7 @@ def test_an_event_is_stamped_when_the_session_sent_the_bind(api: FakeApi) -> Non
     cluster.shutdown()
     (event,) = api.events()
     assert event["reason"] == "Scheduled"
-    stamped = kube.datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00")).timestamp()
+    stamped = datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00")).timestamp()
     assert decided <= stamped < decided + 0.5
     assert event["action"] and event["reportingInstance"], "the API server requires them"
 
@@ -252,7 +253,7 @@ def test_events_wait_for_binds_for_one_budget_in_all_not_one_each(
 ) -> None:
     """A bind that hangs keeps binds in flight: each event waits until the budget from
     when it was recorded, so five events go out after one budget, not five in turn."""
-    monkeypatch.setattr(kube, "EVENT_WAIT_FOR_BINDS", 0.5)
+    monkeypatch.setattr(binder, "EVENT_WAIT_FOR_BINDS", 0.5)
     state = world(pod("hangs"), *(pod(f"p{i}") for i in range(5)))
     cluster = KubeBackend(None, state, bind_workers=1)  # type: ignore[arg-type]
     api.gate.clear()

@@ -88,4 +88,4 @@ def test_a_stop_drops_a_backlog_of_events_after_a_bounded_drain(
     assert time.monotonic() - started < 2.0, "the stop waited for the whole backlog"
     sent = len(api.events())
     assert 0 < sent < 100
-    assert cluster._events.dropped == 100 - sent
+    assert cluster.events.writer.dropped == 100 - sent

@@ -103,7 +103,7 @@ DEMANDED_SHARE_ONLY = (
 )
 VICTIMS_CHOSEN_IN_TURN = (
     "And in a tier, each plugin chooses victims among those the plugins before it chose "
-    "(framework/tiers.py _victims): gang offers the job's spare tasks, proportion keeps "
+    "(framework/victims.py victims): gang offers the job's spare tasks, proportion keeps "
     "what its queue can give. Intersecting lists each plugin chose from all candidates, "
     "as kube-batch did, can leave nothing when they pick different, equally good tasks."
 )

@@ -20,7 +20,7 @@ from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs, rests
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
-from kbatch.operators.scheduler.core.framework.tiers import Invalid
+from kbatch.operators.scheduler.core.framework.signatures import Invalid
 from kbatch.operators.scheduler.core.plugins import REGISTRY as PLUGINS
 
 KNOWN = Known(actions=frozenset(ACTIONS), plugins=frozenset(PLUGINS))

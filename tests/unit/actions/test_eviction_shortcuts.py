@@ -21,6 +21,7 @@ from kbatch.operators.scheduler.core.framework import (
     eviction_rules,
     preemptors,
     tiers,
+    victims,
 )
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
@@ -91,7 +92,7 @@ def without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
     beyond one plan's candidates, and no per-task test known of the plugins."""
     monkeypatch.setattr(EvictableRoom, "state", lambda self, signature: object())
     monkeypatch.setattr(eviction_rules, "shared_verdicts", lambda statement, task, rules: None)
-    monkeypatch.setattr(tiers.TieredFunctions, "_victims_filter", lambda self, fns: None)
+    monkeypatch.setattr(victims, "victims_filter", lambda fns, filters: None)
     monkeypatch.setattr(tiers.TieredFunctions, "may_lose_key", lambda self, task: None)
 
 

@@ -318,9 +318,8 @@ def publish(session: Session) -> Outcome:
     phases_in: dict[str, list[PodGroupPhase]] = {name: [] for name in session.queues}
     built: dict[BuiltKey, PodGroupStatus] = {}
     # Statuses kept for untouched jobs (``Shortcuts.statuses_of_untouched_jobs``; off:
-    # every group's worked out by the rules, every session), queue statuses built once.
+    # every group's worked out by the rules, every session).
     keep_statuses = session.shortcuts.statuses_of_untouched_jobs
-    kept_queue_statuses = session.shortcuts.queue_statuses
     # A resting job's status is its old one: nothing to write, its phase Running.
     for job in session.active_jobs():
         if not job.has_pod_group:
@@ -355,16 +354,29 @@ def publish(session: Session) -> Outcome:
         if phases is None:
             phases = phases_in[job.queue] = []
         phases.append(job.phase)
+    _publish_queues(session, phases_in)
+    _tell_orphans(session)
+    pod_conditions.add(session)
+    return outcome
+
+
+def _publish_queues(session: Session, phases_in: dict[str, list[PodGroupPhase]]) -> None:
+    """Each queue's status, if it changed enough to write (``phases_in``: its PodGroups'
+    phases as published this session)."""
+    kept_queue_statuses = session.shortcuts.queue_statuses
     for name, queue in session.queues.items():
         resting = session.resting_in(name)
         phases = phases_in.get(name, [])
         published = queue_status(queue, session.dims, phases, resting, kept_queue_statuses)
         if _worth_writing(published, queue):
-            outcome.queues.append(QueueUpdate(name, published))
-    for pod in session.orphans:  # the events' de-duplication keeps this to once a while
+            session.outcome.queues.append(QueueUpdate(name, published))
+
+
+def _tell_orphans(session: Session) -> None:
+    """An event on each pod that waits for a PodGroup that does not exist (the events'
+    de-duplication keeps this to once a while)."""
+    for pod in session.orphans:
         ref = ObjectRef("Pod", pod.namespace, pod.name)
         refused = session.refused_groups.get(f"{pod.namespace}/{pod.group}")
         message = missing_group_message(pod.namespace, pod.group, refused)
-        outcome.events.append(Event(ref, "Warning", FAILED_SCHEDULING, message))
-    pod_conditions.add(session)
-    return outcome
+        session.outcome.events.append(Event(ref, "Warning", FAILED_SCHEDULING, message))

@@ -26,16 +26,20 @@ rack costs heap operations too, not one evaluation per pod.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple
 
 import numpy as np
 
 from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.node_view import Choice as Choice
+from kbatch.operators.scheduler.core.framework.node_view import (
+    Domain,
+    Plan,
+    View,
+    best_idle,
+    best_pipelined,
+)
 from kbatch.operators.scheduler.core.framework.ranking import (
-    RANK,
-    Answer,
     Answers,
     Lookahead,
     Ranking,
@@ -44,72 +48,13 @@ from kbatch.operators.scheduler.core.framework.ranking import (
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 
+# (Choice is imported from here by the actions.)
+
 # Within a domain, the look-ahead covers up to this many of its best nodes (``_breadth``).
 DOMAIN_LOOK_AHEAD = 64
 
 # A planned task counts as placed as planned while it has one of these statuses.
 _ALLOCATED = (TaskStatus.ALLOCATED, TaskStatus.BINDING)
-
-
-@dataclass(slots=True)
-class _Plan:
-    """The nodes ``choose_alike`` gave a run of tasks, and what they answer afterwards."""
-
-    tasks: Sequence[TaskInfo]
-    nodes: list[int]
-    after: list[Answer | None]  # each node's answers once its task is there (None: ask)
-    seen: int  # len(NodeSet.changed) when planned
-    ranking: Ranking  # the ranking that planned: it holds the known nodes at their ranks
-
-
-@dataclass(slots=True)
-class _Domain:
-    """A template's ranking over one node subset (a topology domain's nodes)."""
-
-    nodes: np.ndarray  # ascending
-    inside: np.ndarray  # per node of the cluster: in the domain
-    ranking: Ranking = field(default_factory=Ranking)
-
-    def holds(self, within: np.ndarray) -> bool:
-        nodes = self.nodes
-        return nodes is within or (len(nodes) == len(within) and np.array_equal(nodes, within))
-
-
-@dataclass(slots=True)
-class _View:
-    version: np.ndarray
-    ok: np.ndarray  # predicates pass
-    scores: np.ndarray
-    fit_idle: np.ndarray
-    fit_future: np.ndarray
-    ranked: np.ndarray = field(init=False)  # scores where ok and fit_idle, else -inf
-    seen: int = 0  # how much of NodeSet.changed the view has taken in
-    ranking: Ranking | None = None  # made on first use (see Placer._heap_of)
-    lookahead: Lookahead | None = None  # shared by ``ranking`` and ``domain``
-    domain: _Domain | None = None  # the last domain asked about (see Placer._domain_heap_of)
-    by_argmax: bool = False  # a NaN rank: argmax's rules (a NaN wins), not the heap's
-    plan: _Plan | None = None  # the last plan, until the view catches up with it
-
-    def __post_init__(self) -> None:
-        self.ranked = np.where(self.ok & self.fit_idle, self.scores, -np.inf)
-
-    def take(self, node: int, answer: Answer) -> None:
-        """An answer known already (from the look-ahead) for ``node``."""
-        self.ok[node], self.scores[node], self.fit_idle[node], self.fit_future[node] = answer[:4]
-        self.ranked[node] = answer[RANK]
-
-    def update(self, idx: np.ndarray, answers: Answers) -> None:
-        ok, scores, fit_idle, fit_future = answers
-        self.ok[idx] = ok
-        self.scores[idx] = scores
-        self.fit_idle[idx] = fit_idle
-        self.fit_future[idx] = fit_future
-        self.ranked[idx] = np.where(ok & fit_idle, scores, -np.inf)
-
-
-class Choice(NamedTuple):
-    node: int
-    pipelined: bool  # fits only once the releasing resources there are gone
 
 
 _NO_NODES = np.zeros(0, dtype=np.int64)
@@ -136,7 +81,7 @@ class Placer:
         self.session = session
         self.nodes = session.nodes
         self.score = score
-        self._views: dict[int, _View] = {}
+        self._views: dict[int, View] = {}
 
     def _evaluate(self, task: TaskInfo, idx: np.ndarray) -> Answers:
         return _answers(self.session, self.score, task, idx)
@@ -148,14 +93,14 @@ class Placer:
     def _sensitive(self, task: TaskInfo) -> bool:
         return task.template.affinity.has_pod_terms or self.session.anti_affinity_pods > 0
 
-    def _fresh(self, task: TaskInfo) -> _View:
+    def _fresh(self, task: TaskInfo) -> View:
         nodes = self.nodes
-        view = _View(nodes.version.copy(), *self._evaluate(task, nodes.all))
+        view = View(nodes.version.copy(), *self._evaluate(task, nodes.all))
         view.seen = len(nodes.changed)
         return view
 
     # ----------------------------------------------------------------- keeping views current
-    def view(self, task: TaskInfo) -> _View:
+    def view(self, task: TaskInfo) -> View:
         """The template's answers over all nodes, as they are now."""
         if self._sensitive(task):
             return self._fresh(task)
@@ -167,7 +112,7 @@ class Placer:
             self._catch_up(task, view)
         return view
 
-    def _catch_up(self, task: TaskInfo, view: _View) -> None:
+    def _catch_up(self, task: TaskInfo, view: View) -> None:
         """Take in what changed since the view last looked: from the plan if its tasks
         were placed as planned and nothing else changed, else from the plugins."""
         plan, view.plan = view.plan, None
@@ -184,7 +129,7 @@ class Placer:
             moved = sorted(set(moved).union(plan.nodes))
         self._rerank(view, moved)
 
-    def _follow(self, task: TaskInfo, view: _View, plan: _Plan, placed: int) -> None:
+    def _follow(self, task: TaskInfo, view: View, plan: Plan, placed: int) -> None:
         """The first ``placed`` tasks of ``plan`` were placed as planned, and nothing else
         changed: their nodes answer as the plan says (asked of the plugins where it
         could not tell: a node given a second task)."""
@@ -209,7 +154,7 @@ class Placer:
         self._rerank(view, sorted(set(plan.nodes).difference(known)))
         self._rerank(view, sorted(known), besides=plan.ranking)
 
-    def _placed_as_planned(self, view: _View, plan: _Plan | None) -> int | None:
+    def _placed_as_planned(self, view: View, plan: Plan | None) -> int | None:
         """How many of ``plan``'s tasks were allocated on their planned nodes if, since
         the plan, that is all that changed (None if not)."""
         if plan is None or view.seen != plan.seen:
@@ -223,7 +168,7 @@ class Placer:
                 return None
         return placed
 
-    def _changed_since(self, view: _View) -> np.ndarray:
+    def _changed_since(self, view: View) -> np.ndarray:
         """The nodes that changed since ``view`` last looked."""
         nodes = self.nodes
         log = nodes.changed
@@ -235,7 +180,7 @@ class Placer:
         touched = np.array(sorted(set(log[start:])), dtype=np.int64)
         return touched[view.version[touched] != nodes.version[touched]]
 
-    def _rerank(self, view: _View, moved: list[int], besides: Ranking | None = None) -> None:
+    def _rerank(self, view: View, moved: list[int], besides: Ranking | None = None) -> None:
         """Put ``moved`` nodes in the heaps (but ``besides``) at their ranks in the view:
         the template's, and its domain's for the nodes in that domain."""
         if (view.ranking is None and view.domain is None) or not moved:
@@ -256,7 +201,7 @@ class Placer:
 
     # ----------------------------------------------------------------- choosing
     def _heap_of(
-        self, task: TaskInfo, view: _View, tasks: int, more_alike: bool = False
+        self, task: TaskInfo, view: View, tasks: int, more_alike: bool = False
     ) -> Ranking | None:
         """The template's heap of best nodes, filled (for ``tasks`` to place); None where
         the argmax decides (pod terms: the view is afresh each time; or NaN ranks). The
@@ -282,7 +227,7 @@ class Placer:
         return ranking
 
     def _domain_heap_of(
-        self, task: TaskInfo, view: _View, within: np.ndarray, tasks: int
+        self, task: TaskInfo, view: View, within: np.ndarray, tasks: int
     ) -> Ranking | None:
         """The template's heap of best nodes among ``within``, filled; None where the
         argmax decides. One domain is kept per template (a gang's pods are placed in one
@@ -296,7 +241,7 @@ class Placer:
                 return None
             inside = np.zeros(len(self.nodes), dtype=bool)
             inside[within] = True
-            domain = view.domain = _Domain(within, inside)
+            domain = view.domain = Domain(within, inside)
         ranking = domain.ranking
         if ranking.best() == -1:
             ranking.fill(view.ranked, among=within, size=heap_size(tasks))
@@ -304,7 +249,7 @@ class Placer:
             view.lookahead = Lookahead(task.request, self._asker(task))
         return ranking
 
-    def _look_ahead(self, view: _View, ranking: Ranking, count: int) -> None:
+    def _look_ahead(self, view: View, ranking: Ranking, count: int) -> None:
         """Before planning ``count`` tasks: if the best node's answers after one more
         task are not known (it changed since the heap was filled), work them out for
         the nodes at the top of the heap, in one call."""
@@ -338,7 +283,7 @@ class Placer:
         else:
             ranking = self._domain_heap_of(first, view, within, len(tasks))
         if ranking is None:
-            choice = _argmax(view, within)
+            choice = best_idle(view, within)
             if choice is not None:
                 return [choice]
         else:
@@ -353,10 +298,10 @@ class Placer:
                 self._look_ahead(view, ranking, _breadth(count, within))
             nodes, after = ranking.plan(view.lookahead, self.nodes.version, count)
             if nodes:
-                view.plan = _Plan(tasks[: len(nodes)], nodes, after, view.seen, ranking)
+                view.plan = Plan(tasks[: len(nodes)], nodes, after, view.seen, ranking)
                 return [Choice(node, pipelined=False) for node in nodes]
         if allow_pipeline:
-            return _pipelined(view, within)
+            return best_pipelined(view, within)
         return []
 
     def choose(
@@ -395,31 +340,6 @@ class Placer:
         if not reasons:
             reasons["node(s) could not take the task"] = len(nodes)
         return reasons
-
-
-def _argmax(view: _View, within: np.ndarray | None) -> Choice | None:
-    """The best node with idle room by the view's ranks alone (ties to the first by name).
-    Among all nodes a NaN rank is taken for no room; within a domain it wins, as
-    ``np.argmax`` has it (what topology placement always did)."""
-    if within is None:
-        best = int(np.argmax(view.ranked))
-        return Choice(best, pipelined=False) if view.ranked[best] > -np.inf else None
-    ranked = view.ranked[within]
-    if np.isnan(ranked).any() or ranked.max() > -np.inf:
-        return Choice(int(within[int(np.argmax(ranked))]), pipelined=False)
-    return None
-
-
-def _pipelined(view: _View, within: np.ndarray | None) -> list[Choice]:
-    """The best node where room is being released (ties to the first by name), if any."""
-    ok, fit_future, scores = view.ok, view.fit_future, view.scores
-    if within is not None:
-        ok, fit_future, scores = ok[within], fit_future[within], scores[within]
-    later = ok & fit_future
-    if not later.any():
-        return []
-    best = int(np.argmax(np.where(later, scores, -np.inf)))
-    return [Choice(best if within is None else int(within[best]), pipelined=True)]
 
 
 def _breadth(count: int, within: np.ndarray | None) -> int:

@@ -16,13 +16,14 @@ Written only when it changed (the snapshot carries each pod's condition), at mos
 """
 
 from kbatch.api.podgroup import ConditionType
+from kbatch.operators.scheduler.core.framework.fit_errors import nodes_unavailable
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.outcome import (
     QUEUE_LIMITED,
     UNSCHEDULABLE,
     PodCondition,
 )
-from kbatch.operators.scheduler.core.framework.session import Session, nodes_unavailable
+from kbatch.operators.scheduler.core.framework.session import Session
 
 PER_SESSION = 500
 QUEUE_LIMITED_NOTE = "its queue holds it, not the cluster's size: more nodes would not help"

@@ -12,10 +12,10 @@ plugins that word conditions (gang) and by metrics.
 import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase
 from kbatch.config import SchedulerConf
+from kbatch.operators.scheduler.core.framework.fit_errors import FitError
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     SHARE_STATUSES,
@@ -38,6 +38,7 @@ from kbatch.operators.scheduler.core.framework.outcome import (
 )
 from kbatch.operators.scheduler.core.framework.resources import room_dims
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs
+from kbatch.operators.scheduler.core.framework.session_stats import SessionStats
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunctions
 
@@ -45,25 +46,6 @@ from kbatch.operators.scheduler.core.framework.tiers import Invalid, TieredFunct
 # (3.11), a module name is not.
 _PENDING, _BINDING = TaskStatus.PENDING, TaskStatus.BINDING
 _NOT_ADMITTED = PodGroupPhase.PENDING
-
-# Why a task did not fit: reason -> number of nodes that failed for it.
-FitError = dict[str, int]
-
-
-@dataclass(slots=True)
-class SessionStats:
-    """What a session did, for metrics and the simulator's summary."""
-
-    binds: int = 0
-    evictions: int = 0
-    preemption_attempts: int = 0
-    preemption_victims: int = 0
-    attempts: dict[str, int] = field(default_factory=lambda: {"scheduled": 0, "unschedulable": 0})
-    e2e_seconds: float = 0.0
-    task_latencies: list[float] = field(default_factory=list)  # pod created -> bound, seconds
-    action_seconds: dict[str, float] = field(default_factory=dict)
-    plugin_open_seconds: dict[str, float] = field(default_factory=dict)
-    plugin_close_seconds: dict[str, float] = field(default_factory=dict)
 
 
 class Session(TieredFunctions):
@@ -396,14 +378,3 @@ class Session(TieredFunctions):
                 if task.nominated != NO_NODE and not self.nodes.releasing[task.nominated].any():
                     self.unkeep(task)
                     self.outcome.nominations.append(Nomination(task, None))
-
-
-def histogram(reasons: dict[str, int]) -> str:
-    """'2 Insufficient cpu, 1 node(s) didn't match node selector' (Kubernetes' wording)."""
-    return ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-
-
-def nodes_unavailable(nodes: int, reasons: dict[str, int]) -> str:
-    """kube-scheduler's words: '0/4 nodes are available: 4 Insufficient cpu' (the
-    counts are of nodes, which the bare histogram left the reader to guess)."""
-    return f"0/{nodes} nodes are available: {histogram(reasons)}"

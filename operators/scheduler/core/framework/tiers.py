@@ -8,77 +8,46 @@ to creation time, then (tasks) the pod's namespace/name, then uid: a cluster's u
 random, so a tie broken by name is broken alike by the simulator and a cluster. A
 plugin registers only inside its ``on_session_open`` (``opening`` names it), and
 ``compile`` fixes the enabled functions once all have.
+
+The kinds of function and their answers are typed in ``signatures``; how the victims
+functions of a tier combine is ``victims``.
 """
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from kbatch.config import PluginOption, SchedulerConf
-from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework import victims
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.signatures import (
+    AllocatableFn,
+    CloseFn,
+    EnqueueFn,
+    Failures,
+    JobCheckFn,
+    JobEventFn,
+    JobValidFn,
+    Key,
+    NodeOrderFn,
+    OrderKeyFn,
+    OverusedFn,
+    PredicateFn,
+    PreemptorKeyFn,
+    QueueShareFn,
+    QueueTaskFn,
+    TaskChangingFn,
+    TaskEventFn,
+    TaskFilterFn,
+    VictimsFn,
+)
+from kbatch.operators.scheduler.core.framework.signatures import Invalid as Invalid
+from kbatch.operators.scheduler.core.framework.signatures import Vote as Vote
+from kbatch.operators.scheduler.core.framework.victims import no_preemptor as no_preemptor
 
-Key = Any
-OrderKeyFn = Callable[[Any], Key]
-# A predicate answers, for the nodes ``idx``, which fail and why: a list of
-# (reason, mask over idx); nodes failing none of them pass.
-Failures = list[tuple[str, np.ndarray]]
-PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
-NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
-VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
-# What a victims function reads of the preemptor: two preemptors with equal keys get
-# the same victims from the same candidates in the same session state.
-PreemptorKeyFn = Callable[[TaskInfo], Hashable]
-# A victims function's per-task form, for one that keeps each candidate on its own
-# merits: ``fn(preemptor, candidates) == [t for t in candidates if keeps(preemptor, t)]``
-# whatever else is offered, reading nothing that changes in a session (priorities, the
-# task's own fields). Eviction bounds the room victims could free with it.
-TaskFilterFn = Callable[[TaskInfo, TaskInfo], bool]
-
-
-def no_preemptor(_: TaskInfo) -> tuple[()]:
-    """The PreemptorKeyFn of a victims function that does not look at who asks."""
-    return ()
-
-
-JobCheckFn = Callable[[JobInfo], bool]
-OverusedFn = Callable[[QueueInfo], bool]
-AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
-# Reclaim's questions about queue shares (the proportion plugin answers them):
-# may this queue take back room for this task / lose this task now; how far above its
-# share a queue is (the most over-served gives back first).
-QueueTaskFn = Callable[[QueueInfo, TaskInfo], bool]
-QueueShareFn = Callable[[QueueInfo], float]
-TaskEventFn = Callable[[TaskInfo], None]
-# Told before a task moves to a status (the status it moves to): its job's sums are
-# still what they were, for a plugin that reads a job's only when first needed.
-TaskChangingFn = Callable[[TaskInfo, TaskStatus], None]
-JobEventFn = Callable[[JobInfo], None]
-CloseFn = Callable[[Any], None]  # called with the session
-
-
-@dataclass(frozen=True, slots=True)
-class Invalid:
-    """Why a job may not be scheduled at all (from a job_valid function)."""
-
-    reason: str
-    message: str
-
-
-JobValidFn = Callable[[JobInfo], Invalid | None]
-
-
-class Vote(Enum):
-    """A plugin's say on admitting a Pending job (enqueue)."""
-
-    PERMIT = "permit"  # admit even if the idle resources do not cover it
-    REJECT = "reject"  # never admit now
-    ABSTAIN = "abstain"
-
-
-EnqueueFn = Callable[[JobInfo], tuple[Vote, str]]
+# (The session, the proportion plugin and the enqueue action import these three from here.)
 
 
 @dataclass(slots=True)
@@ -248,8 +217,10 @@ class TieredFunctions:
         self._queue_shares: list[QueueShareFn] = [r.fn for r in self._enabled("QueueShare")]
         self._preemptable = self._by_tier("Preemptable")
         self._reclaimable = self._by_tier("Reclaimable")
-        self._preemptable_key = self._victims_key(self._preemptable)
-        self._reclaimable_key = self._victims_key(self._reclaimable)
+        # what the deciding tier's victims functions read of a preemptor, as one function
+        # (found once: eviction asks it for every task that needs room)
+        self._preemptable_key = self._preemptor_key(self._preemptable)
+        self._reclaimable_key = self._preemptor_key(self._reclaimable)
 
     def forget_functions(self) -> None:
         """Drop every registered function, once nothing will ask the plugins again. They
@@ -271,6 +242,12 @@ class TieredFunctions:
         ):
             registry.clear()
         self.compile()  # every compiled list empty
+
+    def _preemptor_key(
+        self, tiers: list[list[VictimsFn]]
+    ) -> Callable[[TaskInfo], tuple[Key, ...]] | None:
+        keys = victims.preemptor_keys(tiers, self._victim_keys)
+        return None if keys is None else _calling(keys)
 
     def _by_tier(self, kind: str) -> list[list[VictimsFn]]:
         tiers: list[list[VictimsFn]] = [[] for _ in self.conf.tiers]
@@ -374,10 +351,10 @@ class TieredFunctions:
             handler(job)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self._preemptable, preemptor, candidates)
+        return victims.victims(self._preemptable, preemptor, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self._reclaimable, reclaimer, candidates)
+        return victims.victims(self._reclaimable, reclaimer, candidates)
 
     def preemptable_key(self, preemptor: TaskInfo) -> Hashable:
         """What ``preemptable`` reads of ``preemptor`` (see PreemptorKeyFn), or None."""
@@ -390,39 +367,10 @@ class TieredFunctions:
 
     def preemptable_filter(self) -> TaskFilterFn | None:
         """A test every task ``preemptable`` offers passes (None: no such test)."""
-        return self._victims_filter(self._preemptable)
+        return victims.victims_filter(self._preemptable, self._victim_filters)
 
     def reclaimable_filter(self) -> TaskFilterFn | None:
-        return self._victims_filter(self._reclaimable)
-
-    def _victims_filter(self, tiers: Sequence[list[VictimsFn]]) -> TaskFilterFn | None:
-        """What the deciding tier's per-task functions all keep: as each of its functions
-        chooses among what the ones before it chose, whatever the tier offers passes
-        every one of these tests, in whatever place of the tier the function is."""
-        deciding = next((fns for fns in tiers if fns), None)
-        if deciding is None:
-            return _offers_nothing
-        tests = [self._victim_filters[id(fn)] for fn in deciding if id(fn) in self._victim_filters]
-        if not tests:
-            return None
-        if len(tests) == 1:
-            return tests[0]
-        if len(tests) == 2:  # priority's and conformance's: asked of every candidate
-            first, second = tests
-            return lambda preemptor, task: bool(first(preemptor, task) and second(preemptor, task))
-        return lambda preemptor, task: all(test(preemptor, task) for test in tests)
-
-    def _victims_key(
-        self, tiers: Sequence[list[VictimsFn]]
-    ) -> Callable[[TaskInfo], tuple[Key, ...]] | None:
-        """What the deciding tier's functions read of a preemptor, as one function (found
-        once: eviction asks it for every task that needs room); None when one of them did
-        not say."""
-        deciding = next((fns for fns in tiers if fns), [])
-        keys = [self._victim_keys.get(id(fn)) for fn in deciding]
-        if any(key is None for key in keys):
-            return None
-        return _calling([key for key in keys if key is not None])
+        return victims.victims_filter(self._reclaimable, self._victim_filters)
 
 
 def _calling(fns: list[OrderKeyFn]) -> Callable[[Any], tuple[Key, ...]]:
@@ -439,31 +387,3 @@ def _calling(fns: list[OrderKeyFn]) -> Callable[[Any], tuple[Key, ...]]:
         a, b, c = fns
         return lambda x: (a(x), b(x), c(x))
     return lambda x: tuple(fn(x) for fn in fns)
-
-
-def _offers_nothing(_preemptor: TaskInfo, _task: TaskInfo) -> bool:
-    """No tier has the victims function: nothing is ever offered (see ``_victims``)."""
-    return False
-
-
-def _victims(
-    tiers: Sequence[list[VictimsFn]], preemptor: TaskInfo, candidates: list[TaskInfo]
-) -> list[TaskInfo]:
-    """The first tier that has the function decides: each of its plugins chooses among
-    what the ones before it in the tier chose, so the victims satisfy every plugin.
-
-    (kube-batch intersected lists each plugin chose from all the candidates: when two
-    plugins each pick a different subset of equally good candidates — gang the job's
-    spare tasks by task order, proportion the queue's by node order — nothing is
-    left, although any one would do.) A later tier is asked only when no earlier tier
-    has the function at all (kube-batch fell through, on purpose we don't).
-    """
-    for fns in tiers:
-        if not fns:
-            continue
-        chosen = candidates
-        for fn in fns:
-            kept = {id(t) for t in fn(preemptor, chosen)}
-            chosen = [t for t in chosen if id(t) in kept]
-        return chosen
-    return []

@@ -7,7 +7,7 @@ Critical pods (priority classes ``system-cluster-critical`` and
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.operators.scheduler.core.framework.tiers import no_preemptor
+from kbatch.operators.scheduler.core.framework.victims import no_preemptor
 
 NAME = "conformance"
 

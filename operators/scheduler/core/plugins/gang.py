@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from kbatch.api.podgroup import ConditionType, PodGroupCondition
 from kbatch.config import PluginOption
+from kbatch.operators.scheduler.core.framework.fit_errors import FitError, nodes_unavailable
 from kbatch.operators.scheduler.core.framework.info import (
     READY_STATUSES,
     JobInfo,
@@ -27,12 +28,9 @@ from kbatch.operators.scheduler.core.framework.info import (
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.operators.scheduler.core.framework.outcome import Event, failed_scheduling
 from kbatch.operators.scheduler.core.framework.podgroup_status import condition
-from kbatch.operators.scheduler.core.framework.session import (
-    FitError,
-    Session,
-    nodes_unavailable,
-)
-from kbatch.operators.scheduler.core.framework.tiers import Invalid, no_preemptor
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.signatures import Invalid
+from kbatch.operators.scheduler.core.framework.victims import no_preemptor
 
 NAME = "gang"
 

@@ -40,7 +40,7 @@ from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import SHARE_STATUSES, QueueInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.operators.scheduler.core.framework.tiers import no_preemptor
+from kbatch.operators.scheduler.core.framework.victims import no_preemptor
 from kbatch.operators.scheduler.core.plugins import arguments
 
 NAME = "lifetime"

@@ -26,7 +26,7 @@ from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate, Taint, Toleration
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.operators.scheduler.core.framework.tiers import Failures
+from kbatch.operators.scheduler.core.framework.signatures import Failures
 from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
 
 NAME = "predicates"

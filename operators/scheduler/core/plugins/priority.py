@@ -23,7 +23,7 @@ from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.resources import less_equal, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.operators.scheduler.core.framework.tiers import Vote
+from kbatch.operators.scheduler.core.framework.signatures import Vote
 
 NAME = "priority"
 _INQUEUE = PodGroupPhase.INQUEUE

@@ -1,0 +1,53 @@
+"""What the simulator reads of a Kubernetes object and writes into a pod's: the pod's key
+and group, an object's reference for its events, and a condition put in a status in
+place of the one of its type, as the API server merges it."""
+
+from typing import Any
+
+from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+from kbatch.sim import clock
+
+Object = dict[str, Any]
+PodKey = tuple[str, str]  # namespace, name
+
+
+def object_ref(obj: Object) -> ObjectRef:
+    metadata = obj["metadata"]
+    return ObjectRef(obj["kind"], str(metadata.get("namespace") or ""), str(metadata["name"]))
+
+
+def pod_key(pod: Object) -> PodKey:
+    metadata = pod["metadata"]
+    return str(metadata.get("namespace") or "default"), str(metadata["name"])
+
+
+def group_of(pod: Object) -> str | None:
+    """The pod's group: kbatch's annotation, else upstream's ``spec.schedulingGroup``
+    (as ``records.parse_pod`` reads them)."""
+    annotations = pod["metadata"].get("annotations") or {}
+    group = annotations.get(GROUP_NAME_ANNOTATION)
+    if group:
+        return str(group)
+    scheduling = (pod.get("spec") or {}).get("schedulingGroup")
+    name = scheduling.get("podGroupName") if isinstance(scheduling, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def with_condition(
+    conditions: object, condition: Object, now: float, kept_timestamps: bool = True
+) -> list[Object]:
+    """``conditions`` with ``condition`` in place of the one of its type (its transition
+    time kept when the status did not change)."""
+    others = (
+        [c for c in conditions or [] if isinstance(c, dict)] if isinstance(conditions, list) else []
+    )
+    old = next((c for c in others if c.get("type") == condition["type"]), None)
+    same = old is not None and old.get("status") == condition["status"]
+    when = (
+        old.get("lastTransitionTime")
+        if same and old is not None
+        else clock.timestamp(now, kept_timestamps)
+    )
+    kept = [c for c in others if c.get("type") != condition["type"]]
+    return [*kept, {**condition, "lastTransitionTime": when}]

@@ -1,0 +1,66 @@
+"""The kinds of function a plugin registers with a session (``tiers.TieredFunctions``),
+as types, and the small answers some of them give (``Invalid``, ``Vote``)."""
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+
+Key = Any
+OrderKeyFn = Callable[[Any], Key]
+# A predicate answers, for the nodes ``idx``, which fail and why: a list of
+# (reason, mask over idx); nodes failing none of them pass.
+Failures = list[tuple[str, np.ndarray]]
+PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
+NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+# What a victims function reads of the preemptor: two preemptors with equal keys get
+# the same victims from the same candidates in the same session state.
+PreemptorKeyFn = Callable[[TaskInfo], Hashable]
+# A victims function's per-task form, for one that keeps each candidate on its own
+# merits: ``fn(preemptor, candidates) == [t for t in candidates if keeps(preemptor, t)]``
+# whatever else is offered, reading nothing that changes in a session (priorities, the
+# task's own fields). Eviction bounds the room victims could free with it.
+TaskFilterFn = Callable[[TaskInfo, TaskInfo], bool]
+
+
+JobCheckFn = Callable[[JobInfo], bool]
+OverusedFn = Callable[[QueueInfo], bool]
+AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
+# Reclaim's questions about queue shares (the proportion plugin answers them):
+# may this queue take back room for this task / lose this task now; how far above its
+# share a queue is (the most over-served gives back first).
+QueueTaskFn = Callable[[QueueInfo, TaskInfo], bool]
+QueueShareFn = Callable[[QueueInfo], float]
+TaskEventFn = Callable[[TaskInfo], None]
+# Told before a task moves to a status (the status it moves to): its job's sums are
+# still what they were, for a plugin that reads a job's only when first needed.
+TaskChangingFn = Callable[[TaskInfo, TaskStatus], None]
+JobEventFn = Callable[[JobInfo], None]
+CloseFn = Callable[[Any], None]  # called with the session
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """Why a job may not be scheduled at all (from a job_valid function)."""
+
+    reason: str
+    message: str
+
+
+JobValidFn = Callable[[JobInfo], Invalid | None]
+
+
+class Vote(Enum):
+    """A plugin's say on admitting a Pending job (enqueue)."""
+
+    PERMIT = "permit"  # admit even if the idle resources do not cover it
+    REJECT = "reject"  # never admit now
+    ABSTAIN = "abstain"
+
+
+EnqueueFn = Callable[[JobInfo], tuple[Vote, str]]
