@@ -3,7 +3,7 @@ enqueue and reclaim asking every queue on a leaf's path."""
 
 import numpy as np
 
-from builders import Cluster, vec
+from builders import Cluster, run_actions, vec
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core.actions import reclaim
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
@@ -185,3 +185,15 @@ def test_reclaim_rings_put_siblings_before_cousins() -> None:
     assert rings["a2"] == rings["a3"] == 0
     assert rings["b1"] == 1
     assert reclaim._kinship(Cluster().queue("x").queue("y").open(), "x") is None
+
+
+def test_a_parents_status_counts_its_subtrees_groups() -> None:
+    cluster = tree()
+    cluster.job("ja1", queue="a1").tasks(2, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("ja2", queue="a2").tasks(2, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("jb1", queue="b1", phase=PodGroupPhase.PENDING).tasks(1, cpu=100)
+    statuses = run_actions(cluster.open(), "allocate").queues
+    assert (statuses["team-a"].running, statuses["team-a"].pending) == (2, 0)
+    assert (statuses["team-b"].running, statuses["team-b"].pending) == (0, 1)
+    assert statuses["team-a"].allocated["cpu"] == "4"
+    assert statuses["a1"].running == 1
