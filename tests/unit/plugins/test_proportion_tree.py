@@ -197,3 +197,25 @@ def test_a_parents_status_counts_its_subtrees_groups() -> None:
     assert (statuses["team-b"].running, statuses["team-b"].pending) == (0, 1)
     assert statuses["team-a"].allocated["cpu"] == "4"
     assert statuses["a1"].running == 1
+
+
+def waiting_message(cluster: Cluster, group: str) -> str:
+    status = run_actions(cluster.open(), "allocate").pod_groups[f"default/{group}"]
+    [condition] = [c for c in status.conditions if c.type.value == "Unschedulable"]
+    return condition.message
+
+
+def test_a_group_held_back_by_an_ancestors_capability_is_told_which() -> None:
+    cap = vec(4) + np.array([0, np.inf, np.inf, np.inf])
+    cluster = tree(team_a={"capability": cap})
+    cluster.job("ja1", queue="a1").tasks(4, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("ja2", queue="a2").tasks(1, cpu=1)
+    assert "team-a is at its capability cpu 4" in waiting_message(cluster, "ja2")
+
+
+def test_a_group_held_back_by_an_ancestors_share_is_told_which() -> None:
+    cluster = tree()
+    cluster.job("ja1", queue="a1").tasks(7, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("ja2", queue="a2").tasks(1, cpu=1)
+    cluster.job("jb1", queue="b1").tasks(8, cpu=1)
+    assert "team-a is at its deserved share cpu 6" in waiting_message(cluster, "ja2")
