@@ -14,6 +14,12 @@ queue may not take (capability) evicts nothing.
 Per job through one Statement: if the job cannot become ready (pipelined) with
 the room taken back, nothing is evicted.
 
+Where queues form a tree (DESIGN §14) a leaf takes back from the nearest relatives
+first (its siblings' subtrees, then its parent's siblings', and so on), the most
+over-served first among them; a leaf may reclaim while its team is over its share
+(room taken from a sibling stays in the team), as far as ``may_reclaim_for`` and
+``may_lose`` let it.
+
 Each task tried counts as a preemption attempt (kube-batch counted preempt's
 only; a reclaim is a preemption across queues).
 """

@@ -10,6 +10,10 @@ The plugin also answers the reclaim action's questions about shares (DESIGN §3)
 which queues are over their share (``overused``), whether a queue may take room back
 for a task (up to its deserved share) or lose a task (only while it keeps its
 deserved share), and how far above its share a queue is.
+
+Where queues form a tree (any queue with a parent, a guarantee or an explicit deserved
+share: DESIGN §14), the shares are the tree's and every answer reads the leaf's path
+up to the root (``proportion_tree``); each queue's sums are then its subtree's.
 """
 
 import functools
