@@ -17,6 +17,7 @@ import contextlib
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kbatch.api.podgroup import PodGroupPhase
+from kbatch.api.queue import ROOT_QUEUE
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -111,6 +112,15 @@ class SchedulerMetrics:
             "kbatch_queue_share", "Allocated/deserved", ["queue_name"], registry=r
         )
         self.queue_weight = Gauge("kbatch_queue_weight", "Queue weight", ["queue_name"], registry=r)
+        # Each queue's place in the tree (DESIGN §14): 1, labelled with its parent (root for a
+        # top-level queue), to join the other queue series on: ``* on (queue_name)
+        # group_left (parent) kbatch_queue_parent``. A queue's series are its subtree's.
+        self.queue_parent = Gauge(
+            "kbatch_queue_parent",
+            "1, labelled with the queue's parent in the queue tree (root: top level)",
+            ["queue_name", "parent"],
+            registry=r,
+        )
         self.queue_overused = Gauge(
             "kbatch_queue_overused",
             "1 if the queue holds more than it deserves",
@@ -142,6 +152,7 @@ class SchedulerMetrics:
             *self.queue_groups.values(),
             self.queue_share,
             self.queue_weight,
+            self.queue_parent,
             self.queue_overused,
             self.unschedulable_tasks,
         ]
@@ -241,6 +252,7 @@ class SchedulerMetrics:
                 self._set_resources(kind, name, session.dims, vector)
             self._set(self.queue_share, (name,), queue.share)
             self._set(self.queue_weight, (name,), queue.weight)
+            self._set(self.queue_parent, (name, queue.parent or ROOT_QUEUE), 1)
             self._set(self.queue_overused, (name,), 1 if session.overused(queue) else 0)
             for phase, gauge in self.queue_groups.items():
                 self._set(gauge, (name,), groups[name].get(phase, 0))

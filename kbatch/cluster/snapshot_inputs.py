@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from kbatch.api.podgroup import PodGroup
-from kbatch.api.queue import Queue, QueueState
+from kbatch.api.queue import ROOT_QUEUE, Queue, QueueState
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import NodeRecord, PodRecord, timestamp
 from kbatch.operators.scheduler.core.framework.info import QueueInfo
@@ -38,7 +38,9 @@ def resource_names_of(record: object) -> tuple[str, ...]:
     if isinstance(record, PodGroup):
         return tuple(record.spec.min_resources or ())
     if isinstance(record, Queue):
-        return tuple(record.spec.capability or ())
+        spec = record.spec
+        guarantee = spec.guarantee.resource if spec.guarantee is not None else {}
+        return (*(spec.capability or ()), *guarantee, *(spec.deserved or ()))
     return ()
 
 
@@ -46,10 +48,13 @@ def queue_info(queue: Queue, dims: Dims) -> QueueInfo:
     spec = queue.spec
     capability = None
     if spec.capability:
-        limits = amounts(spec.capability, "spec.capability")
-        capability = np.full(len(dims), np.inf)
-        for name, value in limits.items():
-            capability[dims.index[name]] = value
+        capability = _vector(spec.capability, "spec.capability", dims, np.inf)
+    guarantee = claim = None
+    if spec.guarantee is not None and spec.guarantee.resource:
+        guarantee = _vector(spec.guarantee.resource, "spec.guarantee.resource", dims, 0.0)
+    if spec.deserved:
+        claim = _vector(spec.deserved, "spec.deserved", dims, 0.0)
+    parent = spec.parent if spec.parent != ROOT_QUEUE else None
     return QueueInfo(
         name=queue.metadata.name,
         weight=spec.weight,
@@ -58,4 +63,15 @@ def queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         reclaimable=spec.reclaimable,
         open=spec.state is QueueState.OPEN,
         old_status=queue.status,
+        parent=parent,
+        guarantee=guarantee,
+        claim=claim,
     )
+
+
+def _vector(values: Mapping[str, str], field: str, dims: Dims, unset: float) -> np.ndarray:
+    """A Queue's resource list as a vector in ``dims``, ``unset`` where it names none."""
+    out = np.full(len(dims), unset)
+    for name, value in amounts(values, field).items():
+        out[dims.index[name]] = value
+    return out

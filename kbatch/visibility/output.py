@@ -49,8 +49,10 @@ def print_data(stream: IO[str], data: Any, output: str) -> None:
 
 # ----------------------------------------------------------------------------- data
 def queue_data(row: QueueRow) -> dict[str, Any]:
+    tree = {} if row.parent is None else {"parent": row.parent}
     return {
         "name": row.name,
+        **tree,
         "position": row.position,
         "weight": row.weight,
         "state": row.state,
@@ -129,7 +131,7 @@ def queues_table(rows: Sequence[QueueRow]) -> Table:
     )  # fmt: skip
     for row in rows:
         table.add_row(
-            row.name,
+            "  " * row.depth + ("└ " if row.depth else "") + row.name,  # the tree, indented
             str(row.weight),
             Text(row.state, style="green" if row.state == "Open" else "red"),
             f"{row.share:.2f}" if math.isfinite(row.share) else "-",

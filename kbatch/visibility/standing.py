@@ -90,6 +90,10 @@ class QueueRow:
     running: int
     waiting: int  # jobs in its line (PodGroups not started, and pods of their own)
     position: int  # its turn among the queues (1: first)
+    # Its place in the queue tree (DESIGN §14): its parent (None: top level) and how deep
+    # it is (0: top level). Its amounts and PodGroups are its subtree's.
+    parent: str | None = None
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,8 @@ def line_of(session: Session, warnings: list[str] | None = None) -> Line:
         _queue_row(session, name, place, per_queue[name])
         for place, name in enumerate(queue_order, start=1)
     ]
+    if any(queue.parent is not None for queue in session.queues.values()):
+        queues = as_tree(queues)
     running.sort(key=lambda j: (j.queue, j.created, j.uid))
     held = [_job_row(session, job, None, None) for job in running]
     return Line(queues, rows, held, list(warnings or []))
@@ -253,9 +259,47 @@ def reason_of(session: Session, job: JobInfo) -> str:
     return f"{job.phase.value}: {job.count(*SCHEDULED_STATUSES)}/{job.min_member} scheduled"
 
 
+def as_tree(rows: list[QueueRow]) -> list[QueueRow]:
+    """``rows`` (in queue order) as a tree: each queue followed by its children, depth
+    first, siblings in queue order."""
+    children: dict[str | None, list[QueueRow]] = {}
+    names = {row.name for row in rows}
+    for row in rows:
+        children.setdefault(row.parent if row.parent in names else None, []).append(row)
+    out: list[QueueRow] = []
+    stack = list(reversed(children.get(None, [])))
+    while stack:
+        row = stack.pop()
+        out.append(row)
+        stack.extend(reversed(children.get(row.name, [])))
+    return out
+
+
+def _subtree(session: Session, name: str) -> set[str]:
+    """``name`` and the queues under it."""
+    out = {name}
+    grew = True
+    while grew:
+        more = {n for n, q in session.queues.items() if q.parent in out and n not in out}
+        out |= more
+        grew = bool(more)
+    return out
+
+
+def _depth(session: Session, name: str) -> int:
+    depth, seen = 0, {name}
+    parent = session.queues[name].parent
+    while parent is not None and parent in session.queues and parent not in seen:
+        seen.add(parent)
+        depth += 1
+        parent = session.queues[parent].parent
+    return depth
+
+
 def _queue_row(session: Session, name: str, place: int, waiting: list[JobInfo]) -> QueueRow:
     queue = session.queues[name]
-    phases = [j.phase for j in session.jobs.values() if j.has_pod_group and j.queue == name]
+    within = _subtree(session, name)  # its own, and its subtree's in a tree
+    phases = [j.phase for j in session.jobs.values() if j.has_pod_group and j.queue in within]
     dims = session.dims
     return QueueRow(
         name=name,
@@ -271,6 +315,8 @@ def _queue_row(session: Session, name: str, place: int, waiting: list[JobInfo]) 
         running=phases.count(PodGroupPhase.RUNNING),
         waiting=len(waiting),
         position=place,
+        parent=queue.parent,
+        depth=_depth(session, name),
     )
 
 

@@ -105,3 +105,18 @@ def test_series_of_jobs_and_queues_gone_are_removed() -> None:
     assert 'kbatch_queue_weight{queue_name="other"} 1.0' in text
     metrics.forget_cluster_state()
     metrics.record(run_actions_session(uncapped))  # nothing left to remove: no KeyError
+
+
+def test_each_queue_says_its_parent_in_the_tree() -> None:
+    cluster = Cluster().node("n1", cpu=4).queue("team").queue("leaf")
+    cluster.queues["leaf"].parent = "team"
+    metrics = SchedulerMetrics()
+    metrics.record(cluster.open())
+    text = generate_latest(metrics.registry).decode()
+    assert 'kbatch_queue_parent{parent="team",queue_name="leaf"} 1.0' in text
+    assert 'kbatch_queue_parent{parent="root",queue_name="team"} 1.0' in text
+    cluster.queues["leaf"].parent = None  # moved to the top: the old series goes
+    metrics.record(cluster.open())
+    text = generate_latest(metrics.registry).decode()
+    assert 'parent="team"' not in text
+    assert 'kbatch_queue_parent{parent="root",queue_name="leaf"} 1.0' in text

@@ -220,3 +220,28 @@ def test_quantities_leave_out_zero_and_unbounded_amounts() -> None:
     vector = vec(cpu=1.5, memory=2)
     vector[dims.index["nvidia.com/gpu"]] = float("inf")
     assert visibility.quantities(dims, vector) == {"cpu": "1500m", "memory": "2Gi"}
+
+
+def test_kbatch_queues_lists_the_tree_each_queue_with_its_subtree() -> None:
+    from kbatch.visibility import output
+
+    cluster = Cluster().node("n1", cpu=8)
+    for name, parent in (("team-a", None), ("team-b", None), ("a1", "team-a"), ("a2", "team-a")):
+        cluster.queue(name)
+        cluster.queues[name].parent = parent
+    cluster.job("run-a1", queue="a1", phase=PodGroupPhase.RUNNING).tasks(
+        2, cpu=1, status=TaskStatus.RUNNING, node="n1"
+    )
+    cluster.job("wait-a2", queue="a2", phase=PodGroupPhase.PENDING).tasks(1, cpu=100)
+    line = visibility.line_of(cluster.open())
+    tree = [(q.name, q.depth) for q in line.queues if q.name != "default"]
+    at = tree.index(("team-a", 0))
+    # team-a's children right after it (in queue order: a2, holding nothing, first)
+    assert tree[at + 1 : at + 3] == [("a2", 1), ("a1", 1)]
+    assert ("team-b", 0) in tree and len(tree) == 4
+    team_a = next(q for q in line.queues if q.name == "team-a")
+    assert (team_a.running, team_a.pending, team_a.allocated["cpu"]) == (1, 1, "2")
+    assert output.queue_data(next(q for q in line.queues if q.name == "a1"))["parent"] == "team-a"
+    assert "parent" not in output.queue_data(team_a)
+    rendered = [row for row in output.queues_table(line.queues).columns[0].cells]
+    assert "  └ a1" in rendered

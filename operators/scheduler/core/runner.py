@@ -17,6 +17,7 @@ from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Backend, Outcome, Snapshot
 from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
+from kbatch.operators.scheduler.core.framework.queue_tree import TreeQueue, refusals
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs, rests
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
@@ -65,6 +66,7 @@ def open_session(
     sessions in turn on one line of snapshots), to go on with (``framework.resting``).
     ``shortcuts``: which the session takes; ``kept``: what the caller's sessions keep
     for the next (``Session.kept``; None: nothing beyond this one)."""
+    parents = leave_out_refused_queues(snapshot)
     session = Session(snapshot, conf, now, uid, shortcuts, kept)
     for tier_index, tier in enumerate(conf.tiers):
         for option in tier.plugins:
@@ -85,7 +87,7 @@ def open_session(
     pass_quiet, rest_quiet = shortcuts.pass_quiet_gangs, shortcuts.rest_quiet_gangs
     active: list[JobInfo] = []
     for job in others:
-        if job.queue in queues:
+        if job.queue in queues and job.queue not in parents:
             kept_status = quiet_gang(job, conf) if pass_quiet else None
             if kept_status is not None:  # valid, as the last session found it
                 if rest_quiet and rests(job, kept_status):
@@ -95,7 +97,7 @@ def open_session(
                     active.append(job)
                 continue
         active.append(job)
-        verdict = _framework_verdict(session, job.queue, snapshot.refused_queues)
+        verdict = _framework_verdict(session, job.queue, snapshot.refused_queues, parents)
         verdict = verdict or session.job_valid(job)
         if verdict is not None:
             session.invalidate(job, verdict)
@@ -103,12 +105,42 @@ def open_session(
     return session
 
 
+def leave_out_refused_queues(snapshot: Snapshot) -> dict[str, list[str]]:
+    """Take out of ``snapshot`` the queues the queue tree refuses (a missing parent, a
+    cycle of parents, under one of those: DESIGN §14), each added to its refused queues
+    with why, naming ``spec.parent``, so that their groups are told as for any queue
+    kbatch ignores. The queues with children (name -> children's names, in order)."""
+    queues = snapshot.queues
+    if not any(queue.parent is not None for queue in queues.values()):
+        return {}  # flat: nothing to refuse but a queue named root, as the tree has it
+    given = {name: TreeQueue(name, queue.parent) for name, queue in queues.items()}
+    for name, refusal in refusals(given).items():
+        del queues[name]
+        snapshot.refused_queues[name] = str(refusal)
+    parents: dict[str, list[str]] = {}
+    for name, queue in queues.items():
+        if queue.parent is not None:
+            parents.setdefault(queue.parent, []).append(name)
+    return parents
+
+
 def _framework_verdict(
-    session: Session, queue: str, refused_queues: Mapping[str, str]
+    session: Session,
+    queue: str,
+    refused_queues: Mapping[str, str],
+    parents: Mapping[str, list[str]],
 ) -> Invalid | None:
     """Why no job of ``queue`` can be scheduled, if it cannot: its Queue is missing, or
     the cluster has it but kbatch refused it (``refused_queues``: name -> 'field: why') —
-    then the PodGroup says why the Queue is ignored, not that it does not exist."""
+    then the PodGroup says why the Queue is ignored, not that it does not exist — or
+    it has child queues (``parents``: PodGroups go in leaf queues only)."""
+    children = parents.get(queue)
+    if children:
+        shown = ", ".join(children[:5]) + (", ..." if len(children) > 5 else "")
+        return Invalid(
+            "QueueNotLeaf",
+            f"queue {queue!r} has child queues ({shown}): PodGroups go in leaf queues only",
+        )
     if queue in session.queues:
         return None
     if queue in refused_queues:

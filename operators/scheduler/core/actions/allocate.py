@@ -32,8 +32,19 @@ import numpy as np
 
 from kbatch.operators.scheduler.core.actions import backfill
 from kbatch.operators.scheduler.core.framework import topology
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import (
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
 from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
+from kbatch.operators.scheduler.core.framework.queue_checks import (
+    CAPABILITY,
+    DESERVED,
+    HeldBack,
+)
+from kbatch.operators.scheduler.core.framework.resources import EPSILON, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
@@ -61,10 +72,11 @@ def execute(session: Session) -> None:
         queue = session.queues[name]
         jobs = per_queue[name]
         if session.overused(queue):
+            why = f"queue {name} is using its deserved share"
+            if queue.parent is not None:  # in a tree: the queue on its path that is
+                why = str(held_back(session, queue) or why)
             for _, _, job in jobs:
-                session.note_waiting(
-                    job, f"queue {name} is using its deserved share", first=True, by_queue=True
-                )
+                session.note_waiting(job, why, first=True, by_queue=True)
             continue
         if not jobs:
             continue
@@ -143,9 +155,12 @@ def _place_requested(
     ahead: list[Choice] = []  # nodes for the next alike tasks, chosen together, last first
     for i, task in enumerate(ordered):
         if not session.allocatable(queue, task):
-            session.note_waiting(
-                job, f"queue {queue.name} has reached its capability", by_queue=True
-            )
+            why = f"queue {queue.name} has reached its capability"
+            if queue.parent is not None:  # in a tree: the queue on its path that is,
+                # or else the room left is another subtree's unused guarantee
+                kept = "the room left is kept for other queues' unused guarantees"
+                why = str(held_back(session, queue, task) or kept)
+            session.note_waiting(job, why, by_queue=True)
             break
         if not ahead:
             ahead = placer.choose_alike(ordered[i:], within=within)[::-1]
@@ -159,6 +174,35 @@ def _place_requested(
         if session.job_ready(job):
             break
     return placed
+
+
+def held_back(session: Session, queue: QueueInfo, task: TaskInfo | None = None) -> HeldBack | None:
+    """In a queue tree (DESIGN §14), the queue on ``queue``'s path (itself first) that
+    holds it back, as ``kbatch explain`` shows it (``team-a is at its capability cpu
+    64``): with a ``task``, the nearest whose capability the task would pass; without,
+    the nearest holding more than its deserved share. From the shares the queues
+    publish (kept current through the session); None if none is found."""
+    request = task.request * shareable(session.dims) if task is not None else None
+    names = session.dims.names
+    current: QueueInfo | None = queue
+    seen: set[str] = set()
+    while current is not None and current.name not in seen:
+        seen.add(current.name)
+        held = current.allocated
+        if held is not None:
+            if request is not None and current.capability is not None:
+                over = (request > EPSILON) & (held + request > current.capability + EPSILON)
+                if over.any():
+                    dim = int(over.argmax())
+                    return HeldBack(current.name, CAPABILITY, names[dim], current.capability[dim])
+            if request is None and current.deserved is not None:
+                over = held > current.deserved + EPSILON
+                if over.any():
+                    dim = int(over.argmax())
+                    return HeldBack(current.name, DESERVED, names[dim], current.deserved[dim])
+        parent = current.parent
+        current = session.queues.get(parent) if parent is not None else None
+    return None
 
 
 def _hold(statement: Statement, job: JobInfo) -> None:

@@ -14,6 +14,12 @@ queue may not take (capability) evicts nothing.
 Per job through one Statement: if the job cannot become ready (pipelined) with
 the room taken back, nothing is evicted.
 
+Where queues form a tree (DESIGN §14) a leaf takes back from the nearest relatives
+first (its siblings' subtrees, then its parent's siblings', and so on), the most
+over-served first among them; a leaf may reclaim while its team is over its share
+(room taken from a sibling stays in the team), as far as ``may_reclaim_for`` and
+``may_lose`` let it.
+
 Each task tried counts as a preemption attempt (kube-batch counted preempt's
 only; a reclaim is a preemption across queues).
 """
@@ -41,9 +47,12 @@ def execute(session: Session) -> None:
     placer = Placer(session)
     room = EvictableRoom(session)
     over_served: dict[Hashable, frozenset[str]] = {}
+    # In a tree a leaf may take room back from a sibling while their team is over its
+    # share: the leaf's own share is asked task by task (``may_reclaim_for``).
+    flat = not any(queue.parent is not None for queue in session.queues.values())
     for job in jobs_by_queue(session, session.jobs_to_place()):
         queue = session.queues[job.queue]
-        if session.overused(queue):
+        if flat and session.overused(queue):
             continue
         rules = _rules(session, room, queue, _over_served(session, room, over_served))
         if not rules.held().any():
@@ -95,6 +104,37 @@ def _over_served(
     return over
 
 
+# Shares above this order alike (a queue deserving nothing holds an infinite share):
+# it keeps the rings of relatives apart in one float.
+_SHARE_BOUND = 1e6
+
+
+def _kinship(session: Session, reclaimer: str) -> dict[str, int] | None:
+    """Where queues form a tree (DESIGN §14): each queue's ring as seen from
+    ``reclaimer`` (0: under its parent, 1: under its grandparent, ...), for reclaim to
+    take from the nearest relatives first; None for flat queues."""
+    queues = session.queues
+    if not any(queue.parent is not None for queue in queues.values()):
+        return None
+
+    def path(name: str) -> list[str]:
+        out: list[str] = []
+        while name in queues and name not in out:
+            out.append(name)
+            parent = queues[name].parent
+            if parent is None:
+                break
+            name = parent
+        return out
+
+    ancestors = {name: at for at, name in enumerate(path(reclaimer))}
+    rings: dict[str, int] = {}
+    for name in queues:
+        shared = next((ancestors[n] for n in path(name) if n in ancestors), len(ancestors))
+        rings[name] = max(shared - 1, 0)
+    return rings
+
+
 def _rules(
     session: Session, room: EvictableRoom, reclaimer: QueueInfo, over_served: frozenset[str]
 ) -> Rules:
@@ -119,15 +159,24 @@ def _rules(
         loses = session.may_lose_key(t)
         return None if loses is None else (session.jobs[t.job].queue, loses)
 
+    kin = _kinship(session, reclaimer.name)
+
     def most_over_served_first(t: TaskInfo) -> float:
         queue = queue_of(t)
-        return 0.0 if queue is None else -session.queue_share(queue)
+        if queue is None:
+            return 0.0
+        if kin is None:
+            return -session.queue_share(queue)
+        # nearest relatives first, then the most over-served among them
+        share = min(max(session.queue_share(queue), 0.0), _SHARE_BOUND)
+        return kin.get(queue.name, len(kin)) * 2 * _SHARE_BOUND - share
 
-    # The givers tell the rule apart: none of it reads the reclaimer (its own queue,
-    # never over its share here, is never one of them).
+    # The givers tell the rule apart: flat, none of it reads the reclaimer (its own
+    # queue, never over its share here, is never one of them); in a tree the order
+    # reads where the reclaimer is.
     return Rules(
         room,
-        ("other queues", frozenset(givers)),
+        ("other queues", frozenset(givers), None if kin is None else reclaimer.name),
         from_other_overused_queue,
         session.reclaimable,
         session.reclaimable_key,
@@ -135,7 +184,8 @@ def _rules(
         most_over_served_first,
         queues=frozenset(givers),
         keeps=session.reclaimable_filter(),
-        # Whether a gang may go whole does not depend on who reclaims.
-        verdict_key=NAME,
+        # Flat, whether a gang may go whole does not depend on who reclaims; in a tree
+        # it does (the ancestors a victim keeps a share for are those not shared).
+        verdict_key=NAME if kin is None else (NAME, reclaimer.name),
         allowed_key=what_allowed_reads,
     )

@@ -362,6 +362,12 @@ class QueueInfo:
     capability: np.ndarray | None = None
     reclaimable: bool = True
     open: bool = True
+    # Its place in the queue tree (DESIGN §14): the parent's name (None: a child of the
+    # root), the room kept for its subtree (``spec.guarantee.resource``) and the share
+    # it claims before the weights (``spec.deserved``); None where not set.
+    parent: str | None = None
+    guarantee: np.ndarray | None = None
+    claim: np.ndarray | None = None
     # Published by plugins (the proportion plugin: kept current from session open).
     deserved: np.ndarray | None = None
     allocated: np.ndarray | None = None

@@ -12,7 +12,7 @@ the plugin says it is worth a write, and without the plugin the stored flow is k
 import functools
 import itertools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -308,6 +308,25 @@ def _worth_writing(published: QueueStatus, queue: QueueInfo) -> bool:
     return published.model_copy(update={"flow": old.flow, "flow_updated": old.flow_updated}) != old
 
 
+def _add_up_subtrees(
+    queues: Mapping[str, QueueInfo],
+    phases_in: dict[str, list[PodGroupPhase]],
+    resting_in: dict[str, int],
+) -> None:
+    """Each queue's groups counted with its subtree's (DESIGN §14: a queue's status is its
+    subtree's): a queue's own phases and resting count added to each ancestor's."""
+    own = {name: list(phases_in.get(name, [])) for name in queues}
+    own_resting = dict(resting_in)
+    for name in queues:
+        seen = {name}
+        parent = queues[name].parent
+        while parent is not None and parent in queues and parent not in seen:
+            seen.add(parent)
+            phases_in.setdefault(parent, []).extend(own[name])
+            resting_in[parent] += own_resting[name]
+            parent = queues[parent].parent
+
+
 def publish(session: Session) -> Outcome:
     """Add every PodGroup and Queue status that changed to the session's outcome, an
     event for each PodGroup phase change, and one on each pod that waits for a PodGroup
@@ -362,10 +381,13 @@ def publish(session: Session) -> Outcome:
 
 def _publish_queues(session: Session, phases_in: dict[str, list[PodGroupPhase]]) -> None:
     """Each queue's status, if it changed enough to write (``phases_in``: its PodGroups'
-    phases as published this session)."""
+    phases as published this session; in a queue tree a queue's are its subtree's)."""
     kept_queue_statuses = session.shortcuts.queue_statuses
+    resting_in = {name: session.resting_in(name) for name in session.queues}
+    if any(queue.parent is not None for queue in session.queues.values()):
+        _add_up_subtrees(session.queues, phases_in, resting_in)
     for name, queue in session.queues.items():
-        resting = session.resting_in(name)
+        resting = resting_in[name]
         phases = phases_in.get(name, [])
         published = queue_status(queue, session.dims, phases, resting, kept_queue_statuses)
         if _worth_writing(published, queue):

@@ -176,17 +176,37 @@ class _Flows:
         self.session = session
         self.half_life = args.half_life
         self.cost = args.cost_vector(session.dims)
-        weights = sum(q.weight for q in session.queues.values()) or 1
+        queues = session.queues
+        # In a queue tree (DESIGN §14) a flow per queue at every level, its fair share
+        # among its siblings; a queue's ancestors, nearest first (none: flat queues).
+        self.above = {name: _ancestors(queues, name) for name in queues}
+        self.tree = any(self.above.values())
+        weights: dict[str | None, int] = {}
+        for info in queues.values():
+            parent = self._parent(info)
+            weights[parent] = weights.get(parent, 0) + info.weight
         cluster = self.price(session.total)
         self.queues = {
-            name: _stored(queue, weights, cluster, session.now)
-            for name, queue in session.queues.items()
+            name: _stored(queue, weights[self._parent(queue)] or 1, cluster, session.now)
+            for name, queue in queues.items()
         }
+        if self.tree:  # the cluster's part each queue's fair share is, for the write step
+            for name, state in self.queues.items():
+                for ancestor in self.above[name]:
+                    state.step *= self.queues[ancestor].share
         for job in session.jobs.values():
             if job.queue in self.queues:
-                self.queues[job.queue].held += self.price(job.allocated)
+                held = self.price(job.allocated)
+                self.queues[job.queue].held += held
+                for ancestor in self.above[job.queue]:
+                    self.queues[ancestor].held += held
         for queue in self.queues.values():
             queue.opened = self.flow(queue)
+
+    def _parent(self, queue: QueueInfo) -> str | None:
+        """The queue's parent among the session's queues (None: top level)."""
+        above = self.above[queue.name]
+        return above[0] if above else None
 
     def price(self, vector: np.ndarray) -> float:
         return float(vector @ self.cost)
@@ -195,11 +215,17 @@ class _Flows:
         """The queue's flow now, at its usage now (DESIGN's formula)."""
         return decayed(queue.stored or 0.0, queue.usage, queue.elapsed, self.half_life)
 
-    def queue_key(self, queue: QueueInfo, next_job: JobInfo | None = None) -> float:
+    def queue_key(self, queue: QueueInfo, next_job: JobInfo | None = None) -> Any:
         """Flow over fair share after ``next_job``'s turn, what the session placed counted
-        in full (module doc)."""
+        in full (module doc). In a tree, that of each queue on the path, the top level's
+        first: queues go in order at each level by flow over that level's fair share."""
         state = self.queues[queue.name]
-        return (state.opened + state.placed + self.next_cost(next_job)) / state.share
+        cost = self.next_cost(next_job)
+        own = (state.opened + state.placed + cost) / state.share
+        if not self.tree:
+            return own
+        path = [self.queues[name] for name in reversed(self.above[queue.name])]
+        return (*((q.opened + q.placed + cost) / q.share for q in path), own)
 
     def next_cost(self, job: JobInfo | None) -> float:
         """What ``job``'s next turn in allocate places, priced: the rest of its minimum
@@ -217,9 +243,13 @@ class _Flows:
         return per_task * max(job.min_member - job.ready_count, 1)
 
     def changed(self, task: TaskInfo, sign: float) -> None:
-        queue = self.queues.get(self.session.jobs[task.job].queue)
+        name = self.session.jobs[task.job].queue
+        queue = self.queues.get(name)
         if queue is not None:
-            queue.placed += sign * self.price(task.request)
+            cost = sign * self.price(task.request)
+            queue.placed += cost
+            for ancestor in self.above[name]:
+                self.queues[ancestor].placed += cost
 
     def close(self, session: Session) -> None:
         """Each queue's flow, for its status, and whether it moved enough to be written."""
@@ -241,6 +271,16 @@ class _Flows:
         remembers = queue.stored is not None and self.half_life > 0
         stale = remembers and queue.elapsed >= REFRESH * self.half_life
         return moved or (stale and flow > queue.step)
+
+
+def _ancestors(queues: Mapping[str, QueueInfo], name: str) -> list[str]:
+    """The ancestors of queue ``name`` among ``queues``, nearest first."""
+    out: list[str] = []
+    parent = queues[name].parent
+    while parent is not None and parent in queues and parent not in out and parent != name:
+        out.append(parent)
+        parent = queues[parent].parent
+    return out
 
 
 def _stored(queue: QueueInfo, weights: int, cluster: float, now: float) -> _QueueFlow:

@@ -10,6 +10,10 @@ The plugin also answers the reclaim action's questions about shares (DESIGN §3)
 which queues are over their share (``overused``), whether a queue may take room back
 for a task (up to its deserved share) or lose a task (only while it keeps its
 deserved share), and how far above its share a queue is.
+
+Where queues form a tree (any queue with a parent, a guarantee or an explicit deserved
+share: DESIGN §14), the shares are the tree's and every answer reads the leaf's path
+up to the root (``proportion_tree``); each queue's sums are then its subtree's.
 """
 
 import functools
@@ -34,6 +38,7 @@ from kbatch.operators.scheduler.core.framework.resources import (
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
 from kbatch.operators.scheduler.core.plugins import queue_sums
+from kbatch.operators.scheduler.core.plugins.proportion_tree import TreeShares, is_tree
 
 NAME = "proportion"
 
@@ -151,18 +156,43 @@ class _Proportion:
                 name, queue.weight, capability, np.zeros(dims), np.zeros(dims), np.zeros(dims)
             )
         self._add_up_jobs(session)
-        deserved = deserved_shares(
-            session.total * self.mask,
-            {n: q.weight for n, q in self.queues.items()},
-            {n: q.request for n, q in self.queues.items()},
-            {n: q.capability for n, q in self.queues.items()},
-        )
-        for name, attr in self.queues.items():
-            attr.deserved = deserved[name]
+        # Queues in a tree (DESIGN §14): its shares and subtree sums; None: flat.
+        self.tree: TreeShares | None = None
+        if is_tree(session.queues):
+            self.tree = self._tree_shares(session)
+        else:
+            deserved = deserved_shares(
+                session.total * self.mask,
+                {n: q.weight for n, q in self.queues.items()},
+                {n: q.request for n, q in self.queues.items()},
+                {n: q.capability for n, q in self.queues.items()},
+            )
+            for name, attr in self.queues.items():
+                attr.deserved = deserved[name]
+        for attr in self.queues.values():
             attr.refresh()
         self.publish(session)
         self.rationed = rationed_dims(self.queues.values(), dims)
+        if self.tree is not None:
+            self.rationed = self.tree.rationed
         self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
+        # In a tree, the leaf reclaim last asked to take room back for, and the task's
+        # request (None: none yet, and a victim's every ancestor keeps its share).
+        self._reclaiming: tuple[str, np.ndarray] | None = None
+
+    def _tree_shares(self, session: Session) -> TreeShares:
+        """The tree's deserved shares on the queues, and each queue's sums its subtree's."""
+        own = {
+            n: (q.capability, q.allocated, q.request, q.reserved) for n, q in self.queues.items()
+        }
+        tree = TreeShares(
+            session.queues, own, session.total * self.mask, self.mask, tuple(session.dims.names)
+        )
+        for name, attr in self.queues.items():
+            deserved = tree.deserved(name)
+            if deserved is not None:
+                attr.deserved = deserved
+        return tree
 
     def _add_up_jobs(self, session: Session) -> None:
         """The jobs' parts added to their queues' sums: those kept from the last session
@@ -190,10 +220,14 @@ class _Proportion:
         return self.queues[queue.name].current_share()
 
     def overused(self, queue: QueueInfo) -> bool:
+        if self.tree is not None:
+            return self.tree.overused(queue.name)
         attr = self.queues[queue.name]
         return bool((attr.allocated > attr.deserved + EPSILON).any())  # asked per job
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if self.tree is not None:
+            return self.tree.allocatable(queue.name, task.request * self.mask)
         attr = self.queues[queue.name]
         if attr.unbounded:
             return True
@@ -202,6 +236,12 @@ class _Proportion:
     def may_reclaim_for(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Would ``queue`` stay within its deserved share with ``task`` added, in each
         dimension the task uses? (Volcano's test for a reclaimer.)"""
+        if self.tree is not None:
+            # reclaim asks this before it evicts for ``task``: the victims it then asks
+            # ``may_lose`` of go to this leaf (see ``may_lose``)
+            request = task.request * self.mask
+            self._reclaiming = (queue.name, request)
+            return self.tree.may_reclaim_for(queue.name, request)
         attr = self.queues[queue.name]
         request = task.request * self.mask
         used = request > EPSILON
@@ -210,6 +250,8 @@ class _Proportion:
     def may_lose(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Does ``queue`` (as it holds now, the victims taken so far gone) keep its
         deserved share without ``task``?"""
+        if self.tree is not None:  # (each ancestor below the one shared with the reclaimer)
+            return self.tree.may_lose(queue.name, task.request * self.mask, self._reclaiming)
         attr, request = self.queues[queue.name], task.request * self.mask
         return keeps_deserved(attr.allocated, attr.deserved, request, self.rationed)
 
@@ -219,6 +261,16 @@ class _Proportion:
     def enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
         attr = self.queues.get(job.queue)
         if attr is None or job.min_resources is None:
+            return Vote.ABSTAIN, ""
+        if self.tree is not None:
+            not_a_leaf = self.tree.tree.not_a_leaf(job.queue)
+            if not_a_leaf is not None:
+                return Vote.REJECT, not_a_leaf
+            capped, within = self.tree.enqueue_verdict(job.queue, job.min_resources * self.mask)
+            if capped is not None:
+                return Vote.REJECT, f"queue {capped} would exceed its capability"
+            if within:
+                return Vote.PERMIT, f"within queue {job.queue}'s deserved share"
             return Vote.ABSTAIN, ""
         wanted = attr.allocated + attr.reserved + job.min_resources * self.mask
         if not less_equal(wanted, attr.capability):
@@ -231,12 +283,17 @@ class _Proportion:
         attr = self.queues.get(job.queue)
         unplaced = job.minimum_unplaced()
         if attr is not None and unplaced is not None:
+            if self.tree is not None:
+                self.tree.enqueued(job.queue, unplaced * self.mask)  # the leaf's too
+                return
             attr.reserved += unplaced * self.mask
 
     def victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Tasks of queues above their deserved share that, without them (and without the
         candidates chosen before them), still hold their deserved share in every
         rationed dimension they use (see eviction.keeps_deserved)."""
+        if self.tree is not None:
+            return self._tree_victims(reclaimer, candidates)
         del reclaimer
         taken: dict[str, np.ndarray] = {}
         chosen = []
@@ -251,6 +308,26 @@ class _Proportion:
                 taken[queue] = taken.get(queue, 0) + request
         return chosen
 
+    def _tree_victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Tasks of leaves over their deserved share that may go back to ``reclaimer``'s
+        leaf: each, with the candidates chosen before it, leaves its leaf and each
+        ancestor below the one shared with the reclaimer its deserved share."""
+        assert self.tree is not None
+        jobs = self.session.jobs
+        reclaiming = jobs[reclaimer.job].queue
+        taken: dict[str, np.ndarray] = {}
+        return [
+            task
+            for task in candidates
+            if self.tree.may_give(jobs[task.job].queue, task.request * self.mask, taken, reclaiming)
+        ]
+
+    def reclaimer_key(self, reclaimer: TaskInfo) -> object:
+        """What the victims read of the reclaimer: nothing when flat, its queue in a tree."""
+        if self.tree is None:
+            return ()
+        return self.session.jobs[reclaimer.job].queue
+
     def changed(self, task: TaskInfo, sign: float) -> None:
         name = self.session.jobs[task.job].queue
         attr = self.queues.get(name)
@@ -263,6 +340,14 @@ class _Proportion:
             else:
                 attr.allocated -= masked
             attr.stale = True  # (the queue's share is published at the close)
+            if self.tree is not None:
+                self._ancestors_changed(name, masked, sign)
+
+    def _ancestors_changed(self, name: str, masked: np.ndarray, sign: float) -> None:
+        assert self.tree is not None
+        self.tree.changed(name, masked, sign)
+        for ancestor in self.tree.paths.get(name, ())[1:]:
+            self.queues[ancestor].stale = True
 
     def publish(self, session: Session) -> None:
         """Shares on the session's queues, for their status and metrics (at open, and
@@ -347,7 +432,8 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     session.add_overused_fn(plugin.overused)
     session.add_allocatable_fn(plugin.allocatable)
     session.add_job_enqueueable_fn(plugin.enqueueable)
-    session.add_reclaimable_fn(plugin.victims, preemptor_key=no_preemptor)
+    key = no_preemptor if plugin.tree is None else plugin.reclaimer_key
+    session.add_reclaimable_fn(plugin.victims, preemptor_key=key)
     session.add_reclaimer_fn(plugin.may_reclaim_for)
     session.add_victim_queue_fn(plugin.may_lose, task_key=request_key)
     session.add_queue_share_fn(plugin.over_share)
