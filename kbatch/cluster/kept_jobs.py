@@ -56,18 +56,18 @@ class JobContext:
 class KeptJobs:
     """The last snapshot's jobs and what they were made under. ``shortcuts``:
     ``unchanged_jobs`` off, every job with tasks made anew by every snapshot;
-    ``handed_on_jobs_without_tasks`` off, a snapshot's ``handed_on`` holds jobs with
+    ``unchanged_jobs_without_tasks`` off, a snapshot's ``handed_on`` holds jobs with
     tasks only (the sums that take what it hands on as unchanged then compare every job
     without tasks); ``jobs_from_last_snapshot`` (or any of those) off, every group
     walked."""
 
     def __init__(self, shortcuts: Shortcuts = ALL) -> None:
         self._keep = shortcuts.unchanged_jobs
-        self._hand_on_without_tasks = shortcuts.handed_on_jobs_without_tasks
+        self._hand_on_without_tasks = shortcuts.unchanged_jobs_without_tasks
         self._from_last = (
             shortcuts.jobs_from_last_snapshot
             and shortcuts.unchanged_jobs
-            and shortcuts.handed_on_jobs_without_tasks
+            and shortcuts.unchanged_jobs_without_tasks
             and shortcuts.jobs_without_tasks
         )
         self._jobs: Mapping[str, JobInfo] = {}

@@ -37,7 +37,7 @@ from kbatch.cluster.kept_tasks import (
     node_index_of,
     where,
 )
-from kbatch.cluster.next_jobs import NextJobs, next_jobs, not_handed_on
+from kbatch.cluster.next_jobs import NextJobs, changed_uids, next_jobs
 from kbatch.cluster.pod_pass import PodPass
 from kbatch.cluster.pod_units import ShownPods
 from kbatch.cluster.podspec import ParsedSpec
@@ -48,6 +48,7 @@ from kbatch.cluster.records import (
 )
 from kbatch.cluster.settled import OrderChanges
 from kbatch.cluster.snapshot_inputs import queue_info, resource_names
+from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
     TaskInfo,
@@ -92,7 +93,7 @@ class SnapshotBuilder:
         # The units of pods of the last snapshot that are in no job (an orphan, a pod of
         # no group of ours on a node): no job hands them on, so every pass walks them.
         self._jobless: set[str] = set()
-        self._made = 0  # snapshots made (their ``lineage``)
+        self._made = 0  # snapshots made (the last one's generation)
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
         """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
@@ -311,17 +312,30 @@ class SnapshotBuilder:
         complete_groups(self._groups, jobs, accounts)
         self._kept_jobs.made(jobs, len(pod_groups), walk)
         self._made += 1
-        handed_on = _handed_on(kept_jobs, without_tasks)
         return Snapshot(
             dims=dims,
             nodes=node_set,
             jobs=jobs,
             queues=queue_infos,
             orphans=orphans,
-            lineage=(self, self._made),
-            handed_on=handed_on,
-            not_handed_on=not_handed_on(walk, handed_on, len(jobs) - len(pod_groups)),
-            told=self._kept_jobs.log,
+            delta=self._delta(walk, _unchanged(kept_jobs, without_tasks), jobs, pod_groups),
+        )
+
+    def _delta(
+        self,
+        walk: NextJobs | None,
+        unchanged: dict[str, JobInfo],
+        jobs: Mapping[str, JobInfo],
+        pod_groups: Mapping[str, PodGroup],
+    ) -> Delta | None:
+        """What changed since this builder's last snapshot (None: this is its first)."""
+        if self._made == 1:
+            return None
+        return Delta(
+            generation=(self, self._made),
+            unchanged_jobs=unchanged,
+            changed=changed_uids(walk, unchanged, len(jobs) - len(pod_groups)),
+            changed_by_sessions=self._kept_jobs.log,
         )
 
     def _next_jobs(
@@ -433,12 +447,13 @@ class SnapshotBuilder:
         return job
 
 
-def _handed_on(
+def _unchanged(
     kept_jobs: dict[str, JobInfo], without_tasks: list[tuple[str, JobInfo]]
 ) -> dict[str, JobInfo]:
-    """What a snapshot hands on: the jobs with tasks kept whole (``kept_jobs``, a dict
-    the build made and is done with: added to in place, not copied every snapshot), and
-    those without tasks its groups' parts gave again that are still without (no pod of
-    theirs came: their unit was not written)."""
+    """The jobs a snapshot keeps unchanged from the last one (``Delta.unchanged_jobs``):
+    the jobs with tasks kept whole (``kept_jobs``, a dict the build made and is done
+    with: added to in place, not copied every snapshot), and those without tasks its
+    groups' parts gave again that are still without (no pod of theirs came: their unit
+    was not written)."""
     kept_jobs.update((unit, job) for unit, job in without_tasks if not job.tasks)
     return kept_jobs

@@ -195,7 +195,7 @@ def test_a_job_handed_on_that_its_session_touches_is_counted_anew() -> None:
         *[at(pod(f"gang-{i}", cpu="1", group="gang"), "1s") for i in range(2)],
     ]
     quick = _timeline(documents, "9s")
-    compared = Shortcuts().without("timeline_sums_by_jobs_handed_on")
+    compared = Shortcuts().without("timeline_sums_by_unchanged_jobs")
     assert _timeline(documents, "9s", compared) == quick
     pending = [(s.time, s.pending) for s in quick[0]]  # type: ignore[attr-defined]
     assert (1.0, 1) in pending and pending[-1][1] == 0, pending

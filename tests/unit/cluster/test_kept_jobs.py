@@ -4,6 +4,8 @@ what a state given a new builder every time makes, field by field; it does hand 
 on; and what it rests on holds: a session changes a job only through what marks it
 touched, but for its phase."""
 
+from collections.abc import Mapping
+
 import pytest
 
 from kbatch.api.podgroup import PodGroupPhase
@@ -188,8 +190,10 @@ def test_a_pods_own_group_handed_on_says_inqueue_again() -> None:
 
 
 @pytest.mark.parametrize("conf_name", sorted(CONFS))
-def test_what_a_snapshot_hands_on_is_the_last_ones_as_it_was_and_stayed(conf_name: str) -> None:
-    """``Snapshot.handed_on``: each job is the last snapshot's object, and says what it
+def test_what_a_snapshot_keeps_unchanged_is_the_last_ones_as_it_was_and_stayed(
+    conf_name: str,
+) -> None:
+    """``Delta.unchanged_jobs``: each job is the last snapshot's object, and says what it
     said when that snapshot was made and, but for the phase a session may move and the
     builder sets back (only for jobs with tasks: one without is made anew then), when
     its session ended (the sums that take it as unchanged read it at either). Jobs
@@ -197,7 +201,7 @@ def test_what_a_snapshot_hands_on_is_the_last_ones_as_it_was_and_stayed(conf_nam
     seen: dict[str, tuple[JobInfo, dict[str, object], dict[str, object]]] = {}
     without_tasks = 0
     for snap in compared_snapshots(QUIET_STEPS):
-        for uid, job in snap.handed_on.items():
+        for uid, job in _unchanged(snap).items():
             last, made, closed = seen[uid]
             assert job is last and _plain(job)[1] == made, uid
             if job.tasks:
@@ -210,7 +214,7 @@ def test_what_a_snapshot_hands_on_is_the_last_ones_as_it_was_and_stayed(conf_nam
     assert without_tasks >= 3
 
 
-def test_a_group_without_pods_admitted_by_a_session_is_not_handed_on() -> None:
+def test_a_group_without_pods_admitted_by_a_session_is_not_kept_unchanged() -> None:
     """Enqueue moves a group's phase without a write (here, none lands): the next
     snapshot makes its job anew, as its group says, and does not hand it on."""
     state = ClusterState()
@@ -221,8 +225,13 @@ def test_a_group_without_pods_admitted_by_a_session_is_not_handed_on() -> None:
     session(first, "every action")
     assert first.jobs["ns/w"].phase is PodGroupPhase.INQUEUE  # admitted, nothing written
     second = state.snapshot()
-    assert "ns/w" not in second.handed_on
+    assert "ns/w" not in _unchanged(second)
     assert second.jobs["ns/w"] is not first.jobs["ns/w"]
     assert second.jobs["ns/w"].phase is PodGroupPhase.PENDING
     third = state.snapshot()  # nothing since (Ignoring: no session ran on the second)
-    assert third.handed_on.get("ns/w") is second.jobs["ns/w"]
+    assert _unchanged(third).get("ns/w") is second.jobs["ns/w"]
+
+
+def _unchanged(snap: Snapshot) -> Mapping[str, JobInfo]:
+    """The jobs ``snap`` keeps unchanged from the last snapshot (none: the first)."""
+    return {} if snap.delta is None else snap.delta.unchanged_jobs

@@ -14,6 +14,7 @@ import pytest
 
 from kbatch.cluster import next_jobs, snapshot
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from unit.cluster.test_kept_jobs import session
@@ -222,21 +223,23 @@ def test_a_job_placed_by_a_session_is_told() -> None:
 
 
 @pytest.mark.parametrize("conf_name", ["default", "every action"])
-def test_what_a_snapshot_says_it_did_not_hand_on_is_so(conf_name: str) -> None:
-    """``Snapshot.not_handed_on``: the last snapshot's jobs and this one's, less those
-    handed on; and ``changed_jobs`` gives the same of either with or without it."""
+def test_what_a_snapshot_says_changed_is_so(conf_name: str) -> None:
+    """``Delta.changed``: the last snapshot's jobs and this one's, less those kept
+    unchanged; and ``changed_jobs`` gives the same of either with or without it."""
     last: dict[str, JobInfo] = {}
     moved: set[str] = set()  # jobs without tasks whose phase the last session moved
     said = 0
     for snap in compared_snapshots(STEPS, leave_out_settled=True):
-        expected = (last.keys() | snap.jobs.keys()) - snap.handed_on.keys()
-        if snap.not_handed_on is not None:
+        delta = snap.delta or Delta((object(), 0))  # (the first: nothing kept)
+        unchanged = delta.unchanged_jobs
+        expected = (last.keys() | snap.jobs.keys()) - unchanged.keys()
+        if delta.changed is not None:
             said += 1
-            assert snap.not_handed_on == expected
+            assert delta.changed == expected
         for of in (snap.jobs, last):
-            assert snap.changed_jobs(of) == of.keys() - snap.handed_on.keys()
-        # one without tasks is handed on only as it was made (as _jobs hands them on)
-        assert not moved & snap.handed_on.keys()
+            assert delta.changed_jobs(of) == of.keys() - unchanged.keys()
+        # one without tasks is kept only as it was made (as _jobs keeps them)
+        assert not moved & unchanged.keys()
         last = dict(snap.jobs)
         made = {uid: job.phase for uid, job in snap.jobs.items() if not job.tasks}
         session(snap, conf_name)
