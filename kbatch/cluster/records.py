@@ -132,7 +132,7 @@ class PodRecord:
     task_status: TaskStatus | None = dataclasses.field(init=False, repr=False, compare=False)
     unit: str = dataclasses.field(init=False, repr=False, compare=False)
     # The task the snapshot builder made of this record, and that builder's keeper
-    # (``kbatch.cluster.kept_tasks.KeptTasks``): kept on the record itself, which the
+    # (``kbatch.cluster.reuse.kept_tasks.KeptTasks``): kept on the record itself, which the
     # snapshot's pass reads anyway, rather than in a dict by uid (two look-ups in 50,000,
     # each a miss in the CPU's cache: a seventh of a cold snapshot). Not part of what the
     # pod is; set only by ``KeptTasks.keep``.

@@ -4,7 +4,7 @@ The resource names the objects mention (the snapshot's dimensions) are counted a
 objects come and go, not gathered from every object at each snapshot. With
 ``leave_out_settled`` (the simulator's, whose cluster keeps every pod it ran),
 snapshots leave out jobs that are over and that a session has already seen so
-(``kbatch.cluster.settled``).
+(``kbatch.cluster.reuse.settled``).
 """
 
 import builtins
@@ -22,9 +22,10 @@ from pydantic import BaseModel
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.cluster import fields, records, settled, snapshot, snapshot_inputs, upstream_groups
+from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.pod_units import PodUnits, ShownPods
+from kbatch.cluster.reuse import settled
+from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
@@ -102,8 +103,8 @@ class ClusterState:
         self._node_list: builtins.list[records.NodeRecord] | None = None
         self._shown = settled.Shown() if leave_out_settled else None
         # Units (PodGroup keys, PodRecord.unit) written since the last snapshot, and those
-        # with a pod whose bind or eviction the last snapshot assumed: the builder hands on
-        # the jobs of the others (kbatch.cluster.kept_jobs).
+        # with a pod whose bind or eviction the last snapshot assumed: the builder keeps
+        # the jobs of the others (kbatch.cluster.reuse.kept_jobs).
         self._changed_units: set[str] = set()
         self._assumed_units: set[str] = set()
         self._pod_units = PodUnits()
@@ -505,7 +506,7 @@ class ClusterState:
                 )
             except BaseException:
                 # What changed since the last snapshot was taken for this one: a builder
-                # going on from the last would hand on jobs written since. A new one
+                # going on from the last would keep jobs written since. A new one
                 # makes everything. No session saw what this one was to show.
                 self._builder = snapshot.SnapshotBuilder(self.shortcuts)
                 if self._shown is not None:
@@ -539,7 +540,7 @@ class ClusterState:
         """PodGroups with pods, none of them ours (another scheduler's groups). A pod's
         unit is its group's key. Mostly the state holds no grouped pod of another
         scheduler, and then none is looked for; else ours are gathered only for the
-        groups that have one (a set addition per pod costs 3 ms at 50,000 pods)."""
+        groups that have one (a set addition per pod would cost every snapshot a pass)."""
         if not self._theirs:
             return frozenset()
         pods, names = shown.every(), self.scheduler_names

@@ -1,4 +1,4 @@
-"""Jobs with tasks handed from one snapshot to the next (``kbatch.cluster.kept_jobs``):
+"""Jobs with tasks handed from one snapshot to the next (``kbatch.cluster.reuse.kept_jobs``):
 a state that keeps its builder makes, snapshot after snapshot with sessions in between,
 what a state given a new builder every time makes, field by field; it does hand jobs
 on; and what it rests on holds: a session changes a job only through what marks it

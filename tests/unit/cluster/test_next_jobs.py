@@ -1,5 +1,5 @@
 """The next snapshot's jobs made from the last one's by what changed
-(``kbatch.cluster.next_jobs``): over steps that keep the nodes, classes and resource
+(``kbatch.cluster.reuse.next_jobs``): over steps that keep the nodes, classes and resource
 names (so that the builder may), with sessions of every action in between, each
 snapshot is, field by field, what a new builder makes; and each way the module takes
 is taken (jobs handed on whole, a phase a session moved set back, jobs without tasks
@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import next_jobs, snapshot
+from kbatch.cluster import snapshot
+from kbatch.cluster.reuse import next_jobs
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import JobInfo

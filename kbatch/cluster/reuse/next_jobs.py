@@ -39,12 +39,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kbatch.api.podgroup import PodGroup
-from kbatch.cluster.group_parts import GroupParts, gives_again
-from kbatch.cluster.settled import OrderChanges
+from kbatch.cluster.reuse.group_parts import GroupParts, gives_again
+from kbatch.cluster.reuse.settled import OrderChanges
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 
 # The job of a group, as ``SnapshotBuilder._job`` makes it: key, group, and the jobs it
-# may hand on.
+# may keep.
 MakeJob = Callable[[str, PodGroup, Mapping[str, JobInfo]], JobInfo]
 
 
@@ -63,12 +63,13 @@ class NextJobs:
     """What ``SnapshotBuilder._jobs`` and the ``KeptJobs.reusable`` before it give."""
 
     jobs: dict[str, JobInfo]  # the groups' jobs, in the groups' order
-    kept: dict[str, JobInfo]  # jobs with tasks handed on whole, in the last one's order
-    without_tasks: list[tuple[str, JobInfo]]  # jobs without tasks handed on
-    not_kept: set[str]  # the last jobs with tasks not handed on (written or touched)
+    kept: dict[str, JobInfo]  # jobs with tasks kept unchanged, in the last one's order
+    without_tasks: list[tuple[str, JobInfo]]  # jobs without tasks kept unchanged
+    not_kept: set[str]  # the last jobs with tasks not kept unchanged (written or touched)
     looked_at: set[str]  # the units whose jobs this looked at (the others are the last)
     gone: set[str]  # the last jobs' units no longer shown
-    quiet: set[str]  # jobs without tasks handed on unlooked at (nothing wrote or told)
+    # jobs without tasks kept without a look (nothing wrote them, no session changed them)
+    quiet: set[str]
 
 
 def next_jobs(
@@ -106,8 +107,8 @@ def next_jobs(
     for unit in gone | written_or_touched | last.taskless:
         kept.pop(unit, None)
     quiet = last.taskless - written_or_touched - gone  # jobs without tasks, unwritten
-    told = quiet & logged
-    quiet -= told
+    by_sessions = quiet & logged
+    quiet -= by_sessions
     walk = NextJobs(
         jobs,
         kept,
@@ -121,7 +122,7 @@ def next_jobs(
         jobs[unit] = make(unit, pod_groups[unit], {})
     for unit in (logged - written_or_touched - gone) - last.taskless:
         _set_phase_back(unit, pod_groups[unit], walk, make)
-    for unit in told:
+    for unit in by_sessions:
         _hand_on_without_tasks(unit, pod_groups[unit], walk, parts_of, make, priority_of)
     for unit in added:
         jobs[unit] = make(unit, pod_groups[unit], {})
@@ -205,8 +206,8 @@ def _hand_on_without_tasks(
     make: MakeJob,
     priority_of: Callable[[str | None], int],
 ) -> None:
-    """A job without tasks of a unit nothing wrote, whose phase a session moved: handed
-    on while its group's parts give it again, as ``_jobs`` does (they do not while it
+    """A job without tasks of a unit nothing wrote, whose phase a session moved: kept
+    while its group's parts give it again, as ``_jobs`` does (they do not while it
     says another phase than its group)."""
     bare = walk.jobs[unit]
     walk.looked_at.add(unit)
