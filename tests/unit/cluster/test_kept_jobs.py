@@ -1,4 +1,4 @@
-"""Jobs with tasks handed from one snapshot to the next (``kbatch.cluster.reuse.kept_jobs``):
+"""Jobs with tasks kept from one snapshot to the next (``kbatch.cluster.reuse.kept_jobs``):
 a state that keeps its builder makes, snapshot after snapshot with sessions in between,
 what a state given a new builder every time makes, field by field; it does hand jobs
 on; and what it rests on holds: a session changes a job only through what marks it
@@ -50,13 +50,13 @@ QUIET_STEPS: list[Step] = [s for step in STEPS for s in (step, nothing)]
 
 @pytest.mark.parametrize("conf_name", sorted(CONFS))
 def test_a_kept_builder_hands_on_what_a_new_one_would_make(conf_name: str) -> None:
-    handed_on = 0
+    kept = 0
     last: dict[str, object] = {}
     for snap in compared_snapshots(QUIET_STEPS):
-        handed_on += sum(1 for k, job in snap.jobs.items() if job.tasks and last.get(k) is job)
+        kept += sum(1 for k, job in snap.jobs.items() if job.tasks and last.get(k) is job)
         last = dict(snap.jobs)
         session(snap, conf_name)
-    assert handed_on >= 10  # not a comparison of jobs all made anew
+    assert kept >= 10  # not a comparison of jobs all made anew
 
 
 def test_a_job_a_session_touched_is_made_anew() -> None:
@@ -146,7 +146,7 @@ def _tasks_of(job: JobInfo) -> list[tuple[str, TaskStatus, int, int]]:
 
 
 def test_the_untouched_jobs_of_the_reuse_steps_include_placed_ones() -> None:
-    """The steps above do hand on jobs with tasks on nodes (or the fast path's lists of
+    """The steps above do keep jobs with tasks on nodes (or the fast path's lists of
     placed tasks would go untested)."""
     state = ClusterState()
     for step in STEPS[:3]:
@@ -176,7 +176,7 @@ def test_keeping_or_not_keeping_room_for_a_task_touches_its_job() -> None:
         assert job.touched, change
 
 
-def test_a_pods_own_group_handed_on_says_inqueue_again() -> None:
+def test_a_pods_own_group_kept_says_inqueue_again() -> None:
     """The phase of a pod's own group (no PodGroup) is Inqueue in every snapshot, set
     back if a session moved it."""
     state = ClusterState()

@@ -2,8 +2,8 @@
 (``kbatch.cluster.reuse.next_jobs``): over steps that keep the nodes, classes and resource
 names (so that the builder may), with sessions of every action in between, each
 snapshot is, field by field, what a new builder makes; and each way the module takes
-is taken (jobs handed on whole, a phase a session moved set back, jobs without tasks
-handed on or made again, groups new and gone, a group shown again out of order)."""
+is taken (jobs kept unchanged, a phase a session moved set back, jobs without tasks
+kept unchanged or made again, groups new and gone, a group shown again out of order)."""
 
 from collections import Counter
 from collections.abc import Callable
@@ -53,7 +53,7 @@ STEPS: list[Step] = [
     nothing,
     applying({**group("v", minResources={"cpu": "100"}), "status": {"phase": "Inqueue"}}),
     # no pods, refused while v's 100 cpu are promised; admitted by the session after v
-    # goes, when its job was handed on unlooked at
+    # goes, when its job was kept without a look
     applying(group("q", minResources={"cpu": "10"})),
     nothing,
     deleting("PodGroup", "v"),
@@ -112,7 +112,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             return None
         counts["from the last"] += 1
         counts["kept whole"] += len(result.kept)
-        counts["handed on without tasks"] += len(result.without_tasks)
+        counts["kept unchanged without tasks"] += len(result.without_tasks)
         counts["new"] += len(result.jobs.keys() - args[0].jobs.keys())
         counts["gone"] += len(args[0].jobs.keys() - result.jobs.keys())
         return result
@@ -133,7 +133,7 @@ def test_the_jobs_from_the_last_are_those_every_group_walked_gives(
     assert counts["kept whole"] >= 20 and counts["new"] >= 3 and counts["gone"] >= 2
     if conf_name == "every action":  # enqueue moves phases
         assert counts["phase set back"] >= 1
-        assert counts["handed on without tasks"] >= 3
+        assert counts["kept unchanged without tasks"] >= 3
         assert counts["taskless"] >= 1  # w, admitted: its phase told, made again
 
 

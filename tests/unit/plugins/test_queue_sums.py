@@ -100,7 +100,7 @@ class World:
                 del jobs[uid]
             elif change == "phase":  # moved by a session, or set back by the builder
                 jobs[uid].phase = rng.choice(PHASES)
-            elif change == "pods" and not jobs[uid].tasks:  # come to a job handed on
+            elif change == "pods" and not jobs[uid].tasks:  # come to a job kept unchanged
                 job = jobs[uid]
                 self.pods_in(job, rng.randint(1, 3))
                 if job.min_resources is None:
@@ -313,7 +313,7 @@ def test_after_a_rounded_sum_the_next_of_the_line_is_added_up_whole(
 ) -> None:
     """Sums started again after one reached 2**53 hold nothing: the next snapshot of the
     line, which hands every job on, must not take those jobs as already added up. A job
-    gone is found among those the snapshot says it did not hand on."""
+    gone is found among those the snapshot says it did not keep unchanged."""
     one, other, big = _pending(1), _pending(1, "other"), _pending(2.0**53 - 1)
     line, last = object(), ()
     steps = [(one, other), (one, other, big), (one, other), (one, other), (one,)]

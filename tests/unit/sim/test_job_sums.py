@@ -37,7 +37,7 @@ def _job(rng: random.Random, name: str, cpu: float | None = None) -> JobInfo:
 
 
 def _pods_come(rng: random.Random, job: JobInfo) -> None:
-    """What a snapshot does to a job without tasks that it hands on (its PodGroup the
+    """What a snapshot does to a job without tasks that it keeps (its PodGroup the
     same) when its pods come: puts them in it, in place (not touched)."""
     JobBuilder(Cluster(), job).tasks(rng.randrange(1, 4), status=rng.choice(STATUSES))
 
@@ -51,7 +51,7 @@ def _touch(rng: random.Random, job: JobInfo) -> None:
 def _next_tick(
     rng: random.Random, jobs: dict[str, JobInfo], serial: int
 ) -> tuple[dict[str, JobInfo], set[str]]:
-    """The next snapshot's jobs as its session left them: most handed on as they are,
+    """The next snapshot's jobs as its session left them: most kept unchanged as they are,
     some made anew (those written, those the last session touched), some touched in
     place, some without tasks given pods in place, some gone, some new; and the uids of
     those made anew, given pods or new."""
@@ -81,18 +81,18 @@ def test_kept_sums_are_the_long_ways_tick_after_tick() -> None:
     rng = random.Random(7)
     sums = job_sums.JobSums()
     jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(30))}
-    handed = sums.update(jobs, CPU)
-    assert handed == list(jobs.values())
+    returned = sums.update(jobs, CPU)
+    assert returned == list(jobs.values())
     assert sums.totals() == _long_way(jobs)
     for serial in range(200):
         jobs, changed = _next_tick(rng, jobs, serial)
         touched = {uid for uid, job in jobs.items() if job.touched}
-        handed = sums.update(jobs, CPU)
-        assert [job.uid for job in handed] == [uid for uid in jobs if uid in changed | touched]
+        returned = sums.update(jobs, CPU)
+        assert [job.uid for job in returned] == [uid for uid in jobs if uid in changed | touched]
         assert sums.totals() == _long_way(jobs)
 
 
-def test_a_job_handed_on_untouched_is_not_handed_back() -> None:
+def test_a_job_kept_unchanged_untouched_is_not_returned() -> None:
     rng = random.Random(1)
     jobs = {job.uid: job for job in (_job(rng, f"j{i}", cpu=1) for i in range(5))}
     sums = job_sums.JobSums()
@@ -104,7 +104,7 @@ def test_a_job_handed_on_untouched_is_not_handed_back() -> None:
     assert sums.totals() == _long_way(jobs)
 
 
-def test_a_job_handed_on_without_tasks_that_takes_pods_in_place_is_handed_back() -> None:
+def test_a_job_kept_without_tasks_that_takes_pods_in_place_is_returned() -> None:
     rng = random.Random(2)
     empty = Cluster().job("empty", queue="a").job
     sums = job_sums.JobSums()

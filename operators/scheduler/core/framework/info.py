@@ -134,7 +134,7 @@ class JobInfo:
     allocated: np.ndarray = field(init=False)
     total_request: np.ndarray = field(init=False)
     # What the last session's close found its status to stay (``job_status``): the one
-    # condition it was told and the status it kept. Only a job handed from one snapshot
+    # condition it was told and the status it kept. Only a job kept from one snapshot
     # to the next (one no session touched) meets it again; not part of what the job is.
     kept_status: "KeptStatus | None" = field(default=None, init=False, compare=False)
     # A session changed one of its tasks (status, node or nominated node: ``set_status``

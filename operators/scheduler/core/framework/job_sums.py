@@ -341,7 +341,7 @@ class JobSums:
                 uid not in unchanged
                 and (
                     last.get(uid) is not job
-                    or (job.tasks and uid in without_tasks)  # pods came to a job handed on
+                    or (job.tasks and uid in without_tasks)  # pods came to a job kept unchanged
                 )
             )
         ]
