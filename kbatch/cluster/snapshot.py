@@ -19,7 +19,7 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
-from kbatch.cluster.job_accounts import complete_groups
+from kbatch.cluster.job_accounts import JobAccounts, complete_groups
 from kbatch.cluster.pod_pass import PodPass
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.records import (
@@ -284,30 +284,10 @@ class SnapshotBuilder:
             jobs, kept_jobs, without_tasks = walk.jobs, walk.kept, walk.without_tasks
             self._kept_jobs.not_kept = walk.not_kept
         orphans: list[OrphanPod] = []
-        made: list[TaskInfo] = []
-        passing = self._pods_to_pass(pods, kept_jobs, changed_units, node_set)
-        self._jobless = set()
-        pod_pass = PodPass(
-            self._templates, self._template, self._kept, self._jobless, self._shortcuts
-        )
-        if passing is None:  # every pod
-            accounts, placed, nominated = pod_pass.tasks(
-                pods.every(), jobs, kept_jobs, node_set, dims, resolver, scheduler_names,
-                orphans, made,
-            )  # fmt: skip
-            # The tasks on nodes and the room kept for nominated ones, all at once (nothing
-            # reads the node set before it is complete); those of jobs kept unchanged are
-            # mostly where they were (kept_nodes).
-            self._kept_nodes.place(node_set, placed, nominated, made, kept_jobs)
-        else:  # the pods of the jobs not kept unchanged only
-            accounts, _, _ = pod_pass.tasks(
-                passing, jobs, {}, node_set, dims, resolver, scheduler_names, orphans, made
-            )
-            if walk is None:  # (else the last snapshot had no job of a pod's own)
-                own_groups_in_order(jobs, kept_jobs, pods)
-            # (the units not kept unchanged: where the pass may have left nodes to place again)
-            units = None if walk is None else walk.looked_at | walk.gone
-            self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place, units)
+        accounts = self._pass_pods(
+            pods, jobs, kept_jobs, walk, changed_units, node_set, (dims, resolver, scheduler_names),
+            orphans,
+        )  # fmt: skip
         accounts.requests.add_to(accounts.owners, self._shortcuts.sums_by_bincount)
         complete_groups(self._groups, jobs, accounts)
         self._kept_jobs.made(jobs, len(pod_groups), walk)
@@ -337,6 +317,48 @@ class SnapshotBuilder:
             changed=changed_uids(walk, unchanged, len(jobs) - len(pod_groups)),
             changed_by_sessions=self._kept_jobs.log,
         )
+
+    def _pass_pods(
+        self,
+        pods: ShownPods,
+        jobs: dict[str, JobInfo],
+        kept_jobs: dict[str, JobInfo],
+        walk: NextJobs | None,
+        changed_units: AbstractSet[str] | None,
+        node_set: NodeSet,
+        under: tuple[Dims, Priorities, frozenset[str]],
+        orphans: list[OrphanPod],
+    ) -> JobAccounts:
+        """The pod pass (``PodPass.tasks``) over every pod, or over the pods of the jobs
+        not kept unchanged when it may (``_pods_to_pass``), and the tasks put on the
+        nodes; the accounting of the jobs it made. ``under``: the snapshot's dimensions,
+        priorities and scheduler names."""
+        dims, resolver, scheduler_names = under
+        made: list[TaskInfo] = []
+        passing = self._pods_to_pass(pods, kept_jobs, changed_units, node_set)
+        self._jobless = set()
+        pod_pass = PodPass(
+            self._templates, self._template, self._kept, self._jobless, self._shortcuts
+        )
+        if passing is None:  # every pod
+            accounts, placed, nominated = pod_pass.tasks(
+                pods.every(), jobs, kept_jobs, node_set, dims, resolver, scheduler_names,
+                orphans, made,
+            )  # fmt: skip
+            # The tasks on nodes and the room kept for nominated ones, all at once (nothing
+            # reads the node set before it is complete); those of jobs kept unchanged are
+            # mostly where they were (kept_nodes).
+            self._kept_nodes.place(node_set, placed, nominated, made, kept_jobs)
+            return accounts
+        accounts, _, _ = pod_pass.tasks(
+            passing, jobs, {}, node_set, dims, resolver, scheduler_names, orphans, made
+        )
+        if walk is None:  # (else the last snapshot had no job of a pod's own)
+            own_groups_in_order(jobs, kept_jobs, pods)
+        # (the units not kept unchanged: where the pass may have left nodes to place again)
+        units = None if walk is None else walk.looked_at | walk.gone
+        self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place, units)
+        return accounts
 
     def _next_jobs(
         self,
