@@ -94,6 +94,9 @@ class SnapshotBuilder:
         # no group of ours on a node): no job hands them on, so every pass walks them.
         self._jobless: set[str] = set()
         self._made = 0  # snapshots made (the last one's generation)
+        # The last snapshot's Node set's static version and Queue objects, for its delta.
+        self._last_nodes: object = None
+        self._last_queues: Mapping[str, Queue] = {}
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
         """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
@@ -298,7 +301,9 @@ class SnapshotBuilder:
             jobs=jobs,
             queues=queue_infos,
             orphans=orphans,
-            delta=self._delta(walk, _unchanged(kept_jobs, without_tasks), jobs, pod_groups),
+            delta=self._delta(
+                walk, _unchanged(kept_jobs, without_tasks), jobs, pod_groups, node_set, queues
+            ),
         )
 
     def _delta(
@@ -307,15 +312,24 @@ class SnapshotBuilder:
         unchanged: dict[str, JobInfo],
         jobs: Mapping[str, JobInfo],
         pod_groups: Mapping[str, PodGroup],
+        node_set: NodeSet,
+        queues: Mapping[str, Queue],
     ) -> Delta | None:
-        """What changed since this builder's last snapshot (None: this is its first)."""
+        """What changed since this builder's last snapshot (None: this is its first).
+        A node set made of the last one's nodes keeps its static version (the same
+        Node records); the Queues are few, compared one by one."""
+        last_nodes, self._last_nodes = self._last_nodes, node_set.static_version
+        last_queues, self._last_queues = self._last_queues, dict(queues)
         if self._made == 1:
             return None
+        changed_queues = {name for name, q in queues.items() if last_queues.get(name) is not q}
         return Delta(
             generation=(self, self._made),
             unchanged_jobs=unchanged,
             changed=changed_uids(walk, unchanged, len(jobs) - len(pod_groups)),
             changed_by_sessions=self._kept_jobs.log,
+            nodes_unchanged=node_set.static_version is last_nodes,
+            changed_queues=frozenset(changed_queues.union(last_queues.keys() - queues.keys())),
         )
 
     def _pass_pods(

@@ -20,6 +20,9 @@ their PodGroup or pods, no session touched them), and its ``Delta`` says which:
 - ``changed_by_sessions``: the uids of this snapshot's jobs that sessions touched or
   moved the phase of since it was made (``JobInfo.change_log``), when the maker keeps
   that log; it grows until the maker's next snapshot.
+- ``nodes_unchanged``: no Node changed, appeared or went (the same Node records; False
+  also when the maker does not know).
+- ``changed_queues``: the names of the Queues written, added or gone.
 
 A snapshot has no delta (``Snapshot.delta`` is None) when there is no snapshot before
 it to compare with: the first one of its maker, or a maker of its own. A cache then
@@ -53,6 +56,10 @@ class Delta:
     # The uids of this snapshot's jobs sessions changed since it was made (None: the
     # maker keeps no such log).
     changed_by_sessions: list[str] | None = None
+    # No Node written, added or dropped since (False: some may have been).
+    nodes_unchanged: bool = False
+    # The names of the Queues written, added or dropped since (None: not known).
+    changed_queues: frozenset[str] | None = None
 
     def follows(self, earlier: Generation | None) -> bool:
         """Is this the change since the snapshot of generation ``earlier`` (the one just
