@@ -116,7 +116,7 @@ def test_a_trace_comes_out_the_same_the_long_way(
     assert _trace_json(Shortcuts().without(shortcut)) == quick
 
 
-def test_a_task_handed_on_is_put_in_order_by_the_place_it_was_given(
+def test_a_task_kept_unchanged_is_put_in_order_by_the_place_it_was_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A node placed again with new tasks puts its tasks in snapshot order; those handed
