@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kbatch.cluster.group_parts import GroupParts
+from kbatch.cluster.reuse.group_parts import GroupParts
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     PLACED_STATUSES,
@@ -62,7 +62,7 @@ def complete_groups(
     """What a group's job takes from its pods: a PodGroup naming no PriorityClass, their
     highest priority; one without minResources, its gang minimum (those without
     minTaskMember, the most, all at once: ``gang_minimum``'s first case). The jobs whose
-    tasks ``accounts`` holds (those a snapshot made, not those it handed on), each on
+    tasks ``accounts`` holds (those a snapshot made, not those it kept unchanged), each on
     its own: the order they come in changes nothing. ``parts_of``: the parts of (at
     least) every group whose job ``jobs`` holds, by key; what they say of a group is read
     there, not off the PodGroup object (two model attribute reads per job, a tenth of a

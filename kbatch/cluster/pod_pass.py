@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from kbatch.api import DEFAULT_QUEUE
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.cluster.job_accounts import JobAccounts
-from kbatch.cluster.kept_tasks import KeptTasks, Priorities, made_task
 from kbatch.cluster.podspec import ParsedSpec
 from kbatch.cluster.records import PodRecord
+from kbatch.cluster.reuse.kept_tasks import KeptTasks, Priorities, made_task
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     NO_NODE,
@@ -58,10 +58,11 @@ class PodPass:
         """The pods' tasks, in pod order: those of our jobs in their jobs (the rest of
         their accounting gathered), every task on a node, ours or not (its ``node`` set),
         and the pending ones nominated to a node. Pending pods of our groups that have
-        no PodGroup go to ``orphans``. One pass over the pods does it all: each pass
-        costs some 10 ms at 50,000 pods. The pods of ``kept_jobs`` (handed on whole,
-        tasks, counts and sums) only put their tasks in those lists; the others' tasks
-        on a node or nominated to one also go to ``made``."""
+        no PodGroup go to ``orphans``. One pass over the pods does it all, hand-inlined
+        in this one long function: a pass over 50,000 pods costs some 10 ms, and a call
+        per pod would add to that. The pods of ``kept_jobs`` (kept unchanged: tasks,
+        counts and sums) only put their tasks in those lists; the others' tasks on a
+        node or nominated to one also go to ``made``."""
         accounts = JobAccounts()
         owners, rows, kinds = accounts.owners, accounts.rows, accounts.kinds
         requests = accounts.requests
@@ -125,7 +126,7 @@ class PodPass:
                         self.jobless.add(pod.unit)
                     continue  # another scheduler's pending pod, or an orphan: takes no room
                 job_uid = "" if job is None else job.uid
-            # Its kept task (see kbatch.cluster.kept_tasks), if that is still what this
+            # Its kept task (see kbatch.cluster.reuse.kept_tasks), if that is still what this
             # snapshot would make: its node and nominated node as kept_tasks.where says,
             # inline (this runs for every pod of every snapshot).
             node = nominated_at = NO_NODE

@@ -97,7 +97,7 @@ def pod_request(spec: Mapping[str, Any]) -> dict[str, float]:
 
 
 # The spec fields ``spec_key`` reads (of containers, some of theirs): a pod whose
-# namespace, labels and these are as another's has its key (``records._same_inputs``).
+# namespace, labels and these are as another's has its key (``pod_records._same_inputs``).
 SPEC_KEY_FIELDS = (
     "containers",
     "initContainers",

@@ -7,7 +7,7 @@ job is made from that takes parsing (minResources as a vector, its lifetime and
 topology, its creation time), for as long as the group object is the same one,
 each node's allocatable row, and each pod's task (``kept_tasks``). The state hands
 pods, groups and nodes over as they arrive (``pod_arrived``, ...), so that this work
-is done then rather than by the next snapshot. A snapshot hands on the last one's jobs
+is done then rather than by the next snapshot. A snapshot keeps the last one's jobs
 that nothing changed (``kept_jobs``) and its nodes while no Node was written
 (``kept_nodes``); it then walks only the pods of the other jobs (``_pods_to_pass``).
 """
@@ -19,17 +19,24 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
-from kbatch.cluster.group_parts import (
+from kbatch.cluster.job_accounts import JobAccounts, complete_groups
+from kbatch.cluster.pod_pass import PodPass
+from kbatch.cluster.podspec import ParsedSpec
+from kbatch.cluster.records import (
+    NodeRecord,
+    PodRecord,
+    PriorityClassRecord,
+)
+from kbatch.cluster.reuse.group_parts import (
     GroupParts,
     gives_again,
     group_parts,
     job_info,
     status_parts,
 )
-from kbatch.cluster.job_accounts import complete_groups
-from kbatch.cluster.kept_jobs import JobContext, KeptJobs, own_groups_in_order
-from kbatch.cluster.kept_nodes import KeptNodes
-from kbatch.cluster.kept_tasks import (
+from kbatch.cluster.reuse.kept_jobs import JobContext, KeptJobs, own_groups_in_order
+from kbatch.cluster.reuse.kept_nodes import KeptNodes
+from kbatch.cluster.reuse.kept_tasks import (
     KeptTasks,
     Priorities,
     TaskContext,
@@ -37,17 +44,11 @@ from kbatch.cluster.kept_tasks import (
     node_index_of,
     where,
 )
-from kbatch.cluster.next_jobs import NextJobs, next_jobs, not_handed_on
-from kbatch.cluster.pod_pass import PodPass
-from kbatch.cluster.pod_units import ShownPods
-from kbatch.cluster.podspec import ParsedSpec
-from kbatch.cluster.records import (
-    NodeRecord,
-    PodRecord,
-    PriorityClassRecord,
-)
-from kbatch.cluster.settled import OrderChanges
+from kbatch.cluster.reuse.next_jobs import NextJobs, changed_uids, next_jobs
+from kbatch.cluster.reuse.pod_units import ShownPods
+from kbatch.cluster.reuse.settled import OrderChanges
 from kbatch.cluster.snapshot_inputs import queue_info, resource_names
+from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
     TaskInfo,
@@ -79,20 +80,23 @@ class SnapshotBuilder:
         # row, by name, with the record it is of (worked out as nodes arrive).
         self._nodes: tuple[list[NodeRecord], np.ndarray] | None = None
         self._node_rows: dict[str, tuple[NodeRecord, np.ndarray]] = {}
-        # Pods' tasks, made as they arrive or first snapshot (kbatch.cluster.kept_tasks),
+        # Pods' tasks, made as they arrive or first snapshot (kbatch.cluster.reuse.kept_tasks),
         # and what those that arrive are made under: the last snapshot's context, or,
         # before the first, the state's when the first pod arrived (a task made under a
         # context that no longer holds is made again by the snapshot that meets it).
         self._kept = KeptTasks()
         self._arrival: TaskContext | None = None
-        # The last snapshot's jobs, handed on while nothing changed them (kept_jobs), and
+        # The last snapshot's jobs, kept unchanged while nothing changed them (kept_jobs), and
         # its nodes, while no Node was written (kept_nodes).
         self._kept_jobs = KeptJobs(shortcuts)
         self._kept_nodes = KeptNodes(shortcuts)
         # The units of pods of the last snapshot that are in no job (an orphan, a pod of
         # no group of ours on a node): no job hands them on, so every pass walks them.
         self._jobless: set[str] = set()
-        self._made = 0  # snapshots made (their ``lineage``)
+        self._made = 0  # snapshots made (the last one's generation)
+        # The last snapshot's Node set's static version and Queue objects, for its delta.
+        self._last_nodes: object = None
+        self._last_queues: Mapping[str, Queue] = {}
 
     def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
         """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
@@ -283,6 +287,67 @@ class SnapshotBuilder:
             jobs, kept_jobs, without_tasks = walk.jobs, walk.kept, walk.without_tasks
             self._kept_jobs.not_kept = walk.not_kept
         orphans: list[OrphanPod] = []
+        accounts = self._pass_pods(
+            pods, jobs, kept_jobs, walk, changed_units, node_set, (dims, resolver, scheduler_names),
+            orphans,
+        )  # fmt: skip
+        accounts.requests.add_to(accounts.owners, self._shortcuts.sums_by_bincount)
+        complete_groups(self._groups, jobs, accounts)
+        self._kept_jobs.made(jobs, len(pod_groups), walk)
+        self._made += 1
+        return Snapshot(
+            dims=dims,
+            nodes=node_set,
+            jobs=jobs,
+            queues=queue_infos,
+            orphans=orphans,
+            delta=self._delta(
+                walk, _unchanged(kept_jobs, without_tasks), jobs, pod_groups, node_set, queues
+            ),
+        )
+
+    def _delta(
+        self,
+        walk: NextJobs | None,
+        unchanged: dict[str, JobInfo],
+        jobs: Mapping[str, JobInfo],
+        pod_groups: Mapping[str, PodGroup],
+        node_set: NodeSet,
+        queues: Mapping[str, Queue],
+    ) -> Delta | None:
+        """What changed since this builder's last snapshot (None: this is its first).
+        A node set made of the last one's nodes keeps its static version (the same
+        Node records); the Queues are few, compared one by one."""
+        last_nodes, self._last_nodes = self._last_nodes, node_set.static_version
+        last_queues, self._last_queues = self._last_queues, dict(queues)
+        if self._made == 1:
+            return None
+        changed_queues = {name for name, q in queues.items() if last_queues.get(name) is not q}
+        return Delta(
+            generation=(self, self._made),
+            unchanged_jobs=unchanged,
+            changed=changed_uids(walk, unchanged, len(jobs) - len(pod_groups)),
+            changed_by_sessions=self._kept_jobs.log,
+            nodes_unchanged=node_set.static_version is last_nodes,
+            changed_queues=frozenset(changed_queues.union(last_queues.keys() - queues.keys())),
+        )
+
+    def _pass_pods(
+        self,
+        pods: ShownPods,
+        jobs: dict[str, JobInfo],
+        kept_jobs: dict[str, JobInfo],
+        walk: NextJobs | None,
+        changed_units: AbstractSet[str] | None,
+        node_set: NodeSet,
+        under: tuple[Dims, Priorities, frozenset[str]],
+        orphans: list[OrphanPod],
+    ) -> JobAccounts:
+        """The pod pass (``PodPass.tasks``) over every pod, or over the pods of the jobs
+        not kept unchanged when it may (``_pods_to_pass``), and the tasks put on the
+        nodes; the accounting of the jobs it made. ``under``: the snapshot's dimensions,
+        priorities and scheduler names."""
+        dims, resolver, scheduler_names = under
         made: list[TaskInfo] = []
         passing = self._pods_to_pass(pods, kept_jobs, changed_units, node_set)
         self._jobless = set()
@@ -295,34 +360,19 @@ class SnapshotBuilder:
                 orphans, made,
             )  # fmt: skip
             # The tasks on nodes and the room kept for nominated ones, all at once (nothing
-            # reads the node set before it is complete); those of jobs handed on whole are
+            # reads the node set before it is complete); those of jobs kept unchanged are
             # mostly where they were (kept_nodes).
             self._kept_nodes.place(node_set, placed, nominated, made, kept_jobs)
-        else:  # the pods of the jobs not handed on only
-            accounts, _, _ = pod_pass.tasks(
-                passing, jobs, {}, node_set, dims, resolver, scheduler_names, orphans, made
-            )
-            if walk is None:  # (else the last snapshot had no job of a pod's own)
-                own_groups_in_order(jobs, kept_jobs, pods)
-            # (the units not handed on: where the pass may have left nodes to place again)
-            units = None if walk is None else walk.looked_at | walk.gone
-            self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place, units)
-        accounts.requests.add_to(accounts.owners, self._shortcuts.sums_by_bincount)
-        complete_groups(self._groups, jobs, accounts)
-        self._kept_jobs.made(jobs, len(pod_groups), walk)
-        self._made += 1
-        handed_on = _handed_on(kept_jobs, without_tasks)
-        return Snapshot(
-            dims=dims,
-            nodes=node_set,
-            jobs=jobs,
-            queues=queue_infos,
-            orphans=orphans,
-            lineage=(self, self._made),
-            handed_on=handed_on,
-            not_handed_on=not_handed_on(walk, handed_on, len(jobs) - len(pod_groups)),
-            told=self._kept_jobs.log,
+            return accounts
+        accounts, _, _ = pod_pass.tasks(
+            passing, jobs, {}, node_set, dims, resolver, scheduler_names, orphans, made
         )
+        if walk is None:  # (else the last snapshot had no job of a pod's own)
+            own_groups_in_order(jobs, kept_jobs, pods)
+        # (the units not kept unchanged: where the pass may have left nodes to place again)
+        units = None if walk is None else walk.looked_at | walk.gone
+        self._kept_nodes.place_made(node_set, made, kept_jobs, pods.place, units)
+        return accounts
 
     def _next_jobs(
         self,
@@ -357,9 +407,9 @@ class SnapshotBuilder:
         node_set: NodeSet,
     ) -> list[PodRecord] | None:
         """The pods the pass must walk, in snapshot order, when it need not walk all: the
-        pods of every unit whose job is not handed on (written since, touched, new,
-        or in no job). None: walk every pod (no job is handed on, the nodes are made
-        anew, or the pods can only be listed whole). The pods of the jobs handed on
+        pods of every unit whose job is not kept unchanged (written since, touched, new,
+        or in no job). None: walk every pod (no job is kept unchanged, the nodes are made
+        anew, or the pods can only be listed whole). The pods of the jobs kept unchanged
         would only put the same tasks on the same nodes again (``kept_nodes``)."""
         if (
             not kept_jobs
@@ -370,7 +420,7 @@ class SnapshotBuilder:
         ):
             return None
         units = self._kept_jobs.not_kept | changed_units | self._jobless
-        # A unit of a job handed on has a jobless pod? (Asked of the few units: a set's
+        # A unit of a job kept unchanged has a jobless pod? (Asked of the few units: a set's
         # isdisjoint of a dict walks every key of the dict, a dict's keys' of the set.)
         if not kept_jobs.keys().isdisjoint(units):
             return None
@@ -383,15 +433,15 @@ class SnapshotBuilder:
         resolver: Priorities,
         kept_jobs: Mapping[str, JobInfo],
     ) -> tuple[dict[str, JobInfo], int, list[tuple[str, JobInfo]]]:
-        """The groups' jobs, in their order: ``_job`` of each, a job handed on whole (most
+        """The groups' jobs, in their order: ``_job`` of each, a job kept unchanged (most
         of a busy cluster's) found inline (this runs for every group of every snapshot);
-        how many of them are ``kept_jobs``' (all of them: every job handed on is of a
-        group shown); and the jobs without tasks handed on (``KeptJobs.without_tasks``
+        how many of them are ``kept_jobs``' (all of them: every job kept unchanged is of a
+        group shown); and the jobs without tasks kept unchanged (``KeptJobs.without_tasks``
         given again by their group's parts)."""
         jobs: dict[str, JobInfo] = {}
         kept_job, parts_of = kept_jobs.get, self._groups.get
         kept_bare = self._kept_jobs.without_tasks if self._shortcuts.jobs_without_tasks else {}
-        handed_without_tasks: list[tuple[str, JobInfo]] = []
+        kept_without_tasks: list[tuple[str, JobInfo]] = []
         taken = 0
         for key, group in pod_groups.items():
             kept = kept_job(key)
@@ -409,11 +459,11 @@ class SnapshotBuilder:
                 priority = resolver.of_class(group.spec.priority_class_name)
                 if gives_again(parts_of(key), group, bare, priority):
                     jobs[key] = bare
-                    handed_without_tasks.append((key, bare))
+                    kept_without_tasks.append((key, bare))
                     continue
             made = jobs[key] = self._job(key, group, dims, resolver, kept_jobs)
             taken += made is kept
-        return jobs, taken, handed_without_tasks
+        return jobs, taken, kept_without_tasks
 
     def _job(
         self,
@@ -433,12 +483,13 @@ class SnapshotBuilder:
         return job
 
 
-def _handed_on(
+def _unchanged(
     kept_jobs: dict[str, JobInfo], without_tasks: list[tuple[str, JobInfo]]
 ) -> dict[str, JobInfo]:
-    """What a snapshot hands on: the jobs with tasks kept whole (``kept_jobs``, a dict
-    the build made and is done with: added to in place, not copied every snapshot), and
-    those without tasks its groups' parts gave again that are still without (no pod of
-    theirs came: their unit was not written)."""
+    """The jobs a snapshot keeps unchanged from the last one (``Delta.unchanged_jobs``):
+    the jobs with tasks kept whole (``kept_jobs``, a dict the build made and is done
+    with: added to in place, not copied every snapshot), and those without tasks its
+    groups' parts gave again that are still without (no pod of theirs came: their unit
+    was not written)."""
     kept_jobs.update((unit, job) for unit, job in without_tasks if not job.tasks)
     return kept_jobs

@@ -75,3 +75,17 @@ def _vector(values: Mapping[str, str], field: str, dims: Dims, unset: float) -> 
     for name, value in amounts(values, field).items():
         out[dims.index[name]] = value
     return out
+
+
+def foreign_groups(pods: list[PodRecord], ours: frozenset[str]) -> frozenset[str]:
+    """The PodGroups (by unit, a pod's group's key) with pods, none of them of a
+    scheduler named in ``ours``: another scheduler's groups, not ours to write. Ours are
+    gathered only for the groups that have one of theirs (a set addition per pod would
+    cost every snapshot a pass)."""
+    theirs = {pod.unit for pod in pods if pod.group and pod.scheduler_name not in ours}
+    if not theirs:
+        return frozenset()
+    mine = {
+        pod.unit for pod in pods if pod.group and pod.unit in theirs and pod.scheduler_name in ours
+    }
+    return frozenset(theirs - mine)

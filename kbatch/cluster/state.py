@@ -4,46 +4,33 @@ The resource names the objects mention (the snapshot's dimensions) are counted a
 objects come and go, not gathered from every object at each snapshot. With
 ``leave_out_settled`` (the simulator's, whose cluster keeps every pod it ran),
 snapshots leave out jobs that are over and that a session has already seen so
-(``kbatch.cluster.settled``).
+(``kbatch.cluster.reuse.settled``).
 """
 
 import builtins
 import dataclasses
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
-from kbatch.api.queue import Queue
-from kbatch.cluster import fields, records, settled, snapshot, snapshot_inputs, upstream_groups
+from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups
+from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.pod_units import PodUnits, ShownPods
-from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
+from kbatch.cluster.indexes import GroupIndex, ResourceNames
+from kbatch.cluster.reuse import settled
+from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
+from kbatch.cluster.state_reads import StateReads
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 __all__ = ["ClusterState", "ObjectError"]
-
-ASSUMED_TTL = 30.0  # as kube-scheduler: an assumption the watch never confirms expires
-
-
-@dataclass
-class _Assumption:
-    """What the scheduler sent for a pod the watch has not shown yet: a bind to ``node``,
-    or (``node`` None) an eviction. ``expires`` is set once the request has succeeded."""
-
-    uid: str
-    node: str | None
-    expires: float = float("inf")
-
 
 _PARSERS: dict[str, Any] = {
     **records.PARSERS,
@@ -51,15 +38,14 @@ _PARSERS: dict[str, Any] = {
 }
 
 
-class ClusterState:
+class ClusterState(StateReads):
     """Raw objects as applied, and their parsed records, by kind and namespace/name.
 
     Safe to share between threads (watch threads apply, the scheduler snapshots).
     A bind or an eviction the scheduler has sent but the watch has not shown yet is
-    *assumed*: snapshots see the pod on its node (or Releasing) until an update shows
-    it (a nodeName, a deletionTimestamp), the pod is gone or finished, the request
-    failed (``forget``), or ``ASSUMED_TTL`` seconds after the request succeeded. An
-    update that shows neither (a relist, a status write) keeps the assumption.
+    *assumed* (``kbatch.cluster.assumed``): snapshots see the pod on its node (or
+    Releasing) until the watch shows it, the request fails, or ``assumed_ttl`` seconds
+    after it succeeded.
     ``shortcuts``: which of its records' and snapshots' shortcuts it takes.
     """
 
@@ -75,26 +61,22 @@ class ClusterState:
     ) -> None:
         self.scheduler_names = scheduler_names
         self.shortcuts = shortcuts
-        self._clock = clock
-        self.assumed_ttl = assumed_ttl
         self._raw: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _PARSERS}
         self._parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
-        self._assumed: dict[str, _Assumption] = {}  # by pod key
+        self._assumed = AssumedPods(clock, assumed_ttl)
         # Objects whose latest version was refused, by kind and key: why ('field: why').
         # The scheduler says why a PodGroup's Queue is ignored, not that it is missing.
         self._refused: dict[str, dict[str, str]] = {kind: {} for kind in _PARSERS}
         # What a session could act on: our unbound pending pods, PodGroups not admitted.
         self._waiting: dict[str, set[str]] = {"Pod": set(), "PodGroup": set()}
         # PodGroup keys by queue and by namespace, for admission's lookups.
-        self._groups_by_queue: dict[str, set[str]] = {}
-        self._groups_by_namespace: dict[str, set[str]] = {}
+        self._groups = GroupIndex()
         # Keys of the grouped pods of other schedulers (mostly none: see _foreign_groups).
         self._theirs: set[str] = set()
         self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder(self.shortcuts)
-        self._names: Counter[str] = Counter()  # resource names, by how many objects say them
-        self._names_of: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._names = ResourceNames()
         # The Node records in order, as the last snapshot was given them; None once a Node
         # is written or dropped. While it stands, the next snapshot gets the very same
         # list, which tells its builder that the nodes are the same without comparing
@@ -102,17 +84,11 @@ class ClusterState:
         self._node_list: builtins.list[records.NodeRecord] | None = None
         self._shown = settled.Shown() if leave_out_settled else None
         # Units (PodGroup keys, PodRecord.unit) written since the last snapshot, and those
-        # with a pod whose bind or eviction the last snapshot assumed: the builder hands on
-        # the jobs of the others (kbatch.cluster.kept_jobs).
+        # with a pod whose bind or eviction the last snapshot assumed: the builder keeps
+        # the jobs of the others (kbatch.cluster.reuse.kept_jobs).
         self._changed_units: set[str] = set()
         self._assumed_units: set[str] = set()
         self._pod_units = PodUnits()
-
-    @staticmethod
-    def _key(kind: str, namespace: str, name: str) -> str:
-        if kind in records.CLUSTER_SCOPED:
-            return name
-        return f"{namespace or 'default'}/{name}"
 
     def apply(
         self, obj: Mapping[str, Any], owned: bool = False, status: BaseModel | None = None
@@ -135,105 +111,92 @@ class ClusterState:
                 records.ref_of(obj), "kind", f"kbatch does not model {fields.shown(kind)}"
             )
         key = self._key(kind, str(meta.get("namespace") or ""), name)
+        parsed = self._parse(kind, key, obj, status)
+        raw = dict(obj) if owned else fields.copied(dict(obj))
+        with self._lock:
+            self._record(kind, key, parsed, raw)
+
+    def _parse(self, kind: str, key: str, obj: Mapping[str, Any], status: BaseModel | None) -> Any:
+        """The record of ``obj`` (of ``kind``, at ``key``), from the version held where
+        only its status changed; a refusal noted (and ObjectError raised) if bad."""
         try:
             if kind == "Pod":
-                parsed: Any = records.parse_pod(
+                return records.parse_pod(
                     obj, self._parsed["Pod"].get(key), self._raw["Pod"].get(key), self.shortcuts
                 )
-            elif kind == "PodGroup":
-                parsed = records.parse_pod_group(
+            if kind == "PodGroup":
+                return records.parse_pod_group(
                     obj,
                     self._parsed["PodGroup"].get(key),
                     self._raw["PodGroup"].get(key),
                     status,
                     self.shortcuts,
                 )
-            elif kind == "Queue":
-                parsed = records.parse_queue(
+            if kind == "Queue":
+                return records.parse_queue(
                     obj,
                     self._parsed["Queue"].get(key),
                     self._raw["Queue"].get(key),
                     status,
                     self.shortcuts,
                 )
-            else:
-                parsed = _PARSERS[kind](obj)
+            return _PARSERS[kind](obj)
         except ObjectError as exc:
             with self._lock:
                 self._refused[kind][key] = f"{exc.field}: {exc.why}" if exc.field else exc.why
                 if kind == "Queue" and self._shown is not None:
                     self._shown.verdicts_changed()
             raise
-        raw = dict(obj) if owned else fields.copied(dict(obj))
-        with self._lock:
-            if kind == "Node" and self._same_node(key, parsed):
-                self._raw[kind][key] = raw  # (its resourceVersion, for what reads it)
-                return
-            self.generation += 1
-            self._count_names(kind, key, parsed)
-            if self._shown is not None:
-                self._show(kind, key, parsed)
-            self._refused[kind].pop(key, None)
-            if kind == "PodGroup":
-                self._unindex_group(key)
-                self._groups_by_queue.setdefault(parsed.spec.queue, set()).add(key)
-                self._groups_by_namespace.setdefault(key.partition("/")[0], set()).add(key)
-                self._builder.group_arrived(key, parsed, self._snapshot_inputs)
-            self._unit_changed(kind, key, parsed)
-            self._raw[kind][key] = raw
-            self._parsed[kind][key] = parsed
-            if kind == "Node":
-                self._node_list = None
-            if kind == "Pod":
-                if parsed.group and parsed.scheduler_name not in self.scheduler_names:
-                    self._theirs.add(key)
-                else:
-                    self._theirs.discard(key)
-                if key in self._assumed:
-                    self._check_assumption(key, parsed)
-                self._builder.pod_arrived(parsed, self._snapshot_inputs)
-            elif kind == "Node":
-                self._builder.node_arrived(parsed, self._snapshot_inputs)
-            if kind in self._waiting:
-                if self._is_waiting(parsed):
-                    self._waiting[kind].add(key)
-                else:
-                    self._waiting[kind].discard(key)
+
+    def _record(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> None:
+        """Hold ``parsed`` and ``raw`` at ``key``, and note what they change: the
+        generation, names, indexes, what snapshots show, and the builder's early work."""
+        if kind == "Node" and self._same_node(key, parsed):
+            self._raw[kind][key] = raw  # (its resourceVersion, for what reads it)
+            return
+        self.generation += 1
+        self._names.count(kind, key, parsed)
+        if self._shown is not None:
+            self._show(kind, key, parsed)
+        self._refused[kind].pop(key, None)
+        if kind == "PodGroup":
+            self._groups.remove(key, self._parsed["PodGroup"].get(key))
+            self._groups.add(key, parsed)
+            self._builder.group_arrived(key, parsed, self._snapshot_inputs)
+        self._unit_changed(kind, key, parsed)
+        self._raw[kind][key] = raw
+        self._parsed[kind][key] = parsed
+        if kind == "Node":
+            self._node_list = None
+        if kind == "Pod":
+            if parsed.group and parsed.scheduler_name not in self.scheduler_names:
+                self._theirs.add(key)
+            else:
+                self._theirs.discard(key)
+            self._assumed.check(key, parsed)
+            self._builder.pod_arrived(parsed, self._snapshot_inputs)
+        elif kind == "Node":
+            self._builder.node_arrived(parsed, self._snapshot_inputs)
+        if kind in self._waiting:
+            if self._is_waiting(parsed):
+                self._waiting[kind].add(key)
+            else:
+                self._waiting[kind].discard(key)
 
     def _same_node(self, key: str, parsed: records.NodeRecord) -> bool:
         """Does the Node at ``key`` read as ``parsed`` already (and is it not refused)? Then a
         write of it changes nothing a scheduler reads (a kubelet's status report with
         the same allocatable, conditions, labels and taints): no generation, no node
-        row worked out again, so a snapshot hands the node on and the loop's backlog
+        row worked out again, so a snapshot keeps the node and the loop's backlog
         that cannot move stays settled (``runtime.loop``)."""
         return key not in self._refused["Node"] and self._parsed["Node"].get(key) == parsed
 
     def _snapshot_inputs(self) -> snapshot.Inputs:
         """What a snapshot works its tasks, jobs and node rows out under, for those
         worked out as pods, PodGroups and Nodes arrive (before the first snapshot)."""
-        names = [name for name, count in self._names.items() if count > 0]
+        names = self._names.names()
         nodes = builtins.list(self._parsed["Node"].values())
         return names, nodes, dict(self._parsed["PriorityClass"]), self.scheduler_names
-
-    def _count_names(self, kind: str, key: str, parsed: Any) -> None:
-        """Count the resource names of ``parsed`` (None: the object is gone) in place of
-        those of the object's last version."""
-        names = () if parsed is None else snapshot_inputs.resource_names_of(parsed)
-        old = self._names_of.get((kind, key), ())
-        if names == old:
-            return  # (most writes: a status, a bind)
-        # Counted name by name, as Counter's subtract and update would (a count may fall
-        # to 0 and stays; a new name comes last), without their generic code: every pod
-        # created or dropped comes here.
-        counts = self._names
-        if old:
-            del self._names_of[(kind, key)]
-            for name in old:
-                counts[name] -= 1
-        if names:
-            self._names_of[(kind, key)] = names
-            for name in names:
-                counts[name] += 1
 
     def _show(self, kind: str, key: str, parsed: Any) -> None:
         """Tell ``_shown`` of a change (``parsed`` None: the object is gone)."""
@@ -250,33 +213,6 @@ class ClusterState:
                 self._shown.group_applied(key, parsed)
         elif kind == "Queue" and (parsed is None or key not in self._parsed["Queue"]):
             self._shown.verdicts_changed()  # a Queue came or went
-
-    def _key_of(self, kind: str, obj: Mapping[str, Any]) -> str | None:
-        """The key of ``obj`` as ``kind`` (None when it has no name to key it by)."""
-        meta = obj.get("metadata")
-        name = meta.get("name") if isinstance(meta, Mapping) else None
-        if not isinstance(meta, Mapping) or not isinstance(name, str) or not name:
-            return None
-        return self._key(kind, str(meta.get("namespace") or ""), name)
-
-    def refusal(self, kind: str, namespace: str, name: str) -> str | None:
-        """Why the object's latest version was refused ('field: why'), or None when it
-        was not (or has been fixed, or deleted since)."""
-        with self._lock:
-            return self._refused.get(kind, {}).get(self._key(kind, namespace, name))
-
-    def refused(self, kind: str) -> dict[str, str]:
-        """The refused objects of ``kind``: key (namespace/name, or name) -> 'field: why'."""
-        with self._lock:
-            return dict(self._refused.get(kind, {}))
-
-    def _check_assumption(self, key: str, pod: records.PodRecord) -> None:
-        """Drop the assumption about ``pod`` once this update shows it came true or no
-        longer matters (another pod of that name, a finished pod)."""
-        assumed = self._assumed[key]
-        shown = pod.deleting if assumed.node is None else bool(pod.node_name or pod.deleting)
-        if shown or assumed.uid != pod.uid or pod.phase in ("Succeeded", "Failed"):
-            del self._assumed[key]
 
     def _is_waiting(self, parsed: Any) -> bool:
         if isinstance(parsed, records.PodRecord):
@@ -302,12 +238,6 @@ class ClusterState:
         with self._lock:
             self._drop(kind, self._key(kind, namespace, name))
 
-    def _unindex_group(self, key: str) -> None:
-        old = self._parsed["PodGroup"].get(key)
-        if old is not None:
-            self._groups_by_queue.get(old.spec.queue, set()).discard(key)
-            self._groups_by_namespace.get(key.partition("/")[0], set()).discard(key)
-
     def _unit_changed(self, kind: str, key: str, parsed: Any) -> None:
         """Note the unit of the object of ``kind`` at ``key`` as changed: the version held
         (if any) and ``parsed``, the next one (None: it is dropped)."""
@@ -324,18 +254,18 @@ class ClusterState:
     def _drop(self, kind: str, key: str) -> None:
         self.generation += 1
         self._unit_changed(kind, key, None)
-        self._count_names(kind, key, None)
+        self._names.count(kind, key, None)
         if self._shown is not None and (kind != "Queue" or key in self._parsed["Queue"]):
             self._show(kind, key, None)
         if kind == "PodGroup":
-            self._unindex_group(key)
+            self._groups.remove(key, self._parsed["PodGroup"].get(key))
         self._raw[kind].pop(key, None)
         self._parsed[kind].pop(key, None)
         self._refused[kind].pop(key, None)
         if kind == "Node":
             self._node_list = None
         if kind == "Pod":
-            self._assumed.pop(key, None)
+            self._assumed.forget(key)
             self._theirs.discard(key)
         if kind in self._waiting:
             self._waiting[kind].discard(key)
@@ -382,103 +312,35 @@ class ClusterState:
         with self._lock:
             record = self._parsed["Pod"].get(key)
             if record is not None:
-                self._assumed[key] = _Assumption(record.uid, node)
+                self._assumed.assume(key, record.uid, node)
 
     def confirmed(self, namespace: str, name: str) -> None:
         """The bind or eviction succeeded: its assumption lasts ``assumed_ttl`` more at
         most, in case the watch never shows it."""
         with self._lock:
-            assumed = self._assumed.get(self._key("Pod", namespace, name))
-            if assumed is not None:
-                assumed.expires = self._clock() + self.assumed_ttl
+            self._assumed.confirmed(self._key("Pod", namespace, name))
 
     def keep_assumed(self, namespace: str, name: str, seconds: float) -> None:
         """The bind or eviction got no answer: snapshots keep assuming it ``seconds`` more
         (its back-off, so no session sends it again meanwhile), then see the pod as the
         watch does, and a session decides about it anew."""
         with self._lock:
-            assumed = self._assumed.get(self._key("Pod", namespace, name))
-            if assumed is not None:
-                assumed.expires = self._clock() + seconds
+            self._assumed.keep(self._key("Pod", namespace, name), seconds)
 
     def forget(self, namespace: str, name: str) -> None:
         """A bind or an eviction failed: the pod is as the watch last showed it."""
         with self._lock:
-            self._assumed.pop(self._key("Pod", namespace, name), None)
+            self._assumed.forget(self._key("Pod", namespace, name))
 
     def _expire_assumptions(self) -> None:
-        now = self._clock()
-        expired = [k for k, a in self._assumed.items() if a.expires <= now]
-        for key in expired:
-            del self._assumed[key]
-        if expired:  # their pods are pending again: news for the loop's settled backlog
+        if self._assumed.expire():  # their pods are pending again: news for the backlog
             self.generation += 1
-
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        with self._lock:
-            return self._raw[kind].get(self._key(kind, namespace, name))
-
-    def list(self, kind: str) -> builtins.list[dict[str, Any]]:
-        with self._lock:
-            return builtins.list(self._raw[kind].values())
-
-    def pod_record(self, namespace: str, name: str) -> records.PodRecord | None:
-        with self._lock:
-            record: records.PodRecord | None = self._parsed["Pod"].get(
-                self._key("Pod", namespace, name)
-            )
-            return record
-
-    def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
-        """The PodGroup's phase as its object says (one rule for reading it:
-        ``podgroup_status.phase_of``), or None when there is none."""
-        raw = self.get("PodGroup", namespace, name)
-        return None if raw is None else pod_group_status.phase_of(raw)
-
-    def pod_groups(self) -> dict[str, PodGroup]:
-        with self._lock:
-            return dict(self._parsed["PodGroup"])
-
-    def pod_group(self, key: str) -> PodGroup | None:
-        """The parsed PodGroup of key namespace/name (one look-up, where ``pod_groups``
-        copies them all)."""
-        with self._lock:
-            group: PodGroup | None = self._parsed["PodGroup"].get(key)
-            return group
-
-    def pod_groups_in_queue(self, queue: str) -> builtins.list[str]:
-        """The keys (namespace/name) of the PodGroups naming ``queue``, sorted."""
-        with self._lock:
-            return sorted(self._groups_by_queue.get(queue, ()))
-
-    def pod_groups_in_namespace(self, namespace: str) -> builtins.list[PodGroup]:
-        with self._lock:
-            keys = self._groups_by_namespace.get(namespace, ())
-            return [self._parsed["PodGroup"][key] for key in sorted(keys)]
-
-    def has_pod_of_ours(self, group: str) -> bool:
-        """Has the PodGroup ``group`` (namespace/name) a pod with one of our scheduler
-        names? (A group another scheduler's pods name is theirs to write about.)"""
-        with self._lock:
-            pods = self._parsed["Pod"]
-            return any(
-                pods[key].scheduler_name in self.scheduler_names
-                for key in self._pod_units.keys_of((group,))
-            )
-
-    def queues(self) -> dict[str, Queue]:
-        with self._lock:
-            return dict(self._parsed["Queue"])
-
-    def quotas(self) -> builtins.list[records.QuotaRecord]:
-        with self._lock:
-            return builtins.list(self._parsed["ResourceQuota"].values())
 
     def snapshot(self) -> Snapshot:
         with self._lock, collector_paused():
             all_pods, all_groups = self._parsed["Pod"], self._parsed["PodGroup"]
             self._expire_assumptions()
-            assumed = self._with_assumption if self._assumed else None
+            assumed = self._assumed.applied_to if self._assumed else None
             # (the groups as held, not a copy: the builder reads them under the lock)
             pod_groups: Mapping[str, PodGroup] = all_groups
             if self._shown is None:
@@ -499,13 +361,13 @@ class ClusterState:
                     queues=dict(self._parsed["Queue"]),
                     priority_classes=dict(self._parsed["PriorityClass"]),
                     scheduler_names=self.scheduler_names,
-                    names=[name for name, count in self._names.items() if count > 0],
+                    names=self._names.names(),
                     changed_units=changed,
                     group_order=order,
                 )
             except BaseException:
                 # What changed since the last snapshot was taken for this one: a builder
-                # going on from the last would hand on jobs written since. A new one
+                # going on from the last would keep jobs written since. A new one
                 # makes everything. No session saw what this one was to show.
                 self._builder = snapshot.SnapshotBuilder(self.shortcuts)
                 if self._shown is not None:
@@ -536,29 +398,9 @@ class ClusterState:
         return changed
 
     def _foreign_groups(self, shown: ShownPods) -> frozenset[str]:
-        """PodGroups with pods, none of them ours (another scheduler's groups). A pod's
-        unit is its group's key. Mostly the state holds no grouped pod of another
-        scheduler, and then none is looked for; else ours are gathered only for the
-        groups that have one (a set addition per pod costs 3 ms at 50,000 pods)."""
+        """PodGroups with pods, none of them ours (``snapshot_inputs.foreign_groups``).
+        Mostly the state holds no grouped pod of another scheduler (``_theirs``), and
+        then none is looked for."""
         if not self._theirs:
             return frozenset()
-        pods, names = shown.every(), self.scheduler_names
-        theirs = {pod.unit for pod in pods if pod.group and pod.scheduler_name not in names}
-        if not theirs:
-            return frozenset()
-        ours = {
-            pod.unit
-            for pod in pods
-            if pod.group and pod.unit in theirs and pod.scheduler_name in names
-        }
-        return frozenset(theirs - ours)
-
-    def _with_assumption(self, pod: records.PodRecord) -> records.PodRecord:
-        assumed = self._assumed.get(f"{pod.namespace}/{pod.name}")
-        if assumed is None or assumed.uid != pod.uid:
-            return pod
-        if assumed.node is None:
-            return dataclasses.replace(pod, deleting=True)  # the snapshot's Releasing
-        if pod.node_name:
-            return pod
-        return dataclasses.replace(pod, node_name=assumed.node)
+        return snapshot_inputs.foreign_groups(shown.every(), self.scheduler_names)

@@ -219,13 +219,13 @@ def condition_to_write(
     current = initially_scheduled(upstream)
     if current is not None and current.get("status") == "True":
         return None
-    told = {c.type: c for c in status.conditions}
+    by_type = {c.type: c for c in status.conditions}
     if status.phase in _PLACED:
-        scheduled = told.get(ConditionType.SCHEDULED)
+        scheduled = by_type.get(ConditionType.SCHEDULED)
         message = scheduled.message if scheduled is not None and scheduled.message else ""
         wanted = ("True", REASON_SCHEDULED, message or "kbatch placed the gang")
     else:
-        waiting = told.get(ConditionType.UNSCHEDULABLE)
+        waiting = by_type.get(ConditionType.UNSCHEDULABLE)
         if waiting is None or waiting.status != "True":
             return None
         why = waiting.message or waiting.reason or "the gang does not fit yet"

@@ -97,7 +97,7 @@ class Options:
     # False: a session every period, quiet or not (to check that jumping changes nothing).
     skip_quiet_ticks: bool = True
     # False: snapshots show the jobs that are over, too (to check that leaving them out
-    # changes nothing: ``kbatch.cluster.settled``).
+    # changes nothing: ``kbatch.cluster.reuse.settled``).
     leave_out_settled: bool = True
     # False: the cyclic collector runs as usual (to check that pausing it changes nothing).
     pause_collector: bool = True

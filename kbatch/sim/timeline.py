@@ -9,7 +9,7 @@ submission (the earliest creation of the group and its pods) to the first
 tick at which at least minMember of its pods are bound, running or done.
 
 Both are worked out from the jobs that changed since the last tick only
-(``kbatch.sim.job_sums``): a job the same as at the last tick adds what it added then,
+(``core.framework.job_sums``): a job the same as at the last tick adds what it added then,
 and its wait was noted as it is.
 """
 
@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kbatch.cluster.quantity import amount
+from kbatch.operators.scheduler.core.framework import job_sums
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
-from kbatch.sim import job_sums
 
 # Read from a session's snapshot as the session left it: what it bound is Binding.
 STARTED = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED)
@@ -83,16 +83,10 @@ class Timeline:
             sums = self._sums
             if sums is None:
                 sums = self._sums = job_sums.JobSums(
-                    shortcuts.timeline_sums_by_jobs_handed_on,
+                    shortcuts.timeline_sums_by_unchanged_jobs,
                     shortcuts.timeline_by_jobs_said_changed,
                 )
-            jobs = sums.update(
-                snapshot.jobs,
-                snapshot.dims.index[CPU],
-                snapshot.lineage,
-                snapshot.handed_on,
-                (snapshot.not_handed_on, snapshot.told),
-            )
+            jobs = sums.update(snapshot.jobs, snapshot.dims.index[CPU], snapshot.delta)
         sample = _sample(now, snapshot, sums, shortcuts.queues_of_jobs_without_tasks)
         if not self.samples or not sample.same_values(self.samples[-1]):
             self.samples.append(sample)

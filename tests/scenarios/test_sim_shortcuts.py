@@ -172,8 +172,8 @@ def _timeline(
     return done.samples, list(done.waits.items()), done.end
 
 
-def test_pods_that_come_to_a_group_handed_on_without_tasks_are_counted() -> None:
-    """A group's job without tasks is handed from one snapshot to the next while its
+def test_pods_that_come_to_a_group_kept_without_tasks_are_counted() -> None:
+    """A group's job without tasks is kept from one snapshot to the next while its
     PodGroup stays the same, and pods that come are put in it in place: no session
     touches them here (too big for the node), yet the timeline sees them wait."""
     late = [at(pod(f"late-{i}", cpu="4", group="late"), "5s") for i in range(3)]
@@ -183,10 +183,10 @@ def test_pods_that_come_to_a_group_handed_on_without_tasks_are_counted() -> None
     assert [(s.time, s.pending) for s in quick[0]] == [(0.0, 0), (5.0, 3)]  # type: ignore[attr-defined]
 
 
-def test_a_job_handed_on_that_its_session_touches_is_counted_anew() -> None:
-    """A gang of one pod that runs and one that waits for room is handed from snapshot
+def test_a_job_kept_unchanged_that_its_session_touches_is_counted_anew() -> None:
+    """A gang of one pod that runs and one that waits for room is kept from snapshot
     to snapshot unchanged while nothing of it is written; when another pod finishes, a
-    session places its waiting pod (touching the handed-on job): the timeline sees it
+    session places its waiting pod (touching the kept job): the timeline sees it
     stop waiting, counted anew, not taken as the same as before."""
     documents = [
         node(cpu="2"),
@@ -195,7 +195,7 @@ def test_a_job_handed_on_that_its_session_touches_is_counted_anew() -> None:
         *[at(pod(f"gang-{i}", cpu="1", group="gang"), "1s") for i in range(2)],
     ]
     quick = _timeline(documents, "9s")
-    compared = Shortcuts().without("timeline_sums_by_jobs_handed_on")
+    compared = Shortcuts().without("timeline_sums_by_unchanged_jobs")
     assert _timeline(documents, "9s", compared) == quick
     pending = [(s.time, s.pending) for s in quick[0]]  # type: ignore[attr-defined]
     assert (1.0, 1) in pending and pending[-1][1] == 0, pending

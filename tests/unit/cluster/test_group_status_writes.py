@@ -9,8 +9,9 @@ import pytest
 
 from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
-from kbatch.cluster import group_parts, records
+from kbatch.cluster import records
 from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.reuse import group_parts
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts

@@ -1,8 +1,10 @@
-"""Jobs with tasks handed from one snapshot to the next (``kbatch.cluster.kept_jobs``):
+"""Jobs with tasks kept from one snapshot to the next (``kbatch.cluster.reuse.kept_jobs``):
 a state that keeps its builder makes, snapshot after snapshot with sessions in between,
 what a state given a new builder every time makes, field by field; it does hand jobs
 on; and what it rests on holds: a session changes a job only through what marks it
 touched, but for its phase."""
+
+from collections.abc import Mapping
 
 import pytest
 
@@ -48,13 +50,13 @@ QUIET_STEPS: list[Step] = [s for step in STEPS for s in (step, nothing)]
 
 @pytest.mark.parametrize("conf_name", sorted(CONFS))
 def test_a_kept_builder_hands_on_what_a_new_one_would_make(conf_name: str) -> None:
-    handed_on = 0
+    kept = 0
     last: dict[str, object] = {}
     for snap in compared_snapshots(QUIET_STEPS):
-        handed_on += sum(1 for k, job in snap.jobs.items() if job.tasks and last.get(k) is job)
+        kept += sum(1 for k, job in snap.jobs.items() if job.tasks and last.get(k) is job)
         last = dict(snap.jobs)
         session(snap, conf_name)
-    assert handed_on >= 10  # not a comparison of jobs all made anew
+    assert kept >= 10  # not a comparison of jobs all made anew
 
 
 def test_a_job_a_session_touched_is_made_anew() -> None:
@@ -144,7 +146,7 @@ def _tasks_of(job: JobInfo) -> list[tuple[str, TaskStatus, int, int]]:
 
 
 def test_the_untouched_jobs_of_the_reuse_steps_include_placed_ones() -> None:
-    """The steps above do hand on jobs with tasks on nodes (or the fast path's lists of
+    """The steps above do keep jobs with tasks on nodes (or the fast path's lists of
     placed tasks would go untested)."""
     state = ClusterState()
     for step in STEPS[:3]:
@@ -174,7 +176,7 @@ def test_keeping_or_not_keeping_room_for_a_task_touches_its_job() -> None:
         assert job.touched, change
 
 
-def test_a_pods_own_group_handed_on_says_inqueue_again() -> None:
+def test_a_pods_own_group_kept_says_inqueue_again() -> None:
     """The phase of a pod's own group (no PodGroup) is Inqueue in every snapshot, set
     back if a session moved it."""
     state = ClusterState()
@@ -188,8 +190,10 @@ def test_a_pods_own_group_handed_on_says_inqueue_again() -> None:
 
 
 @pytest.mark.parametrize("conf_name", sorted(CONFS))
-def test_what_a_snapshot_hands_on_is_the_last_ones_as_it_was_and_stayed(conf_name: str) -> None:
-    """``Snapshot.handed_on``: each job is the last snapshot's object, and says what it
+def test_what_a_snapshot_keeps_unchanged_is_the_last_ones_as_it_was_and_stayed(
+    conf_name: str,
+) -> None:
+    """``Delta.unchanged_jobs``: each job is the last snapshot's object, and says what it
     said when that snapshot was made and, but for the phase a session may move and the
     builder sets back (only for jobs with tasks: one without is made anew then), when
     its session ended (the sums that take it as unchanged read it at either). Jobs
@@ -197,7 +201,7 @@ def test_what_a_snapshot_hands_on_is_the_last_ones_as_it_was_and_stayed(conf_nam
     seen: dict[str, tuple[JobInfo, dict[str, object], dict[str, object]]] = {}
     without_tasks = 0
     for snap in compared_snapshots(QUIET_STEPS):
-        for uid, job in snap.handed_on.items():
+        for uid, job in _unchanged(snap).items():
             last, made, closed = seen[uid]
             assert job is last and _plain(job)[1] == made, uid
             if job.tasks:
@@ -210,7 +214,7 @@ def test_what_a_snapshot_hands_on_is_the_last_ones_as_it_was_and_stayed(conf_nam
     assert without_tasks >= 3
 
 
-def test_a_group_without_pods_admitted_by_a_session_is_not_handed_on() -> None:
+def test_a_group_without_pods_admitted_by_a_session_is_not_kept_unchanged() -> None:
     """Enqueue moves a group's phase without a write (here, none lands): the next
     snapshot makes its job anew, as its group says, and does not hand it on."""
     state = ClusterState()
@@ -221,8 +225,13 @@ def test_a_group_without_pods_admitted_by_a_session_is_not_handed_on() -> None:
     session(first, "every action")
     assert first.jobs["ns/w"].phase is PodGroupPhase.INQUEUE  # admitted, nothing written
     second = state.snapshot()
-    assert "ns/w" not in second.handed_on
+    assert "ns/w" not in _unchanged(second)
     assert second.jobs["ns/w"] is not first.jobs["ns/w"]
     assert second.jobs["ns/w"].phase is PodGroupPhase.PENDING
     third = state.snapshot()  # nothing since (Ignoring: no session ran on the second)
-    assert third.handed_on.get("ns/w") is second.jobs["ns/w"]
+    assert _unchanged(third).get("ns/w") is second.jobs["ns/w"]
+
+
+def _unchanged(snap: Snapshot) -> Mapping[str, JobInfo]:
+    """The jobs ``snap`` keeps unchanged from the last snapshot (none: the first)."""
+    return {} if snap.delta is None else snap.delta.unchanged_jobs

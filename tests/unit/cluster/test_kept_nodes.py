@@ -1,4 +1,4 @@
-"""The nodes handed from one snapshot to the next (``kbatch.cluster.kept_nodes``): they
+"""The nodes handed from one snapshot to the next (``kbatch.cluster.reuse.kept_nodes``): they
 are (the same NodeInfo objects, only some nodes placed again), each snapshot is still
 field by field what a new builder makes (``test_kept_jobs`` compares, sessions in
 between), a simulated trace comes out the same with them switched off (and with every
@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from kbatch.cluster import kept_nodes
-from kbatch.cluster.pod_units import ShownPods
+from kbatch.cluster.reuse import kept_nodes
+from kbatch.cluster.reuse.pod_units import ShownPods
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
@@ -116,7 +116,7 @@ def test_a_trace_comes_out_the_same_the_long_way(
     assert _trace_json(Shortcuts().without(shortcut)) == quick
 
 
-def test_a_task_handed_on_is_put_in_order_by_the_place_it_was_given(
+def test_a_task_kept_unchanged_is_put_in_order_by_the_place_it_was_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A node placed again with new tasks puts its tasks in snapshot order; those handed

@@ -1,9 +1,9 @@
 """The next snapshot's jobs made from the last one's by what changed
-(``kbatch.cluster.next_jobs``): over steps that keep the nodes, classes and resource
+(``kbatch.cluster.reuse.next_jobs``): over steps that keep the nodes, classes and resource
 names (so that the builder may), with sessions of every action in between, each
 snapshot is, field by field, what a new builder makes; and each way the module takes
-is taken (jobs handed on whole, a phase a session moved set back, jobs without tasks
-handed on or made again, groups new and gone, a group shown again out of order)."""
+is taken (jobs kept unchanged, a phase a session moved set back, jobs without tasks
+kept unchanged or made again, groups new and gone, a group shown again out of order)."""
 
 from collections import Counter
 from collections.abc import Callable
@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import next_jobs, snapshot
+from kbatch.cluster import snapshot
+from kbatch.cluster.reuse import next_jobs
 from kbatch.cluster.state import ClusterState
+from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from unit.cluster.test_kept_jobs import session
@@ -51,7 +53,7 @@ STEPS: list[Step] = [
     nothing,
     applying({**group("v", minResources={"cpu": "100"}), "status": {"phase": "Inqueue"}}),
     # no pods, refused while v's 100 cpu are promised; admitted by the session after v
-    # goes, when its job was handed on unlooked at
+    # goes, when its job was kept without a look
     applying(group("q", minResources={"cpu": "10"})),
     nothing,
     deleting("PodGroup", "v"),
@@ -110,7 +112,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             return None
         counts["from the last"] += 1
         counts["kept whole"] += len(result.kept)
-        counts["handed on without tasks"] += len(result.without_tasks)
+        counts["kept unchanged without tasks"] += len(result.without_tasks)
         counts["new"] += len(result.jobs.keys() - args[0].jobs.keys())
         counts["gone"] += len(args[0].jobs.keys() - result.jobs.keys())
         return result
@@ -131,7 +133,7 @@ def test_the_jobs_from_the_last_are_those_every_group_walked_gives(
     assert counts["kept whole"] >= 20 and counts["new"] >= 3 and counts["gone"] >= 2
     if conf_name == "every action":  # enqueue moves phases
         assert counts["phase set back"] >= 1
-        assert counts["handed on without tasks"] >= 3
+        assert counts["kept unchanged without tasks"] >= 3
         assert counts["taskless"] >= 1  # w, admitted: its phase told, made again
 
 
@@ -222,21 +224,23 @@ def test_a_job_placed_by_a_session_is_told() -> None:
 
 
 @pytest.mark.parametrize("conf_name", ["default", "every action"])
-def test_what_a_snapshot_says_it_did_not_hand_on_is_so(conf_name: str) -> None:
-    """``Snapshot.not_handed_on``: the last snapshot's jobs and this one's, less those
-    handed on; and ``changed_jobs`` gives the same of either with or without it."""
+def test_what_a_snapshot_says_changed_is_so(conf_name: str) -> None:
+    """``Delta.changed``: the last snapshot's jobs and this one's, less those kept
+    unchanged; and ``changed_jobs`` gives the same of either with or without it."""
     last: dict[str, JobInfo] = {}
     moved: set[str] = set()  # jobs without tasks whose phase the last session moved
     said = 0
     for snap in compared_snapshots(STEPS, leave_out_settled=True):
-        expected = (last.keys() | snap.jobs.keys()) - snap.handed_on.keys()
-        if snap.not_handed_on is not None:
+        delta = snap.delta or Delta((object(), 0))  # (the first: nothing kept)
+        unchanged = delta.unchanged_jobs
+        expected = (last.keys() | snap.jobs.keys()) - unchanged.keys()
+        if delta.changed is not None:
             said += 1
-            assert snap.not_handed_on == expected
+            assert delta.changed == expected
         for of in (snap.jobs, last):
-            assert snap.changed_jobs(of) == of.keys() - snap.handed_on.keys()
-        # one without tasks is handed on only as it was made (as _jobs hands them on)
-        assert not moved & snap.handed_on.keys()
+            assert delta.changed_jobs(of) == of.keys() - unchanged.keys()
+        # one without tasks is kept only as it was made (as _jobs keeps them)
+        assert not moved & unchanged.keys()
         last = dict(snap.jobs)
         made = {uid: job.phase for uid, job in snap.jobs.items() if not job.tasks}
         session(snap, conf_name)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import records
+from kbatch.cluster import pod_records, records
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
@@ -68,19 +68,19 @@ def _parsed_kept(written: dict[str, Any]) -> tuple[object, int]:
     """What ``parse_pod`` gives on the last version, and how often it parsed whole."""
     before = records.parse_pod(BEFORE)
     whole = [0]
-    fields_of = records._pod_fields
+    fields_of = pod_records._pod_fields
 
     def counted(obj: Any) -> Any:
         whole[0] += 1
         return fields_of(obj)
 
-    records._pod_fields = counted  # type: ignore[assignment]
+    pod_records._pod_fields = counted  # type: ignore[assignment]
     try:
         return records.parse_pod(written, before, BEFORE), whole[0]
     except ObjectError as exc:
         return (exc.ref, exc.field, exc.why), whole[0]
     finally:
-        records._pod_fields = fields_of  # type: ignore[assignment]
+        pod_records._pod_fields = fields_of  # type: ignore[assignment]
 
 
 @pytest.mark.parametrize("case", sorted(WRITES))
@@ -127,7 +127,7 @@ def test_the_state_keeps_the_record_of_a_write_handed_over(
     assert raw is not None
     bound = {**raw, "spec": {**raw["spec"], "nodeName": "n1"}, "status": {"phase": "Running"}}
     with monkeypatch.context() as patched:  # not parsed whole
-        patched.setattr(records, "_pod_fields", None)
+        patched.setattr(pod_records, "_pod_fields", None)
         state.apply(bound, owned=True)
     record = state.pod_record("ns", "p")
     assert record is not None and (record.node_name, record.phase) == ("n1", "Running")
@@ -143,7 +143,7 @@ def test_the_first_status_of_a_pod_made_without_one_keeps_its_record(
     bound = {**WRITES["bound"], "metadata": made["metadata"]}
     before = records.parse_pod(made)
     with monkeypatch.context() as patched:  # not parsed whole
-        patched.setattr(records, "_pod_fields", None)
+        patched.setattr(pod_records, "_pod_fields", None)
         kept = records.parse_pod(bound, before, made)
     assert kept == records.parse_pod(bound)
     assert kept.spec is before.spec and (kept.node_name, kept.phase) == ("n1", "Running")
@@ -152,7 +152,7 @@ def test_the_first_status_of_a_pod_made_without_one_keeps_its_record(
 def test_a_status_write_names_every_field_of_the_record() -> None:
     """The record of a status write is built field by field (not dataclasses.replace):
     a field added to PodRecord must be handed on there too, or this fails."""
-    source = inspect.getsource(records._pod_of_status_write)
+    source = inspect.getsource(pod_records._pod_of_status_write)
     named = set(re.findall(r"^\s+(\w+)=", source, re.MULTILINE))
     init_fields = {f.name for f in dataclasses.fields(records.PodRecord) if f.init}
     assert init_fields <= named, init_fields - named

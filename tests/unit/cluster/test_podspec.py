@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import podspec, records
+from kbatch.cluster import pod_records, podspec, records
 from kbatch.cluster.podspec import PODS, parse_spec, pod_request
 
 
@@ -109,8 +109,8 @@ def test_a_spec_with_equal_inputs_is_not_keyed_again(monkeypatch: pytest.MonkeyP
     def keyed(*_: object) -> bool:
         raise AssertionError("keyed again")
 
-    monkeypatch.setattr(records, "_same_spec", keyed)
-    monkeypatch.setattr(records, "_parsed_spec", keyed)
+    monkeypatch.setattr(pod_records, "_same_spec", keyed)
+    monkeypatch.setattr(pod_records, "_parsed_spec", keyed)
     assert records.parse_pod(pod(), first, pod()).spec is first.spec
 
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster.settled import OrderedSubset
+from kbatch.cluster.reuse.settled import OrderedSubset
 from kbatch.cluster.snapshot import SnapshotBuilder
 from kbatch.cluster.state import ClusterState
 

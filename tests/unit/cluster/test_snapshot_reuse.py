@@ -167,7 +167,7 @@ def described(snap: Snapshot) -> dict[str, Any]:
 
 
 # Where a snapshot comes from, not what it shows (a new builder's has no past).
-PROVENANCE = ("lineage", "handed_on", "not_handed_on")
+PROVENANCE = ("delta",)
 
 
 def _plain(value: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import podspec, records
+from kbatch.cluster import pod_records, podspec, records
 from kbatch.cluster.errors import ObjectError
 
 
@@ -39,7 +39,7 @@ def _pod(rng: random.Random, i: int) -> dict[str, Any]:
 @pytest.fixture
 def fresh(monkeypatch: pytest.MonkeyPatch) -> podspec.SharedSpecs:
     shared = podspec.SharedSpecs()
-    monkeypatch.setattr(records, "SHARED_SPECS", shared)
+    monkeypatch.setattr(pod_records, "SHARED_SPECS", shared)
     return shared
 
 

@@ -400,7 +400,7 @@ def test_the_resource_names_counted_are_those_the_objects_held_say_in_order() ->
     state.delete("Pod", "default", "b")
     state.delete("Pod", "default", "a")
     assert names() == ["cpu", "memory", "pods"]  # (the node's)
-    assert state._names == {"cpu": 1, "memory": 1, "pods": 1, "nvidia.com/gpu": 0,
+    assert state._names._counts == {"cpu": 1, "memory": 1, "pods": 1, "nvidia.com/gpu": 0,
                             "example.com/fpga": 0}  # fmt: skip
 
 

@@ -180,9 +180,9 @@ def _two_lines(shortcuts: Shortcuts = ALL) -> list[object]:
 
 
 def test_queue_sums_kept_along_two_lines_in_turns_are_the_long_ways() -> None:
-    """proportion's sums (``queue_sums``) take the jobs a snapshot hands on as unchanged
+    """proportion's sums (``framework.job_sums``) take the jobs a snapshot keeps unchanged
     only after a session on the snapshot before it in its line."""
     quick = _two_lines()
-    compared = Shortcuts().without("queue_sums_by_jobs_handed_on")
+    compared = Shortcuts().without("queue_sums_by_unchanged_jobs")
     assert _two_lines(compared) == quick
     assert _two_lines(compared.without("queue_sums")) == quick

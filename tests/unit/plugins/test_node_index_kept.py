@@ -119,7 +119,7 @@ def test_the_index_is_kept_while_the_nodes_say_the_same_and_made_anew_on_any_cha
 def test_node_sets_of_one_version_keep_the_index_without_a_comparison(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A snapshot of the same Node records (kbatch.cluster.kept_nodes) gives its node set
+    """A snapshot of the same Node records (kbatch.cluster.reuse.kept_nodes) gives its node set
     the last one's version: the index is kept without comparing every node; a node
     written is a new version and a new index."""
     compared: list[int] = []

@@ -1,4 +1,4 @@
-"""proportion's queue sums kept from one session open to the next (``queue_sums``) are,
+"""proportion's queue sums kept from one session open to the next (``framework.job_sums``) are,
 to the bit, those the long way adds up over every job (``proportion._add_jobs``), at
 every step of random sequences of sessions: jobs kept, touched, replaced, removed and
 added, phases moved, pods put in a job without tasks in place, queues coming and going,
@@ -14,6 +14,8 @@ import pytest
 from builders import DIMS, Cluster
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework import job_sums
+from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
     QueueInfo,
@@ -24,7 +26,7 @@ from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import Dims, shareable
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
-from kbatch.operators.scheduler.core.plugins import node_index, proportion, queue_sums
+from kbatch.operators.scheduler.core.plugins import node_index, proportion
 from unit.cluster.test_snapshot_reuse import Ignoring
 
 QUEUES = ("default", "a", "b", "c")
@@ -98,7 +100,7 @@ class World:
                 del jobs[uid]
             elif change == "phase":  # moved by a session, or set back by the builder
                 jobs[uid].phase = rng.choice(PHASES)
-            elif change == "pods" and not jobs[uid].tasks:  # come to a job handed on
+            elif change == "pods" and not jobs[uid].tasks:  # come to a job kept unchanged
                 job = jobs[uid]
                 self.pods_in(job, rng.randint(1, 3))
                 if job.min_resources is None:
@@ -115,8 +117,8 @@ class World:
         queues = {name: QueueInfo(name, 1 + i, created=0.0) for i, name in enumerate(self.queues)}
         total = self.dims.vector({"cpu": 64000, "memory": 256 * 2**30, "pods": 100})
         return SimpleNamespace(
-            dims=self.dims, queues=queues, jobs=self.jobs, total=total, lineage=None,
-            handed_on={}, not_handed_on=None, kept=kept, shortcuts=shortcuts,
+            dims=self.dims, queues=queues, jobs=self.jobs, total=total, delta=None,
+            kept=kept, shortcuts=shortcuts,
         )  # fmt: skip
 
 
@@ -260,14 +262,14 @@ def test_another_mask_or_queue_set_is_not_given_the_sums_kept(
 ) -> None:
     jobs = {job.uid: job for job in (_pending(1), _pending(2))}
     mask = shareable(DIMS)
-    sums = queue_sums.kept_sums(kept, jobs, mask, ["default"])
-    assert sums is not None and sums[0, queue_sums.REQUEST].tolist() == [3, 0, 0, 0]
+    sums = job_sums.kept_sums(kept, jobs, mask, ["default"])
+    assert sums is not None and sums[0, job_sums.REQUEST].tolist() == [3, 0, 0, 0]
     no_cpu = mask.copy()
     no_cpu[DIMS.index["cpu"]] = 0.0
-    sums = queue_sums.kept_sums(kept, jobs, no_cpu, ["default"])
+    sums = job_sums.kept_sums(kept, jobs, no_cpu, ["default"])
     assert sums is not None and not sums.any()
-    sums = queue_sums.kept_sums(kept, jobs, mask, ["a", "default"])
-    assert sums is not None and sums[1, queue_sums.REQUEST].tolist() == [3, 0, 0, 0]
+    sums = job_sums.kept_sums(kept, jobs, mask, ["a", "default"])
+    assert sums is not None and sums[1, job_sums.REQUEST].tolist() == [3, 0, 0, 0]
     assert not sums[0].any()
 
 
@@ -293,16 +295,16 @@ def test_two_schedulers_keep_their_own_sums() -> None:
         snap = cluster.snapshot()
         schedulers.append(runner.Scheduler(Ignoring(snap), conf, lambda: 0.0, lambda: "s"))
     first, second = schedulers
-    for kind in (queue_sums.QueueSums, node_index.NodeIndex):
+    for kind in (job_sums.QueueSums, node_index.NodeIndex):
         assert first.kept.get(kind) is None
     first.run_once()
-    kept = [first.kept.get(kind) for kind in (queue_sums.QueueSums, node_index.NodeIndex)]
-    assert None not in kept and second.kept.get(queue_sums.QueueSums) is None
+    kept = [first.kept.get(kind) for kind in (job_sums.QueueSums, node_index.NodeIndex)]
+    assert None not in kept and second.kept.get(job_sums.QueueSums) is None
     second.run_once()
-    theirs = [second.kept.get(kind) for kind in (queue_sums.QueueSums, node_index.NodeIndex)]
+    theirs = [second.kept.get(kind) for kind in (job_sums.QueueSums, node_index.NodeIndex)]
     assert None not in theirs and not {id(k) for k in kept} & {id(k) for k in theirs}
     first.run_once()
-    assert [first.kept.get(kind) for kind in (queue_sums.QueueSums, node_index.NodeIndex)] == kept
+    assert [first.kept.get(kind) for kind in (job_sums.QueueSums, node_index.NodeIndex)] == kept
 
 
 def test_after_a_rounded_sum_the_next_of_the_line_is_added_up_whole(
@@ -311,7 +313,7 @@ def test_after_a_rounded_sum_the_next_of_the_line_is_added_up_whole(
 ) -> None:
     """Sums started again after one reached 2**53 hold nothing: the next snapshot of the
     line, which hands every job on, must not take those jobs as already added up. A job
-    gone is found among those the snapshot says it did not hand on."""
+    gone is found among those the snapshot says it did not keep unchanged."""
     one, other, big = _pending(1), _pending(1, "other"), _pending(2.0**53 - 1)
     line, last = object(), ()
     steps = [(one, other), (one, other, big), (one, other), (one, other), (one,)]
@@ -319,9 +321,11 @@ def test_after_a_rounded_sum_the_next_of_the_line_is_added_up_whole(
         world = World(0)
         world.jobs = {job.uid: job for job in jobs}
         session = world.session(kept)
-        session.lineage = (line, serial)
-        session.handed_on = {job.uid: job for job in jobs if job is not big}
-        session.not_handed_on = frozenset({big.uid} | {j.uid for j in last if j not in jobs})
+        session.delta = Delta(
+            (line, serial),
+            {job.uid: job for job in jobs if job is not big},
+            frozenset({big.uid} | {j.uid for j in last if j not in jobs}),
+        )
         assert _kept(session) == _long_way(session), serial
         last = jobs
     assert long_ways[0] == 1

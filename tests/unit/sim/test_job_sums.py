@@ -1,4 +1,4 @@
-"""The timeline's sums kept by what changed (``kbatch.sim.job_sums``) equal the long way's,
+"""The timeline's sums kept by what changed (``framework.job_sums``) equal the long way's,
 added up over every job in order, whatever the ticks do to the jobs; and the jobs an
 update hands back are exactly those that are not the last update's as they were."""
 
@@ -7,8 +7,9 @@ import random
 import pytest
 
 from builders import DIMS, Cluster, JobBuilder
+from kbatch.operators.scheduler.core.framework import job_sums
+from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
-from kbatch.sim import job_sums
 
 CPU = DIMS.index["cpu"]
 QUEUES = ("a", "b", "c")
@@ -36,7 +37,7 @@ def _job(rng: random.Random, name: str, cpu: float | None = None) -> JobInfo:
 
 
 def _pods_come(rng: random.Random, job: JobInfo) -> None:
-    """What a snapshot does to a job without tasks that it hands on (its PodGroup the
+    """What a snapshot does to a job without tasks that it keeps (its PodGroup the
     same) when its pods come: puts them in it, in place (not touched)."""
     JobBuilder(Cluster(), job).tasks(rng.randrange(1, 4), status=rng.choice(STATUSES))
 
@@ -50,7 +51,7 @@ def _touch(rng: random.Random, job: JobInfo) -> None:
 def _next_tick(
     rng: random.Random, jobs: dict[str, JobInfo], serial: int
 ) -> tuple[dict[str, JobInfo], set[str]]:
-    """The next snapshot's jobs as its session left them: most handed on as they are,
+    """The next snapshot's jobs as its session left them: most kept unchanged as they are,
     some made anew (those written, those the last session touched), some touched in
     place, some without tasks given pods in place, some gone, some new; and the uids of
     those made anew, given pods or new."""
@@ -80,18 +81,18 @@ def test_kept_sums_are_the_long_ways_tick_after_tick() -> None:
     rng = random.Random(7)
     sums = job_sums.JobSums()
     jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(30))}
-    handed = sums.update(jobs, CPU)
-    assert handed == list(jobs.values())
+    returned = sums.update(jobs, CPU)
+    assert returned == list(jobs.values())
     assert sums.totals() == _long_way(jobs)
     for serial in range(200):
         jobs, changed = _next_tick(rng, jobs, serial)
         touched = {uid for uid, job in jobs.items() if job.touched}
-        handed = sums.update(jobs, CPU)
-        assert [job.uid for job in handed] == [uid for uid in jobs if uid in changed | touched]
+        returned = sums.update(jobs, CPU)
+        assert [job.uid for job in returned] == [uid for uid in jobs if uid in changed | touched]
         assert sums.totals() == _long_way(jobs)
 
 
-def test_a_job_handed_on_untouched_is_not_handed_back() -> None:
+def test_a_job_kept_unchanged_untouched_is_not_returned() -> None:
     rng = random.Random(1)
     jobs = {job.uid: job for job in (_job(rng, f"j{i}", cpu=1) for i in range(5))}
     sums = job_sums.JobSums()
@@ -103,7 +104,7 @@ def test_a_job_handed_on_untouched_is_not_handed_back() -> None:
     assert sums.totals() == _long_way(jobs)
 
 
-def test_a_job_handed_on_without_tasks_that_takes_pods_in_place_is_handed_back() -> None:
+def test_a_job_kept_without_tasks_that_takes_pods_in_place_is_returned() -> None:
     rng = random.Random(2)
     empty = Cluster().job("empty", queue="a").job
     sums = job_sums.JobSums()
@@ -145,24 +146,24 @@ def test_other_dimensions_make_every_job_new() -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_only_the_jobs_the_snapshot_and_session_name_are_looked_at(seed: int) -> None:
-    """With the snapshot's ``handed_on``, ``not_handed_on`` and ``told`` (here as its
-    builder would give them), the same jobs come back, in no set order, and the same
+    """With the snapshot's delta (its unchanged jobs, the jobs it says changed and those
+    its session changed, here as its builder would give them), the same jobs come back, in no set order, and the same
     sums, as when every job is looked at; ``in_order`` puts them back in the snapshot's
     order, one of them or more."""
     rng = random.Random(seed)
     quick, every = job_sums.JobSums(), job_sums.JobSums()
     jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(80))}
     maker = object()
-    quick.update(jobs, CPU, (maker, 0))
+    quick.update(jobs, CPU, Delta((maker, 0)))
     every.update(jobs, CPU)
     sizes = set()
     for serial in range(60):
         after, changed = _next_tick(rng, jobs, serial)
-        handed_on = {uid: job for uid, job in after.items() if uid not in changed}
-        not_handed_on = frozenset((jobs.keys() | after.keys()) - handed_on.keys())
-        told = [uid for uid, job in handed_on.items() if job.touched]
-        said = (not_handed_on, told)
-        got = quick.update(after, CPU, (maker, serial + 1), handed_on, said)
+        unchanged = {uid: job for uid, job in after.items() if uid not in changed}
+        changed_uids = frozenset((jobs.keys() | after.keys()) - unchanged.keys())
+        by_sessions = [uid for uid, job in unchanged.items() if job.touched]
+        delta = Delta((maker, serial + 1), unchanged, changed_uids, by_sessions)
+        got = quick.update(after, CPU, delta)
         in_order = [job.uid for job in every.update(after, CPU)]
         assert sorted(job.uid for job in got) == sorted(in_order)
         assert [job.uid for job in job_sums.in_order(after, got)] == in_order
@@ -178,7 +179,7 @@ def test_other_dimensions_make_every_job_new_along_a_line_of_snapshots() -> None
     rng = random.Random(6)
     jobs = {job.uid: job for job in (_job(rng, f"j{i}") for i in range(5))}
     sums, maker = job_sums.JobSums(), object()
-    sums.update(jobs, CPU, (maker, 0))
-    said = (frozenset[str](), list[str]())
-    assert sums.update(jobs, CPU + 1, (maker, 1), jobs, said) == list(jobs.values())
-    assert sums.update(jobs, CPU + 1, (maker, 2), jobs, said) == []
+    sums.update(jobs, CPU, Delta((maker, 0)))
+    none: tuple[frozenset[str], list[str]] = (frozenset(), [])
+    assert sums.update(jobs, CPU + 1, Delta((maker, 1), jobs, *none)) == list(jobs.values())
+    assert sums.update(jobs, CPU + 1, Delta((maker, 2), jobs, *none)) == []

@@ -134,16 +134,16 @@ class JobInfo:
     allocated: np.ndarray = field(init=False)
     total_request: np.ndarray = field(init=False)
     # What the last session's close found its status to stay (``job_status``): the one
-    # condition it was told and the status it kept. Only a job handed from one snapshot
+    # condition it was told and the status it kept. Only a job kept from one snapshot
     # to the next (one no session touched) meets it again; not part of what the job is.
     kept_status: "KeptStatus | None" = field(default=None, init=False, compare=False)
     # A session changed one of its tasks (status, node or nominated node: ``set_status``
     # here, ``Session.keep``/``unkeep``): the snapshot builder makes it anew, where it
-    # would hand an untouched job of an unchanged unit on (kbatch.cluster.kept_jobs).
+    # would hand an untouched job of an unchanged unit on (kbatch.cluster.reuse.kept_jobs).
     touched: bool = field(default=False, init=False, compare=False)
     # Where to say that a session touched it or moved its phase: the list of uids kept by
     # the snapshot builder that made it, which makes its next snapshot's jobs from its
-    # last one's by them (kbatch.cluster.kept_jobs). None: nobody asks.
+    # last one's by them (kbatch.cluster.reuse.kept_jobs). None: nobody asks.
     change_log: list[str] | None = field(default=None, init=False, compare=False, repr=False)
 
     def touch(self) -> None:

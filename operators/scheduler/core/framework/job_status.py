@@ -115,8 +115,8 @@ def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus 
     """The status the last session's close kept for ``job``, when nothing it is worked
     out from has changed since; else None. A job whose PodGroup and pods were not
     written since the last snapshot keeps its JobInfo from that snapshot
-    (``kbatch.cluster.group_parts`` for jobs without pods, most of a long backlog;
-    ``kbatch.cluster.kept_jobs`` for the rest, most of a busy cluster's running gangs),
+    (``kbatch.cluster.reuse.group_parts`` for jobs without pods, most of a long backlog;
+    ``kbatch.cluster.reuse.kept_jobs`` for the rest, most of a busy cluster's running gangs),
     and is given the same condition session after session (the same object: gang and
     ``podgroup_status.condition`` make each once). With the same old status (so the
     same conditions), phase and minMember, counts no session changed since (not

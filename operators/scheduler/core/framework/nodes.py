@@ -81,7 +81,7 @@ class NodeSet:
         """A node set of ``last``'s nodes (with this ``allocatable``, in its order), nothing
         placed: the same NodeInfo objects (their tasks as ``last`` has them, until
         ``place_again``), names and index. ``last`` is not to be used after (a snapshot's
-        is good until the next is made: ``kbatch.cluster.kept_nodes``). ``capacity``:
+        is good until the next is made: ``kbatch.cluster.reuse.kept_nodes``). ``capacity``:
         ``allocatable`` added up, when the caller has it (read-only)."""
         node_set = cls.__new__(cls)
         node_set.infos, node_set.names = last.infos, last.names

@@ -1,8 +1,10 @@
-"""Resting gangs: the running gangs a session need not walk (issue 12: a session's cost
-should follow what changed; at the day trace's noon 2,500 jobs live, nearly all of them
-quiet running gangs, and each pass of the open, gang's close, the placing actions'
-choice of jobs, publish and the pods' conditions over every one of them cost more than
-all the rest of a session).
+"""Resting gangs, kept from the last session: the running gangs a session need not walk,
+dropped when the snapshot is not the next one after the last close's (its ``delta``
+does not follow it), or the conf or the set of queues changed.
+
+A session's cost should follow what changed: on a busy cluster nearly every live job
+is a quiet running gang, and the open, gang's close, the placing actions' choice of
+jobs, publish and the pods' conditions would otherwise each walk every one of them.
 
 A job *rests* in a session when, at its open, it is a quiet gang (``job_status.
 quiet_gang``: the last close found it valid and ready and told it only that it is
@@ -20,18 +22,21 @@ So those passes walk ``Session.active_jobs()``, the others, in the snapshot's or
 resting job the session touches joins them (``Session`` keeps which it touched first).
 
 Which jobs rest is kept from one session to the next (``RestingGangs``): a job resting
-at a close rests at the next open when the snapshot is the next one of the same line
-(``Snapshot.lineage``) and hands it on (``Snapshot.handed_on``: the same object, which
-no session and no write changed since), under the same conf and the same queues. The
-quiet-gang test of it would find what it found. Every other job is tested as before.
+at a close rests at the next open when the snapshot's delta is the change since the
+last close's snapshot and keeps the job unchanged (``Delta.unchanged``: the same
+object, which no session and no write changed since), under the same conf and the same
+queues. The quiet-gang test of it would find what it found. Every other job is tested
+as before. (The core keeps this itself rather than in ``kbatch.cluster.reuse``: the
+core may not import the cluster state; it reads only the snapshot's delta.)
 """
 
 from collections import Counter
 from collections.abc import Iterable
 
 from kbatch.api.podgroup import PodGroupPhase
+from kbatch.operators.scheduler.core.framework.delta import Generation
 from kbatch.operators.scheduler.core.framework.info import JobInfo, KeptStatus, TaskStatus
-from kbatch.operators.scheduler.core.framework.interface import Snapshot, follows
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
 
 _RUNNING = PodGroupPhase.RUNNING
 _PENDING = TaskStatus.PENDING
@@ -52,24 +57,26 @@ class RestingGangs:
         self.rest_quiet_gangs = rest_quiet_gangs
         self.jobs: dict[str, JobInfo] = {}
         self.by_queue: Counter[str] = Counter()
-        self._under: tuple[tuple[object, int], object, frozenset[str]] | None = None
+        self._under: tuple[Generation, object, frozenset[str]] | None = None
 
     def carried(self, snapshot: Snapshot, conf: object) -> dict[str, JobInfo]:
         """The jobs that rest in a session on ``snapshot`` under ``conf`` because they
         rested at the last close (this object's own dict, which the session goes on
         with: ``add``, ``wake``, and ``closed`` when it closes)."""
         under, self._under = self._under, None  # until ``closed``: a session may fail
+        delta = snapshot.delta
         if (
             not self.rest_quiet_gangs
             or under is None
-            or not follows(snapshot.lineage, under[0])
+            or delta is None
+            or not delta.follows(under[0])
             or under[1] is not conf
             or under[2] != snapshot.queues.keys()
         ):
             self.jobs.clear()
             self.by_queue.clear()
             return self.jobs
-        self.wake(snapshot.changed_jobs(self.jobs))
+        self.wake(delta.changed_jobs(self.jobs))
         return self.jobs
 
     def add(self, job: JobInfo) -> None:
@@ -84,5 +91,5 @@ class RestingGangs:
 
     def closed(self, snapshot: Snapshot, conf: object) -> None:
         """A session on ``snapshot`` under ``conf`` closed with ``jobs`` resting."""
-        if snapshot.lineage is not None:
-            self._under = (snapshot.lineage, conf, frozenset(snapshot.queues))
+        if snapshot.delta is not None:
+            self._under = (snapshot.delta.generation, conf, frozenset(snapshot.queues))

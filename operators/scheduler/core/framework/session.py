@@ -71,9 +71,8 @@ class Session(TieredFunctions):
         self.orphans = snapshot.orphans
         self.refused_groups = snapshot.refused_groups
         self.foreign_groups = snapshot.foreign_groups
-        # Jobs the snapshot has as the one before it in its line had them (Snapshot).
-        self.lineage, self.handed_on = snapshot.lineage, snapshot.handed_on
-        self.not_handed_on = snapshot.not_handed_on
+        # What changed since the snapshot before this one (None: none to compare with).
+        self.delta = snapshot.delta
         self.now = now
         self.uid = uid
         # The first time after ``now`` when what a plugin decides by the clock changes

@@ -31,21 +31,21 @@ class Shortcuts:
         status (off: task by task);
       lookup_runs: a pod's spec and unit looked up once per run of pods alike (off: per
         pod);
-      unchanged_jobs: a job with tasks that nothing wrote and no session touched handed
+      unchanged_jobs: a job with tasks that nothing wrote and no session touched kept
         from one snapshot to the next (off: made anew);
-      handed_on_jobs_without_tasks: a job without tasks handed on the same way;
+      unchanged_jobs_without_tasks: a job without tasks kept the same way;
       jobs_from_last_snapshot: a snapshot's jobs made from the last one's by what was
         written and what sessions said they changed (off: every group walked);
       job_order_from_changes: their order known from how the shown groups changed (off:
         every group compared);
-      pods_of_changed_units_only: the pass walks the pods of the jobs not handed on
-        (off: every pod);
+      pods_of_changed_units_only: the pass walks the pods of the jobs that changed since
+        the last snapshot (off: every pod);
       group_parts_of_status_writes: a group whose status alone was written keeps its
         last version's parts (off: worked out anew);
       jobs_without_tasks: a group's job without tasks kept from one snapshot to the next;
       unchanged_nodes: a snapshot of the same Node records made of the last one's nodes,
         only those whose tasks may differ placed again (off: every node made);
-      nodes_of_known_units_only: those nodes found from the units not handed on (off:
+      nodes_of_known_units_only: those nodes found from the units that changed (off:
         from every unit);
       task_places: a task's place in snapshot order kept on it once looked up (off:
         looked up at every sort of a node's tasks).
@@ -56,8 +56,8 @@ class Shortcuts:
         (off: the line put in order);
       statuses_of_untouched_jobs: a job's status kept by the last session that did not
         touch it, from the same inputs (off: worked out again);
-      pass_quiet_gangs: a running gang the last close told only that it is scheduled is
-        not asked again whether it is valid and ready;
+      pass_quiet_gangs: a running gang whose only condition at the last close was that it
+        is scheduled is not asked again whether it is valid and ready;
       queue_statuses: a queue's status built once for the same sums and counts;
       rest_quiet_gangs: running gangs nothing changed rest through the session (off:
         every pass walks every job);
@@ -77,8 +77,8 @@ class Shortcuts:
       drf_holding_nothing_first: a job without tasks keyed 0.0 without its row;
       queue_sums: proportion's queue sums kept from the last session's by the jobs that
         changed (off: every job added up);
-      queue_sums_by_jobs_handed_on: the jobs the snapshot handed on taken as unchanged
-        (off: each compared);
+      queue_sums_by_unchanged_jobs: the jobs the snapshot's delta keeps unchanged not
+        compared (off: each compared);
       node_index_across_sessions: the node index kept while the nodes say the same;
       node_index_by_version: kept, without a comparison, for the same Node records.
     The simulator (``kbatch.sim``):
@@ -90,10 +90,10 @@ class Shortcuts:
       count_jobs_that_never_held: jobs without a task add nothing to the metrics' sums;
       timeline_sums: the timeline's samples and waits worked out from the jobs that
         changed since the last tick (off: every job);
-      timeline_sums_by_jobs_handed_on: the jobs the snapshot handed on taken as
-        unchanged;
-      timeline_by_jobs_said_changed: only the jobs not handed on and those the session
-        said it changed looked at;
+      timeline_sums_by_unchanged_jobs: the jobs the snapshot's delta keeps unchanged not
+        compared;
+      timeline_by_jobs_said_changed: only the jobs the delta says changed, and those
+        sessions changed, looked at;
       queues_of_jobs_without_tasks: the samples' queues of jobs without tasks named at
         once.
     """
@@ -104,7 +104,7 @@ class Shortcuts:
     task_runs: bool = True
     lookup_runs: bool = True
     unchanged_jobs: bool = True
-    handed_on_jobs_without_tasks: bool = True
+    unchanged_jobs_without_tasks: bool = True
     jobs_from_last_snapshot: bool = True
     job_order_from_changes: bool = True
     pods_of_changed_units_only: bool = True
@@ -128,7 +128,7 @@ class Shortcuts:
     drf_shares_when_needed: bool = True
     drf_holding_nothing_first: bool = True
     queue_sums: bool = True
-    queue_sums_by_jobs_handed_on: bool = True
+    queue_sums_by_unchanged_jobs: bool = True
     node_index_across_sessions: bool = True
     node_index_by_version: bool = True
     timestamps: bool = True
@@ -136,7 +136,7 @@ class Shortcuts:
     hand_over_statuses: bool = True
     count_jobs_that_never_held: bool = True
     timeline_sums: bool = True
-    timeline_sums_by_jobs_handed_on: bool = True
+    timeline_sums_by_unchanged_jobs: bool = True
     timeline_by_jobs_said_changed: bool = True
     queues_of_jobs_without_tasks: bool = True
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kbatch.config import PluginOption
+from kbatch.operators.scheduler.core.framework import job_sums
 from kbatch.operators.scheduler.core.framework.info import (
     JobInfo,
     QueueInfo,
@@ -37,7 +38,6 @@ from kbatch.operators.scheduler.core.framework.resources import (
 )
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
-from kbatch.operators.scheduler.core.plugins import queue_sums
 from kbatch.operators.scheduler.core.plugins.proportion_tree import TreeShares, is_tree
 
 NAME = "proportion"
@@ -196,15 +196,13 @@ class _Proportion:
 
     def _add_up_jobs(self, session: Session) -> None:
         """The jobs' parts added to their queues' sums: those kept from the last session
-        open, by the jobs that changed, if sure (``queue_sums``), else the long way."""
-        kept = queue_sums.kept_sums(
+        open, by the jobs that changed, if sure (``job_sums``), else the long way."""
+        kept = job_sums.kept_sums(
             session.kept,
             session.jobs,
             self.mask,
             self.queues,
-            session.lineage,
-            session.handed_on,
-            session.not_handed_on,
+            session.delta,
             session.shortcuts,
         )
         if kept is None:
@@ -212,9 +210,9 @@ class _Proportion:
             _add_jobs(self.queues, jobs, self.mask, session.shortcuts.sums_by_bincount)
             return
         for i, queue in enumerate(self.queues.values()):
-            queue.allocated += kept[i, queue_sums.ALLOCATED]
-            queue.request += kept[i, queue_sums.REQUEST]
-            queue.reserved += kept[i, queue_sums.RESERVED]
+            queue.allocated += kept[i, job_sums.ALLOCATED]
+            queue.request += kept[i, job_sums.REQUEST]
+            queue.reserved += kept[i, job_sums.RESERVED]
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].current_share()
@@ -402,7 +400,7 @@ def _add_jobs(
     mask: np.ndarray,
     by_bincount: bool = True,
 ) -> None:
-    """Add each job's part (``queue_sums.parts``: its allocation, request and reservation,
+    """Add each job's part (``job_sums.parts``: its allocation, request and reservation,
     masked) to its queue's. All jobs at once: ``added_in_order`` adds a queue's rows in job
     order, so the sums are those of adding job after job, to the bit — and thousands of
     jobs cost a few array operations, not a few each. (A job that reserves nothing adds
@@ -414,15 +412,15 @@ def _add_jobs(
     if not ours:
         return
     index = np.fromiter((row[job.queue] for job in ours), np.int64, len(ours))
-    each = queue_sums.parts(ours, mask)
+    each = job_sums.parts(ours, mask)
     sums = np.zeros((3, len(names), len(mask)))
-    for kind in (queue_sums.ALLOCATED, queue_sums.REQUEST, queue_sums.RESERVED):
+    for kind in (job_sums.ALLOCATED, job_sums.REQUEST, job_sums.RESERVED):
         added_in_order(sums[kind], index, each[:, kind], by_bincount)
     for name, i in row.items():
         queue = queues[name]
-        queue.allocated += sums[queue_sums.ALLOCATED, i]
-        queue.request += sums[queue_sums.REQUEST, i]
-        queue.reserved += sums[queue_sums.RESERVED, i]
+        queue.allocated += sums[job_sums.ALLOCATED, i]
+        queue.request += sums[job_sums.REQUEST, i]
+        queue.reserved += sums[job_sums.RESERVED, i]
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:

@@ -1,4 +1,6 @@
-"""Which pods and PodGroups a snapshot shows, when finished work is left out.
+"""Which pods and PodGroups a snapshot shows, finished work left out: a finished unit is
+kept out of every snapshot from the second after it finished, and shown again
+(dropped from the settled) as soon as it, or the set of Queues, is written.
 
 A long simulation keeps every pod it ever ran (the output lists them), so a snapshot
 built from all of them grows with the run's history, and so does every session over
@@ -115,7 +117,7 @@ class OrderedSubset(Generic[V]):
 
 
 class Shown:
-    """The state's pods and PodGroups less the settled units; told of every change."""
+    """The state's pods and PodGroups less the settled units; updated at every change."""
 
     def __init__(self) -> None:
         self.pods: OrderedSubset[PodRecord] = OrderedSubset()  # (keys only)

@@ -1,7 +1,8 @@
-"""The state's pods by unit, and each pod's place in the order snapshots list them.
+"""The state's pods by unit, and each pod's place in the order snapshots list them, kept
+as pods are applied and dropped with the pod's key (a key applied again comes last).
 
 A snapshot lists pods in the order their keys were first applied (the state's dict
-order; ``kbatch.cluster.settled`` keeps that order for the pods it shows), a key dropped
+order; ``kbatch.cluster.reuse.settled`` keeps that order for the pods it shows), a key dropped
 and applied again coming last. ``PodUnits`` numbers keys in that order as they come,
 so that the pods of a few units can be listed in snapshot order without walking every
 pod (``kbatch.cluster.snapshot``: a snapshot that hands most jobs on walks the pods of

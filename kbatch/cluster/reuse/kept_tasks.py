@@ -1,12 +1,13 @@
-"""The snapshot's tasks, made as pods arrive and kept from one snapshot to the next.
+"""Each pod's TaskInfo, made as the pod arrives and kept from one snapshot to the next;
+dropped when the pod's record is replaced, or when the template, priority or job the
+snapshot works out for the pod differs from the one the task was made with.
 
-Making a TaskInfo for every pod, and the collection that walked them all once the
-snapshot was built, were a quarter of a cold snapshot (some 35 ms of 145 in CPU at
-50,000 pods), while most pods have not changed since the last snapshot. So a task is
+Making a TaskInfo for every pod at every snapshot is a large part of a cold snapshot,
+while most pods have not changed since the last snapshot. So a task is
 made once per pod record, and kept on it (``KeptTasks``): when the record arrives
 (``ClusterState.apply``, as kube-batch's cache keeps its tasks current per informer
 event), or when a snapshot first meets it. Every
-snapshot after that is handed the same task for as long as it is exactly the task that
+snapshot after that is given the same task for as long as it is exactly the task that
 snapshot would make (``PodPass.tasks`` checks, pod by pod):
 
 - the same record (records are replaced, never changed: its uid, name, times, role,

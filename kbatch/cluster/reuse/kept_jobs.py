@@ -1,8 +1,12 @@
-"""Jobs with tasks handed from one snapshot to the next (issue 12: a session's cost
-should follow what changed, and on a busy cluster most running gangs change nothing).
+"""The last snapshot's jobs, for the next snapshot to keep unchanged; dropped when the
+resource dimensions, the nodes' names, the PriorityClasses or the scheduler names
+change (``JobContext``), and a job alone when its unit is written or a session
+touches it.
 
-A snapshot's job of a unit (a PodGroup and its pods, or a pod without a group) is the
-last snapshot's object again when that is exactly the job the new snapshot would make:
+A session's cost should follow what changed, and on a busy cluster most running gangs
+change nothing between two sessions. A snapshot's job of a unit (a PodGroup and its
+pods, or a pod without a group) is the last snapshot's object again when that is
+exactly the job the new snapshot would make:
 
 - nothing of the unit was written since (its group and its pods: the state says which
   units were, ``changed``, counting pods whose bind or eviction it assumes);
@@ -16,7 +20,7 @@ last snapshot's object again when that is exactly the job the new snapshot would
 
 The builder then skips the job's making, its pods' accounting and its sums; its pods
 are still walked, in order, to put their tasks on the nodes (``PodPass.tasks``). Which
-jobs those are is mostly worked out from what changed alone (``kbatch.cluster.next_jobs``,
+jobs those are is mostly worked out from what changed alone (``kbatch.cluster.reuse.next_jobs``,
 by the log ``KeptJobs`` keeps of what sessions changed); ``reusable`` finds them by a
 pass over every job when it cannot be.
 """
@@ -26,9 +30,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.cluster.kept_tasks import Priorities
-from kbatch.cluster.next_jobs import LastJobs, NextJobs
-from kbatch.cluster.pod_units import ShownPods
+from kbatch.cluster.reuse.kept_tasks import Priorities
+from kbatch.cluster.reuse.next_jobs import LastJobs, NextJobs
+from kbatch.cluster.reuse.pod_units import ShownPods
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
@@ -56,30 +60,30 @@ class JobContext:
 class KeptJobs:
     """The last snapshot's jobs and what they were made under. ``shortcuts``:
     ``unchanged_jobs`` off, every job with tasks made anew by every snapshot;
-    ``handed_on_jobs_without_tasks`` off, a snapshot's ``handed_on`` holds jobs with
-    tasks only (the sums that take what it hands on as unchanged then compare every job
+    ``unchanged_jobs_without_tasks`` off, a snapshot's ``Delta.unchanged_jobs`` holds jobs with
+    tasks only (the sums that take what it keeps as unchanged then compare every job
     without tasks); ``jobs_from_last_snapshot`` (or any of those) off, every group
     walked."""
 
     def __init__(self, shortcuts: Shortcuts = ALL) -> None:
         self._keep = shortcuts.unchanged_jobs
-        self._hand_on_without_tasks = shortcuts.handed_on_jobs_without_tasks
+        self._hand_on_without_tasks = shortcuts.unchanged_jobs_without_tasks
         self._from_last = (
             shortcuts.jobs_from_last_snapshot
             and shortcuts.unchanged_jobs
-            and shortcuts.handed_on_jobs_without_tasks
+            and shortcuts.unchanged_jobs_without_tasks
             and shortcuts.jobs_without_tasks
         )
         self._jobs: Mapping[str, JobInfo] = {}
         self._context: JobContext | None = None
-        # The units of the last snapshot's jobs with tasks that ``reusable`` did not hand on.
+        # The units of the last snapshot's jobs with tasks that ``reusable`` did not keep.
         self.not_kept: set[str] = set()
         # The last snapshot's jobs without tasks that nothing wrote or touched since, by
         # unit: the next one hands them on too when their group's parts give the same
         # object again (``group_parts.job_info``), as they do while the group stays the
         # same and no session moved their phase.
         self.without_tasks: dict[str, JobInfo] = {}
-        # For the next snapshot's jobs from the last one's (kbatch.cluster.next_jobs):
+        # For the next snapshot's jobs from the last one's (kbatch.cluster.reuse.next_jobs):
         # the log its jobs tell of sessions' changes (``JobInfo.change_log``), the units
         # of its jobs without tasks, and how many of its jobs are of pods without a group.
         self._log: list[str] = []
@@ -164,7 +168,7 @@ class KeptJobs:
 def own_groups_in_order(
     jobs: dict[str, JobInfo], kept_jobs: Mapping[str, JobInfo], pods: ShownPods
 ) -> None:
-    """Add the handed-on jobs of pods without a PodGroup (whose pods the pass did not
+    """Add the kept jobs of pods without a PodGroup (whose pods the pass did not
     walk) that this snapshot shows, Inqueue, where a pass over every pod would have put
     them: with the others of their kind, after the groups' jobs, in their pods' order."""
     own: list[tuple[int, JobInfo]] = []

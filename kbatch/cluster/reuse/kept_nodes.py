@@ -1,6 +1,8 @@
-"""The nodes handed from one snapshot to the next (issue 12: a session's cost should
-follow what changed; a busy cluster's snapshot placed every running pod on its node,
-and made every node's NodeInfo, every session).
+"""The last snapshot's NodeInfo objects, kept for the next snapshot while no Node was
+written; dropped when a Node record changes or the resource dimensions do.
+
+Without them a busy cluster's snapshot would make every node's NodeInfo and place every
+running pod on its node at every session, though few of them changed.
 
 While the node records are the same objects (no Node was written), the next snapshot's
 node set is made of the last one's NodeInfo objects, and only the nodes whose tasks may
@@ -8,13 +10,13 @@ differ are placed anew; the rows of every other node are copied from those the l
 snapshot placed (``NodeSet.place_again``). A node's tasks may differ when
 
 - a task on it, or with room kept on it, was made anew by this snapshot: one of a job
-  not handed on whole (``kbatch.cluster.kept_jobs``), or another scheduler's pod;
-- one was there, at the last snapshot, of a job this snapshot does not hand on (written
+  not kept unchanged (``kbatch.cluster.reuse.kept_jobs``), or another scheduler's pod;
+- one was there, at the last snapshot, of a job this snapshot does not keep (written
   since, touched by the session, or gone), or of no job of ours;
 - the last session changed its NodeInfo or rows (``NodeSet.changed``: it placed,
   removed or kept room for a task there).
 
-A job handed on has the same tasks, in the same statuses, on the same nodes, so every
+A job kept unchanged has the same tasks, in the same statuses, on the same nodes, so every
 other node holds what it held; its tasks come in the same order too (the pods'), so
 the rows, summed in that order, are the same to the bit. The last snapshot's node set
 is not to be used once the next is made (its NodeInfo objects are the next one's).
@@ -30,7 +32,7 @@ from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, Tas
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet, PlacedRows
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
-# The key of tasks of no job of ours (``TaskInfo.job`` is empty): never handed on.
+# The key of tasks of no job of ours (``TaskInfo.job`` is empty): never kept unchanged.
 NO_UNIT = ""
 
 
@@ -39,7 +41,7 @@ class KeptNodes:
     ``shortcuts``: ``unchanged_nodes`` off, every snapshot makes every node's NodeInfo
     and places every task; ``nodes_of_known_units_only`` off, the units whose tasks left
     their nodes are found among every unit, not among those the snapshot says it did
-    not hand on; ``task_places`` off, a task's place in snapshot order is looked up at
+    not keep; ``task_places`` off, a task's place in snapshot order is looked up at
     every sort; ``sums_by_bincount``, as ``NodeSet.place_all`` takes it."""
 
     def __init__(self, shortcuts: Shortcuts = ALL) -> None:
@@ -94,7 +96,7 @@ class KeptNodes:
     ) -> None:
         """Place the snapshot's tasks on ``node_set`` (from ``node_set``): ``placed`` and
         ``nominated`` as ``NodeSet.place_all`` takes them; ``made``, those of them this
-        snapshot made anew; ``kept_jobs``, the jobs it handed on whole (by unit)."""
+        snapshot made anew; ``kept_jobs``, the jobs it kept unchanged (by unit)."""
         last, placed_before = self._last, self._placed
         if last is None or placed_before is None or not self.places_again(node_set):
             node_set.place_all(placed, nominated, self._by_bincount)
@@ -126,12 +128,12 @@ class KeptNodes:
         place_of: Callable[[str], int | None],
         not_kept: Collection[str] | None = None,
     ) -> None:
-        """``place``, when the snapshot's pass walked only the pods of the jobs not handed
-        on (``node_set`` of the last one's nodes): ``made``, the tasks it made on nodes
-        or with room kept on one; the others are the handed-on jobs' tasks the last
+        """``place``, when the snapshot's pass walked only the pods of the jobs not kept
+        unchanged (``node_set`` of the last one's nodes): ``made``, the tasks it made on nodes
+        or with room kept on one; the others are the kept jobs' tasks the last
         snapshot placed. A node placed again takes both, in snapshot order (``place_of``
         a pod's key). ``not_kept``: units among which are all that ``kept_jobs`` does
-        not hand on, when known."""
+        not keep, when known."""
         assert self._last is not None and self._placed is not None
         again = self._nodes_to_place_again(made, kept_jobs, self._last.changed, not_kept)
         made_on = _by_node_of(again, [t for t in made if t.nominated == NO_NODE], _node)
@@ -170,7 +172,7 @@ class KeptNodes:
         units among which are all those of the last snapshot not in ``kept_jobs`` (but
         NO_UNIT), when known (else every unit is looked at)."""
         again = set(changed)
-        unit_nodes = self._unit_nodes  # changed in place: most units are handed on
+        unit_nodes = self._unit_nodes  # changed in place: most units are kept unchanged
         if not_kept is None or not self._shortcuts.nodes_of_known_units_only:
             left = unit_nodes.keys() - kept_jobs
         else:
@@ -231,7 +233,7 @@ def _in_snapshot_order(
     tasks: list[TaskInfo], place_of: Callable[[str], int | None], keep: bool = True
 ) -> list[TaskInfo]:
     """``tasks`` (of pods the snapshot shows) in the order of their pods. Each task's
-    place is looked up once (``TaskInfo.place``): those handed on were placed before
+    place is looked up once (``TaskInfo.place``): those kept unchanged were placed before
     (not ``keep``: looked up at every sort)."""
     for task in tasks:
         if task.place < 0 or not keep:

@@ -1,11 +1,12 @@
-"""What a PodGroup's job is made from that takes parsing (minResources as a vector, its
-lifetime and topology, its creation time), worked out once per group object, and the
-JobInfo each snapshot makes of it.
+"""What a PodGroup's job is made from (minResources as a vector, its lifetime and
+topology, its creation time), kept per group object and dropped when the group is
+written (but for its status alone) or the resource dimensions change; and the job
+without tasks each snapshot keeps unchanged while those parts give it again.
 
 A job is made anew for every snapshot (sessions change jobs), but for one without
 tasks: most groups of a long backlog have no pods until they are admitted, and a
 session changes nothing of such a job but its ``phase`` (enqueue admits it; publish
-sets what its status says). So the last snapshot's job of a group is handed to the next
+sets what its status says). So the last snapshot's job of a group is kept for the next
 one while it is exactly the job that snapshot would make: the same group object (so the
 same fields from it), no tasks (so no counts, no allocation, and the minResources and
 priority its object says), the phase its object says and the same priority for its
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kbatch.api.podgroup import PodGroup, PodGroupCondition, PodGroupPhase, PodGroupStatus
-from kbatch.cluster.kept_tasks import Priorities
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.records import lifetime_of, timestamp, topology_of
+from kbatch.cluster.reuse.kept_tasks import Priorities
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TopologyRequest
 from kbatch.operators.scheduler.core.framework.resources import Dims
 
@@ -48,7 +49,7 @@ class GroupParts:
     # Does it name a PriorityClass? (If not, its job takes its pods' highest priority:
     # ``job_accounts.complete_groups``, which reads this rather than the group object.)
     names_class: bool
-    # The job the last snapshot made of it (handed out again while it has no tasks)
+    # The job the last snapshot made of it (kept while it has no tasks)
     job: JobInfo | None = None
 
 

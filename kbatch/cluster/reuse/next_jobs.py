@@ -1,34 +1,37 @@
-"""The next snapshot's jobs made from the last one's by what changed since (issue 12: on
-a busy cluster a tick's thousands of running gangs are handed on and one or two change,
-and a pass over every group to find them cost a sixth of a simulated day).
+"""The next snapshot's jobs, made from the last snapshot's by what changed since: kept
+while the builder's last snapshot is kept (``KeptJobs``), dropped with it (other
+dimensions, nodes or priority classes, or a walk of every group).
 
-``SnapshotBuilder._jobs`` walks every group the snapshot shows, in order, and hands on
-the last snapshot's job of each unit nothing wrote and no session touched
-(``kept_jobs``), setting its phase back to what its group says. What that walk gives
-is worked out here from what changed alone:
+This is the job-level counterpart of kube-scheduler's incremental snapshot update: on
+a busy cluster most jobs are unchanged between two sessions, so rather than walk every
+PodGroup to find the one or two that changed, the builder starts from the last
+snapshot's jobs and redoes only those that may have changed:
 
-- the units written since (the state's ``changed_units``);
-- the jobs sessions touched or whose phase they moved: each job the builder makes tells
-  it (``JobInfo.change_log``, by ``JobInfo.set_status``, ``Session.keep``/``unkeep``,
-  enqueue's admission and the close's publish); a job of a unit not written that told
-  nothing has the tasks it had and the phase its group says, as the last snapshot set;
-- the groups shown since that were not (new ones rank last) and those no longer shown.
+- the units (PodGroups and their pods) written since the last snapshot (the state's
+  ``changed_units``);
+- the jobs a session changed: touched their tasks or moved their phase. Each job the
+  builder makes records this in the builder's log (``JobInfo.change_log``, appended to
+  by ``JobInfo.set_status``, ``Session.keep``/``unkeep``, enqueue's admission and the
+  close's publish). A job whose unit was not written and that is not in the log has
+  the tasks it had and the phase its group says;
+- the groups that appeared since (they rank last) and those that went.
 
-A job without tasks is handed on while its group's parts give it again
-(``group_parts.job_info``): the same group object (its unit not written), no tasks (no
-pod came: its unit would be written), the phase its group says (told if moved) and its
-class's priority (the same classes: the builder's context). So one of a unit not
-written that told nothing is handed on unlooked at.
+Every other job is kept from the last session unchanged (``Delta.unchanged_jobs``),
+its phase set back to what its group says. A job without tasks is kept while its
+group's parts give it again (``group_parts.job_info``): the same group object (its
+unit not written), no tasks (a pod that came would have written its unit), the phase
+its group says (in the log if a session moved it) and its class's priority (the same
+classes: the builder's context).
 
 The jobs are the last ones in their order with those gone taken out and the new ones
-added at the end; when that is not the order of the groups shown (a group settled and
-shown again ranks where it was), or the last snapshot had jobs of pods without a group
-(the pass puts them after the groups' jobs), the builder walks every group as before.
-The groups shown say how their order changed since the last snapshot
-(``settled.OrderChanges``): a group put back between others, and the groups added at
-the end. Without a group put back, and with none of the last jobs' added again, the
-order is that of the last jobs less those gone and the groups added: it is known
-without a list of every group.
+added at the end. When that is not the order of the groups (a group settled and shown
+again ranks where it was), or the last snapshot had jobs of pods without a group (the
+pod pass puts them after the groups' jobs), the builder walks every group instead
+(``SnapshotBuilder._jobs``). The groups say how their order changed since the last
+snapshot (``settled.OrderChanges``): a group put back between others, and the groups
+added at the end. With no group put back and none of the last jobs added again, the
+order is that of the last jobs less those gone, plus those added: it is known without
+a list of every group.
 """
 
 from collections.abc import Callable, Mapping
@@ -36,12 +39,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kbatch.api.podgroup import PodGroup
-from kbatch.cluster.group_parts import GroupParts, gives_again
-from kbatch.cluster.settled import OrderChanges
+from kbatch.cluster.reuse.group_parts import GroupParts, gives_again
+from kbatch.cluster.reuse.settled import OrderChanges
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 
 # The job of a group, as ``SnapshotBuilder._job`` makes it: key, group, and the jobs it
-# may hand on.
+# may keep.
 MakeJob = Callable[[str, PodGroup, Mapping[str, JobInfo]], JobInfo]
 
 
@@ -60,12 +63,13 @@ class NextJobs:
     """What ``SnapshotBuilder._jobs`` and the ``KeptJobs.reusable`` before it give."""
 
     jobs: dict[str, JobInfo]  # the groups' jobs, in the groups' order
-    kept: dict[str, JobInfo]  # jobs with tasks handed on whole, in the last one's order
-    without_tasks: list[tuple[str, JobInfo]]  # jobs without tasks handed on
-    not_kept: set[str]  # the last jobs with tasks not handed on (written or touched)
+    kept: dict[str, JobInfo]  # jobs with tasks kept unchanged, in the last one's order
+    without_tasks: list[tuple[str, JobInfo]]  # jobs without tasks kept unchanged
+    not_kept: set[str]  # the last jobs with tasks not kept unchanged (written or touched)
     looked_at: set[str]  # the units whose jobs this looked at (the others are the last)
     gone: set[str]  # the last jobs' units no longer shown
-    quiet: set[str]  # jobs without tasks handed on unlooked at (nothing wrote or told)
+    # jobs without tasks kept without a look (nothing wrote them, no session changed them)
+    quiet: set[str]
 
 
 def next_jobs(
@@ -103,8 +107,8 @@ def next_jobs(
     for unit in gone | written_or_touched | last.taskless:
         kept.pop(unit, None)
     quiet = last.taskless - written_or_touched - gone  # jobs without tasks, unwritten
-    told = quiet & logged
-    quiet -= told
+    by_sessions = quiet & logged
+    quiet -= by_sessions
     walk = NextJobs(
         jobs,
         kept,
@@ -118,7 +122,7 @@ def next_jobs(
         jobs[unit] = make(unit, pod_groups[unit], {})
     for unit in (logged - written_or_touched - gone) - last.taskless:
         _set_phase_back(unit, pod_groups[unit], walk, make)
-    for unit in told:
+    for unit in by_sessions:
         _hand_on_without_tasks(unit, pod_groups[unit], walk, parts_of, make, priority_of)
     for unit in added:
         jobs[unit] = make(unit, pod_groups[unit], {})
@@ -153,15 +157,15 @@ def _added(
     return [unit for unit in order.appended if unit in pod_groups]
 
 
-def not_handed_on(
-    walk: NextJobs | None, handed_on: Mapping[str, JobInfo], own: int
+def changed_uids(
+    walk: NextJobs | None, unchanged: Mapping[str, JobInfo], own: int
 ) -> frozenset[str] | None:
-    """``Snapshot.not_handed_on`` when the jobs were made from the last one's: the units
-    gone, and those looked at but not handed on (None when the pass made jobs of pods
-    without a group: those are not among them)."""
+    """``Delta.changed`` when the jobs were made from the last snapshot's: the units
+    gone, and those looked at but not kept unchanged (None when every group was walked,
+    or the pass made jobs of pods without a group: those are not among them)."""
     if walk is None or own:
         return None
-    return frozenset(walk.gone.union(u for u in walk.looked_at if u not in handed_on))
+    return frozenset(walk.gone.union(u for u in walk.looked_at if u not in unchanged))
 
 
 def _new_and_gone(
@@ -202,8 +206,8 @@ def _hand_on_without_tasks(
     make: MakeJob,
     priority_of: Callable[[str | None], int],
 ) -> None:
-    """A job without tasks of a unit nothing wrote, whose phase a session moved: handed
-    on while its group's parts give it again, as ``_jobs`` does (they do not while it
+    """A job without tasks of a unit nothing wrote, whose phase a session moved: kept
+    while its group's parts give it again, as ``_jobs`` does (they do not while it
     says another phase than its group)."""
     bare = walk.jobs[unit]
     walk.looked_at.add(unit)

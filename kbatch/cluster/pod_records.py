@@ -1,0 +1,293 @@
+"""Pod records: each pod parsed once, when it is applied, into what the scheduler reads
+of it (``PodRecord``), its spec shared with the pods alike (``podspec``), and kept
+whole when only its status was written.
+
+A bad pod raises ObjectError naming the pod and the field, and is not stored.
+"""
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kbatch.api import GROUP_NAME_ANNOTATION, TASK_ROLE_ANNOTATION, VOLCANO_TASK_ANNOTATION
+from kbatch.cluster import fields
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.podspec import SHARED_SPECS, SPEC_KEY_FIELDS, ParsedSpec, spec_key
+from kbatch.cluster.record_parsing import naming, object_name, ref_of, timestamp
+from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    created: float
+    scheduler_name: str
+    group: str | None
+    node_name: str | None
+    phase: str
+    deleting: bool
+    priority: int | None
+    spec: ParsedSpec
+    nominated_node: str | None = None  # status.nominatedNodeName: room kept for it there
+    started: float | None = None  # status.startTime (None: not started)
+    role: str = ""  # kbatch.io/task (or volcano.sh/task-spec): its role in the gang
+    # status.conditions' PodScheduled as (status, reason, message); None: none
+    scheduled_condition: tuple[str, str, str] | None = None
+    # Worked out by __post_init__ (so by dataclasses.replace too) once per version of the
+    # pod, not by every snapshot: ``task_status(pod)``, and the key of the job the
+    # snapshot puts it in (its PodGroup's, or its own).
+    task_status: TaskStatus | None = dataclasses.field(init=False, repr=False, compare=False)
+    unit: str = dataclasses.field(init=False, repr=False, compare=False)
+    # The task the snapshot builder made of this record, and that builder's keeper
+    # (``kbatch.cluster.reuse.kept_tasks.KeptTasks``): kept on the record itself, which the
+    # snapshot's pass reads anyway, rather than in a dict by uid (two look-ups in 50,000,
+    # each a miss in the CPU's cache: a seventh of a cold snapshot). Not part of what the
+    # pod is; set only by ``KeptTasks.keep``.
+    kept_task: TaskInfo | None = dataclasses.field(
+        init=False, repr=False, compare=False, default=None
+    )
+    kept_by: object = dataclasses.field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task_status", task_status(self))
+        namespace, group = self.namespace, self.group
+        unit = f"{namespace}/{group}" if group else f"pod:{namespace}/{self.name}"
+        object.__setattr__(self, "unit", unit)
+
+
+def task_status(pod: PodRecord) -> TaskStatus | None:
+    """The scheduler's view of a pod's lifecycle (None: nothing to schedule or account)."""
+    if pod.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.phase == "Failed":
+        return TaskStatus.FAILED
+    if pod.deleting:
+        return TaskStatus.RELEASING if pod.node_name else None
+    if pod.phase == "Running":
+        return TaskStatus.RUNNING
+    if pod.phase == "Unknown":
+        return TaskStatus.UNKNOWN
+    return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
+
+
+@dataclass(frozen=True, slots=True)
+class _PodFields:
+    """The scalar fields of a pod the scheduler reads, type-checked."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    node_name: str | None
+    scheduler_name: str | None
+    priority: int | None
+    phase: str | None
+    nominated_node: str | None
+
+
+def _pod_fields(obj: Mapping[str, Any]) -> _PodFields:
+    fields.mapping(obj, "status")
+    fields.integer(obj, "spec.terminationGracePeriodSeconds")
+    fields.string(obj, "spec.priorityClassName")
+    return _PodFields(
+        labels=fields.string_map(obj, "metadata.labels"),
+        annotations=fields.string_map(obj, "metadata.annotations"),
+        node_name=fields.string(obj, "spec.nodeName"),
+        scheduler_name=fields.string(obj, "spec.schedulerName"),
+        priority=fields.integer(obj, "spec.priority"),
+        phase=fields.string(obj, "status.phase"),
+        nominated_node=fields.string(obj, "status.nominatedNodeName"),
+    )
+
+
+def parse_pod(
+    obj: Mapping[str, Any],
+    previous: PodRecord | None = None,
+    previous_raw: Mapping[str, Any] | None = None,
+    shortcuts: Shortcuts = ALL,
+) -> PodRecord:
+    """``previous``: the record of the same pod before this update. Its parsed spec is
+    reused while everything it was parsed from is the same (``_same_spec``).
+    ``previous_raw``: the object ``previous`` was parsed from, if nothing changes it any
+    more (the state's own copy): when what the spec is parsed from equals its, the
+    spec is the same without keying it again (``Shortcuts.pod_spec_of_equal_inputs``),
+    and a write of its status and node alone keeps the rest of ``previous``
+    (``Shortcuts.pod_record_of_status_writes``; off: parsed whole)."""
+    if previous is not None and previous_raw is not None and shortcuts.pod_record_of_status_writes:
+        kept = _pod_of_status_write(obj, previous, previous_raw)
+        if kept is not None:
+            return kept
+    ref = ref_of(obj)
+    with naming(ref):
+        namespace, name = object_name(obj, namespaced=True)
+        spec = fields.mapping(obj, "spec")
+        if not fields.mappings(obj, "spec.containers"):
+            raise ObjectError(ref, "spec.containers", "a pod needs at least one container")
+        pod = _pod_fields(obj)
+        uid = fields.string(obj, "metadata.uid") or f"{namespace}/{name}"
+        created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
+        start_time = fields.value(obj, "status.startTime")
+        started = timestamp(start_time, "status.startTime") if start_time else None
+        deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
+        group = pod.annotations.get(GROUP_NAME_ANNOTATION) or scheduling_group(obj)
+        if previous is not None and (
+            (shortcuts.pod_spec_of_equal_inputs and _same_inputs(previous, previous_raw, obj, uid))
+            or _same_spec(previous, uid, namespace, pod.labels, spec)
+        ):
+            parsed = previous.spec
+        else:
+            parsed = _parsed_spec(ref, namespace, pod.labels, spec)
+    return PodRecord(
+        uid=uid,
+        namespace=namespace,
+        name=name,
+        created=created,
+        scheduler_name=pod.scheduler_name or "default-scheduler",
+        group=group,
+        node_name=pod.node_name or None,
+        phase=pod.phase or "Pending",
+        deleting=deleting,
+        priority=pod.priority,
+        spec=parsed,
+        nominated_node=pod.nominated_node or None,
+        started=started,
+        role=role_of(pod.annotations),
+        scheduled_condition=_scheduled_condition(obj),
+    )
+
+
+def _pod_of_status_write(
+    obj: Mapping[str, Any], previous: PodRecord, previous_raw: Mapping[str, Any]
+) -> PodRecord | None:
+    """``previous`` with what ``obj`` says of its node and status, when ``obj`` is
+    ``previous_raw`` but for its status (either may have none) and its spec's nodeName,
+    every other part the very same object (a simulated bind or finish: made of the
+    state's last version, whose parts nothing changes in place); None: parse ``obj``
+    whole (which also names a bad field). What else a record holds is read from those
+    same parts."""
+    for key, part in obj.items():
+        if key != "status" and key != "spec" and part is not previous_raw.get(key):
+            return None
+    spec, old_spec = obj.get("spec"), previous_raw.get("spec")
+    if spec is not old_spec:
+        if (
+            type(spec) is not dict
+            or type(old_spec) is not dict
+            or spec.keys() - {"nodeName"} != old_spec.keys() - {"nodeName"}
+        ):
+            return None
+        if any(part is not old_spec[key] for key, part in spec.items() if key != "nodeName"):
+            return None
+    # (no other part than these: the first status write of a pod made without one, its
+    # bind, adds it)
+    if len(obj) - ("status" in obj) != len(previous_raw) - ("status" in previous_raw):
+        return None
+    if not isinstance(obj.get("status"), dict | None):
+        return None
+    try:
+        node_name = fields.string(obj, "spec.nodeName")
+        phase = fields.string(obj, "status.phase")
+        nominated = fields.string(obj, "status.nominatedNodeName")
+        start_time = fields.value(obj, "status.startTime")
+        started = timestamp(start_time, "status.startTime") if start_time else None
+        condition = _scheduled_condition(obj)
+    except ValueError:
+        return None
+    return PodRecord(  # (dataclasses.replace, each field named: a third less per write)
+        uid=previous.uid,
+        namespace=previous.namespace,
+        name=previous.name,
+        created=previous.created,
+        scheduler_name=previous.scheduler_name,
+        group=previous.group,
+        node_name=node_name or None,
+        phase=phase or "Pending",
+        deleting=previous.deleting,
+        priority=previous.priority,
+        spec=previous.spec,
+        nominated_node=nominated or None,
+        started=started,
+        role=previous.role,
+        scheduled_condition=condition,
+    )
+
+
+def scheduling_group(obj: Mapping[str, Any]) -> str | None:
+    """The upstream PodGroup a pod names in ``spec.schedulingGroup.podGroupName``
+    (Kubernetes' own gang API, ``kbatch.cluster.upstream_groups``), or None. kbatch's
+    annotation, when a pod gives both, is the one read."""
+    return fields.string(obj, "spec.schedulingGroup.podGroupName") or None
+
+
+def _scheduled_condition(obj: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    for condition in fields.mappings(obj, "status.conditions"):
+        if condition.get("type") == "PodScheduled":
+            status, reason, message = (
+                str(condition.get(key) or "") for key in ("status", "reason", "message")
+            )
+            return status, reason, message
+    return None
+
+
+def role_of(annotations: Mapping[str, str]) -> str:
+    """A pod's role in its gang: kbatch.io/task, else Volcano's volcano.sh/task-spec."""
+    return annotations.get(TASK_ROLE_ANNOTATION) or annotations.get(VOLCANO_TASK_ANNOTATION) or ""
+
+
+def _parsed_spec(
+    ref: str, namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+) -> ParsedSpec:
+    """``parse_spec``, whose field errors read 'spec.x: why'; a field of a shape it does
+    not expect (a KeyError, TypeError, ...) is refused naming ``spec``."""
+    try:
+        return SHARED_SPECS.parse(namespace, labels, spec)
+    except ValueError:
+        raise  # 'field: why', named by _naming
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ObjectError(ref, "spec", f"not a valid pod spec ({type(exc).__name__})") from exc
+
+
+def _same_inputs(
+    previous: PodRecord,
+    previous_raw: Mapping[str, Any] | None,
+    obj: Mapping[str, Any],
+    uid: str,
+) -> bool:
+    """Is ``obj`` the same pod as ``previous``, with the labels and spec fields that
+    ``previous``'s spec was parsed from equal to those of ``previous_raw`` (compared as
+    they are: no key made; a simulated bind shares them with the object before)?"""
+    if previous_raw is None or previous.uid != uid:
+        return False
+    spec, old_spec = obj.get("spec"), previous_raw.get("spec")
+    meta, old_meta = obj.get("metadata"), previous_raw.get("metadata")
+    if not isinstance(spec, Mapping) or not isinstance(old_spec, Mapping):
+        return False
+    if not isinstance(meta, Mapping) or not isinstance(old_meta, Mapping):
+        return False
+    return (
+        meta.get("namespace") == old_meta.get("namespace")
+        and meta.get("labels") == old_meta.get("labels")
+        and all(spec.get(key) == old_spec.get(key) for key in SPEC_KEY_FIELDS)
+    )
+
+
+def _same_spec(
+    previous: PodRecord,
+    uid: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    spec: Mapping[str, Any],
+) -> bool:
+    """Whether ``previous``'s parsed spec still holds: the same pod, parsed from the same
+    labels and spec fields (requests, selectors, affinity, tolerations, ports, priority
+    class). Resources may change in place (in-place pod resize), so nothing is assumed
+    immutable. A spec that cannot even be keyed (keys of mixed types) is parsed anew,
+    to be refused naming its field."""
+    if previous.uid != uid:
+        return False
+    try:
+        return previous.spec.key == spec_key(namespace, labels, spec)
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,113 @@
+"""What the cluster state answers of the objects it holds: the raw objects as applied,
+their parsed records, the refusals, and the lookups admission and the operators make
+(PodGroups by queue and namespace, whether a group has a pod of ours). ``ClusterState``
+holds the objects and keeps them current; these are its reads, each under its lock."""
+
+import builtins
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.api.queue import Queue
+from kbatch.cluster import records
+from kbatch.cluster.indexes import GroupIndex
+from kbatch.cluster.reuse.pod_units import PodUnits
+from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
+
+
+class StateReads:
+    """The reads of a ``ClusterState`` (which sets every attribute declared here)."""
+
+    scheduler_names: frozenset[str]
+    _lock: threading.RLock
+    _raw: dict[str, dict[str, dict[str, Any]]]
+    _parsed: dict[str, dict[str, Any]]
+    _refused: dict[str, dict[str, str]]
+    _groups: GroupIndex
+    _pod_units: PodUnits
+
+    @staticmethod
+    def _key(kind: str, namespace: str, name: str) -> str:
+        if kind in records.CLUSTER_SCOPED:
+            return name
+        return f"{namespace or 'default'}/{name}"
+
+    def _key_of(self, kind: str, obj: Mapping[str, Any]) -> str | None:
+        """The key of ``obj`` as ``kind`` (None when it has no name to key it by)."""
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(meta, Mapping) or not isinstance(name, str) or not name:
+            return None
+        return self._key(kind, str(meta.get("namespace") or ""), name)
+
+    def refusal(self, kind: str, namespace: str, name: str) -> str | None:
+        """Why the object's latest version was refused ('field: why'), or None when it
+        was not (or has been fixed, or deleted since)."""
+        with self._lock:
+            return self._refused.get(kind, {}).get(self._key(kind, namespace, name))
+
+    def refused(self, kind: str) -> dict[str, str]:
+        """The refused objects of ``kind``: key (namespace/name, or name) -> 'field: why'."""
+        with self._lock:
+            return dict(self._refused.get(kind, {}))
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._raw[kind].get(self._key(kind, namespace, name))
+
+    def list(self, kind: str) -> builtins.list[dict[str, Any]]:
+        with self._lock:
+            return builtins.list(self._raw[kind].values())
+
+    def pod_record(self, namespace: str, name: str) -> records.PodRecord | None:
+        with self._lock:
+            record: records.PodRecord | None = self._parsed["Pod"].get(
+                self._key("Pod", namespace, name)
+            )
+            return record
+
+    def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
+        """The PodGroup's phase as its object says (one rule for reading it:
+        ``podgroup_status.phase_of``), or None when there is none."""
+        raw = self.get("PodGroup", namespace, name)
+        return None if raw is None else pod_group_status.phase_of(raw)
+
+    def pod_groups(self) -> dict[str, PodGroup]:
+        with self._lock:
+            return dict(self._parsed["PodGroup"])
+
+    def pod_group(self, key: str) -> PodGroup | None:
+        """The parsed PodGroup of key namespace/name (one look-up, where ``pod_groups``
+        copies them all)."""
+        with self._lock:
+            group: PodGroup | None = self._parsed["PodGroup"].get(key)
+            return group
+
+    def pod_groups_in_queue(self, queue: str) -> builtins.list[str]:
+        """The keys (namespace/name) of the PodGroups naming ``queue``, sorted."""
+        with self._lock:
+            return self._groups.in_queue(queue)
+
+    def pod_groups_in_namespace(self, namespace: str) -> builtins.list[PodGroup]:
+        with self._lock:
+            keys = self._groups.in_namespace(namespace)
+            return [self._parsed["PodGroup"][key] for key in keys]
+
+    def has_pod_of_ours(self, group: str) -> bool:
+        """Has the PodGroup ``group`` (namespace/name) a pod with one of our scheduler
+        names? (A group another scheduler's pods name is theirs to write about.)"""
+        with self._lock:
+            pods = self._parsed["Pod"]
+            return any(
+                pods[key].scheduler_name in self.scheduler_names
+                for key in self._pod_units.keys_of((group,))
+            )
+
+    def queues(self) -> dict[str, Queue]:
+        with self._lock:
+            return dict(self._parsed["Queue"])
+
+    def quotas(self) -> builtins.list[records.QuotaRecord]:
+        with self._lock:
+            return builtins.list(self._parsed["ResourceQuota"].values())
