@@ -83,3 +83,12 @@ def test_the_webhooks_keep_groups_and_labelled_jobs_out_of_a_queue_with_children
     assert all(g["name"] != "in-team" for g in outcome.json["podGroups"])
     assert outcome.pods(job="in-team") == []
     assert len(outcome.running(job="in-a1")) == 2
+
+
+def test_the_json_gives_parent_only_to_a_queue_under_another() -> None:
+    outcome = run("queue-tree/leaves-only.yaml", until="5s")
+    assert outcome.queue("a1")["parent"] == "team-a"
+    assert "parent" not in outcome.queue("team-a")
+    assert list(outcome.queue("a1")) == [
+        "name", "parent", "weight", "deserved", "allocated", "request"
+    ]  # fmt: skip
