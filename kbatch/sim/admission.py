@@ -11,7 +11,9 @@ a group that is not held although its group waits gets ``NotHeld``, saying why.
 A Job labelled ``kbatch.io/queue`` without a group of its own gets its PodGroup
 made once it exists, as the held-Job controller makes it (``PodGroupCreated``); a
 group its admission refuses is told on the Job (``PodGroupRefused``, naming the
-field: the label for a queue that does not exist) and made when a Queue comes.
+field: the label for a queue that does not exist) and made when a Queue comes; a
+group whose label names a queue with child queues is not made, told the same way,
+until the label names a leaf queue or the children go.
 
 What ``kbatch run`` does on events, the simulation does at once: when a PodGroup is
 created, its held Jobs that are no longer to be held are released; when a Job names
@@ -153,12 +155,13 @@ class SimAdmission:
                 continue
             made = jobgroup.pod_group_for(record.obj, job.pods_made(record.obj))
             ref = ObjectRef("Job", *key)
+            not_leaf = jobgroup.queue_not_leaf(record.obj, self.view)
+            if not_leaf is not None:
+                self._tell_refused(key, not_leaf)
+                continue
             answer = chain.admit(made, None, self.view)
             if not answer.allowed:
-                message = jobgroup.refusal_message(record.obj, answer.message)
-                if self._told.get(key) != message:
-                    self._told[key] = message
-                    self.cluster.record(ref, "Warning", jobgroup.REFUSED, message)
+                self._tell_refused(key, jobgroup.refusal_message(record.obj, answer.message))
                 continue
             self.to_group.discard(key)
             self._told.pop(key, None)
@@ -170,6 +173,12 @@ class SimAdmission:
                 ref, "Normal", jobgroup.MADE, f"made PodGroup {key[0]}/{key[1]} for the Job's pods"
             )
             self._group_created(group)
+
+    def _tell_refused(self, key: JobKey, message: str) -> None:
+        """A Warning on the Job that its PodGroup is not made, once per reason."""
+        if self._told.get(key) != message:
+            self._told[key] = message
+            self.cluster.record(ObjectRef("Job", *key), "Warning", jobgroup.REFUSED, message)
 
     def _held_of(self, groups: Collection[tuple[str, str]]) -> set[JobKey]:
         return {key for g in groups for key in self._jobs_of_group.get(g, ()) if key in self.held}

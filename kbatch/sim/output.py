@@ -14,13 +14,15 @@ with a role in its gang (kbatch.io/task) has ``role``; a PodGroup with roles has
 ``minTaskMember``, with pods running beyond minMember ``surplus``, and asking for a
 topology level ``topology`` (``kbatch.sim.group_view``): a plain group's row is
 DESIGN §5's, key for key; the table shows ROLES (running of each
-role / its minimum), SURPLUS and TOPOLOGY columns when some group has them.
+role / its minimum), SURPLUS and TOPOLOGY columns when some group has them. A queue
+under another (DESIGN §14) has ``parent``; a top-level queue's row is DESIGN §5's.
 """
 
 from collections.abc import Callable
 from typing import Any
 
 from kbatch.api.quantity import format_quantity
+from kbatch.api.queue import ROOT_QUEUE
 from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
 from kbatch.sim import clock, group_view, metrics
@@ -150,11 +152,15 @@ def queues(outcome: Outcome) -> list[Json]:
 
 
 def queue_row(queue: Json) -> Json:
-    """One Queue object as the contract's ``queues[]`` row (any backend's)."""
-    status = queue.get("status") or {}
-    return {
-        "name": queue["metadata"]["name"],
-        "weight": (queue.get("spec") or {}).get("weight", 1),
+    """One Queue object as the contract's ``queues[]`` row (any backend's); ``parent``
+    only for a queue under another (absent for a top-level queue, ``root``'s child)."""
+    status, spec = queue.get("status") or {}, queue.get("spec") or {}
+    row: Json = {"name": queue["metadata"]["name"]}
+    parent = spec.get("parent")
+    if parent and parent != ROOT_QUEUE:
+        row["parent"] = parent
+    return row | {
+        "weight": spec.get("weight", 1),
         "deserved": _quantities(status.get("deserved")),
         "allocated": _quantities(status.get("allocated")),
         "request": _quantities(status.get("request")),

@@ -10,9 +10,12 @@ then releases the Job once the group is admitted, as for any group.
 A group the API server refuses (its queue does not exist, a ResourceQuota, ...)
 is told on the Job as a Warning event ``PodGroupRefused`` carrying the refusal,
 which names the field (the label when it is the queue); the Job stays held, and
-the sweep tries again. A PodGroup of that name that exists already is the one the
-Job joins (a hand-written group, or one being deleted with an older Job of the
-same name: the sweep makes the new one once it is gone).
+the sweep tries again. A Job whose label names a queue with child queues is told so
+the same way, and its group is not made (without the PodGroup webhook too), until
+the label names a leaf queue or the queue's children are gone. A PodGroup of that
+name that exists already is the one the Job joins (a hand-written group, or one
+being deleted with an older Job of the same name: the sweep makes the new one once
+it is gone).
 """
 
 import logging
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
 from kbatch.webhooks.admission import job, jobgroup
+from kbatch.webhooks.admission.view import StateView
 
 if TYPE_CHECKING:
     from kbatch.operators.process import Runtime
@@ -84,6 +88,10 @@ class GroupMaker:
         exists now (made here, or found)."""
         if not self.wanted(body):
             return True
+        not_leaf = jobgroup.queue_not_leaf(body, StateView(self.runtime.state), self.owner.kind)
+        if not_leaf is not None:
+            self.tell(body, "Warning", REFUSED, not_leaf)
+            return False
         group = self.owner.pod_group_for(body)
         meta = group["metadata"]
         namespace, name = meta["namespace"], meta["name"]

@@ -186,3 +186,25 @@ def test_the_job_index_reaches_the_handlers_by_its_keyword() -> None:
     server.register(registry, runtime, webhook_jobs.DelayedPodCreation())  # type: ignore[arg-type]
     ids = [h.id for h in registry._indexing.get_all_handlers()]
     assert ids == ["jobs_by_group", "jobsets_by_group"]  # the JobSet handlers read the second
+
+
+def test_a_queue_with_children_makes_no_group_till_the_label_names_a_leaf(fake: FakeApi) -> None:
+    from unit.webhooks.test_queue_tree import tree_queue
+
+    world = World()
+    for queue in (tree_queue("org"), tree_queue("a1", "org"), tree_queue("a2", "org")):
+        world.state.apply(queue)
+    maker = groups.GroupMaker(Runtime(world))  # type: ignore[arg-type]
+    assert not maker.ensure(stored_job(queue="org"))
+    assert not maker.ensure(stored_job(queue="org"))  # the sweep again: told once
+    assert posted(fake, PODGROUPS) == []
+    (event,) = posted(fake, EVENTS)
+    assert event["reason"] == "PodGroupRefused" and event["type"] == "Warning"
+    assert event["message"] == (
+        "metadata.labels[kbatch.io/queue]: PodGroup team/train not made, the Job waits, "
+        "suspended: queue 'org' has child queues (a1, a2): PodGroups go in leaf queues "
+        "only; name one of its leaves (the group is made once the label names a leaf queue)"
+    )
+    assert maker.ensure(stored_job(queue="a1"))  # the label fixed: nothing was lost
+    (group,) = posted(fake, PODGROUPS)
+    assert group["spec"]["queue"] == "a1"

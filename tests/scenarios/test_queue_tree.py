@@ -64,3 +64,31 @@ def test_a_group_in_a_queue_with_children_waits_and_is_told_why() -> None:
     condition = outcome.condition("jteam", "Unschedulable")
     assert condition is not None
     assert "team-a has child queues (a1)" in condition["message"]
+
+
+def test_the_webhooks_keep_groups_and_labelled_jobs_out_of_a_queue_with_children() -> None:
+    outcome = run("queue-tree/leaves-only.yaml", until="30s")
+    (rejected,) = outcome.events(reason="AdmissionRejected", kind="PodGroup")
+    assert rejected["name"] == "pg-team"
+    assert rejected["message"] == (
+        "spec.queue: queue 'team-a' has child queues (a1): PodGroups go in leaf queues "
+        "only; name one of its leaves"
+    )
+    (told,) = [e for e in outcome.events(reason="PodGroupRefused") if e["name"] == "in-team"]
+    assert told["type"] == "Warning"
+    assert told["message"].startswith(
+        "metadata.labels[kbatch.io/queue]: PodGroup default/in-team not made, the Job "
+        "waits, suspended: queue 'team-a' has child queues (a1)"
+    )
+    assert all(g["name"] != "in-team" for g in outcome.json["podGroups"])
+    assert outcome.pods(job="in-team") == []
+    assert len(outcome.running(job="in-a1")) == 2
+
+
+def test_the_json_gives_parent_only_to_a_queue_under_another() -> None:
+    outcome = run("queue-tree/leaves-only.yaml", until="5s")
+    assert outcome.queue("a1")["parent"] == "team-a"
+    assert "parent" not in outcome.queue("team-a")
+    assert list(outcome.queue("a1")) == [
+        "name", "parent", "weight", "deserved", "allocated", "request"
+    ]  # fmt: skip

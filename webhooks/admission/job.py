@@ -161,7 +161,9 @@ def mutate(job: Mapping[str, Any], view: ClusterView, suspend_supported: bool = 
     job = prepared.applied_to(job)
     queue = jobgroup.queue_of(job) or ""
     known = view.queue(queue) is not None
-    warned = result.allow(warnings=jobgroup.queue_warning(job, known))
+    not_leaf = jobgroup.queue_not_leaf(job, view)
+    told = (not_leaf,) if not_leaf is not None else ()
+    warned = result.allow(warnings=(*jobgroup.queue_warning(job, known), *told))
     return prepared.then(warned).then(_hold(job, view, suspend_supported))
 
 

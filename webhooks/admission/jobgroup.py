@@ -20,8 +20,11 @@ it: that group is the user's to make.
 Bad input: ``spec.parallelism`` or ``spec.completions`` 0 (no gang to run) and a
 Job without a name are refused naming the field. A queue that does not exist is
 not refused: the Job waits, suspended, and is told so naming the label, until
-the queue comes (queues do not nest yet; once they do, a queue with children is
-told the same way).
+the queue comes. Nor is a queue with child queues (PodGroups go in leaf queues
+only, DESIGN §14): the group is not made while the label names such a queue, and
+the Job waits, suspended, told so naming the label and the children; the group is
+made once the label names a leaf queue (labels may change) or the queue's children
+are gone. Once made, the group keeps its queue: a label changed later moves nothing.
 """
 
 from collections.abc import Iterable, Mapping
@@ -31,8 +34,10 @@ from kbatch.api import API_VERSION, GROUP_NAME_ANNOTATION
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster import fields
 from kbatch.cluster.podspec import pod_request
+from kbatch.webhooks.admission import queue as queues
 from kbatch.webhooks.admission import result
 from kbatch.webhooks.admission.result import Admission, Object
+from kbatch.webhooks.admission.view import ClusterView
 
 QUEUE_LABEL = "kbatch.io/queue"
 QUEUE_FIELD = f"metadata.labels[{QUEUE_LABEL}]"
@@ -116,6 +121,22 @@ def refusal_message(job: Mapping[str, Any], refusal: str, kind: str = "Job") -> 
     said = refusal.split(": ", 1)[1] if refusal.startswith("HTTP ") else refusal
     where = f"{QUEUE_FIELD}: " if "spec.queue" in said else ""
     return f"{where}PodGroup {name} not made, the {kind} waits, suspended: {said}"
+
+
+def queue_not_leaf(job: Mapping[str, Any], view: ClusterView, kind: str = "Job") -> str | None:
+    """What a labelled Job (or JobSet: ``kind``) is told while its label names a queue
+    with child queues, whose group is not made then; None when the queue has none."""
+    queue = queue_of(job)
+    children = view.queue_children(queue) if queue else []
+    if not queue or not children:
+        return None
+    meta = job["metadata"]
+    name = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+    return (
+        f"{QUEUE_FIELD}: PodGroup {name} not made, the {kind} waits, suspended: "
+        f"{queues.not_a_leaf(queue, children)} (the group is made once the label names "
+        "a leaf queue)"
+    )
 
 
 def makes_group(job: Mapping[str, Any], names: frozenset[str]) -> bool:

@@ -126,7 +126,9 @@ def mutate(jobset: Mapping[str, Any], view: ClusterView, hold: bool = True) -> A
         return prepared
     jobset = prepared.applied_to(jobset)
     queue = jobgroup.queue_of(jobset) or ""
-    warned = result.allow(warnings=_queue_warning(queue, view.queue(queue) is not None))
+    not_leaf = jobgroup.queue_not_leaf(jobset, view, KIND)
+    told = (not_leaf,) if not_leaf is not None else ()
+    warned = result.allow(warnings=(*_queue_warning(queue, view.queue(queue) is not None), *told))
     return prepared.then(warned).then(_hold(jobset, view, hold))
 
 

@@ -15,8 +15,9 @@ A PodGroup created before its Job is filled when the Job comes
 (``fill_from_job``): an update of the PodGroup, so the quota applies to it too.
 
 Validation: ``spec.minMember`` is an integer ≥ 1; ``spec.queue`` names a Queue
-that exists and is Open (checked on create, and on update when the queue
-changes: a Closed queue keeps the groups it has, and admits no new ones).
+that exists, is Open, and is a leaf of the queue tree (checked on create, and on
+update when the queue changes: a Closed queue keeps the groups it has, and admits no
+new ones; a queue with child queues takes no PodGroups, DESIGN §14).
 """
 
 import functools
@@ -31,6 +32,7 @@ from kbatch.cluster import fields, quantity, records
 from kbatch.cluster.fields import shown
 from kbatch.cluster.podspec import PODS, pod_request
 from kbatch.webhooks.admission import job as jobs
+from kbatch.webhooks.admission import queue as queues
 from kbatch.webhooks.admission import result
 from kbatch.webhooks.admission.result import Admission, Object
 from kbatch.webhooks.admission.view import ClusterView, Quota
@@ -328,8 +330,8 @@ def _bounded_resource(key: str) -> str | None:
 @result.refusing
 def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterView) -> Admission:
     """minMember ≥ 1; every field of the shape kbatch reads (``records.parse_pod_group``:
-    minResources not negative, ...); the queue exists, kbatch has not refused it, and it
-    is Open (on create, or when it changes)."""
+    minResources not negative, ...); the queue exists, kbatch has not refused it, it is
+    Open and has no child queues (on create, or when it changes)."""
     spec = fields.mapping(obj, "spec")
     min_member = spec.get("minMember", 1)
     if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 1:
@@ -365,6 +367,9 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: Cluste
         return result.deny(
             "spec.queue", f"queue {queue_name!r} is Closed: it admits no new PodGroups"
         )
+    children = view.queue_children(queue_name)
+    if children:
+        return result.deny("spec.queue", queues.not_a_leaf(queue_name, children))
     return result.allow()
 
 

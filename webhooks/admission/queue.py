@@ -2,13 +2,17 @@
 (``records.parse_queue``: a capability's quantities not negative, a guarantee within
 the capability, not itself as its parent, ...) — a Queue the scheduler would ignore is
 refused here, naming the field. In the queue tree (DESIGN §14) its ``spec.parent`` must
-exist and lead up to the root without a cycle, and no Queue may take the root's name.
-The default queue, and a queue that still has PodGroups, cannot be deleted."""
+exist and lead up to the root without a cycle, no Queue may take the root's name, and
+a parent's children's guarantees may not add up to more than its capability (checked
+both when a child is written and when the parent is). The default queue, a queue that
+still has PodGroups, and a queue that still has child queues cannot be deleted."""
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from kbatch.api import DEFAULT_QUEUE
+from kbatch.api.quantity import parse_quantity
 from kbatch.api.queue import ROOT_QUEUE, Queue
 from kbatch.cluster import fields, records
 from kbatch.cluster.fields import shown
@@ -50,7 +54,74 @@ def validate(obj: Mapping[str, Any], view: ClusterView) -> Admission:
     wrong_parent = parent_refusal(queue, view)
     if wrong_parent is not None:
         return result.deny("spec.parent", wrong_parent)
+    over = guarantees_refusal(queue, view)
+    if over is not None:
+        return result.deny(*over)
     return result.allow()
+
+
+def not_a_leaf(name: str, children: list[str]) -> str:
+    """Why no PodGroup may go in queue ``name``, which has ``children``."""
+    listed = ", ".join(children[:SHOWN]) + (", ..." if len(children) > SHOWN else "")
+    return (
+        f"queue {name!r} has child queues ({listed}): PodGroups go in leaf queues only; "
+        "name one of its leaves"
+    )
+
+
+def guarantees_refusal(queue: Queue, view: ClusterView) -> tuple[str, str] | None:
+    """(field, why) when ``queue`` as written takes its parent's children's guarantees
+    past the parent's capability, or its own capability below its children's."""
+    name = queue.metadata.name
+    parent = view.queue(queue.spec.parent) if queue.spec.parent else None
+    if parent is not None and parent.spec.capability:
+        siblings = [view.queue(c) for c in view.queue_children(parent.metadata.name)]
+        children = [q for q in siblings if q is not None and q.metadata.name != name]
+        over = _over(parent.spec.capability, [*children, queue], set(_guaranteed(queue)))
+        if over is not None:
+            resource, total, cap, listed = over
+            return (
+                f"spec.guarantee.resource.{resource}",
+                f"the guarantees of queue {parent.metadata.name!r}'s children would add up "
+                f"to {total} ({listed}), more than its spec.capability.{resource} {cap}",
+            )
+    if queue.spec.capability:
+        found = [view.queue(c) for c in view.queue_children(name)]
+        over = _over(queue.spec.capability, [q for q in found if q is not None], None)
+        if over is not None:
+            resource, total, cap, listed = over
+            return (
+                f"spec.capability.{resource}",
+                f"{cap} is less than its children's guarantees add up to, {total} ({listed})",
+            )
+    return None
+
+
+def _over(
+    capability: Mapping[str, Any], children: list[Queue], among: set[str] | None
+) -> tuple[str, str, str, str] | None:
+    """(resource, the children's total, the capability, each child's) for the first
+    resource (of ``among``, or any) in which ``children``'s guarantees add up to more
+    than ``capability``."""
+    for resource, cap in sorted(capability.items()):
+        if among is not None and resource not in among:
+            continue
+        given = [(q.metadata.name, _guaranteed(q).get(resource)) for q in children]
+        given = [(child, amount) for child, amount in given if amount is not None]
+        total = sum((parse_quantity(amount) for _, amount in given), Decimal(0))
+        if total > parse_quantity(cap):
+            listed = ", ".join(f"{child} {amount}" for child, amount in given)
+            return resource, _number(total), str(cap), listed
+    return None
+
+
+def _guaranteed(queue: Queue) -> Mapping[str, Any]:
+    return queue.spec.guarantee.resource if queue.spec.guarantee else {}
+
+
+def _number(amount: Decimal) -> str:
+    """A quantity's amount as a plain number (no exponent, no trailing zeros)."""
+    return format(amount.normalize(), "f")
 
 
 def parent_refusal(queue: Queue, view: ClusterView) -> str | None:
@@ -92,6 +163,16 @@ def validate_delete(obj: Mapping[str, Any], view: ClusterView) -> Admission:
             f"queue {name!r} cannot be deleted: {len(users)} PodGroup"
             f"{' still names' if len(users) == 1 else 's still name'} it in spec.queue ({shown}); "
             "delete them or wait for them to go first",
+            result.FORBIDDEN,
+        )
+    children = view.queue_children(name)
+    if children:
+        listed = ", ".join(children[:SHOWN]) + (", ..." if len(children) > SHOWN else "")
+        return result.deny(
+            "metadata.name",
+            f"queue {name!r} cannot be deleted: {len(children)} queue"
+            f"{' still names' if len(children) == 1 else 's still name'} it in spec.parent "
+            f"({listed}); delete them or give them another parent first",
             result.FORBIDDEN,
         )
     return result.allow()

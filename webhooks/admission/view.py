@@ -40,6 +40,10 @@ class ClusterView(Protocol):
         it has no such refused Queue (then ``queue`` says whether it exists)."""
         ...
 
+    def queue_children(self, name: str) -> list[str]:
+        """The names of the Queues whose spec.parent is ``name``, sorted."""
+        ...
+
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         """The PodGroup, or None when there is no such PodGroup."""
         ...
@@ -94,6 +98,10 @@ class StateView:
 
     def queue_refusal(self, name: str) -> str | None:
         return self.state.refusal("Queue", "", name) or self._refused_queues.get(name)
+
+    def queue_children(self, name: str) -> list[str]:
+        known = {**self._queues, **self.state.queues()}
+        return sorted(child for child, q in known.items() if q.spec.parent == name)
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self.state.pod_group(f"{namespace}/{name}")

@@ -171,3 +171,19 @@ def test_a_refused_queue_is_told_as_the_label() -> None:
     )
     quota = jobgroup.refusal_message(obj, "HTTP 403: spec.minResources.cpu: more than allowed")
     assert quota.startswith("PodGroup team/train not made") and "spec.minResources.cpu" in quota
+
+
+def test_a_queue_with_children_is_told_naming_the_label_and_them() -> None:
+    from unit.webhooks.test_queue_tree import tree_queue, world
+
+    there = world(tree_queue("org"), tree_queue("a1", "org"), tree_queue("a2", "org"))
+    obj = labelled(queue="org")
+    answer = job.mutate(obj, there.view)
+    assert answer.allowed and job.is_held(answer.applied_to(obj))
+    assert (
+        "metadata.labels[kbatch.io/queue]: PodGroup default/train not made, the Job waits, "
+        "suspended: queue 'org' has child queues (a1, a2): PodGroups go in leaf queues only; "
+        "name one of its leaves (the group is made once the label names a leaf queue)"
+    ) in answer.warnings
+    leaf = job.mutate(labelled(queue="a1"), there.view)
+    assert not any("child queues" in w for w in leaf.warnings)

@@ -173,3 +173,18 @@ def test_a_held_jobset_is_released_once_its_group_is_admitted() -> None:
     assert jobsetgroup.to_release(created, pending.view) is None
     admitted = World().pod_group("train", namespace="team", min_member=5, phase="Inqueue")
     assert jobsetgroup.to_release(created, admitted.view) == "PodGroup team/train is Inqueue"
+
+
+def test_a_queue_with_children_is_told_naming_the_label_and_them() -> None:
+    from unit.webhooks.test_queue_tree import tree_queue, world
+
+    there = world(tree_queue("org"), tree_queue("a1", "org"))
+    answer = jobsetgroup.mutate(jobset(queue="org"), there.view)
+    assert answer.allowed and answer.patch["spec"]["suspend"] is True
+    assert (
+        "metadata.labels[kbatch.io/queue]: PodGroup team/train not made, the JobSet "
+        "waits, suspended: queue 'org' has child queues (a1): PodGroups go in leaf queues "
+        "only; name one of its leaves (the group is made once the label names a leaf queue)"
+    ) in answer.warnings
+    leaf = jobsetgroup.mutate(jobset(queue="a1"), there.view)
+    assert not any("child queues" in w for w in leaf.warnings)

@@ -70,3 +70,73 @@ def test_a_quantity_the_pattern_lets_through_is_refused_naming_the_field() -> No
     answer = queue.validate(tree_queue("a1", deserved={"cpu": "1e100000"}), World().view)
     assert not answer.allowed
     assert answer.message.startswith("spec.deserved.cpu: ")
+
+
+ORG = tree_queue("org", capability={"cpu": "10", "memory": "8Gi"})
+A1 = tree_queue("a1", "org", guarantee={"resource": {"cpu": "4"}})
+
+GUARANTEES = [
+    # (name, the queues there, the queue admitted, the refusal or None)
+    ("children's guarantees within the capability", (ORG, A1),
+     tree_queue("a2", "org", guarantee={"resource": {"cpu": "6"}}), None),
+    ("a child's guarantee past what is left", (ORG, A1),
+     tree_queue("a2", "org", guarantee={"resource": {"cpu": "6500m"}}),
+     "spec.guarantee.resource.cpu: the guarantees of queue 'org''s children would add up "
+     "to 10.5 (a1 4, a2 6500m), more than its spec.capability.cpu 10"),
+    ("a child raising its own guarantee counts it once", (ORG, A1),
+     tree_queue("a1", "org", guarantee={"resource": {"cpu": "10"}}), None),
+    ("a resource the parent does not cap", (ORG, A1),
+     tree_queue("a2", "org", guarantee={"resource": {"nvidia.com/gpu": "100"}}), None),
+    ("a parent without a capability", (tree_queue("org"), A1),
+     tree_queue("a2", "org", guarantee={"resource": {"cpu": "100"}}), None),
+    ("a parent's capability lowered below its children's", (ORG, A1),
+     tree_queue("org", capability={"cpu": "3"}),
+     "spec.capability.cpu: 3 is less than its children's guarantees add up to, 4 (a1 4)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("there", "admitted", "refusal"),
+    [c[1:] for c in GUARANTEES],
+    ids=[c[0] for c in GUARANTEES],
+)
+def test_children_s_guarantees_fit_in_the_parent_s_capability(
+    there: tuple[Obj, ...], admitted: Obj, refusal: str | None
+) -> None:
+    answer = queue.validate(admitted, world(*there).view)
+    assert (None if answer.allowed else answer.message) == refusal
+
+
+def test_a_queue_with_children_cannot_be_deleted_naming_them() -> None:
+    there = world(ORG, A1, tree_queue("a2", "org"), tree_queue("b", None))
+    answer = queue.validate_delete(ORG, there.view)
+    assert not answer.allowed and answer.code == 403
+    assert answer.message == (
+        "metadata.name: queue 'org' cannot be deleted: 2 queues still name it in "
+        "spec.parent (a1, a2); delete them or give them another parent first"
+    )
+    assert queue.validate_delete(A1, there.view).allowed
+
+
+def test_the_view_lists_a_queue_s_children() -> None:
+    there = world(ORG, tree_queue("a2", "org"), A1, tree_queue("x", "a1"))
+    assert there.view.queue_children("org") == ["a1", "a2"]
+    assert there.view.queue_children("a1") == ["x"]
+    assert there.view.queue_children("x") == []
+
+
+def test_a_pod_group_naming_a_queue_with_children_is_refused_naming_them() -> None:
+    from kbatch.webhooks.admission import podgroup
+    from unit.webhooks.world import pod_group_obj
+
+    there = world(ORG, A1, tree_queue("a2", "org"))
+    answer = podgroup.validate(pod_group_obj("g", queue="org"), None, there.view)
+    assert not answer.allowed and answer.code == 422
+    assert answer.message == (
+        "spec.queue: queue 'org' has child queues (a1, a2): PodGroups go in leaf queues "
+        "only; name one of its leaves"
+    )
+    assert podgroup.validate(pod_group_obj("g", queue="a1"), None, there.view).allowed
+    # a group already there (made before the children came) may still change
+    old = pod_group_obj("g", queue="org")
+    assert podgroup.validate(pod_group_obj("g", queue="org", min_member=2), old, there.view).allowed
