@@ -40,43 +40,16 @@ plane=$cache_root/control-plane/v$K8S_LINE
 bin=$plane/bin
 work=$plane/work
 
-log() { printf 'provision: %s\n' "$*" >&2; }
-die() {
-    printf 'provision: error: %s\n' "$*" >&2
-    exit 1
-}
-
+LOG_NAME=provision
+lock=$plane/.lock
 have_all() {
     local b
     for b in "${BINARIES[@]}"; do [[ -x $bin/$b ]] || return 1; done
 }
-
-# ---- warm path: nothing to do ---------------------------------------------
-if have_all; then
-    echo "$bin"
-    exit 0
-fi
-
-mkdir -p "$plane" "$bin" || die "cannot create $plane"
-exec 9>"$plane/.lock"
-if ! flock -n 9; then
-    log "another provisioning run holds $plane/.lock; waiting"
-    flock 9
-fi
-if have_all; then # the other run finished the job
-    echo "$bin"
-    exit 0
-fi
-
-started=$SECONDS
-step() { log "[$((SECONDS - started))s] $*"; }
+# shellcheck source=lib/cache.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
 
 is_root() { [[ $(id -u) -eq 0 ]]; }
-
-# Install a file atomically into the cache.
-place() { # src name
-    cp "$1" "$bin/.$2.tmp" && chmod 0755 "$bin/.$2.tmp" && mv -f "$bin/.$2.tmp" "$bin/$2"
-}
 
 # ---- private apt ----------------------------------------------------------
 apt_dir=$work/apt

@@ -43,38 +43,11 @@ home=$cache_root/jobset/$JOBSET_VERSION
 bin=$home/bin
 work=$cache_root/work/jobset-$JOBSET_VERSION
 
-log() { printf 'provision-jobset: %s\n' "$*" >&2; }
-die() {
-    printf 'provision-jobset: error: %s\n' "$*" >&2
-    exit 1
-}
-
+LOG_NAME=provision-jobset
+lock=$home/.lock
 have_all() { [[ -x $bin/$CONTROLLER && -s $bin/$CRD ]]; }
-
-# ---- warm path: nothing to do ---------------------------------------------
-if have_all; then
-    echo "$bin"
-    exit 0
-fi
-
-mkdir -p "$bin" || die "cannot create $bin"
-exec 9>"$home/.lock"
-if ! flock -n 9; then
-    log "another provisioning run holds $home/.lock; waiting"
-    flock 9
-fi
-if have_all; then # the other run finished the job
-    echo "$bin"
-    exit 0
-fi
-
-started=$SECONDS
-step() { log "[$((SECONDS - started))s] $*"; }
-
-# Install a file atomically into the cache.
-place() { # src name mode
-    cp "$1" "$bin/.$2.tmp" && chmod "$3" "$bin/.$2.tmp" && mv -f "$bin/.$2.tmp" "$bin/$2"
-}
+# shellcheck source=lib/cache.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
 
 # ---- Go ---------------------------------------------------------------------
 go=${KBATCH_GO:-$(command -v go || true)}
