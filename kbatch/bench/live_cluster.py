@@ -4,7 +4,7 @@ cache that builds them, on 127.0.0.1, with KWOK faking the nodes and the pods' l
     with LiveCluster(binaries, workdir) as cluster:
         cluster.kubeconfig, cluster.metrics()
 
-The API server serves upstream's gang API (``scheduling.k8s.io/v1alpha3``) where its
+The API server serves upstream's gang API (``scheduling.k8s.io/v1beta1``) where its
 release knows the gate. The controller manager runs without node lifecycle (KWOK sends
 no heartbeats; nothing may taint or evict the fake nodes). KWOK manages the nodes that
 carry ``type=kwok``: its stages (written here) make a new node Ready with 32 cpu,
@@ -149,11 +149,13 @@ def wait_for(what: Process, ready: Callable[[], bool], timeout: float = START_TI
 
 def https_ok(url: str, ca_file: Path | None = None, token: str | None = None) -> bool:
     """GET ``url``: True on 200. Without ``ca_file`` the certificate is not checked."""
-    ctx = (
-        ssl.create_default_context(cafile=str(ca_file))
-        if ca_file
-        else ssl._create_unverified_context()
-    )
+    if ca_file is not None and not ca_file.is_file():
+        return False  # the API server has not written its certificate yet
+    if ca_file is None:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    else:
+        ctx = ssl.create_default_context(cafile=str(ca_file))
     req = urllib.request.Request(url)
     if token:
         req.add_header("Authorization", f"Bearer {token}")
@@ -235,7 +237,7 @@ class LiveCluster:
         certs = self.workdir / "apiserver"
         self.ca_file = certs / "apiserver.crt"
         self.gang_api = _knows_gate(self.binaries.kube_apiserver)
-        gang = [GANG_API_GATE, "--runtime-config=scheduling.k8s.io/v1alpha3=true"]
+        gang = [GANG_API_GATE, "--runtime-config=scheduling.k8s.io/v1beta1=true"]
         apiserver = self._spawn("kube-apiserver", [
             str(self.binaries.kube_apiserver), f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",

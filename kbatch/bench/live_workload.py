@@ -4,7 +4,7 @@ and the figures made of what was seen (no cluster, no clock).
 Every scheduler gets the same pods (same names, requests and nodes); only what marks
 them as its own differs: the scheduler name, and for a gang the group object that
 scheduler reads (kbatch's ``scheduling.incubator.k8s.io`` PodGroup, upstream's
-``scheduling.k8s.io/v1alpha3`` PodGroup named in ``spec.schedulingGroup``, Volcano's
+``scheduling.k8s.io/v1beta1`` PodGroup named in ``spec.schedulingGroup``, Volcano's
 ``scheduling.volcano.sh`` PodGroup).
 """
 
@@ -29,7 +29,7 @@ POD_CPU, POD_MEMORY = "1", "2Gi"
 SCHEDULERS = ("kbatch", "kube-scheduler", "volcano")
 SCHEDULER_NAMES = {"kbatch": "kbatch", "kube-scheduler": "default-scheduler", "volcano": "volcano"}
 KBATCH_GROUPS = "scheduling.incubator.k8s.io/v1alpha1"
-UPSTREAM_GROUPS = "scheduling.k8s.io/v1alpha3"
+UPSTREAM_GROUPS = "scheduling.k8s.io/v1beta1"
 VOLCANO_GROUPS = "scheduling.volcano.sh/v1beta1"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 

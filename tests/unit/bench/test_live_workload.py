@@ -62,7 +62,7 @@ def test_each_scheduler_gets_the_group_it_reads() -> None:
     assert kbatch and upstream and volcano
     assert kbatch[0] == "/apis/scheduling.incubator.k8s.io/v1alpha1/namespaces/bench/podgroups"
     assert kbatch[1]["spec"] == {"minMember": 10}
-    assert upstream[0].startswith("/apis/scheduling.k8s.io/v1alpha3/")
+    assert upstream[0].startswith("/apis/scheduling.k8s.io/v1beta1/")
     assert upstream[1]["spec"] == {"schedulingPolicy": {"gang": {"minCount": 10}}}
     assert volcano[1]["apiVersion"] == "scheduling.volcano.sh/v1beta1"
     assert volcano[1]["spec"]["minMember"] == 10
