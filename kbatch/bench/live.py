@@ -45,6 +45,7 @@ class Options:
     client_qps: float | None
     timeout: float
     pod_seconds: float
+    backlog: bool = False
     workdir: Path | None = None
 
 
@@ -134,27 +135,31 @@ def run_one(
     round_number: int,
     workdir: Path,
 ) -> dict[str, Any]:
-    """One scheduler's run of the scenario on a wiped namespace: its JSON line."""
+    """One scheduler's run of the scenario on a wiped namespace: its JSON line. With
+    ``options.backlog`` the pods are all there before the scheduler starts, and the time
+    to all bound counts from its start (a cold start on a backlog)."""
     spec = options.scenario
     workdir.mkdir(parents=True, exist_ok=True)
     wipe(api)
+    watch = Watch(api, spec)
+    watch.start()
+    created = submit(api, spec, name) if options.backlog else {}
+    before = request_counts(api)
+    launched = time.monotonic()
     try:
         started = live_schedulers.start(name, cluster, options.client_qps, workdir)
     except RuntimeError as exc:
-        created: dict[str, float] = {}
-        return workload.run_line(
-            spec, name, round_number, created, {}, error=str(exc).splitlines()[0]
-        )
-    try:
-        before = request_counts(api)
-        watch = Watch(api, spec)
-        watch.start()
-        created = submit(api, spec, name)
-        complete = watch.done.wait(options.timeout)
         watch.stop()
+        return workload.run_line(spec, name, round_number, {}, {}, error=str(exc).splitlines()[0])
+    try:
+        if not options.backlog:
+            before = request_counts(api)
+            created = submit(api, spec, name)
+        complete = watch.done.wait(options.timeout)
         peak, cpu = live_schedulers.usage(started.proc.popen.pid)
         after = request_counts(api)
     finally:
+        watch.stop()
         started.proc.stop()
     error = None
     if not complete:
@@ -163,13 +168,14 @@ def run_one(
         (t, workload.gang_name(int(p.split("-")[1]) // spec.gang)) for p, t in watch.bound.items()
     ]
     sizes = {workload.gang_name(g): spec.gang for g in range(spec.gangs)}
+    partly = workload.max_partly_bound(binds, sizes, PARTLY_BOUND_GRACE) if spec.gang > 1 else 0
     return workload.run_line(
         spec, name, round_number, created, dict(watch.bound),
+        since=launched if options.backlog else None,
         peak_rss_bytes=peak, cpu_seconds=None if cpu is None else round(cpu, 2),
-        max_partly_bound_pods=workload.max_partly_bound(binds, sizes, PARTLY_BOUND_GRACE)
-        if spec.gang > 1 else 0,
-        partly_bound_grace_seconds=PARTLY_BOUND_GRACE,
+        max_partly_bound_pods=partly, partly_bound_grace_seconds=PARTLY_BOUND_GRACE,
         create_seconds=round(max(created.values()) - min(created.values()), 3) if created else None,
+        submitted="before the scheduler started" if options.backlog else "while it ran",
         client=started.client,
         api_requests={verb: after.get(verb, 0) - before.get(verb, 0) for verb in sorted(after)},
         error=error,

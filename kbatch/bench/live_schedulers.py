@@ -108,8 +108,8 @@ def _volcano(cluster: live_cluster.LiveCluster, client_qps: float | None, workdi
     binary = cluster.binaries.volcano_scheduler
     if not live_cluster.executable(binary):
         raise RuntimeError(
-            f"volcano: no vc-scheduler at {binary} (scripts/provision-bench-peers.sh says "
-            "why it could not be built)"
+            f"volcano: not built (no vc-scheduler under {binary.parents[2]}; "
+            "scripts/provision-bench-peers.sh says why)"
         )
     qps, burst = VOLCANO_DEFAULTS if client_qps is None else (client_qps, int(client_qps))
     port = live_cluster.free_ports(1)[0]

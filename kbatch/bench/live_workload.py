@@ -227,18 +227,21 @@ def run_line(
     round_number: int,
     created: Mapping[str, float],
     bound: Mapping[str, float],
+    since: float | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """One run's JSON line from the pods' creation and first-bound times (seconds on one
-    clock): time to all bound from the first creation, binds per second from the first
-    bind to the last, creation-to-bound quantiles per pod and per gang."""
+    clock): time to all bound from ``since`` (default: the first creation), binds per
+    second from the first bind to the last, creation-to-bound quantiles per pod and per
+    gang."""
     latencies = [bound[n] - created[n] for n in bound if n in created]
     line: dict[str, Any] = dict.fromkeys(LINE_KEYS)
     line.update(scheduler=scheduler, scenario=spec.name, nodes=spec.nodes, pods=spec.pods)
     line.update(round=round_number, bound=len(bound))
     if created and len(bound) >= spec.pods:
         first, last = min(bound.values()), max(bound.values())
-        line["seconds_to_all_bound"] = round(last - min(created.values()), 3)
+        origin = min(created.values()) if since is None else since
+        line["seconds_to_all_bound"] = round(last - origin, 3)
         line["binds_per_second"] = round((len(bound) - 1) / max(last - first, 1e-9), 1)
     for key, fraction in (("p50_seconds", 0.5), ("p99_seconds", 0.99)):
         value = percentile(latencies, fraction)

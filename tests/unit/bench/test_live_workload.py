@@ -167,3 +167,10 @@ def test_kwok_stages_fake_ready_nodes_and_pods_that_finish() -> None:
     template = stages["node-initialize"]["spec"]["next"]["statusTemplate"]
     assert f'cpu: "{w.NODE_CPU}"' in template and "{{ NodeIP | Quote }}" in template
     assert stages["pod-delete"]["spec"]["next"] == {"delete": True}
+
+
+def test_a_backlog_run_counts_the_time_to_all_bound_from_the_schedulers_start() -> None:
+    spec = w.scenario("a", 1, 2)
+    created, bound = {"pod-0": 0.0, "pod-1": 1.0}, {"pod-0": 5.0, "pod-1": 6.0}
+    assert w.run_line(spec, "kbatch", 1, created, bound)["seconds_to_all_bound"] == 6.0
+    assert w.run_line(spec, "kbatch", 1, created, bound, since=4.0)["seconds_to_all_bound"] == 2.0
