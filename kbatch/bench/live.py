@@ -35,6 +35,8 @@ WORKERS = 16
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 PODS = f"/api/v1/namespaces/{workload.NAMESPACE}/pods"
 PARTLY_BOUND_GRACE = 1.0
+WATCH_RETRIES = 5
+GROUP_APIS = (workload.KBATCH_GROUPS, workload.UPSTREAM_GROUPS, workload.VOLCANO_GROUPS)
 
 
 @dataclass(frozen=True)
@@ -155,14 +157,14 @@ def run_one(
         if not options.backlog:
             before = request_counts(api)
             created = submit(api, spec, name)
-        complete = watch.done.wait(options.timeout)
+        complete = watch.wait(options.timeout)
         peak, cpu = live_schedulers.usage(started.proc.popen.pid)
         after = request_counts(api)
     finally:
         watch.stop()
         started.proc.stop()
-    error = None
-    if not complete:
+    error = watch.failure
+    if not complete and error is None:
         error = f"timeout: {len(watch.bound)} of {spec.pods} bound after {options.timeout:.0f}s"
     binds = [
         (t, workload.gang_name(int(p.split("-")[1]) // spec.gang)) for p, t in watch.bound.items()
@@ -209,6 +211,7 @@ class Watch(threading.Thread):
         self.api, self.spec = api, spec
         self.bound: dict[str, float] = {}
         self.done = threading.Event()
+        self.failure: str | None = None
         self._stop = threading.Event()
         listed = kubeapi.request(api, "GET", PODS, query={"limit": "1"})
         self.version = str(listed["metadata"]["resourceVersion"])
@@ -216,15 +219,46 @@ class Watch(threading.Thread):
     def stop(self) -> None:
         self._stop.set()
 
+    def wait(self, timeout: float) -> bool:
+        """Until every pod is bound (True), the watch fails, or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + timeout
+        while not self.done.wait(0.5):
+            if self.failure is not None or time.monotonic() > deadline:
+                return False
+        return True
+
     def run(self) -> None:
+        cuts = 0
         while not self._stop.is_set() and not self.done.is_set():
             query = {"watch": "true", "resourceVersion": self.version, "timeoutSeconds": "30",
                      "allowWatchBookmarks": "true"}  # fmt: skip
-            response = kubeapi.raw_get(self.api, PODS, query, None)
+            try:
+                response = kubeapi.raw_get(self.api, PODS, query, None)
+            except kubeapi.Gone:  # the version left etcd's window: list again, go on from there
+                self._relist()
+                continue
             try:
                 self._read(response)
+                cuts = 0
+            except Exception as exc:  # a stream cut short (urllib3's ProtocolError): again
+                cuts += 1
+                if cuts > WATCH_RETRIES:
+                    self.failure = f"the watch of pods failed {cuts} times in a row: {exc}"
+                    return
+                time.sleep(0.2)
             finally:
                 response.release_conn()
+
+    def _relist(self) -> None:
+        """Note the pods a list shows bound (late: the watch missed when) and its version."""
+        listed = kubeapi.request(self.api, "GET", PODS)
+        now = time.monotonic()
+        for obj in listed["items"]:
+            if obj["spec"].get("nodeName"):
+                self.bound.setdefault(obj["metadata"]["name"], now)
+        self.version = str(listed["metadata"]["resourceVersion"])
+        if len(self.bound) >= self.spec.pods:
+            self.done.set()
 
     def _read(self, response: Any) -> None:
         buffer = b""
@@ -233,6 +267,9 @@ class Watch(threading.Thread):
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
                 event = json.loads(line)
+                if event["type"] == "ERROR":  # e.g. 410: the version is too old
+                    self._relist()
+                    return
                 obj = event["object"]
                 self.version = obj["metadata"].get("resourceVersion", self.version)
                 if event["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
@@ -244,21 +281,39 @@ class Watch(threading.Thread):
 
 
 def wipe(api: Any) -> None:
-    """Delete every pod and group of the namespace at once and wait until none is left."""
+    """Delete every pod and group of the namespace at once and wait until none is left (a
+    group still held by a finalizer after 30 s has its finalizers dropped: no controller
+    of this cluster may be there to clear them)."""
     at_once = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-    groups = [workload.KBATCH_GROUPS, workload.UPSTREAM_GROUPS, workload.VOLCANO_GROUPS]
-    paths = [PODS, *(f"/apis/{g}/namespaces/{workload.NAMESPACE}/podgroups" for g in groups)]
-    for path in paths:
+    groups = [f"/apis/{g}/namespaces/{workload.NAMESPACE}/podgroups" for g in GROUP_APIS]
+    for path in [PODS, *groups]:
         try:
             kubeapi.request(api, "DELETE", path, at_once, timeout=600)
         except kubeapi.ApiError as exc:
             if exc.status not in (404, 504) and exc.status < 500:
                 raise
-    wait(
-        "the namespace wiped",
-        lambda: not kubeapi.request(api, "GET", PODS, query={"limit": "1"})["items"],
-        600,
-    )
+    wait("the namespace's pods deleted", lambda: not listed(api, PODS, limit=1), 600)
+    try:
+        wait("the namespace's groups deleted", lambda: not any(listed(api, g) for g in groups), 30)
+    except RuntimeError:
+        for path in groups:
+            for obj in listed(api, path):
+                name = obj["metadata"]["name"]
+                kubeapi.request(api, "PATCH", f"{path}/{name}", {"metadata": {"finalizers": None}},
+                                content_type="application/merge-patch+json")  # fmt: skip
+        wait("the namespace's groups deleted", lambda: not any(listed(api, g) for g in groups), 60)
+
+
+def listed(api: Any, path: str, limit: int = 0) -> list[dict[str, Any]]:
+    """The objects at ``path`` (none where its API is not served)."""
+    try:
+        query = {"limit": str(limit)} if limit else None
+        items: list[dict[str, Any]] = kubeapi.request(api, "GET", path, query=query)["items"]
+    except kubeapi.ApiError as exc:
+        if exc.status == 404:
+            return []
+        raise
+    return items
 
 
 def request_counts(api: Any) -> dict[str, int]:
