@@ -48,6 +48,7 @@ class Options:
     timeout: float
     pod_seconds: float
     backlog: bool = False
+    kbatch_conf: Path | None = None
     workdir: Path | None = None
 
 
@@ -149,7 +150,9 @@ def run_one(
     before = request_counts(api)
     launched = time.monotonic()
     try:
-        started = live_schedulers.start(name, cluster, options.client_qps, workdir)
+        started = live_schedulers.start(
+            name, cluster, options.client_qps, workdir, options.kbatch_conf
+        )
     except RuntimeError as exc:
         watch.stop()
         return workload.run_line(spec, name, round_number, {}, {}, error=str(exc).splitlines()[0])
@@ -179,6 +182,7 @@ def run_one(
         create_seconds=round(max(created.values()) - min(created.values()), 3) if created else None,
         submitted="before the scheduler started" if options.backlog else "while it ran",
         client=started.client,
+        conf=str(options.kbatch_conf) if name == "kbatch" and options.kbatch_conf else "default",
         api_requests={verb: after.get(verb, 0) - before.get(verb, 0) for verb in sorted(after)},
         error=error,
     )  # fmt: skip

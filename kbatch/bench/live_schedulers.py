@@ -32,12 +32,17 @@ class Started:
 
 
 def start(
-    name: str, cluster: live_cluster.LiveCluster, client_qps: float | None, workdir: Path
+    name: str,
+    cluster: live_cluster.LiveCluster,
+    client_qps: float | None,
+    workdir: Path,
+    kbatch_conf: Path | None = None,
 ) -> Started:
     """Start scheduler ``name`` against ``cluster`` and wait until it is ready; RuntimeError
-    saying why when it cannot run."""
+    saying why when it cannot run. ``kbatch_conf``: kbatch's scheduler conf (default its
+    own default conf)."""
     if name == "kbatch":
-        started = _kbatch(cluster, workdir)
+        started = _kbatch(cluster, workdir, kbatch_conf)
     elif name == "kube-scheduler":
         started = _kube_scheduler(cluster, client_qps, workdir)
     elif name == "volcano":
@@ -52,7 +57,7 @@ def start(
     return started
 
 
-def _kbatch(cluster: live_cluster.LiveCluster, workdir: Path) -> Started:
+def _kbatch(cluster: live_cluster.LiveCluster, workdir: Path, conf: Path | None) -> Started:
     port = live_cluster.free_ports(1)[0]
     exe = Path(sys.executable).with_name("kbatch")
     argv = [
@@ -60,6 +65,8 @@ def _kbatch(cluster: live_cluster.LiveCluster, workdir: Path) -> Started:
         "--metrics-address", "", "--health-address", f"127.0.0.1:{port}",
         "--log-level", "warning",
     ]  # fmt: skip
+    if conf is not None:
+        argv += ["--scheduler-conf", str(conf)]
     proc = live_cluster.spawn("kbatch", argv, workdir)
     live_cluster.wait_for(
         proc, lambda: live_cluster.http_ok(f"http://127.0.0.1:{port}/healthz"), READY_TIMEOUT

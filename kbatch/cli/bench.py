@@ -3,6 +3,7 @@
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -51,6 +52,8 @@ def _bench_live(args: argparse.Namespace) -> int:
             f"--schedulers {args.schedulers!r}: a comma-separated list of distinct names "
             f"among {', '.join(live_workload.SCHEDULERS)}"
         )
+    if args.kbatch_conf is not None and not args.kbatch_conf.is_file():
+        raise argparse.ArgumentTypeError(f"--kbatch-conf {args.kbatch_conf}: no such file")
     if args.rounds < 1:
         raise argparse.ArgumentTypeError(f"--rounds {args.rounds}: must be at least 1")
     try:
@@ -65,6 +68,7 @@ def _bench_live(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         pod_seconds=args.pod_seconds,
         backlog=args.backlog,
+        kbatch_conf=args.kbatch_conf,
     )
     return live.main(options)
 
@@ -176,6 +180,12 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         metavar="QPS",
         help="give the peers' clients this QPS and burst (kbatch's client has no limit); "
         "default: each peer's own defaults",
+    )
+    live.add_argument(
+        "--kbatch-conf",
+        type=Path,
+        metavar="FILE",
+        help="kbatch's scheduler conf (e.g. the chart's); default: its default conf",
     )
     live.add_argument(
         "--timeout", type=float, default=900.0, metavar="S", help="a run's limit (default 900)"

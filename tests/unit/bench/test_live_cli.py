@@ -49,3 +49,21 @@ def test_the_peer_pins_parse() -> None:
         assert re.fullmatch(r"v\d+\.\d+\.\d+", version), (name, version)
         assert "." in module.split("/")[0] and package.startswith("cmd/") and binary, name
     subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
+
+
+def test_a_missing_kbatch_conf_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"--kbatch-conf .*: no such file"):
+        bench.bench(parse("--kbatch-conf", str(tmp_path / "nowhere.yaml")))
+
+
+def test_usage_reads_peak_memory_and_cpu_from_proc() -> None:
+    import os
+
+    from kbatch.bench import live_schedulers
+
+    peak, cpu = live_schedulers.usage(os.getpid())
+    assert peak is not None and peak > 10 * 2**20  # this interpreter, kbatch imported
+    assert cpu is not None and cpu > 0
+    with subprocess.Popen(["true"]) as gone:
+        gone.wait()
+    assert live_schedulers.usage(gone.pid) == (None, None)
