@@ -15,6 +15,7 @@ and a deleted pod gone.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import secrets
@@ -23,6 +24,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -128,9 +130,21 @@ def spawn(name: str, argv: list[str], workdir: Path) -> Process:
     handle.write(f"$ {' '.join(argv)}\n".encode())
     handle.flush()
     popen = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, cwd=workdir
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        cwd=workdir,
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
     )
     return Process(name, popen, log, handle)
+
+
+def _die_with_parent() -> None:
+    """In the child before it runs: Linux sends it SIGTERM when the benchmark dies, however
+    it dies (a kill leaves no ``__exit__`` to stop it)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def wait_for(what: Process, ready: Callable[[], bool], timeout: float = START_TIMEOUT) -> None:
