@@ -216,12 +216,12 @@ class Watch(threading.Thread):
         self.bound: dict[str, float] = {}
         self.done = threading.Event()
         self.failure: str | None = None
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         listed = kubeapi.request(api, "GET", PODS, query={"limit": "1"})
         self.version = str(listed["metadata"]["resourceVersion"])
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
 
     def wait(self, timeout: float) -> bool:
         """Until every pod is bound (True), the watch fails, or ``timeout`` seconds pass."""
@@ -233,7 +233,7 @@ class Watch(threading.Thread):
 
     def run(self) -> None:
         cuts = 0
-        while not self._stop.is_set() and not self.done.is_set():
+        while not self._stopping.is_set() and not self.done.is_set():
             query = {"watch": "true", "resourceVersion": self.version, "timeoutSeconds": "30",
                      "allowWatchBookmarks": "true"}  # fmt: skip
             try:
@@ -280,7 +280,7 @@ class Watch(threading.Thread):
                     self.bound.setdefault(obj["metadata"]["name"], time.monotonic())
             if len(self.bound) >= self.spec.pods:
                 self.done.set()
-            if self.done.is_set() or self._stop.is_set():
+            if self.done.is_set() or self._stopping.is_set():
                 return
 
 
