@@ -3,6 +3,7 @@
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -10,6 +11,8 @@ def bench(args: argparse.Namespace) -> int:
     """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
     from kbatch.bench import scheduling as benchmark
 
+    if args.live:
+        return _bench_live(args)
     if args.topology:
         return _bench_topology(args)
     sizes = [_size(text) for text in args.size] if args.size else None
@@ -33,6 +36,41 @@ def _bench_topology(args: argparse.Namespace) -> int:
         raise argparse.ArgumentTypeError("--topology goes with neither --backlog nor --trace")
     sizes = [_size(text, bench_topology.check_size) for text in args.size] if args.size else None
     return bench_topology.main(sizes)
+
+
+def _bench_live(args: argparse.Namespace) -> int:
+    """``kbatch bench --live``: the schedulers side by side on one API server with KWOK's
+    fake nodes; one JSON line per run, then the min/median/max table."""
+    from kbatch.bench import live, live_workload
+
+    if args.trace or args.topology or args.size:
+        raise argparse.ArgumentTypeError("--live goes with none of --size, --trace, --topology")
+    names = tuple(n.strip() for n in args.schedulers.split(",") if n.strip())
+    unknown = [n for n in names if n not in live_workload.SCHEDULERS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"--schedulers {args.schedulers!r}: a comma-separated list of distinct names "
+            f"among {', '.join(live_workload.SCHEDULERS)}"
+        )
+    if args.kbatch_conf is not None and not args.kbatch_conf.is_file():
+        raise argparse.ArgumentTypeError(f"--kbatch-conf {args.kbatch_conf}: no such file")
+    if args.rounds < 1:
+        raise argparse.ArgumentTypeError(f"--rounds {args.rounds}: must be at least 1")
+    try:
+        spec = live_workload.scenario(args.scenario, args.nodes, args.pods)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    options = live.Options(
+        scenario=spec,
+        rounds=args.rounds,
+        schedulers=names,
+        client_qps=args.client_qps,
+        timeout=args.timeout,
+        pod_seconds=args.pod_seconds,
+        backlog=args.backlog,
+        kbatch_conf=args.kbatch_conf,
+    )
+    return live.main(options)
 
 
 def _size(text: str, check: Callable[[int, int], None] | None = None) -> tuple[int, int]:
@@ -106,5 +144,57 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     )
     parser.add_argument(
         "--trace-seed", type=int, default=0, metavar="SEED", help="the workload's seed"
+    )
+    live = parser.add_argument_group(
+        "live",
+        "--live: kbatch, kube-scheduler and Volcano's scheduler side by side on one local "
+        "API server with KWOK's fake nodes (binaries from the control-plane cache and "
+        "scripts/provision-bench-peers.sh); one JSON line per run, then a min/median/max "
+        "table. A benchmark, not a test: run it on a quiet machine.",
+    )
+    live.add_argument(
+        "--live",
+        action="store_true",
+        help="run the live side-by-side benchmark (with --backlog: the pods are all created "
+        "before each scheduler starts, and the time to all bound counts from its start)",
+    )
+    live.add_argument(
+        "--scenario",
+        default="a",
+        choices=("a", "b"),
+        help="a: single-pod jobs (default 10,000 on 1,000 nodes); b: gangs of 10 (1,000 gangs "
+        "on 1,000 nodes)",
+    )
+    live.add_argument("--nodes", type=int, metavar="N", help="fake nodes (default: the scenario's)")
+    live.add_argument("--pods", type=int, metavar="N", help="pods (default: the scenario's)")
+    live.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds (default 3)")
+    live.add_argument(
+        "--schedulers",
+        default="kbatch,kube-scheduler,volcano",
+        metavar="LIST",
+        help="which to run, comma-separated (default kbatch,kube-scheduler,volcano)",
+    )
+    live.add_argument(
+        "--client-qps",
+        type=float,
+        metavar="QPS",
+        help="give the peers' clients this QPS and burst (kbatch's client has no limit); "
+        "default: each peer's own defaults",
+    )
+    live.add_argument(
+        "--kbatch-conf",
+        type=Path,
+        metavar="FILE",
+        help="kbatch's scheduler conf (e.g. the chart's); default: its default conf",
+    )
+    live.add_argument(
+        "--timeout", type=float, default=900.0, metavar="S", help="a run's limit (default 900)"
+    )
+    live.add_argument(
+        "--pod-seconds",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="how long a fake pod runs before it succeeds (default 3600)",
     )
     parser.set_defaults(command=bench)

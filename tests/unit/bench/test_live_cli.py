@@ -1,0 +1,69 @@
+"""``kbatch bench --live``'s flags, and the pins of scripts/provision-bench-peers.sh."""
+
+import argparse
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kbatch.cli import bench
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "provision-bench-peers.sh"
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    bench.add_command(parser.add_subparsers())
+    return parser.parse_args(["bench", "--live", *argv])
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--schedulers", "kbatch,slurm"], "distinct names among kbatch, kube-scheduler, volcano"),
+        (["--schedulers", "kbatch,kbatch"], "distinct names"),
+        (["--rounds", "0"], "--rounds 0: must be at least 1"),
+        (["--scenario", "b", "--pods", "15"], "multiple of the gang size 10"),
+        (["--size", "10x100"], "--live goes with none of"),
+    ],
+)
+def test_bad_live_flags_are_refused_naming_the_flag(argv: list[str], says: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=says):
+        bench.bench(parse(*argv))
+
+
+def test_live_flags_default_to_three_rounds_of_everyone_at_each_peers_limits() -> None:
+    args = parse()
+    assert (args.scenario, args.rounds, args.client_qps) == ("a", 3, None)
+    assert args.schedulers == "kbatch,kube-scheduler,volcano"
+
+
+def test_the_peer_pins_parse() -> None:
+    text = SCRIPT.read_text()
+    block = re.search(r"readonly PEERS=\(\n(.*?)\n\)", text, re.S)
+    assert block, "PEERS=( ... ) not found"
+    peers = [line.strip().strip('"').split("|") for line in block.group(1).splitlines()]
+    assert {p[0] for p in peers} == {"kwok", "volcano"}
+    for name, module, package, version, binary in peers:
+        assert re.fullmatch(r"v\d+\.\d+\.\d+", version), (name, version)
+        assert "." in module.split("/")[0] and package.startswith("cmd/") and binary, name
+    subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
+
+
+def test_a_missing_kbatch_conf_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"--kbatch-conf .*: no such file"):
+        bench.bench(parse("--kbatch-conf", str(tmp_path / "nowhere.yaml")))
+
+
+def test_usage_reads_peak_memory_and_cpu_from_proc() -> None:
+    import os
+
+    from kbatch.bench import live_schedulers
+
+    peak, cpu = live_schedulers.usage(os.getpid())
+    assert peak is not None and peak > 10 * 2**20  # this interpreter, kbatch imported
+    assert cpu is not None and cpu > 0
+    with subprocess.Popen(["true"]) as gone:
+        gone.wait()
+    assert live_schedulers.usage(gone.pid) == (None, None)
