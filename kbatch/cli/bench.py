@@ -145,6 +145,12 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument(
         "--trace-seed", type=int, default=0, metavar="SEED", help="the workload's seed"
     )
+    _add_live_options(parser)
+    parser.set_defaults(command=bench)
+
+
+def _add_live_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``kbatch bench --live``, in a group of their own."""
     live = parser.add_argument_group(
         "live",
         "--live: kbatch, kube-scheduler and Volcano's scheduler side by side on one local "
@@ -197,4 +203,3 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         metavar="S",
         help="how long a fake pod runs before it succeeds (default 3600)",
     )
-    parser.set_defaults(command=bench)
