@@ -37,7 +37,7 @@ ALL_AT_ONCE_AFTER = 64
 
 
 class _Shares:
-    """The jobs' rows and shares, told of a session's changes (see the module's
+    """The jobs' rows and shares, kept current with a session's changes (see the module's
     docstring); ``lazy=False``: every job's worked out at the open (the long way)."""
 
     def __init__(self, session: Session, lazy: bool = True) -> None:
