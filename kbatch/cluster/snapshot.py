@@ -284,7 +284,7 @@ class SnapshotBuilder:
                     taken += 1
                     continue
             elif (bare := kept_bare.get(key)) is not None:
-                # What ``_job`` gives when it hands such a job on (``job_info``), without
+                # What ``_job`` gives when it keeps such a job unchanged (``job_info``), without
                 # its call: most of a long backlog. (When this finds it changed, ``_job``
                 # makes it anew.)
                 priority = resolver.of_class(group.spec.priority_class_name)
