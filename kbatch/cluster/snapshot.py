@@ -1,70 +1,37 @@
-"""Build a session's snapshot from parsed records.
+"""Build a session's snapshot from parsed records, keeping from the last snapshot what
+nothing changed since.
 
-Pods of one template share one PodTemplate (and its request vector); the
-templates are kept from session to session while the resource dimensions stay
-the same, so a steady cluster costs little per session. So are what a PodGroup's
-job is made from that takes parsing (minResources as a vector, its lifetime and
-topology, its creation time), for as long as the group object is the same one,
-each node's allocatable row, and each pod's task (``kept_tasks``). The state hands
-pods, groups and nodes over as they arrive (``pod_arrived``, ...), so that this work
-is done then rather than by the next snapshot. A snapshot keeps the last one's jobs
-that nothing changed (``kept_jobs``) and its nodes while no Node was written
-(``kept_nodes``); it then walks only the pods of the other jobs (``_pods_to_pass``).
+What each object works out to (a pod's template and task, a group's parts, a node's
+allocatable row) is kept per object (``reuse.per_object``), worked out as objects
+arrive. A snapshot keeps the last one's jobs that nothing changed (``kept_jobs``) and
+its nodes while no Node was written (``kept_nodes``); it then walks only the pods of
+the other jobs (``_pods_to_pass``), and says what changed since the last snapshot in
+its ``Delta``.
 """
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-
-import numpy as np
 
 from kbatch.api.podgroup import PodGroup
 from kbatch.api.queue import Queue
 from kbatch.cluster.job_accounts import JobAccounts, complete_groups
 from kbatch.cluster.pod_pass import PodPass
-from kbatch.cluster.podspec import ParsedSpec
-from kbatch.cluster.records import (
-    NodeRecord,
-    PodRecord,
-    PriorityClassRecord,
-)
-from kbatch.cluster.reuse.group_parts import (
-    GroupParts,
-    gives_again,
-    group_parts,
-    job_info,
-    status_parts,
-)
+from kbatch.cluster.records import NodeRecord, PodRecord, PriorityClassRecord
+from kbatch.cluster.reuse.group_parts import gives_again, job_info
 from kbatch.cluster.reuse.kept_jobs import JobContext, KeptJobs, own_groups_in_order
 from kbatch.cluster.reuse.kept_nodes import KeptNodes
-from kbatch.cluster.reuse.kept_tasks import (
-    KeptTasks,
-    Priorities,
-    TaskContext,
-    made_task,
-    node_index_of,
-    where,
-)
+from kbatch.cluster.reuse.kept_tasks import Priorities, TaskContext
 from kbatch.cluster.reuse.next_jobs import NextJobs, changed_uids, next_jobs
+from kbatch.cluster.reuse.per_object import PerObjectCaches
 from kbatch.cluster.reuse.pod_units import ShownPods
 from kbatch.cluster.reuse.settled import OrderChanges
 from kbatch.cluster.snapshot_inputs import queue_info, resource_names
 from kbatch.operators.scheduler.core.framework.delta import Delta
-from kbatch.operators.scheduler.core.framework.info import (
-    JobInfo,
-    TaskInfo,
-    TaskStatus,
-)
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
 from kbatch.operators.scheduler.core.framework.nodes import NodeInfo, NodeSet
-from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
-from kbatch.operators.scheduler.core.framework.resources import PODS, Dims
+from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
-
-PENDING = TaskStatus.PENDING  # (a member read off its Enum class costs a Python call)
-
-# What the state holds that a snapshot's tasks depend on: every resource name its objects
-# mention, its nodes, its PriorityClasses, and the scheduler names that are ours.
-Inputs = tuple[Iterable[str], list[NodeRecord], Mapping[str, PriorityClassRecord], frozenset[str]]
 
 
 class SnapshotBuilder:
@@ -73,163 +40,26 @@ class SnapshotBuilder:
 
     def __init__(self, shortcuts: Shortcuts = ALL) -> None:
         self._shortcuts = shortcuts
-        self._dims: Dims | None = None
-        self._templates: dict[str, PodTemplate] = {}
-        self._groups: dict[str, GroupParts] = {}
-        # The node records of the last snapshot and their allocatable matrix; each node's
-        # row, by name, with the record it is of (worked out as nodes arrive).
-        self._nodes: tuple[list[NodeRecord], np.ndarray] | None = None
-        self._node_rows: dict[str, tuple[NodeRecord, np.ndarray]] = {}
-        # Pods' tasks, made as they arrive or first snapshot (kbatch.cluster.reuse.kept_tasks),
-        # and what those that arrive are made under: the last snapshot's context, or,
-        # before the first, the state's when the first pod arrived (a task made under a
-        # context that no longer holds is made again by the snapshot that meets it).
-        self._kept = KeptTasks()
-        self._arrival: TaskContext | None = None
+        # What each object works out to, kept per object and worked out as it arrives: the
+        # state hands pods, groups and nodes to ``objects`` as they are applied.
+        self.objects = PerObjectCaches(self._forget_kept, shortcuts)
         # The last snapshot's jobs, kept unchanged while nothing changed them (kept_jobs), and
         # its nodes, while no Node was written (kept_nodes).
         self._kept_jobs = KeptJobs(shortcuts)
         self._kept_nodes = KeptNodes(shortcuts)
         # The units of pods of the last snapshot that are in no job (an orphan, a pod of
-        # no group of ours on a node): no job hands them on, so every pass walks them.
+        # no group of ours on a node): no job kept unchanged holds them, so every pass
+        # walks them.
         self._jobless: set[str] = set()
         self._made = 0  # snapshots made (the last one's generation)
         # The last snapshot's Node set's static version and Queue objects, for its delta.
         self._last_nodes: object = None
         self._last_queues: Mapping[str, Queue] = {}
 
-    def pod_arrived(self, pod: PodRecord, inputs: Callable[[], Inputs]) -> None:
-        """Make the task of ``pod`` (a record just applied) now, as a snapshot would, so
-        that the next snapshot finds it made. ``inputs``: the state's, asked for only
-        before the first snapshot."""
-        status = pod.task_status
-        if status is None:
-            return
-        spec = pod.spec
-        template = self._templates.get(spec.key)
-        context = self._arrival
-        if template is None or context is None:  # (a template kept is of its dimensions)
-            context = self._arrival_context([name for name, _ in spec.request], inputs)
-            template = self._template(spec, context.dims)
-        ours = pod.scheduler_name in context.scheduler_names
-        if not ours and status is PENDING:
-            return  # another scheduler's pending pod: no snapshot has a task for it
-        priority = pod.priority
-        if priority is None:
-            priority = context.priorities.of_class(spec.priority_class_name)
-        node, nominated = where(pod, status, context.node_index)
-        task = made_task(pod, status, template, pod.unit if ours else "", priority, node, nominated)
-        self._kept.keep(pod, task)
-
-    def group_arrived(self, key: str, group: PodGroup, inputs: Callable[[], Inputs]) -> None:
-        """Work out what the job of ``group`` (a PodGroup just applied, by namespace/name)
-        is made from now, as a snapshot would (``_group_parts``), so that the next
-        snapshot finds it done."""
-        context = self._arrival_context(group.spec.min_resources or (), inputs)
-        self._group_parts(key, group, context.dims)
-
-    def node_arrived(self, node: NodeRecord, inputs: Callable[[], Inputs]) -> None:
-        """Work out ``node``'s row of the allocatable matrix now (a record just applied),
-        so that the next snapshot finds it done."""
-        context = self._arrival_context(node.allocatable, inputs)
-        self._node_rows[node.name] = (node, context.dims.vector(node.allocatable))
-
-    def _arrival_context(self, names: Iterable[str], inputs: Callable[[], Inputs]) -> TaskContext:
-        """What an arriving object is worked out under: the last snapshot's context, made
-        anew from the state's ``inputs`` before the first snapshot or when the object
-        mentions a resource name its dimensions do not have."""
-        context = self._arrival
-        if context is None or any(name not in context.dims.index for name in names):
-            context = self._arrival = self._context_of(*inputs())
-        return context
-
-    def _context_of(
-        self,
-        names: Iterable[str],
-        nodes: list[NodeRecord],
-        priority_classes: Mapping[str, PriorityClassRecord],
-        scheduler_names: frozenset[str],
-    ) -> TaskContext:
-        """The context a snapshot of these would make its tasks under (NodeSet's order:
-        by name)."""
-        dims = self._dims_for(names)
-        return TaskContext(
-            dims, node_index_of(nodes), Priorities(priority_classes), scheduler_names
-        )
-
-    def _template(self, spec: ParsedSpec, dims: Dims) -> PodTemplate:
-        template = self._templates.get(spec.key)
-        if template is None:
-            request = dims.vector(dict(spec.request))
-            template = PodTemplate(
-                namespace=spec.namespace,
-                labels=dict(spec.labels),
-                request=request,
-                best_effort=all(v <= 0 for name, v in spec.request if name != PODS),
-                node_selector=spec.node_selector,
-                affinity=spec.affinity,
-                tolerations=spec.tolerations,
-                host_ports=spec.host_ports,
-                priority_class_name=spec.priority_class_name,
-            )
-            self._templates[spec.key] = template
-        return template
-
-    def _dims_for(self, names: Iterable[str]) -> Dims:
-        dims = Dims.of(names)
-        if dims != self._dims:
-            self._dims = dims
-            self._templates.clear()
-            self._groups.clear()
-            self._nodes = None
-            self._node_rows.clear()
-            self._kept_jobs.forget()
-            self._kept_nodes.forget()
-        return dims
-
-    def _allocatable(self, nodes: list[NodeRecord], dims: Dims) -> np.ndarray:
-        """The nodes' allocatable as a (nodes × dims) matrix, kept while they are the same
-        records (the snapshot's NodeSet takes its own copy)."""
-        if self._nodes is not None:
-            known, matrix = self._nodes
-            if len(known) == len(nodes) and all(a is b for a, b in zip(known, nodes, strict=True)):
-                return matrix
-        rows = []
-        for node in nodes:
-            kept = self._node_rows.get(node.name)
-            if kept is None or kept[0] is not node:
-                kept = self._node_rows[node.name] = (node, dims.vector(node.allocatable))
-            rows.append(kept[1])
-        if len(self._node_rows) > 2 * len(nodes) + 100:  # nodes gone: forget their rows
-            names = {node.name for node in nodes}
-            self._node_rows = {k: v for k, v in self._node_rows.items() if k in names}
-        matrix = np.array(rows).reshape(len(nodes), len(dims))
-        self._nodes = (nodes, matrix)
-        return matrix
-
-    def _group_parts(self, key: str, group: PodGroup, dims: Dims) -> GroupParts:
-        """The parts of ``group`` under ``dims``, the builder's dimensions: those kept are
-        of them (``_dims_for`` forgets them all when they change), and a version of a
-        kept group with its status alone written takes the rest of its parts as they
-        are (the scheduler writes a group's status at every move)."""
-        parts = self._groups.get(key)
-        if parts is None or parts.group is not group:
-            keep = self._shortcuts.group_parts_of_status_writes
-            kept = None if parts is None else status_parts(parts, group, keep)
-            parts = self._groups[key] = kept or group_parts(key, group, dims)
-        return parts
-
-    def _forget_groups_but(self, keys: Mapping[str, PodGroup]) -> None:
-        """Drop the parts of groups this snapshot does not show (gone, or left out)."""
-        if len(self._groups) > 2 * len(keys):
-            self._groups = {k: v for k, v in self._groups.items() if k in keys}
-
-    def _forget_templates_but(self, pods: ShownPods) -> None:
-        """Drop the templates no pod of this snapshot has (the pods of each Job have a
-        template of their own: a long run would keep one per Job it ever ran)."""
-        if len(self._templates) > 2 * pods.count + 100:
-            used = {pod.spec.key for pod in pods.every()}
-            self._templates = {k: v for k, v in self._templates.items() if k in used}
+    def _forget_kept(self) -> None:
+        """Drop the last snapshot's jobs and nodes (the resource dimensions changed)."""
+        self._kept_jobs.forget()
+        self._kept_nodes.forget()
 
     def build(
         self,
@@ -256,7 +86,7 @@ class SnapshotBuilder:
             pods = ShownPods.of_list(pods)
         if names is None:
             names = resource_names(nodes, pods.every(), pod_groups, queues)
-        dims = self._dims_for(names)
+        dims = self.objects.dims_for(names)
         node_set = self._kept_nodes.node_set(
             nodes,
             lambda: NodeSet(
@@ -264,15 +94,15 @@ class SnapshotBuilder:
                     NodeInfo(n.name, n.labels, n.taints, n.unschedulable, dict(n.conditions))
                     for n in nodes
                 ],
-                self._allocatable(nodes, dims),
+                self.objects.allocatable(nodes, dims),
             ),
         )
         resolver = Priorities(priority_classes)
-        self._arrival = TaskContext(dims, dict(node_set.index), resolver, scheduler_names)
+        self.objects.made_under(TaskContext(dims, dict(node_set.index), resolver, scheduler_names))
         context = JobContext.of(dims, node_set.names, resolver, scheduler_names)
         queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
-        self._forget_groups_but(pod_groups)
-        self._forget_templates_but(pods)
+        self.objects.forget_groups_but(pod_groups)
+        self.objects.forget_templates_but(pods)
         walk = self._next_jobs(context, changed_units, pod_groups, group_order, dims, resolver)
         if walk is None:  # every group walked
             kept_jobs = self._kept_jobs.reusable(context, changed_units)
@@ -292,7 +122,7 @@ class SnapshotBuilder:
             orphans,
         )  # fmt: skip
         accounts.requests.add_to(accounts.owners, self._shortcuts.sums_by_bincount)
-        complete_groups(self._groups, jobs, accounts)
+        complete_groups(self.objects.groups, jobs, accounts)
         self._kept_jobs.made(jobs, len(pod_groups), walk)
         self._made += 1
         return Snapshot(
@@ -351,8 +181,9 @@ class SnapshotBuilder:
         made: list[TaskInfo] = []
         passing = self._pods_to_pass(pods, kept_jobs, changed_units, node_set)
         self._jobless = set()
+        objects = self.objects
         pod_pass = PodPass(
-            self._templates, self._template, self._kept, self._jobless, self._shortcuts
+            objects.templates, objects.template, objects.tasks, self._jobless, self._shortcuts
         )
         if passing is None:  # every pod
             accounts, placed, nominated = pod_pass.tasks(
@@ -393,7 +224,7 @@ class SnapshotBuilder:
             pod_groups,
             group_order,
             changed_units or set(),
-            self._groups.get,
+            self.objects.groups.get,
             lambda key, group, kept: self._job(key, group, dims, resolver, kept),
             resolver.of_class,
             self._shortcuts.job_order_from_changes,
@@ -439,7 +270,7 @@ class SnapshotBuilder:
         group shown); and the jobs without tasks kept unchanged (``KeptJobs.without_tasks``
         given again by their group's parts)."""
         jobs: dict[str, JobInfo] = {}
-        kept_job, parts_of = kept_jobs.get, self._groups.get
+        kept_job, parts_of = kept_jobs.get, self.objects.groups.get
         kept_bare = self._kept_jobs.without_tasks if self._shortcuts.jobs_without_tasks else {}
         kept_without_tasks: list[tuple[str, JobInfo]] = []
         taken = 0
@@ -453,7 +284,7 @@ class SnapshotBuilder:
                     taken += 1
                     continue
             elif (bare := kept_bare.get(key)) is not None:
-                # What ``_job`` gives when it hands such a job on (``job_info``), without
+                # What ``_job`` gives when it keeps such a job unchanged (``job_info``), without
                 # its call: most of a long backlog. (When this finds it changed, ``_job``
                 # makes it anew.)
                 priority = resolver.of_class(group.spec.priority_class_name)
@@ -475,7 +306,7 @@ class SnapshotBuilder:
     ) -> JobInfo:
         """The job of ``group``: the last snapshot's, if ``kept_jobs`` has it (its phase
         set back to what the group says: a session may have moved it), else made."""
-        parts = self._group_parts(key, group, dims)
+        parts = self.objects.parts_of(key, group, dims)
         job = kept_jobs.get(key)
         if job is None or parts.job is not job:  # (not: parts made anew for a new object)
             return job_info(group, parts, resolver, self._shortcuts.jobs_without_tasks)

@@ -24,6 +24,7 @@ from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
 from kbatch.cluster.reuse import settled
+from kbatch.cluster.reuse.per_object import Inputs
 from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
 from kbatch.cluster.state_reads import StateReads
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
@@ -162,7 +163,7 @@ class ClusterState(StateReads):
         if kind == "PodGroup":
             self._groups.remove(key, self._parsed["PodGroup"].get(key))
             self._groups.add(key, parsed)
-            self._builder.group_arrived(key, parsed, self._snapshot_inputs)
+            self._builder.objects.group_arrived(key, parsed, self._snapshot_inputs)
         self._unit_changed(kind, key, parsed)
         self._raw[kind][key] = raw
         self._parsed[kind][key] = parsed
@@ -174,9 +175,9 @@ class ClusterState(StateReads):
             else:
                 self._theirs.discard(key)
             self._assumed.check(key, parsed)
-            self._builder.pod_arrived(parsed, self._snapshot_inputs)
+            self._builder.objects.pod_arrived(parsed, self._snapshot_inputs)
         elif kind == "Node":
-            self._builder.node_arrived(parsed, self._snapshot_inputs)
+            self._builder.objects.node_arrived(parsed, self._snapshot_inputs)
         if kind in self._waiting:
             if self._is_waiting(parsed):
                 self._waiting[kind].add(key)
@@ -191,7 +192,7 @@ class ClusterState(StateReads):
         that cannot move stays settled (``runtime.loop``)."""
         return key not in self._refused["Node"] and self._parsed["Node"].get(key) == parsed
 
-    def _snapshot_inputs(self) -> snapshot.Inputs:
+    def _snapshot_inputs(self) -> Inputs:
         """What a snapshot works its tasks, jobs and node rows out under, for those
         worked out as pods, PodGroups and Nodes arrive (before the first snapshot)."""
         names = self._names.names()

@@ -10,9 +10,9 @@ longer to be held (the PodGroup operator's side of delayed pod creation); a Job 
 a group that is not held although its group waits gets ``NotHeld``, saying why.
 A Job labelled ``kbatch.io/queue`` without a group of its own gets its PodGroup
 made once it exists, as the held-Job controller makes it (``PodGroupCreated``); a
-group its admission refuses is told on the Job (``PodGroupRefused``, naming the
+group its admission refuses is reported on the Job (``PodGroupRefused``, naming the
 field: the label for a queue that does not exist) and made when a Queue comes; a
-group whose label names a queue with child queues is not made, told the same way,
+group whose label names a queue with child queues is not made, reported the same way,
 until the label names a leaf queue or the children go.
 
 What ``kbatch run`` does on events, the simulation does at once: when a PodGroup is
@@ -42,7 +42,7 @@ class SimAdmission:
         self.view = StateView(cluster.state, self._group_jobs)
         self.held: set[JobKey] = set()
         self.to_group: set[JobKey] = set()  # labelled Jobs whose PodGroup is to be made
-        self._told: dict[JobKey, str] = {}  # why a Job's PodGroup was last refused
+        self._refused_why: dict[JobKey, str] = {}  # why a Job's PodGroup was last refused
         self._jobs_of_group: dict[tuple[str, str], set[JobKey]] = {}
 
     def _group_jobs(self, namespace: str, group: str) -> list[Object]:
@@ -146,7 +146,7 @@ class SimAdmission:
 
     def _make_groups(self) -> None:
         """The PodGroups of labelled Jobs, made once the Job exists (its uid is the
-        group's owner), through the PodGroup's admission; one that is refused is told
+        group's owner), through the PodGroup's admission; one that is refused is reported
         on the Job and tried again later. A group of that name that exists is joined."""
         for key in sorted(self.to_group):
             record = self.controller.jobs.get(key)
@@ -157,14 +157,14 @@ class SimAdmission:
             ref = ObjectRef("Job", *key)
             not_leaf = jobgroup.queue_not_leaf(record.obj, self.view)
             if not_leaf is not None:
-                self._tell_refused(key, not_leaf)
+                self._report_refused(key, not_leaf)
                 continue
             answer = chain.admit(made, None, self.view)
             if not answer.allowed:
-                self._tell_refused(key, jobgroup.refusal_message(record.obj, answer.message))
+                self._report_refused(key, jobgroup.refusal_message(record.obj, answer.message))
                 continue
             self.to_group.discard(key)
-            self._told.pop(key, None)
+            self._refused_why.pop(key, None)
             if self.cluster.state.get("PodGroup", *key) is not None:
                 continue
             group = answer.applied_to(made)
@@ -174,10 +174,10 @@ class SimAdmission:
             )
             self._group_created(group)
 
-    def _tell_refused(self, key: JobKey, message: str) -> None:
+    def _report_refused(self, key: JobKey, message: str) -> None:
         """A Warning on the Job that its PodGroup is not made, once per reason."""
-        if self._told.get(key) != message:
-            self._told[key] = message
+        if self._refused_why.get(key) != message:
+            self._refused_why[key] = message
             self.cluster.record(ObjectRef("Job", *key), "Warning", jobgroup.REFUSED, message)
 
     def _held_of(self, groups: Collection[tuple[str, str]]) -> set[JobKey]:

@@ -21,7 +21,7 @@ pod's evictions, and the pods removed during the run (reported with phase
 
 For the runner's jumps over quiet ticks it counts its writes (``changes``), keeps
 the pods' finish and removal times in a heap (``kbatch.sim.timers``), and its
-events know when one may be told again (``kbatch.sim.events``).
+events know when one may be recorded again (``kbatch.sim.events``).
 """
 
 import uuid
@@ -398,7 +398,7 @@ class SimBackend:
         return str((obj.get("metadata") or {}).get("uid", ""))
 
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        """An event, unless the same was told lately about the same object
+        """An event, unless the same was recorded lately about the same object
         (``kbatch.sim.events``): the object is known by its uid, which no other object
         ever has (they count up), or by its name where its kind has none."""
         uid = self._uid_of(ref)

@@ -1,9 +1,9 @@
-"""The simulated cluster's events: told on simulated time, as the runtime tells them.
+"""The simulated cluster's events: recorded on simulated time, as the runtime records them.
 
-An event identical to one told lately about the same object is held back (one rule
-with the runtime: ``outcome.EventFilter``). The log also knows when an event it told
-or held back may be told again (``retell_at``, since the runner last reset it): a
-session that repeats the event then tells it, so a run that jumps over quiet ticks
+An event identical to one recorded lately about the same object is held back (one
+rule with the runtime: ``outcome.EventFilter``). The log also knows when an event it
+recorded or held back may be recorded again (``retell_at``, since the runner last
+reset it): a session that repeats the event then records it, so a run that jumps over quiet ticks
 must not jump past that time (``kbatch.sim.runner``).
 """
 
@@ -35,8 +35,8 @@ class EventLog:
     def record(
         self, identity: Hashable, ref: ObjectRef, type_: str, reason: str, message: str, now: float
     ) -> None:
-        """Tell the event at ``now`` unless the same was told lately about ``identity``
-        (the object: a new one of the same name is told about again)."""
+        """Record the event at ``now`` unless the same was recorded lately about
+        ``identity`` (the object: a new one of the same name gets its events again)."""
         fresh, again = self._filter.check(identity, type_, reason, message, now)
         if fresh:
             self.entries.append(

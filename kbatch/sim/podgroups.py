@@ -28,9 +28,9 @@ def reconcile(cluster: SimBackend) -> None:
         status = pod_group_status.counted(group.status, group.spec.min_member, counts)
         if status != group.status:
             cluster.update_pod_group(namespace, name, status)
-            if status.phase is not group.status.phase:  # told as the session close tells it
-                told = phase_event(namespace, name, group.status.phase, status.phase)
-                cluster.record(told.ref, told.type, told.reason, told.message)
+            if status.phase is not group.status.phase:  # an event, as the session close makes it
+                event = phase_event(namespace, name, group.status.phase, status.phase)
+                cluster.record(event.ref, event.type, event.reason, event.message)
     cluster.touched.groups.clear()
 
 

@@ -32,9 +32,9 @@ would see what that tick saw and do what it did — nothing — so they are not 
 every tick had run (``Options.skip_quiet_ticks`` False runs them all, and
 ``tests/scenarios/test_sim_skip.py`` compares). The events are a submission, a
 pod's finish or removal, the end of a running job's lifetime while work waits
-(from then on it may be reclaimed), and the time an event the tick told or held
-back may be told again (the event filter's repeat interval): a quiet session
-repeats its events, and one that comes late would tell them late. Between two
+(from then on it may be reclaimed), and the time an event the tick recorded or
+held back may be recorded again (the event filter's repeat interval): a quiet
+session repeats its events, and one that comes late would record them late. Between two
 ticks that run, the Jobs held for their PodGroups are looked at again only when a
 PodGroup or a Job of theirs was written (nothing else can release one).
 

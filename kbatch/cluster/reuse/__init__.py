@@ -11,6 +11,8 @@ jobs kept unchanged, and those that changed, appeared or went.
 Each module here keeps one kind of thing, and says in its first line what it keeps and
 when it is dropped:
 
+- ``per_object``: what each pod, PodGroup and Node works out to (its template, task,
+  group parts, allocatable row), worked out as it arrives;
 - ``kept_tasks``: each pod's TaskInfo, made as the pod arrives;
 - ``group_parts``: what a PodGroup's job is made from, and its job while it has no
   tasks;

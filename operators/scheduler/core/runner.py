@@ -108,7 +108,7 @@ def open_session(
 def leave_out_refused_queues(snapshot: Snapshot) -> dict[str, list[str]]:
     """Take out of ``snapshot`` the queues the queue tree refuses (a missing parent, a
     cycle of parents, under one of those: DESIGN §14), each added to its refused queues
-    with why, naming ``spec.parent``, so that their groups are told as for any queue
+    with why, naming ``spec.parent``, so that their groups' conditions say so as for any queue
     kbatch ignores. The queues with children (name -> children's names, in order)."""
     queues = snapshot.queues
     if not any(queue.parent is not None for queue in queues.values()):
@@ -177,7 +177,7 @@ class Scheduler:
         """One session, closed and its outcome applied; its ``stats`` say what it did (for
         metrics). A session that fails after committing still has what it committed
         (binds, evictions, nominations) applied, without statuses or events: the
-        cluster must not be left unaware of what the snapshot was told."""
+        cluster must not be left unaware of what was already committed."""
         started = time.perf_counter()
         with collector_paused():
             snapshot = self.cluster.snapshot()

@@ -161,16 +161,16 @@ class SchedulerLoop:
         ``busy_idle_every`` while binds are in flight. A quiet cluster thus costs a
         session every few seconds, not every period; a bind burst with nothing else
         waiting none until it ends (or half a minute): such a session would decide
-        nothing but statuses that wait for the binds anyway, and each took 0.1-0.5 s
-        from the binds (4 sessions, 0.6 s of CPU, in a cold start's burst of 10,000).
+        nothing but statuses that wait for the binds anyway, and would take its CPU
+        from the binds.
 
-        A backlog that cannot move is such a quiet cluster too (issue 12): once a session
+        A backlog that cannot move is such a quiet cluster too: once a session
         has changed nothing, the next one, on the same cluster under the same conf, would
         decide the same, until the clock reaches what its plugins decide by it (a
         lifetime's end: ``Session.wakes_at``). What else time changes (a queue's flow,
-        an event told again) waits for the beat, ``idle_every`` periods at most. Before,
-        the waiting work alone ran a whole session every period (0.5 s and more at 1,000
-        nodes with 1,800 gangs waiting), to decide nothing."""
+        an event recorded again) waits for the beat, ``idle_every`` periods at most:
+        otherwise the waiting work alone would run a whole session every period, to
+        decide nothing."""
         self._idle_periods += 1
         busy = self.busy()
         changed = self.generation() != self._seen_generation and not busy

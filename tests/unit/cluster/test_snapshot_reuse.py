@@ -261,7 +261,7 @@ def test_tasks_made_as_pods_arrive_are_the_snapshots() -> None:
     state = ClusterState()
     for step in STEPS[:3]:
         step(state)
-    keeper = state._builder._kept
+    keeper = state._builder.objects.tasks
     made = {record.uid: keeper.task_of(record) for record in state._parsed["Pod"].values()}
     snap = state.snapshot()
     tasks = [task for job in snap.jobs.values() for task in job.tasks.values()]

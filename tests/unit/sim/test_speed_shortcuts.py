@@ -212,19 +212,19 @@ def test_the_event_filter_clears_old_events_once_per_doubling() -> None:
     rebuild its memory on every new event (that was quadratic in a burst): it rebuilds
     once each time the remembered events double, forgets only events out of the window,
     and still drops every repeat within it."""
-    told = EventFilter(repeat_seconds=100.0, limit=10)
-    rebuilds, memory = 0, told._told
+    events = EventFilter(repeat_seconds=100.0, limit=10)
+    rebuilds, memory = 0, events._recorded
     for n in range(1000):
         event = Event(ObjectRef("Pod", "ns", f"p{n}"), "Normal", "R", "m")
-        assert told.fresh(n, event, now=float(n % 50))
-        if told._told is not memory:
-            rebuilds, memory = rebuilds + 1, told._told
+        assert events.fresh(n, event, now=float(n % 50))
+        if events._recorded is not memory:
+            rebuilds, memory = rebuilds + 1, events._recorded
     assert rebuilds <= 7  # 10, 20, 40, ... 640: one per doubling
     for n in range(1000):  # all still within the window: each a repeat
         event = Event(ObjectRef("Pod", "ns", f"p{n}"), "Normal", "R", "m")
-        assert not told.fresh(n, event, now=60.0)
+        assert not events.fresh(n, event, now=60.0)
     late = Event(ObjectRef("Pod", "ns", "late"), "Normal", "R", "m")
     for n in range(3000):  # far later: the old ones are cleared at the next rebuild
-        told.fresh(("late", n), late, now=1000.0)
-    assert len(told._told) == 3000  # every late one, none of the old
-    assert all(t == 1000.0 for t in told._told.values())
+        events.fresh(("late", n), late, now=1000.0)
+    assert len(events._recorded) == 3000  # every late one, none of the old
+    assert all(t == 1000.0 for t in events._recorded.values())

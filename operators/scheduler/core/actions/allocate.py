@@ -8,7 +8,7 @@ Each task goes to the best node that passes the predicates and has room (or room
 being released, which pipelines it). When the job becomes ready the statement is
 committed (binds are sent) and the job goes back in line for its remaining tasks; if
 it cannot become ready its changes are discarded, so the next job can use the room
-(kube-batch#514).
+(kube-batch's allocate does the same, so that a gang that cannot start holds no room).
 
 Tasks with no resource request are left to backfill — unless the job's
 requested tasks alone do not make it ready: then its best-effort tasks are

@@ -27,7 +27,7 @@ class EvictableRoom:
     bound leaves.
 
     It also remembers what failed. The session changes in an action only through its
-    statements, and those that are not committed are undone, so a session state is told
+    statements, and those that are not committed are undone, so a session state is known
     by ``generation`` (the commits so far) and the signature of the statement under way
     (``state``). A failed plan depends on that state, the node, the task's request, the
     rule and what the deciding plugins read of the preemptor; with all of these equal it

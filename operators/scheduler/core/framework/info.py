@@ -84,9 +84,9 @@ class TaskInfo:
     role: str = ""  # its role in the gang (kbatch.io/task), counted for minTaskMember
     # its pod's PodScheduled condition as (status, reason, message); None: it has none
     scheduled_condition: tuple[str, str, str] | None = None
-    # The FailedScheduling event a session last told of it (``outcome.failed_scheduling``):
-    # a backlog's pod told the same again is given the same (frozen) event, not a new one
-    # every session. Not part of what the task is.
+    # The FailedScheduling event last recorded for its pod (``outcome.failed_scheduling``):
+    # a backlog's pod that waits for the same reason again is given the same (frozen)
+    # event, not a new one every session. Not part of what the task is.
     told: "Event | None" = field(default=None, compare=False)
     # "namespace/name": made once, not at each of the many asks (every task order key)
     key: str = field(init=False, compare=False)
@@ -134,12 +134,12 @@ class JobInfo:
     allocated: np.ndarray = field(init=False)
     total_request: np.ndarray = field(init=False)
     # What the last session's close found its status to stay (``job_status``): the one
-    # condition it was told and the status it kept. Only a job kept from one snapshot
+    # condition set on it that session and the status it kept. Only a job kept from one snapshot
     # to the next (one no session touched) meets it again; not part of what the job is.
     kept_status: "KeptStatus | None" = field(default=None, init=False, compare=False)
     # A session changed one of its tasks (status, node or nominated node: ``set_status``
     # here, ``Session.keep``/``unkeep``): the snapshot builder makes it anew, where it
-    # would hand an untouched job of an unchanged unit on (kbatch.cluster.reuse.kept_jobs).
+    # would keep an untouched job of an unchanged unit (kbatch.cluster.reuse.kept_jobs).
     touched: bool = field(default=False, init=False, compare=False)
     # Where to say that a session touched it or moved its phase: the list of uids kept by
     # the snapshot builder that made it, which makes its next snapshot's jobs from its
@@ -242,11 +242,11 @@ class JobInfo:
 class KeptStatus:
     """A job's status that a session's close kept as it was (``JobInfo.kept_status``)."""
 
-    told: PodGroupCondition  # the one condition the session told it
+    told: PodGroupCondition  # the one condition set on the job that session
     phase: PodGroupPhase  # its phase then
     status: PodGroupStatus  # its old status, kept
-    # What the rest of that session found, for ``job_status.quiet_gang``: that it told
-    # the job only that it is scheduled (so found it valid and ready), under which
+    # What the rest of that session found, for ``job_status.quiet_gang``: that the one
+    # condition set was Scheduled (so it found the job valid and ready), under which
     # scheduler conf, and its tasks in READY_STATUSES and in all then.
     scheduled: bool
     conf: object

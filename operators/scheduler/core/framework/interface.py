@@ -42,9 +42,10 @@ class Snapshot:
     # PodGroups (job uids) with pods, all of them another scheduler's: not ours to write.
     foreign_groups: frozenset[str] = frozenset()
     # Queues the cluster has but kbatch refused (a negative capability, ...): name -> why
-    # ('field: why'), so that their PodGroups are told why, not that the queue is missing.
+    # ('field: why'), so that their PodGroups' conditions say why, not that the queue is
+    # missing.
     refused_queues: dict[str, str] = field(default_factory=dict)
-    # PodGroups likewise ('namespace/name' -> why): their pods are told so.
+    # PodGroups likewise ('namespace/name' -> why): their pods' events say so.
     refused_groups: dict[str, str] = field(default_factory=dict)
     # What changed since the snapshot before it in its maker's line, for the caches
     # that reuse work across sessions (None: no snapshot before it to compare with).

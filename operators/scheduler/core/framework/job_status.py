@@ -1,6 +1,6 @@
 """Session close: what a job's PodGroup status and its queue's status become.
 
-Written back only where they changed (the status writer is told nothing else), and
+Written back only where they changed (the status writer is given nothing else), and
 a PodGroup's only if it may be ours: one with a pod of our scheduler names, or with no
 pods yet (it still needs Pending/Inqueue, and which scheduler it is for cannot be
 known). One whose pods are all another scheduler's (a second kbatch with another
@@ -49,14 +49,15 @@ def pod_group_status(
     job: JobInfo,
     session: Session,
     built: dict[BuiltKey, PodGroupStatus] | None = None,
-    told: list[PodGroupCondition] | None = None,
+    session_conditions: list[PodGroupCondition] | None = None,
 ) -> PodGroupStatus:
     """The job's PodGroup status as the rules make it. ``built``: the statuses built so
     far this session, by what they are made of (``BuiltKey``), so that alike groups —
     thousands in a backlog: same counts, same words — share one build (statuses are
-    frozen); None: build each. ``told``: the conditions this session sets on it, when
+    frozen); None: build each. ``session_conditions``: the conditions set on it this
+    session, when
     the caller has them already (None: asked of the session)."""
-    new = session.conditions_of(job) if told is None else told
+    new = session.conditions_of(job) if session_conditions is None else session_conditions
     unchanged = _unchanged_status(job, new)
     if unchanged is not None:
         return unchanged
@@ -111,7 +112,9 @@ def _unchanged_status(job: JobInfo, new: list[PodGroupCondition]) -> PodGroupSta
     return old
 
 
-def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus | None:
+def _kept_status(
+    job: JobInfo, session_conditions: list[PodGroupCondition]
+) -> PodGroupStatus | None:
     """The status the last session's close kept for ``job``, when nothing it is worked
     out from has changed since; else None. A job whose PodGroup and pods were not
     written since the last snapshot keeps its JobInfo from that snapshot
@@ -125,8 +128,8 @@ def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus 
     kept = job.kept_status
     if (
         kept is None
-        or len(told) != 1
-        or told[0] is not kept.told
+        or len(session_conditions) != 1
+        or session_conditions[0] is not kept.told
         or job.phase is not kept.phase
         or job.old_status is not kept.status
         or job.touched
@@ -136,15 +139,19 @@ def _kept_status(job: JobInfo, told: list[PodGroupCondition]) -> PodGroupStatus 
 
 
 def _keep_if_unchanged(
-    job: JobInfo, told: list[PodGroupCondition], status: PodGroupStatus, conf: object
+    job: JobInfo,
+    session_conditions: list[PodGroupCondition],
+    status: PodGroupStatus,
+    conf: object,
 ) -> None:
     """Remember on ``job`` (``_kept_status``) that its status stays ``status``, if it
     does and the job may meet it again (one no session touched, given one condition),
     with what a later session needs to know it is a quiet gang (``quiet_gang``)."""
-    if status is job.old_status and len(told) == 1 and not job.touched:
-        scheduled = told[0].type is _SCHEDULED
+    if status is job.old_status and len(session_conditions) == 1 and not job.touched:
+        condition = session_conditions[0]
+        scheduled = condition.type is _SCHEDULED
         job.kept_status = KeptStatus(
-            told[0], job.phase, status, scheduled, conf, job.ready_count, len(job.tasks)
+            condition, job.phase, status, scheduled, conf, job.ready_count, len(job.tasks)
         )
 
 
@@ -181,13 +188,13 @@ def _conditions_kept(old: tuple[PodGroupCondition, ...], new: list[PodGroupCondi
     """Would ``with_conditions`` give back ``old`` as it is? Yes when ``old`` is in its
     order (by type, one of each) and each new condition says what the one of its type
     says: that one then keeps its transition time and id, and nothing else changes."""
-    if len(old) == 1 and len(new) == 1:  # most groups: one condition, told again
-        told, telling = old[0], new[0]
+    if len(old) == 1 and len(new) == 1:  # most groups: one condition, set again the same
+        last, given = old[0], new[0]
         return (
-            told.type is telling.type
-            and told.status == telling.status
-            and told.reason == telling.reason
-            and told.message == telling.message
+            last.type is given.type
+            and last.status == given.status
+            and last.reason == given.reason
+            and last.message == given.message
         )
     if any(a.type.value >= b.type.value for a, b in itertools.pairwise(old)):
         return False
@@ -330,7 +337,7 @@ def _add_up_subtrees(
 def publish(session: Session) -> Outcome:
     """Add every PodGroup and Queue status that changed to the session's outcome, an
     event for each PodGroup phase change, and one on each pod that waits for a PodGroup
-    that does not exist (nothing else would tell); the outcome."""
+    that does not exist (nothing else would say so); the outcome."""
     outcome = session.outcome
     # Each queue's PodGroups' phases as published, gathered in this one pass over the
     # jobs (``queue_status`` counts them; it walked each queue's jobs a second time)
@@ -343,8 +350,8 @@ def publish(session: Session) -> Outcome:
     for job in session.active_jobs():
         if not job.has_pod_group:
             continue
-        told = session.conditions_of(job)
-        if not told:
+        conditions = session.conditions_of(job)
+        if not conditions:
             invalid = session.invalid_reason(job)
             if invalid is not None:
                 session.set_condition(
@@ -353,12 +360,12 @@ def publish(session: Session) -> Outcome:
                         ConditionType.UNSCHEDULABLE, True, invalid.reason, invalid.message
                     ),
                 )
-                told = session.conditions_of(job)
-        status = _kept_status(job, told)
+                conditions = session.conditions_of(job)
+        status = _kept_status(job, conditions)
         if status is None:
-            status = pod_group_status(job, session, built, told)
+            status = pod_group_status(job, session, built, conditions)
             if keep_statuses:
-                _keep_if_unchanged(job, told, status, session.conf)
+                _keep_if_unchanged(job, conditions, status, session.conf)
         old = job.old_status
         # ``is``: most statuses are the old one itself (pydantic's == walks every field)
         if status is not old and status != old and job.uid not in session.foreign_groups:

@@ -17,7 +17,7 @@ from kbatch.api.podgroup import PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 
-# An identical event (same object, reason and message) is not told again sooner.
+# An identical event (same object, reason and message) is not recorded again sooner.
 EVENT_REPEAT_SECONDS = 300.0
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's reason, for a rejected bind too
@@ -52,7 +52,7 @@ class Bind:
 
 @dataclass(frozen=True, slots=True)
 class Eviction:
-    """Evict ``task``: ``reason`` is told in its Evict events, ``disruption`` is the
+    """Evict ``task``: ``reason`` is the message of its Evict events, ``disruption`` is the
     message of the DisruptionTarget condition it gets first (who takes its room)."""
 
     task: TaskInfo
@@ -91,18 +91,19 @@ class Event:
 
 
 def failed_scheduling(task: TaskInfo, message: str) -> Event:
-    """The Warning FailedScheduling on ``task``'s pod, saying ``message``: the one told of
-    it last (``TaskInfo.told``) when it says the same, else a new one, kept there. A
-    backlog's pods are each told why they wait, every session, mostly in the same words:
+    """The Warning FailedScheduling on ``task``'s pod, saying ``message``: the one last
+    recorded for it (``TaskInfo.told``) when it says the same, else a new one, kept
+    there. A backlog's pods are each given an event saying why they wait, every
+    session, mostly in the same words:
     these are then the same objects, not some ten thousand new ones each time (and as
     many more for the collector to walk)."""
-    told = task.told
-    if told is not None and told.message == message:
-        return told
-    told = task.told = Event(
+    last = task.told
+    if last is not None and last.message == message:
+        return last
+    event = task.told = Event(
         ObjectRef("Pod", task.namespace, task.name), "Warning", FAILED_SCHEDULING, message
     )
-    return told
+    return event
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +137,7 @@ class Outcome:
     def changes_nothing(self) -> bool:
         """Nothing to send but events: no bind, eviction or nomination, no status or pod
         condition to write (a session that found everything as its snapshot showed it;
-        its events repeat the last ones, which a cluster tells at most once a while)."""
+        its events repeat the last ones, which a cluster records at most once in a while)."""
         return not (
             self.binds
             or self.evictions
@@ -241,19 +242,19 @@ def reclaimed_message(task: TaskInfo, job: JobInfo) -> str:
 
 
 def phase_event(namespace: str, name: str, old: PodGroupPhase, new: PodGroupPhase) -> Event:
-    """A PodGroup's phase change, told as an event (reason: the new phase), so that its
+    """A PodGroup's phase change, as an event (reason: the new phase), so that its
     events show Pending → Inqueue → Running over time."""
     message = f"phase {old.value} → {new.value}"
     return Event(ObjectRef("PodGroup", namespace, name), "Normal", new.value, message)
 
 
 class EventFilter:
-    """Which events to tell: an event identical to one told for the same object (by
-    identity: a pod made again under the same name is told about again) within
+    """Which events to record: an event identical to one recorded for the same object (by
+    identity: a pod made again under the same name gets its events again) within
     ``EVENT_REPEAT_SECONDS`` is dropped. The clock is the caller's (simulated time in
     the simulator, monotonic seconds on a cluster).
 
-    Events told longer ago than that are forgotten once more than ``limit`` are
+    Events recorded longer ago than that are forgotten once more than ``limit`` are
     remembered; when most are still within the window, the next such clearing waits
     until twice as many are (one rebuild per doubling: a burst of events costs each of
     them a constant share, not a rebuild each)."""
@@ -261,30 +262,32 @@ class EventFilter:
     def __init__(self, repeat_seconds: float = EVENT_REPEAT_SECONDS, limit: int = 50_000) -> None:
         self.repeat_seconds = repeat_seconds
         self.limit = limit
-        self._told: dict[tuple[Hashable, str, str, str], float] = {}
+        self._recorded: dict[tuple[Hashable, str, str, str], float] = {}
         self._clear_above = limit  # clear old events when more than this are remembered
 
     def fresh(self, identity: Hashable, event: Event, now: float) -> bool:
-        """Tell ``event`` now? (and remember it if so)"""
+        """Record ``event`` now? (and remember it if so)"""
         return self.check(identity, event.type, event.reason, event.message, now)[0]
 
     def check(
         self, identity: Hashable, type_: str, reason: str, message: str, now: float
     ) -> tuple[bool, float]:
-        """``fresh`` for an event given by its fields, and when it may be told again
-        (``told_again_at`` after it): one look-up, for a simulator that repeats
+        """``fresh`` for an event given by its fields, and when it may be recorded
+        again (``told_again_at`` after it): one look-up, for a simulator that repeats
         hundreds of held-back events every session."""
         key = (identity, type_, reason, message)
-        last = self._told.get(key)
+        last = self._recorded.get(key)
         if last is not None and now - last < self.repeat_seconds:
             return False, last + self.repeat_seconds
-        self._told[key] = now
-        if len(self._told) > self._clear_above:
-            self._told = {k: t for k, t in self._told.items() if now - t < self.repeat_seconds}
-            self._clear_above = max(self.limit, 2 * len(self._told))
+        self._recorded[key] = now
+        if len(self._recorded) > self._clear_above:
+            self._recorded = {
+                k: t for k, t in self._recorded.items() if now - t < self.repeat_seconds
+            }
+            self._clear_above = max(self.limit, 2 * len(self._recorded))
         return True, now + self.repeat_seconds
 
     def told_again_at(self, identity: Hashable, event: Event) -> float | None:
-        """When ``event`` may be told again (None: it is not remembered as told)."""
-        last = self._told.get((identity, event.type, event.reason, event.message))
+        """When ``event`` may be recorded again (None: it is not remembered as recorded)."""
+        last = self._recorded.get((identity, event.type, event.reason, event.message))
         return None if last is None else last + self.repeat_seconds

@@ -117,7 +117,7 @@ class Ranking:
         """Hold the ``size`` best nodes of ``ranked`` (all nodes' ranks), of ``among`` only
         if given (ascending: a node subset such as a topology domain), or twice as many as
         the last fill held, up to HEAP_SIZE; the nodes held. A ranking filled from a
-        subset must only be told of (``moved``) its nodes."""
+        subset must only be given (``moved``) its nodes."""
         size = self._size = min(HEAP_SIZE, max(size, 2 * self._size))
         top = best_first(ranked, size + 1, among)
         held = top[:size]

@@ -7,13 +7,13 @@ is a quiet running gang, and the open, gang's close, the placing actions' choice
 jobs, publish and the pods' conditions would otherwise each walk every one of them.
 
 A job *rests* in a session when, at its open, it is a quiet gang (``job_status.
-quiet_gang``: the last close found it valid and ready and told it only that it is
-scheduled, and nothing that finding came from has changed) that is Running, with a
+quiet_gang``: the last close found it valid and ready and set only its Scheduled
+condition, and nothing that finding came from has changed) that is Running, with a
 Running status, and no task pending. For such a job, while the session does not touch
 it (a session changes a job's tasks only through what marks it ``touched``):
 
-- the open asks no verdict of it; gang's close would tell it its kept words, which
-  ``Session.conditions_of`` gives without being told;
+- the open asks no verdict of it; gang's close would set its kept condition again,
+  which ``Session.conditions_of`` gives without gang setting it;
 - no placing action takes it (nothing pending), the pods' conditions pass it (none
   pending), and publish finds its kept status, the old one: nothing to write, its phase
   Running (its queue's count of running groups has it, ``Session.resting_in``).

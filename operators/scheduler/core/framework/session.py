@@ -101,7 +101,7 @@ class Session(TieredFunctions):
         self._draining: dict[str, str] = {}  # job -> why, in words
         self._drain_tasks: set[str] = set()
         # Running gangs found at open as the last close left them (``job_status.quiet_gang``):
-        # valid and ready, with the words they were told, unless the session touches them;
+        # valid and ready, with the condition set on them then, unless the session touches them;
         # those that rest (``resting``) are not among them.
         self.quiet: dict[str, KeptStatus] = {}
         # Jobs that rest (``framework.resting``), the others in the snapshot's
@@ -290,7 +290,7 @@ class Session(TieredFunctions):
         self.outcome.event(ref, type_, reason, message)
 
     def record_events(self, events: Iterable[Event]) -> None:
-        """Many events at once: a backlog's waiting pods are each told why, every session."""
+        """Many events at once: a backlog's waiting pods each get one saying why, every session."""
         self.outcome.events.extend(events)
 
     # ----------------------------------------------------------------- why not, in words
@@ -299,11 +299,11 @@ class Session(TieredFunctions):
         self._conditions.setdefault(job.uid, []).append(condition)
 
     def conditions_of(self, job: JobInfo) -> list[PodGroupCondition]:
-        told = self._conditions.get(job.uid)
-        if told is not None:
-            return told
+        conditions = self._conditions.get(job.uid)
+        if conditions is not None:
+            return conditions
         if job.uid in self.resting.jobs and not job.touched and job.kept_status is not None:
-            return [job.kept_status.told]  # what gang's close would tell it
+            return [job.kept_status.told]  # what gang's close would set
         return []
 
     def note_fit_error(self, job: JobInfo, task: TaskInfo, reasons: FitError) -> None:

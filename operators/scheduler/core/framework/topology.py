@@ -306,7 +306,7 @@ def where(
     session: Session, placer: Placer, job: JobInfo, tasks: list[TaskInfo]
 ) -> list[np.ndarray | None]:
     """The node sets to try ``job``'s pending ``tasks`` on, in turn (None: every node);
-    none at all when it must wait (and the session is told why)."""
+    none at all when it must wait (and the session is given why)."""
     request = job.topology
     if request is None or not tasks:
         return [None]

@@ -9,10 +9,9 @@ open, masked, plus or minus the masked request of each task that entered or left
 SHARE_STATUSES since (pipelined tasks count, which ``job.allocated`` does not). A
 session asks the shares of the jobs it orders (those with pending work) and the rows of
 few others, so a job's row and share are worked out when first needed, not at the open
-for every job (issue 12: the open was 7% of a simulated second's session). A job's
-allocation is still as at the open when first needed: the plugin hears of every
-status change before the session makes it (``changing``), and takes the row of a job
-it has not seen then, from the allocation not yet changed.
+for every job. A job's allocation is still as at the open when first needed: the plugin
+hears of every status change before the session makes it (``changing``), and takes the
+row of a job it has not seen then, from the allocation not yet changed.
 """
 
 import numpy as np
@@ -38,7 +37,7 @@ ALL_AT_ONCE_AFTER = 64
 
 
 class _Shares:
-    """The jobs' rows and shares, told of a session's changes (see the module's
+    """The jobs' rows and shares, kept current with a session's changes (see the module's
     docstring); ``lazy=False``: every job's worked out at the open (the long way)."""
 
     def __init__(self, session: Session, lazy: bool = True) -> None:

@@ -179,7 +179,7 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
     events = session.outcome.events
     quiet = session.quiet
-    for job in session.active_jobs():  # one resting is told its kept words as it is
+    for job in session.active_jobs():  # a resting job is given its kept condition as it is
         if session.invalid_reason(job) is not None:
             if not job.tasks:
                 waiting = session.waiting_reason(job)
@@ -188,13 +188,13 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
                     # creation), so the reason is admission, not a gang with too few
                     # pods. Most of a long backlog, every session: inline, and the event
                     # added to the outcome as it is made (once: ``not_admitted_event``).
-                    told, message = not_admitted_words(job.min_member, waiting)
-                    session.set_condition(job, told)
+                    unschedulable, message = not_admitted_words(job.min_member, waiting)
+                    session.set_condition(job, unschedulable)
                     events.append(not_admitted_event(job.namespace, job.name, message))
             continue
         kept = quiet.get(job.uid)  # found at open as the last close left it
         if kept is not None and not job.touched:
-            session.set_condition(job, kept.told)  # what _report_scheduled would tell
+            session.set_condition(job, kept.told)  # what _report_scheduled would set
             continue
         if ready(job):
             if job.has_pod_group:
@@ -218,8 +218,8 @@ def _report_scheduled(session: Session, job: JobInfo) -> None:
 
 @functools.lru_cache(maxsize=4096)
 def scheduled_words(scheduled: int, tasks: int) -> PodGroupCondition:
-    """What a gang with ``scheduled`` of its ``tasks`` placed is told: worded once per
-    pair, not once for every running gang, every session."""
+    """The Scheduled condition of a gang with ``scheduled`` of its ``tasks`` placed:
+    worded once per pair, not once for every running gang, every session."""
     message = f"{scheduled}/{tasks} tasks in gang scheduled"
     return condition(ConditionType.SCHEDULED, True, "Scheduled", message)
 
@@ -231,8 +231,8 @@ _UNSCHEDULABLE = ConditionType.UNSCHEDULABLE
 
 def _was_unschedulable(job: JobInfo) -> bool:
     # a loop, not any() (a generator per call): asked of every running gang each session
-    for told in job.conditions:  # noqa: SIM110
-        if told.type is _UNSCHEDULABLE and told.status == "True":
+    for kept in job.conditions:  # noqa: SIM110
+        if kept.type is _UNSCHEDULABLE and kept.status == "True":
             return True
     return False
 
@@ -283,8 +283,8 @@ def not_admitted_words(min_member: int, waiting: str) -> tuple[PodGroupCondition
     for ``waiting``: worded once, not once for each group of a long line alike (enqueue
     gives them all one ``waiting``), every session."""
     message = f"gang of {min_member} {waiting}"
-    told = condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
-    return told, message
+    unschedulable = condition(ConditionType.UNSCHEDULABLE, True, "NotEnoughResources", message)
+    return unschedulable, message
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -306,11 +306,11 @@ def _report_pods(session: Session, job: JobInfo, pending: list[TaskInfo], messag
         return
     nodes = len(session.nodes)
 
-    def told(task: TaskInfo) -> str:
+    def why(task: TaskInfo) -> str:
         reasons = errors.get(task.uid)
         return f"{nodes_unavailable(nodes, reasons)}." if reasons else message
 
-    session.record_events(failed_scheduling(task, told(task)) for task in pending)
+    session.record_events(failed_scheduling(task, why(task)) for task in pending)
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:

@@ -90,7 +90,7 @@ class _Lifetimes:
         self.protected = {name: np.zeros(len(session.dims)) for name in session.queues}
         # Jobs whose lifetime has ended (their pods' start times do not change in a
         # session); the others' ends are when this plugin decides otherwise (reclaimable,
-        # no longer charged): the session is told the first (``Session.wake_at``).
+        # no longer charged): the session is given the first (``Session.wake_at``).
         self.expired: set[str] = set()
         for job in session.jobs.values():
             until = job.protected_until()
