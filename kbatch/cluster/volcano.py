@@ -129,3 +129,30 @@ def _queue_order(spec: Mapping[str, Any], key: str) -> None:
     if key == "dequeueStrategy" and value not in ("traverse", None):
         why = f"kbatch lets later jobs pass one that does not fit (traverse), not {value!r}"
         raise fields.FieldError("spec.dequeueStrategy", why)
+
+
+# The live API: the collections watched where served, and where kbatch's status of a
+# Volcano object is written.
+POD_GROUPS = f"/apis/{API_VERSION}/podgroups"
+QUEUES = f"/apis/{API_VERSION}/queues"
+
+
+def status_path(kind: str, namespace: str, name: str) -> str:
+    """Where the status of Volcano's ``kind`` object is written: a Queue's status
+    subresource; a PodGroup's object itself (Volcano's PodGroup CRD has no status
+    subresource; its own scheduler writes the status with the object)."""
+    if kind == "Queue":
+        return f"{QUEUES}/{name}/status"
+    return f"/apis/{API_VERSION}/namespaces/{namespace}/podgroups/{name}"
+
+
+def queue_status(status: Mapping[str, Any], closed: bool) -> dict[str, Any]:
+    """kbatch's status of a queue (dumped) in Volcano's QueueStatus fields: ``state``
+    and the counts of groups by phase, and ``allocated``. Volcano's schema has no
+    ``deserved``, ``request`` or flow, so they are not written (the flow plugin's
+    memory of a Volcano queue starts afresh when the scheduler restarts)."""
+    written: dict[str, Any] = {"state": "Closed" if closed else "Open"}
+    for key in ("pending", "inqueue", "running", "allocated"):
+        if key in status:
+            written[key] = status[key]
+    return written
