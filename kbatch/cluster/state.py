@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
-from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups
+from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups, volcano
 from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
@@ -294,6 +294,8 @@ class ClusterState(StateReads):
             for key in set(self._raw[kind]) - seen:
                 if kind == "PodGroup" and upstream_groups.is_upstream(self._raw[kind][key]):
                     continue  # made from upstream's PodGroups, which their own watch keeps
+                if volcano.origin_of(self._raw[kind][key]) is not None:
+                    continue  # made from Volcano's, which their own watches keep
                 self._drop(kind, key)
             for key in set(self._refused[kind]) - listed:
                 del self._refused[kind][key]  # gone from the cluster

@@ -4,7 +4,9 @@ Kinds the simulator models (by API group, so that Volcano's ``batch.volcano.sh``
 Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
 ResourceQuota, batch Job, PriorityClass, PodGroup, Queue, upstream's own PodGroup
 (``scheduling.k8s.io/v1beta1`` or ``v1alpha3``, read as the kbatch PodGroup it is scheduled as:
-``kbatch.cluster.upstream_groups``), and a ConfigMap
+``kbatch.cluster.upstream_groups``), Volcano's PodGroup and Queue
+(``scheduling.volcano.sh/v1beta1``, read as kbatch's own: ``kbatch.cluster.volcano``;
+the Volcano fields left out as harmless are counted in ``ignored``), and a ConfigMap
 annotated ``kbatch.io/sim-scheduler-conf: "true"`` whose single data value is
 the scheduler configuration. Other kinds are collected in ``skipped`` (the
 caller names each once) and left out. A ``kind: List`` is read item by item.
@@ -28,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from kbatch.cluster import fields, upstream_groups
+from kbatch.cluster import fields, upstream_groups, volcano
 from kbatch.cluster.errors import ManifestError as ManifestError  # manifests.ManifestError
 from kbatch.cluster.errors import ObjectError
 from kbatch.sim import clock
@@ -43,6 +45,7 @@ MODELLED: dict[str, frozenset[str]] = {
     "batch": frozenset({"Job"}),
     "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup"}),
     "scheduling.incubator.k8s.io": frozenset({"PodGroup", "Queue"}),
+    volcano.API_GROUP: volcano.KINDS,
 }
 CLUSTER_SCOPED = frozenset({"Namespace", "Node", "Queue", "PriorityClass"})
 # Objects due at the same time are created in this order, as Helm installs a chart:
@@ -103,6 +106,8 @@ class Manifests:
     scheduler_conf: tuple[str, str] | None = None
     # Kinds left out, in order of first appearance, with how many objects of each.
     skipped: dict[str, int] = field(default_factory=dict)
+    # Volcano fields left out as harmless ("Queue spec.type"), with how many objects had each.
+    ignored: dict[str, int] = field(default_factory=dict)
 
     def extend(self, other: "Manifests") -> None:
         offset = len(self.objects)
@@ -114,6 +119,8 @@ class Manifests:
             self._set_conf(*other.scheduler_conf)
         for kind, count in other.skipped.items():
             self.skipped[kind] = self.skipped.get(kind, 0) + count
+        for what, count in other.ignored.items():
+            self.ignored[what] = self.ignored.get(what, 0) + count
 
     def _set_conf(self, text: str, source: str) -> None:
         if self.scheduler_conf is not None:
@@ -189,7 +196,8 @@ def _add(result: Manifests, document: object, where: str) -> None:
         return
     upstream = group == upstream_groups.API_GROUP and kind == "PodGroup"
     if kind not in MODELLED.get(group, frozenset()) or (
-        upstream and obj["apiVersion"] not in upstream_groups.API_VERSIONS
+        (upstream and obj["apiVersion"] not in upstream_groups.API_VERSIONS)
+        or (group == volcano.API_GROUP and not volcano.is_volcano(obj))
     ):
         label = f"{kind} ({obj['apiVersion']})"
         result.skipped[label] = result.skipped.get(label, 0) + 1
@@ -197,6 +205,8 @@ def _add(result: Manifests, document: object, where: str) -> None:
     normalised = _normalised(obj)
     if upstream:
         normalised = _upstream_group(normalised)
+    elif volcano.is_volcano(normalised):
+        normalised = _volcano_object(normalised, result)
     submit_at = _submit_at(normalised)
     result.objects.append(Manifest(normalised, where, submit_at, len(result.objects)))
 
@@ -211,6 +221,20 @@ def _upstream_group(obj: Object) -> Object:
         return obj
     if "status" not in obj:
         del made["status"]
+    return made
+
+
+def _volcano_object(obj: Object, result: Manifests) -> Object:
+    """Volcano's PodGroup or Queue ``obj`` as kbatch's own, the harmless fields it left
+    out counted in ``result.ignored``; one that cannot be is kept as it is, to be refused
+    when due naming its field (``kbatch.sim.validation``)."""
+    try:
+        made, ignored = volcano.kbatch_object(obj)
+    except ObjectError:
+        return obj
+    for path in ignored:
+        what = f"{obj['kind']} {path}"
+        result.ignored[what] = result.ignored.get(what, 0) + 1
     return made
 
 

@@ -370,11 +370,15 @@ def resolve_conf(config: Path | None, loaded: manifests.Manifests) -> SchedulerC
 
 
 def skipped_notes(loaded: manifests.Manifests) -> list[str]:
-    """One line per kind the simulator left out."""
+    """One line per kind the simulator left out, and per Volcano field it left out."""
     return [
         f"skipped {count} {kind} object{'s' if count > 1 else ''}: "
         "the simulator does not model this kind"
         for kind, count in loaded.skipped.items()
+    ] + [
+        f"left out {what} of {count} object{'s' if count > 1 else ''}: a Volcano field "
+        "that changes nothing kbatch schedules by"
+        for what, count in loaded.ignored.items()
     ]
 
 

@@ -14,7 +14,7 @@ admission (``SimBackend.refusal``); the webhooks' checks are ``kbatch.sim.admiss
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kbatch.cluster import fields, records, upstream_groups
+from kbatch.cluster import fields, records, upstream_groups, volcano
 from kbatch.cluster.errors import ObjectError
 from kbatch.sim import clock, jobs, manifests
 
@@ -104,7 +104,17 @@ def _pod_group(obj: Object) -> object:
     refused naming its field."""
     if obj.get("apiVersion") in upstream_groups.API_VERSIONS:
         return upstream_groups.kbatch_object(obj)
+    if volcano.is_volcano(obj):
+        return volcano.kbatch_object(obj)
     return records.parse_pod_group(obj)
+
+
+def _queue(obj: Object) -> object:
+    """kbatch's Queue, or Volcano's that could not be read as one (``manifests``):
+    refused naming its field."""
+    if volcano.is_volcano(obj):
+        return volcano.kbatch_object(obj)
+    return records.parse_queue(obj)
 
 
 _CHECKS: dict[str, Callable[[Object], object]] = {
@@ -112,7 +122,7 @@ _CHECKS: dict[str, Callable[[Object], object]] = {
     "Node": records.parse_node,
     "Pod": _pod,
     "PodGroup": _pod_group,
-    "Queue": records.parse_queue,
+    "Queue": _queue,
     "ResourceQuota": records.parse_quota,
     "PriorityClass": _priority_class,
     "Job": _job,

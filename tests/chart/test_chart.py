@@ -41,6 +41,9 @@ CLUSTER_RULES = {
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
     ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.k8s.io", "podgroups/status"): {"patch"},
+    ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "patch"},
+    ("scheduling.volcano.sh", "queues"): {"list", "watch"},
+    ("scheduling.volcano.sh", "queues/status"): {"patch"},
     ("scheduling.incubator.k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.incubator.k8s.io", "podgroups/status"): {"patch"},
     ("scheduling.incubator.k8s.io", "queues"): {"list", "watch", "create"},
@@ -512,3 +515,25 @@ def test_chart_crds_are_the_crds_folder() -> None:
     assert ours == theirs, (
         "charts/kbatch/crds/ must be copies of crds/: cp crds/*.yaml charts/kbatch/crds/"
     )
+
+
+def test_volcanos_crds_are_installed_only_when_asked() -> None:
+    crds = {
+        o["metadata"]["name"]: o
+        for o in by_kind(template("--set", "volcano.installCRDs=true"), "CustomResourceDefinition")
+    }
+    assert set(crds) == {"podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh"}
+    group, queue = crds["podgroups.scheduling.volcano.sh"], crds["queues.scheduling.volcano.sh"]
+    assert (group["spec"]["scope"], queue["spec"]["scope"]) == ("Namespaced", "Cluster")
+    (version,) = queue["spec"]["versions"]
+    assert version["name"] == "v1beta1" and version["subresources"] == {"status": {}}
+    assert "subresources" not in group["spec"]["versions"][0]  # as Volcano's
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert {"parent", "weight", "capability", "guarantee", "deserved", "reclaimable"} <= set(
+        spec["properties"]
+    )
+    assert "shortNames" not in queue["spec"]["names"]  # pg and q are kbatch's own
+    assert queue["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert not by_kind(template(), "CustomResourceDefinition")  # off by default
+    guard = (CHART / "templates" / "volcano-crds.yaml").read_text()
+    assert 'lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition"' in guard

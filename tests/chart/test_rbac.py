@@ -53,6 +53,17 @@ NEEDS_UPSTREAM_GROUPS = {
     ("scheduling.k8s.io", "podgroups", "watch"),
     ("scheduling.k8s.io", "podgroups/status", "patch"),
 }
+# Granted for Volcano's PodGroups and Queues, used where Volcano's CRDs are installed
+# (not here: the exemption below holds while they are not served).
+VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+NEEDS_VOLCANO = {
+    ("scheduling.volcano.sh", "podgroups", "list"),
+    ("scheduling.volcano.sh", "podgroups", "watch"),
+    ("scheduling.volcano.sh", "podgroups", "patch"),
+    ("scheduling.volcano.sh", "queues", "list"),
+    ("scheduling.volcano.sh", "queues", "watch"),
+    ("scheduling.volcano.sh", "queues/status", "patch"),
+}
 # Granted for JobSets, used where JobSet's CRD is installed (from provision-jobset.sh's
 # cache, before kbatch starts; its controller is not needed: kbatch patches the JobSet).
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2"
@@ -306,6 +317,15 @@ def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
     assert lease is not None and lease["spec"]["holderIdentity"]
 
 
+def volcano_served(api: Any) -> bool:
+    """Are Volcano's CRDs installed (discovery lists scheduling.volcano.sh/v1beta1)?"""
+    try:
+        resources = request(api, "GET", VOLCANO).get("resources") or []
+    except ApiError:
+        return False
+    return any(r.get("name") == "podgroups" for r in resources)
+
+
 def upstream_groups_served(api: Any) -> bool:
     """Does the server serve upstream's PodGroups at v1alpha3, which the test makes
     (discovery)? (kbatch watches v1beta1 first where that is served too.)"""
@@ -541,6 +561,8 @@ def test_kbatch_as_the_charts_service_account_uses_exactly_its_grants(
         exempt |= NEEDS_UPSTREAM_GROUPS
     if not jobsets_served(api):
         exempt |= NEEDS_JOBSETS
+    if not volcano_served(api):
+        exempt |= NEEDS_VOLCANO
     if stand_in.default_queue_made_by_the_test:
         exempt.add((GROUP, "queues", "create"))
     unused: set[tuple[str, str, str]] = set()

@@ -24,9 +24,10 @@ from typing import Any, Protocol
 from kbatch import kubeapi
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
 from kbatch.cluster import upstream_groups
+from kbatch.cluster import volcano as volcano_api
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
-from kbatch.operators.scheduler.runtime import outage, upstream
+from kbatch.operators.scheduler.runtime import outage, upstream, volcano
 
 log = logging.getLogger("kbatch.informer")
 
@@ -67,6 +68,12 @@ RESOURCES = (
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(
     "UpstreamPodGroup", upstream_groups.COLLECTION, upstream_groups.API_VERSIONS
+)
+# Volcano's PodGroups and Queues, where its CRDs are installed: scheduled as kbatch's
+# (``volcano``).
+VOLCANO_RESOURCES = (
+    Resource("VolcanoPodGroup", volcano_api.POD_GROUPS, (volcano_api.API_VERSION,)),
+    Resource("VolcanoQueue", volcano_api.QUEUES, (volcano_api.API_VERSION,)),
 )
 
 
@@ -298,6 +305,12 @@ class Watches:
         self.upstream = upstream.UpstreamGroups(self.state)
         self.informers.append(
             Informer(api, UPSTREAM_POD_GROUPS, self.upstream, on_synced=lambda: self.on_synced())
+        )
+        # Volcano's PodGroups and Queues, likewise (none where its CRDs are not installed).
+        self.volcano = volcano.VolcanoObjects(self.state)
+        self.informers.extend(
+            Informer(api, r, self.volcano, on_synced=lambda: self.on_synced())
+            for r in VOLCANO_RESOURCES
         )
         self._started = False
 

@@ -1,5 +1,6 @@
 """The live backend's status writer: PodGroup and Queue statuses, pods' nominations and
-PodScheduled conditions, and the conditions on upstream's PodGroups, written in order on
+PodScheduled conditions, the conditions on upstream's PodGroups, and the statuses of
+Volcano's PodGroups and Queues in Volcano's fields (``kbatch.cluster.volcano``), written in order on
 one thread, each status after the binds in flight that it counts (a bounded wait). A
 status of an object still queued is replaced by the newer one, in its place; a failed
 write is logged (an outage once per interval: the next session writes again)."""
@@ -14,7 +15,7 @@ from kbatch import kubeapi
 from kbatch.api import GROUP, VERSION
 from kbatch.api.podgroup import PodGroupStatus
 from kbatch.api.queue import QueueStatus
-from kbatch.cluster import upstream_groups
+from kbatch.cluster import upstream_groups, volcano
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
@@ -84,6 +85,8 @@ class StatusWriter:
             self._update_upstream_group(namespace, name, status, origin)
             return
         path = status_path(namespace, name)
+        if volcano.origin_of(self.state.get("PodGroup", namespace, name)) is not None:
+            path = volcano.status_path("PodGroup", namespace, name)  # the same fields
         written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._write_status(path, written, group=f"{namespace}/{name}")
 
@@ -127,7 +130,14 @@ class StatusWriter:
 
     def update_queue(self, name: str, status: QueueStatus) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
-        self._write_status(path, status.model_dump(mode="json", by_alias=True, exclude_none=True))
+        written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        held = self.state.get("Queue", "", name)
+        if volcano.origin_of(held) is not None:
+            # Volcano's QueueStatus fields, its state from the spec kbatch read
+            closed = ((held or {}).get("spec") or {}).get("state") == "Closed"
+            path = volcano.status_path("Queue", "", name)
+            written = volcano.queue_status(written, closed)
+        self._write_status(path, written)
 
     def update_pod_condition(self, condition: decided.PodCondition) -> None:
         """The pod's PodScheduled condition, merged into its status by type (the others

@@ -1,0 +1,61 @@
+"""Volcano's scheduling.volcano.sh/v1beta1 PodGroups and Queues read as kbatch's own
+(DESIGN §14) through the simulator: volcano/hierarchical-queue.yaml is Volcano's
+documented hierarchical-queue example (https://volcano.sh/en/docs/hierarchical_queue/),
+its queues unchanged; its header says what must happen."""
+
+from scenarios.runner import Outcome, run
+
+QUEUES = ("child-queue-a", "child-queue-b", "subchild-queue-a1", "subchild-queue-a2")
+
+
+def cpu(outcome: Outcome, field: str) -> dict[str, str]:
+    return {q: str(outcome.queue(q)[field].get("cpu", "0")) for q in QUEUES}
+
+
+def test_volcanos_hierarchical_queue_example_gets_the_deserved_shares_its_page_gives() -> None:
+    outcome = run("volcano/hierarchical-queue.yaml", until="2m")
+    documented = {
+        "child-queue-a": "64",
+        "child-queue-b": "64",
+        "subchild-queue-a1": "32",
+        "subchild-queue-a2": "32",
+    }
+    assert cpu(outcome, "deserved") == documented
+    assert cpu(outcome, "allocated") == documented
+    assert outcome.queue("subchild-queue-a1")["deserved"]["memory"] == "64Gi"
+    assert outcome.queue("subchild-queue-a1")["parent"] == "child-queue-a"
+    assert "parent" not in outcome.queue("child-queue-a")  # parent: root is top level
+    assert len(outcome.running(job="job-a")) + len(outcome.running(job="fill-a1")) == 32
+    assert len(outcome.running(job="fill-a2")) == 32
+    assert len(outcome.running(job="fill-b")) == 64
+    assert outcome.group("job-a")["phase"] == "Running"
+
+
+def test_with_one_small_job_kbatchs_deserved_is_what_the_subtree_asks() -> None:
+    # Where kbatch's documented rule differs from Volcano's page: Volcano shows a
+    # queue's configured deserved (32 cpu for subchild-queue-a1); kbatch's deserved is
+    # capped at what the subtree asks (DESIGN §14), the rest going to whoever asks.
+    outcome = run("volcano/hierarchical-queue.yaml", until="20s")
+    assert cpu(outcome, "deserved") == {
+        "child-queue-a": "1",
+        "child-queue-b": "0",
+        "subchild-queue-a1": "1",
+        "subchild-queue-a2": "0",
+    }
+    assert len(outcome.running(job="job-a")) == 1
+
+
+QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue"}
+
+
+def test_a_volcano_queue_kbatch_cannot_honour_is_refused_naming_the_field() -> None:
+    affinity = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ["g"]}}
+    documents = [
+        {**QUEUE, "metadata": {"name": "grouped"}, "spec": {"affinity": affinity}},
+        {**QUEUE, "metadata": {"name": "typed"}, "spec": {"type": "x", "weight": 2}},
+    ]
+    outcome = run(documents=documents, until="5s")
+    (rejected,) = outcome.events(reason="AdmissionRejected", kind="Queue")
+    assert rejected["name"] == "grouped"
+    assert rejected["message"].startswith("spec.affinity: kbatch has no node groups per queue")
+    assert outcome.queue("typed")["weight"] == 2
