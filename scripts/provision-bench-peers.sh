@@ -12,9 +12,9 @@
 #   kwok          sigs.k8s.io/kwok's cmd/kwok (the controller that fakes nodes and pods),
 #                 from the Go module proxy
 #   vc-scheduler  Volcano's cmd/scheduler at its release tag, from a git repository of
-#                 volcano-sh/volcano on this machine, plus its CRDs for PodGroups, Queues
-#                 and HyperNodes (config/crd/volcano/bases; the scheduler watches all
-#                 three), copied as data beside the binary
+#                 volcano-sh/volcano on this machine, plus its CRDs for PodGroups, Queues,
+#                 HyperNodes and Numatopologies (config/crd/volcano/bases; the scheduler
+#                 waits for its watches of all four), copied as data beside the binary
 #
 # Volcano comes from a git repository because the Go module proxy this project reaches
 # refuses volcano.sh/volcano (403); the default is a snapshot of the public repository
@@ -39,7 +39,7 @@ readonly PEERS=(
 )
 readonly VOLCANO_VERSION=v1.15.1
 readonly VOLCANO_CRDS=(scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues
-    topology.volcano.sh_hypernodes)
+    topology.volcano.sh_hypernodes nodeinfo.volcano.sh_numatopologies)
 readonly CONTROL_PLANE=v1.37
 volcano_git=${KBATCH_VOLCANO_GIT_DIR:-/work/.mirror/volcano-sh+volcano/repo}
 
@@ -123,7 +123,9 @@ build() { # name module package version binary
 # Volcano's scheduler and CRDs at $VOLCANO_VERSION, from the git repository $volcano_git.
 build_volcano() {
     local version=$VOLCANO_VERSION dest=$cache/volcano/$VOLCANO_VERSION
-    if [[ -x $dest/bin/vc-scheduler && -n $(ls "$dest/crd" 2>/dev/null) ]]; then
+    local crd have=1
+    for crd in "${VOLCANO_CRDS[@]}"; do [[ -f $dest/crd/$crd.yaml ]] || have=0; done
+    if [[ -x $dest/bin/vc-scheduler && $have == 1 ]]; then
         log "volcano $version: cached in $dest"
         return 0
     fi
@@ -143,7 +145,6 @@ build_volcano() {
         tail -n 10 "$buildlog" >&2
         return 1
     fi
-    local crd
     for crd in "${VOLCANO_CRDS[@]}"; do # as data for the benchmark to apply
         cp "$src/config/crd/volcano/bases/$crd.yaml" "$dest/crd/"
     done
