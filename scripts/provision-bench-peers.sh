@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the live benchmark's peers (`kbatch bench --live`) from the Go module proxy and
-# cache them outside the repository; print the cache folder as the last line on stdout
+# Build the live benchmark's peers (`kbatch bench --live`) and cache them outside the
+# repository; print the cache folder as the last line on stdout
 # (progress goes to stderr):
 #
 #     scripts/provision-bench-peers.sh     # then: kbatch bench --live
@@ -9,9 +9,18 @@
 # when already there. The control plane (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler of the same release) is built elsewhere; this script only checks it.
 #
-#   kwok          sigs.k8s.io/kwok's cmd/kwok (the controller that fakes nodes and pods)
-#   vc-scheduler  volcano.sh/volcano's cmd/scheduler, plus the module's CRDs for its
-#                 PodGroups and Queues (config/crd), copied as data beside the binary
+#   kwok          sigs.k8s.io/kwok's cmd/kwok (the controller that fakes nodes and pods),
+#                 from the Go module proxy
+#   vc-scheduler  Volcano's cmd/scheduler at its release tag, from a git repository of
+#                 volcano-sh/volcano on this machine, plus its CRDs for PodGroups, Queues,
+#                 HyperNodes and Numatopologies (config/crd/volcano/bases; the scheduler
+#                 waits for its watches of all four), copied as data beside the binary
+#
+# Volcano comes from a git repository because the Go module proxy this project reaches
+# refuses volcano.sh/volcano (403); the default is a snapshot of the public repository
+# fetched onto this machine. The release's tree is exported (`git archive`) into
+# <cache>/work/volcano-<version> and built there: its go.mod replaces volcano.sh/apis with
+# its own staging folder, and every other dependency comes from the proxy.
 #
 # A module whose go.mod carries replace directives cannot be `go install`ed by version;
 # such a peer is built in a throw-away wrapper module under <cache>/work that requires it
@@ -19,15 +28,20 @@
 # its last lines) and the others still are; the exit status is then 1.
 #
 # Environment:
-#   KBATCH_CACHE   cache root (default ~/.cache/kbatch)
+#   KBATCH_CACHE            cache root (default ~/.cache/kbatch)
+#   KBATCH_VOLCANO_GIT_DIR  a git directory (bare or not) of volcano-sh/volcano holding the
+#                           release tag (default /work/.mirror/volcano-sh+volcano/repo)
 set -euo pipefail
 
-# name|module|package|version|binary
+# name|module|package|version|binary, from the Go module proxy
 readonly PEERS=(
     "kwok|sigs.k8s.io/kwok|cmd/kwok|v0.8.0|kwok"
-    "volcano|volcano.sh/volcano|cmd/scheduler|v1.14.0|vc-scheduler"
 )
+readonly VOLCANO_VERSION=v1.15.1
+readonly VOLCANO_CRDS=(scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues
+    topology.volcano.sh_hypernodes nodeinfo.volcano.sh_numatopologies)
 readonly CONTROL_PLANE=v1.37
+volcano_git=${KBATCH_VOLCANO_GIT_DIR:-/work/.mirror/volcano-sh+volcano/repo}
 
 cache=${KBATCH_CACHE:-$HOME/.cache/kbatch}
 work=$cache/work
@@ -103,14 +117,38 @@ build() { # name module package version binary
     fi
     local built=$dest/${pkg##*/} # go install names it after its folder
     [[ $built == "$dest/$binary" ]] || mv -f "$built" "$dest/$binary"
-    if [[ $name == volcano ]]; then # its CRDs, as data for the benchmark to apply
-        local src
-        src=$(go mod download -json "$module@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-        mkdir -p "$cache/$name/$version/crd"
-        find "$src/config/crd" \( -name '*_podgroups.yaml' -o -name '*_queues.yaml' \) \
-            -exec cp {} "$cache/$name/$version/crd/" \;
-    fi
     log "$name $version: built in $((SECONDS - started)) s"
+}
+
+# Volcano's scheduler and CRDs at $VOLCANO_VERSION, from the git repository $volcano_git.
+build_volcano() {
+    local version=$VOLCANO_VERSION dest=$cache/volcano/$VOLCANO_VERSION
+    local crd have=1
+    for crd in "${VOLCANO_CRDS[@]}"; do [[ -f $dest/crd/$crd.yaml ]] || have=0; done
+    if [[ -x $dest/bin/vc-scheduler && $have == 1 ]]; then
+        log "volcano $version: cached in $dest"
+        return 0
+    fi
+    if ! git --git-dir="$volcano_git" rev-parse -q --verify "refs/tags/$version" >/dev/null; then
+        log "volcano $version: FAILED: no tag $version in KBATCH_VOLCANO_GIT_DIR=$volcano_git"
+        return 1
+    fi
+    local src=$work/volcano-$version buildlog=$work/volcano-$version.log started=$SECONDS
+    rm -rf "$src" && mkdir -p "$src" "$dest/bin" "$dest/crd"
+    log "volcano $version: building cmd/scheduler from $volcano_git (log: $buildlog)"
+    git --git-dir="$volcano_git" archive "$version" | tar -x -C "$src"
+    # go.mod asks for go 1.25 or newer: the local toolchain, never a downloaded one
+    if ! (cd "$src" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$dest/bin/vc-scheduler" \
+        ./cmd/scheduler) >"$buildlog" 2>&1; then
+        log "volcano $version: FAILED: (cd $src && GOTOOLCHAIN=local CGO_ENABLED=0 go build" \
+            "-o $dest/bin/vc-scheduler ./cmd/scheduler):"
+        tail -n 10 "$buildlog" >&2
+        return 1
+    fi
+    for crd in "${VOLCANO_CRDS[@]}"; do # as data for the benchmark to apply
+        cp "$src/config/crd/volcano/bases/$crd.yaml" "$dest/crd/"
+    done
+    log "volcano $version: built in $((SECONDS - started)) s"
 }
 
 failed=0
@@ -118,5 +156,6 @@ for peer in "${PEERS[@]}"; do
     IFS='|' read -r name module pkg version binary <<<"$peer"
     build "$name" "$module" "$pkg" "$version" "$binary" || failed=1
 done
+build_volcano || failed=1
 echo "$cache"
 exit "$failed"

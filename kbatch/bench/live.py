@@ -49,6 +49,7 @@ class Options:
     pod_seconds: float
     backlog: bool = False
     kbatch_conf: Path | None = None
+    volcano_conf: str = "default"  # as live_schedulers.volcano_conf_text takes it
     workdir: Path | None = None
 
 
@@ -74,6 +75,8 @@ def main(options: Options, out: Callable[[str], None] = print) -> int:
     with live_cluster.LiveCluster(binaries, workdir, options.pod_seconds) as cluster:
         api = kubeapi.api_client(str(cluster.kubeconfig))
         prepare(api, cluster, options)
+        if "volcano" in options.schedulers:
+            prepare_volcano(api, binaries)
         for round_number in range(1, options.rounds + 1):
             for name in order(options.schedulers, round_number - 1):
                 line = run_one(
@@ -98,6 +101,36 @@ def prepare(api: Any, cluster: live_cluster.LiveCluster, options: Options) -> No
             )
         )
     wait("the fake nodes Ready", lambda: ready_nodes(api) >= options.scenario.nodes, 300)
+
+
+def prepare_volcano(api: Any, binaries: live_cluster.Binaries) -> None:
+    """Volcano's CRDs (cached beside its binary) and its default queue, which its
+    PodGroups name (vc-scheduler also makes it at its start, but only once its CRD is
+    served). Nothing when it is not built: its runs then say so."""
+    crds = live_schedulers.volcano_crds(binaries.volcano_scheduler)
+    if not crds:
+        return
+    for crd in crds:
+        ensure(api, CRD_PATH, crd)
+    queue = {
+        "apiVersion": workload.VOLCANO_QUEUES, "kind": "Queue",
+        "metadata": {"name": workload.VOLCANO_QUEUE},
+        "spec": {"weight": 1, "reclaimable": True},
+    }  # fmt: skip
+    path = f"/apis/{workload.VOLCANO_QUEUES}/queues"
+    wait("Volcano's default queue", lambda: ensured(api, path, queue), 60)
+
+
+def ensured(api: Any, path: str, body: dict[str, Any]) -> bool:
+    """``ensure``, False (not an error) while ``path`` is not served yet (a CRD just
+    made)."""
+    try:
+        ensure(api, path, body)
+    except kubeapi.ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
 
 
 def ensure(api: Any, path: str, body: dict[str, Any]) -> None:
@@ -151,7 +184,7 @@ def run_one(
     launched = time.monotonic()
     try:
         started = live_schedulers.start(
-            name, cluster, options.client_qps, workdir, options.kbatch_conf
+            name, cluster, options.client_qps, workdir, options.kbatch_conf, options.volcano_conf
         )
     except RuntimeError as exc:
         watch.stop()
@@ -182,10 +215,19 @@ def run_one(
         create_seconds=round(max(created.values()) - min(created.values()), 3) if created else None,
         submitted="before the scheduler started" if options.backlog else "while it ran",
         client=started.client,
-        conf=str(options.kbatch_conf) if name == "kbatch" and options.kbatch_conf else "default",
+        conf=conf_of(options, name),
         api_requests={verb: after.get(verb, 0) - before.get(verb, 0) for verb in sorted(after)},
         error=error,
     )  # fmt: skip
+
+
+def conf_of(options: Options, name: str) -> str:
+    """What the JSON line says of scheduler ``name``'s conf."""
+    if name == "kbatch" and options.kbatch_conf:
+        return str(options.kbatch_conf)
+    if name == "volcano" and options.volcano_conf != "default":
+        return "kbatch's default" if options.volcano_conf == "kbatch" else options.volcano_conf
+    return "default"
 
 
 def submit(api: Any, spec: workload.Scenario, scheduler: str) -> dict[str, float]:

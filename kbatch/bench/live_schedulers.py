@@ -14,10 +14,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from kbatch.bench import live_cluster
+from kbatch.config import DEFAULT_CONF
 
 SETTLE_SECONDS = 2.0  # after ready: the informers' first lists done
 READY_TIMEOUT = 120.0
@@ -37,16 +39,17 @@ def start(
     client_qps: float | None,
     workdir: Path,
     kbatch_conf: Path | None = None,
+    volcano_conf: str = "default",
 ) -> Started:
     """Start scheduler ``name`` against ``cluster`` and wait until it is ready; RuntimeError
     saying why when it cannot run. ``kbatch_conf``: kbatch's scheduler conf (default its
-    own default conf)."""
+    own default conf); ``volcano_conf``: as ``volcano_conf_text`` takes it."""
     if name == "kbatch":
         started = _kbatch(cluster, workdir, kbatch_conf)
     elif name == "kube-scheduler":
         started = _kube_scheduler(cluster, client_qps, workdir)
     elif name == "volcano":
-        started = _volcano(cluster, client_qps, workdir)
+        started = _volcano(cluster, client_qps, workdir, volcano_conf)
     else:
         raise ValueError(f"--schedulers: unknown scheduler {name!r}")
     time.sleep(SETTLE_SECONDS)
@@ -109,26 +112,76 @@ def _kube_scheduler(
 
 
 VOLCANO_DEFAULTS = (2000.0, 2000)
+VOLCANO_CONFS = ("default", "kbatch")  # besides a file's path
 
 
-def _volcano(cluster: live_cluster.LiveCluster, client_qps: float | None, workdir: Path) -> Started:
+def volcano_conf_text(choice: str) -> str | None:
+    """The conf ``choice`` names for vc-scheduler: None for ``default`` (its built-in
+    one), kbatch's default conf for ``kbatch``, else the text of the file at that path
+    (ValueError naming it when there is none)."""
+    if choice == "default":
+        return None
+    if choice == "kbatch":
+        return DEFAULT_CONF
+    path = Path(choice)
+    if not path.is_file():
+        raise ValueError(
+            f"--volcano-conf {choice!r}: no such file (or say {' or '.join(VOLCANO_CONFS)})"
+        )
+    return path.read_text()
+
+
+def volcano_crds(binary: Path) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions cached beside vc-scheduler ``binary`` (its
+    ``../crd/*.yaml``), in name order; none when there are none."""
+    folder = binary.parent.parent / "crd"
+    out = []
+    for path in sorted(folder.glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        if not isinstance(body, dict) or body.get("kind") != "CustomResourceDefinition":
+            raise ValueError(f"{path}: not a CustomResourceDefinition")
+        out.append(body)
+    return out
+
+
+def volcano_argv(
+    binary: Path, kubeconfig: Path, client_qps: float | None, port: int, conf: Path | None
+) -> list[str]:
+    """vc-scheduler's command line: no leader election, its health check on ``port`` (off
+    unless asked for), its client at ``client_qps`` (None: its defaults), ``conf`` (None:
+    its built-in conf)."""
+    qps, burst = VOLCANO_DEFAULTS if client_qps is None else (client_qps, int(client_qps))
+    argv = [
+        str(binary), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+        f"--kube-api-qps={qps:g}", f"--kube-api-burst={burst}", "--enable-healthz=true",
+        f"--healthz-address=127.0.0.1:{port}", "--enable-metrics=false",
+    ]  # fmt: skip
+    if conf is not None:
+        argv.append(f"--scheduler-conf={conf}")
+    return argv
+
+
+def _volcano(
+    cluster: live_cluster.LiveCluster, client_qps: float | None, workdir: Path, conf_choice: str
+) -> Started:
     binary = cluster.binaries.volcano_scheduler
     if not live_cluster.executable(binary):
         raise RuntimeError(
             f"volcano: not built (no vc-scheduler under {binary.parents[2]}; "
             "scripts/provision-bench-peers.sh says why)"
         )
-    qps, burst = VOLCANO_DEFAULTS if client_qps is None else (client_qps, int(client_qps))
+    conf: Path | None = None
+    text = volcano_conf_text(conf_choice)
+    if text is not None:
+        conf = workdir / "volcano-scheduler.conf"
+        conf.write_text(text)
     port = live_cluster.free_ports(1)[0]
-    argv = [
-        str(binary), f"--kubeconfig={cluster.kubeconfig}", "--leader-elect=false",
-        f"--kube-api-qps={qps:g}", f"--kube-api-burst={burst}",
-        f"--healthz-address=127.0.0.1:{port}", "--enable-metrics=false",
-    ]  # fmt: skip
+    argv = volcano_argv(binary, cluster.kubeconfig, client_qps, port, conf)
     proc = live_cluster.spawn("volcano", argv, workdir)
     live_cluster.wait_for(
         proc, lambda: live_cluster.http_ok(f"http://127.0.0.1:{port}/healthz"), READY_TIMEOUT
     )
+    qps, burst = VOLCANO_DEFAULTS if client_qps is None else (client_qps, int(client_qps))
     own = " (its defaults)" if client_qps is None else ""
     return Started(proc, f"qps={qps:g} burst={burst}{own}")
 

@@ -5,7 +5,10 @@ Every scheduler gets the same pods (same names, requests and nodes); only what m
 them as its own differs: the scheduler name, and for a gang the group object that
 scheduler reads (kbatch's ``scheduling.incubator.k8s.io`` PodGroup, upstream's
 ``scheduling.k8s.io/v1beta1`` PodGroup named in ``spec.schedulingGroup``, Volcano's
-``scheduling.volcano.sh`` PodGroup).
+``scheduling.volcano.sh`` PodGroup). Volcano's scheduler leaves alone a pod that names no
+PodGroup (in a Volcano install its controller makes one of one member for each such pod),
+so for Volcano even a single-pod job gets a PodGroup, of ``minMember`` 1, from the
+benchmark.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ SCHEDULER_NAMES = {"kbatch": "kbatch", "kube-scheduler": "default-scheduler", "v
 KBATCH_GROUPS = "scheduling.incubator.k8s.io/v1alpha1"
 UPSTREAM_GROUPS = "scheduling.k8s.io/v1beta1"
 VOLCANO_GROUPS = "scheduling.volcano.sh/v1beta1"
+VOLCANO_QUEUES = VOLCANO_GROUPS  # Queues are in the PodGroups' API
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE = "default"  # the queue vc-scheduler makes at its start, and the benchmark too
 
 # The keys every JSON line has, in this order (more may follow).
 LINE_KEYS = (
@@ -133,11 +138,11 @@ def pod(spec: Scenario, index: int, scheduler: str) -> dict[str, Any]:
             ],
         },
     }
-    if spec.gang > 1:
+    if scheduler == "volcano":  # a group even for one pod: see the module's text
+        body["metadata"]["annotations"] = {VOLCANO_GROUP_ANNOTATION: gang}
+    elif spec.gang > 1:
         if scheduler == "kbatch":
             body["metadata"]["annotations"] = {GROUP_NAME_ANNOTATION: gang}
-        elif scheduler == "volcano":
-            body["metadata"]["annotations"] = {VOLCANO_GROUP_ANNOTATION: gang}
         else:
             body["spec"]["schedulingGroup"] = {"podGroupName": gang}
     return body
@@ -145,15 +150,15 @@ def pod(spec: Scenario, index: int, scheduler: str) -> dict[str, Any]:
 
 def group(spec: Scenario, index: int, scheduler: str) -> tuple[str, dict[str, Any]] | None:
     """Gang ``index``'s group object for ``scheduler`` and the path to POST it to; None
-    for single-pod jobs."""
-    if spec.gang == 1:
+    for single-pod jobs, but Volcano's (it needs a group for every pod)."""
+    if spec.gang == 1 and scheduler != "volcano":
         return None
     meta = {"name": gang_name(index), "namespace": NAMESPACE}
     body_spec: dict[str, Any]
     if scheduler == "kbatch":
         api, body_spec = KBATCH_GROUPS, {"minMember": spec.gang}
     elif scheduler == "volcano":
-        api, body_spec = VOLCANO_GROUPS, {"minMember": spec.gang, "queue": "default"}
+        api, body_spec = VOLCANO_GROUPS, {"minMember": spec.gang, "queue": VOLCANO_QUEUE}
     else:
         api, body_spec = UPSTREAM_GROUPS, {"schedulingPolicy": {"gang": {"minCount": spec.gang}}}
     path = f"/apis/{api}/namespaces/{NAMESPACE}/podgroups"

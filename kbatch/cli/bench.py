@@ -41,7 +41,7 @@ def _bench_topology(args: argparse.Namespace) -> int:
 def _bench_live(args: argparse.Namespace) -> int:
     """``kbatch bench --live``: the schedulers side by side on one API server with KWOK's
     fake nodes; one JSON line per run, then the min/median/max table."""
-    from kbatch.bench import live, live_workload
+    from kbatch.bench import live, live_schedulers, live_workload
 
     if args.trace or args.topology or args.size:
         raise argparse.ArgumentTypeError("--live goes with none of --size, --trace, --topology")
@@ -54,6 +54,10 @@ def _bench_live(args: argparse.Namespace) -> int:
         )
     if args.kbatch_conf is not None and not args.kbatch_conf.is_file():
         raise argparse.ArgumentTypeError(f"--kbatch-conf {args.kbatch_conf}: no such file")
+    try:
+        live_schedulers.volcano_conf_text(args.volcano_conf)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if args.rounds < 1:
         raise argparse.ArgumentTypeError(f"--rounds {args.rounds}: must be at least 1")
     try:
@@ -69,6 +73,7 @@ def _bench_live(args: argparse.Namespace) -> int:
         pod_seconds=args.pod_seconds,
         backlog=args.backlog,
         kbatch_conf=args.kbatch_conf,
+        volcano_conf=args.volcano_conf,
     )
     return live.main(options)
 
@@ -192,6 +197,13 @@ def _add_live_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="kbatch's scheduler conf (e.g. the chart's); default: its default conf",
+    )
+    live.add_argument(
+        "--volcano-conf",
+        default="default",
+        metavar="CONF",
+        help="Volcano's scheduler conf: default (its built-in conf), kbatch (kbatch's default "
+        "conf: the same plugins but Volcano's overcommit), or a FILE",
     )
     live.add_argument(
         "--timeout", type=float, default=900.0, metavar="S", help="a run's limit (default 900)"
