@@ -244,6 +244,7 @@ def test_the_configurations_follow_the_contract(webhooks: Webhooks) -> None:
             assert policies == {
                 "mutate-podgroup.kbatch.io": "Fail",
                 "mutate-job.kbatch.io": "Ignore",
+                "mutate-jobset.kbatch.io": "Ignore",
             }
         else:
             assert policies == {
