@@ -97,10 +97,15 @@ def test_no_function_is_longer_than_the_limit() -> None:
     assert not unexplained, f"functions over {FUNCTION_LINES} lines: split them: {unexplained}"
 
 
-@pytest.mark.parametrize("path", sorted(ALLOWED_MODULES))
-def test_each_allowed_module_is_still_long(path: str) -> None:
-    lines = len((ROOT / path).read_text().splitlines())
-    assert lines > MODULE_LINES, f"{path} is {lines} lines now: drop it from ALLOWED_MODULES"
+def test_each_allowed_module_is_still_long() -> None:
+    """One test over the list (an empty list passes, where a parametrised test over it
+    would be skipped on every run)."""
+    short = {
+        path: lines
+        for path in ALLOWED_MODULES
+        if (lines := len((ROOT / path).read_text().splitlines())) <= MODULE_LINES
+    }
+    assert not short, f"no longer over {MODULE_LINES} lines: drop from ALLOWED_MODULES: {short}"
 
 
 @pytest.mark.parametrize("key", sorted(ALLOWED_FUNCTIONS))
