@@ -14,7 +14,7 @@ from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse
 from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
-from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.info import JobInfo, KeptStatus
 from kbatch.operators.scheduler.core.framework.interface import Backend, Outcome, Snapshot
 from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.queue_tree import TreeQueue, refusals
@@ -81,16 +81,20 @@ def open_session(
     others: Iterable[JobInfo] = jobs.values()
     if carried:  # (the keys not carried, in order, found at C speed: most are carried)
         others = [jobs[uid] for uid in filterfalse(carried.__contains__, jobs)]
-    queues, quiet, quiet_gang = session.queues, session.quiet, job_status.quiet_gang
+    quiet = session.quiet
+    # The leaf queues, where jobs may run (all of them when queues are flat).
+    leaves = {q: i for q, i in session.queues.items() if q not in parents} if parents else None
+    queues = session.queues if leaves is None else leaves
     # (``Shortcuts.pass_quiet_gangs`` off: every running gang asked whether it is valid
     # and ready; ``rest_quiet_gangs`` off: none rests)
-    pass_quiet, rest_quiet = shortcuts.pass_quiet_gangs, shortcuts.rest_quiet_gangs
+    quiet_gang = job_status.quiet_gang if shortcuts.pass_quiet_gangs else _never_quiet
+    may_rest = rests if shortcuts.rest_quiet_gangs else _never_rests
     active: list[JobInfo] = []
     for job in others:
-        if job.queue in queues and job.queue not in parents:
-            kept_status = quiet_gang(job, conf) if pass_quiet else None
+        if job.queue in queues:
+            kept_status = quiet_gang(job, conf)
             if kept_status is not None:  # valid, as the last session found it
-                if rest_quiet and rests(job, kept_status):
+                if may_rest(job, kept_status):
                     resting.add(job)
                 else:
                     quiet[job.uid] = kept_status
@@ -124,6 +128,16 @@ def leave_out_refused_queues(snapshot: Snapshot) -> dict[str, list[str]]:
     return parents
 
 
+def _never_quiet(job: JobInfo, conf: SchedulerConf) -> None:
+    """``job_status.quiet_gang`` when ``Shortcuts.pass_quiet_gangs`` is off: never."""
+    return None
+
+
+def _never_rests(job: JobInfo, kept_status: KeptStatus) -> bool:
+    """``rests`` when ``Shortcuts.rest_quiet_gangs`` is off: never."""
+    return False
+
+
 def _framework_verdict(
     session: Session,
     queue: str,
@@ -134,7 +148,7 @@ def _framework_verdict(
     the cluster has it but kbatch refused it (``refused_queues``: name -> 'field: why') —
     then the PodGroup says why the Queue is ignored, not that it does not exist — or
     it has child queues (``parents``: PodGroups go in leaf queues only)."""
-    children = parents.get(queue)
+    children = parents.get(queue) if parents else None  # (flat: no look-up per job)
     if children:
         shown = ", ".join(children[:5]) + (", ..." if len(children) > 5 else "")
         return Invalid(

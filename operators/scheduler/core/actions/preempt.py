@@ -5,6 +5,7 @@ its own job. Per job, all through one Statement: if the job cannot become ready
 is evicted. A task its queue may not take (capability) evicts nothing."""
 
 from collections.abc import Callable, Hashable
+from functools import partial
 
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
@@ -74,10 +75,8 @@ def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -
         if not session.allocatable(queue, task):
             break  # its queue may not take it: evicting for it would be in vain
         session.note_preemption_attempt()
-        disruption = decided.preempted_message(task, job)
-        if not make_room(
-            session, statement, placer, task, rules, f"preempted for {task.key}", disruption
-        ):
+        messages = partial(decided.preemption_messages, task, job)
+        if not make_room(session, statement, placer, task, rules, messages):
             break
         if session.job_pipelined(job):
             break  # kube-batch's pace: until pipelined, else one task a session

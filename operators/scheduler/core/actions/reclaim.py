@@ -25,6 +25,7 @@ only; a reclaim is a preemption across queues).
 """
 
 from collections.abc import Hashable
+from functools import partial
 
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
@@ -54,7 +55,7 @@ def execute(session: Session) -> None:
         queue = session.queues[job.queue]
         if flat and session.overused(queue):
             continue
-        rules = _rules(session, room, queue, _over_served(session, room, over_served))
+        rules = _rules(session, room, queue, _over_served(session, room, over_served), flat)
         if not rules.held().any():
             continue  # no other queue has anything it could give back
         pending = pending_tasks(session, job)
@@ -75,10 +76,8 @@ def _reclaim_for(
         if not session.may_reclaim_for(queue, task):
             break  # the queue takes back only up to its deserved share
         session.note_preemption_attempt()
-        disruption = decided.reclaimed_message(task, job)
-        if not make_room(
-            session, statement, placer, task, rules, f"reclaimed by {task.key}", disruption
-        ):
+        messages = partial(decided.reclaim_messages, task, job)
+        if not make_room(session, statement, placer, task, rules, messages):
             break
         if session.job_pipelined(job):
             break
@@ -136,7 +135,11 @@ def _kinship(session: Session, reclaimer: str) -> dict[str, int] | None:
 
 
 def _rules(
-    session: Session, room: EvictableRoom, reclaimer: QueueInfo, over_served: frozenset[str]
+    session: Session,
+    room: EvictableRoom,
+    reclaimer: QueueInfo,
+    over_served: frozenset[str],
+    flat: bool,
 ) -> Rules:
     """The rules for one job of ``reclaimer``. The queues it may take from are those
     over their share as the job's turn begins (``over_served``); ``still_allowed`` asks
@@ -159,7 +162,7 @@ def _rules(
         loses = session.may_lose_key(t)
         return None if loses is None else (session.jobs[t.job].queue, loses)
 
-    kin = _kinship(session, reclaimer.name)
+    kin = None if flat else _kinship(session, reclaimer.name)  # flat: asked once a session
 
     def most_over_served_first(t: TaskInfo) -> float:
         queue = queue_of(t)

@@ -29,6 +29,11 @@ from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
+# What the victims of one eviction are told: their Evict events' message and their
+# pods' DisruptionTarget message (who takes the room). A function, so that the words
+# are made only when someone is evicted: most attempts find no victim.
+Messages = Callable[[], tuple[str, str]]
+
 # How many nodes that work are compared before the best of them is taken (in node
 # order, roomiest and best scored first), so that a big full cluster stays cheap.
 PLANS_COMPARED = 8
@@ -67,14 +72,12 @@ def make_room(
     placer: Placer,
     task: TaskInfo,
     rules: Rules,
-    reason: str,
-    disruption: str,
+    messages: Messages,
 ) -> bool:
     """Evict, on the node where that costs least, what ``rules`` allow to make ``task``
     fit, then pipeline ``task`` there. False (and nothing done) if no node works — known
-    at once when it was so for a task of the same template in the same state. The
-    victims' Evict events say ``reason``; their pods' DisruptionTarget conditions say
-    ``disruption`` (who takes the room)."""
+    at once when it was so for a task of the same template in the same state. What the
+    victims are told comes from ``messages``, asked only when there are victims."""
     alike = _alike(statement, task, rules)
     tried = None if alike is None else (id(task.template), *alike)
     if tried in rules.room.failed:
@@ -111,8 +114,10 @@ def make_room(
         (_Plan(_cost(session, task, node, victims, rank, i), node, victims))
         for i, (node, victims) in enumerate(plans.items())
     )
-    for victim in best.victims:
-        statement.evict(victim, reason, disruption)
+    if best.victims:
+        reason, disruption = messages()
+        for victim in best.victims:
+            statement.evict(victim, reason, disruption)
     statement.pipeline(task, best.node)
     return True
 

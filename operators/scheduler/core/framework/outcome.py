@@ -241,6 +241,18 @@ def reclaimed_message(task: TaskInfo, job: JobInfo) -> str:
     return f"{SCHEDULER}: {reclaims}, to accommodate {preemptor(task, job)}"
 
 
+def preemption_messages(task: TaskInfo, job: JobInfo) -> tuple[str, str]:
+    """What a victim preempted for ``task`` of ``job`` is told: its Evict events' message
+    and its DisruptionTarget message."""
+    return f"preempted for {task.key}", preempted_message(task, job)
+
+
+def reclaim_messages(task: TaskInfo, job: JobInfo) -> tuple[str, str]:
+    """What a victim whose room ``job``'s queue takes back for ``task`` is told: its
+    Evict events' message and its DisruptionTarget message."""
+    return f"reclaimed by {task.key}", reclaimed_message(task, job)
+
+
 def phase_event(namespace: str, name: str, old: PodGroupPhase, new: PodGroupPhase) -> Event:
     """A PodGroup's phase change, as an event (reason: the new phase), so that its
     events show Pending → Inqueue → Running over time."""
