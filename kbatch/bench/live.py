@@ -119,6 +119,17 @@ def prepare_volcano(api: Any, binaries: live_cluster.Binaries) -> None:
     }  # fmt: skip
     path = f"/apis/{workload.VOLCANO_QUEUES}/queues"
     wait("Volcano's default queue", lambda: ensured(api, path, queue), 60)
+    open_volcano_queue(api, workload.VOLCANO_QUEUE)
+
+
+def open_volcano_queue(api: Any, name: str) -> None:
+    """Mark Volcano's Queue ``name`` Open in its status, as vc-controller-manager's queue
+    controller does in a Volcano install: vc-scheduler's proportion plugin allocates
+    nothing in a queue whose ``status.state`` is not Open, and this cluster runs no
+    vc-controller-manager."""
+    path = f"/apis/{workload.VOLCANO_QUEUES}/queues/{name}/status"
+    kubeapi.request(api, "PATCH", path, {"status": {"state": "Open"}},
+                    content_type="application/merge-patch+json")  # fmt: skip
 
 
 def ensured(api: Any, path: str, body: dict[str, Any]) -> bool:

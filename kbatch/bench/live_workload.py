@@ -154,15 +154,19 @@ def group(spec: Scenario, index: int, scheduler: str) -> tuple[str, dict[str, An
     if spec.gang == 1 and scheduler != "volcano":
         return None
     meta = {"name": gang_name(index), "namespace": NAMESPACE}
-    body_spec: dict[str, Any]
+    body: dict[str, Any] = {"kind": "PodGroup", "metadata": meta}
     if scheduler == "kbatch":
-        api, body_spec = KBATCH_GROUPS, {"minMember": spec.gang}
+        api, body["spec"] = KBATCH_GROUPS, {"minMember": spec.gang}
     elif scheduler == "volcano":
-        api, body_spec = VOLCANO_GROUPS, {"minMember": spec.gang, "queue": VOLCANO_QUEUE}
+        # Pending, as Volcano's controller makes them: its scheduler's enqueue action
+        # moves a group to Inqueue, and only then does allocate look at it (its CRD has
+        # no status subresource, so the phase holds on create).
+        api, body["spec"] = VOLCANO_GROUPS, {"minMember": spec.gang, "queue": VOLCANO_QUEUE}
+        body["status"] = {"phase": "Pending"}
     else:
-        api, body_spec = UPSTREAM_GROUPS, {"schedulingPolicy": {"gang": {"minCount": spec.gang}}}
+        api, body["spec"] = UPSTREAM_GROUPS, {"schedulingPolicy": {"gang": {"minCount": spec.gang}}}
     path = f"/apis/{api}/namespaces/{NAMESPACE}/podgroups"
-    return path, {"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": body_spec}
+    return path, {"apiVersion": api, **body}
 
 
 # ---- figures ------------------------------------------------------------------------
