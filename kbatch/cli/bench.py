@@ -172,11 +172,18 @@ def _add_live_options(parser: argparse.ArgumentParser) -> None:
     live.add_argument(
         "--scenario",
         default="a",
-        choices=("a", "b"),
-        help="a: single-pod jobs (default 10,000 on 1,000 nodes); b: gangs of 10 (1,000 gangs "
-        "on 1,000 nodes)",
+        choices=("a", "b", "c", "d"),
+        help="a: 10,000 single-pod jobs on 1,000 nodes; b: 1,000 gangs of 10 on 1,000 nodes; "
+        "c: 50,000 pods in gangs of 10 to 100 over 10 weighted queues on 5,000 nodes; d: "
+        "restart, 20,000 pods in gangs of 10 created while the scheduler is down on 5,000 "
+        "nodes, timed from a new one's start (default a)",
     )
-    live.add_argument("--nodes", type=int, metavar="N", help="fake nodes (default: the scenario's)")
+    live.add_argument(
+        "--nodes",
+        type=int,
+        metavar="N",
+        help="fake nodes (default: the scenario's); the pods scale with them unless --pods",
+    )
     live.add_argument("--pods", type=int, metavar="N", help="pods (default: the scenario's)")
     live.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds (default 3)")
     live.add_argument(

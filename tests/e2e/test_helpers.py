@@ -113,10 +113,12 @@ def stub(path: Path, body: str = "exit 0") -> None:
 
 
 def run_test_script(
-    tmp_path: Path, envtest_default: Path, *args: str
+    tmp_path: Path, envtest_default: Path, *args: str, peers_status: int = 3, ci: bool = False
 ) -> tuple[list[str], list[str]]:
     """scripts/test.sh in a copy of the layout whose every tool is a stub: each pytest
-    run as ``ARGS assets=KUBEBUILDER_ASSETS``, and the control planes provisioned."""
+    run as ``ARGS assets=KUBEBUILDER_ASSETS``, and the control planes provisioned. The
+    live benchmark's peers' script ends with ``peers_status`` (3: all but Volcano built,
+    as on a clean clone); ``ci``: as CI runs it."""
     root = tmp_path / "repo"
     (root / "scripts").mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "scripts" / "test.sh", root / "scripts" / "test.sh")
@@ -127,6 +129,7 @@ def run_test_script(
         f'echo "$2" >> {built}; echo {tmp_path}/cache-"$2"',
     )
     stub(root / "scripts" / "provision-jobset.sh", f"echo {tmp_path}/jobset")
+    stub(root / "scripts" / "provision-bench-peers.sh", f"exit {peers_status}")
     for tool in ("python", "ruff", "mypy", "lint-imports"):
         stub(root / ".venv" / "bin" / tool)
     stub(
@@ -139,6 +142,7 @@ def run_test_script(
         "HOME": str(tmp_path),
         "KBATCH_ENVTEST_DEFAULT": str(envtest_default),
         "KBATCH_HELM": "stub",
+        **({"CI": "true"} if ci else {}),
     }
     done = subprocess.run(
         ["bash", str(root / "scripts" / "test.sh"), *args],
@@ -175,6 +179,18 @@ def test_the_test_script_with_arguments_runs_only_them_on_the_newest(tmp_path: P
         [f"tests/unit assets={tmp_path}/cache-newest"],
         ["newest"],
     )
+
+
+def test_the_test_script_goes_on_without_volcano_but_not_without_kwok_in_ci(
+    tmp_path: Path,
+) -> None:
+    default = tmp_path / "kubebuilder" / "bin"
+    runs, _ = run_test_script(tmp_path, default, "tests/e2e", ci=True)
+    assert runs == [f"tests/e2e assets={tmp_path}/cache-newest"]
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        run_test_script(tmp_path, default, "tests/e2e", ci=True, peers_status=1)
+    assert "CI: could not build the live benchmark's peers" in failed.value.stderr
+    assert run_test_script(tmp_path, default, "tests/e2e", peers_status=1)[0] == runs
 
 
 def test_the_bind_benchmark_alternates_who_goes_first_and_clears_after_each(

@@ -21,7 +21,9 @@ def test_a_single_pod_job_gets_a_volcano_group_of_one() -> None:
     assert path == "/apis/scheduling.volcano.sh/v1beta1/namespaces/bench/podgroups"
     assert obj["metadata"]["name"] == "gang-7"
     assert obj["spec"] == {"minMember": 1, "queue": "default"}
+    assert obj["status"] == {"phase": "Pending"}  # for its enqueue action to move on
     assert w.group(spec, 7, "kube-scheduler") is None
+    assert "status" not in (w.group(w.scenario("b", 10, 20), 0, "kbatch") or ("", {}))[1]
 
 
 def test_a_gang_names_its_volcano_group_of_ten() -> None:
@@ -87,3 +89,21 @@ def test_the_line_names_each_schedulers_conf() -> None:
     assert live.conf_of(options, "kube-scheduler") == "default"
     plain = live.Options(spec, 1, ("volcano",), None, 1.0, 1.0)
     assert live.conf_of(plain, "volcano") == "default"
+
+
+def test_volcanos_queue_is_opened_in_its_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(
+        live.kubeapi,
+        "request",
+        lambda api, verb, path, body, **kw: calls.append((verb, path, body, kw)),
+    )
+    live.open_volcano_queue(object(), "q3")
+    assert calls == [
+        (
+            "PATCH",
+            "/apis/scheduling.volcano.sh/v1beta1/queues/q3/status",
+            {"status": {"state": "Open"}},
+            {"content_type": "application/merge-patch+json"},
+        )
+    ]

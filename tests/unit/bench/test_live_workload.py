@@ -6,7 +6,7 @@ import json
 import pytest
 
 from kbatch.api import GROUP_NAME_ANNOTATION
-from kbatch.bench import live, live_cluster
+from kbatch.bench import live, live_api, live_cluster
 from kbatch.bench import live_workload as w
 
 
@@ -20,7 +20,7 @@ def test_scenarios_default_to_their_sizes_and_take_reduced_ones() -> None:
 @pytest.mark.parametrize(
     ("name", "nodes", "pods", "says"),
     [
-        ("c", None, None, "runs a, b so far"),
+        ("e", None, None, "--scenario 'e': one of a, b, c, d"),
         ("b", None, 1005, "multiple of the gang size 10"),
         ("a", -1, None, "nodes must be positive"),
     ],
@@ -75,71 +75,6 @@ def test_nodes_are_labelled_for_kwok() -> None:
     assert node["metadata"]["labels"][w.NODE_LABEL] == w.NODE_LABEL_VALUE
 
 
-def test_percentile_interpolates() -> None:
-    assert w.percentile([], 0.5) is None
-    assert w.percentile([3.0], 0.99) == 3.0
-    assert w.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
-    assert w.percentile([float(i) for i in range(101)], 0.99) == pytest.approx(99.0)
-
-
-def test_gang_latency_runs_from_the_last_creation_to_the_last_bind() -> None:
-    created = {"a": 0.0, "b": 1.0, "c": 0.0, "d": 0.0}
-    bound = {"a": 2.0, "b": 5.0, "c": 3.0}  # gang y is missing d: not counted
-    gangs = {"a": "x", "b": "x", "c": "y", "d": "y"}
-    assert w.gang_latencies(created, bound, gangs) == [4.0]
-
-
-def test_partly_bound_counts_pods_of_gangs_not_whole() -> None:
-    sizes = {"g1": 3, "g2": 2}
-    binds = [(0.0, "g1"), (0.1, "g1"), (0.2, "g2"), (0.3, "g1"), (5.0, "g2")]
-    # at 0.2: g1 has 2 of 3 and g2 1 of 2 -> 3 pods partly bound
-    assert w.max_partly_bound(binds, sizes) == 3
-    # counted only once partly bound for a second: g2 alone, 1 pod
-    assert w.max_partly_bound(binds, sizes, grace=1.0) == 1
-    whole = [(0.0, "g1"), (0.1, "g1"), (0.2, "g1"), (0.3, "g2"), (0.4, "g2")]
-    assert w.max_partly_bound(whole, sizes, grace=1.0) == 0
-
-
-def test_a_gang_left_partly_bound_counts_all_its_bound_pods() -> None:
-    binds = [(0.0, "g"), (2.0, "g"), (3.0, "g")]
-    assert w.max_partly_bound(binds, {"g": 4}, grace=1.0) == 3
-
-
-def test_a_run_line_has_every_key_and_the_figures() -> None:
-    spec = w.scenario("b", 2, 20)
-    created = {w.pod_name(i): 0.1 * i for i in range(20)}
-    bound = {w.pod_name(i): 10.0 + 0.5 * i for i in range(20)}
-    line = w.run_line(spec, "kbatch", 2, created, bound, peak_rss_bytes=5, error=None)
-    assert list(line)[: len(w.LINE_KEYS)] == list(w.LINE_KEYS)
-    assert line["seconds_to_all_bound"] == 19.5
-    assert line["binds_per_second"] == 2.0
-    assert line["p50_seconds"] == pytest.approx(13.8)  # 10 + 0.4 i at i = 9.5
-    assert (line["round"], line["pods"], line["nodes"], line["bound"]) == (2, 20, 2, 20)
-    assert line["gang_p50_seconds"] is not None
-    json.dumps(line)
-
-
-def test_a_run_not_wholly_bound_has_no_time_to_all_bound() -> None:
-    spec = w.scenario("a", 2, 3)
-    line = w.run_line(spec, "volcano", 1, {"pod-0": 0.0}, {"pod-0": 1.0}, error="timeout")
-    assert line["seconds_to_all_bound"] is None and line["binds_per_second"] is None
-    assert line["error"] == "timeout" and line["bound"] == 1
-
-
-def test_summary_takes_min_median_max_of_the_runs_that_finished() -> None:
-    lines = [
-        {"scheduler": "kbatch", "scenario": "a", "seconds_to_all_bound": s, "error": None}
-        for s in (3.0, 1.0, 2.0)
-    ]
-    lines.append({"scheduler": "volcano", "scenario": "a", "error": "not built"})
-    rows = w.summary(lines)
-    assert rows[0]["seconds_to_all_bound"] == (1.0, 2.0, 3.0)
-    assert (rows[0]["runs"], rows[0]["failed"]) == (3, 0)
-    assert (rows[1]["failed"], rows[1]["errors"]) == (1, ["not built"])
-    text = w.table(rows)
-    assert "1 / 2 / 3" in text and "volcano (a): not built" in text
-
-
 def test_the_order_turns_each_round() -> None:
     names = ("kbatch", "kube-scheduler", "volcano")
     assert live.order(names, 0) == list(names)
@@ -157,7 +92,7 @@ def test_request_counts_are_summed_by_verb() -> None:
             'apiserver_request_duration_seconds_count{verb="POST"} 99',
         ]
     )
-    assert live.parse_request_counts(text) == {"POST": 10, "GET": 2}
+    assert live_api.parse_request_counts(text) == {"POST": 10, "GET": 2}
 
 
 def test_kwok_stages_fake_ready_nodes_and_pods_that_finish() -> None:
@@ -169,8 +104,71 @@ def test_kwok_stages_fake_ready_nodes_and_pods_that_finish() -> None:
     assert stages["pod-delete"]["spec"]["next"] == {"delete": True}
 
 
-def test_a_backlog_run_counts_the_time_to_all_bound_from_the_schedulers_start() -> None:
-    spec = w.scenario("a", 1, 2)
-    created, bound = {"pod-0": 0.0, "pod-1": 1.0}, {"pod-0": 5.0, "pod-1": 6.0}
-    assert w.run_line(spec, "kbatch", 1, created, bound)["seconds_to_all_bound"] == 6.0
-    assert w.run_line(spec, "kbatch", 1, created, bound, since=4.0)["seconds_to_all_bound"] == 2.0
+def test_pods_scale_with_the_nodes_unless_given() -> None:
+    assert w.scenario("b", nodes=200) == w.Scenario("b", 200, 2000, 10)
+    assert w.scenario("c", nodes=200) == w.Scenario("c", 200, 2000, 10, 100, 10)
+    assert w.scenario("d", nodes=200) == w.Scenario("d", 200, 800, 10, restart=True)
+    assert w.scenario("d", nodes=200, pods=50).pods == 50
+    assert w.scenario("a", nodes=1).pods == 10
+    assert w.scenario("c") == w.Scenario("c", 5000, 50000, 10, 100, 10)
+    assert w.scenario("d") == w.Scenario("d", 5000, 20000, 10, restart=True)
+
+
+def test_scenario_c_has_gangs_of_10_to_100_over_10_queues() -> None:
+    spec = w.scenario("c")
+    assert sum(spec.sizes) == 50000
+    assert set(spec.sizes) <= set(range(10, 101, 10)) and len(set(spec.sizes)) == 10
+    assert spec.sizes == w.scenario("c").sizes  # drawn the same each time
+    for g in (0, 1, spec.gangs - 1):
+        members = spec.members(g)
+        assert len(members) == spec.sizes[g]
+        assert {spec.gang_of(i) for i in members} == {g}
+    assert spec.members(spec.gangs - 1)[-1] == 49999
+    assert {spec.queue_of(g) for g in range(spec.gangs)} == {f"queue-{i}" for i in range(10)}
+    assert w.scenario("b").queue_of(3) is None
+
+
+def test_a_gang_of_scenario_c_is_named_with_its_size_and_queue() -> None:
+    spec = w.scenario("c", nodes=100)
+    g = 3
+    size, pod = spec.sizes[g], spec.members(g)[0]
+    kbatch, volcano = w.group(spec, g, "kbatch"), w.group(spec, g, "volcano")
+    upstream = w.group(spec, g, "kube-scheduler")
+    assert kbatch and volcano and upstream
+    assert kbatch[1]["spec"] == {"minMember": size, "queue": "queue-3"}
+    assert volcano[1]["spec"] == {"minMember": size, "queue": "queue-3"}
+    assert upstream[1]["spec"] == {"schedulingPolicy": {"gang": {"minCount": size}}}
+    assert w.pod(spec, pod, "kbatch")["metadata"]["annotations"] == {
+        GROUP_NAME_ANNOTATION: f"gang-{g}"
+    }
+
+
+def test_kbatch_and_volcano_get_the_weighted_queues_and_kube_scheduler_none() -> None:
+    spec = w.scenario("c", nodes=20)
+    for scheduler, api in (("kbatch", w.KBATCH_GROUPS), ("volcano", w.VOLCANO_QUEUES)):
+        queues = w.queues(spec, scheduler)
+        assert [q[1]["spec"]["weight"] for q in queues] == list(range(1, 11))
+        assert {q[0] for q in queues} == {f"/apis/{api}/queues"}
+        assert queues[0][1]["metadata"]["name"] == "queue-0"
+    assert w.queues(spec, "kube-scheduler") == []
+    assert w.queues(w.scenario("b"), "kbatch") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ((5, 50, 10, 15), "max_gang .15. must be a multiple of gang .10."),
+        ((5, 50, 0), "gang must be positive"),
+        ((5, 50, 10, 0, -1), "queues must be 0 or more"),
+    ],
+)
+def test_bad_gang_shapes_are_refused(args: tuple[int, ...], says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        w.Scenario("x", *args)
+
+
+def test_a_restart_run_says_when_the_pods_were_made() -> None:
+    options = live.Options(w.scenario("d", 1, 10), 1, ("kbatch",), None, 1.0, 1.0)
+    assert "killed" in live.submitted(options)
+    plain = live.Options(w.scenario("b", 1, 10), 1, ("kbatch",), None, 1.0, 1.0)
+    assert live.submitted(plain) == "while it ran"
