@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kbatch import __version__
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
@@ -206,7 +208,7 @@ class Replay:
     def _load_conf(self, record: dict[str, Any]) -> SchedulerConf:
         where = f"{self.result.directory}: the recorded scheduler conf"
         try:
-            return load_conf(json.dumps(record.get("conf")), where)
+            return load_conf(yaml.safe_dump(record.get("conf")), where)
         except ConfigError as exc:
             raise ConfigError(f"refused: {exc}") from exc
 

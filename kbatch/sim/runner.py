@@ -65,6 +65,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import SHARE_STATUSES, TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import Backend
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.runner import (
     Scheduler,
@@ -156,7 +157,8 @@ class Simulation:
         self.timeline = Timeline(shortcuts=shortcuts)
         self._sessions = 0
         self.flight = self._recorder(state, conf)  # the flight recorder, if one is asked for
-        backend, now = self.cluster, self.clock
+        backend: Backend = self.cluster
+        now: Callable[[], float] = self.clock
         if self.flight is not None:
             backend, now = hooks.recorded(self.cluster, self.clock, self.flight)
         self.scheduler = Scheduler(backend, conf, now, self._session_id, shortcuts)
