@@ -28,6 +28,8 @@ from typing import Any
 import yaml
 
 from kbatch import __version__
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
+from kbatch.cluster.assumed import ASSUMED_TTL
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
@@ -127,7 +129,8 @@ class Replay:
         self.state: ClusterState | None = None
         self.backend: _Collecting | None = None
         self.scheduler: Scheduler | None = None
-        self.waiting_snapshot = False  # a session began: its snapshot is the next
+        # A session began on this thread (True: any): its snapshot is that thread's next.
+        self.waiting_snapshot: int | bool = False
         self.held: list[dict[str, Any]] | None = None  # changes made while a session ran
 
     def run(self) -> Result:
@@ -161,9 +164,9 @@ class Replay:
             )
         self.t0 = float(first.get("t", 0.0))
         self.state = ClusterState(
-            frozenset(header.get("scheduler_names") or ClusterState().scheduler_names),
+            frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES),
             clock=lambda: self.t,
-            assumed_ttl=float(header.get("assumed_ttl", 30.0)),
+            assumed_ttl=float(header.get("assumed_ttl", ASSUMED_TTL)),
             leave_out_settled=bool(header.get("leave_out_settled", False)),
         )
         self.backend = _Collecting(self.state)
@@ -179,9 +182,10 @@ class Replay:
             return
         if op == "sess":
             self._end_session()
-            self.waiting_snapshot = True
+            self.waiting_snapshot = record.get("th", True)
         elif op == "snap":
-            if self.waiting_snapshot:
+            waiting = self.waiting_snapshot
+            if waiting is not False and (waiting is True or record.get("th") == waiting):
                 self.waiting_snapshot, self.held = False, []
             else:
                 self._state().snapshot()

@@ -13,11 +13,12 @@ the monotonic clock of ``kbatch run``, the simulated time of the simulator):
 - ``d`` an object dropped (``k`` its kind, ``key``);
 - ``as`` / ``ar`` a bind / an eviction sent and assumed (``key``, ``node``);
   ``c`` one confirmed, ``f`` one forgotten, ``k`` one kept assumed ``s`` seconds more;
-- ``snap`` a snapshot taken (where it stands among the changes);
+- ``snap`` a snapshot taken (where it stands among the changes; ``th`` the thread);
 - ``sched`` a new scheduler (at start, and on taking the lead again);
 - ``conf`` the scheduler conf from the next session on (``conf``);
-- ``sess`` a session begins; ``now`` its time as it reads it; ``out`` its decisions
-  (``binds``, ``evictions``, ``nominations``, ``groups``, ``queues``).
+- ``sess`` a session begins (``th`` its thread); ``now`` its time as it reads it;
+  ``out`` its decisions (``binds``, ``evictions``, ``nominations``, ``groups``,
+  ``queues``).
 """
 
 import logging
@@ -89,7 +90,7 @@ class Recorder:
         self._put((op, self.clock(), key, value))
 
     def snapshotted(self) -> None:
-        self._put(("snap", self.clock()))
+        self._put(("snap", self.clock(), threading.get_ident()))
 
     # What the scheduling loop tells (``hooks``).
 
@@ -103,7 +104,9 @@ class Recorder:
             self._put(("conf", self.clock(), conf))
 
     def session(self) -> None:
-        self._put(("sess", self.clock()))
+        """A session begins on this thread: its snapshot is the next this thread takes
+        (another thread's may come between: the thread tells them apart)."""
+        self._put(("sess", self.clock(), threading.get_ident()))
 
     def now(self, value: float) -> None:
         self._put(("now", self.clock(), value))
@@ -175,6 +178,8 @@ class Recorder:
             return {"op": "now", "t": t, "now": item[2]}
         if op == "out":
             return {"op": "out", "t": t, **decisions_json(item[2])}
+        if op in ("sess", "snap"):
+            return {"op": op, "t": t, "th": item[2]}
         return {"op": op, "t": t}
 
     def _checkpoint(self) -> Iterator[dict[str, Any]]:
