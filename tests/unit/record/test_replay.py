@@ -122,3 +122,18 @@ def test_a_window_replays_only_its_sessions(recording: Path) -> None:
     window = replay.replay(recording, start=300.0, end=900.0)
     assert 0 < window.sessions < whole.sessions
     assert window.total().recorded < whole.total().recorded
+
+
+def test_record_sizes_and_where_record_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kbatch.cli.run import byte_size
+
+    assert byte_size("256M") == 256 << 20
+    assert byte_size("1g") == 1 << 30
+    assert byte_size("4096") == 4096
+    assert main(["bench", "--record", str(tmp_path / "r"), "--size", "10x100"]) == 2
+    assert "--record goes with --trace only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bench", "--trace", "--record-max-bytes", "lots"])
+    assert "not a size: 'lots'" in capsys.readouterr().err
