@@ -2,9 +2,10 @@
 
 ``kbatch run --record DIR`` schedules gangs in two weighted queues and single pods on a
 few nodes of the test's own, the e2e kubelet running and finishing the pods (so gangs
-that wait get the room of those that end); once every pod has run, the run is stopped
-and ``kbatch replay DIR -o json`` must find every recorded bind, eviction, nomination
-and status made again, with none differing.
+that wait get the room of those that end); once every pod has run, the run is killed
+(SIGKILL: no clean-up, the recording is as its last flush left it), and ``kbatch replay
+DIR -o json`` must read it up to there, say where it stopped, and find every recorded
+bind, eviction, nomination and status made again, with none differing.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ import pytest
 from e2e.cluster_backend import poll
 from kbatch.api import GROUP, VERSION
 from kbatch.kubeapi import ApiError, request
+from kbatch.record.store.recorder import FLUSH_SECONDS
 
 pytestmark = pytest.mark.e2e
 
@@ -81,7 +84,9 @@ def test_a_recorded_run_replays_bind_for_bind(
             return len(phases) == len(pods) and all(p == "Succeeded" for p in phases)
 
         poll("every pod run to its end", all_ran, 120)
+        time.sleep(2 * FLUSH_SECONDS)  # the last binds' records flushed
     finally:
+        run.kill()
         run.stop()
         for queue in queues:
             try:
@@ -96,7 +101,9 @@ def test_a_recorded_run_replays_bind_for_bind(
         timeout=120,
     )
     shown = json.loads(done.stdout)
-    assert shown["stopped"] is None, done.stderr
+    stopped = shown["stopped"]
+    assert stopped is not None and "ends early" in stopped["why"], "killed: no gzip trailer"
+    assert "the recording stops early" in done.stderr
     by_kind = shown["by_kind"]
     assert by_kind["binds"]["recorded"] >= len(pods), "every pod's bind was recorded"
     assert by_kind["groups"]["recorded"] > 0
