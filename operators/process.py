@@ -32,6 +32,7 @@ from kbatch.operators.scheduler.runtime.informer import Watches
 from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 from kbatch.operators.scheduler.runtime.leader import LeaseElector
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
+from kbatch.record.store.recorder import Recorder
 from kbatch.webhooks import jobs as webhook_jobs
 from kbatch.webhooks import server as webhooks
 
@@ -78,8 +79,14 @@ def connection_info(configuration: kubeapi.Configuration) -> kopf.ConnectionInfo
 class Runtime:
     """Everything ``kbatch run`` starts besides kopf itself."""
 
-    def __init__(self, settings: RunSettings, watches: Watches | None = None) -> None:
-        """``watches``: started already (``start_watches``), or made here."""
+    def __init__(
+        self,
+        settings: RunSettings,
+        watches: Watches | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        """``watches``: started already (``start_watches``), or made here. ``recorder``:
+        the flight recorder its state already tells (``kbatch run --record``), if any."""
         self.settings = settings
         self.conf = ConfSource(settings.scheduler_conf)  # a bad file fails here, at start
         if watches is None:
@@ -113,7 +120,9 @@ class Runtime:
             has_work=self.has_work,
             generation=lambda: self.state.generation,
             busy=self.cluster.binds_in_flight,
+            recorder=recorder,
         )
+        self.recorder = recorder
 
     def has_work(self) -> bool:
         """Anything for a session, but the PodGroups a session decided whose statuses wait
@@ -185,6 +194,8 @@ class Runtime:
             self.elector.stop()
         for informer in self.informers:
             informer.stop()
+        if self.recorder is not None:
+            self.recorder.close()
 
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
@@ -214,9 +225,12 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     return registry
 
 
-def run(settings: RunSettings, watches: Watches | None = None) -> None:
-    """Run until interrupted (with ``watches`` started already, if given)."""
-    runtime = Runtime(settings, watches)
+def run(
+    settings: RunSettings, watches: Watches | None = None, recorder: Recorder | None = None
+) -> None:
+    """Run until interrupted (with ``watches`` started already, if given; recorded by
+    ``recorder``, if given)."""
+    runtime = Runtime(settings, watches, recorder)
     runtime.start_watches()
     registry = build_registry(runtime)
     kopf.run(registry=registry, clusterwide=True, standalone=True)

@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbatch.cluster.state import ClusterState
@@ -228,12 +229,12 @@ def settled_loop(
     }
 
 
-def run_trace(spec: "TraceSpec") -> dict[str, Any]:
+def run_trace(spec: "TraceSpec", record: tuple[Path, int] | None = None) -> dict[str, Any]:
     """``--trace``: a day of a mixed workload simulated (``kbatch.sim.trace``), in this
-    process; with its peak RSS."""
+    process; with its peak RSS; recorded into ``record`` (directory, bound) if given."""
     from kbatch.sim import trace
 
-    return {**trace.run(spec), "peak_rss_mib": round(peak_rss_kib() / 1024, 1)}
+    return {**trace.run(spec, record), "peak_rss_mib": round(peak_rss_kib() / 1024, 1)}
 
 
 def peak_rss_kib() -> int:
@@ -285,9 +286,11 @@ def main(
     sizes: list[tuple[int, int]] | None = None,
     backlog: bool = False,
     trace: "TraceSpec | None" = None,
+    record: tuple[Path, int] | None = None,
 ) -> int:
+    """``record``: with ``trace``, the directory and bound of its flight recording."""
     if trace is not None:
-        print(json.dumps(run_trace(trace)), flush=True)
+        print(json.dumps(run_trace(trace, record)), flush=True)
         return 0
     chosen = sizes or list(BACKLOG_SIZES if backlog else SIZES)
     for nodes, pods in chosen:

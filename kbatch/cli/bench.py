@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kbatch.cli import run
+
 
 def bench(args: argparse.Namespace) -> int:
     """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
@@ -23,7 +25,10 @@ def bench(args: argparse.Namespace) -> int:
             spec = trace.TraceSpec(args.trace_nodes, args.trace_hours, args.trace_seed)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-        return benchmark.main(trace=spec)
+        record = None if args.record is None else (args.record, args.record_max_bytes)
+        return benchmark.main(trace=spec, record=record)
+    if args.record is not None:
+        raise argparse.ArgumentTypeError("--record goes with --trace only")
     return benchmark.main(sizes, backlog=args.backlog)
 
 
@@ -149,6 +154,20 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     )
     parser.add_argument(
         "--trace-seed", type=int, default=0, metavar="SEED", help="the workload's seed"
+    )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="DIR",
+        help="with --trace: keep a flight recording of the simulated day in DIR (empty or "
+        "new), for kbatch replay",
+    )
+    parser.add_argument(
+        "--record-max-bytes",
+        type=run.byte_size,
+        default="1G",
+        metavar="SIZE",
+        help="the recording's bound on disk (default 1G)",
     )
     _add_live_options(parser)
     parser.set_defaults(command=bench)

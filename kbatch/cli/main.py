@@ -15,13 +15,21 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from kbatch.api import duration
-from kbatch.cli import bench, run, simulate, visibility
+from kbatch.cli import bench, replay, run, simulate, visibility
 from kbatch.cluster.errors import ManifestError, ObjectError
 from kbatch.config import ConfigError
+from kbatch.record.store.segments import RecordingError
 
 EXIT_USAGE = 2
 # Errors that are the user's input, not a bug: reported in one line.
-INPUT_ERRORS = (ManifestError, ConfigError, duration.DurationError, ObjectError, OSError)
+INPUT_ERRORS = (
+    ManifestError,
+    ConfigError,
+    duration.DurationError,
+    ObjectError,
+    OSError,
+    RecordingError,
+)
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -37,6 +45,7 @@ def parser() -> argparse.ArgumentParser:
     simulate.add_command(commands)
     bench.add_command(commands)
     run.add_command(commands)
+    replay.add_command(commands)
     visibility.add_commands(commands)  # queues, jobs, explain
     return root
 

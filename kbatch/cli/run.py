@@ -4,9 +4,12 @@ process against a cluster (``kbatch.operators.process``), until interrupted."""
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
+
+if TYPE_CHECKING:
+    from kbatch.record.store.recorder import Recorder
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
     # The lists start before kopf and the scheduler load (about a second): the API
     # server prepares them meanwhile (10,000 pods take it seconds).
     watches = Watches(kubeapi.api_client(args.kubeconfig), names)
+    recorder = _recorder(args, names)
+    if recorder is not None:
+        watches.state.observer = recorder  # before the first list: every object recorded
     watches.start()
     from kbatch.operators import process
 
@@ -43,8 +49,32 @@ def run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         manage_webhooks=args.manage_webhooks,
     )
-    process.run(settings, watches)
+    process.run(settings, watches, recorder)
     return 0
+
+
+def _recorder(args: argparse.Namespace, names: frozenset[str]) -> "Recorder | None":
+    """The flight recorder ``--record`` asks for, on the monotonic clock the cluster
+    state assumes binds by."""
+    if args.record is None:
+        return None
+    import time
+
+    from kbatch.cluster.assumed import ASSUMED_TTL
+    from kbatch.record.store import recorder
+
+    header = recorder.state_header(names, False, ASSUMED_TTL, "monotonic")
+    return recorder.Recorder(args.record, args.record_max_bytes, time.monotonic, header)
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes: a number, or one with K, M or G (powers of 1024)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    number, unit = (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
+    try:
+        return int(float(number) * unit)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 256M)") from None
 
 
 def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -106,6 +136,20 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         help="how long a silent leader keeps the lead",
     )
     _add_webhook_options(parser)
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="DIR",
+        help="keep a flight recording in DIR (empty or new): what the scheduler reads "
+        "and decides, for kbatch replay",
+    )
+    parser.add_argument(
+        "--record-max-bytes",
+        type=byte_size,
+        default="256M",
+        metavar="SIZE",
+        help="the recording's bound on disk; the oldest segments go first (default 256M)",
+    )
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error")
     )

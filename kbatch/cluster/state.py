@@ -23,6 +23,7 @@ from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_
 from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
+from kbatch.cluster.observer import StateObserver
 from kbatch.cluster.reuse import settled
 from kbatch.cluster.reuse.per_object import Inputs
 from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
@@ -90,6 +91,8 @@ class ClusterState(StateReads):
         self._changed_units: set[str] = set()
         self._assumed_units: set[str] = set()
         self._pod_units = PodUnits()
+        # Told every change, under the lock (the flight recorder); None: nobody.
+        self.observer: StateObserver | None = None
 
     def apply(
         self, obj: Mapping[str, Any], owned: bool = False, status: BaseModel | None = None
@@ -116,6 +119,8 @@ class ClusterState(StateReads):
         raw = dict(obj) if owned else fields.copied(dict(obj))
         with self._lock:
             self._record(kind, key, parsed, raw)
+            if self.observer is not None:
+                self.observer.applied(kind, key, raw)
 
     def _parse(self, kind: str, key: str, obj: Mapping[str, Any], status: BaseModel | None) -> Any:
         """The record of ``obj`` (of ``kind``, at ``key``), from the version held where
@@ -147,6 +152,8 @@ class ClusterState(StateReads):
                 self._refused[kind][key] = f"{exc.field}: {exc.why}" if exc.field else exc.why
                 if kind == "Queue" and self._shown is not None:
                     self._shown.verdicts_changed()
+                if self.observer is not None:
+                    self.observer.refused(fields.copied(dict(obj)))
             raise
 
     def _record(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> None:
@@ -253,6 +260,8 @@ class ClusterState(StateReads):
             self._changed_units.add(key)
 
     def _drop(self, kind: str, key: str) -> None:
+        if self.observer is not None:
+            self.observer.dropped_object(kind, key)
         self.generation += 1
         self._unit_changed(kind, key, None)
         self._names.count(kind, key, None)
@@ -316,24 +325,32 @@ class ClusterState(StateReads):
             record = self._parsed["Pod"].get(key)
             if record is not None:
                 self._assumed.assume(key, record.uid, node)
+                if self.observer is not None:
+                    self.observer.assumed("as" if node is not None else "ar", key, node)
 
     def confirmed(self, namespace: str, name: str) -> None:
         """The bind or eviction succeeded: its assumption lasts ``assumed_ttl`` more at
         most, in case the watch never shows it."""
         with self._lock:
-            self._assumed.confirmed(self._key("Pod", namespace, name))
+            self._assumed.confirmed(key := self._key("Pod", namespace, name))
+            if self.observer is not None:
+                self.observer.assumed("c", key)
 
     def keep_assumed(self, namespace: str, name: str, seconds: float) -> None:
         """The bind or eviction got no answer: snapshots keep assuming it ``seconds`` more
         (its back-off, so no session sends it again meanwhile), then see the pod as the
         watch does, and a session decides about it anew."""
         with self._lock:
-            self._assumed.keep(self._key("Pod", namespace, name), seconds)
+            self._assumed.keep(key := self._key("Pod", namespace, name), seconds)
+            if self.observer is not None:
+                self.observer.assumed("k", key, seconds)
 
     def forget(self, namespace: str, name: str) -> None:
         """A bind or an eviction failed: the pod is as the watch last showed it."""
         with self._lock:
-            self._assumed.forget(self._key("Pod", namespace, name))
+            self._assumed.forget(key := self._key("Pod", namespace, name))
+            if self.observer is not None:
+                self.observer.assumed("f", key)
 
     def _expire_assumptions(self) -> None:
         if self._assumed.expire():  # their pods are pending again: news for the backlog
@@ -341,6 +358,8 @@ class ClusterState(StateReads):
 
     def snapshot(self) -> Snapshot:
         with self._lock, collector_paused():
+            if self.observer is not None:
+                self.observer.snapshotted()
             all_pods, all_groups = self._parsed["Pod"], self._parsed["PodGroup"]
             self._expire_assumptions()
             assumed = self._assumed.applied_to if self._assumed else None

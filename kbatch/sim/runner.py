@@ -59,11 +59,13 @@ from pathlib import Path
 from typing import Any
 
 from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
+from kbatch.cluster.assumed import ASSUMED_TTL
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import SHARE_STATUSES, TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import Backend
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.runner import (
     Scheduler,
@@ -71,6 +73,7 @@ from kbatch.operators.scheduler.core.runner import (
     load_conf,
     load_conf_file,
 )
+from kbatch.record.store import hooks, recorder
 from kbatch.sim import clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
 from kbatch.sim.backend import SimBackend
@@ -104,6 +107,8 @@ class Options:
     # Which shortcuts the state, the scheduler and the simulator take (``Shortcuts.none()``:
     # the straightforward way, to check that they change nothing).
     shortcuts: Shortcuts = ALL
+    # Record the run (``kbatch.record``): into this empty directory, bounded so in bytes.
+    record: tuple[Path, int] | None = None
 
 
 @dataclass(slots=True)
@@ -151,16 +156,39 @@ class Simulation:
         self.totals = Totals()
         self.timeline = Timeline(shortcuts=shortcuts)
         self._sessions = 0
-        self.scheduler = Scheduler(self.cluster, conf, self.clock, self._session_id, shortcuts)
+        self.flight = self._recorder(state, conf)  # the flight recorder, if one is asked for
+        backend: Backend = self.cluster
+        now: Callable[[], float] = self.clock
+        if self.flight is not None:
+            backend, now = hooks.recorded(self.cluster, self.clock, self.flight)
+        self.scheduler = Scheduler(backend, conf, now, self._session_id, shortcuts)
         _make_defaults(self.cluster)
+
+    def _recorder(self, state: ClusterState, conf: SchedulerConf) -> recorder.Recorder | None:
+        """The recorder ``Options.record`` asks for, told every change of ``state``, on
+        the simulated clock (it may hold the simulation back: nothing is dropped)."""
+        if self.options.record is None:
+            return None
+        directory, max_bytes = self.options.record
+        header = recorder.state_header(
+            self.options.scheduler_names, self.options.leave_out_settled, ASSUMED_TTL, "simulated"
+        )
+        made = recorder.Recorder(directory, max_bytes, self.clock, header, limit=None)
+        state.observer = made
+        made.conf(conf)
+        return made
 
     def _session_id(self) -> str:
         self._sessions += 1
         return str(uuid.UUID(int=_SESSION_ID_BASE + self._sessions))
 
     def run(self) -> Outcome:
-        with collector_paused_for_run(self.options.pause_collector) as frozen:
-            return self._run(frozen)
+        try:
+            with collector_paused_for_run(self.options.pause_collector) as frozen:
+                return self._run(frozen)
+        finally:
+            if self.flight is not None:
+                self.flight.close(timeout=None)
 
     def _run(self, frozen: Callable[[], None]) -> Outcome:
         period, until = self.options.period, self.options.until

@@ -24,6 +24,7 @@ seconds, simulated seconds per wall second, sessions, binds, evictions.
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -177,11 +178,12 @@ def _template(queue: str, pods: int, cpu: int) -> Template:
     )
 
 
-def run(spec: TraceSpec) -> dict[str, Any]:
-    """Simulate the trace; what it did and how fast (wall time: the simulation only)."""
+def run(spec: TraceSpec, record: tuple[Path, int] | None = None) -> dict[str, Any]:
+    """Simulate the trace; what it did and how fast (wall time: the simulation only,
+    with the writing of its recording when ``record``, a directory and a bound, asks)."""
     objects = trace_objects(spec)
     loaded = manifests.load_documents(objects, "<trace>")
-    options = runner.Options(until=spec.seconds)
+    options = runner.Options(until=spec.seconds, record=record)
     simulation = runner.Simulation(loaded, default_conf(), options)
     started = time.perf_counter()
     outcome = simulation.run()

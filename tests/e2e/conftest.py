@@ -219,6 +219,7 @@ class KbatchRuns:
         lock_namespace: str = "default",
         lease_duration: str = "5s",
         period: str = "1s",
+        extra: tuple[str, ...] = (),
     ) -> KbatchRun:
         metrics_port, health_port = free_ports(2)
         argv = [
@@ -242,6 +243,7 @@ class KbatchRuns:
             argv += ["--scheduler-conf", str(conf)]
         for scheduler_name in scheduler_names:
             argv += ["--scheduler-name", scheduler_name]
+        argv += extra
         run = KbatchRun(name, argv, self.logs / f"kbatch-run-{name}.log", metrics_port, health_port)
         STARTED.append(run)
         return run.start()

@@ -21,6 +21,8 @@ from kbatch.config import ConfigError, SchedulerConf
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.interface import Backend
+from kbatch.record.store import hooks
+from kbatch.record.store.recorder import Recorder
 
 log = logging.getLogger("kbatch.loop")
 
@@ -81,6 +83,7 @@ class SchedulerLoop:
         idle_every: int = 5,
         busy_idle_every: int = 30,
         clock: Callable[[], float] = time.time,
+        recorder: Recorder | None = None,
     ) -> None:
         self.cluster = cluster
         self.conf = conf
@@ -93,6 +96,7 @@ class SchedulerLoop:
         self.idle_every = idle_every
         self.busy_idle_every = busy_idle_every
         self.clock = clock  # the sessions' (Session.now)
+        self.recorder = recorder  # the flight recorder (``kbatch run --record``), if any
         self.sessions = 0
         self._idle_periods = 0
         self._seen_generation = -1
@@ -132,9 +136,14 @@ class SchedulerLoop:
         conf = self.conf.current()
         scheduler = self._scheduler
         if scheduler is None:
+            backend, clock = self.cluster, self.clock
+            if self.recorder is not None:
+                backend, clock = hooks.recorded(backend, clock, self.recorder)
             scheduler = self._scheduler = runner.Scheduler(
-                self.cluster, conf, clock=self.clock, session_ids=lambda: uuid.uuid4().hex
+                backend, conf, clock=clock, session_ids=lambda: uuid.uuid4().hex
             )
+        if self.recorder is not None:
+            self.recorder.conf(conf)
         scheduler.conf = conf
         self._settled_under = None  # until this session has closed, changing nothing
         session = scheduler.run_once()

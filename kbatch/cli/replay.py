@@ -1,0 +1,88 @@
+"""``kbatch replay``: the scheduler run again over a flight recording (``kbatch run
+--record``, ``kbatch bench --trace --record``), its decisions compared with the recorded
+ones (``kbatch.record.replay``)."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kbatch.api import duration
+
+EXIT_DIFFERS = 1
+
+
+def replay(args: argparse.Namespace) -> int:
+    from kbatch.record import replay as replaying
+
+    start = None if args.start is None else duration.parse_duration(args.start, "--from")
+    end = None if args.end is None else duration.parse_duration(args.end, "--to")
+    result = replaying.replay(args.recording, start, end, warn=_warn)
+    shown = result.as_json()
+    if args.output == "json":
+        print(json.dumps(shown, indent=2))
+    else:
+        print(_text(shown))
+    if args.fail_on_difference and shown["decisions"]["differing"]:
+        return EXIT_DIFFERS
+    return 0
+
+
+def _warn(message: str) -> None:
+    print(f"kbatch: {message}", file=sys.stderr)
+
+
+def _text(shown: dict[str, Any]) -> str:
+    decisions = shown["decisions"]
+    lines = [
+        f"recording {shown['recording']} (kbatch {shown['version']['recorded']}): "
+        f"{shown['sessions']} sessions replayed in {shown['wall_seconds']} s",
+        f"decisions: {decisions['recorded']} recorded, {decisions['replayed']} replayed, "
+        f"{decisions['differing']} differing",
+    ]
+    for kind, counts in shown["by_kind"].items():
+        lines.append(
+            f"  {kind:<12} {counts['recorded']:>8} {counts['replayed']:>8} {counts['differing']:>8}"
+        )
+    for difference in shown["differences"]:
+        lines.append(
+            f"session {difference['session']} at {difference['at']} s: {difference['kind']} "
+            f"{difference['object']}: recorded {json.dumps(difference['recorded'])}, "
+            f"replayed {json.dumps(difference['replayed'])}"
+        )
+    if shown["stopped"] is not None:
+        stop = shown["stopped"]
+        lines.append(
+            f"stopped early: {stop['file']}: offset {stop['offset']}: {stop['object']}: "
+            f"{stop['why']}"
+        )
+    return "\n".join(lines)
+
+
+def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
+    parser = commands.add_parser(
+        "replay",
+        help="run the scheduler again over a flight recording and compare its decisions",
+        description="Replay a recording of kbatch run --record (or kbatch bench --trace "
+        "--record): the recorded changes arrive in their recorded order and times, the "
+        "sessions run where they ran, with the recorded conf, and each session's binds, "
+        "evictions, nominations and statuses are compared with the recorded ones.",
+    )
+    parser.add_argument("recording", type=Path, metavar="DIR", help="the recording's directory")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="DURATION",
+        help="replay the sessions from this long after the recording's start",
+    )
+    parser.add_argument(
+        "--to", dest="end", metavar="DURATION", help="stop this long after the recording's start"
+    )
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--fail-on-difference",
+        action="store_true",
+        help=f"exit {EXIT_DIFFERS} when a replayed decision differs from the recorded one",
+    )
+    parser.set_defaults(command=replay)

@@ -1,0 +1,324 @@
+"""``kbatch replay``: the scheduler run again over a recording, decision by decision.
+
+The recording holds every change the scheduler's cluster state was given, in the
+order it was given them, and where each session's snapshot stood among them. The
+replay gives a new cluster state the same changes in the same order, at the same
+times (its clock reads each record's time, for the binds it assumes), and at each
+session's place runs the same scheduler with the recorded conf and the session's
+recorded time. What the kubelet, the controllers and the binds did comes back as
+the recorded changes, just as the watches brought it: nothing is simulated that the
+recording already says. The changes recorded while a session ran (its own binds,
+assumed; what the watches brought meanwhile) are given after it, as they were.
+
+Each session's decisions are compared with the recorded ones: binds (pod and node),
+evictions, nominations, PodGroup and Queue statuses. Differences are counted and the
+first ones listed; the replay goes on from the recorded state, so one difference
+does not hide the next.
+"""
+
+import contextlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kbatch import __version__
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
+from kbatch.cluster.assumed import ASSUMED_TTL
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.state import ClusterState
+from kbatch.config import ConfigError, SchedulerConf
+from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+from kbatch.operators.scheduler.core.runner import Scheduler, default_conf, load_conf
+from kbatch.record.store import hooks, recorder, segments
+
+KINDS = ("binds", "evictions", "nominations", "groups", "queues")
+SHOWN_DIFFERENCES = 20
+
+
+@dataclass(slots=True)
+class Counts:
+    recorded: int = 0
+    replayed: int = 0
+    differing: int = 0
+
+
+@dataclass(slots=True)
+class Result:
+    directory: str
+    recorded_version: str = ""
+    sessions: int = 0
+    start: float | None = None  # seconds from the recording's first record
+    end: float | None = None
+    counts: dict[str, Counts] = field(default_factory=lambda: {k: Counts() for k in KINDS})
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    stopped: segments.Stop | None = None
+    warnings: list[str] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    def total(self) -> Counts:
+        return Counts(
+            sum(c.recorded for c in self.counts.values()),
+            sum(c.replayed for c in self.counts.values()),
+            sum(c.differing for c in self.counts.values()),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        total = self.total()
+        return {
+            "recording": self.directory,
+            "version": {"recorded": self.recorded_version, "replaying": __version__},
+            "sessions": self.sessions,
+            "from": self.start,
+            "to": self.end,
+            "decisions": {
+                "recorded": total.recorded,
+                "replayed": total.replayed,
+                "differing": total.differing,
+            },
+            "by_kind": {
+                kind: {"recorded": c.recorded, "replayed": c.replayed, "differing": c.differing}
+                for kind, c in self.counts.items()
+            },
+            "differences": self.differences,
+            "stopped": None if self.stopped is None else _stop_json(self.stopped),
+            "warnings": self.warnings,
+            "wall_seconds": round(self.wall_seconds, 3),
+        }
+
+
+def _stop_json(stop: segments.Stop) -> dict[str, Any]:
+    return {"file": stop.file, "offset": stop.offset, "object": stop.object, "why": stop.why}
+
+
+class _Collecting:
+    """The replaying scheduler's backend: the replayed state's snapshots; the outcome
+    kept to compare, never applied (the recording brings what followed from it)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.outcome: Outcome | None = None
+
+    def snapshot(self) -> Snapshot:
+        return self.state.snapshot()
+
+    def apply(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+
+
+class Replay:
+    def __init__(
+        self,
+        directory: Path,
+        start: float | None = None,
+        end: float | None = None,
+        warn: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.reading = segments.Reading(directory)
+        self.result = Result(str(directory), start=start, end=end)
+        self.warn = warn
+        self.t = 0.0
+        self.now = 0.0
+        self.t0: float | None = None
+        self.conf: SchedulerConf | None = None
+        self.state: ClusterState | None = None
+        self.backend: _Collecting | None = None
+        self.scheduler: Scheduler | None = None
+        # A session began on this thread (True: any): its snapshot is that thread's next.
+        self.waiting_snapshot: int | bool = False
+        self.held: list[dict[str, Any]] | None = None  # changes made while a session ran
+
+    def run(self) -> Result:
+        started = time.perf_counter()
+        for record in self._records():
+            self._take(record)
+        self.result.stopped = self.reading.stopped
+        if self.reading.stopped is not None:
+            self.warn(f"the recording stops early: {self.reading.stopped}")
+        self.result.wall_seconds = time.perf_counter() - started
+        return self.result
+
+    def _records(self) -> Iterator[dict[str, Any]]:
+        end = self.result.end
+        for record in self.reading.records():
+            if self.state is None:
+                self._begin(record)
+            self.t = float(record.get("t", self.t))
+            if end is not None and self.t - (self.t0 or 0.0) > end:
+                return
+            yield record
+
+    def _begin(self, first: dict[str, Any]) -> None:
+        header = self.reading.headers[0] if self.reading.headers else {}
+        version = str(header.get("kbatch", "unknown"))
+        self.result.recorded_version = version
+        if version != __version__:
+            self._warning(
+                f"the recording was made by kbatch {version}; this is kbatch {__version__}: "
+                "decisions may differ where the two differ"
+            )
+        self.t0 = float(first.get("t", 0.0))
+        self.state = ClusterState(
+            frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES),
+            clock=lambda: self.t,
+            assumed_ttl=float(header.get("assumed_ttl", ASSUMED_TTL)),
+            leave_out_settled=bool(header.get("leave_out_settled", False)),
+        )
+        self.backend = _Collecting(self.state)
+
+    def _warning(self, message: str) -> None:
+        self.result.warnings.append(message)
+        self.warn(message)
+
+    def _take(self, record: dict[str, Any]) -> None:
+        op = record.get("op")
+        if self.held is not None and op not in ("now", "out", "sess", "sched", "conf"):
+            self.held.append(record)
+            return
+        if op == "sess":
+            self._end_session()
+            self.waiting_snapshot = record.get("th", True)
+        elif op == "snap":
+            waiting = self.waiting_snapshot
+            if waiting is not False and (waiting is True or record.get("th") == waiting):
+                self.waiting_snapshot, self.held = False, []
+            else:
+                self._state().snapshot()
+        elif op == "now":
+            self.now = float(record["now"])
+        elif op == "out":
+            if self.held is not None:
+                self._session(record)
+            self._end_session()
+        elif op == "conf":
+            self.conf = self._load_conf(record)
+        elif op == "sched":
+            self.scheduler = None
+        elif op == "gap":
+            self._warning(f"{record.get('n')} records were dropped while recording here")
+        else:
+            self._change(record)
+
+    def _end_session(self) -> None:
+        held, self.held, self.waiting_snapshot = self.held, None, False
+        for change in held or ():
+            self._take(change)
+
+    def _load_conf(self, record: dict[str, Any]) -> SchedulerConf:
+        where = f"{self.result.directory}: the recorded scheduler conf"
+        try:
+            return load_conf(yaml.safe_dump(record.get("conf")), where)
+        except ConfigError as exc:
+            raise ConfigError(f"refused: {exc}") from exc
+
+    def _state(self) -> ClusterState:
+        assert self.state is not None
+        return self.state
+
+    def _change(self, record: dict[str, Any]) -> None:
+        state, op = self._state(), record.get("op")
+        if op in ("a", "r"):
+            with contextlib.suppress(ObjectError):  # refused now as then: the state notes why
+                state.apply(record["o"], owned=True)
+            return
+        if op == "d":
+            namespace, _, name = str(record["key"]).rpartition("/")
+            state.delete(str(record["k"]), namespace, name)
+            return
+        namespace, _, name = str(record.get("key", "")).rpartition("/")
+        if op == "as":
+            state.assume_bound(namespace, name, str(record["node"]))
+        elif op == "ar":
+            state.assume_releasing(namespace, name)
+        elif op == "c":
+            state.confirmed(namespace, name)
+        elif op == "f":
+            state.forget(namespace, name)
+        elif op == "k":
+            state.keep_assumed(namespace, name, float(record["s"]))
+
+    def _session(self, recorded: dict[str, Any]) -> None:
+        start = self.result.start
+        if start is not None and self.t - (self.t0 or 0.0) < start:
+            self.scheduler = None  # the replay's first session begins afresh
+            return
+        backend = self.backend
+        assert backend is not None
+        conf = self.conf or default_conf()
+        if self.scheduler is None:
+            self.scheduler = Scheduler(
+                backend, conf, clock=lambda: self.now, session_ids=self._session_id
+            )
+        self.scheduler.conf = conf
+        backend.outcome = None
+        session = self.scheduler.run_once()
+        session.forget_functions()
+        outcome = backend.outcome or Outcome()
+        replayed = json.loads(json.dumps(recorder.decisions_json(hooks.decisions(outcome))))
+        self.result.sessions += 1
+        self._compare(recorded, replayed)
+
+    def _session_id(self) -> str:
+        return f"replay-{self.result.sessions + 1}"
+
+    def _compare(self, recorded: dict[str, Any], replayed: dict[str, Any]) -> None:
+        at = round(self.t - (self.t0 or 0.0), 3)
+        for kind in KINDS:
+            was, now = recorded.get(kind) or [], replayed.get(kind) or []
+            counts = self.result.counts[kind]
+            counts.recorded += len(was)
+            counts.replayed += len(now)
+            if kind in ("groups", "queues"):
+                was_by, now_by = _statuses(was), _statuses(now)
+                keys = [k for k in {**was_by, **now_by} if was_by.get(k) != now_by.get(k)]
+                pairs = [(k, was_by.get(k), now_by.get(k)) for k in keys]
+            else:
+                missing = Counter(map(json.dumps, was)) - Counter(map(json.dumps, now))
+                extra = Counter(map(json.dumps, now)) - Counter(map(json.dumps, was))
+                pairs = [(json.loads(k)[0], json.loads(k), None) for k in missing.elements()]
+                pairs += [(json.loads(k)[0], None, json.loads(k)) for k in extra.elements()]
+            counts.differing += len(pairs)
+            for key, was_one, now_one in pairs:
+                if len(self.result.differences) < SHOWN_DIFFERENCES:
+                    self.result.differences.append(
+                        {
+                            "session": self.result.sessions,
+                            "at": at,
+                            "kind": kind,
+                            "object": key,
+                            "recorded": was_one,
+                            "replayed": now_one,
+                        }
+                    )
+
+
+def _statuses(pairs: list[list[Any]]) -> dict[str, Any]:
+    """Statuses by object, each condition without its transitionID: the id of the
+    session that wrote it, a random one live, which names the session, not a decision."""
+    shown = {}
+    for key, status in pairs:
+        if isinstance(status, dict) and isinstance(status.get("conditions"), list):
+            conditions = [
+                {k: v for k, v in c.items() if k != "transitionID"} if isinstance(c, dict) else c
+                for c in status["conditions"]
+            ]
+            status = {**status, "conditions": conditions}
+        shown[str(key)] = status
+    return shown
+
+
+def replay(
+    directory: Path,
+    start: float | None = None,
+    end: float | None = None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> Result:
+    """Replay the recording in ``directory``, from ``start`` to ``end`` seconds after its
+    first record. RecordingError: nothing there to replay; ConfigError: its conf cannot
+    be loaded (naming the field)."""
+    return Replay(directory, start, end, warn).run()

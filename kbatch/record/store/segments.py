@@ -1,0 +1,222 @@
+"""A recording on disk: numbered segments of gzip-compressed JSON lines.
+
+``segment-000001.jsonl.gz``, ``segment-000002.jsonl.gz``, ...: each starts with a
+header line (``{"kbatch": version, "format": 1, "segment": n, ...}``), then the
+records of a checkpoint (every object held when the segment began, each marked
+``"b": 1``; none in the first), then the records as they come. Once a segment's
+compressed bytes reach a quarter of the bound, the next begins; while the segments
+together are over the bound, the oldest are deleted. So a recording keeps the last
+three to four quarters of its bound, and any segment can be replayed from: its
+checkpoint is the state it starts from.
+
+The writer ends its lines on a gzip sync flush (``flush``): the bytes on disk then
+decompress to whole lines, so a run killed at any moment leaves a recording readable
+up to its last flush. The reader reads every line it can and says where it stopped
+(file, offset in the decompressed stream, the object) when a segment ends early or
+holds a line that is not a record.
+"""
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+FORMAT = 1
+PATTERN = re.compile(r"segment-(\d{6})\.jsonl\.gz")
+SEGMENTS_PER_BOUND = 4
+MIN_BYTES = 4096  # the smallest bound: below it a segment cannot hold its header
+COMPRESS_LEVEL = 5
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be written or read at all, with what and why."""
+
+
+def segment_name(number: int) -> str:
+    return f"segment-{number:06d}.jsonl.gz"
+
+
+def segment_files(directory: Path) -> list[tuple[int, Path]]:
+    """The segments in ``directory``, oldest first."""
+    found = []
+    for path in directory.iterdir():
+        matched = PATTERN.fullmatch(path.name)
+        if matched is not None:
+            found.append((int(matched.group(1)), path))
+    return sorted(found)
+
+
+class SegmentWriter:
+    """Writes lines into rotating segments under ``directory``, their compressed bytes
+    bounded by ``max_bytes`` in all. ``header``: the fields of every segment's header
+    line; ``checkpoint``: the records a new segment starts with (the state then)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int,
+        header: dict[str, Any],
+        checkpoint: Callable[[], Iterable[dict[str, Any]]],
+    ) -> None:
+        if max_bytes < MIN_BYTES:
+            raise RecordingError(f"--record-max-bytes: {max_bytes} is below {MIN_BYTES}")
+        directory.mkdir(parents=True, exist_ok=True)
+        existing = segment_files(directory)
+        if existing:
+            raise RecordingError(
+                f"{existing[0][1]}: {directory} holds a recording already; "
+                "record into an empty directory"
+            )
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.segment_bytes = max_bytes // SEGMENTS_PER_BOUND
+        self.header = header
+        self.checkpoint = checkpoint
+        self.number = 0
+        self.segments: list[tuple[int, Path]] = []
+        self._raw: IO[bytes] | None = None
+        self._gzip: gzip.GzipFile | None = None
+        self._unsynced = 0  # uncompressed bytes written since the last sync flush
+        self._checkpoint_end = 0  # the compressed bytes of the segment's header and checkpoint
+        self._open_next(first=True)
+
+    def _open_next(self, first: bool = False) -> None:
+        self._close_current()
+        self.number += 1
+        path = self.directory / segment_name(self.number)
+        self._raw = open(path, "wb")  # noqa: SIM115 (closed at rotation and close)
+        self._gzip = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=COMPRESS_LEVEL)
+        self.segments.append((self.number, path))
+        self._put({**self.header, "segment": self.number})
+        if not first:
+            for record in self.checkpoint():
+                self._put({**record, "b": 1})
+        self._sync()
+        self._prune()
+
+    def _put(self, record: dict[str, Any]) -> int:
+        assert self._gzip is not None
+        return self._gzip.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._unsynced += self._put(record)
+        if self._unsynced >= self.segment_bytes:  # (a fast writer reaches its share early)
+            self.flush()
+
+    def flush(self) -> None:
+        """Make every line written so far readable from the file (a gzip sync flush),
+        and start the next segment if this one has reached its share of the bound."""
+        if self._raw is None:
+            return
+        self._sync()
+        written = self._raw.tell()
+        # (a segment whose checkpoint alone fills its share takes half a share more)
+        if written >= max(self.segment_bytes, self._checkpoint_end + self.segment_bytes // 2):
+            self._open_next()
+
+    def _sync(self) -> None:
+        assert self._gzip is not None and self._raw is not None
+        self._gzip.flush(zlib.Z_SYNC_FLUSH)
+        self._raw.flush()
+        self._unsynced = 0
+
+    def _prune(self) -> None:
+        assert self._raw is not None
+        self._checkpoint_end = self._raw.tell()
+        while len(self.segments) > 1 and self._total() > self.max_bytes:
+            _, oldest = self.segments.pop(0)
+            oldest.unlink(missing_ok=True)
+
+    def _total(self) -> int:
+        return sum(path.stat().st_size for _, path in self.segments if path.exists())
+
+    def _close_current(self) -> None:
+        if self._gzip is not None:
+            self._gzip.close()
+        if self._raw is not None:
+            self._raw.close()
+        self._gzip = self._raw = None
+
+    def close(self) -> None:
+        self._close_current()
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Where reading stopped before the end: the file, the offset of the line in its
+    decompressed stream, what the line names (or its first bytes), and why."""
+
+    file: str
+    offset: int
+    object: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: offset {self.offset}: {self.object}: {self.why}"
+
+
+@dataclass(slots=True)
+class Reading:
+    """The records of a recording, oldest first (``records``), with each segment's
+    header (``headers``) and where reading stopped early (``stopped``, else None)."""
+
+    directory: Path
+    headers: list[dict[str, Any]] = field(default_factory=list)
+    stopped: Stop | None = None
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Each record once: the first segment's checkpoint, then every segment's
+        records after its checkpoint. Stops at the first line that cannot be read."""
+        files = segment_files(self.directory)
+        if not files:
+            raise RecordingError(f"{self.directory}: no recording here (no segment-*.jsonl.gz)")
+        for index, (_, path) in enumerate(files):
+            yield from self._segment(path, first=index == 0)
+            if self.stopped is not None:
+                return
+
+    def _segment(self, path: Path, first: bool) -> Iterator[dict[str, Any]]:
+        offset = 0
+        line = b""
+        try:
+            with gzip.open(path, "rb") as stream:
+                for line in stream:
+                    record = self._parse(path, offset, line)
+                    if record is None:
+                        return
+                    offset += len(line)
+                    if "kbatch" in record and "segment" in record:
+                        self.headers.append(record)
+                    elif first or "b" not in record:
+                        yield record
+        except (EOFError, OSError, zlib.error) as exc:
+            self.stopped = Stop(str(path), offset, "-", f"the segment ends early ({exc})")
+
+    def _parse(self, path: Path, offset: int, line: bytes) -> dict[str, Any] | None:
+        if not line.endswith(b"\n"):
+            self.stopped = Stop(str(path), offset, _named(line), "the last line is cut short")
+            return None
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            self.stopped = Stop(str(path), offset, _named(line), f"not a JSON record ({exc})")
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("op", ""), str):
+            self.stopped = Stop(str(path), offset, _named(line), "not a record")
+            return None
+        return record
+
+
+def _named(line: bytes) -> str:
+    """What a broken line names: its object's kind and name if they can be made out,
+    else its first bytes."""
+    text = line.decode("utf-8", "replace")
+    kind = re.search(r'"kind":"([^"]+)"', text)
+    name = re.search(r'"name":"([^"]+)"', text)
+    if kind and name:
+        return f"{kind.group(1)} {name.group(1)}"
+    return repr(text[:60])

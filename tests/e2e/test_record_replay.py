@@ -1,0 +1,113 @@
+"""A flight recording of ``kbatch run`` on a real API server replays decision for decision.
+
+``kbatch run --record DIR`` schedules gangs in two weighted queues and single pods on a
+few nodes of the test's own, the e2e kubelet running and finishing the pods (so gangs
+that wait get the room of those that end); once every pod has run, the run is killed
+(SIGKILL: no clean-up, the recording is as its last flush left it), and ``kbatch replay
+DIR -o json`` must read it up to there, say where it stopped, and find every recorded
+bind, eviction, nomination and status made again, with none differing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.cluster_backend import poll
+from kbatch.api import GROUP, VERSION
+from kbatch.kubeapi import ApiError, request
+from kbatch.record.store.recorder import FLUSH_SECONDS
+
+pytestmark = pytest.mark.e2e
+
+KBATCH = Path(sys.executable).with_name("kbatch")
+DURATION = "kbatch.io/sim-duration"
+
+
+def _queue(api: Any, name: str, weight: int) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": weight},
+    }
+    request(api, "POST", f"/apis/{GROUP}/{VERSION}/queues", body)
+
+
+def _group(corner: Any, name: str, size: int, queue: str) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": corner.namespace},
+        "spec": {"minMember": size, "queue": queue},
+    }
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/{corner.namespace}/podgroups"
+    request(corner.api, "POST", path, body)
+
+
+def _finishing(pod: dict[str, Any], seconds: int) -> dict[str, Any]:
+    pod["metadata"]["annotations"][DURATION] = f"{seconds}s"
+    return pod
+
+
+def test_a_recorded_run_replays_bind_for_bind(
+    corner: Any, kbatch_runs: Any, tmp_path: Path
+) -> None:
+    queues = [f"rec-a-{corner.suffix}", f"rec-b-{corner.suffix}"]
+    for weight, queue in enumerate(queues, start=1):
+        _queue(corner.api, queue, weight)
+    corner.add_nodes(3, "4")  # 12 cpu, a third of what the pods ask at once
+    pods = []
+    for i in range(8):
+        name, size, queue = f"gang-{i}", 2 + i % 3, queues[i % 2]
+        _group(corner, name, size, queue)
+        pods += [_finishing(corner.pod(f"{name}-{j}", "1", name), 3) for j in range(size)]
+    pods += [_finishing(corner.pod(f"single-{i}", "500m"), 2) for i in range(6)]
+    recording = tmp_path / "recording"
+    run = kbatch_runs.start(
+        f"record-{corner.suffix}",
+        scheduler_names=(corner.scheduler_name,),
+        leader_elect=False,
+        extra=("--record", str(recording)),
+    )
+    try:
+        corner.add_pods(pods)
+
+        def all_ran() -> bool:
+            phases = [(p.get("status") or {}).get("phase") for p in corner.pods()]
+            return len(phases) == len(pods) and all(p == "Succeeded" for p in phases)
+
+        poll("every pod run to its end", all_ran, 120)
+        time.sleep(2 * FLUSH_SECONDS)  # the last binds' records flushed
+    finally:
+        run.kill()
+        run.stop()
+        for queue in queues:
+            try:
+                request(corner.api, "DELETE", f"/apis/{GROUP}/{VERSION}/queues/{queue}")
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+    done = subprocess.run(
+        [str(KBATCH), "replay", str(recording), "-o", "json", "--fail-on-difference"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    shown = json.loads(done.stdout)
+    stopped = shown["stopped"]
+    assert stopped is not None and "ends early" in stopped["why"], "killed: no gzip trailer"
+    assert "the recording stops early" in done.stderr
+    by_kind = shown["by_kind"]
+    assert by_kind["binds"]["recorded"] >= len(pods), "every pod's bind was recorded"
+    assert by_kind["groups"]["recorded"] > 0
+    assert shown["differences"] == []
+    assert shown["decisions"]["differing"] == 0
+    assert shown["decisions"]["replayed"] == shown["decisions"]["recorded"]
+    assert done.returncode == 0, done.stderr
