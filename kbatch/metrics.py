@@ -102,19 +102,22 @@ class SchedulerMetrics:
             (kind, unit): Gauge(
                 f"kbatch_queue_{kind}_{unit}",
                 f"Queue {kind} ({unit.replace('_', ' ')})",
-                ["queue_name"] + (["resource"] if unit == "scalar_resources" else []),
+                ["queue_name", "parent"] + (["resource"] if unit == "scalar_resources" else []),
                 registry=r,
             )
             for kind in RESOURCE_KINDS
             for unit in ("milli_cpu", "memory_bytes", "scalar_resources")
         }
         self.queue_share = Gauge(
-            "kbatch_queue_share", "Allocated/deserved", ["queue_name"], registry=r
+            "kbatch_queue_share", "Allocated/deserved", ["queue_name", "parent"], registry=r
         )
-        self.queue_weight = Gauge("kbatch_queue_weight", "Queue weight", ["queue_name"], registry=r)
+        self.queue_weight = Gauge(
+            "kbatch_queue_weight", "Queue weight", ["queue_name", "parent"], registry=r
+        )
         # Each queue's place in the tree (DESIGN §14): 1, labelled with its parent (root for a
-        # top-level queue), to join the other queue series on: ``* on (queue_name)
-        # group_left (parent) kbatch_queue_parent``. A queue's series are its subtree's.
+        # top-level queue). The other queue gauges carry ``parent`` too ("" for a top-level
+        # queue), so a subtree is ``{parent="team-a"} or {queue_name="team-a"}``; this one
+        # lists the tree alone. A queue's series are its subtree's.
         self.queue_parent = Gauge(
             "kbatch_queue_parent",
             "1, labelled with the queue's parent in the queue tree (root: top level)",
@@ -124,7 +127,7 @@ class SchedulerMetrics:
         self.queue_overused = Gauge(
             "kbatch_queue_overused",
             "1 if the queue holds more than it deserves",
-            ["queue_name"],
+            ["queue_name", "parent"],
             registry=r,
         )
         # Where a job stands in line is not a metric (one series per job): the CLI computes
@@ -140,7 +143,7 @@ class SchedulerMetrics:
             phase: Gauge(
                 f"kbatch_queue_pod_group_{name}_count",
                 f"PodGroups {name} in the queue",
-                ["queue_name"],
+                ["queue_name", "parent"],
                 registry=r,
             )
             for phase, name in PHASES.items()
@@ -242,6 +245,7 @@ class SchedulerMetrics:
                 counts = groups[job.queue]
                 counts[job.phase] = counts.get(job.phase, 0) + 1
         for name, queue in session.queues.items():
+            labels = (name, queue.parent or "")
             vectors = {
                 "allocated": queue.allocated,
                 "request": queue.request,
@@ -249,15 +253,16 @@ class SchedulerMetrics:
                 "capability": queue.capability,
             }
             for kind, vector in vectors.items():
-                self._set_resources(kind, name, session.dims, vector)
-            self._set(self.queue_share, (name,), queue.share)
-            self._set(self.queue_weight, (name,), queue.weight)
+                self._set_resources(kind, labels, session.dims, vector)
+            self._set(self.queue_share, labels, queue.share)
+            self._set(self.queue_weight, labels, queue.weight)
             self._set(self.queue_parent, (name, queue.parent or ROOT_QUEUE), 1)
-            self._set(self.queue_overused, (name,), 1 if session.overused(queue) else 0)
+            self._set(self.queue_overused, labels, 1 if session.overused(queue) else 0)
             for phase, gauge in self.queue_groups.items():
-                self._set(gauge, (name,), groups[name].get(phase, 0))
+                self._set(gauge, labels, groups[name].get(phase, 0))
 
-    def _set_resources(self, kind: str, queue: str, dims: Dims, vector: object) -> None:
+    def _set_resources(self, kind: str, queue: tuple[str, str], dims: Dims, vector: object) -> None:
+        """``queue``: its labels, (its name, its parent's or "")."""
         if vector is None:
             return
         for i, resource in enumerate(dims.names):
@@ -265,12 +270,12 @@ class SchedulerMetrics:
             if value == float("inf"):
                 continue
             if resource == "cpu":
-                self._set(self.queue_resources[(kind, "milli_cpu")], (queue,), value)
+                self._set(self.queue_resources[(kind, "milli_cpu")], queue, value)
             elif resource == "memory":
-                self._set(self.queue_resources[(kind, "memory_bytes")], (queue,), value)
+                self._set(self.queue_resources[(kind, "memory_bytes")], queue, value)
             elif resource != "pods":
                 gauge = self.queue_resources[(kind, "scalar_resources")]
-                self._set(gauge, (queue, resource), value)
+                self._set(gauge, (*queue, resource), value)
 
 
 def exported_names(metrics: SchedulerMetrics) -> set[str]:

@@ -68,9 +68,12 @@ def register(registry: kopf.OperatorRegistry, runtime: Runtime) -> None:
         budget = Budget(review.REVIEW_SECONDS)
         await review.wait_synced(runtime, budget)
         obj = dict(body)
-        spec = obj.get("spec")
+        spec, meta = obj.get("spec"), obj.get("metadata")
         queue_name = spec.get("queue") if isinstance(spec, dict) else None  # validate says so
-        view = await review.view(runtime, budget, queue_name=queue_name)
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        view = await review.view(
+            runtime, budget, queue_name=queue_name, namespace=str(namespace or "default")
+        )
         review.respond(podgroup.validate(obj, review.as_dict(old), view), warnings)
 
 

@@ -7,6 +7,7 @@ what the admission functions decided (``respond``).
 
 import asyncio
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -110,10 +111,15 @@ async def wait_synced(
 
 
 async def view(
-    runtime: Runtime, budget: Budget, queue_name: object = None, group_jobs: Sequence[Object] = ()
+    runtime: Runtime,
+    budget: Budget,
+    queue_name: object = None,
+    group_jobs: Sequence[Object] = (),
+    namespace: str | None = None,
 ) -> StateView:
     """The scheduler's (synced) state, with the Queue ``queue_name`` read from the API if
-    the watch has not brought it yet (a 503 when it cannot be read in the time left)."""
+    the watch has not brought it yet (a 503 when it cannot be read in the time left),
+    and likewise the Namespace ``namespace`` where a queue has a namespaceSelector."""
     queues: dict[str, Queue] = {}
     refused: dict[str, str] = {}  # a Queue kbatch cannot use: the refusal says why
     name = str(queue_name or DEFAULT_QUEUE)
@@ -132,7 +138,41 @@ async def view(
             refused[name] = f"{fetched.field}: {fetched.why}" if fetched.field else fetched.why
         elif fetched is not None:
             queues[name] = fetched
-    return StateView(runtime.state, lambda namespace, group: group_jobs, queues, refused)
+    namespaces: dict[str, dict[str, str]] = {}
+    if (
+        namespace is not None
+        and _reads_namespaces(runtime.state, queues)
+        and runtime.state.namespace_labels(namespace) is None
+    ):
+        namespaces[namespace] = await _namespace_labels(runtime, budget, namespace)
+    return StateView(runtime.state, lambda ns, group: group_jobs, queues, refused, namespaces)
+
+
+def _reads_namespaces(state: ClusterState, queues: dict[str, Queue]) -> bool:
+    """Does any queue say which namespaces may use it?"""
+    known = [*state.queues().values(), *queues.values()]
+    return any(queue.spec.namespace_selector is not None for queue in known)
+
+
+async def _namespace_labels(runtime: Runtime, budget: Budget, name: str) -> dict[str, str]:
+    """Namespace ``name``'s labels, read from the API server (the watch has not brought
+    it yet; listed by name, with the grant the watch has); a 503 when it cannot be read
+    in the time left. A namespace the server does not list has no labels but its name."""
+    timeout = budget.lookup_timeout()
+    query = urllib.parse.urlencode({"fieldSelector": f"metadata.name={name}"})
+    try:
+        if not timeout:
+            raise TimeoutError("no time left in this review")
+        listed = await asyncio.to_thread(
+            kubeapi.request, runtime.api, "GET", f"/api/v1/namespaces?{query}", timeout=timeout
+        )
+        items = listed.get("items") or []
+        return records.parse_namespace(items[0]) if items else {}
+    except (kubeapi.ApiError, TimeoutError, ObjectError) as exc:
+        raise kopf.AdmissionError(
+            f"kbatch could not read Namespace {name!r} from the API server ({exc}); try again",
+            code=503,
+        ) from exc
 
 
 def _read_queue(runtime: Runtime, name: str, timeout: float) -> Queue | ObjectError | None:

@@ -7,7 +7,10 @@ read the same: ``spec.parent`` names the parent Queue (absent, or Volcano's
 kept for the subtree even while it is idle, and ``spec.deserved`` (Volcano's
 capacity plugin) a share claimed before the weights divide the rest.
 ``borrowingLimit`` and ``lendingLimit`` bound what the subtree takes beyond its
-deserved share and what leaves it. The model refuses what one Queue alone
+deserved share and what leaves it. ``spec.namespaceSelector`` (a label selector on
+Namespaces, as on Kueue's ClusterQueue) says which namespaces' PodGroups and Jobs may
+name the queue; its ancestors' selectors apply too, so a child is never wider than
+its parent. The model refuses what one Queue alone
 gets wrong (itself as its parent, a guarantee above its capability), naming
 the field; what needs the other Queues (a missing parent, a cycle) is the
 webhook's and the scheduler's (``framework.queue_tree``).
@@ -28,6 +31,7 @@ from pydantic_core import InitErrorDetails
 
 from kbatch.api.meta import ObjectMeta
 from kbatch.api.quantity import ResourceList, parse_quantity
+from kbatch.api.selector import LabelSelector
 
 # The tree's root, as Volcano names it: ``spec.parent: root`` is a top-level queue.
 ROOT_QUEUE = "root"
@@ -70,6 +74,9 @@ class QueueSpec(BaseModel):
     deserved: ResourceList | None = None
     borrowing_limit: ResourceList | None = Field(default=None, alias="borrowingLimit")
     lending_limit: ResourceList | None = Field(default=None, alias="lendingLimit")
+    # Which Namespaces may name the queue (absent: any). A child never reaches wider
+    # than its ancestors: their selectors apply to it too (``admits``).
+    namespace_selector: LabelSelector | None = Field(default=None, alias="namespaceSelector")
 
     @model_validator(mode="after")
     def _guarantee_within_capability(self) -> "QueueSpec":

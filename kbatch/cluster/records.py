@@ -60,6 +60,7 @@ __all__ = [
     "QuotaRecord",
     "field_of",
     "lifetime_of",
+    "parse_namespace",
     "parse_node",
     "parse_pod",
     "parse_pod_group",
@@ -290,6 +291,13 @@ def parse_quota(obj: Mapping[str, Any]) -> QuotaRecord:
 
 
 # Every kind kbatch reads from the cluster, and its parser (ObjectError if refused).
+def parse_namespace(obj: Mapping[str, Any]) -> dict[str, str]:
+    """A Namespace's labels, which a Queue's spec.namespaceSelector reads."""
+    with naming(ref_of(obj)):
+        object_name(obj, namespaced=False)
+        return fields.string_map(obj, "metadata.labels")
+
+
 PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "Node": parse_node,
     "Pod": parse_pod,
@@ -297,4 +305,5 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
     "ResourceQuota": parse_quota,
+    "Namespace": parse_namespace,
 }

@@ -66,6 +66,7 @@ def queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         parent=parent,
         guarantee=guarantee,
         claim=claim,
+        namespace_selector=spec.namespace_selector,
     )
 
 

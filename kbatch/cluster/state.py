@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.api.queue import Queue
+from kbatch.api.selector import LabelSelector
 from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups, volcano
 from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
@@ -34,10 +36,13 @@ from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 __all__ = ["ClusterState", "ObjectError"]
 
-_PARSERS: dict[str, Any] = {
-    **records.PARSERS,
-    "Namespace": lambda obj: obj["metadata"]["name"],
-}
+_PARSERS: dict[str, Any] = dict(records.PARSERS)
+
+
+def _reach(queue: Queue) -> tuple[str | None, LabelSelector | None]:
+    """What of a Queue its groups' verdicts read beyond its coming and going: its place
+    in the tree and which namespaces may use it."""
+    return queue.spec.parent, queue.spec.namespace_selector
 
 
 class ClusterState(StateReads):
@@ -219,8 +224,16 @@ class ClusterState(StateReads):
                 self._shown.group_dropped(key)
             else:
                 self._shown.group_applied(key, parsed)
-        elif kind == "Queue" and (parsed is None or key not in self._parsed["Queue"]):
-            self._shown.verdicts_changed()  # a Queue came or went
+        elif kind == "Queue":
+            old = self._parsed["Queue"].get(key)
+            if parsed is None or old is None or _reach(old) != _reach(parsed):
+                self._shown.verdicts_changed()  # a Queue came, went, or moved in the tree
+        elif (
+            kind == "Namespace"
+            and self._parsed["Namespace"].get(key) != parsed
+            and any(_reach(q)[1] is not None for q in self._parsed["Queue"].values())
+        ):
+            self._shown.verdicts_changed()  # a namespaceSelector may read it otherwise
 
     def _is_waiting(self, parsed: Any) -> bool:
         if isinstance(parsed, records.PodRecord):
@@ -400,6 +413,7 @@ class ClusterState(StateReads):
                 foreign_groups=self._foreign_groups(pods),
                 refused_queues=dict(self._refused["Queue"]),
                 refused_groups=dict(self._refused["PodGroup"]),
+                namespace_labels=dict(self._parsed["Namespace"]),
             )
 
     def _nodes_in_order(self) -> builtins.list[records.NodeRecord]:

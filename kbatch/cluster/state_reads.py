@@ -104,6 +104,18 @@ class StateReads:
                 for key in self._pod_units.keys_of((group,))
             )
 
+    def namespace_labels(self, name: str) -> dict[str, str] | None:
+        """The labels of Namespace ``name``, or None when the state has no such Namespace
+        (``kbatch.api.selector.namespace_labels`` reads it by its name then)."""
+        with self._lock:
+            labels: dict[str, str] | None = self._parsed["Namespace"].get(name)
+            return labels
+
+    def all_namespace_labels(self) -> dict[str, dict[str, str]]:
+        """Every Namespace's labels, by name."""
+        with self._lock:
+            return dict(self._parsed["Namespace"])
+
     def queues(self) -> dict[str, Queue]:
         with self._lock:
             return dict(self._parsed["Queue"])

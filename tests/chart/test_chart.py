@@ -37,6 +37,7 @@ CLUSTER_RULES = {
     ("", "pods/status"): {"patch"},
     ("", "nodes"): {"list", "watch"},
     ("", "resourcequotas"): {"list", "watch"},
+    ("", "namespaces"): {"list", "watch"},
     ("", "events"): {"create"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
     ("scheduling.k8s.io", "podgroups"): {"list", "watch"},

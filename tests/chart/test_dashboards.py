@@ -29,6 +29,7 @@ REQUIRED_PANELS = {
         "Memory: deserved vs allocated vs request",
         "Share",
         "PodGroups by phase",
+        "Subtree $subtree: CPU (millicores) deserved vs allocated vs request",
     },
 }
 
@@ -174,3 +175,42 @@ def test_the_dashboards_read_every_metric_family() -> None:
     families = {family.name for family in SchedulerMetrics().registry.collect()}
     covered = {f for f in families if any(u == f or u.startswith(f + "_") for u in used)}
     assert covered == families, sorted(families - covered)
+
+
+def test_each_top_level_subtree_gets_its_own_panels() -> None:
+    """Repeated over the ``subtree`` variable, whose values are the top-level queues (the
+    gauges' ``parent`` is "" there); each shows the subtree's queue and its children."""
+    (board,) = [dashboards.load(p) for p in dashboards.files() if "queues" in p.name]
+    (subtree,) = [v for v in board["templating"]["list"] if v["name"] == "subtree"]
+    assert subtree["query"]["query"] == 'label_values(kbatch_queue_weight{parent=""}, queue_name)'
+    assert subtree["includeAll"] and subtree["multi"]
+    repeated = [p for p in board["panels"] if p.get("repeat") == "subtree"]
+    assert {p["title"].split(": ")[1].split(" deserved")[0] for p in repeated} == {
+        "CPU (millicores)",
+        "memory",
+    }
+    for panel in repeated:
+        kinds = set()
+        for target in panel["targets"]:
+            own, children = target["expr"].split(" or ")
+            assert 'queue_name=~"$subtree"' in own and 'parent=~"$subtree"' in children
+            (metric,) = dashboards.metric_names(own)
+            assert dashboards.metric_names(children) == {metric}
+            kinds.add(metric.split("_")[2])
+        assert kinds == {"deserved", "allocated", "request"}, panel["title"]
+
+
+def test_the_queue_gauges_carry_the_subtree_the_panels_select() -> None:
+    """What the subtree panels select, read off the registry: a top-level queue's series
+    have parent "", a child's its parent's name."""
+    cluster = Cluster().node("n1", cpu=4).queue("team").queue("leaf")
+    cluster.queues["leaf"].parent = "team"
+    metrics = SchedulerMetrics()
+    metrics.record(cluster.open())
+    parents = {
+        sample.labels["queue_name"]: sample.labels["parent"]
+        for family in metrics.registry.collect()
+        if family.name == "kbatch_queue_deserved_milli_cpu"
+        for sample in family.samples
+    }
+    assert parents == {"default": "", "team": "", "leaf": "team"}

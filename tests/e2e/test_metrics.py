@@ -64,7 +64,7 @@ def test_metrics_after_a_run(cluster_backend: Any) -> None:
     assert sessions <= grew(opened) <= sessions + 1
     assert grew("kbatch_task_scheduling_latency_milliseconds_count") >= 6
     assert grew('kbatch_schedule_attempts_total{result="scheduled"}') >= 6
-    default = '{queue_name="default"}'
+    default = '{parent="",queue_name="default"}'
     assert samples[f"kbatch_queue_deserved_milli_cpu{default}"] == 6000
     assert samples[f"kbatch_queue_allocated_milli_cpu{default}"] == 6000
     assert samples[f"kbatch_queue_weight{default}"] == 1

@@ -281,6 +281,14 @@ def priority_class(name: str = "high") -> Obj:
     }
 
 
+def namespace(name: str = "team") -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"t": "a"}},
+    }
+
+
 BASES: dict[str, Callable[[], Obj]] = {
     "PodGroup": pod_group,
     "Queue": queue,
@@ -289,6 +297,7 @@ BASES: dict[str, Callable[[], Obj]] = {
     "Node": node,
     "ResourceQuota": quota,
     "PriorityClass": priority_class,
+    "Namespace": namespace,
 }
 
 

@@ -92,3 +92,28 @@ def test_the_json_gives_parent_only_to_a_queue_under_another() -> None:
     assert list(outcome.queue("a1")) == [
         "name", "parent", "weight", "deserved", "allocated", "request"
     ]  # fmt: skip
+
+
+def test_only_the_namespaces_a_queue_selects_may_use_it() -> None:
+    outcome = run("queue-tree/namespace-selector.yaml", until="30s")
+    rule = "its spec.namespaceSelector (team=a) does not select it"
+    refused = {e["name"]: e["message"] for e in outcome.events(reason="AdmissionRejected")}
+    assert refused == {
+        "jb": f"metadata.labels[kbatch.io/queue]: namespace 'b-dev' may not use queue "
+        f"'team-a': {rule}",
+        "pb": f"spec.queue: namespace 'b-dev' may not use queue 'team-a': {rule}",
+    }
+    running = [
+        p["namespace"] + "/" + p["name"] for p in outcome.json["pods"] if p["phase"] == "Running"
+    ]
+    # a-dev is team a; shared has no selector
+    assert sorted(running) == ["a-dev/ja-0", "a-dev/ja-1", "b-dev/shared-0", "b-dev/shared-1"]
+    # relabelled after its group was admitted by the webhook: the scheduler holds it
+    assert outcome.group("jm", ns="moving")["phase"] == "Pending"
+    assert outcome.pods(job="jm", ns="moving") == []
+    (condition,) = outcome.group("jm", ns="moving")["conditions"]
+    assert condition["reason"] == "NamespaceNotAllowed"
+    told = f"namespace 'moving' may not use queue 'team-a': {rule}"
+    assert condition["message"] == told
+    assert [e["message"] for e in outcome.events(reason="Unschedulable", kind="PodGroup")
+            if e["name"] == "jm"][-1] == told  # fmt: skip

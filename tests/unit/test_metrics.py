@@ -53,8 +53,8 @@ def test_every_design_metric_is_exported_with_values_from_the_session() -> None:
     assert 'kbatch_schedule_attempts_total{result="scheduled"} 2.0' in text
     assert 'kbatch_unschedule_task_count{job_id="default/too-big"} 3.0' in text
     assert "kbatch_unschedule_job_count 1.0" in text
-    assert 'kbatch_queue_allocated_milli_cpu{queue_name="q"} 3000.0' in text
-    assert 'kbatch_queue_weight{queue_name="q"} 1.0' in text
+    assert 'kbatch_queue_allocated_milli_cpu{parent="",queue_name="q"} 3000.0' in text
+    assert 'kbatch_queue_weight{parent="",queue_name="q"} 1.0' in text
     assert "kbatch_task_scheduling_latency_milliseconds_count 2.0" in text
 
 
@@ -97,12 +97,12 @@ def test_series_of_jobs_and_queues_gone_are_removed() -> None:
     assert 'queue_name="q"' not in text, "a queue gone leaves no series"
     assert 'job_id="default/too-big"' not in text, "nor a job gone"
     assert 'kbatch_job_retry_counts{job_id="default/stuck"} 1.0' in text
-    assert 'kbatch_queue_capability_milli_cpu{queue_name="other"} 8000.0' in text
+    assert 'kbatch_queue_capability_milli_cpu{parent="",queue_name="other"} 8000.0' in text
     uncapped = Cluster().node("n1", cpu=4).queue("other", capability=None)
     metrics.record(run_actions_session(uncapped))
     text = generate_latest(metrics.registry).decode()
     assert "kbatch_queue_capability_milli_cpu{" not in text, "a capability taken away"
-    assert 'kbatch_queue_weight{queue_name="other"} 1.0' in text
+    assert 'kbatch_queue_weight{parent="",queue_name="other"} 1.0' in text
     metrics.forget_cluster_state()
     metrics.record(run_actions_session(uncapped))  # nothing left to remove: no KeyError
 
@@ -115,8 +115,13 @@ def test_each_queue_says_its_parent_in_the_tree() -> None:
     text = generate_latest(metrics.registry).decode()
     assert 'kbatch_queue_parent{parent="team",queue_name="leaf"} 1.0' in text
     assert 'kbatch_queue_parent{parent="root",queue_name="team"} 1.0' in text
+    # every queue gauge carries the parent ("" at the top), so a subtree is one selector
+    assert 'kbatch_queue_weight{parent="team",queue_name="leaf"} 1.0' in text
+    assert 'kbatch_queue_weight{parent="",queue_name="team"} 1.0' in text
+    assert 'kbatch_queue_pod_group_pending_count{parent="team",queue_name="leaf"} 0.0' in text
     cluster.queues["leaf"].parent = None  # moved to the top: the old series goes
     metrics.record(cluster.open())
     text = generate_latest(metrics.registry).decode()
     assert 'parent="team"' not in text
     assert 'kbatch_queue_parent{parent="root",queue_name="leaf"} 1.0' in text
+    assert 'kbatch_queue_weight{parent="",queue_name="leaf"} 1.0' in text

@@ -158,6 +158,9 @@ def mutate(job: Mapping[str, Any], view: ClusterView, suspend_supported: bool = 
         return prepared
     if not prepared.patch:
         return prepared.then(_hold(job, view, suspend_supported))
+    barred = jobgroup.namespace_barred(job, view)
+    if barred is not None:
+        return barred
     job = prepared.applied_to(job)
     queue = jobgroup.queue_of(job) or ""
     known = view.queue(queue) is not None

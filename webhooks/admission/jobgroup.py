@@ -18,7 +18,9 @@ pod's request, queue the label's. A Job whose template names a group itself keep
 it: that group is the user's to make.
 
 Bad input: ``spec.parallelism`` or ``spec.completions`` 0 (no gang to run) and a
-Job without a name are refused naming the field. A queue that does not exist is
+Job without a name are refused naming the field; so is a label naming a queue the
+Job's namespace may not use (its ``spec.namespaceSelector``, or an ancestor's, does
+not select the namespace: DESIGN §14). A queue that does not exist is
 not refused: the Job waits, suspended, and is told so naming the label, until
 the queue comes. Nor is a queue with child queues (PodGroups go in leaf queues
 only, DESIGN §14): the group is not made while the label names such a queue, and
@@ -137,6 +139,23 @@ def queue_not_leaf(job: Mapping[str, Any], view: ClusterView, kind: str = "Job")
         f"{queues.not_a_leaf(queue, children)} (the group is made once the label names "
         "a leaf queue)"
     )
+
+
+def namespace_barred(job: Mapping[str, Any], view: ClusterView) -> Admission | None:
+    """A refusal of a labelled Job (or JobSet) whose label names a queue its namespace
+    may not use (the queue's or an ancestor's spec.namespaceSelector, DESIGN §14).
+    The Job webhook reads only what is watched: a Namespace not seen yet is not
+    refused here (the PodGroup webhook, which reads it from the API server, decides
+    when the group is made)."""
+    queue = queue_of(job)
+    if not queue:
+        return None
+    namespace = _map(job, "metadata").get("namespace")
+    namespace = namespace if isinstance(namespace, str) and namespace else "default"
+    if view.namespace_labels(namespace) is None:
+        return None  # not known yet: the group's own admission decides, when it is made
+    barred = queues.namespace_refusal(queue, namespace, view)
+    return None if barred is None else result.deny(QUEUE_FIELD, barred, result.FORBIDDEN)
 
 
 def makes_group(job: Mapping[str, Any], names: frozenset[str]) -> bool:

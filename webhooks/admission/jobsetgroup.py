@@ -1,25 +1,24 @@
 """JobSets without a hand-written PodGroup (DESIGN §15): a JobSet
-(``jobset.x-k8s.io/v1alpha2``) labelled ``kbatch.io/queue: NAME`` whose Jobs'
-pod templates name no PodGroup runs as one PodGroup, the way a labelled Job does
+(``jobset.x-k8s.io/v1alpha2``) labelled ``kbatch.io/queue: NAME`` whose Jobs' pod
+templates name no PodGroup runs as one PodGroup, the way a labelled Job does
 (``jobgroup``), with the JobSet in the Job's place.
 
-On create, the JobSet webhook (``prepare``) points every replicated Job's pod
-template (``spec.replicatedJobs[i].template.spec.template``) at the group named
-as the JobSet, with kbatch's schedulerName, and holds the JobSet itself
-(``spec.suspend: true``, marked ``kbatch.io/held``) while that group is not
-admitted: JobSet's controller makes its Jobs suspended while the JobSet is, so
-no pod exists until kbatch releases the JobSet, whole.
+On create, the JobSet webhook (``prepare``) points every replicated Job's pod template
+(``spec.replicatedJobs[i].template.spec.template``) at the group named as the JobSet,
+with kbatch's schedulerName, and holds the JobSet itself (``spec.suspend: true``, marked
+``kbatch.io/held``) while that group is not admitted: JobSet's controller makes its Jobs
+suspended while the JobSet is, so no pod exists until kbatch releases the JobSet, whole.
 
-The group is made once the JobSet exists (the ownerReference needs its uid):
-named as the JobSet, owned by it, minMember the pods all its Jobs run at once
-(the sum over replicatedJobs of replicas × min(parallelism, completions)),
-minResources the sum of those pods' requests, queue the label's.
+The group is made once the JobSet exists (the ownerReference needs its uid): named as
+the JobSet, owned by it, minMember the pods all its Jobs run at once (the sum over
+replicatedJobs of replicas × min(parallelism, completions)), minResources the sum of
+those pods' requests, queue the label's.
 
-Bad input is refused naming the field: a JobSet without a name, no
-replicatedJobs, ``replicas``, ``parallelism`` or ``completions`` 0, an empty
-queue label. A JobSet whose templates name a group themselves, or that some
-template's schedulerName gives to another scheduler, is not kbatch's to group.
-"""
+Bad input is refused naming the field: a JobSet without a name, no replicatedJobs,
+``replicas``, ``parallelism`` or ``completions`` 0, an empty queue label, a queue label
+the JobSet's namespace may not use (DESIGN §14). A JobSet whose templates name a group
+themselves, or that some template's schedulerName gives to another scheduler, is not
+kbatch's to group."""
 
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -124,6 +123,9 @@ def mutate(jobset: Mapping[str, Any], view: ClusterView, hold: bool = True) -> A
     prepared = prepare(jobset, view.scheduler_names())
     if not prepared.allowed or not prepared.patch:
         return prepared
+    barred = jobgroup.namespace_barred(jobset, view)
+    if barred is not None:
+        return barred
     jobset = prepared.applied_to(jobset)
     queue = jobgroup.queue_of(jobset) or ""
     not_leaf = jobgroup.queue_not_leaf(jobset, view, KIND)

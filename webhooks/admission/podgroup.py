@@ -17,7 +17,9 @@ A PodGroup created before its Job is filled when the Job comes
 Validation: ``spec.minMember`` is an integer ≥ 1; ``spec.queue`` names a Queue
 that exists, is Open, and is a leaf of the queue tree (checked on create, and on
 update when the queue changes: a Closed queue keeps the groups it has, and admits no
-new ones; a queue with child queues takes no PodGroups, DESIGN §14).
+new ones; a queue with child queues takes no PodGroups; a queue whose
+``spec.namespaceSelector``, or an ancestor's, does not select the group's namespace
+takes none from it, DESIGN §14).
 """
 
 import functools
@@ -331,7 +333,8 @@ def _bounded_resource(key: str) -> str | None:
 def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterView) -> Admission:
     """minMember ≥ 1; every field of the shape kbatch reads (``records.parse_pod_group``:
     minResources not negative, ...); the queue exists, kbatch has not refused it, it is
-    Open and has no child queues (on create, or when it changes)."""
+    Open, has no child queues and its namespace may use it (on create, or when it
+    changes)."""
     spec = fields.mapping(obj, "spec")
     min_member = spec.get("minMember", 1)
     if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 1:
@@ -370,6 +373,9 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, view: Cluste
     children = view.queue_children(queue_name)
     if children:
         return result.deny("spec.queue", queues.not_a_leaf(queue_name, children))
+    barred = queues.namespace_refusal(queue_name, identity(obj)[0], view)
+    if barred is not None:
+        return result.deny("spec.queue", barred, result.FORBIDDEN)
     return result.allow()
 
 

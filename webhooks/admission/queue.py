@@ -1,19 +1,24 @@
 """Queue validation (DESIGN §7): weight ≥ 1, and every field of the shape kbatch reads
-(``records.parse_queue``: a capability's quantities not negative, a guarantee within
-the capability, not itself as its parent, ...) — a Queue the scheduler would ignore is
+(``records.parse_queue``: a capability's quantities not negative, a guarantee within the
+capability, not itself as its parent, ...) — a Queue the scheduler would ignore is
 refused here, naming the field. In the queue tree (DESIGN §14) its ``spec.parent`` must
-exist and lead up to the root without a cycle, no Queue may take the root's name, and
-a parent's children's guarantees may not add up to more than its capability (checked
-both when a child is written and when the parent is). The default queue, a queue that
-still has PodGroups, and a queue that still has child queues cannot be deleted."""
+exist and lead up to the root without a cycle, no Queue may take the root's name, and a
+parent's children's guarantees may not add up to more than its capability (checked both
+when a child is written and when the parent is). A ``spec.namespaceSelector`` of the
+wrong shape is refused naming the field; a child's selector is not compared with its
+parent's, because its parent's (and every ancestor's) apply to its groups as well
+(``namespace_refusal``): a child is never wider than its parent, whatever it writes. The
+default queue, a queue that still has PodGroups, and a queue that still has child queues
+cannot be deleted."""
 
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from kbatch.api import DEFAULT_QUEUE
+from kbatch.api import DEFAULT_QUEUE, selector
 from kbatch.api.quantity import parse_quantity
 from kbatch.api.queue import ROOT_QUEUE, Queue
+from kbatch.api.selector import LabelSelector
 from kbatch.cluster import fields, records
 from kbatch.cluster.fields import shown
 from kbatch.cluster.quantity import amounts
@@ -67,6 +72,23 @@ def not_a_leaf(name: str, children: list[str]) -> str:
         f"queue {name!r} has child queues ({listed}): PodGroups go in leaf queues only; "
         "name one of its leaves"
     )
+
+
+def namespace_refusal(queue_name: str, namespace: str, view: ClusterView) -> str | None:
+    """Why namespace ``namespace`` may not name queue ``queue_name``: the queue's, or an
+    ancestor's, ``spec.namespaceSelector`` does not select it (DESIGN §14); None when
+    every selector on the way up does, or none is set."""
+
+    def rule(name: str) -> tuple[LabelSelector | None, str | None] | None:
+        found = view.queue(name)
+        if found is None:
+            return None
+        parent = found.spec.parent
+        return found.spec.namespace_selector, None if parent == ROOT_QUEUE else parent
+
+    labels = selector.namespace_labels(namespace, view.namespace_labels(namespace))
+    barring = selector.barring_queue(queue_name, labels, rule)
+    return None if barring is None else selector.barred_message(namespace, queue_name, barring)
 
 
 def guarantees_refusal(queue: Queue, view: ClusterView) -> tuple[str, str] | None:

@@ -44,6 +44,10 @@ class ClusterView(Protocol):
         """The names of the Queues whose spec.parent is ``name``, sorted."""
         ...
 
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The Namespace's labels, or None when it is not known."""
+        ...
+
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         """The PodGroup, or None when there is no such PodGroup."""
         ...
@@ -78,8 +82,9 @@ def no_jobs(namespace: str, group: str) -> Sequence[Mapping[str, Any]]:
 
 class StateView:
     """A ClusterView over a ClusterState; ``queues`` are known besides the state's
-    (a Queue just created that the watch has not brought yet), and ``refused_queues``
-    (name -> 'field: why') besides those the state refused."""
+    (a Queue just created that the watch has not brought yet), ``refused_queues``
+    (name -> 'field: why') besides those the state refused, and ``namespaces`` (name ->
+    labels) besides the state's Namespaces."""
 
     def __init__(
         self,
@@ -87,11 +92,13 @@ class StateView:
         group_jobs: GroupJobs = no_jobs,
         queues: Mapping[str, Queue] | None = None,
         refused_queues: Mapping[str, str] | None = None,
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self.state = state
         self._group_jobs = group_jobs
         self._queues = queues or {}
         self._refused_queues = refused_queues or {}
+        self._namespaces = namespaces or {}
 
     def queue(self, name: str) -> Queue | None:
         return self.state.queues().get(name) or self._queues.get(name)
@@ -102,6 +109,10 @@ class StateView:
     def queue_children(self, name: str) -> list[str]:
         known = {**self._queues, **self.state.queues()}
         return sorted(child for child, q in known.items() if q.spec.parent == name)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        found = self.state.namespace_labels(namespace)
+        return found if found is not None else self._namespaces.get(namespace)
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self.state.pod_group(f"{namespace}/{name}")

@@ -10,12 +10,19 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import filterfalse
 from pathlib import Path
 
+from kbatch.api import selector
+from kbatch.api.selector import LabelSelector
 from kbatch.config import DEFAULT_CONF, ConfigError, Known, SchedulerConf, parse_conf
 from kbatch.operators.scheduler.core.actions import REGISTRY as ACTIONS
 from kbatch.operators.scheduler.core.framework import job_status
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import JobInfo, KeptStatus
-from kbatch.operators.scheduler.core.framework.interface import Backend, Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.interface import (
+    Backend,
+    ObjectRef,
+    Outcome,
+    Snapshot,
+)
 from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
 from kbatch.operators.scheduler.core.framework.queue_tree import TreeQueue, refusals
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs, rests
@@ -90,6 +97,7 @@ def open_session(
     quiet_gang = job_status.quiet_gang if shortcuts.pass_quiet_gangs else _never_quiet
     may_rest = rests if shortcuts.rest_quiet_gangs else _never_rests
     active: list[JobInfo] = []
+    barred = _namespace_rule(session, snapshot)
     for job in others:
         if job.queue in queues:
             kept_status = quiet_gang(job, conf)
@@ -102,6 +110,12 @@ def open_session(
                 continue
         active.append(job)
         verdict = _framework_verdict(session, job.queue, snapshot.refused_queues, parents)
+        if verdict is None and barred is not None and (verdict := barred(job)) is not None:
+            session.invalidate(job, verdict, barred=True)  # nor admitted while it has no pods
+            if job.has_pod_group:  # (told every session: the events are filtered for repeats)
+                ref = ObjectRef("PodGroup", job.namespace, job.name)
+                session.record_event(ref, "Warning", "Unschedulable", verdict.message)
+            continue
         verdict = verdict or session.job_valid(job)
         if verdict is not None:
             session.invalidate(job, verdict)
@@ -160,6 +174,34 @@ def _framework_verdict(
     if queue in refused_queues:
         return Invalid("QueueInvalid", f"queue {queue!r} is ignored: {refused_queues[queue]}")
     return Invalid("QueueNotFound", f"queue {queue!r} does not exist")
+
+
+def _namespace_rule(
+    session: Session, snapshot: Snapshot
+) -> Callable[[JobInfo], Invalid | None] | None:
+    """Why a job's namespace may not use its queue (DESIGN §14: the queue's, or an
+    ancestor's, spec.namespaceSelector does not select it), or None; None for the whole
+    session when no queue sets a selector."""
+    queues = session.queues
+    if all(queue.namespace_selector is None for queue in queues.values()):
+        return None
+    labels = snapshot.namespace_labels
+
+    def rule(name: str) -> tuple[LabelSelector | None, str | None] | None:
+        queue = queues.get(name)
+        return None if queue is None else (queue.namespace_selector, queue.parent)
+
+    def barred(job: JobInfo) -> Invalid | None:
+        found = selector.barring_queue(
+            job.queue, selector.namespace_labels(job.namespace, labels.get(job.namespace)), rule
+        )
+        if found is None:
+            return None
+        return Invalid(
+            "NamespaceNotAllowed", selector.barred_message(job.namespace, job.queue, found)
+        )
+
+    return barred
 
 
 def close_session(session: Session) -> Outcome:

@@ -64,6 +64,8 @@ RESOURCES = (
     Resource("Queue", f"/apis/{GROUP}/{VERSION}/queues"),
     Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"),
     Resource("ResourceQuota", "/api/v1/resourcequotas"),
+    # Their labels, which a Queue's spec.namespaceSelector reads (DESIGN §14).
+    Resource("Namespace", "/api/v1/namespaces"),
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(

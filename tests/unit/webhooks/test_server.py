@@ -51,3 +51,69 @@ def test_a_read_gets_only_what_is_left_of_the_review() -> None:
     assert 0 < budget.lookup_timeout() < 0.5
     clock.now += 0.5
     assert budget.lookup_timeout() == 0.0  # no time for it: the caller says so
+
+
+class Runtime:
+    """A synced runtime over a state with a Queue that selects namespaces."""
+
+    def __init__(self, namespaces: dict[str, dict[str, str]] | None = None) -> None:
+        from kbatch.api import API_VERSION
+        from kbatch.cluster.state import ClusterState
+
+        self.state = ClusterState()
+        self.api = object()
+        spec = {"weight": 1, "namespaceSelector": {"matchLabels": {"team": "a"}}}
+        self.state.apply(
+            {"apiVersion": API_VERSION, "kind": "Queue", "metadata": {"name": "q"}, "spec": spec}
+        )
+        for name, labels in (namespaces or {}).items():
+            self.state.apply(
+                {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": name, "labels": labels}}
+            )  # fmt: skip
+
+    def synced(self) -> bool:
+        return True
+
+
+def test_a_namespace_the_watch_has_not_brought_is_listed_by_name(monkeypatch) -> None:
+    """A queue selects namespaces and the PodGroup's namespace is not watched yet: the
+    review lists it by name (the grant the watch has), and decides on its labels."""
+    from kbatch import kubeapi
+    from kbatch.webhooks.admission import queue as queues
+
+    asked: list[str] = []
+
+    def listed(api: object, method: str, path: str, **_: object) -> dict:
+        asked.append(f"{method} {path}")
+        item = {"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "fresh", "labels": {"team": "b"}}}  # fmt: skip
+        return {"items": [item]}
+
+    monkeypatch.setattr(kubeapi, "request", listed)
+    runtime = Runtime()
+    budget = review.Budget(review.REVIEW_SECONDS)
+    view = asyncio.run(review.view(runtime, budget, queue_name="q", namespace="fresh"))  # type: ignore[arg-type]
+    assert asked == ["GET /api/v1/namespaces?fieldSelector=metadata.name%3Dfresh"]
+    assert view.namespace_labels("fresh") == {"team": "b"}
+    assert "namespace 'fresh' may not use queue 'q'" in str(
+        queues.namespace_refusal("q", "fresh", view)
+    )
+    # watched already: no read
+    asked.clear()
+    watched = Runtime({"known": {"team": "a"}})
+    asyncio.run(review.view(watched, budget, queue_name="q", namespace="known"))  # type: ignore[arg-type]
+    assert asked == []
+
+
+def test_a_namespace_that_cannot_be_read_gets_kbatchs_503(monkeypatch) -> None:
+    from kbatch import kubeapi
+
+    def failing(*_: object, **__: object) -> dict:
+        raise kubeapi.ApiError(500, "down")
+
+    monkeypatch.setattr(kubeapi, "request", failing)
+    budget = review.Budget(review.REVIEW_SECONDS)
+    with pytest.raises(kopf.AdmissionError) as refused:
+        asyncio.run(review.view(Runtime(), budget, queue_name="q", namespace="x"))  # type: ignore[arg-type]
+    assert refused.value.code == 503 and "Namespace 'x'" in str(refused.value)

@@ -111,6 +111,7 @@ def _waiting(session: Session) -> list[JobInfo]:
         and job.has_pod_group
         and job.queue in session.queues
         and (not job.tasks or session.invalid_reason(job) is None)
+        and job.uid not in session.barred
     ]
 
 

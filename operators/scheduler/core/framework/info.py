@@ -14,6 +14,7 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.queue import QueueStatus
+from kbatch.api.selector import LabelSelector
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 
 if TYPE_CHECKING:
@@ -368,6 +369,9 @@ class QueueInfo:
     parent: str | None = None
     guarantee: np.ndarray | None = None
     claim: np.ndarray | None = None
+    # Which namespaces' groups may name it (``spec.namespaceSelector``; None: any). Its
+    # ancestors' selectors apply to its groups too.
+    namespace_selector: LabelSelector | None = None
     # Published by plugins (the proportion plugin: kept current from session open).
     deserved: np.ndarray | None = None
     allocated: np.ndarray | None = None

@@ -47,6 +47,9 @@ class Snapshot:
     refused_queues: dict[str, str] = field(default_factory=dict)
     # PodGroups likewise ('namespace/name' -> why): their pods' events say so.
     refused_groups: dict[str, str] = field(default_factory=dict)
+    # Namespace name -> its labels, for the queues' spec.namespaceSelector (a namespace
+    # not here is read by its name alone: ``kbatch.api.selector.namespace_labels``).
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     # What changed since the snapshot before it in its maker's line, for the caches
     # that reuse work across sessions (None: no snapshot before it to compare with).
     delta: Delta | None = None

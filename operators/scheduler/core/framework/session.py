@@ -95,6 +95,9 @@ class Session(TieredFunctions):
         self._waiting: dict[str, str] = {}  # job -> why, in words
         self._held_by_queue: set[str] = set()  # jobs whose queue, not the cluster, holds them
         self._invalid: dict[str, Invalid] = {}
+        # Jobs whose verdict keeps them out even before they have pods (a namespace the
+        # queue's spec.namespaceSelector does not select): enqueue admits none of them.
+        self.barred: set[str] = set()
         self._conditions: dict[str, list[PodGroupCondition]] = {}
         # Room kept this session for a job waiting for nodes to drain (the reserve
         # action): its tasks' nominations do not expire at close.
@@ -334,9 +337,12 @@ class Session(TieredFunctions):
         """Does ``job`` wait for its queue (see ``note_waiting``)?"""
         return job.uid in self._held_by_queue
 
-    def invalidate(self, job: JobInfo, verdict: Invalid) -> None:
-        """``job`` may not be scheduled at all (job_valid, or the framework's own checks)."""
+    def invalidate(self, job: JobInfo, verdict: Invalid, barred: bool = False) -> None:
+        """``job`` may not be scheduled at all (job_valid, or the framework's own checks);
+        ``barred``: nor admitted, even while it has no pods (``barred``)."""
         self._invalid[job.uid] = verdict
+        if barred:
+            self.barred.add(job.uid)
 
     def invalid_reason(self, job: JobInfo) -> Invalid | None:
         return self._invalid.get(job.uid)
