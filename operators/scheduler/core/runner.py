@@ -99,7 +99,7 @@ def open_session(
     active: list[JobInfo] = []
     barred = _namespace_rule(session, snapshot)
     for job in others:
-        if job.queue in queues:
+        if job.queue in queues:  # a leaf queue the session has: nothing to say of it
             kept_status = quiet_gang(job, conf)
             if kept_status is not None:  # valid, as the last session found it
                 if may_rest(job, kept_status):
@@ -108,8 +108,10 @@ def open_session(
                     quiet[job.uid] = kept_status
                     active.append(job)
                 continue
+            verdict = None
+        else:
+            verdict = _framework_verdict(session, job.queue, snapshot.refused_queues, parents)
         active.append(job)
-        verdict = _framework_verdict(session, job.queue, snapshot.refused_queues, parents)
         if verdict is None and barred is not None and (verdict := barred(job)) is not None:
             session.invalidate(job, verdict, barred=True)  # nor admitted while it has no pods
             if job.has_pod_group:  # (told every session: the events are filtered for repeats)
