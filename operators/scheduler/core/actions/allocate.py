@@ -122,16 +122,20 @@ def _borrow(
         if per_queue[n]
     ]
     heapq.heapify(queues)
+    tried: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {n: [] for n in over}
     while queues:
         _, _, name = heapq.heappop(queues)
         queue, jobs = session.queues[name], per_queue[name]
-        _, _, job = heapq.heappop(jobs)
+        entry = heapq.heappop(jobs)
+        job = entry[2]
         if _allocate_job(session, placer, job, borrowing=True):
             heapq.heappush(jobs, (_turn_key(session, job), next(tie), job))
+        elif job.ready_count == 0:  # nothing borrowed: it waits for its share
+            tried[name].append(entry)
         if jobs:
             heapq.heappush(queues, (session.queue_order_key(queue, jobs[0][2]), next(tie), name))
     for name in over:
-        _note_over_share(session, session.queues[name], per_queue[name])
+        _note_over_share(session, session.queues[name], [*tried[name], *per_queue[name]])
 
 
 def _turn_key(session: Session, job: JobInfo) -> tuple[object, ...]:
@@ -234,6 +238,8 @@ def _place_requested(
         if not ahead:
             ahead = placer.choose_alike(ordered[i:], within=within)[::-1]
         choice = ahead.pop() if ahead else None
+        if choice is None and lenders is not None:
+            break  # no room to borrow: the job waits for its share, as it says then
         if choice is None:
             session.note_fit_error(job, task, placer.explain(task))
             session.note_attempts(unschedulable=1)

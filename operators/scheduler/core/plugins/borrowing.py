@@ -1,5 +1,6 @@
 """Borrowing (DESIGN §14): the proportion plugin's answer to "may this queue, over its
-deserved share, take room for this task, and whose room is it?", with ``borrowing: true``.
+deserved share, take room for this task, and whose room is it?", with ``borrowing: true``
+(false, kube-batch's, keeps a queue's deserved share a cap while it is over it).
 
 The allocate action asks it only after every queue within its deserved share has had
 its turn: what is idle then is room that no such queue can use now (its gangs are too
@@ -22,15 +23,65 @@ Limits, each resource on its own:
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 
 from kbatch.operators.scheduler.core.framework.info import QueueInfo
-from kbatch.operators.scheduler.core.framework.queue_tree import ROOT, build_tree
+from kbatch.operators.scheduler.core.framework.queue_tree import ROOT, TreeQueue, build_tree
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.plugins.arguments import boolean, refuse_unknown
 from kbatch.operators.scheduler.core.plugins.proportion_tree import TreeShares
 
 ARGUMENT = "borrowing"
+
+
+def parse_arguments(arguments: dict[str, object]) -> bool:
+    """The proportion plugin's arguments: whether queues borrow (``borrowing``); a
+    ValueError names a bad argument."""
+    refuse_unknown(arguments, {ARGUMENT}, "proportion")
+    return boolean(arguments, ARGUMENT, False)
+
+
+class Shares(Protocol):
+    """A queue's shares as the proportion plugin keeps them, current through the session."""
+
+    allocated: np.ndarray
+    deserved: np.ndarray
+    capability: np.ndarray
+
+
+def lend(
+    session: Session, shares: Mapping[str, Shares], tree: TreeShares | None, mask: np.ndarray
+) -> None:
+    """Register the proportion plugin's ``lender`` on ``session`` (``borrowing: true``)."""
+    arrays = {n: (q.allocated, q.deserved, q.capability) for n, q in shares.items()}
+    lending_now = lending(session.queues, arrays, tree, session.total * mask)
+    session.add_lender_fn(lambda q, t: lending_now.lender(q.name, t.request * mask))
+
+
+def lending(
+    queues: Mapping[str, QueueInfo],
+    shares: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    tree: TreeShares | None,
+    total: np.ndarray,
+) -> "FlatLending | TreeLending":
+    """What answers ``lender`` for a session: ``shares`` by queue, the proportion
+    plugin's (allocated, deserved, capability) arrays, kept current by it; ``tree``
+    its tree's shares, None for flat queues."""
+    if tree is not None:
+        return TreeLending(queues, tree, total)
+    nominal = None
+    if any(q.lending_limit is not None for q in queues.values()):
+        asks = np.full(len(total), np.inf)  # flat, the tree's shares are the plugin's
+        flat = [
+            TreeQueue(n, None, queues[n].weight, s[2], None, None, asks) for n, s in shares.items()
+        ]
+        nodes = build_tree(flat, total, tuple(str(i) for i in range(len(total)))).nodes
+        nominal = {n: nodes[n].deserved for n in shares}
+    held = {n: (s[0], s[1]) for n, s in shares.items()}
+    return FlatLending(queues, held, total, nominal)
 
 
 class FlatLending:

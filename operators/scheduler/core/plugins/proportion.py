@@ -14,11 +14,7 @@ deserved share), and how far above its share a queue is.
 Where queues form a tree (any queue with a parent, a guarantee or an explicit deserved
 share: DESIGN §14), the shares are the tree's and every answer reads the leaf's path
 up to the root (``proportion_tree``); each queue's sums are then its subtree's.
-
-Argument ``borrowing`` (default false, kube-batch's strict proportion: a queue's
-deserved share is a cap while it is over it): true lets a queue over its share borrow
-room no queue within its share can use now (``borrowing``), which the allocate action
-then offers after every queue within its share has had its turn.
+Argument ``borrowing`` (the ``borrowing`` module).
 """
 
 import functools
@@ -44,7 +40,7 @@ from kbatch.operators.scheduler.core.framework.resources import (
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
 from kbatch.operators.scheduler.core.plugins import borrowing
-from kbatch.operators.scheduler.core.plugins.arguments import boolean, refuse_unknown
+from kbatch.operators.scheduler.core.plugins.borrowing import parse_arguments as parse_arguments
 from kbatch.operators.scheduler.core.plugins.proportion_tree import TreeShares, is_tree
 
 NAME = "proportion"
@@ -220,20 +216,6 @@ class _Proportion:
             queue.allocated += kept[i, job_sums.ALLOCATED]
             queue.request += kept[i, job_sums.REQUEST]
             queue.reserved += kept[i, job_sums.RESERVED]
-
-    def lending(self, session: Session) -> "borrowing.FlatLending | borrowing.TreeLending":
-        """What answers ``lender`` (with ``borrowing: true``)."""
-        total = session.total * self.mask
-        if self.tree is not None:
-            return borrowing.TreeLending(session.queues, self.tree, total)
-        nominal = None
-        if any(q.lending_limit is not None for q in session.queues.values()):
-            asks = {n: np.full(len(total), np.inf) for n in self.queues}
-            weights = {n: q.weight for n, q in self.queues.items()}
-            capabilities = {n: q.capability for n, q in self.queues.items()}
-            nominal = deserved_shares(total, weights, asks, capabilities)
-        shares = {n: (q.allocated, q.deserved) for n, q in self.queues.items()}
-        return borrowing.FlatLending(session.queues, shares, total, nominal)
 
     def queue_key(self, queue: QueueInfo) -> float:
         return self.queues[queue.name].current_share()
@@ -447,18 +429,10 @@ def _add_jobs(
         queue.reserved += sums[job_sums.RESERVED, i]
 
 
-def parse_arguments(arguments: dict[str, object]) -> bool:
-    """Whether queues borrow (``borrowing``); a ValueError names a bad argument."""
-    refuse_unknown(arguments, {borrowing.ARGUMENT}, NAME)
-    return boolean(arguments, borrowing.ARGUMENT, False)
-
-
 def on_session_open(session: Session, option: PluginOption) -> None:
     plugin = _Proportion(session)
     if parse_arguments(option.arguments):
-        lending = plugin.lending(session)
-        mask = plugin.mask
-        session.add_lender_fn(lambda q, t: lending.lender(q.name, t.request * mask))
+        borrowing.lend(session, plugin.queues, plugin.tree, plugin.mask)
     session.add_queue_order_fn(plugin.queue_key)
     session.add_overused_fn(plugin.overused)
     session.add_allocatable_fn(plugin.allocatable)
