@@ -19,7 +19,10 @@ from kbatch.api.errors import explain
 # here so that the command line can show it without loading the forecast and the simulator.
 ETA_BUDGET_SECONDS = 30.0
 
-DEFAULT_CONF = """\
+# kube-batch's default, exactly: a queue's deserved share is a cap while it is over it,
+# nothing is taken back, and a whole-node job can wait behind a flood of small ones for
+# ever. examples/conf/kube-batch.yaml is this text; ``kbatch bench`` measures with it.
+KUBE_BATCH_CONF = """\
 actions: "enqueue, allocate, backfill"
 tiers:
 - plugins:
@@ -30,6 +33,27 @@ tiers:
   - name: drf
   - name: predicates
   - name: proportion
+  - name: nodeorder
+"""
+
+# The default everywhere (``kbatch run`` without a conf, ``kbatch simulate``, the
+# chart): kube-batch's tiers, plus room no queue within its share can use lent to queues
+# over theirs (``borrowing``), taken back first when its owner asks (``reclaim``), and
+# a whole-node job at the head of a queue within its share kept from starving behind
+# small ones (``reserve``). DESIGN §14.
+DEFAULT_CONF = """\
+actions: "enqueue, reclaim, allocate, backfill, reserve"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+    arguments:
+      borrowing: true
   - name: nodeorder
 """
 

@@ -25,6 +25,9 @@ class PodGroupPhase(StrEnum):
 class ConditionType(StrEnum):
     UNSCHEDULABLE = "Unschedulable"
     SCHEDULED = "Scheduled"
+    # The group runs on room borrowed from another queue's unused share (DESIGN §14):
+    # the first reclaimed when that queue asks for it again.
+    BORROWING = "kbatch.io/Borrowing"
 
 
 _MODEL = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")

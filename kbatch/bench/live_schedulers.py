@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from kbatch.bench import live_cluster
-from kbatch.config import DEFAULT_CONF
+from kbatch.config import KUBE_BATCH_CONF
 
 SETTLE_SECONDS = 2.0  # after ready: the informers' first lists done
 READY_TIMEOUT = 120.0
@@ -122,7 +122,7 @@ def volcano_conf_text(choice: str) -> str | None:
     if choice == "default":
         return None
     if choice == "kbatch":
-        return DEFAULT_CONF
+        return KUBE_BATCH_CONF
     path = Path(choice)
     if not path.is_file():
         raise ValueError(

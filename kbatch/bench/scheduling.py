@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbatch.cluster.state import ClusterState
-from kbatch.config import SchedulerConf
+from kbatch.config import KUBE_BATCH_CONF, SchedulerConf
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 
@@ -164,7 +164,7 @@ def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
 def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
     """The session after the first, under FULL_ACTIONS: what fits Running, the rest
     waiting."""
-    conf = runner.default_conf().model_copy(update={"actions": FULL_ACTIONS})
+    conf = kube_batch_conf().model_copy(update={"actions": FULL_ACTIONS})
     objects = list(synthetic_objects(nodes, pods))
     state = loaded_state(objects)
     first = CountingCluster(state.snapshot())
@@ -250,9 +250,15 @@ def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
 
 
+def kube_batch_conf() -> SchedulerConf:
+    """kube-batch's conf, pinned (not the default, which borrows and reserves): the
+    bench measures what it always has, so builds compare."""
+    return runner.load_conf(KUBE_BATCH_CONF, "<kube-batch conf>")
+
+
 def bench_conf() -> SchedulerConf:
-    """The default tiers, with the allocate action alone."""
-    return runner.default_conf().model_copy(update={"actions": ("allocate",)})
+    """kube-batch's tiers, with the allocate action alone."""
+    return kube_batch_conf().model_copy(update={"actions": ("allocate",)})
 
 
 def check_size(nodes: int, pods: int) -> None:

@@ -40,7 +40,8 @@ def resource_names_of(record: object) -> tuple[str, ...]:
     if isinstance(record, Queue):
         spec = record.spec
         guarantee = spec.guarantee.resource if spec.guarantee is not None else {}
-        return (*(spec.capability or ()), *guarantee, *(spec.deserved or ()))
+        limits = (*(spec.borrowing_limit or ()), *(spec.lending_limit or ()))
+        return (*(spec.capability or ()), *guarantee, *(spec.deserved or ()), *limits)
     return ()
 
 
@@ -54,6 +55,11 @@ def queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         guarantee = _vector(spec.guarantee.resource, "spec.guarantee.resource", dims, 0.0)
     if spec.deserved:
         claim = _vector(spec.deserved, "spec.deserved", dims, 0.0)
+    borrowing = lending = None
+    if spec.borrowing_limit:
+        borrowing = _vector(spec.borrowing_limit, "spec.borrowingLimit", dims, np.inf)
+    if spec.lending_limit:
+        lending = _vector(spec.lending_limit, "spec.lendingLimit", dims, np.inf)
     parent = spec.parent if spec.parent != ROOT_QUEUE else None
     return QueueInfo(
         name=queue.metadata.name,
@@ -67,6 +73,8 @@ def queue_info(queue: Queue, dims: Dims) -> QueueInfo:
         guarantee=guarantee,
         claim=claim,
         namespace_selector=spec.namespace_selector,
+        borrowing_limit=borrowing,
+        lending_limit=lending,
     )
 
 

@@ -186,6 +186,9 @@ def explanation(
     facts.add_row("Age", age(now - row.created))
     facts.add_row("Position", _place(row, story))
     facts.add_row("Waiting because", row.reason)
+    for c in story.conditions:  # on room borrowed from another queue (DESIGN §14)
+        if c.get("type") == "kbatch.io/Borrowing" and c.get("status") == "True":
+            facts.add_row("Borrowing", c.get("message", ""))
     if estimate is not None:
         facts.add_row("Estimated start", _eta_cell(estimate, long=True))
     facts.add_row("Scheduler conf", conf_source)

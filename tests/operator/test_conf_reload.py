@@ -39,7 +39,8 @@ def test_a_bad_file_at_start_is_refused(tmp_path: Path) -> None:
 
 
 def test_no_file_means_the_default_conf() -> None:
-    assert ConfSource(None).current().actions == ("enqueue", "allocate", "backfill")
+    actions = ("enqueue", "reclaim", "allocate", "backfill", "reserve")
+    assert ConfSource(None).current().actions == actions
 
 
 def test_sessions_run_when_there_is_work_else_every_few_periods() -> None:

@@ -16,6 +16,9 @@ from scenarios.objects import at, job, node, pod, pod_group, queue
 from scenarios.runner import HERE, Outcome, header, run
 
 BACKLOG = "admission/backlog.yaml"
+# The backlog's rules are kube-batch's (a queue's deserved share is a cap while both
+# wait, nothing is taken back): its conf, not the default that borrows and reclaims.
+KUBE_BATCH = HERE.parents[1] / "examples" / "conf" / "kube-batch.yaml"
 ADMITTED = ("Inqueue", "Running", "Unknown", "Completed")
 PHASES = ("Pending", *ADMITTED)
 
@@ -23,7 +26,7 @@ PHASES = ("Pending", *ADMITTED)
 @cache
 def backlog() -> tuple[runner.Outcome, Outcome]:
     """The backlog's run (for its timeline) and its JSON (shared by the tests below)."""
-    outcome = sim.run([HERE / BACKLOG])
+    outcome = sim.run([HERE / BACKLOG], config=KUBE_BATCH)
     return outcome, Outcome(output.to_json(outcome))
 
 
@@ -158,7 +161,7 @@ def test_a_backlog_whose_pod_groups_come_before_their_jobs_is_held_too() -> None
         else:
             reordered.append(document)
     assert [d["kind"] for d in reordered[4:6]] == ["PodGroup", "Job"]
-    outcome = sim.run(documents=reordered)
+    outcome = sim.run(documents=reordered, config=KUBE_BATCH)
     groups = outcome.cluster.state.list("PodGroup")
     assert {str(g["spec"].get("minResources")) for g in groups} == {"{'cpu': '2', 'pods': '2'}"}
     assert max(sample.pending for sample in outcome.timeline.samples) <= 8

@@ -1,7 +1,12 @@
 """Queues in a tree (DESIGN §14) through the simulator: each file in queue-tree/ says
 in its header what must happen; these check it."""
 
-from scenarios.runner import Outcome, run
+from typing import Any
+
+import pytest
+import yaml
+
+from scenarios.runner import HERE, Outcome, run
 
 
 def cpu(outcome: Outcome, queue: str, field: str = "deserved") -> str:
@@ -117,3 +122,74 @@ def test_only_the_namespaces_a_queue_selects_may_use_it() -> None:
     assert condition["message"] == told
     assert [e["message"] for e in outcome.events(reason="Unschedulable", kind="PodGroup")
             if e["name"] == "jm"][-1] == told  # fmt: skip
+
+
+# ----------------------------------------------------------------------- borrowing
+KUBE_BATCH = HERE.parents[1] / "examples" / "conf" / "kube-batch.yaml"
+BORROW = "queue-tree/borrow-idle-room.yaml"
+
+
+def test_a_queue_over_its_share_borrows_room_no_one_else_can_use() -> None:
+    outcome = run(BORROW, until="20s")
+    assert len(outcome.running(job="r-small")) == 1  # 14 of 16 cpu busy
+    assert outcome.group("b-big1")["phase"] == "Pending"
+    borrowing = outcome.condition("r-small", "kbatch.io/Borrowing")
+    assert borrowing is not None and borrowing["status"] == "True"
+    assert "borrows room of queue batch" in borrowing["message"]
+    assert outcome.condition("r0", "kbatch.io/Borrowing") is None  # placed within its share
+
+
+def test_the_borrowed_job_is_the_first_reclaimed_when_the_owner_needs_the_room() -> None:
+    outcome = run(BORROW, until="1m")
+    evicted = [e["name"] for e in outcome.events("Evict", kind="Pod")]
+    assert evicted == ["r-small-0"], evicted  # research keeps its 12, above 10.67
+    assert len(outcome.running(job="b-fits")) == 4
+    assert all(len(outcome.running(job=f"r{i}")) == 1 for i in range(6))
+
+
+def test_kube_batchs_conf_keeps_the_strict_wait() -> None:
+    outcome = run(BORROW, until="1m", config=KUBE_BATCH)
+    assert outcome.bound(job="r-small") == []
+    condition = outcome.condition("r-small", "Unschedulable")
+    assert condition is not None
+    assert "queue research is using its deserved share" in condition["message"]
+    assert outcome.condition("r-small", "kbatch.io/Borrowing") is None
+    assert outcome.summary["evictions"] == 0
+
+
+def with_limits(research: dict[str, str] | None, batch: dict[str, str] | None) -> list[Any]:
+    """The borrowing scenario, research with ``research`` as its borrowingLimit and batch
+    with ``batch`` as its lendingLimit (None: not set)."""
+    documents = list(yaml.safe_load_all((HERE / BORROW).read_text()))
+    for document in documents:
+        name = document["metadata"]["name"]
+        if document["kind"] == "Queue" and name == "research" and research is not None:
+            document["spec"]["borrowingLimit"] = research
+        if document["kind"] == "Queue" and name == "batch" and batch is not None:
+            document["spec"]["lendingLimit"] = batch
+    return documents
+
+
+@pytest.mark.parametrize(
+    ("research", "batch", "borrows"),
+    [
+        # research holds 12 of its deserved 10.67: the 2-cpu job takes it 3.33 beyond
+        ({"cpu": "4"}, None, True),
+        ({"cpu": "3"}, None, False),
+        # batch's nominal share is 5.33 cpu, all unused: lending 1 keeps 4.33 of the
+        # 4 idle cpu in it; lending 4 keeps 1.33, leaving 2.67 to borrow
+        (None, {"cpu": "1"}, False),
+        (None, {"cpu": "4"}, True),
+    ],
+)
+def test_borrowing_and_lending_limits_cap_what_is_borrowed(
+    research: dict[str, str] | None, batch: dict[str, str] | None, borrows: bool
+) -> None:
+    outcome = run(documents=with_limits(research, batch), until="20s")
+    assert len(outcome.running(job="r-small")) == (1 if borrows else 0)
+    if not borrows:
+        condition = outcome.condition("r-small", "Unschedulable")
+        assert condition is not None
+        assert (
+            "research is using its deserved share and may borrow no more" in (condition["message"])
+        )

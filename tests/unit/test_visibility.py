@@ -245,3 +245,26 @@ def test_kbatch_queues_lists_the_tree_each_queue_with_its_subtree() -> None:
     assert "parent" not in output.queue_data(team_a)
     rendered = [row for row in output.queues_table(line.queues).columns[0].cells]
     assert "  └ a1" in rendered
+
+
+def test_explain_says_a_group_runs_on_borrowed_room() -> None:
+    """``kbatch explain`` shows the kbatch.io/Borrowing condition's words as a fact."""
+    from rich.console import Console
+
+    from kbatch.visibility import output
+    from kbatch.visibility.standing import Explanation, JobRow
+
+    row = JobRow(
+        "default", "r-small", "PodGroup", "research", "Running", 1, 1, 1, 0, 0.0, None, None, ""
+    )
+    words = "queue research is over its deserved share and borrows room of queue batch"
+    borrowing = {"type": "kbatch.io/Borrowing", "status": "True", "message": words}
+    story = Explanation(row, [borrowing], {}, {"Running": 1}, [], 0, [], [])
+    console = Console(width=200, record=True)
+    console.print(output.explanation(story, 10.0, None, "the default"))
+    facts = [line for line in console.export_text().splitlines() if line.startswith("Borrowing")]
+    assert facts and "borrows room of queue batch" in facts[0]
+    story = Explanation(row, [{**borrowing, "status": "False"}], {}, {}, [], 0, [], [])
+    console = Console(width=200, record=True)
+    console.print(output.explanation(story, 10.0, None, "the default"))
+    assert not [line for line in console.export_text().splitlines() if line.startswith("Borrow")]

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from builders import Cluster, FakeCluster, JobBuilder, run_actions
-from kbatch.config import DEFAULT_CONF
+from kbatch.config import KUBE_BATCH_CONF
 from kbatch.operators.scheduler.core.actions import reclaim
 from kbatch.operators.scheduler.core.framework import (
     evictable,
@@ -28,7 +28,7 @@ from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 
 R = TaskStatus.RUNNING
-FULL = DEFAULT_CONF.replace(
+FULL = KUBE_BATCH_CONF.replace(
     '"enqueue, allocate, backfill"', '"enqueue, reclaim, allocate, backfill, preempt"'
 )
 SEEDS = range(120)

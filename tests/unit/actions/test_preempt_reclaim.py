@@ -3,13 +3,13 @@
 import numpy as np
 
 from builders import Cluster, run_actions, vec
-from kbatch.config import DEFAULT_CONF
+from kbatch.config import KUBE_BATCH_CONF
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 
 R = TaskStatus.RUNNING
 # The default tiers with every action, in kube-batch's order.
-FULL = DEFAULT_CONF.replace(
+FULL = KUBE_BATCH_CONF.replace(
     '"enqueue, allocate, backfill"', '"enqueue, reclaim, allocate, backfill, preempt"'
 )
 assert "preempt" in FULL

@@ -8,7 +8,7 @@ import yaml
 
 from kbatch.bench import live, live_schedulers
 from kbatch.bench import live_workload as w
-from kbatch.config import DEFAULT_CONF
+from kbatch.config import KUBE_BATCH_CONF
 
 
 def test_a_single_pod_job_gets_a_volcano_group_of_one() -> None:
@@ -37,7 +37,7 @@ def test_a_gang_names_its_volcano_group_of_ten() -> None:
 
 def test_volcano_confs(tmp_path: Path) -> None:
     assert live_schedulers.volcano_conf_text("default") is None
-    assert live_schedulers.volcano_conf_text("kbatch") == DEFAULT_CONF
+    assert live_schedulers.volcano_conf_text("kbatch") == KUBE_BATCH_CONF
     conf = tmp_path / "v.conf"
     conf.write_text('actions: "allocate"\n')
     assert live_schedulers.volcano_conf_text(str(conf)) == 'actions: "allocate"\n'
@@ -46,7 +46,7 @@ def test_volcano_confs(tmp_path: Path) -> None:
 
 
 def test_kbatchs_default_conf_is_volcanos_without_overcommit() -> None:
-    conf = yaml.safe_load(DEFAULT_CONF)
+    conf = yaml.safe_load(KUBE_BATCH_CONF)
     assert conf["actions"] == "enqueue, allocate, backfill"
     names = [[p["name"] for p in tier["plugins"]] for tier in conf["tiers"]]
     assert names == [

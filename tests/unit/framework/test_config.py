@@ -1,8 +1,11 @@
 """Scheduler configuration: parsed strictly, errors name the line and the field."""
 
+from pathlib import Path
+
 import pytest
 
-from kbatch.config import ConfigError
+from kbatch.bench.scheduling import bench_conf
+from kbatch.config import KUBE_BATCH_CONF, ConfigError
 from kbatch.operators.scheduler.core import runner
 
 GOOD = """\
@@ -32,12 +35,33 @@ def test_the_design_example_parses_with_both_switch_spellings() -> None:
 
 
 def test_default_conf_is_the_design_default() -> None:
+    """kube-batch's tiers; borrowing, reclaim and reserve on (DESIGN §14)."""
     conf = runner.default_conf()
-    assert conf.actions == ("enqueue", "allocate", "backfill")
+    assert conf.actions == ("enqueue", "reclaim", "allocate", "backfill", "reserve")
     assert [[p.name for p in t.plugins] for t in conf.tiers] == [
         ["priority", "gang", "conformance"],
         ["drf", "predicates", "proportion", "nodeorder"],
     ]
+    assert conf.tiers[1].plugins[2].arguments == {"borrowing": True}
+
+
+def test_the_kube_batch_conf_file_is_kube_batchs_default() -> None:
+    """examples/conf/kube-batch.yaml, the documented way back to kube-batch's behaviour,
+    is KUBE_BATCH_CONF, the conf ``kbatch bench`` measures with."""
+    path = Path(__file__).parents[3] / "examples" / "conf" / "kube-batch.yaml"
+    conf = runner.load_conf_file(path)
+    assert conf == runner.load_conf(KUBE_BATCH_CONF)
+    assert conf.actions == ("enqueue", "allocate", "backfill")
+    assert all(not p.arguments for t in conf.tiers for p in t.plugins)
+    assert bench_conf().tiers == conf.tiers
+
+
+def test_proportion_refuses_an_unknown_argument_or_a_bad_borrowing() -> None:
+    text = KUBE_BATCH_CONF.replace("- name: proportion", "- name: proportion\n    arguments: {%s}")
+    with pytest.raises(ConfigError, match="unknown argument 'borrow' for plugin proportion"):
+        runner.load_conf(text % "borrow: true")
+    with pytest.raises(ConfigError, match="borrowing must be true or false, not 'maybe'"):
+        runner.load_conf(text % "borrowing: maybe")
 
 
 @pytest.mark.parametrize(

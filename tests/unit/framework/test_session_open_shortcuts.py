@@ -9,7 +9,7 @@ import random
 import pytest
 
 from builders import Cluster, run_actions
-from kbatch.config import DEFAULT_CONF
+from kbatch.config import KUBE_BATCH_CONF
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
@@ -19,7 +19,7 @@ from kbatch.operators.scheduler.core.framework.podspec import (
 from kbatch.operators.scheduler.core.framework.shortcuts import Shortcuts
 from kbatch.operators.scheduler.core.framework.statement import Statement
 
-FULL = DEFAULT_CONF.replace(
+FULL = KUBE_BATCH_CONF.replace(
     '"enqueue, allocate, backfill"', '"enqueue, reclaim, allocate, backfill, preempt"'
 )
 SPREAD = Affinity(

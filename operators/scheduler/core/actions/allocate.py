@@ -30,6 +30,7 @@ import itertools
 
 import numpy as np
 
+from kbatch.api.podgroup import ConditionType
 from kbatch.operators.scheduler.core.actions import backfill
 from kbatch.operators.scheduler.core.framework import topology
 from kbatch.operators.scheduler.core.framework.info import (
@@ -39,11 +40,13 @@ from kbatch.operators.scheduler.core.framework.info import (
     TaskStatus,
 )
 from kbatch.operators.scheduler.core.framework.placement import Choice, Placer
+from kbatch.operators.scheduler.core.framework.podgroup_status import condition
 from kbatch.operators.scheduler.core.framework.queue_checks import (
     CAPABILITY,
     DESERVED,
     HeldBack,
 )
+from kbatch.operators.scheduler.core.framework.queue_tree import ROOT
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
@@ -67,16 +70,19 @@ def execute(session: Session) -> None:
         queues.append((session.queue_order_key(queue, heap[0][2]), next(tie), name))
     heapq.heapify(queues)
 
+    # Queues over their share, skipped, to borrow once every other queue has had its
+    # turn (only where a plugin lets queues borrow: ``Session.borrows``).
+    over: list[str] = []
+    borrows = session.borrows
     while queues:
         _, _, name = heapq.heappop(queues)
         queue = session.queues[name]
         jobs = per_queue[name]
         if session.overused(queue):
-            why = f"queue {name} is using its deserved share"
-            if queue.parent is not None:  # in a tree: the queue on its path that is
-                why = str(held_back(session, queue) or why)
-            for _, _, job in jobs:
-                session.note_waiting(job, why, first=True, by_queue=True)
+            if borrows:
+                over.append(name)
+            else:
+                _note_over_share(session, queue, jobs)
             continue
         if not jobs:
             continue
@@ -85,6 +91,51 @@ def execute(session: Session) -> None:
             heapq.heappush(jobs, (_turn_key(session, job), next(tie), job))
         if jobs:  # keyed by its next job: it stays at the head until the queue's turn
             heapq.heappush(queues, (session.queue_order_key(queue, jobs[0][2]), next(tie), name))
+    if over:
+        _borrow(session, placer, per_queue, over)
+
+
+def _note_over_share(
+    session: Session, queue: QueueInfo, jobs: list[tuple[tuple[object, ...], int, JobInfo]]
+) -> None:
+    why = f"queue {queue.name} is using its deserved share"
+    if queue.parent is not None:  # in a tree: the queue on its path that is
+        why = str(held_back(session, queue) or why)
+    for _, _, job in jobs:
+        session.note_waiting(job, why, first=True, by_queue=True)
+
+
+def _borrow(
+    session: Session,
+    placer: Placer,
+    per_queue: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]],
+    over: list[str],
+) -> None:
+    """The second turn (DESIGN §14): queues over their share, in queue order, place
+    jobs on the room no queue within its share could use, as far as the plugins lend it
+    (``Session.lender``). A job placed so is marked borrowing (its PodGroup's
+    ``kbatch.io/Borrowing`` condition names the lender): reclaim takes it first."""
+    tie = itertools.count()
+    queues = [
+        (session.queue_order_key(session.queues[n], per_queue[n][0][2]), next(tie), n)
+        for n in over
+        if per_queue[n]
+    ]
+    heapq.heapify(queues)
+    tried: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {n: [] for n in over}
+    while queues:
+        _, _, name = heapq.heappop(queues)
+        queue, jobs = session.queues[name], per_queue[name]
+        entry = heapq.heappop(jobs)
+        job = entry[2]
+        if _allocate_job(session, placer, job, borrowing=True):
+            heapq.heappush(jobs, (_turn_key(session, job), next(tie), job))
+        elif job.ready_count == 0:  # nothing borrowed: it waits for its share
+            tried[name].append(entry)
+        if jobs:
+            heapq.heappush(queues, (session.queue_order_key(queue, jobs[0][2]), next(tie), name))
+    for name in over:
+        _note_over_share(session, session.queues[name], [*tried[name], *per_queue[name]])
 
 
 def _turn_key(session: Session, job: JobInfo) -> tuple[object, ...]:
@@ -101,13 +152,14 @@ def _complete_partly_placed(session: Session, placer: Placer, jobs: list[JobInfo
         _allocate_job(session, placer, job)
 
 
-def _allocate_job(session: Session, placer: Placer, job: JobInfo) -> bool:
+def _allocate_job(session: Session, placer: Placer, job: JobInfo, borrowing: bool = False) -> bool:
     """One turn of ``job``; True if it became ready with tasks still pending (more turns).
     A job asking for a topology domain tries the domains ``topology.where`` gives, in
-    turn, until one works."""
+    turn, until one works. ``borrowing``: its queue is over its share, each task placed
+    only on room a plugin lends (``_borrow``)."""
     requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
     for within in topology.where(session, placer, job, requested):
-        kept = _attempt(session, placer, job, requested, within)
+        kept = _attempt(session, placer, job, requested, within, borrowing)
         if kept is not None:
             return kept
     return False
@@ -119,14 +171,25 @@ def _attempt(
     job: JobInfo,
     requested: list[TaskInfo],
     within: np.ndarray | None,
+    borrowing: bool = False,
 ) -> bool | None:
     """Place the job (on the nodes ``within`` only, unless None); what ``_allocate_job``
-    returns if anything is kept (committed, or held pipelined), else None: discarded."""
+    returns if anything is kept (committed, or held pipelined), else None: discarded.
+    ``borrowing``: each task only on room a plugin lends; a job kept so is marked."""
     statement = Statement(session)
     statement.claim_kept_room(job)
-    placed = _place_requested(session, placer, job, statement, requested, within)
+    lenders: set[str] | None = set() if borrowing else None
+    held_before = job.ready_count
+    placed = _place_requested(session, placer, job, statement, requested, within, lenders)
     if requested and not session.job_ready(job):
         placed += backfill.place_best_effort(session, placer, job, statement, until_ready=True)
+    if placed and (session.job_ready(job) or session.job_pipelined(job)):
+        if lenders:
+            _mark_borrowing(session, job, sorted(lenders))
+        elif lenders is None and held_before == 0 and job.conditions and borrowing_of(job):
+            # placed anew within its queue's share (its borrowed pods were taken back)
+            message = f"runs within queue {job.queue}'s deserved share"
+            session.set_condition(job, condition(_BORROWING, False, "WithinShare", message))
     if session.job_ready(job):
         session.note_attempts(scheduled=placed)
         statement.commit()
@@ -147,8 +210,11 @@ def _place_requested(
     statement: Statement,
     tasks: list[TaskInfo],
     within: np.ndarray | None = None,
+    lenders: set[str] | None = None,
 ) -> int:
-    """Place ``tasks`` (by task order) until the job is ready or one does not fit."""
+    """Place ``tasks`` (by task order) until the job is ready or one does not fit.
+    ``lenders`` (borrowing): each task only where a plugin lends room for it, the
+    lenders named added."""
     queue = session.queues[job.queue]
     placed = 0
     ordered = sorted(tasks, key=session.task_order_key)
@@ -162,9 +228,18 @@ def _place_requested(
                 why = str(held_back(session, queue, task) or kept)
             session.note_waiting(job, why, by_queue=True)
             break
+        if lenders is not None:
+            lender = session.lender(queue, task)
+            if lender is None:
+                why = f"queue {queue.name} is using its deserved share and may borrow no more"
+                session.note_waiting(job, why, by_queue=True)
+                break
+            lenders.add(lender)
         if not ahead:
             ahead = placer.choose_alike(ordered[i:], within=within)[::-1]
         choice = ahead.pop() if ahead else None
+        if choice is None and lenders is not None:
+            break  # no room to borrow: the job waits for its share, as it says then
         if choice is None:
             session.note_fit_error(job, task, placer.explain(task))
             session.note_attempts(unschedulable=1)
@@ -203,6 +278,24 @@ def held_back(session: Session, queue: QueueInfo, task: TaskInfo | None = None) 
         parent = current.parent
         current = session.queues.get(parent) if parent is not None else None
     return None
+
+
+def _mark_borrowing(session: Session, job: JobInfo, lenders: list[str]) -> None:
+    """The job's PodGroup says it runs on borrowed room, and whose."""
+    whose = ", ".join(f"queue {n}" if n != ROOT else "the cluster's unowned room" for n in lenders)
+    message = (
+        f"queue {job.queue} is over its deserved share and borrows room of {whose}: "
+        "the first reclaimed when it is needed back"
+    )
+    session.set_condition(job, condition(_BORROWING, True, "Borrowing", message))
+
+
+_BORROWING = ConditionType.BORROWING
+
+
+def borrowing_of(job: JobInfo) -> bool:
+    """Does ``job`` run on borrowed room (its PodGroup's ``kbatch.io/Borrowing``)?"""
+    return any(c.type is _BORROWING and c.status == "True" for c in job.conditions)
 
 
 def _hold(statement: Statement, job: JobInfo) -> None:

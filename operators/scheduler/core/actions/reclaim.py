@@ -20,6 +20,9 @@ over-served first among them; a leaf may reclaim while its team is over its shar
 (room taken from a sibling stays in the team), as far as ``may_reclaim_for`` and
 ``may_lose`` let it.
 
+Groups that run on borrowed room (their PodGroup's ``kbatch.io/Borrowing`` condition,
+DESIGN §14) give back before any other, whatever the shares.
+
 Each task tried counts as a preemption attempt (kube-batch counted preempt's
 only; a reclaim is a preemption across queues).
 """
@@ -27,6 +30,7 @@ only; a reclaim is a preemption across queues).
 from collections.abc import Hashable
 from functools import partial
 
+from kbatch.operators.scheduler.core.actions.allocate import borrowing_of
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import make_room, wasted_evictions
@@ -163,16 +167,21 @@ def _rules(
         return None if loses is None else (session.jobs[t.job].queue, loses)
 
     kin = None if flat else _kinship(session, reclaimer.name)  # flat: asked once a session
+    # Below every other key: tasks of groups on borrowed room go before any other.
+    borrowed_first = 2 * _SHARE_BOUND * (len(session.queues) + 2)
 
     def most_over_served_first(t: TaskInfo) -> float:
         queue = queue_of(t)
         if queue is None:
             return 0.0
         if kin is None:
-            return -session.queue_share(queue)
-        # nearest relatives first, then the most over-served among them
-        share = min(max(session.queue_share(queue), 0.0), _SHARE_BOUND)
-        return kin.get(queue.name, len(kin)) * 2 * _SHARE_BOUND - share
+            key = -session.queue_share(queue)
+        else:  # nearest relatives first, then the most over-served among them
+            share = min(max(session.queue_share(queue), 0.0), _SHARE_BOUND)
+            key = kin.get(queue.name, len(kin)) * 2 * _SHARE_BOUND - share
+        if borrowing_of(session.jobs[t.job]):
+            return key - borrowed_first
+        return key
 
     # The givers tell the rule apart: flat, none of it reads the reclaimer (its own
     # queue, never over its share here, is never one of them); in a tree the order

@@ -372,6 +372,11 @@ class QueueInfo:
     # Which namespaces' groups may name it (``spec.namespaceSelector``; None: any). Its
     # ancestors' selectors apply to its groups too.
     namespace_selector: LabelSelector | None = None
+    # How far its subtree may go beyond its deserved share by borrowing, and how much of
+    # its own unused share may leave its subtree (``spec.borrowingLimit`` /
+    # ``spec.lendingLimit``; infinite where not set, None where neither names anything).
+    borrowing_limit: np.ndarray | None = None
+    lending_limit: np.ndarray | None = None
     # Published by plugins (the proportion plugin: kept current from session open).
     deserved: np.ndarray | None = None
     allocated: np.ndarray | None = None

@@ -36,6 +36,9 @@ AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
 # share a queue is (the most over-served gives back first).
 QueueTaskFn = Callable[[QueueInfo, TaskInfo], bool]
 QueueShareFn = Callable[[QueueInfo], float]
+# May this queue, over its deserved share, borrow room for this task? The queue whose
+# unused share it would use (None: it may not).
+LenderFn = Callable[[QueueInfo, TaskInfo], str | None]
 TaskEventFn = Callable[[TaskInfo], None]
 # Told before a task moves to a status (the status it moves to): its job's sums are
 # still what they were, for a plugin that reads a job's only when first needed.

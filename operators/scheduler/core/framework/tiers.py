@@ -31,6 +31,7 @@ from kbatch.operators.scheduler.core.framework.signatures import (
     JobEventFn,
     JobValidFn,
     Key,
+    LenderFn,
     NodeOrderFn,
     OrderKeyFn,
     OverusedFn,
@@ -171,6 +172,12 @@ class TieredFunctions:
     def add_job_enqueueable_fn(self, fn: EnqueueFn) -> None:
         self._register("JobEnqueueable", fn)
 
+    def add_lender_fn(self, fn: LenderFn) -> None:
+        """Whose unused share may this queue, over its own, borrow for this task?
+        (proportion with ``borrowing``: room no queue within its share can use now, up to
+        the borrower's limits and the lenders'.) Without one, no queue borrows."""
+        self._register("Lender", fn)
+
     def add_event_handler(
         self,
         allocate: TaskEventFn | None = None,
@@ -215,6 +222,7 @@ class TieredFunctions:
         self._reclaimers: list[QueueTaskFn] = [r.fn for r in self._enabled("Reclaimer")]
         self._victim_queues: list[QueueTaskFn] = [r.fn for r in self._enabled("VictimQueue")]
         self._queue_shares: list[QueueShareFn] = [r.fn for r in self._enabled("QueueShare")]
+        self._lenders: list[LenderFn] = [r.fn for r in self._enabled("Lender")]
         self._preemptable = self._by_tier("Preemptable")
         self._reclaimable = self._by_tier("Reclaimable")
         # what the deciding tier's victims functions read of a preemptor, as one function
@@ -330,6 +338,22 @@ class TieredFunctions:
         if any(key is None for key in keys):
             return None
         return tuple(key(task) for key in keys if key is not None)
+
+    @property
+    def borrows(self) -> bool:
+        """May a queue over its deserved share borrow room at all (``add_lender_fn``)?"""
+        return bool(self._lenders)
+
+    def lender(self, queue: QueueInfo, task: TaskInfo) -> str | None:
+        """The queue whose unused share ``queue`` may borrow for ``task``, as the first
+        function names it, if every function lets it; None otherwise."""
+        named: str | None = None
+        for fn in self._lenders:
+            lender = fn(queue, task)
+            if lender is None:
+                return None
+            named = named or lender
+        return named
 
     def queue_share(self, queue: QueueInfo) -> float:
         return max((fn(queue) for fn in self._queue_shares), default=0.0)

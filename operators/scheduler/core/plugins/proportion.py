@@ -14,6 +14,7 @@ deserved share), and how far above its share a queue is.
 Where queues form a tree (any queue with a parent, a guarantee or an explicit deserved
 share: DESIGN §14), the shares are the tree's and every answer reads the leaf's path
 up to the root (``proportion_tree``); each queue's sums are then its subtree's.
+Argument ``borrowing`` (the ``borrowing`` module).
 """
 
 import functools
@@ -38,6 +39,8 @@ from kbatch.operators.scheduler.core.framework.resources import (
 )
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
+from kbatch.operators.scheduler.core.plugins import borrowing
+from kbatch.operators.scheduler.core.plugins.borrowing import parse_arguments as parse_arguments
 from kbatch.operators.scheduler.core.plugins.proportion_tree import TreeShares, is_tree
 
 NAME = "proportion"
@@ -269,6 +272,9 @@ class _Proportion:
                 return Vote.REJECT, f"queue {capped} would exceed its capability"
             if within:
                 return Vote.PERMIT, f"within queue {job.queue}'s deserved share"
+            kept = self.tree.enqueue_into_guarantee(job.queue, job.min_resources * self.mask)
+            if kept is not None:  # admitted on idle room only: not another team's
+                return Vote.REJECT, str(kept)
             return Vote.ABSTAIN, ""
         wanted = attr.allocated + attr.reserved + job.min_resources * self.mask
         if not less_equal(wanted, attr.capability):
@@ -424,8 +430,9 @@ def _add_jobs(
 
 
 def on_session_open(session: Session, option: PluginOption) -> None:
-    del option
     plugin = _Proportion(session)
+    if parse_arguments(option.arguments):
+        borrowing.lend(session, plugin.queues, plugin.tree, plugin.mask)
     session.add_queue_order_fn(plugin.queue_key)
     session.add_overused_fn(plugin.overused)
     session.add_allocatable_fn(plugin.allocatable)

@@ -9,6 +9,8 @@ and each answer reads the leaf's whole path up to the root:
 - enqueueable: refused past any capability on the path; admitted, even without idle
   room, while the leaf and every ancestor stay within their deserved shares (reclaim
   can make that room), so enqueue never keeps out what reclaim would make room for;
+  otherwise admitted on idle room only, and never on room that is another subtree's
+  unused guarantee (what admitted groups are promised counted as held);
 - reclaim: a leaf takes room back only while it and its ancestors stay within their
   deserved shares; a victim's leaf, over its share, gives back only while it and each
   of its ancestors below the one it shares with the reclaimer keep theirs.
@@ -75,6 +77,7 @@ class TreeShares:
                     None if name in has_children else request,
                 )
             )
+        self.given = given  # as the tree read them (borrowing's nominal shares)
         self.tree: QueueTree = build_tree(given, total, resources)
         dims = len(total)
         self.allocated: dict[str, np.ndarray] = {}
@@ -139,6 +142,15 @@ class TreeShares:
                 return n, False
             within = within and less_equal(wanted, node.deserved)
         return None, within
+
+    def enqueue_into_guarantee(self, name: str, need: np.ndarray) -> queue_checks.HeldBack | None:
+        """For a group of leaf ``name`` admitted on idle room alone (not within its
+        shares): the subtree whose unused guarantee ``need`` would eat into, counting
+        what admitted groups are promised as held (or None)."""
+        if not self.guarded or name not in self.paths:
+            return None
+        held = {n: self.allocated[n] + self.reserved[n] for n in self.tree.nodes}
+        return queue_checks.into_guarantee(self.tree, name, need, held)
 
     def enqueued(self, name: str, unplaced: np.ndarray) -> None:
         for n in self.paths.get(name, ()):
