@@ -67,7 +67,7 @@ class KeptJobs:
 
     def __init__(self, shortcuts: Shortcuts = ALL) -> None:
         self._keep = shortcuts.unchanged_jobs
-        self._hand_on_without_tasks = shortcuts.unchanged_jobs_without_tasks
+        self._keep_without_tasks = shortcuts.unchanged_jobs_without_tasks
         self._from_last = (
             shortcuts.jobs_from_last_snapshot
             and shortcuts.unchanged_jobs
@@ -109,7 +109,7 @@ class KeptJobs:
                     not_kept.add(unit)
             elif job.tasks:
                 kept[unit] = job
-            elif self._hand_on_without_tasks:
+            elif self._keep_without_tasks:
                 without_tasks[unit] = job
         self.not_kept, self.without_tasks = not_kept, without_tasks
         return kept

@@ -123,7 +123,7 @@ def next_jobs(
     for unit in (logged - written_or_touched - gone) - last.taskless:
         _set_phase_back(unit, pod_groups[unit], walk, make)
     for unit in by_sessions:
-        _hand_on_without_tasks(unit, pod_groups[unit], walk, parts_of, make, priority_of)
+        _keep_without_tasks(unit, pod_groups[unit], walk, parts_of, make, priority_of)
     for unit in added:
         jobs[unit] = make(unit, pod_groups[unit], {})
     return walk
@@ -188,7 +188,7 @@ def _new_and_gone(
 
 def _set_phase_back(unit: str, group: PodGroup, walk: NextJobs, make: MakeJob) -> None:
     """A job with tasks whose phase a session moved, of a unit nothing wrote: ``make``
-    hands it on with its phase set back to its group's (``SnapshotBuilder._job``), or,
+    keeps it with its phase set back to its group's (``SnapshotBuilder._job``), or,
     should its group's parts not be of it, makes it anew."""
     job = walk.kept[unit]
     made = make(unit, group, {unit: job})
@@ -198,7 +198,7 @@ def _set_phase_back(unit: str, group: PodGroup, walk: NextJobs, make: MakeJob) -
         del walk.kept[unit]
 
 
-def _hand_on_without_tasks(
+def _keep_without_tasks(
     unit: str,
     group: PodGroup,
     walk: NextJobs,

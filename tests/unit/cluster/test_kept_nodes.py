@@ -153,7 +153,7 @@ def test_a_task_kept_unchanged_is_put_in_order_by_the_place_it_was_given(
 
 
 def test_the_nodes_capacity_is_added_up_once_per_node_set_made() -> None:
-    """A snapshot of the same nodes hands on the capacity the last one added up (every
+    """A snapshot of the same nodes keeps the capacity the last one added up (every
     session reads it); a node set made anew adds it up again; nothing may write it."""
     state = ClusterState()
     for step in QUIET_STEPS[:2]:

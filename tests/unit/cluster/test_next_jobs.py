@@ -103,7 +103,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     walk = next_jobs.next_jobs
     counted("_set_phase_back", next_jobs._set_phase_back, lambda _: "phase set back")
-    counted("_hand_on_without_tasks", next_jobs._hand_on_without_tasks, lambda _: "taskless")
+    counted("_keep_without_tasks", next_jobs._keep_without_tasks, lambda _: "taskless")
 
     def walked(*args: Any) -> next_jobs.NextJobs | None:
         result = walk(*args)

@@ -1,7 +1,7 @@
 """A snapshot that hands most jobs on walks only the pods of the others
 (``Shortcuts.pods_of_changed_units_only``): field by field, it is what a new builder makes
 from every pod, on a state that shows every pod and on one that leaves settled jobs out
-(the simulator's), with sessions in between; pods without a group, handed on or made
+(the simulator's), with sessions in between; pods without a group, kept or made
 again, keep their jobs in pod order; a unit with another scheduler's pod is walked whole;
 and the pass does walk fewer pods."""
 
@@ -77,7 +77,7 @@ def test_a_pass_over_some_pods_builds_what_one_over_all_builds(
 def test_pods_without_a_group_keep_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = passed(monkeypatch)
     orders = [[job.name for job in snap.jobs.values()] for snap in compared_snapshots(OWN_GROUPS)]
-    assert orders[4] == ["p0", "p1", "p2", "p3"]  # p0 made again, the others handed on
+    assert orders[4] == ["p0", "p1", "p2", "p3"]  # p0 made again, the others kept
     assert orders[-1] == ["p0", "p1", "p2", "p3", "p4"]
     assert counts[0::2][4] == 1  # the pass walked p0 only
 
@@ -88,7 +88,7 @@ def test_a_unit_with_another_schedulers_pod_is_walked_whole(
     counts = passed(monkeypatch)
     for _ in compared_snapshots(MIXED):
         pass
-    assert counts[0::2][3] is None  # m, handed on, has a jobless pod: every pod walked
+    assert counts[0::2][3] is None  # m, kept, has a jobless pod: every pod walked
 
 
 def test_switched_off_every_pod_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -151,7 +151,7 @@ def test_the_first_status_of_a_pod_made_without_one_keeps_its_record(
 
 def test_a_status_write_names_every_field_of_the_record() -> None:
     """The record of a status write is built field by field (not dataclasses.replace):
-    a field added to PodRecord must be handed on there too, or this fails."""
+    a field added to PodRecord must be carried over there too, or this fails."""
     source = inspect.getsource(pod_records._pod_of_status_write)
     named = set(re.findall(r"^\s+(\w+)=", source, re.MULTILINE))
     init_fields = {f.name for f in dataclasses.fields(records.PodRecord) if f.init}

@@ -78,7 +78,7 @@ def test_every_field_of_a_task_is_its_pods() -> None:
                   "created": 1704067210.0, "role": "worker"}  # fmt: skip
         assert {key: getattr(task, key) for key in {**common, **fields}} == {**common, **fields}
         assert task.template.request[snap.dims.index["cpu"]] == 1000
-        assert task.told is None  # a memo of the sessions', not the pod's
+        assert task.last_event is None  # a memo of the sessions', not the pod's
     what_it_is = {f.name for f in dataclasses.fields(TaskInfo) if f.compare}
     assert what_it_is == {*common, *fields, "template"}
 

@@ -191,7 +191,7 @@ def test_an_unchanged_status_is_the_one_the_rules_would_build(
 
 
 # --------------------------------------------------------------------------- events
-def test_the_event_filter_check_is_fresh_then_told_again_at() -> None:
+def test_the_event_filter_check_is_fresh_then_may_record_again_at() -> None:
     rng = random.Random(3)
     one, two = EventFilter(limit=40), EventFilter(limit=40)
     now = 0.0
@@ -200,7 +200,7 @@ def test_the_event_filter_check_is_fresh_then_told_again_at() -> None:
         identity = (rng.randrange(30), "uid")
         event = Event(ObjectRef("Pod", "ns", "p"), "Normal", "R", rng.choice("ab"))
         fresh = one.fresh(identity, event, now)
-        again = one.told_again_at(identity, event)
+        again = one.may_record_again_at(identity, event)
         assert two.check(identity, event.type, event.reason, event.message, now) == (
             fresh,
             again,

@@ -88,7 +88,7 @@ class TaskInfo:
     # The FailedScheduling event last recorded for its pod (``outcome.failed_scheduling``):
     # a backlog's pod that waits for the same reason again is given the same (frozen)
     # event, not a new one every session. Not part of what the task is.
-    told: "Event | None" = field(default=None, compare=False)
+    last_event: "Event | None" = field(default=None, compare=False)
     # "namespace/name": made once, not at each of the many asks (every task order key)
     key: str = field(init=False, compare=False)
     # Its pod's place in the order snapshots list pods, once a snapshot's builder looked
@@ -243,7 +243,7 @@ class JobInfo:
 class KeptStatus:
     """A job's status that a session's close kept as it was (``JobInfo.kept_status``)."""
 
-    told: PodGroupCondition  # the one condition set on the job that session
+    condition: PodGroupCondition  # the one condition set on the job that session
     phase: PodGroupPhase  # its phase then
     status: PodGroupStatus  # its old status, kept
     # What the rest of that session found, for ``job_status.quiet_gang``: that the one

@@ -129,7 +129,7 @@ def _kept_status(
     if (
         kept is None
         or len(session_conditions) != 1
-        or session_conditions[0] is not kept.told
+        or session_conditions[0] is not kept.condition
         or job.phase is not kept.phase
         or job.old_status is not kept.status
         or job.touched

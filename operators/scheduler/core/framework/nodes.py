@@ -329,7 +329,7 @@ class NodeSet:
     def capacity(self) -> np.ndarray:
         """The nodes' allocatable added up (read-only): worked out once per allocatable
         matrix, which every session asks of its snapshot (and the next snapshot of the
-        same nodes mostly hands on)."""
+        same nodes mostly keeps)."""
         if self._capacity is None:
             capacity = np.asarray(self.allocatable.sum(axis=0))
             capacity.flags.writeable = False

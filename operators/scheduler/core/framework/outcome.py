@@ -92,15 +92,15 @@ class Event:
 
 def failed_scheduling(task: TaskInfo, message: str) -> Event:
     """The Warning FailedScheduling on ``task``'s pod, saying ``message``: the one last
-    recorded for it (``TaskInfo.told``) when it says the same, else a new one, kept
+    recorded for it (``TaskInfo.last_event``) when it says the same, else a new one, kept
     there. A backlog's pods are each given an event saying why they wait, every
     session, mostly in the same words:
     these are then the same objects, not some ten thousand new ones each time (and as
     many more for the collector to walk)."""
-    last = task.told
+    last = task.last_event
     if last is not None and last.message == message:
         return last
-    event = task.told = Event(
+    event = task.last_event = Event(
         ObjectRef("Pod", task.namespace, task.name), "Warning", FAILED_SCHEDULING, message
     )
     return event
@@ -285,7 +285,7 @@ class EventFilter:
         self, identity: Hashable, type_: str, reason: str, message: str, now: float
     ) -> tuple[bool, float]:
         """``fresh`` for an event given by its fields, and when it may be recorded
-        again (``told_again_at`` after it): one look-up, for a simulator that repeats
+        again (``may_record_again_at`` after it): one look-up, for a simulator that repeats
         hundreds of held-back events every session."""
         key = (identity, type_, reason, message)
         last = self._recorded.get(key)
@@ -299,7 +299,7 @@ class EventFilter:
             self._clear_above = max(self.limit, 2 * len(self._recorded))
         return True, now + self.repeat_seconds
 
-    def told_again_at(self, identity: Hashable, event: Event) -> float | None:
+    def may_record_again_at(self, identity: Hashable, event: Event) -> float | None:
         """When ``event`` may be recorded again (None: it is not remembered as recorded)."""
         last = self._recorded.get((identity, event.type, event.reason, event.message))
         return None if last is None else last + self.repeat_seconds

@@ -306,7 +306,7 @@ class Session(TieredFunctions):
         if conditions is not None:
             return conditions
         if job.uid in self.resting.jobs and not job.touched and job.kept_status is not None:
-            return [job.kept_status.told]  # what gang's close would set
+            return [job.kept_status.condition]  # what gang's close would set
         return []
 
     def note_fit_error(self, job: JobInfo, task: TaskInfo, reasons: FitError) -> None:

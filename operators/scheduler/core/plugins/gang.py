@@ -194,7 +194,7 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
             continue
         kept = quiet.get(job.uid)  # found at open as the last close left it
         if kept is not None and not job.touched:
-            session.set_condition(job, kept.told)  # what _report_scheduled would set
+            session.set_condition(job, kept.condition)  # what _report_scheduled would set
             continue
         if ready(job):
             if job.has_pod_group:
