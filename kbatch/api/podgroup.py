@@ -25,6 +25,9 @@ class PodGroupPhase(StrEnum):
 class ConditionType(StrEnum):
     UNSCHEDULABLE = "Unschedulable"
     SCHEDULED = "Scheduled"
+    # When a waiting group is estimated to start: kbatch run's ETA publisher writes it
+    # (kbatch.visibility.published); the sessions keep it as they keep any condition.
+    ESTIMATED_START = "kbatch.io/EstimatedStart"
 
 
 _MODEL = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")

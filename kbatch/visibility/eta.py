@@ -69,9 +69,10 @@ class Estimate:
     ahead_started: int = 0  # waiting jobs that start first
     runtimes: str = ""  # where the runtimes it rests on came from
     later_than: float | None = None
+    published: float | None = None  # read off the PodGroup: made then (epoch seconds)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "seconds": self.seconds,
             "when": self.when,
             "laterThan": self.later_than,
@@ -81,6 +82,9 @@ class Estimate:
             "waitingJobsStartingFirst": self.ahead_started,
             "runtimes": self.runtimes,
         }
+        if self.published is not None:
+            data["publishedAt"] = self.published
+        return data
 
 
 @dataclass(frozen=True)

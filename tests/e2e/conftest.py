@@ -219,7 +219,9 @@ class KbatchRuns:
         lock_namespace: str = "default",
         lease_duration: str = "5s",
         period: str = "1s",
+        extra: tuple[str, ...] = (),
     ) -> KbatchRun:
+        """``extra``: more flags of ``kbatch run``."""
         metrics_port, health_port = free_ports(2)
         argv = [
             str(KBATCH),
@@ -242,6 +244,7 @@ class KbatchRuns:
             argv += ["--scheduler-conf", str(conf)]
         for scheduler_name in scheduler_names:
             argv += ["--scheduler-name", scheduler_name]
+        argv += extra
         run = KbatchRun(name, argv, self.logs / f"kbatch-run-{name}.log", metrics_port, health_port)
         STARTED.append(run)
         return run.start()

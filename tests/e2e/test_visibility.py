@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +43,7 @@ LATENCY = 0.5  # kubelet, watch and API round trips on a real (and busy) control
 BIN = Path(sys.executable).parent
 MERGE = "application/merge-patch+json"
 PG_API = "/apis/scheduling.incubator.k8s.io/v1alpha1"
+ESTIMATED_START = "kbatch.io/EstimatedStart"
 
 
 def _pod_group(name: str) -> dict[str, Any]:
@@ -102,11 +104,21 @@ def _kbatch(cluster: Cluster, *argv: str, command: str = "kbatch") -> Any:
     return json.loads(done.stdout)
 
 
+def _made_namespace(api: Any) -> bool:
+    try:
+        request(api, "POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    except ApiError as exc:
+        if exc.status == 409 and "being deleted" in str(exc):
+            return False
+        raise
+    return True
+
+
 @pytest.fixture
 def own_corner(api_client: Any, crds: None) -> Iterator[Any]:
     """The namespace, queue and node of this test (removed after)."""
     api = api_client
-    request(api, "POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    poll("the namespace made (the last test's deleted)", lambda: _made_namespace(api), 120, 0.5)
     queue = {"apiVersion": "scheduling.incubator.k8s.io/v1alpha1", "kind": "Queue"}
     request(api, "POST", f"{PG_API}/queues", {**queue, "metadata": {"name": QUEUE}})
     request(api, "POST", "/api/v1/nodes", {"metadata": {"name": NODE, "labels": LABEL}})
@@ -158,7 +170,10 @@ def test_jobs_in_line_and_an_eta_that_comes_true(
         assert first["position"] < second["position"]
         assert "not admitted" in first["reason"], first["reason"]
 
-        story = _kbatch(control_plane, "explain", f"{NAMESPACE}/second", "--eta")
+        # computed here, not read off what kbatch run publishes (the test below)
+        story = _kbatch(
+            control_plane, "explain", f"{NAMESPACE}/second", "--eta", "--eta-max-age", "0"
+        )
         eta = story["eta"]
         assert eta["seconds"] is not None and eta["confidence"] == "high", eta
         assert "activeDeadlineSeconds of 2 pods" in eta["runtimes"]
@@ -176,5 +191,63 @@ def test_jobs_in_line_and_an_eta_that_comes_true(
         plugin = _kbatch(control_plane, "jobs", "-n", NAMESPACE, "--eta", command="kubectl-kbatch")
         (third,) = plugin["jobs"]
         assert third["name"] == "third" and third["eta"]["seconds"] is not None
+    finally:
+        run.stop()
+
+
+def _published(api: Any, group: str) -> dict[str, Any] | None:
+    found = [c for c in _conditions(api, group) if c["type"] == ESTIMATED_START]
+    return found[0] if found else None
+
+
+def _metric_lines(url: str, name: str) -> list[str]:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    return [line for line in text.splitlines() if line.startswith(name + "{")]
+
+
+def test_the_estimate_is_published_on_the_waiting_group_and_read_back(
+    control_plane: Cluster, own_corner: Any, kubelet: Any, kbatch_runs: KbatchRuns
+) -> None:
+    """``kbatch run --eta-interval 2s`` puts the waiting gang's estimate on it (a condition
+    and a metric), ``kbatch explain --eta`` reads it, and it goes once the gang runs."""
+    api = own_corner
+    run = kbatch_runs.start(
+        "eta-published",
+        scheduler_names=(SCHEDULER,),
+        lock_namespace=NAMESPACE,
+        extra=("--eta-interval", "2s"),
+    )
+    try:
+        _submit(api, "first")
+        poll("the first gang running", lambda: _phase(api, "first") == "Running", 30)
+        _submit(api, "second")
+        condition = poll("second's estimate published", lambda: _published(api, "second"), 30)
+        assert (condition["status"], condition["reason"]) == ("True", "HighConfidence")
+        message = condition["message"]
+        assert message.startswith("starts at "), message
+        assert "runtimes from activeDeadlineSeconds of 2 pods" in message, message
+        starts = _seconds(message.removeprefix("starts at ").split(": ", 1)[0])
+        assert 0 < starts - _seconds(condition["lastTransitionTime"]) <= RUNTIME + PERIOD
+
+        name = "kbatch_podgroup_estimated_start_seconds"
+        lines = poll("the metric", lambda: _metric_lines(run.metrics_url, name), 10)
+        (line,) = [line for line in lines if 'name="second"' in line]
+        assert f'namespace="{NAMESPACE}"' in line and f'queue="{QUEUE}"' in line, line
+        assert 'confidence="high"' in line, line
+        assert abs(float(line.rsplit(" ", 1)[1]) - starts) < 1.0, line  # the message's, whole
+
+        story = _kbatch(control_plane, "explain", f"{NAMESPACE}/second", "--eta")
+        eta = story["eta"]
+        assert eta["publishedAt"] == _seconds(condition["lastTransitionTime"]), eta
+        assert eta["confidence"] == "high" and 0 <= eta["seconds"] <= RUNTIME, eta
+
+        poll("second running", lambda: _phase(api, "second") == "Running", 60)
+        poll("the estimate gone", lambda: _published(api, "second") is None, 15)
+        poll(
+            "its series gone",
+            lambda: not [x for x in _metric_lines(run.metrics_url, name) if '"second"' in x],
+            15,
+        )
     finally:
         run.stop()

@@ -152,7 +152,11 @@ PHASES = ["Pending", "Inqueue", "Running", "Unknown", "Completed"]
         ("podgroups", "spec.priorityClassName", {"type": "string"}),
         ("podgroups", "spec.minResources{}", QUANTITY),
         ("podgroups", "status.phase", {"type": "string", "enum": PHASES, "default": "Pending"}),
-        ("podgroups", "status.conditions[].type", {"enum": ["Unschedulable", "Scheduled"]}),
+        (
+            "podgroups",
+            "status.conditions[].type",
+            {"enum": ["Unschedulable", "Scheduled", "kbatch.io/EstimatedStart"]},
+        ),
         ("podgroups", "status.conditions[].status", {"enum": ["True", "False", "Unknown"]}),
         ("podgroups", "status.conditions[]", {"required": ["type", "status"]}),
         ("podgroups", "status.conditions[].transitionID", {"type": "string"}),
