@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from e2e.cluster_backend import poll
 from e2e.conftest import KbatchRuns
@@ -251,3 +252,52 @@ def test_the_estimate_is_published_on_the_waiting_group_and_read_back(
         )
     finally:
         run.stop()
+
+
+def _versions(api: Any) -> dict[str, str]:
+    """The resourceVersion of each object of this test's corner (and the names of all)."""
+    found = {}
+    for path in (
+        f"/api/v1/namespaces/{NAMESPACE}/pods",
+        f"{PG_API}/namespaces/{NAMESPACE}/podgroups",
+        f"{PG_API}/queues",
+        f"/api/v1/namespaces/{NAMESPACE}/configmaps",
+        "/api/v1/nodes",
+    ):
+        for item in request(api, "GET", path).get("items") or []:
+            meta = item["metadata"]
+            found[f"{path}/{meta['name']}"] = meta["resourceVersion"]
+    return found
+
+
+def test_what_if_answers_from_the_live_cluster_and_writes_nothing(
+    control_plane: Cluster, own_corner: Any, tmp_path: Path
+) -> None:
+    """``kbatch simulate --from-cluster``: a gang of 2 fits the empty node at once, a second
+    waits for the first's deadline; nothing is made or changed on the cluster."""
+    api = own_corner
+    documents = []
+    for group in ("now", "later"):
+        pods = [_pod(group, index) for index in range(2)]
+        for pod in pods:
+            pod["spec"]["schedulerName"] = "kbatch"  # one the command serves by default
+        documents += [_pod_group(group), *pods]
+    path = tmp_path / "submit.yaml"
+    path.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    before = _versions(api)
+    args = [str(BIN / "kbatch"), "simulate", "--from-cluster", str(path)]
+    args += ["--kubeconfig", str(control_plane.kubeconfig), "-o", "json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    now, later = json.loads(done.stdout)["groups"]
+    assert (now["name"], now["admitted"], now["nodes"]) == ("now", True, [NODE]), done.stdout
+    assert now["eta"]["seconds"] == 0.0, now
+    assert (later["name"], later["admitted"], later["nodes"]) == ("later", False, [NODE])
+    assert later["eta"]["confidence"] == "high" and later["eta"]["seconds"] == RUNTIME, later
+    assert "activeDeadlineSeconds of 2 pods" in later["eta"]["text"], later
+    assert later["reason"], later
+    assert _versions(api) == before  # nothing made, nothing changed
+    for group in ("now", "later"):
+        with pytest.raises(ApiError) as missing:
+            request(api, "GET", f"{PG_API}/namespaces/{NAMESPACE}/podgroups/{group}")
+        assert missing.value.status == 404
