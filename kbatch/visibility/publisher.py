@@ -5,7 +5,8 @@ A thread of its own, beside the scheduling loop: while this replica leads and it
 are synced, it takes what the informers hold (the objects, not a session's snapshot:
 nothing the loop owns is touched), opens a session on them as ``kbatch explain`` does,
 runs the forecast (``kbatch.visibility.eta``) for every waiting PodGroup of kbatch's own
-API, and publishes:
+API that has pods (not a labelled Job's group whose Job is held: the informers hold no
+Jobs), and publishes:
 
 - the condition ``kbatch.io/EstimatedStart`` (``kbatch.visibility.published``), written
   when the estimate moved by more than its tolerance (a step of the forecast, a tenth of
@@ -120,10 +121,12 @@ class EtaPublisher:
         names = self.settings.scheduler_names
         session, _ = standing.open_session(objects, conf, names)
         groups = {_key(g): g for g in objects.pod_groups if _ours(g)}
+        # A group with no pods yet (a labelled Job's, held until it is admitted) is left
+        # out: the informers hold no Jobs, so its pods could not be foreseen.
         targets = [
             uid
             for uid, job in session.jobs.items()
-            if uid in groups and job.has_pod_group and standing.is_waiting(job)
+            if uid in groups and job.has_pod_group and job.tasks and standing.is_waiting(job)
         ]
         forecast = eta.forecast(
             session,

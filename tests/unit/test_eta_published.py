@@ -28,8 +28,8 @@ CONDITION = "kbatch.io/EstimatedStart"
 class Cluster:
     """A ClusterState standing for the informers' caches, and the API's status writes."""
 
-    def __init__(self, now: float = NOW) -> None:
-        objects = live.cluster_at(DOCUMENTS, now)
+    def __init__(self, now: float = NOW, documents: list[dict] = DOCUMENTS) -> None:
+        objects = live.cluster_at(documents, now)
         self.state, _ = standing.load_state(objects)
         self.writes: list[tuple[str, str, dict[str, Any]]] = []
 
@@ -82,6 +82,14 @@ def test_a_waiting_group_gets_its_estimate_as_a_condition_and_a_metric() -> None
     value = metrics.registry.get_sample_value("kbatch_podgroup_estimated_start_seconds", labels)
     assert value == NOW + 35.0
     assert not [c for c in cluster.conditions("first") if c["type"] == CONDITION]
+
+
+def test_a_group_without_pods_gets_none_its_pods_cannot_be_foreseen() -> None:
+    """(A labelled Job's group, whose Job kbatch holds: the informers hold no Jobs.)"""
+    cluster = Cluster(documents=[*DOCUMENTS, o.pod_group("held", 2, None)])
+    done = publisher(cluster, SchedulerMetrics(CollectorRegistry())).run_once()
+    assert (done.estimated, done.written) == (1, 1)
+    assert published.find(cluster.conditions("held")) is None
 
 
 def test_an_estimate_that_has_not_moved_is_not_written_again_until_half_stale() -> None:
