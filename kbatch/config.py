@@ -18,6 +18,9 @@ from kbatch.api.errors import explain
 # Seconds of wall time after which an ETA forecast stops simulating (kbatch.visibility.eta),
 # here so that the command line can show it without loading the forecast and the simulator.
 ETA_BUDGET_SECONDS = 30.0
+# How old an estimate published on a PodGroup (kbatch.visibility.published) may be for
+# kbatch jobs/explain --eta to read it rather than compute one.
+ETA_FRESH_SECONDS = 120.0
 
 # kube-batch's default, exactly: a queue's deserved share is a cap while it is over it,
 # nothing is taken back, and a whole-node job can wait behind a flood of small ones for

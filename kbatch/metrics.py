@@ -90,6 +90,14 @@ class SchedulerMetrics:
             registry=r,
         )
         self._declare_queue_metrics(r)
+        # Written by the ETA publisher (kbatch.visibility.publisher), not by the sessions.
+        self.estimated_start = Gauge(
+            "kbatch_podgroup_estimated_start_seconds",
+            "When a waiting PodGroup is estimated to start (seconds since the epoch)",
+            ["namespace", "name", "queue", "confidence"],
+            registry=r,
+        )
+        self._estimated: set[tuple[str, ...]] = set()
         # label sets set by the last session, and by this one so far, per labelled gauge
         self._series: dict[Gauge, set[tuple[str, ...]]] = {}
         self._setting: dict[Gauge, set[tuple[str, ...]]] = {}
@@ -193,6 +201,16 @@ class SchedulerMetrics:
         self._record_waits(session)
         self._record_queues(session)
         self._remove_unset()
+
+    def record_estimates(self, estimates: dict[tuple[str, str, str, str], float]) -> None:
+        """The ETA publisher's estimates, by (namespace, name, queue, confidence): these
+        series, and none of the last round's others."""
+        for labels in self._estimated - estimates.keys():
+            with contextlib.suppress(KeyError):
+                self.estimated_start.remove(*labels)
+        for labels, value in estimates.items():
+            self.estimated_start.labels(*labels).set(value)
+        self._estimated = set(estimates)
 
     def forget_cluster_state(self) -> None:
         """Drop the gauges that describe the cluster (queues, unschedulable jobs): a replica

@@ -12,9 +12,10 @@ the lead has warm caches; it still relists everything before its first session
 
 import logging
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import kopf
 from prometheus_client import start_http_server
@@ -76,6 +77,15 @@ def connection_info(configuration: kubeapi.Configuration) -> kopf.ConnectionInfo
     )
 
 
+class Background(Protocol):
+    """A worker the process runs beside the scheduling loop (the ETA publisher): started
+    after the loop, stopped before it."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class Runtime:
     """Everything ``kbatch run`` starts besides kopf itself."""
 
@@ -84,9 +94,12 @@ class Runtime:
         settings: RunSettings,
         watches: Watches | None = None,
         recorder: Recorder | None = None,
+        background: Sequence[Callable[["Runtime"], Background]] = (),
     ) -> None:
         """``watches``: started already (``start_watches``), or made here. ``recorder``:
-        the flight recorder its state already tells (``kbatch run --record``), if any."""
+        the flight recorder its state already tells (``kbatch run --record``), if any;
+        ``background``: makers of the workers to run beside the loop, each handed this
+        runtime."""
         self.settings = settings
         self.conf = ConfSource(settings.scheduler_conf)  # a bad file fails here, at start
         if watches is None:
@@ -123,6 +136,7 @@ class Runtime:
             recorder=recorder,
         )
         self.recorder = recorder
+        self.background = [make(self) for make in background]
 
     def has_work(self) -> bool:
         """Anything for a session, but the PodGroups a session decided whose statuses wait
@@ -177,6 +191,8 @@ class Runtime:
         else:
             queues.keep_default_queue(self.api, self.leads)
         self.loop.start()
+        for worker in self.background:
+            worker.start()
 
     def start_watches(self) -> None:
         """Start the informers (once: ``kbatch run`` starts them before it imports this
@@ -188,6 +204,8 @@ class Runtime:
         peer that takes it at once must not race binds still queued here."""
         if self.health_server is not None:
             self.health_server.stop()
+        for worker in self.background:
+            worker.stop()
         self.loop.stop()
         self.cluster.shutdown()
         if self.elector is not None:
@@ -226,11 +244,14 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
 
 
 def run(
-    settings: RunSettings, watches: Watches | None = None, recorder: Recorder | None = None
+    settings: RunSettings,
+    watches: Watches | None = None,
+    recorder: Recorder | None = None,
+    background: Sequence[Callable[[Runtime], Background]] = (),
 ) -> None:
     """Run until interrupted (with ``watches`` started already, if given; recorded by
-    ``recorder``, if given)."""
-    runtime = Runtime(settings, watches, recorder)
+    ``recorder``, if given; the ``background`` workers beside the loop)."""
+    runtime = Runtime(settings, watches, recorder, background)
     runtime.start_watches()
     registry = build_registry(runtime)
     kopf.run(registry=registry, clusterwide=True, standalone=True)

@@ -28,6 +28,9 @@ class ConditionType(StrEnum):
     # The group runs on room borrowed from another queue's unused share (DESIGN §14):
     # the first reclaimed when that queue asks for it again.
     BORROWING = "kbatch.io/Borrowing"
+    # When a waiting group is estimated to start: kbatch run's ETA publisher writes it
+    # (kbatch.visibility.published); the sessions keep it as they keep any condition.
+    ESTIMATED_START = "kbatch.io/EstimatedStart"
 
 
 _MODEL = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")

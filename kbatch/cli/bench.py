@@ -15,6 +15,10 @@ def bench(args: argparse.Namespace) -> int:
 
     if args.live:
         return _bench_live(args)
+    if args.eta:
+        from kbatch.visibility import eta_bench  # (the CLI may know both halves)
+
+        return eta_bench.main()
     if args.topology:
         return _bench_topology(args)
     sizes = [_size(text) for text in args.size] if args.size else None
@@ -130,6 +134,14 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         "asking, each in a fresh process; one JSON line per size adds gangs, "
         "gangs_in_one_rack, plain_seconds, plain_gangs_in_one_rack and ratio (seconds / "
         "plain_seconds)",
+    )
+    parser.add_argument(
+        "--eta",
+        action="store_true",
+        help="time kbatch explain --eta instead, on 1,000 full nodes with 10,000 pending pods "
+        "(1,000 gangs), for a job that starts within minutes and one behind half the "
+        "backlog: one JSON line each (seconds, cpu_seconds, open_seconds, sessions, step, "
+        "eta_seconds, confidence)",
     )
     parser.add_argument(
         "--trace",

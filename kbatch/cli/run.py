@@ -3,6 +3,7 @@ process against a cluster (``kbatch.operators.process``), until interrupted."""
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         manage_webhooks=args.manage_webhooks,
     )
-    process.run(settings, watches, recorder)
+    process.run(settings, watches, recorder, _eta_publisher(args, period, names))
     return 0
 
 
@@ -75,6 +76,36 @@ def byte_size(text: str) -> int:
         return int(float(number) * unit)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 256M)") from None
+
+
+def _eta_publisher(
+    args: argparse.Namespace, period: float, names: frozenset[str]
+) -> tuple[Callable[[Any], Any], ...]:
+    """The maker of the ETA publisher (``kbatch.visibility.publisher``), none when
+    ``--eta-interval`` is 0."""
+    interval = duration.parse_duration(args.eta_interval, "--eta-interval")
+    budget = duration.parse_duration(args.eta_budget, "--eta-budget")
+    if interval <= 0:
+        return ()
+
+    def make(runtime: Any) -> Any:
+        from kbatch import kubeapi
+        from kbatch.operators.scheduler.runtime.status_writer import status_path
+        from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
+
+        def write(namespace: str, name: str, patch: dict[str, Any]) -> None:
+            if not runtime.leads():
+                raise RuntimeError("this replica no longer leads")
+            path = status_path(namespace, name)
+            kubeapi.request(runtime.api, "PATCH", path, patch, kubeapi.MERGE_PATCH)
+
+        settings = PublisherSettings(interval, budget, period, names)
+        return EtaPublisher(
+            runtime.state, runtime.conf.current, runtime.may_schedule, write,
+            runtime.metrics, settings,
+        )  # fmt: skip
+
+    return (make,)
 
 
 def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -149,6 +180,19 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         default="256M",
         metavar="SIZE",
         help="the recording's bound on disk; the oldest segments go first (default 256M)",
+    )
+    parser.add_argument(
+        "--eta-interval",
+        default="30s",
+        metavar="DURATION",
+        help="publish each waiting PodGroup's estimated start (a condition and a metric) "
+        "at most this often (default 30s; 0 to turn off)",
+    )
+    parser.add_argument(
+        "--eta-budget",
+        default="10s",
+        metavar="DURATION",
+        help="stop each ETA forecast after this long (default 10s)",
     )
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error")

@@ -15,6 +15,10 @@ def simulate(args: argparse.Namespace) -> int:
     from kbatch import sim
     from kbatch.sim import output, progress, report
 
+    if args.from_cluster:
+        from kbatch.cli import whatif
+
+        return whatif.command(args)
     if not (args.files or args.workload or args.cluster):
         raise argparse.ArgumentTypeError(
             "the following arguments are required: FILE (or --workload, --cluster)"
@@ -80,9 +84,30 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument(
         "--period", default="1s", metavar="DURATION", help="scheduling period (default 1s)"
     )
-    parser.add_argument("--output", choices=("table", "json"), default="table")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument("--report", type=Path, metavar="FILE.html", help="write plots here")
     parser.add_argument(
         "--progress", action="store_true", help="show a progress bar even when not on a terminal"
     )
+    _what_if_options(parser)
     parser.set_defaults(command=simulate)
+
+
+def _what_if_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="add the FILEs' objects to the live cluster, as if submitted now: whether each "
+        "group is admitted, where and when it starts (reads the cluster, writes nothing)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="with --from-cluster: default $KUBECONFIG, ~/.kube/config or in-cluster",
+    )
+    parser.add_argument(
+        "--eta-budget",
+        default="30s",
+        metavar="DURATION",
+        help="with --from-cluster: stop simulating after this long (default 30s)",
+    )

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION, duration
-from kbatch.config import ETA_BUDGET_SECONDS, ConfigError, SchedulerConf
+from kbatch.config import ETA_BUDGET_SECONDS, ETA_FRESH_SECONDS, ConfigError, SchedulerConf
 
 # The commands load the scheduler and the simulator when they run, not when ``kbatch``
 # builds its parser: ``kbatch run`` starts its lists before loading them (see
@@ -192,7 +192,7 @@ def jobs(args: argparse.Namespace) -> int:
     estimates = None
     if args.eta:
         targets = [out.job_uid(row) for row in rows]
-        estimates = _forecast(args, session, objects, conf, targets).estimates
+        estimates = _estimates(args, session, objects, conf, targets)
     if args.output == "table":
         out.show(sys.stdout, out.jobs_table(rows, objects.now, estimates))
         if not rows:
@@ -227,13 +227,41 @@ def explain(args: argparse.Namespace) -> int:
     estimate = None
     if args.eta:
         uid = out.job_uid(story.job)
-        estimate = _forecast(args, session, objects, conf, [uid]).estimates.get(uid)
+        estimate = _estimates(args, session, objects, conf, [uid]).get(uid)
     if args.output == "table":
         out.show(sys.stdout, out.explanation(story, objects.now, estimate, conf_source))
     else:
         data = out.explanation_data(story, objects.now, estimate, conf_source)
         out.print_data(sys.stdout, data, args.output)
     return 0
+
+
+def _estimates(
+    args: argparse.Namespace,
+    session: Session,
+    objects: standing.ClusterObjects,
+    conf: SchedulerConf,
+    targets: list[str],
+) -> dict[str, eta.Estimate]:
+    """The estimates of ``targets``: those the scheduler published on the PodGroups, when
+    at most ``--eta-max-age`` old (``kbatch.visibility.published``), the rest forecast."""
+    from kbatch.visibility import published
+
+    max_age = duration.parse_duration(args.eta_max_age, "--eta-max-age")
+    groups = {f"{g['metadata'].get('namespace') or 'default'}/{g['metadata']['name']}": g
+              for g in objects.pod_groups}  # fmt: skip
+    found = {}
+    for uid in targets:
+        group = groups.get(uid)
+        read = (
+            None if group is None or max_age <= 0 else published.read(group, objects.now, max_age)
+        )
+        if read is not None:
+            found[uid] = read.estimate
+    rest = [uid for uid in targets if uid not in found]
+    if rest:
+        found.update(_forecast(args, session, objects, conf, rest).estimates)
+    return found
 
 
 def _forecast(
@@ -350,4 +378,11 @@ def _eta_options(parser: argparse.ArgumentParser, help_text: str) -> None:
         metavar="DURATION",
         help="stop simulating after this long; what has not started is 'later than' "
         f"(default {ETA_BUDGET_SECONDS:g}s)",
+    )
+    parser.add_argument(
+        "--eta-max-age",
+        default=f"{ETA_FRESH_SECONDS:g}s",
+        metavar="DURATION",
+        help="read the estimate kbatch run published on a PodGroup when it is at most this "
+        f"old, else compute it (default {ETA_FRESH_SECONDS:g}s; 0: always compute)",
     )

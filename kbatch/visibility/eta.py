@@ -30,7 +30,7 @@ import math
 import statistics
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
@@ -69,9 +69,10 @@ class Estimate:
     ahead_started: int = 0  # waiting jobs that start first
     runtimes: str = ""  # where the runtimes it rests on came from
     later_than: float | None = None
+    published: float | None = None  # read off the PodGroup: made then (epoch seconds)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "seconds": self.seconds,
             "when": self.when,
             "laterThan": self.later_than,
@@ -81,6 +82,9 @@ class Estimate:
             "waitingJobsStartingFirst": self.ahead_started,
             "runtimes": self.runtimes,
         }
+        if self.published is not None:
+            data["publishedAt"] = self.published
+        return data
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,11 @@ class Forecast:
     wall_seconds: float
     stopped: str  # started (all asked about did) | settled | horizon | budget
     step: float  # the simulated step: an estimate is exact to one step
+    # Of each job asked about: its phase after the first session and what that session
+    # told it (its Unschedulable condition's message, '' when none), and the nodes its
+    # pods were bound to when it started (``kbatch simulate --from-cluster``).
+    first: dict[str, tuple[str, str]] = field(default_factory=dict)
+    nodes: dict[str, list[str]] = field(default_factory=dict)
 
 
 class _Stop(Exception):
@@ -152,6 +161,8 @@ def forecast(
         time.perf_counter() - began,
         stopped,
         step,
+        forward.first,
+        forward.nodes,
     )
 
 
@@ -194,6 +205,8 @@ class _Forward(runner.Simulation):
         self.asked = asked
         self.watched = {uid: job for uid, job in jobs.items() if standing.is_waiting(job)}
         self.started: dict[str, float] = {}
+        self.first: dict[str, tuple[str, str]] = {}
+        self.nodes: dict[str, list[str]] = {}
         if asked:
             self._import(plan)
 
@@ -216,6 +229,10 @@ class _Forward(runner.Simulation):
         for uid, job in self.watched.items():
             if uid not in self.started and self._has_started(job):
                 self.started[uid] = now
+                if uid in self.asked:
+                    self.nodes[uid] = self._nodes_of(job)
+        if not self.first and self.totals.sessions:
+            self.first = {uid: self._told(self.watched[uid]) for uid in self.asked}
         if self.asked <= self.started.keys():
             raise _Stop("started")
         if (
@@ -225,12 +242,37 @@ class _Forward(runner.Simulation):
             raise _Stop("budget")
         return changed
 
+    def _told(self, job: JobInfo) -> tuple[str, str]:
+        """The job's phase, and its Unschedulable condition's message (a pod's
+        PodScheduled one for a pod of its own), as the simulator holds them now."""
+        state = self.cluster.state
+        if not job.has_pod_group:
+            pod = state.get("Pod", job.namespace, job.name) or {}
+            bound = bool((pod.get("spec") or {}).get("nodeName"))
+            return ("Running" if bound else "Pending"), _message(pod, "PodScheduled", "False")
+        group = state.get("PodGroup", job.namespace, job.name) or {}
+        phase = (group.get("status") or {}).get("phase") or "Pending"
+        return phase, _message(group, "Unschedulable", "True")
+
+    def _nodes_of(self, job: JobInfo) -> list[str]:
+        state = self.cluster.state
+        names = [job.name] if not job.has_pod_group else [t.name for t in job.tasks.values()]
+        records = (state.pod_record(job.namespace, name) for name in names)
+        return sorted({r.node_name for r in records if r is not None and r.node_name})
+
     def _has_started(self, job: JobInfo) -> bool:
         state = self.cluster.state
         if job.has_pod_group:
             return state.pod_group_phase(job.namespace, job.name) in STARTED_PHASES
         pod = state.pod_record(job.namespace, job.name)
         return pod is not None and bool(pod.node_name)
+
+
+def _message(obj: Mapping[str, Any], kind: str, status: str) -> str:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind and condition.get("status") == status:
+            return str(condition.get("message") or condition.get("reason") or "")
+    return ""
 
 
 # ----------------------------------------------------------------------------- answers

@@ -20,6 +20,7 @@ from rich.text import Text
 from kbatch.api.queue import rfc3339
 from kbatch.visibility.eta import Estimate
 from kbatch.visibility.standing import Explanation, JobRow, QueueRow
+from kbatch.visibility.whatif import Answer as WhatIf
 
 UNWRAPPED = 10_000  # the width of a console that is not a terminal: rows never wrap
 PHASE_STYLES = {"Pending": "yellow", "Inqueue": "cyan", "Running": "green", "Unknown": "red"}
@@ -167,6 +168,22 @@ def jobs_table(
             cells.append(_eta_cell(estimates.get(job_uid(row))))
         cells.append(row.reason)
         table.add_row(*cells)
+    return table
+
+
+def what_if_table(answers: Sequence[WhatIf]) -> Table:
+    """``kbatch simulate --from-cluster``: each group, admitted or not, where and when."""
+    table = _table("NAMESPACE", "NAME", "QUEUE", "ADMITTED", "NODES", "STARTS", "WHY")
+    for a in answers:
+        table.add_row(
+            a.namespace,
+            a.name if a.kind == "PodGroup" else f"pod/{a.name}",
+            a.queue,
+            Text("yes" if a.admitted else "no", style="green" if a.admitted else "yellow"),
+            ",".join(a.nodes) or "-",
+            _eta_cell(a.estimate, long=True),
+            a.reason or "-",
+        )
     return table
 
 

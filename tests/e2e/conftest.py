@@ -221,6 +221,7 @@ class KbatchRuns:
         period: str = "1s",
         extra: tuple[str, ...] = (),
     ) -> KbatchRun:
+        """``extra``: more flags of ``kbatch run``."""
         metrics_port, health_port = free_ports(2)
         argv = [
             str(KBATCH),
@@ -274,7 +275,10 @@ def cluster_backend(
     lease = Scheduler(metrics_url="", conf_path=conf, period=1.0, lock_namespace="default")
     backend = ClusterBackend(session_api, lease)
     backend.take_lease()  # before it starts: it never leads outside a scenario
-    run = kbatch_runs.start("scenarios", conf=conf, lock_namespace="default")
+    # no ETA publisher: the scenarios compare PodGroup conditions with the simulator's
+    run = kbatch_runs.start(
+        "scenarios", conf=conf, lock_namespace="default", extra=("--eta-interval", "0")
+    )
     backend.scheduler = Scheduler(run.metrics_url, conf, 1.0, "default", health_url=run.health_url)
     backend.hold()
     return backend

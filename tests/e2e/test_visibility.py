@@ -17,12 +17,14 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from e2e.cluster_backend import poll
 from e2e.conftest import KbatchRuns
@@ -42,6 +44,7 @@ LATENCY = 0.5  # kubelet, watch and API round trips on a real (and busy) control
 BIN = Path(sys.executable).parent
 MERGE = "application/merge-patch+json"
 PG_API = "/apis/scheduling.incubator.k8s.io/v1alpha1"
+ESTIMATED_START = "kbatch.io/EstimatedStart"
 
 
 def _pod_group(name: str) -> dict[str, Any]:
@@ -102,11 +105,21 @@ def _kbatch(cluster: Cluster, *argv: str, command: str = "kbatch") -> Any:
     return json.loads(done.stdout)
 
 
+def _made_namespace(api: Any) -> bool:
+    try:
+        request(api, "POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    except ApiError as exc:
+        if exc.status == 409 and "being deleted" in str(exc):
+            return False
+        raise
+    return True
+
+
 @pytest.fixture
 def own_corner(api_client: Any, crds: None) -> Iterator[Any]:
     """The namespace, queue and node of this test (removed after)."""
     api = api_client
-    request(api, "POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    poll("the namespace made (the last test's deleted)", lambda: _made_namespace(api), 120, 0.5)
     queue = {"apiVersion": "scheduling.incubator.k8s.io/v1alpha1", "kind": "Queue"}
     request(api, "POST", f"{PG_API}/queues", {**queue, "metadata": {"name": QUEUE}})
     request(api, "POST", "/api/v1/nodes", {"metadata": {"name": NODE, "labels": LABEL}})
@@ -158,7 +171,10 @@ def test_jobs_in_line_and_an_eta_that_comes_true(
         assert first["position"] < second["position"]
         assert "not admitted" in first["reason"], first["reason"]
 
-        story = _kbatch(control_plane, "explain", f"{NAMESPACE}/second", "--eta")
+        # computed here, not read off what kbatch run publishes (the test below)
+        story = _kbatch(
+            control_plane, "explain", f"{NAMESPACE}/second", "--eta", "--eta-max-age", "0"
+        )
         eta = story["eta"]
         assert eta["seconds"] is not None and eta["confidence"] == "high", eta
         assert "activeDeadlineSeconds of 2 pods" in eta["runtimes"]
@@ -178,3 +194,110 @@ def test_jobs_in_line_and_an_eta_that_comes_true(
         assert third["name"] == "third" and third["eta"]["seconds"] is not None
     finally:
         run.stop()
+
+
+def _published(api: Any, group: str) -> dict[str, Any] | None:
+    found = [c for c in _conditions(api, group) if c["type"] == ESTIMATED_START]
+    return found[0] if found else None
+
+
+def _metric_lines(url: str, name: str) -> list[str]:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    return [line for line in text.splitlines() if line.startswith(name + "{")]
+
+
+def test_the_estimate_is_published_on_the_waiting_group_and_read_back(
+    control_plane: Cluster, own_corner: Any, kubelet: Any, kbatch_runs: KbatchRuns
+) -> None:
+    """``kbatch run --eta-interval 2s`` puts the waiting gang's estimate on it (a condition
+    and a metric), ``kbatch explain --eta`` reads it, and it goes once the gang runs."""
+    api = own_corner
+    run = kbatch_runs.start(
+        "eta-published",
+        scheduler_names=(SCHEDULER,),
+        lock_namespace=NAMESPACE,
+        extra=("--eta-interval", "2s"),
+    )
+    try:
+        _submit(api, "first")
+        poll("the first gang running", lambda: _phase(api, "first") == "Running", 30)
+        _submit(api, "second")
+        condition = poll("second's estimate published", lambda: _published(api, "second"), 30)
+        assert (condition["status"], condition["reason"]) == ("True", "HighConfidence")
+        message = condition["message"]
+        assert message.startswith("starts at "), message
+        assert "runtimes from activeDeadlineSeconds of 2 pods" in message, message
+        starts = _seconds(message.removeprefix("starts at ").split(": ", 1)[0])
+        assert 0 < starts - _seconds(condition["lastTransitionTime"]) <= RUNTIME + PERIOD
+
+        name = "kbatch_podgroup_estimated_start_seconds"
+        lines = poll("the metric", lambda: _metric_lines(run.metrics_url, name), 10)
+        (line,) = [line for line in lines if 'name="second"' in line]
+        assert f'namespace="{NAMESPACE}"' in line and f'queue="{QUEUE}"' in line, line
+        assert 'confidence="high"' in line, line
+        assert abs(float(line.rsplit(" ", 1)[1]) - starts) < 1.0, line  # the message's, whole
+
+        story = _kbatch(control_plane, "explain", f"{NAMESPACE}/second", "--eta")
+        eta = story["eta"]
+        assert eta["publishedAt"] == _seconds(condition["lastTransitionTime"]), eta
+        assert eta["confidence"] == "high" and 0 <= eta["seconds"] <= RUNTIME, eta
+
+        poll("second running", lambda: _phase(api, "second") == "Running", 60)
+        poll("the estimate gone", lambda: _published(api, "second") is None, 15)
+        poll(
+            "its series gone",
+            lambda: not [x for x in _metric_lines(run.metrics_url, name) if '"second"' in x],
+            15,
+        )
+    finally:
+        run.stop()
+
+
+def _versions(api: Any) -> dict[str, str]:
+    """The resourceVersion of each object of this test's corner (and the names of all)."""
+    found = {}
+    for path in (
+        f"/api/v1/namespaces/{NAMESPACE}/pods",
+        f"{PG_API}/namespaces/{NAMESPACE}/podgroups",
+        f"{PG_API}/queues",
+        f"/api/v1/namespaces/{NAMESPACE}/configmaps",
+        "/api/v1/nodes",
+    ):
+        for item in request(api, "GET", path).get("items") or []:
+            meta = item["metadata"]
+            found[f"{path}/{meta['name']}"] = meta["resourceVersion"]
+    return found
+
+
+def test_what_if_answers_from_the_live_cluster_and_writes_nothing(
+    control_plane: Cluster, own_corner: Any, tmp_path: Path
+) -> None:
+    """``kbatch simulate --from-cluster``: a gang of 2 fits the empty node at once, a second
+    waits for the first's deadline; nothing is made or changed on the cluster."""
+    api = own_corner
+    documents = []
+    for group in ("now", "later"):
+        pods = [_pod(group, index) for index in range(2)]
+        for pod in pods:
+            pod["spec"]["schedulerName"] = "kbatch"  # one the command serves by default
+        documents += [_pod_group(group), *pods]
+    path = tmp_path / "submit.yaml"
+    path.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    before = _versions(api)
+    args = [str(BIN / "kbatch"), "simulate", "--from-cluster", str(path)]
+    args += ["--kubeconfig", str(control_plane.kubeconfig), "-o", "json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    now, later = json.loads(done.stdout)["groups"]
+    assert (now["name"], now["admitted"], now["nodes"]) == ("now", True, [NODE]), done.stdout
+    assert now["eta"]["seconds"] == 0.0, now
+    assert (later["name"], later["admitted"], later["nodes"]) == ("later", False, [NODE])
+    assert later["eta"]["confidence"] == "high" and later["eta"]["seconds"] == RUNTIME, later
+    assert "activeDeadlineSeconds of 2 pods" in later["eta"]["text"], later
+    assert later["reason"], later
+    assert _versions(api) == before  # nothing made, nothing changed
+    for group in ("now", "later"):
+        with pytest.raises(ApiError) as missing:
+            request(api, "GET", f"{PG_API}/namespaces/{NAMESPACE}/podgroups/{group}")
+        assert missing.value.status == 404

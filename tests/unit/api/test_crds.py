@@ -155,7 +155,14 @@ PHASES = ["Pending", "Inqueue", "Running", "Unknown", "Completed"]
         (
             "podgroups",
             "status.conditions[].type",
-            {"enum": ["Unschedulable", "Scheduled", "kbatch.io/Borrowing"]},
+            {
+                "enum": [
+                    "Unschedulable",
+                    "Scheduled",
+                    "kbatch.io/Borrowing",
+                    "kbatch.io/EstimatedStart",
+                ]
+            },
         ),
         ("podgroups", "status.conditions[].status", {"enum": ["True", "False", "Unknown"]}),
         ("podgroups", "status.conditions[]", {"required": ["type", "status"]}),

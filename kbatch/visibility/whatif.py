@@ -1,0 +1,207 @@
+"""What if these were submitted now: ``kbatch simulate --from-cluster FILE...``.
+
+The files' objects are added to what was read of the live cluster, as if created now
+(a second apart, in the files' order), and the same forward simulation as the ETA's
+(``kbatch.visibility.eta``) answers for each group they make (a PodGroup, or a pod of
+its own): whether the first session admits it and what it is told, on which nodes its
+pods start, and when, with the ETA's confidence. Nothing is written anywhere: objects
+in, answers out.
+
+The files may hold Pods, PodGroups, Queues, Nodes, PriorityClasses and ResourceQuotas
+(a Node or a Queue asks "what if the cluster had it"). A batch/v1 Job is refused: its
+pods and its PodGroup are made by the admission webhooks and the Job controller,
+which a what-if does not run; its PodGroup and pods can be given instead.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
+from kbatch.api.podgroup import PodGroupPhase
+from kbatch.config import ETA_BUDGET_SECONDS, SchedulerConf
+from kbatch.sim import clock
+from kbatch.visibility import eta, standing
+
+Object = dict[str, Any]
+KINDS = ("Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod")
+NAMESPACED = ("ResourceQuota", "PodGroup", "Pod")
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+ADMITTED = (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
+
+
+class WhatIfError(ValueError):
+    """A file's object that cannot be added: the message names it and the field."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What would become of one group of the files' objects."""
+
+    kind: str  # PodGroup | Pod (a pod of its own)
+    namespace: str
+    name: str
+    queue: str
+    admitted: bool  # by the first session (a pod of its own: it would be bound)
+    phase: str  # after the first session
+    reason: str  # what it is told, in words ('' when it starts at once)
+    nodes: list[str]  # where its pods start ([] when it does not start)
+    estimate: eta.Estimate
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "queue": self.queue,
+            "admitted": self.admitted,
+            "phase": self.phase,
+            "reason": self.reason,
+            "nodes": self.nodes,
+            "eta": self.estimate.to_json(),
+        }
+        if self.estimate.seconds is not None:
+            data["eta"]["startsAt"] = clock.timestamp(now + self.estimate.seconds, kept=False)
+        return data
+
+
+def added(
+    objects: standing.ClusterObjects, documents: Iterable[tuple[str, Any]]
+) -> tuple[standing.ClusterObjects, list[str]]:
+    """``objects`` with the ``documents`` (source, object) added as created now, and the
+    uids of the groups they make, in the files' order; WhatIfError for one that cannot
+    be added (a kind kbatch does not read here, no name, a name taken)."""
+    read = objects.by_kind()
+    existing = {(kind, _key(obj)) for kind, items in read.items() for obj in items}
+    by_kind: dict[str, list[Object]] = {kind: list(items) for kind, items in read.items()}
+    groups: list[str] = []
+    listed = list(documents)
+    for i, (source, document) in enumerate(listed):
+        # created a second apart, in the files' order, the last now: ties of creation
+        # time fall by name, and the first given should go first
+        obj = _new_object(source, document, objects.now - (len(listed) - 1 - i))
+        kind, key = obj["kind"], _key(obj)
+        if (kind, key) in existing:
+            raise WhatIfError(f"{source}: {kind} {key}: metadata.name: in the cluster already")
+        existing.add((kind, key))
+        by_kind[kind].append(obj)
+        group = _group_of(obj)
+        if group is not None and group not in groups:
+            groups.append(group)
+    merged = standing.ClusterObjects(
+        objects.now,
+        nodes=by_kind["Node"],
+        pods=by_kind["Pod"],
+        pod_groups=by_kind["PodGroup"],
+        queues=by_kind["Queue"],
+        priority_classes=by_kind["PriorityClass"],
+        quotas=by_kind["ResourceQuota"],
+        jobs=objects.jobs,
+    )
+    return merged, groups
+
+
+def _new_object(source: str, document: Any, now: float) -> Object:
+    if not isinstance(document, Mapping):
+        raise WhatIfError(f"{source}: expected an object, not {type(document).__name__}")
+    kind = document.get("kind")
+    meta = document.get("metadata")
+    if not isinstance(meta, Mapping):
+        meta = {}
+    name = meta.get("name")
+    where = f"{source}: {kind} {name or '?'}"
+    if kind == "Job":
+        raise WhatIfError(
+            f"{where}: kind: a batch/v1 Job is not simulated here (its PodGroup and pods "
+            "come from the webhooks and the Job controller); give its PodGroup and pods"
+        )
+    if kind not in KINDS:
+        raise WhatIfError(f"{where}: kind: expected one of {', '.join(KINDS)}")
+    if not isinstance(name, str) or not name:
+        raise WhatIfError(f"{where}: metadata.name: required")
+    new_meta = {**meta, "creationTimestamp": clock.timestamp(now, kept=False)}
+    if kind in NAMESPACED:
+        new_meta["namespace"] = meta.get("namespace") or "default"
+    dropped = ("metadata",) if kind == "Node" else ("metadata", "status")  # a Node's is its size
+    obj = {k: v for k, v in document.items() if k not in dropped}
+    obj["metadata"] = new_meta
+    return obj
+
+
+def _group_of(obj: Mapping[str, Any]) -> str | None:
+    """The uid of the group ``obj`` makes or joins (as a session names jobs)."""
+    meta = obj["metadata"]
+    if obj["kind"] == "PodGroup":
+        return f"{meta['namespace']}/{meta['name']}"
+    if obj["kind"] != "Pod":
+        return None
+    group = (meta.get("annotations") or {}).get(GROUP_ANNOTATION)
+    return f"{meta['namespace']}/{group}" if group else f"pod:{meta['namespace']}/{meta['name']}"
+
+
+def answer(
+    objects: standing.ClusterObjects,
+    documents: Iterable[tuple[str, Any]],
+    conf: SchedulerConf,
+    *,
+    period: float = 1.0,
+    budget: float = ETA_BUDGET_SECONDS,
+    scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
+) -> tuple[list[Answer], list[str]]:
+    """Each group of ``documents`` added to ``objects``: what would become of it; and
+    the lines to warn with (objects kbatch refuses)."""
+    merged, groups = added(objects, documents)
+    session, warnings = standing.open_session(merged, conf, scheduler_names)
+    targets = [uid for uid in groups if uid in session.jobs]
+    forecast = eta.forecast(
+        session, merged, conf, targets, period=period, budget=budget,
+        scheduler_names=scheduler_names,
+    )  # fmt: skip
+    answers = []
+    for uid in groups:
+        kind = "Pod" if uid.startswith("pod:") else "PodGroup"
+        namespace, name = uid.removeprefix("pod:").split("/", 1)
+        job = session.jobs.get(uid)
+        if job is None:
+            unseen = eta.Estimate(None, "never", "kbatch does not schedule it", "none")
+            why = "kbatch does not schedule it (a PodGroup without pods, or pods another "
+            why += "scheduler serves, or refused: see the warnings)"
+            answers.append(Answer(kind, namespace, name, "", False, "-", why, [], unseen))
+            continue
+        estimate = forecast.estimates[uid]
+        phase, told = forecast.first.get(uid, ("Pending", ""))
+        started = estimate.seconds == 0
+        admitted = started or (kind == "PodGroup" and PodGroupPhase(phase) in ADMITTED)
+        reason = "" if started else (told or standing.reason_of(session, job))
+        nodes = forecast.nodes.get(uid, [])
+        answers.append(
+            Answer(kind, namespace, name, job.queue, admitted, phase, reason, nodes, estimate)
+        )
+    return answers, warnings
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+def documents_of(texts: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """The YAML documents of each (source, text), as (source, document); empty ones
+    left out. A file that is not YAML raises WhatIfError naming it."""
+    import yaml
+
+    found = []
+    for source, text in texts:
+        try:
+            loaded = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            raise WhatIfError(f"{source}: not YAML: {exc}") from exc
+        for document in loaded:
+            if document is None:
+                continue
+            if isinstance(document, Mapping) and document.get("kind") == "List":
+                found += [(source, item) for item in document.get("items") or []]
+            else:
+                found.append((source, document))
+    return found
