@@ -143,6 +143,13 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         "backlog: one JSON line each (seconds, cpu_seconds, open_seconds, sessions, step, "
         "eta_seconds, confidence)",
     )
+    _add_trace_options(parser)
+    _add_live_options(parser)
+    parser.set_defaults(command=bench)
+
+
+def _add_trace_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``kbatch bench --trace``: the simulated day, and its recording."""
     parser.add_argument(
         "--trace",
         action="store_true",
@@ -181,8 +188,6 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         metavar="SIZE",
         help="the recording's bound on disk (default 1G)",
     )
-    _add_live_options(parser)
-    parser.set_defaults(command=bench)
 
 
 def _add_live_options(parser: argparse.ArgumentParser) -> None:

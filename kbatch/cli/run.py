@@ -167,6 +167,15 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         help="how long a silent leader keeps the lead",
     )
     _add_webhook_options(parser)
+    _add_record_and_eta_options(parser)
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    parser.set_defaults(command=run)
+
+
+def _add_record_and_eta_options(parser: argparse.ArgumentParser) -> None:
+    """The flight recording (``--record``) and the published ETA (``--eta-*``)."""
     parser.add_argument(
         "--record",
         type=Path,
@@ -194,10 +203,6 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         metavar="DURATION",
         help="stop each ETA forecast after this long (default 10s)",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
-    )
-    parser.set_defaults(command=run)
 
 
 def _add_webhook_options(parser: argparse.ArgumentParser) -> None:
