@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kbatch.bench import armada_decisions as decisions
 from kbatch.bench import armada_sim, parquet
@@ -201,15 +202,38 @@ def test_the_table_gives_each_figure_as_armada_slash_kbatch() -> None:
         "cluster": "c.yaml",
         "armada": {
             "wall_seconds": 2.5,
+            "cpu_seconds": 0.5,
             "first_big_job_wait": 40.0,
             "queues": {"a": {"started": 3, "p50": 0.0, "p99": 10.0}},
             "cpu_while_waiting": 0.3,
         },
-        "kbatch": {"wall_seconds": 1.25, "error": "exit status 1: boom"},
+        "kbatch": {"wall_seconds": 1.25, "cpu_seconds": 1.0, "error": "exit status 1: boom"},
     }
     table = armada_sim.table([line]).splitlines()
     assert table[0].startswith("| workload | cluster | wall s (Armada / kbatch)")
-    assert table[2] == "| w.yaml | c.yaml | 2.50 / 1.25 | 40 / – | a: 0, 10 / – | 30% / – |"
+    assert table[2] == (
+        "| w.yaml | c.yaml | 2.50 / 1.25 | 0.50 / 1.00 | 40 / – | a: 0, 10 / – | 30% / – |"
+    )
+
+
+def test_the_workload_armada_decodes_has_its_durations_as_seconds_and_nanos(
+    tmp_path: Path,
+) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "queues:\n- name: A\n  jobTemplates:\n  - number: 1\n"
+        "    earliestSubmitTime: 30m\n    repeat: {numTimes: 2, period: 1.5s}\n"
+        "    runtimeDistribution: {minimum: 6m, TailMean: {seconds: 36}}\n"
+    )
+    out = yaml.safe_load(armada_sim.armada_workload(workload, tmp_path / "out.yaml").read_text())
+    template = out["queues"][0]["jobTemplates"][0]
+    assert template["earliestSubmitTime"] == {"seconds": 1800, "nanos": 0}
+    assert template["repeat"] == {"numTimes": 2, "period": {"seconds": 1, "nanos": 500_000_000}}
+    assert template["runtimeDistribution"] == {
+        "minimum": {"seconds": 360, "nanos": 0},
+        "TailMean": {"seconds": 36},  # already a map: as given
+    }
+    assert template["number"] == 1
 
 
 # --------------------------------------------------------------------------- the command
