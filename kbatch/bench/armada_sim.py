@@ -3,12 +3,13 @@ workload and cluster files (Armada's ``internal/scheduler/simulator/testdata``, 
 which lives in ``../shared/armada-simulator-testdata``).
 
 For each workload × cluster pair, each simulator runs in a process of its own, in turn
-(Armada's first, then kbatch's, repeated ``rounds`` times; the fastest wall time of each
-is kept): Armada's ``simulator --workloads W --clusters C --outputDir D`` with its
-built-in scheduling config, and ``kbatch simulate --output json --workload W --cluster
-C`` with kbatch's default conf, both with the same scheduling cycle (Armada's default,
-10 s). Their decisions are read into one shape (``kbatch.bench.armada_decisions``) and
-printed as one JSON line per pair; the end prints a markdown table.
+(Armada's first, then kbatch's, repeated ``rounds`` times; the fastest wall and cpu
+times of each are kept): Armada's ``simulator --workloads W --clusters C --outputDir D``
+with its built-in scheduling config, and ``kbatch simulate --output json --workload W
+--cluster C`` with kbatch's default conf (or ``--kbatch-conf``), both with the same
+scheduling cycle (Armada's default, 10 s). Their decisions are read into one shape
+(``kbatch.bench.armada_decisions``) and printed as one JSON line per pair; the end
+prints a markdown table.
 
 Armada's simulator comes from ``scripts/provision-armada-sim.sh`` (its cache folder);
 ``--armada-bin`` names another.
@@ -51,6 +52,7 @@ class Options:
     period: int = DEFAULT_PERIOD
     timeout: float = 900.0
     workdir: Path | None = None
+    kbatch_conf: Path | None = None  # kbatch's scheduler conf (None: its default)
     python: Sequence[str] = field(default_factory=lambda: (sys.executable,))
 
 
@@ -143,6 +145,7 @@ def run_kbatch(options: Options, workload: Path, cluster: Path, workdir: Path) -
         *("-m", "kbatch.cli.main", "simulate", "--output", "json"),
         *("--workload", str(workload), "--cluster", str(cluster)),
         *("--period", f"{options.period}s"),
+        *(("--config", str(options.kbatch_conf.resolve())) if options.kbatch_conf else ()),
     ]
     seconds, error = _timed(command, workdir / "kbatch.log", options.timeout, stdout=output)
     timed = {"wall_seconds": seconds[0], "cpu_seconds": seconds[1]}
@@ -217,6 +220,7 @@ def compare_pair(options: Options, workload: Path, cluster: Path, workdir: Path)
         "cluster": _relative(cluster, options.testdata),
         "period_seconds": options.period,
         "rounds": options.rounds,
+        "kbatch_conf": str(options.kbatch_conf) if options.kbatch_conf else "default",
         **results,
     }
     armada, kbatch = results["armada"], results["kbatch"]

@@ -104,6 +104,8 @@ def _bench_armada(args: argparse.Namespace) -> int:
                 f"--armada-pair {text!r}: expected WORKLOAD:CLUSTER, two files under {testdata}"
             )
         pairs.append(pair)
+    if args.kbatch_conf is not None and not args.kbatch_conf.is_file():
+        raise argparse.ArgumentTypeError(f"--kbatch-conf {args.kbatch_conf}: no such file")
     if args.armada_rounds < 1 or args.armada_period < 1:
         raise argparse.ArgumentTypeError("--armada-rounds and --armada-period: at least 1")
     options = armada_sim.Options(
@@ -113,6 +115,7 @@ def _bench_armada(args: argparse.Namespace) -> int:
         rounds=args.armada_rounds,
         period=args.armada_period,
         timeout=args.timeout,
+        kbatch_conf=args.kbatch_conf,
     )
     return armada_sim.main(options)
 
@@ -264,7 +267,8 @@ def _add_armada_options(parser: argparse.ArgumentParser) -> None:
         "--armada-sim: Armada's own simulator (scripts/provision-armada-sim.sh builds it) "
         "and kbatch's on the same workload x cluster files, with the same scheduling "
         "cycle; one JSON line per pair (each one's wall seconds and decisions), then a "
-        "markdown table on stderr. --timeout limits each run.",
+        "markdown table on stderr. --timeout limits each run; --kbatch-conf gives kbatch's "
+        "scheduler conf.",
     )
     armada.add_argument(
         "--armada-sim", action="store_true", help="run Armada's simulator beside kbatch's"

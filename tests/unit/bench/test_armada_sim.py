@@ -256,6 +256,7 @@ def _args(**given: object) -> argparse.Namespace:
         "armada_rounds": 1,
         "armada_period": 10,
         "timeout": 60.0,
+        "kbatch_conf": None,
     }
     return argparse.Namespace(**{**defaults, **given})
 
