@@ -18,7 +18,7 @@
 #
 # Go comes from this machine (GOTOOLCHAIN=local; the release's go.mod says which Go it
 # needs), or, with KBATCH_GOTOOLCHAIN=goX.Y.Z, the toolchain module the proxy serves. A
-# first build takes about 10 to 20 minutes on 2 shared cores (kept in BUILD_INFO); a run
+# first build takes 10 to 25 minutes on 2 shared cores (kept in BUILD_INFO); a run
 # with the binary cached only checks it.
 #
 # Environment:
