@@ -201,7 +201,8 @@ def _children_cpu() -> float:
 
 def compare_pair(options: Options, workload: Path, cluster: Path, workdir: Path) -> Json:
     """One pair: each simulator ``rounds`` times in turn; the fastest wall time of each,
-    the decisions of its last run (a run repeats its decisions: both are seeded)."""
+    the decisions of its last run (a seeded workload repeats them; without a randomSeed
+    Armada's simulator seeds from the clock)."""
     results: dict[str, Json] = {}
     runners: dict[str, Callable[[Options, Path, Path, Path], Json]] = {
         "armada": run_armada,
