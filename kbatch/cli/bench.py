@@ -19,6 +19,8 @@ def bench(args: argparse.Namespace) -> int:
         from kbatch.visibility import eta_bench  # (the CLI may know both halves)
 
         return eta_bench.main()
+    if args.armada_sim:
+        return _bench_armada(args)
     if args.topology:
         return _bench_topology(args)
     sizes = [_size(text) for text in args.size] if args.size else None
@@ -87,6 +89,46 @@ def _bench_live(args: argparse.Namespace) -> int:
     return live.main(options)
 
 
+def _bench_armada(args: argparse.Namespace) -> int:
+    """``kbatch bench --armada-sim``: Armada's simulator and kbatch's on the same workload
+    and cluster files; one JSON line per pair, then a markdown table."""
+    from kbatch.bench import armada_sim
+
+    if args.trace or args.topology or args.size or args.backlog:
+        raise argparse.ArgumentTypeError(
+            "--armada-sim goes with none of --size, --trace, --topology, --backlog"
+        )
+    testdata = args.armada_testdata or armada_sim.default_testdata()
+    if testdata is None or not testdata.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"--armada-testdata {testdata or '(not given)'}: no such folder (Armada's "
+            f"simulator test data, e.g. ../shared/{armada_sim.TESTDATA_NAME})"
+        )
+    pairs = []
+    for text in args.armada_pair or ():
+        workload, sep, cluster = text.partition(":")
+        pair = (testdata / workload, testdata / cluster)
+        if not sep or not all(p.is_file() for p in pair):
+            raise argparse.ArgumentTypeError(
+                f"--armada-pair {text!r}: expected WORKLOAD:CLUSTER, two files under {testdata}"
+            )
+        pairs.append(pair)
+    if args.kbatch_conf is not None and not args.kbatch_conf.is_file():
+        raise argparse.ArgumentTypeError(f"--kbatch-conf {args.kbatch_conf}: no such file")
+    if args.armada_rounds < 1 or args.armada_period < 1:
+        raise argparse.ArgumentTypeError("--armada-rounds and --armada-period: at least 1")
+    options = armada_sim.Options(
+        testdata=testdata,
+        armada_bin=args.armada_bin or armada_sim.default_armada_bin(),
+        pairs=pairs,
+        rounds=args.armada_rounds,
+        period=args.armada_period,
+        timeout=args.timeout,
+        kbatch_conf=args.kbatch_conf,
+    )
+    return armada_sim.main(options)
+
+
 def _size(text: str, check: Callable[[int, int], None] | None = None) -> tuple[int, int]:
     """NODESxPODS, checked by ``check`` (default: ``kbatch.bench.scheduling``'s sizes)."""
     from kbatch.bench import scheduling as benchmark
@@ -145,6 +187,7 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     )
     _add_trace_options(parser)
     _add_live_options(parser)
+    _add_armada_options(parser)
     parser.set_defaults(command=bench)
 
 
@@ -257,4 +300,49 @@ def _add_live_options(parser: argparse.ArgumentParser) -> None:
         default=3600.0,
         metavar="S",
         help="how long a fake pod runs before it succeeds (default 3600)",
+    )
+
+
+def _add_armada_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``kbatch bench --armada-sim``, in a group of their own."""
+    armada = parser.add_argument_group(
+        "armada",
+        "--armada-sim: Armada's own simulator (scripts/provision-armada-sim.sh builds it) "
+        "and kbatch's on the same workload x cluster files, with the same scheduling "
+        "cycle; one JSON line per pair (each one's wall seconds and decisions), then a "
+        "markdown table on stderr. --timeout limits each run; --kbatch-conf gives kbatch's "
+        "scheduler conf.",
+    )
+    armada.add_argument(
+        "--armada-sim", action="store_true", help="run Armada's simulator beside kbatch's"
+    )
+    armada.add_argument(
+        "--armada-bin", type=Path, metavar="FILE", help="Armada's simulator (default: the cache's)"
+    )
+    armada.add_argument(
+        "--armada-testdata",
+        type=Path,
+        metavar="DIR",
+        help="the workloads/ and clusters/ folder (default: ../shared/armada-simulator-testdata)",
+    )
+    armada.add_argument(
+        "--armada-pair",
+        action="append",
+        metavar="WORKLOAD:CLUSTER",
+        help="one pair, paths under the test data (repeatable; default: every workload with "
+        "every cluster)",
+    )
+    armada.add_argument(
+        "--armada-rounds",
+        type=int,
+        default=1,
+        metavar="R",
+        help="run each simulator R times in turn; the fastest wall time counts (default 1)",
+    )
+    armada.add_argument(
+        "--armada-period",
+        type=int,
+        default=10,
+        metavar="S",
+        help="the scheduling cycle of both, in seconds (default 10, Armada's default)",
     )
