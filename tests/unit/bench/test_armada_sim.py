@@ -245,6 +245,7 @@ def test_the_pinned_version_is_the_provisioning_script_s() -> None:
 def _args(**given: object) -> argparse.Namespace:
     defaults: dict[str, object] = {
         "live": False,
+        "eta": False,
         "armada_sim": True,
         "trace": False,
         "topology": False,
