@@ -102,7 +102,7 @@ def _eta_publisher(
         settings = PublisherSettings(interval, budget, period, names)
         return EtaPublisher(
             runtime.state, runtime.conf.current, runtime.may_schedule, write,
-            runtime.metrics, settings,
+            runtime.metrics, settings, busy=runtime.cluster.binds_in_flight,
         )  # fmt: skip
 
     return (make,)

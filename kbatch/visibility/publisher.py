@@ -78,8 +78,13 @@ class EtaPublisher:
         metrics: SchedulerMetrics,
         settings: PublisherSettings = PublisherSettings(),
         clock: Callable[[], float] = time.time,
+        busy: Callable[[], bool] = lambda: False,
     ) -> None:
         self.state = state
+        # While the scheduler's binds are in flight (a burst, a cold start with a
+        # backlog) a round waits: it would take the interpreter from the binds, and what
+        # it foresaw would be out of date by the time it was written.
+        self.busy = busy
         self.conf = conf
         self.may_run = may_run
         self.write = write
@@ -102,15 +107,22 @@ class EtaPublisher:
     def _run(self) -> None:
         wait = min(self.settings.interval, FIRST_ROUND)  # estimates soon after a start
         while not self._stop.wait(wait):
-            wait = self.settings.interval
-            if not self.may_run():
-                self.metrics.record_estimates({})  # the leader's to tell
-                continue
-            try:
-                done = self.run_once()
-                log.debug("ETA round: %s", done)
-            except Exception:
-                log.exception("ETA round failed")
+            wait = self.turn()
+
+    def turn(self) -> float:
+        """One turn of the thread: a round if this replica may publish and its binds are
+        not in flight. The seconds to wait before the next turn."""
+        if not self.may_run():
+            self.metrics.record_estimates({})  # the leader's to tell
+            return self.settings.interval
+        if self.busy():
+            return min(self.settings.interval, FIRST_ROUND)  # soon after the burst
+        try:
+            done = self.run_once()
+            log.debug("ETA round: %s", done)
+        except Exception:
+            log.exception("ETA round failed")
+        return self.settings.interval
 
     def run_once(self) -> Round:
         """Forecast every waiting PodGroup and publish what moved."""

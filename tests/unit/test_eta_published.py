@@ -12,7 +12,7 @@ from kbatch.cli import visibility as cli_visibility
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.visibility import eta, published, standing
-from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
+from kbatch.visibility.publisher import FIRST_ROUND, EtaPublisher, PublisherSettings
 from scenarios import live
 from scenarios import objects as o
 
@@ -194,3 +194,15 @@ def test_explain_eta_reads_a_fresh_published_estimate_and_computes_otherwise(
     assert code == 0
     shown = json.loads(out)["eta"]
     assert (shown["seconds"], shown.get("publishedAt")) == (seconds, published_at)
+
+
+def test_no_round_runs_while_the_schedulers_binds_are_in_flight() -> None:
+    cluster, metrics = Cluster(), SchedulerMetrics(CollectorRegistry())
+    binding = [True]
+    made = publisher(cluster, metrics)
+    made.busy = lambda: binding[0]
+    assert made.turn() == FIRST_ROUND  # tried again soon, not an interval later
+    assert made.rounds == 0
+    binding[0] = False
+    assert made.turn() == 30.0
+    assert made.rounds == 1
