@@ -180,14 +180,18 @@ def _template(queue: str, pods: int, cpu: int) -> Template:
 def run(spec: TraceSpec) -> dict[str, Any]:
     """Simulate the trace; what it did and how fast (wall time: the simulation only)."""
     objects = trace_objects(spec)
-    loaded = manifests.load_documents(objects, "<trace>")
+    groups = sum(1 for obj in objects if obj["kind"] == "PodGroup")
+    pods = sum(obj["spec"]["minMember"] for obj in objects if obj["kind"] == "PodGroup")
     options = runner.Options(until=spec.seconds)
-    simulation = runner.Simulation(loaded, default_conf(), options)
+    # Only the simulation keeps the input: each object goes once it is made (the loaded
+    # copies, by the simulation's queue of objects to come; the generated ones, here).
+    simulation = runner.Simulation(
+        manifests.load_documents(objects, "<trace>"), default_conf(), options
+    )
+    del objects
     started = time.perf_counter()
     outcome = simulation.run()
     wall = time.perf_counter() - started
-    groups = sum(1 for obj in objects if obj["kind"] == "PodGroup")
-    pods = sum(obj["spec"]["minMember"] for obj in objects if obj["kind"] == "PodGroup")
     return {
         "trace": {"nodes": spec.nodes, "hours": spec.hours, "seed": spec.seed},
         "jobs": groups,
