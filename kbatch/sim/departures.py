@@ -59,11 +59,12 @@ def pod_row(pod: Object, evictions: int, node: str | None) -> PodRow:
 
 def slim_group(group: Object) -> Object:
     """The parts of a PodGroup object the output reads (``output.pod_group_row``, the
-    topology request's annotations, the metrics' queue)."""
+    topology request's annotations, the metrics' queue), and its owner."""
     metadata = group["metadata"]
     kept = {"namespace": metadata["namespace"], "name": metadata["name"]}
-    if metadata.get("annotations"):
-        kept["annotations"] = metadata["annotations"]
+    for key in ("annotations", "ownerReferences"):
+        if metadata.get(key):
+            kept[key] = metadata[key]
     return {"metadata": kept, "spec": group.get("spec") or {}, "status": group.get("status") or {}}
 
 
