@@ -125,10 +125,9 @@ class SimBackend:
         departures.let_go_settled(self, may_go)
 
     def forget_object(self, kind: str, namespace: str, name: str) -> None:
-        """What is kept of an object that left the state for good: its uid as events
-        look it up, when it was created."""
+        """An object left the state for good: its uid as events look it up goes (when it
+        was created stays: the run's figures and tests read it)."""
         self._uids_by_ref.pop((kind, name), None)
-        self.created_at.pop(f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}", None)
 
     # ----------------------------------------------------------------- the API server
     def snapshot(self) -> Snapshot:
