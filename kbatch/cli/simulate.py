@@ -27,6 +27,9 @@ def simulate(args: argparse.Namespace) -> int:
     if args.progress or sys.stderr.isatty():
         until = duration.parse_duration(args.until, "--until") if args.until else None
         bar = progress.ProgressBar(sys.stderr, until, forced=args.progress)
+    inputs = [*args.files, *(p for p in (args.workload, args.cluster) if p is not None)]
+    if args.compare_config is not None:
+        return _compare(args, bar, inputs)
     try:
         outcome = sim.run(
             args.files,
@@ -42,7 +45,6 @@ def simulate(args: argparse.Namespace) -> int:
             bar.close()
     result = output.to_json(outcome)
     if args.report is not None:
-        inputs = [*args.files, *(p for p in (args.workload, args.cluster) if p is not None)]
         report.write(args.report, outcome.timeline, result, title=_title(inputs))
     if args.output == "json":
         # One write: json.dump writes each of its hundreds of thousands of pieces.
@@ -50,6 +52,50 @@ def simulate(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(output.to_table(result))
     return 0
+
+
+def _compare(args: argparse.Namespace, bar: Any, inputs: list[Path]) -> int:
+    """``--compare-config``: the same inputs under the base conf (``--config``, else the
+    default) and under the other, compared (``kbatch.sim.compare``)."""
+    from kbatch import sim
+    from kbatch.sim import compare, output, report
+
+    runs, results = [], []
+    try:
+        for config, name in ((args.config, "base"), (args.compare_config, "other")):
+            outcome = sim.run(
+                args.files,
+                workload=args.workload,
+                cluster=args.cluster,
+                config=config,
+                until=args.until,
+                period=args.period,
+                progress=bar,
+                measure=True,
+            )
+            runs.append(compare.figures(outcome, _run_name(config, name)))
+            results.append((outcome, output.to_json(outcome)))
+    finally:
+        if bar is not None:
+            bar.close()
+    comparison = compare.compare(runs[0], runs[1])
+    if args.report is not None:
+        sides = [
+            report.Side(r.name, o.timeline, j) for r, (o, j) in zip(runs, results, strict=True)
+        ]
+        report.write_comparison(args.report, sides, comparison.to_json(), title=_title(inputs))
+    if args.output == "json":
+        sys.stdout.write(json.dumps(comparison.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(comparison.to_table())
+    return 0
+
+
+def _run_name(config: Path | None, fallback: str) -> str:
+    """A run's name in the comparison: its conf file's name (``default``: none given)."""
+    if config is None:
+        return "default" if fallback == "base" else fallback
+    return config.name
 
 
 def _title(files: list[Path]) -> str:
@@ -78,6 +124,13 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         help="an Armada ClusterSpec: clusters of node templates",
     )
     parser.add_argument("--config", type=Path, metavar="FILE", help="scheduler conf (YAML)")
+    parser.add_argument(
+        "--compare-config",
+        type=Path,
+        metavar="CONF",
+        help="also run the same inputs under this conf and compare the two runs (per-queue "
+        "waits, utilisation, fairness, evictions, jobs started earlier or later)",
+    )
     parser.add_argument(
         "--until", metavar="DURATION", help="stop at this simulated time (e.g. 10m)"
     )

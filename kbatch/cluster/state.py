@@ -255,6 +255,12 @@ class ClusterState(StateReads):
             self._expire_assumptions()
             return any(key not in self._assumed for key in self._waiting["Pod"])
 
+    def take_settled(self) -> builtins.list[tuple[str, builtins.list[str], bool]]:
+        """The units the snapshots left out since the last call (``Shown.take_settled``;
+        none unless ``leave_out_settled``)."""
+        with self._lock:
+            return [] if self._shown is None else self._shown.take_settled()
+
     def delete(self, kind: str, namespace: str, name: str) -> None:
         with self._lock:
             self._drop(kind, self._key(kind, namespace, name))

@@ -49,13 +49,15 @@ def run(
     progress: runner.ProgressFn | None = None,
     warn: Callable[[str], None] = _warn_on_stderr,
     shortcuts: Shortcuts = ALL,
+    measure: bool = False,
 ) -> runner.Outcome:
     """Load and simulate. An object the API server would refuse is refused when it is due
     (``warn`` names it and its field; the JSON's ``warnings`` list it) and the rest runs;
     input that cannot be read at all is a ValueError subclass with a clear message
     (ManifestError, ConfigError, DurationError). ``workload`` and ``cluster`` are Armada's
     WorkloadSpec and ClusterSpec files (``kbatch.sim.workload``), added to the manifests;
-    with ``workload``, the outcome is a ``metrics.MeasuredOutcome``. ``shortcuts``: which
+    with ``workload`` (or ``measure``), the outcome is a ``metrics.MeasuredOutcome``.
+    ``shortcuts``: which
     the state, the scheduler and the simulator take (``Shortcuts.none()``: the
     straightforward way, which gives the same outcome)."""
     options = runner.Options(
@@ -76,11 +78,14 @@ def run(
     manifests.check_unique(loaded)
     if not loaded.objects:
         warn("the input holds no objects to simulate (the cluster stays empty)")
-    if plan is None:
+    if plan is None and not measure:
         simulation = runner.Simulation(loaded, conf, options, progress, warn)
     else:
-        dependencies = armada.Dependencies(plan, str(workload), len(loaded.objects))
-        recorder = metrics.Recorder(shortcuts=options.shortcuts) if workload is not None else None
+        dependencies = (
+            None if plan is None else armada.Dependencies(plan, str(workload), len(loaded.objects))
+        )
+        measured = workload is not None or measure
+        recorder = metrics.Recorder(shortcuts=options.shortcuts) if measured else None
         simulation = WorkloadSimulation(
             loaded, conf, options, progress, warn, dependencies, recorder
         )
@@ -108,7 +113,7 @@ class WorkloadSimulation(runner.Simulation):
         options: runner.Options,
         progress: runner.ProgressFn | None,
         warn: Callable[[str], None] | None,
-        dependencies: armada.Dependencies,
+        dependencies: armada.Dependencies | None,
         recorder: metrics.Recorder | None,
     ) -> None:
         super().__init__(loaded, conf, options, progress, warn)
@@ -117,7 +122,7 @@ class WorkloadSimulation(runner.Simulation):
 
     def tick(self, now: float) -> bool:
         changed = super().tick(now)
-        released = self.dependencies.release(self.jobs, now)
+        released = [] if self.dependencies is None else self.dependencies.release(self.jobs, now)
         for item in released:
             bisect.insort(self.pending, item, key=lambda m: m.due)
         if self.recorder is not None and self.cluster.last_snapshot is not None:

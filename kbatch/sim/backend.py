@@ -17,7 +17,8 @@ backend (``operators/scheduler/runtime/kube_backend.py``) does:
 
 It also keeps what the API would forget: when each object was created, each
 pod's evictions, and the pods removed during the run (reported with phase
-``Failed``, as the kubelet ends a deleted pod that had not finished).
+``Failed``, as the kubelet ends a deleted pod that had not finished). Finished work
+leaves the state once it has settled, kept as compact rows (``kbatch.sim.departures``).
 
 For the runner's jumps over quiet ticks it counts its writes (``changes``), keeps
 the pods' finish and removal times in a heap (``kbatch.sim.timers``), and its
@@ -25,6 +26,7 @@ events know when one may be recorded again (``kbatch.sim.events``).
 """
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -35,7 +37,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
-from kbatch.sim import clock, manifests, timers
+from kbatch.sim import clock, departures, manifests, timers
 from kbatch.sim.events import EventLog
 from kbatch.sim.pod_objects import Object, PodKey, group_of, object_ref, pod_key, with_condition
 
@@ -77,8 +79,9 @@ class SimBackend:
         self._hand_over = state.shortcuts.hand_over_writes
         self._hand_over_statuses = state.shortcuts.hand_over_statuses
         self.clock = sim_clock
-        self.pods: dict[PodKey, PodTimes] = {}
-        self.removed: dict[PodKey, Object] = {}  # pods deleted during the run, as last seen
+        self.pods: dict[PodKey, PodTimes] = {}  # (of the pods in the state)
+        self._seen = 0  # pods seen so far (their ``order``)
+        self.departed = departures.Departed()
         self.created_at: dict[str, float] = {}  # "Kind ns/name" -> simulated time
         self.changes = 0
         self.last_snapshot: Snapshot | None = None
@@ -91,8 +94,8 @@ class SimBackend:
         self._uids_by_ref: dict[tuple[str, str], dict[str, str]] = {}
         self.events = EventLog()
         self.event_log = self.events.entries
-        self._finishing = timers.Alarms[PodKey](lambda key: self.pods[key].finish_at, self._order)
-        self._releasing = timers.Alarms[PodKey](lambda key: self.pods[key].release_at, self._order)
+        self._finishing = timers.Alarms[PodKey](self._finish_at, self._order)
+        self._releasing = timers.Alarms[PodKey](self._release_at, self._order)
 
     def changed(self) -> None:
         """Count a write (the runner does not jump over a tick that made one)."""
@@ -102,11 +105,29 @@ class SimBackend:
         """What the simulator knows of pod ``key`` (made when first asked)."""
         times = self.pods.get(key)
         if times is None:
-            times = self.pods[key] = PodTimes(order=len(self.pods))
+            times = self.pods[key] = PodTimes(order=self._seen)
+            self._seen += 1
         return times
 
     def _order(self, key: PodKey) -> int:
         return self.pods[key].order
+
+    def _finish_at(self, key: PodKey) -> float | None:
+        times = self.pods.get(key)
+        return None if times is None else times.finish_at
+
+    def _release_at(self, key: PodKey) -> float | None:
+        times = self.pods.get(key)
+        return None if times is None else times.release_at
+
+    def let_go_settled(self, may_go: Callable[[Object], bool]) -> None:
+        """Finished work the snapshots leave out leaves the state (``departures``)."""
+        departures.let_go_settled(self, may_go)
+
+    def forget_object(self, kind: str, namespace: str, name: str) -> None:
+        """An object left the state for good: its uid as events look it up goes (when it
+        was created stays: the run's figures and tests read it)."""
+        self._uids_by_ref.pop((kind, name), None)
 
     # ----------------------------------------------------------------- the API server
     def snapshot(self) -> Snapshot:
@@ -136,6 +157,7 @@ class SimBackend:
             self._track_pod(obj, existing)
             self._pod_written(obj)
         elif kind == "PodGroup":
+            self.departed.forget_group((namespace, metadata["name"]))
             self.touched.groups.add((namespace, metadata["name"]))
             self.touched.holding.add((namespace, metadata["name"]))
 
@@ -196,7 +218,7 @@ class SimBackend:
 
     def _track_pod(self, pod: Object, existing: Object | None) -> None:
         key = pod_key(pod)
-        self.removed.pop(key, None)
+        self.departed.forget_pod(key)
         times = self._times(key)
         if existing is None or times.duration is None:
             times.duration = manifests.annotation_duration(pod, manifests.DURATION, "simulator")
@@ -257,7 +279,9 @@ class SimBackend:
         status = pod.get("status") or {}
         if status.get("phase") not in FINISHED:
             pod = {**pod, "status": {**status, "phase": "Failed"}}
-        self.removed[pod_key(pod)] = pod
+        times = self.pods.get(pod_key(pod))
+        row = departures.pod_row(pod, times.evictions if times is not None else 0, None)
+        self.departed.removed[pod_key(pod)] = row
         self.changed()
         self._pod_written(pod, removed=True)
 

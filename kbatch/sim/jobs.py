@@ -135,6 +135,16 @@ class JobController:
             self.cluster.touched.holding.add((metadata["namespace"], group))
         self.cluster.changed()
 
+    def done_with(self, pod: Object) -> bool:
+        """May ``pod`` leave the state? Not while a Job that owns it is not complete (it
+        counts its finished pods)."""
+        for owner in pod["metadata"].get("ownerReferences") or []:
+            if owner.get("kind") == "Job":
+                record = self._by_uid.get(str(owner.get("uid")))
+                if record is not None and not record.complete:
+                    return False
+        return True
+
     def touch_all(self) -> None:
         """Have every Job reconciled at the next call (something they may wait for came)."""
         self.cluster.touched.jobs.update(self._by_uid)

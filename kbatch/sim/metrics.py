@@ -37,7 +37,7 @@ from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus, 
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY, Dims
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
-from kbatch.sim.pod_objects import group_of
+from kbatch.sim import departures
 from kbatch.sim.runner import Outcome
 from kbatch.sim.timeline import STARTED
 
@@ -301,14 +301,12 @@ def _evictions(outcome: MeasuredOutcome) -> Json:
         (g["metadata"]["namespace"], g["metadata"]["name"]): (g.get("spec") or {}).get(
             "queue", DEFAULT_QUEUE
         )
-        for g in cluster.state.list("PodGroup")
+        for g in departures.all_groups(cluster)
     }
     by_queue: dict[str, int] = {}
-    for key, times in cluster.pods.items():
-        if not times.evictions:
+    for row in departures.all_pod_rows(cluster):
+        if not row.evictions:
             continue
-        pod = cluster.state.get("Pod", *key) or cluster.removed.get(key)
-        group = group_of(pod) if pod is not None else None
-        queue = queue_of_group.get((key[0], group or ""), DEFAULT_QUEUE)
-        by_queue[queue] = by_queue.get(queue, 0) + times.evictions
+        queue = queue_of_group.get((row.namespace, row.group or ""), DEFAULT_QUEUE)
+        by_queue[queue] = by_queue.get(queue, 0) + row.evictions
     return {"total": outcome.totals.evictions, "byQueue": dict(sorted(by_queue.items()))}

@@ -23,11 +23,9 @@ from typing import Any
 
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import ROOT_QUEUE
-from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
-from kbatch.sim import clock, group_view, metrics
+from kbatch.sim import clock, departures, group_view, metrics
 from kbatch.sim.backend import REJECTED
-from kbatch.sim.pod_objects import group_of
 from kbatch.sim.runner import Outcome
 
 Json = dict[str, Any]
@@ -79,37 +77,24 @@ def warnings(outcome: Outcome) -> list[Json]:
 
 
 def pods(outcome: Outcome) -> list[Json]:
-    cluster = outcome.cluster
-    rows = []
-    live = [(pod, False) for pod in cluster.state.list("Pod")]
-    gone = [(pod, True) for pod in cluster.removed.values()]
-    for pod, removed in live + gone:
-        metadata = pod["metadata"]
-        namespace, name = metadata["namespace"], metadata["name"]
-        times = cluster.pods.get((namespace, name))
-        rows.append(
-            {
-                "namespace": namespace,
-                "name": name,
-                "node": None if removed else ((pod.get("spec") or {}).get("nodeName") or None),
-                "phase": (pod.get("status") or {}).get("phase") or "Pending",
-                "podGroup": group_of(pod),
-                "evictions": times.evictions if times is not None else 0,
-                **role_field(pod),
-            }
-        )
+    rows = [
+        {
+            "namespace": row.namespace,
+            "name": row.name,
+            "node": row.node,
+            "phase": row.phase,
+            "podGroup": row.group,
+            "evictions": row.evictions,
+            **({"role": row.role} if row.role else {}),
+        }
+        for row in departures.all_pod_rows(outcome.cluster)
+    ]
     return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
-
-
-def role_field(pod: Json) -> Json:
-    """``{"role": ROLE}`` for a pod with a role in its gang (kbatch.io/task), else {}."""
-    role = records.role_of((pod.get("metadata") or {}).get("annotations") or {})
-    return {"role": role} if role else {}
 
 
 def pod_groups(outcome: Outcome) -> list[Json]:
     state = outcome.cluster.state
-    groups = state.list("PodGroup")
+    groups = departures.all_groups(outcome.cluster)
     where = group_view.topology_fields(groups, state.list("Pod"), state.list("Node"))
     rows = []
     for group in groups:

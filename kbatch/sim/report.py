@@ -1,6 +1,9 @@
-"""``--report FILE.html``: one self-contained page of plots, drawn here as inline SVG.
+"""``--report FILE.html``: one self-contained page of plots, drawn here as inline SVG and
+laid out by a jinja2 template shipped with the package (``templates/report.html``).
 
-No script, no stylesheet or font from elsewhere: the file opens offline.
+No script, no stylesheet or font from elsewhere: the file opens offline. With
+``--compare-config`` the page shows two runs side by side, after the comparison's tables
+(``kbatch.sim.compare``) and with each queue's share against its fair share over time.
 Plots: per-queue allocated vs deserved cpu over time, cluster utilisation
 over time, and job wait times (submission → running), with a table of the
 waits beside them (and, for PodGroups, their roles, surplus and topology domains at the
@@ -11,8 +14,12 @@ import html
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import jinja2
+from markupsafe import Markup
 
 from kbatch.sim import group_view
 from kbatch.sim.clock import format_duration
@@ -218,28 +225,18 @@ def wait_chart(waits: list[Wait], end: float) -> str:
     )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One run of a comparison: its name, timeline and JSON result."""
+
+    name: str
+    timeline: Timeline
+    result: dict[str, Any]
+
+
 def render(timeline: Timeline, result: dict[str, Any], title: str = "kbatch simulation") -> str:
     """The whole page."""
-    waits = sorted(timeline.waits.values(), key=lambda w: (w.submitted, w.namespace, w.name))
-    summary = result["summary"]
-    never = sum(1 for w in waits if w.started is None)
-    facts = (
-        f"simulated {format_duration(result['time'])} in {summary['sessions']} sessions · "
-        f"{summary['binds']} binds · {summary['evictions']} evictions · {len(waits)} jobs"
-        + (f" ({never} never ran)" if never else "")
-    )
-    body = [
-        f"<h1>{_e(title)}</h1>",
-        f"<p>{_e(facts)}</p>",
-        "<h2>Queues</h2>",
-        queue_chart(timeline),
-        "<h2>Utilisation</h2>",
-        utilisation_chart(timeline),
-        "<h2>Job wait times</h2>",
-        wait_chart(waits, timeline.end),
-        _wait_table(waits, group_view.summaries(result)),
-    ]
-    return _PAGE.format(title=_e(title), body="\n".join(body))
+    return _template().render(title=title, runs=[_run("", timeline, result)], comparison=None)
 
 
 def write(
@@ -248,28 +245,91 @@ def write(
     path.write_text(render(timeline, result, title), encoding="utf-8")
 
 
-def _wait_table(waits: list[Wait], groups: dict[tuple[str, str], str]) -> str:
-    """The jobs' waits; ``groups``: what to say of a PodGroup's pods (roles, surplus,
-    topology: ``group_view.summaries``), in a column of its own when any has it."""
-    rows = []
-    for w in waits[:MAX_TABLE_ROWS]:
-        wait = "never ran" if w.seconds is None else format_duration(w.seconds)
-        started = "-" if w.started is None else format_duration(w.started)
-        said = groups.get((w.namespace, w.name), "") if w.kind == "PodGroup" else ""
-        pods = f"<td>{_e(said)}</td>" if groups else ""
-        rows.append(
-            f"<tr><td>{_e(w.kind)}</td><td>{_e(w.namespace)}/{_e(w.name)}</td><td>{_e(w.queue)}</td>"
-            f"<td>{format_duration(w.submitted)}</td><td>{started}</td><td>{_e(wait)}</td>"
-            f"{pods}</tr>"
-        )
-    more = len(waits) - MAX_TABLE_ROWS
-    tail = f"<p>… and {more} more jobs.</p>" if more > 0 else ""
-    return (
-        "<table><thead><tr><th>kind</th><th>job</th><th>queue</th><th>submitted</th>"
-        "<th>running</th>"
-        f"<th>wait</th>{'<th>pods (at the end)</th>' if groups else ''}</tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>{tail}"
+def render_comparison(
+    sides: Sequence[Side], comparison: dict[str, Any], title: str = "kbatch simulation"
+) -> str:
+    """The page of two runs compared (``kbatch.sim.compare``'s JSON): the comparison's
+    tables, then each run's plots side by side, with each queue's share against its fair
+    share over time."""
+    runs = [
+        _run(side.name, side.timeline, side.result, over)
+        for side, over in zip(sides, comparison["overTime"], strict=True)
+    ]
+    return _template().render(
+        title=title, runs=runs, comparison=comparison, max_rows=MAX_TABLE_ROWS
     )
+
+
+def write_comparison(
+    path: Path, sides: Sequence[Side], comparison: dict[str, Any], title: str = "kbatch simulation"
+) -> None:
+    path.write_text(render_comparison(sides, comparison, title), encoding="utf-8")
+
+
+def fairness_chart(over_time: dict[str, Any], end: float) -> str:
+    """Each queue's dominant share (solid) against its fair share (dashed), per window."""
+    window = over_time.get("window") or 0
+    series = []
+    for i, queue in enumerate(sorted(over_time.get("share", {}))):
+        color = PALETTE[i % len(PALETTE)]
+        for key, dashed, word in (("share", False, "share"), ("fairShare", True, "fair share")):
+            values = over_time.get(key, {}).get(queue, [])
+            points = [(float(k * window), 100.0 * v) for k, v in enumerate(values)]
+            series.append(Series(f"{queue} {word}", steps(points, end), color, dashed=dashed))
+    return chart(
+        "Queues: share vs fair share", "simulated time", "share of the cluster", series, end,
+        y_max=100, y_format=_percent,
+    )  # fmt: skip
+
+
+def _run(
+    name: str, timeline: Timeline, result: dict[str, Any], over_time: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the template shows of one run."""
+    waits = sorted(timeline.waits.values(), key=lambda w: (w.submitted, w.namespace, w.name))
+    summary = result["summary"]
+    never = sum(1 for w in waits if w.started is None)
+    facts = (
+        f"simulated {format_duration(result['time'])} in {summary['sessions']} sessions · "
+        f"{summary['binds']} binds · {summary['evictions']} evictions · {len(waits)} jobs"
+        + (f" ({never} never ran)" if never else "")
+    )
+    fairness = None
+    if over_time is not None and over_time.get("window"):
+        fairness = Markup(fairness_chart(over_time, timeline.end))
+    return {
+        "name": name,
+        "facts": facts,
+        "queue_chart": Markup(queue_chart(timeline)),
+        "utilisation_chart": Markup(utilisation_chart(timeline)),
+        "wait_chart": Markup(wait_chart(waits, timeline.end)),
+        "fairness": fairness,
+        "waits": waits[:MAX_TABLE_ROWS],
+        "more": len(waits) - MAX_TABLE_ROWS,
+        "pods_column": group_view.summaries(result),
+    }
+
+
+def _template() -> jinja2.Template:
+    """The page's template, shipped beside this module (``templates/report.html``)."""
+    text = (resources.files("kbatch.sim") / "templates" / "report.html").read_text("utf-8")
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["pair"] = _pair
+    env.globals.update(seconds=format_duration, percent=_share, string=str, signed=_signed)
+    return env.from_string(text)
+
+
+def _pair(values: Sequence[Any], show: Callable[[Any], str]) -> str:
+    """Two runs' values as "base → other" ("-" for a missing one)."""
+    return " → ".join("-" if v is None else show(v) for v in values)
+
+
+def _share(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _signed(value: float) -> str:
+    return ("−" if value < 0 else "+") + format_duration(abs(value))
 
 
 def _line(x1: float, y1: float, x2: float, y2: float, attributes: str) -> str:
@@ -282,29 +342,3 @@ def _text(x: float, y: float, css_class: str, text: str) -> str:
 
 def _e(text: str) -> str:
     return html.escape(text, quote=True)
-
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 60em; }}
-svg {{ display: block; margin: 0.5em 0 1.5em; font-size: 12px; }}
-svg .title {{ font-size: 15px; font-weight: 600; text-anchor: middle; }}
-svg .label {{ text-anchor: middle; fill: #444; }}
-svg .xtick {{ text-anchor: middle; fill: #555; }}
-svg .ytick {{ text-anchor: end; fill: #555; }}
-svg .legend {{ fill: #333; }}
-svg .grid {{ stroke: #e4e4e4; }}
-svg .axis {{ stroke: #888; }}
-table {{ border-collapse: collapse; font-size: 13px; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: 3px 10px; text-align: left; }}
-</style>
-</head>
-<body>
-{body}
-</body>
-</html>
-"""

@@ -228,6 +228,7 @@ class Simulation:
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
         self.jobs.reconcile()
+        self.cluster.let_go_settled(self.jobs.done_with)
         session = self.scheduler.run_once()
         session.forget_functions()  # its objects go with it, not at a collection
         stats = session.stats

@@ -182,14 +182,18 @@ def run(spec: TraceSpec, record: tuple[Path, int] | None = None) -> dict[str, An
     """Simulate the trace; what it did and how fast (wall time: the simulation only,
     with the writing of its recording when ``record``, a directory and a bound, asks)."""
     objects = trace_objects(spec)
-    loaded = manifests.load_documents(objects, "<trace>")
+    groups = sum(1 for obj in objects if obj["kind"] == "PodGroup")
+    pods = sum(obj["spec"]["minMember"] for obj in objects if obj["kind"] == "PodGroup")
     options = runner.Options(until=spec.seconds, record=record)
-    simulation = runner.Simulation(loaded, default_conf(), options)
+    # Only the simulation keeps the input: each object goes once it is made (the loaded
+    # copies, by the simulation's queue of objects to come; the generated ones, here).
+    simulation = runner.Simulation(
+        manifests.load_documents(objects, "<trace>"), default_conf(), options
+    )
+    del objects
     started = time.perf_counter()
     outcome = simulation.run()
     wall = time.perf_counter() - started
-    groups = sum(1 for obj in objects if obj["kind"] == "PodGroup")
-    pods = sum(obj["spec"]["minMember"] for obj in objects if obj["kind"] == "PodGroup")
     return {
         "trace": {"nodes": spec.nodes, "hours": spec.hours, "seed": spec.seed},
         "jobs": groups,

@@ -294,3 +294,30 @@ def test_run_sh_without_arguments_simulates_the_gang_job_on_the_examples_cluster
     done = run_sh(root, fakes, tmp_path)
     assert done.returncode == 0, done.stderr
     assert re.search(r"^default\s+qj-1\s+default\s+Running\s+6\s+6\s+0$", done.stdout, re.M)
+
+
+def test_compare_config_runs_both_confs_and_compares(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without proportion the research queue's gang waits for the batch jobs to end."""
+    conf = tmp_path / "no-proportion.yaml"
+    conf.write_text(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+    )
+    report = tmp_path / "both.html"
+    two_queues = str(EXAMPLES / "two-queues.yaml")
+    args = ["simulate", CLUSTER, two_queues, "--compare-config", str(conf)]
+    code, out, _ = kbatch(capsys, *args, "--output", "json", "--report", str(report))
+    assert code == 0
+    compared = json.loads(out)
+    assert compared["runs"] == ["default", "no-proportion.yaml"]
+    later = compared["jobs"]["later"]
+    assert [(r["job"], r["difference"]) for r in later] == [("PodGroup default/train", 240.0)]
+    assert compared["queues"]["research"]["waitP50"] == [1.0, 241.0]
+    page = report.read_text(encoding="utf-8")
+    assert page.count("<section>") == 2 and "Queues compared" in page
+    assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}
+    code, out, _ = kbatch(capsys, *args)
+    assert code == 0 and re.search(
+        r"^PodGroup default/train\s+research\s+1s\s+4m1s\s+\+4m$", out, re.M
+    )

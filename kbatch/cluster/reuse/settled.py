@@ -130,6 +130,7 @@ class Shown:
         self._dirty: set[str] = set()  # units written since the last snapshot
         self._done_shown: set[str] = set()  # done units the last snapshot showed
         self._settled: set[str] = set()
+        self._newly_settled: list[str] = []  # (since the last ``take_settled``)
 
     # ------------------------------------------------------------------ changes
     def pod_applied(self, key: str, pod: PodRecord) -> None:
@@ -190,6 +191,7 @@ class Shown:
         dirty, self._dirty = self._dirty, set()
         for unit in self._done_shown - dirty:
             self._settled.add(unit)
+            self._newly_settled.append(unit)
             self._show(unit, False)
         for unit in dirty & self._settled:
             self._settled.discard(unit)
@@ -199,6 +201,17 @@ class Shown:
             self._forget_if_empty(unit)
         # (every group member was added with its record)
         return cast(Mapping[str, PodGroup], self.groups.members())
+
+    def take_settled(self) -> list[tuple[str, list[str], bool]]:
+        """The units settled since the last call that are still settled: each as (unit,
+        its pods' keys, whether it has a PodGroup), in the order they settled. A simulator
+        may then let them go (delete them), as nothing it shows depends on them."""
+        units, self._newly_settled = self._newly_settled, []
+        return [
+            (unit, sorted(self._pods_of_unit.get(unit, ())), unit in self._groups)
+            for unit in units
+            if unit in self._settled
+        ]
 
     def _done(self, unit: str) -> bool:
         if self._unfinished[unit]:
