@@ -321,3 +321,20 @@ def test_compare_config_runs_both_confs_and_compares(
     assert code == 0 and re.search(
         r"^PodGroup default/train\s+research\s+1s\s+4m1s\s+\+4m$", out, re.M
     )
+
+
+def test_the_team_tree_example_reclaims_for_the_idle_team_as_its_comment_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tree = str(EXAMPLES / "team-tree.yaml")
+    code, out, _ = kbatch(capsys, "simulate", CLUSTER, tree, "--until", "2m", "--output", "json")
+    assert code == 0
+    result = json.loads(out)
+    cpu = {q["name"]: q["allocated"].get("cpu") for q in result["queues"] if q.get("allocated")}
+    assert {k: cpu.get(k) for k in ("a-train", "a-dev", "b-etl")} == {
+        "a-train": "6",
+        "a-dev": "2",
+        "b-etl": "8",
+    }
+    evicted = {p["name"].rsplit("-", 1)[0] for p in result["pods"] if p.get("evictions")}
+    assert evicted == {"model", "notebooks"}  # team-a gives back; b-etl starts whole
