@@ -23,6 +23,7 @@ from typing import Any
 
 from kbatch.api.quantity import format_quantity
 from kbatch.api.queue import ROOT_QUEUE
+from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
 from kbatch.sim import clock, departures, group_view, metrics
 from kbatch.sim.backend import REJECTED
@@ -90,6 +91,14 @@ def pods(outcome: Outcome) -> list[Json]:
         for row in departures.all_pod_rows(outcome.cluster)
     ]
     return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
+
+
+
+def role_field(pod: Json) -> Json:
+    """``{"role": ROLE}`` for a pod with a role in its gang (kbatch.io/task), else {}: as
+    a pod's row gives it (the e2e suite's cluster backend writes its rows so too)."""
+    role = records.role_of((pod.get("metadata") or {}).get("annotations") or {})
+    return {"role": role} if role else {}
 
 
 def pod_groups(outcome: Outcome) -> list[Json]:
