@@ -21,7 +21,7 @@ Limits, each resource on its own:
   may lend, come off that; the rest is kept, and no borrower outside it may take it.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
@@ -146,7 +146,7 @@ class TreeLending:
                 for top in ring:  # the most any lender inside that subtree keeps
                     inside = [q for q in tree.tree.subtree(top) if q in self.queues]
                     shares = {q: (allocated[q], tree.tree.nodes[q].deserved) for q in inside}
-                    kept += _kept_max(self.queues, shares, self.nominal, inside)
+                    kept += _kept(self.queues, shares, self.nominal, inside, np.maximum)
             if _past(request, free - kept, used):
                 return None
         for ring in rings:  # nearest relatives first
@@ -184,26 +184,16 @@ def _kept(
     shares: Mapping[str, tuple[np.ndarray, np.ndarray]],
     nominal: Mapping[str, np.ndarray],
     names: list[str],
+    combine: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.add,
 ) -> np.ndarray:
-    dims = len(next(iter(nominal.values())))
-    kept = np.zeros(dims)
-    for n in names:
-        if queues[n].lending_limit is not None:
-            kept += _kept_by(queues[n], shares[n][0], nominal[n])
-    return kept
-
-
-def _kept_max(
-    queues: Mapping[str, QueueInfo],
-    shares: Mapping[str, tuple[np.ndarray, np.ndarray]],
-    nominal: Mapping[str, np.ndarray],
-    names: list[str],
-) -> np.ndarray:
+    """What the lending limits of ``names`` keep in their subtrees, combined: added up
+    (queues side by side each keep their own), or the most of them (``np.maximum``:
+    queues on one line of ancestors keep the same room)."""
     dims = len(next(iter(nominal.values())))
     kept = np.zeros(dims)
     for n in names:
         if queues[n].lending_limit is not None and n in nominal:
-            kept = np.maximum(kept, _kept_by(queues[n], shares[n][0], nominal[n]))
+            kept = combine(kept, _kept_by(queues[n], shares[n][0], nominal[n]))
     return kept
 
 
