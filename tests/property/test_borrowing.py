@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from kbatch.api.quantity import parse_quantity
 from kbatch.sim import simulate
 
-SETTINGS = settings(max_examples=10, deadline=None)
+SETTINGS = settings(max_examples=60, deadline=None)
 
 
 def queue(name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +44,8 @@ def one_pod_job(name: str, queue_name: str, cpu: int) -> list[dict[str, Any]]:
 @st.composite
 def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], int]:
     """Nodes of 8 cpu, queues a and b (random weights, capabilities, borrowingLimits, jobs
-    of 1-6 cpu, all at once) and, if drawn, an idle queue with a cpu guarantee."""
+    of 1-6 cpu, all at once; maybe one of b's that fits no node, leaving its share for a
+    to borrow) and, if drawn, an idle queue with a cpu guarantee."""
     nodes = draw(st.integers(1, 3))
     docs: list[dict[str, Any]] = [
         {
@@ -67,8 +68,11 @@ def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, dict[str,
             spec["borrowingLimit"] = {"cpu": str(draw(st.integers(0, 6)))}
         specs[name] = spec
         docs.append(queue(name, spec))
-        for j, cpu in enumerate(draw(st.lists(st.integers(1, 6), min_size=1, max_size=8))):
+        for j, cpu in enumerate(draw(st.lists(st.integers(1, 6), min_size=1, max_size=12))):
             docs += one_pod_job(f"{name}-{j}", name, cpu)
+    if draw(st.booleans()):
+        # a job of b's larger than any node: b's share stays unused, so a may borrow it
+        docs += one_pod_job("b-huge", "b", draw(st.integers(9, 12)))
     guarantee = draw(st.integers(0, 4))
     if guarantee:
         docs.append(
