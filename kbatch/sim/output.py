@@ -93,7 +93,6 @@ def pods(outcome: Outcome) -> list[Json]:
     return sorted(rows, key=lambda row: (row["namespace"], row["name"]))
 
 
-
 def role_field(pod: Json) -> Json:
     """``{"role": ROLE}`` for a pod with a role in its gang (kbatch.io/task), else {}: as
     a pod's row gives it (the e2e suite's cluster backend writes its rows so too)."""
