@@ -175,9 +175,9 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         "bench",
         help="time one scheduling session on synthetic clusters",
         description="Run synthetic clusters (gangs of 10 tasks of 1 cpu / 2Gi, nodes of "
-        "32 cpu / 128Gi, 10 queues) through one session, each size in a fresh process; "
-        "print one JSON line per size: nodes, pods, binds, seconds, snapshot_seconds, "
-        "peak_rss_mib (that process's peak, interpreter included).",
+        "32 cpu / 128Gi, 10 queues or --queues') through one session, each size in a "
+        "fresh process; print one JSON line per size: nodes, pods, queues, binds, seconds, "
+        "snapshot_seconds, peak_rss_mib (that process's peak, interpreter included).",
     )
     parser.add_argument(
         "--size",
