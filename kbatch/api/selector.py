@@ -14,7 +14,7 @@ namespaces by name, and a namespace the reader has not seen (a simulation's, mad
 on first use; one the watch has not brought yet) is read by its name alone.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated
 
@@ -89,6 +89,29 @@ class LabelSelector(BaseModel):
         parts = [f"{k}={v}" for k, v in sorted(self.match_labels.items())]
         parts += [str(requirement) for requirement in self.match_expressions]
         return ",".join(parts) or "(every namespace)"
+
+
+def not_carried(child: LabelSelector, parents: Iterable[LabelSelector]) -> list[str]:
+    """The requirements of ``parents`` (a queue's ancestors' selectors, all of which
+    apply) that ``child`` does not carry, as kubectl writes them; none when ``child`` is
+    no wider. Containment is syntactic: each matchLabels pair must be among the child's
+    matchLabels, each matchExpressions entry among its entries (the same key, operator
+    and values, in any order). A narrower child written otherwise (``team In (a)`` for
+    ``team=a``) is not recognised: it is written as its parent writes it."""
+    carried = _requirements(child)
+    missing: dict[tuple[str, str, frozenset[str]], str] = {}
+    for parent in parents:
+        missing.update((k, text) for k, text in _requirements(parent).items() if k not in carried)
+    return list(missing.values())
+
+
+def _requirements(selector: LabelSelector) -> dict[tuple[str, str, frozenset[str]], str]:
+    """Each requirement of ``selector``, by what identifies it, as kubectl writes it."""
+    found = {("=", k, frozenset((v,))): f"{k}={v}" for k, v in selector.match_labels.items()}
+    for requirement in selector.match_expressions:
+        key = (requirement.operator.value, requirement.key, frozenset(requirement.values))
+        found[key] = str(requirement)
+    return found
 
 
 def namespace_labels(name: str, labels: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -8,7 +8,12 @@ and kbatch's imports (some 60 MiB) plus that size's objects, and nothing left
 over from an earlier size. The heap is collected once the cluster is loaded, before
 the timing starts (``settled_heap``). Jobs are gangs of 10 tasks of 1 cpu / 2Gi (so pods
 is a multiple of 10); nodes 32 cpu / 128Gi / 110 pods; 10 queues of weights
-1..10; default tiers; action allocate.
+1..10 (or another layout of queues, flat or a tree: ``kbatch.bench.queue_layout``);
+default tiers; action allocate.
+
+``--queues tree:AxBxC --versus-flat`` runs each size with its jobs in the tree and in as
+many flat queues, alternating, each run in a fresh process, and prints both runs'
+min/median/max seconds and the ratio of their medians (tree over flat).
 
 ``--backlog`` times the session that follows instead, on a cluster with more
 pods than room, under the chart's actions (enqueue, reclaim, allocate, backfill,
@@ -27,6 +32,7 @@ import gc
 import itertools
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -35,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbatch.bench.queue_layout import FLAT_10, QueueLayout
 from kbatch.cluster.state import ClusterState
 from kbatch.config import KUBE_BATCH_CONF, SchedulerConf
 from kbatch.operators.scheduler.core import runner
@@ -48,13 +55,12 @@ BACKLOG_SIZES = ((100, 5_000), (1_000, 50_000))
 FULL_ACTIONS = ("enqueue", "reclaim", "allocate", "backfill", "preempt")
 SETTLED_PERIODS = 20
 TASKS_PER_JOB = 10
-QUEUES = 10
 
 
-def synthetic_objects(nodes: int, pods: int) -> Iterator[dict[str, Any]]:
-    for q in range(QUEUES):
-        yield {"kind": "Queue", "metadata": {"name": f"q{q}"}, "spec": {"weight": q + 1}}
-    yield {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}
+def synthetic_objects(
+    nodes: int, pods: int, layout: QueueLayout = FLAT_10
+) -> Iterator[dict[str, Any]]:
+    yield from layout.queue_objects()
     for n in range(nodes):
         yield {
             "kind": "Node",
@@ -66,7 +72,7 @@ def synthetic_objects(nodes: int, pods: int) -> Iterator[dict[str, Any]]:
         }
     uids = itertools.count()
     for j in range(pods // TASKS_PER_JOB):
-        yield from gang_objects(f"job-{j:05d}", TASKS_PER_JOB, f"q{j % QUEUES}", uids)
+        yield from gang_objects(f"job-{j:05d}", TASKS_PER_JOB, layout.leaf(j), uids)
 
 
 def gang_objects(
@@ -143,8 +149,10 @@ def settled_heap() -> None:
     gc.collect()
 
 
-def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
-    state = loaded_state(synthetic_objects(nodes, pods))
+def run_size(
+    nodes: int, pods: int, conf: SchedulerConf, layout: QueueLayout = FLAT_10
+) -> dict[str, Any]:
+    state = loaded_state(synthetic_objects(nodes, pods, layout))
     settled_heap()
     started = time.perf_counter()
     snap = state.snapshot()
@@ -154,6 +162,7 @@ def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
     return {
         "nodes": nodes,
         "pods": pods,
+        "queues": str(layout),
         "binds": cluster.binds,
         "seconds": round(seconds, 3),
         "snapshot_seconds": round(snapshot_seconds, 3),
@@ -161,11 +170,11 @@ def run_size(nodes: int, pods: int, conf: SchedulerConf) -> dict[str, Any]:
     }
 
 
-def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
+def run_backlog(nodes: int, pods: int, layout: QueueLayout = FLAT_10) -> dict[str, Any]:
     """The session after the first, under FULL_ACTIONS: what fits Running, the rest
     waiting."""
     conf = kube_batch_conf().model_copy(update={"actions": FULL_ACTIONS})
-    objects = list(synthetic_objects(nodes, pods))
+    objects = list(synthetic_objects(nodes, pods, layout))
     state = loaded_state(objects)
     first = CountingCluster(state.snapshot())
     timed_session(first, conf)
@@ -183,6 +192,7 @@ def run_backlog(nodes: int, pods: int) -> dict[str, Any]:
     return {
         "nodes": nodes,
         "pods": pods,
+        "queues": str(layout),
         "running": first.binds,
         "waiting": pods - first.binds,
         "binds": cluster.binds,
@@ -271,21 +281,59 @@ def check_size(nodes: int, pods: int) -> None:
         )
 
 
-def run_in_fresh_process(nodes: int, pods: int, backlog: bool = False) -> dict[str, Any]:
+def run_in_fresh_process(
+    nodes: int, pods: int, backlog: bool = False, layout: QueueLayout = FLAT_10
+) -> dict[str, Any]:
     """``run_size`` (or ``run_backlog``) in a new interpreter, so that its peak RSS is
     that size's own."""
     # -P: import kbatch as installed, not from a source tree in the working directory.
     mode = ["backlog"] if backlog else []
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "kbatch.bench.scheduling", str(nodes), str(pods), *mode],
+        [
+            *(sys.executable, "-P", "-m", "kbatch.bench.scheduling"),
+            *(str(nodes), str(pods), str(layout), *mode),
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"the benchmark of {nodes}x{pods} failed:\n{done.stderr}")
+        raise RuntimeError(f"the benchmark of {nodes}x{pods} ({layout}) failed:\n{done.stderr}")
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+def versus_flat(
+    nodes: int, pods: int, layout: QueueLayout, rounds: int, backlog: bool = False
+) -> dict[str, Any]:
+    """``layout`` against its leaves laid flat (``QueueLayout.flat``): ``rounds`` runs of
+    each, alternating which goes first, each in a fresh process; min/median/max seconds
+    of both and the ratio of the medians (layout over flat)."""
+    if layout.depth == 1:
+        raise ValueError(f"--queues {layout}: the side by side needs a tree, tree:AxBxC")
+    flat = layout.flat()
+    runs: dict[QueueLayout, list[dict[str, Any]]] = {layout: [], flat: []}
+    for r in range(rounds):
+        for each in (layout, flat) if r % 2 == 0 else (flat, layout):
+            runs[each].append(run_in_fresh_process(nodes, pods, backlog, each))
+
+    def spread(which: QueueLayout) -> list[float]:
+        seconds = sorted(run["seconds"] for run in runs[which])
+        return [seconds[0], statistics.median(seconds), seconds[-1]]
+
+    tree_s, flat_s = spread(layout), spread(flat)
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "queues": str(layout),
+        "flat_queues": str(flat),
+        "binds": runs[layout][-1]["binds"],
+        "flat_binds": runs[flat][-1]["binds"],
+        "rounds": rounds,
+        "seconds_min_median_max": tree_s,
+        "flat_seconds_min_median_max": flat_s,
+        "ratio": round(tree_s[1] / max(flat_s[1], 1e-9), 3),
+    }
 
 
 def main(
@@ -293,8 +341,11 @@ def main(
     backlog: bool = False,
     trace: "TraceSpec | None" = None,
     record: tuple[Path, int] | None = None,
+    layout: QueueLayout = FLAT_10,
+    versus_flat_rounds: int | None = None,
 ) -> int:
-    """``record``: with ``trace``, the directory and bound of its flight recording."""
+    """``record``: with ``trace``, the directory and bound of its flight recording.
+    ``versus_flat_rounds``: run each size as ``versus_flat`` with that many rounds."""
     if trace is not None:
         print(json.dumps(run_trace(trace, record)), flush=True)
         return 0
@@ -302,14 +353,21 @@ def main(
     for nodes, pods in chosen:
         check_size(nodes, pods)
     for nodes, pods in chosen:
-        print(json.dumps(run_in_fresh_process(nodes, pods, backlog)), flush=True)
+        if versus_flat_rounds is None:
+            line = run_in_fresh_process(nodes, pods, backlog, layout)
+        else:
+            line = versus_flat(nodes, pods, layout, versus_flat_rounds, backlog)
+        print(json.dumps(line), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    # One size, in this process: ``python -m kbatch.bench.scheduling NODES PODS [backlog]``.
+    # One size, in this process:
+    # ``python -m kbatch.bench.scheduling NODES PODS [LAYOUT] [backlog]``.
     nodes, pods = (int(arg) for arg in sys.argv[1:3])
-    if sys.argv[3:] == ["backlog"]:
-        print(json.dumps(run_backlog(nodes, pods)))
+    rest = sys.argv[3:]
+    chosen_layout = QueueLayout.parse(rest.pop(0)) if rest and ":" in rest[0] else FLAT_10
+    if rest == ["backlog"]:
+        print(json.dumps(run_backlog(nodes, pods, chosen_layout)))
     else:
-        print(json.dumps(run_size(nodes, pods, bench_conf())))
+        print(json.dumps(run_size(nodes, pods, bench_conf(), chosen_layout)))

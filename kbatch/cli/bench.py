@@ -13,6 +13,12 @@ def bench(args: argparse.Namespace) -> int:
     """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
     from kbatch.bench import scheduling as benchmark
 
+    other = args.live or args.eta or args.armada_sim or args.topology or args.trace
+    if other and (args.versus_flat or args.queues != "flat:10"):
+        raise argparse.ArgumentTypeError(
+            "--queues and --versus-flat go with none of --live, --eta, --armada-sim, "
+            "--topology, --trace"
+        )
     if args.live:
         return _bench_live(args)
     if args.eta:
@@ -35,7 +41,28 @@ def bench(args: argparse.Namespace) -> int:
         return benchmark.main(trace=spec, record=record)
     if args.record is not None:
         raise argparse.ArgumentTypeError("--record goes with --trace only")
-    return benchmark.main(sizes, backlog=args.backlog)
+    return _bench_sizes(args, sizes)
+
+
+def _bench_sizes(args: argparse.Namespace, sizes: list[tuple[int, int]] | None) -> int:
+    """``kbatch bench [--size ...] [--backlog]``, with its queues laid out by ``--queues``;
+    with ``--versus-flat``, each size as the tree and as flat queues side by side."""
+    from kbatch.bench import scheduling as benchmark
+    from kbatch.bench.queue_layout import QueueLayout
+
+    try:
+        layout = QueueLayout.parse(args.queues)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--queues {exc}") from None
+    if args.versus_flat and layout.depth == 1:
+        raise argparse.ArgumentTypeError(
+            f"--versus-flat needs a tree to set beside flat queues: --queues tree:AxBxC, "
+            f"not {layout}"
+        )
+    if args.versus_flat and args.rounds < 1:
+        raise argparse.ArgumentTypeError(f"--rounds {args.rounds}: must be at least 1")
+    rounds = args.rounds if args.versus_flat else None
+    return benchmark.main(sizes, backlog=args.backlog, layout=layout, versus_flat_rounds=rounds)
 
 
 def _bench_topology(args: argparse.Namespace) -> int:
@@ -148,9 +175,9 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         "bench",
         help="time one scheduling session on synthetic clusters",
         description="Run synthetic clusters (gangs of 10 tasks of 1 cpu / 2Gi, nodes of "
-        "32 cpu / 128Gi, 10 queues) through one session, each size in a fresh process; "
-        "print one JSON line per size: nodes, pods, binds, seconds, snapshot_seconds, "
-        "peak_rss_mib (that process's peak, interpreter included).",
+        "32 cpu / 128Gi, 10 queues or --queues') through one session, each size in a "
+        "fresh process; print one JSON line per size: nodes, pods, queues, binds, seconds, "
+        "snapshot_seconds, peak_rss_mib (that process's peak, interpreter included).",
     )
     parser.add_argument(
         "--size",
@@ -185,10 +212,33 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         "backlog: one JSON line each (seconds, cpu_seconds, open_seconds, sessions, step, "
         "eta_seconds, confidence)",
     )
+    _add_queue_options(parser)
     _add_trace_options(parser)
     _add_live_options(parser)
     _add_armada_options(parser)
     parser.set_defaults(command=bench)
+
+
+def _add_queue_options(parser: argparse.ArgumentParser) -> None:
+    """The options that lay out the queues of ``kbatch bench [--size] [--backlog]``."""
+    parser.add_argument(
+        "--queues",
+        default="flat:10",
+        metavar="LAYOUT",
+        help="the queues the jobs go to: flat:N, N top-level queues, or tree:AxBxC, a "
+        "three-level tree (A top-level queues of B children of C leaves each) with jobs in "
+        "the leaves only; leaf i weighs i %% 10 + 1 and an inner queue what its leaves "
+        "weigh together, so a leaf's share is the same as in flat:A*B*C (default flat:10)",
+    )
+    parser.add_argument(
+        "--versus-flat",
+        action="store_true",
+        help="with --queues tree:AxBxC: run each size with the tree and with its leaves as "
+        "flat queues (the same jobs and weights), --rounds R times each, alternating, each "
+        "in a fresh process; one JSON line per size with both runs' binds, "
+        "min/median/max seconds and ratio (median tree / median flat). "
+        "The issue's comparison: --size 5000x50000 --queues tree:4x5x5 --versus-flat",
+    )
 
 
 def _add_trace_options(parser: argparse.ArgumentParser) -> None:
@@ -264,7 +314,9 @@ def _add_live_options(parser: argparse.ArgumentParser) -> None:
         help="fake nodes (default: the scenario's); the pods scale with them unless --pods",
     )
     live.add_argument("--pods", type=int, metavar="N", help="pods (default: the scenario's)")
-    live.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds (default 3)")
+    live.add_argument(
+        "--rounds", type=int, default=3, metavar="R", help="rounds (default 3; also --versus-flat)"
+    )
     live.add_argument(
         "--schedulers",
         default="kbatch,kube-scheduler,volcano",

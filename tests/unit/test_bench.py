@@ -13,8 +13,10 @@ def test_bench_places_every_gang_and_prints_one_json_line(
     assert cli.main(["bench", "--size", "20x200"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     result = json.loads(line)
-    assert set(result) == {"nodes", "pods", "binds", "seconds", "snapshot_seconds", "peak_rss_mib"}
+    keys = {"nodes", "pods", "queues", "binds", "seconds", "snapshot_seconds", "peak_rss_mib"}
+    assert set(result) == keys
     assert (result["nodes"], result["pods"], result["binds"]) == (20, 200, 200)
+    assert result["queues"] == "flat:10"
 
 
 def test_bench_binds_only_what_fits() -> None:

@@ -5,20 +5,21 @@ refused here, naming the field. In the queue tree (DESIGN §14) its ``spec.paren
 exist and lead up to the root without a cycle, no Queue may take the root's name, and a
 parent's children's guarantees may not add up to more than its capability (checked both
 when a child is written and when the parent is). A ``spec.namespaceSelector`` of the
-wrong shape is refused naming the field; a child's selector is not compared with its
-parent's, because its parent's (and every ancestor's) apply to its groups as well
-(``namespace_refusal``): a child is never wider than its parent, whatever it writes. The
-default queue, a queue that still has PodGroups, and a queue that still has child queues
-cannot be deleted."""
+wrong shape is refused naming the field, and so is one wider than the parent's: a child
+that sets a selector carries every requirement of its parent's and ancestors'
+(``selector_refusal``), and a parent's selector may not change so as to leave a child's
+wider. (The ancestors' selectors apply to a child's groups anyway, ``namespace_refusal``:
+the rule keeps what a child says true.) The default queue, a queue that still has
+PodGroups, and a queue that still has child queues cannot be deleted."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
 from kbatch.api import DEFAULT_QUEUE, selector
 from kbatch.api.quantity import parse_quantity
 from kbatch.api.queue import ROOT_QUEUE, Queue
-from kbatch.api.selector import LabelSelector
+from kbatch.api.selector import LabelSelector, not_carried
 from kbatch.cluster import fields, records
 from kbatch.cluster.fields import shown
 from kbatch.cluster.quantity import amounts
@@ -62,7 +63,86 @@ def validate(obj: Mapping[str, Any], view: ClusterView) -> Admission:
     over = guarantees_refusal(queue, view)
     if over is not None:
         return result.deny(*over)
+    wider = selector_refusal(queue, view)
+    if wider is not None:
+        return result.deny("spec.namespaceSelector", wider)
     return result.allow()
+
+
+def selector_refusal(queue: Queue, view: ClusterView) -> str | None:
+    """Why ``queue`` as written leaves a queue wider than its parent: its own
+    spec.namespaceSelector, or a descendant's, not carrying every requirement of the
+    selectors above it (``selector.not_carried``). A queue without a selector takes its
+    parent's, always allowed. Asked on a create, and on an update only when the selector
+    or the parent changes: another field's update leaves a tree written before the rule
+    as it was (its groups are held by every ancestor's selector anyway)."""
+    name = queue.metadata.name
+    stored = view.queue(name)
+    if stored is not None and _selector_and_parent(stored) == _selector_and_parent(queue):
+        return None
+
+    def queue_of(other: str) -> Queue | None:
+        return queue if other == name else view.queue(other)
+
+    own, parent = _selector_and_parent(queue)
+    if own is not None and parent is not None:
+        missing = not_carried(own, _selectors_from(parent, queue_of))
+        if missing:
+            return (
+                f"queue {name!r} may not be wider than its parent {parent!r}: its selector "
+                f"({own}) does not carry {', '.join(missing)}; a child's selector carries "
+                "every requirement of its parent's and ancestors', or is left out to take "
+                "its parent's"
+            )
+    for child in _descendants(name, view):
+        found = view.queue(child)
+        selector, above = _selector_and_parent(found) if found else (None, None)
+        if selector is None or above is None:
+            continue
+        missing = not_carried(selector, _selectors_from(above, queue_of))
+        if missing:
+            return (
+                f"the change would leave child queue {child!r} wider than its parent "
+                f"{above!r}: {child!r}'s selector ({selector}) does not carry "
+                f"{', '.join(missing)}; narrow {child!r}'s selector first"
+            )
+    return None
+
+
+def _selector_and_parent(queue: Queue) -> tuple[LabelSelector | None, str | None]:
+    """A queue's own selector, and its parent (None at the top)."""
+    parent = queue.spec.parent
+    return queue.spec.namespace_selector, None if parent == ROOT_QUEUE else parent
+
+
+def _selectors_from(start: str, queue_of: Callable[[str], Queue | None]) -> list[LabelSelector]:
+    """The selectors set on ``start`` and each of its ancestors: all apply below them.
+    The walk stops at a queue not known, and where a cycle of parents comes back."""
+    found: list[LabelSelector] = []
+    met: set[str] = set()
+    current: str | None = start
+    while current is not None and current not in met:
+        met.add(current)
+        queue = queue_of(current)
+        if queue is None:
+            break
+        selector, current = _selector_and_parent(queue)
+        if selector is not None:
+            found.append(selector)
+    return found
+
+
+def _descendants(name: str, view: ClusterView) -> Iterator[str]:
+    """Every queue under ``name``, parents first (each once, whatever cycles)."""
+    met = {name}
+    waiting = list(view.queue_children(name))
+    while waiting:
+        child = waiting.pop(0)
+        if child in met:
+            continue
+        met.add(child)
+        yield child
+        waiting.extend(view.queue_children(child))
 
 
 def not_a_leaf(name: str, children: list[str]) -> str:

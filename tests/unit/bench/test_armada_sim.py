@@ -251,6 +251,8 @@ def _args(**given: object) -> argparse.Namespace:
         "topology": False,
         "size": None,
         "backlog": False,
+        "queues": "flat:10",
+        "versus_flat": False,
         "armada_testdata": None,
         "armada_pair": None,
         "armada_bin": None,

@@ -175,9 +175,11 @@ class _Proportion:
         for attr in self.queues.values():
             attr.refresh()
         self.publish(session)
-        self.rationed = rationed_dims(self.queues.values(), dims)
-        if self.tree is not None:
-            self.rationed = self.tree.rationed
+        tree = self.tree
+        self.rationed = rationed_dims(self.queues.values(), dims) if tree is None else tree.rationed
+        # By leaf in a tree, its ancestors' shares, made stale with its own.
+        paths = {} if tree is None else tree.paths
+        self._ancestors = {n: tuple(self.queues[a] for a in p[1:]) for n, p in paths.items()}
         self._masked: dict[int, np.ndarray] = {}  # a template's request, masked
         # In a tree, the leaf reclaim last asked to take room back for, and the task's
         # request (None: none yet, and a victim's every ancestor keeps its share).
@@ -228,6 +230,8 @@ class _Proportion:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         if self.tree is not None:
+            if queue.name in self.tree.unchecked:
+                return True
             return self.tree.allocatable(queue.name, task.request * self.mask)
         attr = self.queues[queue.name]
         if attr.unbounded:
@@ -345,13 +349,9 @@ class _Proportion:
                 attr.allocated -= masked
             attr.stale = True  # (the queue's share is published at the close)
             if self.tree is not None:
-                self._ancestors_changed(name, masked, sign)
-
-    def _ancestors_changed(self, name: str, masked: np.ndarray, sign: float) -> None:
-        assert self.tree is not None
-        self.tree.changed(name, masked, sign)
-        for ancestor in self.tree.paths.get(name, ())[1:]:
-            self.queues[ancestor].stale = True
+                self.tree.changed(name, masked, sign)
+                for ancestor in self._ancestors.get(name, ()):
+                    ancestor.stale = True
 
     def publish(self, session: Session) -> None:
         """Shares on the session's queues, for their status and metrics (at open, and

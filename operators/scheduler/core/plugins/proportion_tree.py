@@ -103,6 +103,16 @@ class TreeShares:
             for name, path in self.paths.items()
         }
         self.guarded = any(bool((n.guarantee > EPSILON).any()) for n in self.tree.nodes.values())
+        # The leaves allocatable never refuses (no capability on the path, no guarantee
+        # anywhere): asked per task, so answered without the task's request.
+        self.unchecked = frozenset(n for n in self.paths if not (self.capped[n] or self.guarded))
+        # By queue, the sums a change of its own moves too: each ancestor's, the root's
+        # (the arrays themselves, changed in place, never replaced: ``changed``).
+        self.above = {
+            name: tuple(self.allocated[n] for n in [*path[1:], ROOT])
+            for name, path in self.paths.items()
+        }
+        self._root_only = (self.allocated[ROOT],)
 
     def deserved(self, name: str) -> np.ndarray | None:
         node = self.tree.nodes.get(name)
@@ -110,11 +120,11 @@ class TreeShares:
 
     def overused(self, name: str) -> bool:
         """Does ``name``, or an ancestor, hold more than its deserved share?"""
-        nodes = self.tree.nodes
-        return any(
-            bool((self.allocated[n] > nodes[n].deserved + EPSILON).any())
-            for n in self.paths.get(name, ())
-        )
+        nodes, allocated = self.tree.nodes, self.allocated
+        for n in self.paths.get(name, ()):  # (a loop, not any(): asked per job)
+            if (allocated[n] > nodes[n].deserved + EPSILON).any():
+                return True
+        return False
 
     def allocatable(self, name: str, request: np.ndarray) -> bool:
         if name not in self.paths:
@@ -217,12 +227,14 @@ class TreeShares:
 
     def changed(self, name: str, masked: np.ndarray, sign: float) -> None:
         """A task of leaf ``name`` placed (+1) or taken off (-1): its ancestors' and the
-        root's sums follow (the leaf's own array is the plugin's, changed there)."""
-        for n in [*self.paths.get(name, ())[1:], ROOT]:
-            if sign > 0:
-                self.allocated[n] += masked
-            else:
-                self.allocated[n] -= masked
+        root's sums follow (the leaf's own array is the plugin's, changed there).
+        Asked per task placed: the arrays to change are looked up once (``above``)."""
+        if sign > 0:
+            for array in self.above.get(name, self._root_only):
+                array += masked
+        else:
+            for array in self.above.get(name, self._root_only):
+                array -= masked
 
 
 def _zeroed(
