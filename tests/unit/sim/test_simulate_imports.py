@@ -1,6 +1,7 @@
 """What ``kbatch simulate`` imports: a simulation loads neither the HTML report's
-templating (jinja2) nor the operators' Kubernetes layers, which only cost start-up
-time; ``--report`` still loads the report."""
+templating (jinja2), nor the flight recorder (a run that records nothing), nor the
+operators' Kubernetes layers, which only cost start-up time; ``--report`` still loads
+the report."""
 
 import json
 import subprocess
@@ -14,7 +15,8 @@ import contextlib, io, json, sys
 from kbatch.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     status = main.main(sys.argv[1:])
-names = ("jinja2", "kubernetes", "kopf", "aiohttp", "prometheus_client", "kbatch.sim.report")
+names = ("jinja2", "kubernetes", "kopf", "aiohttp", "prometheus_client", "kbatch.sim.report",
+         "kbatch.record.store.recorder", "kbatch.record.store.hooks")
 print(json.dumps([status, sorted(n for n in names if n in sys.modules)]))
 """
 
