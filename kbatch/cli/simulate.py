@@ -13,7 +13,7 @@ from kbatch.api import duration
 def simulate(args: argparse.Namespace) -> int:
     """``kbatch simulate``: run the scheduler against manifests, print the outcome."""
     from kbatch import sim
-    from kbatch.sim import output, progress, report
+    from kbatch.sim import output, progress
 
     if args.from_cluster:
         from kbatch.cli import whatif
@@ -45,6 +45,8 @@ def simulate(args: argparse.Namespace) -> int:
             bar.close()
     result = output.to_json(outcome)
     if args.report is not None:
+        from kbatch.sim import report  # (jinja2: only for the report)
+
         report.write(args.report, outcome.timeline, result, title=_title(inputs))
     if args.output == "json":
         # One write: json.dump writes each of its hundreds of thousands of pieces.

@@ -56,7 +56,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.assumed import ASSUMED_TTL
@@ -73,11 +73,13 @@ from kbatch.operators.scheduler.core.runner import (
     load_conf,
     load_conf_file,
 )
-from kbatch.record.store import hooks, recorder
 from kbatch.sim import clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
 from kbatch.sim.backend import SimBackend
 from kbatch.sim.timeline import Timeline
+
+if TYPE_CHECKING:  # (the flight recorder is loaded only for a run that records)
+    from kbatch.record.store.recorder import Recorder
 
 ProgressFn = Callable[[float, int], None]
 # Session ids share nothing with object uids (those count up from 1).
@@ -160,15 +162,19 @@ class Simulation:
         backend: Backend = self.cluster
         now: Callable[[], float] = self.clock
         if self.flight is not None:
+            from kbatch.record.store import hooks
+
             backend, now = hooks.recorded(self.cluster, self.clock, self.flight)
         self.scheduler = Scheduler(backend, conf, now, self._session_id, shortcuts)
         _make_defaults(self.cluster)
 
-    def _recorder(self, state: ClusterState, conf: SchedulerConf) -> recorder.Recorder | None:
+    def _recorder(self, state: ClusterState, conf: SchedulerConf) -> "Recorder | None":
         """The recorder ``Options.record`` asks for, told every change of ``state``, on
         the simulated clock (it may hold the simulation back: nothing is dropped)."""
         if self.options.record is None:
             return None
+        from kbatch.record.store import recorder
+
         directory, max_bytes = self.options.record
         header = recorder.state_header(
             self.options.scheduler_names, self.options.leave_out_settled, ASSUMED_TTL, "simulated"

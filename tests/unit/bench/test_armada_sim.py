@@ -4,7 +4,9 @@ read from a hand-made ``jobs.parquet``, kbatch's JSON read the same way, the tab
 the command line's errors."""
 
 import argparse
+import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -279,3 +281,34 @@ def test_a_bad_pair_is_refused(tmp_path: Path, spec: tuple[Path, Path]) -> None:
         cli_bench.bench(_args(armada_testdata=tmp_path, armada_pair=["w.yaml:nope.yaml"]))
     with pytest.raises(argparse.ArgumentTypeError, match="--armada-testdata"):
         cli_bench.bench(_args(armada_testdata=tmp_path / "nowhere"))
+
+
+# --------------------------------------------------------------------------- warming up
+def test_warm_up_runs_kbatch_free_to_write_bytecode(
+    tmp_path: Path, spec: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The untimed run before the pairs is kbatch's command on the first pair, with
+    ``PYTHONDONTWRITEBYTECODE`` out of its environment (else every timed run compiles
+    kbatch's modules from source); a failure comes back as its message."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    seen = tmp_path / "seen"
+    script = (
+        "import os, sys; open(sys.argv[1], 'w').write("
+        "repr((os.environ.get('PYTHONDONTWRITEBYTECODE'), sys.argv[2:])))"
+    )
+    options = armada_sim.Options(
+        testdata=tmp_path,
+        armada_bin=tmp_path / "none",
+        python=(sys.executable, "-c", script, str(seen)),
+    )
+    assert armada_sim.warm_up(options, *spec, tmp_path) is None
+    bytecode, argv = ast.literal_eval(seen.read_text())
+    assert bytecode is None
+    assert argv[:3] == ["-m", "kbatch.cli.main", "simulate"]
+    assert str(spec[0]) in argv and str(spec[1]) in argv
+    failing = armada_sim.Options(
+        testdata=tmp_path,
+        armada_bin=tmp_path / "none",
+        python=(sys.executable, "-c", "import sys; sys.exit('no kbatch here')"),
+    )
+    assert armada_sim.warm_up(failing, *spec, tmp_path) == "no kbatch here"
