@@ -34,6 +34,7 @@ from kbatch.api.quantity import format_quantity
 from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import (
     SCHEDULED_STATUSES,
     JobInfo,
@@ -153,9 +154,12 @@ def open_session(
     scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
 ) -> tuple[Session, list[str]]:
     """A session on a snapshot of ``objects``, opened as the scheduler opens one (its
-    plugins have computed shares and registered their orders); never run or applied."""
-    state, warnings = load_state(objects, scheduler_names)
-    session = runner.open_session(state.snapshot(), conf, objects.now, SESSION_UID)
+    plugins have computed shares and registered their orders); never run or applied.
+    The cyclic collector is paused meanwhile: every record and row made outlives it, and
+    a collection would walk them all to free nothing."""
+    with collector_paused():
+        state, warnings = load_state(objects, scheduler_names)
+        session = runner.open_session(state.snapshot(), conf, objects.now, SESSION_UID)
     return session, warnings
 
 
