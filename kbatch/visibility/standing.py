@@ -53,7 +53,8 @@ SESSION_UID = "kbatch-cli"  # the session the CLI opens is never applied: no rea
 @dataclass(frozen=True)
 class ClusterObjects:
     """What the CLI reads of a cluster: raw objects as the API server lists them, the
-    time they were read (epoch seconds), and the events of the objects explained."""
+    time they were read (epoch seconds), and the events of the objects explained. Once
+    read, nothing changes them in place: the states made of them share their parts."""
 
     now: float
     nodes: Sequence[Object] = ()
@@ -139,11 +140,12 @@ def load_state(
     objects: ClusterObjects, scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
 ) -> tuple[ClusterState, list[str]]:
     """A ClusterState holding ``objects`` (as the informers would fill it), and one line
-    for each object it refused."""
+    for each object it refused. It holds them as they are, not copies (nothing changes
+    listed objects in place: ``ClusterObjects``)."""
     state = ClusterState(scheduler_names)
     warnings = []
     for kind, items in objects.by_kind().items():
-        for error in state.replace(kind, items):
+        for error in state.replace(kind, items, owned=True):
             warnings.append(f"{error} (kbatch ignores it)")
     return state, warnings
 
