@@ -135,17 +135,21 @@ class SimBackend:
         self.last_snapshot = self.state.snapshot()
         return self.last_snapshot
 
-    def create(self, obj: Object, owned: bool = False) -> None:
+    def create(self, obj: Object, owned: bool = False, created: str | None = None) -> None:
         """Create or replace ``obj`` as the API server would: uid and creationTimestamp
         on creation (kept on replacement), its namespace made if missing. ``owned``: the
-        caller made ``obj`` for this and keeps no part of it (the state keeps it as it
-        is, not a copy: the Job controller's pods)."""
+        caller made ``obj`` for this and changes no part of it (the state keeps it as it
+        is, not a copy: the Job controller's pods). ``created``: the creationTimestamp
+        to give it, made or replaced (an object brought from a live cluster keeps its own)."""
         kind, metadata = obj["kind"], obj["metadata"]
         namespace = metadata.get("namespace", "")
         if namespace and self.state.get("Namespace", "", namespace) is None:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         existing = self.state.get(kind, namespace, metadata["name"])
-        obj = {**obj, "metadata": {**metadata, **self.identity(existing)}}
+        identity = self.identity(existing)
+        if created is not None:
+            identity["creationTimestamp"] = created
+        obj = {**obj, "metadata": {**metadata, **identity}}
         if kind == "Pod":
             obj = self._started_if_bound(obj, existing)
         self._uids_by_ref.pop((kind, metadata["name"]), None)

@@ -43,6 +43,13 @@ class Plan:
     pending: dict[str, list[Runtime]] = field(default_factory=dict)  # job -> its waiting pods'
     unknown_running: int = 0  # running pods with no known runtime
 
+    def stamp_of(self, obj: Mapping[str, Any]) -> str | None:
+        """The creationTimestamp ``obj`` (one of ``objects``) keeps, if it keeps its own."""
+        meta = obj["metadata"]
+        kind = obj["kind"]
+        namespace = "" if kind == "Queue" else meta.get("namespace") or "default"
+        return self.stamps.get((kind, namespace, meta["name"]))
+
     def known_runtimes(self) -> list[float]:
         return [
             r.seconds

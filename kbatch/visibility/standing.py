@@ -34,6 +34,7 @@ from kbatch.api.quantity import format_quantity
 from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import (
     SCHEDULED_STATUSES,
     JobInfo,
@@ -52,7 +53,8 @@ SESSION_UID = "kbatch-cli"  # the session the CLI opens is never applied: no rea
 @dataclass(frozen=True)
 class ClusterObjects:
     """What the CLI reads of a cluster: raw objects as the API server lists them, the
-    time they were read (epoch seconds), and the events of the objects explained."""
+    time they were read (epoch seconds), and the events of the objects explained. Once
+    read, nothing changes them in place: the states made of them share their parts."""
 
     now: float
     nodes: Sequence[Object] = ()
@@ -138,11 +140,12 @@ def load_state(
     objects: ClusterObjects, scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
 ) -> tuple[ClusterState, list[str]]:
     """A ClusterState holding ``objects`` (as the informers would fill it), and one line
-    for each object it refused."""
+    for each object it refused. It holds them as they are, not copies (nothing changes
+    listed objects in place: ``ClusterObjects``)."""
     state = ClusterState(scheduler_names)
     warnings = []
     for kind, items in objects.by_kind().items():
-        for error in state.replace(kind, items):
+        for error in state.replace(kind, items, owned=True):
             warnings.append(f"{error} (kbatch ignores it)")
     return state, warnings
 
@@ -153,9 +156,12 @@ def open_session(
     scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
 ) -> tuple[Session, list[str]]:
     """A session on a snapshot of ``objects``, opened as the scheduler opens one (its
-    plugins have computed shares and registered their orders); never run or applied."""
-    state, warnings = load_state(objects, scheduler_names)
-    session = runner.open_session(state.snapshot(), conf, objects.now, SESSION_UID)
+    plugins have computed shares and registered their orders); never run or applied.
+    The cyclic collector is paused meanwhile: every record and row made outlives it, and
+    a collection would walk them all to free nothing."""
+    with collector_paused():
+        state, warnings = load_state(objects, scheduler_names)
+        session = runner.open_session(state.snapshot(), conf, objects.now, SESSION_UID)
     return session, warnings
 
 
