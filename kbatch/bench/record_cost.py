@@ -25,11 +25,14 @@ does: the first session's pods Running (as their watch events would bring them),
 rest waiting, under the actions enqueue, reclaim, allocate, backfill, preempt.
 
 Wall seconds on a loaded machine say little, and the session thread's CPU seconds
-(``cpu_*``, also reported) not much more; ``--opcodes`` (``python -m
-kbatch.bench.record_cost``) counts the Python opcodes this thread executes in the timed
-region instead (``OpcodeCounter``), which is the same on every run. It counts the
-interpreter's work, not what C code does for it: the recorder's C work (JSON, gzip)
-is the writer thread's, and its queue's ``put`` is one call each.
+(``cpu_*``, also reported) not much more. Its voluntary context switches
+(``switches_*``) count the times it waited, none with recording off: with it on, the
+hand-overs of the interpreter to the writer, each a wait for a CPU on a busy machine.
+``--opcodes`` (``python -m kbatch.bench.record_cost``) counts the Python opcodes this
+thread executes in the timed region instead (``OpcodeCounter``), which is the same on
+every run. It counts the interpreter's work, not what C code does for it: the
+recorder's C work (JSON, gzip) is the writer thread's, and its queue's ``put`` is one
+call each.
 """
 
 import argparse
@@ -38,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -73,12 +76,13 @@ class Spec:
 
 @dataclass(frozen=True, slots=True)
 class Round:
-    """One timed session: its seconds (or opcodes) and its thread's CPU seconds, its
-    binds and evictions; with recording on, the writer thread's CPU seconds and the
-    recording's bytes."""
+    """One timed session: its seconds (or opcodes), its thread's CPU seconds and
+    voluntary context switches (``switches``), its binds and evictions; with recording
+    on, the writer thread's CPU seconds and the recording's bytes."""
 
     seconds: float
     cpu_seconds: float
+    switches: int
     binds: int
     evictions: int
     writer_cpu_seconds: float = 0.0
@@ -190,11 +194,11 @@ def one_round(spec: Spec, directory: Path | None, timer: Timer = time.perf_count
         binds, evictions = backend.binds, backend.evictions
         _written(flight)
         scheduling.settled_heap()
-        others, cpu = _other_threads_cpu(), time.thread_time()
+        others, cpu, switches = _other_threads_cpu(), time.thread_time(), _switches()
         started = timer()
         loop.run_once()
         seconds = timer() - started
-        cpu = time.thread_time() - cpu
+        cpu, switches = time.thread_time() - cpu, _switches() - switches
     finally:
         if flight is not None:
             flight.close(timeout=None)
@@ -202,6 +206,7 @@ def one_round(spec: Spec, directory: Path | None, timer: Timer = time.perf_count
     return Round(
         seconds,
         cpu,
+        switches,
         backend.binds - binds,
         backend.evictions - evictions,
         writer_cpu,
@@ -229,6 +234,21 @@ def _written(flight: recorder.Recorder | None) -> None:
     while not flight._queue.empty():  # (the bench reads the queue's length, nothing more)
         time.sleep(0.01)
     time.sleep(0.05)
+
+
+def _switches() -> int:
+    """This thread's voluntary context switches so far (Linux; else 0): each time it
+    waited, for the interpreter among others. A session with recording off waits for
+    nothing; each wait with it on is a hand-over to the writer thread, which on a busy
+    machine costs a wait for a CPU."""
+    try:
+        with open("/proc/thread-self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _other_threads_cpu() -> float:
@@ -269,12 +289,14 @@ def measure(spec: Spec, rounds: int, timer: Timer = time.perf_counter) -> dict[s
         "on_min_median_max": _spread([r.seconds for r in on]),
         "cpu_off_min_median_max": _spread([r.cpu_seconds for r in off]),
         "cpu_on_min_median_max": _spread([r.cpu_seconds for r in on]),
+        "switches_off_min_median_max": _spread([r.switches for r in off]),
+        "switches_on_min_median_max": _spread([r.switches for r in on]),
         "writer_cpu_seconds_min_median_max": _spread([r.writer_cpu_seconds for r in on]),
         "recording_bytes": max(r.recording_bytes for r in on),
     }
 
 
-def _spread(values: list[float]) -> list[float]:
+def _spread(values: Sequence[float]) -> list[float]:
     return [round(v, 6) for v in (min(values), statistics.median(values), max(values))]
 
 

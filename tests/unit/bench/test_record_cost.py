@@ -46,6 +46,7 @@ def test_the_command_prints_both_runs_side_by_side(capsys: pytest.CaptureFixture
     assert low <= median == line["seconds_on"] <= high
     assert line["recording_bytes"] > 0
     assert len(line["writer_cpu_seconds_min_median_max"]) == 3
+    assert {"switches_off_min_median_max", "switches_on_min_median_max"} <= set(line)
 
 
 def test_record_cost_refuses_the_trace(capsys: pytest.CaptureFixture[str]) -> None:
