@@ -30,6 +30,8 @@ def bench(args: argparse.Namespace) -> int:
     if args.topology:
         return _bench_topology(args)
     sizes = [_size(text) for text in args.size] if args.size else None
+    if args.record_cost:
+        return _bench_record_cost(args, sizes)
     if args.trace:
         from kbatch.sim import trace
 
@@ -63,6 +65,18 @@ def _bench_sizes(args: argparse.Namespace, sizes: list[tuple[int, int]] | None) 
         raise argparse.ArgumentTypeError(f"--rounds {args.rounds}: must be at least 1")
     rounds = args.rounds if args.versus_flat else None
     return benchmark.main(sizes, backlog=args.backlog, layout=layout, versus_flat_rounds=rounds)
+
+
+def _bench_record_cost(args: argparse.Namespace, sizes: list[tuple[int, int]] | None) -> int:
+    """``kbatch bench --record-cost``: sessions with the flight recorder off and on, in
+    turns (``kbatch.bench.record_cost``); one JSON line per size."""
+    from kbatch.bench import record_cost
+
+    if args.trace or args.record is not None or args.rounds < 1:
+        raise argparse.ArgumentTypeError(
+            "--record-cost goes with neither --trace nor --record, and --rounds at least 1"
+        )
+    return record_cost.main(sizes, args.backlog, args.rounds)
 
 
 def _bench_topology(args: argparse.Namespace) -> int:
@@ -242,7 +256,8 @@ def _add_queue_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_trace_options(parser: argparse.ArgumentParser) -> None:
-    """The options of ``kbatch bench --trace``: the simulated day, and its recording."""
+    """The options of ``kbatch bench --trace``: the simulated day, and its recording; and
+    what recording costs a session."""
     parser.add_argument(
         "--trace",
         action="store_true",
@@ -273,6 +288,15 @@ def _add_trace_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="with --trace: keep a flight recording of the simulated day in DIR (empty or "
         "new), for kbatch replay",
+    )
+    parser.add_argument(
+        "--record-cost",
+        action="store_true",
+        help="time a session with the flight recorder off and on instead, hooked as kbatch "
+        "run --record hooks it, in turns for --rounds rounds in this process (default size "
+        "1000x10000; with --backlog the next session on 1000x50000): one JSON line with "
+        "seconds_off, seconds_on, ratio, min/median/max of each, the writer thread's CPU "
+        "seconds and the recording's bytes",
     )
     parser.add_argument(
         "--record-max-bytes",

@@ -129,3 +129,22 @@ service:
 caBundle: {{ . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+Where the flight recorder's volume is mounted (record.enabled).
+*/}}
+{{- define "kbatch.recordPath" -}}
+/var/lib/kbatch/recording
+{{- end }}
+
+{{/*
+The PersistentVolumeClaim the recordings go to: record.volume.claimName, or the
+chart's own (newClaim).
+*/}}
+{{- define "kbatch.recordClaim" -}}
+{{- if eq .Values.record.volume.type "existingClaim" -}}
+{{- required "record.volume.claimName: the PersistentVolumeClaim to record into (type existingClaim)" .Values.record.volume.claimName }}
+{{- else -}}
+{{ include "kbatch.fullname" . }}-recording
+{{- end }}
+{{- end }}

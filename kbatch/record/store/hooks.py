@@ -2,7 +2,8 @@
 
 ``recorded(backend, clock, recorder)`` gives the backend and the clock to build a
 ``Scheduler`` with: the backend notes where each session's snapshot stands among the
-changes and what the session decided; the clock notes the time the session read.
+changes, what the session decided, and when its outcome is applied (the session's
+work done); the clock notes the time the session read.
 Each only enqueues (``recorder``); a session's decisions are taken as names and
 status objects, the work of turning them into JSON is the writer thread's.
 """
@@ -25,6 +26,8 @@ class SessionRecorder(Protocol):
     def now(self, value: float) -> None: ...
 
     def decided(self, decisions: Decisions) -> None: ...
+
+    def ended(self) -> None: ...
 
 
 def decisions(outcome: Outcome) -> Decisions:
@@ -52,7 +55,10 @@ class RecordingBackend:
 
     def apply(self, outcome: Outcome) -> None:
         self.recorder.decided(decisions(outcome))
-        self.inner.apply(outcome)
+        try:
+            self.inner.apply(outcome)
+        finally:
+            self.recorder.ended()
 
 
 def recorded(

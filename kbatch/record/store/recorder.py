@@ -2,9 +2,10 @@
 
 Everything that calls it only puts a tuple on a queue (the objects themselves, not
 copies: the cluster state never changes an object it holds, it replaces it). The
-writer thread turns the tuples into records (``segments``) and keeps, for each kind,
-the objects held now, in the order the state holds them: a new segment starts with
-them (its checkpoint), so that it can be replayed from without the segments before.
+writer thread takes what is queued between sessions (or after a second of one), turns
+the tuples into records (``segments``) and keeps, for each kind, the objects held now,
+in the order the state holds them: a new segment starts with them (its checkpoint), so
+that it can be replayed from without the segments before.
 
 The records, one JSON line each, every one with ``op`` and ``t`` (the recorder's clock:
 the monotonic clock of ``kbatch run``, the simulated time of the simulator):
@@ -63,6 +64,12 @@ class Recorder:
         self._held: dict[str, dict[str, Any]] = {}  # kind -> key -> object, as the state
         self._conf: dict[str, Any] | None = None
         self._last_conf: SchedulerConf | None = None
+        # Clear while a session runs (``session`` to ``ended``): the writer waits for it, so
+        # that it takes the interpreter between sessions rather than from one (on a busy
+        # machine each hand-over of the interpreter costs the session a wait for a CPU);
+        # a second at most, so that a long or failed session holds no flush back.
+        self._between = threading.Event()
+        self._between.set()
         full_header = {
             "kbatch": __version__,
             "format": segments.FORMAT,
@@ -106,6 +113,7 @@ class Recorder:
     def session(self) -> None:
         """A session begins on this thread: its snapshot is the next this thread takes
         (another thread's may come between: the thread tells them apart)."""
+        self._between.clear()
         self._put(("sess", self.clock(), threading.get_ident()))
 
     def now(self, value: float) -> None:
@@ -113,6 +121,10 @@ class Recorder:
 
     def decided(self, decisions: tuple[Any, ...]) -> None:
         self._put(("out", self.clock(), decisions))
+
+    def ended(self) -> None:
+        """The session's outcome is applied: the writer may take its turn."""
+        self._between.set()
 
     def _put(self, item: tuple[Any, ...]) -> None:
         if self.limit is not None and self._queue.qsize() >= self.limit:
@@ -132,15 +144,14 @@ class Recorder:
         told_dropped = 0
         try:
             while True:
-                try:
-                    item = self._queue.get(timeout=FLUSH_SECONDS)
-                except queue.Empty:
-                    item = None
-                if item is _CLOSE:
-                    break
-                if item is not None:
+                self._between.wait(FLUSH_SECONDS)  # a session running: after it
+                items = self._taken()
+                closing = bool(items) and items[-1] is _CLOSE
+                for item in items[:-1] if closing else items:
                     self.writer.write(self._record(item))
-                if item is None or time.monotonic() - last_flush >= FLUSH_SECONDS:
+                if closing:
+                    break
+                if not items or time.monotonic() - last_flush >= FLUSH_SECONDS:
                     if self.dropped > told_dropped:
                         self.writer.write({"op": "gap", "t": self.clock(), "n": self.dropped})
                         log.error("recording: %d records dropped", self.dropped - told_dropped)
@@ -152,6 +163,19 @@ class Recorder:
             log.exception("recording stopped")
         finally:
             self.writer.close()
+
+    def _taken(self) -> list[tuple[Any, ...]]:
+        """Everything queued now, up to the close if it is queued (none after waiting
+        FLUSH_SECONDS for the first)."""
+        try:
+            items = [self._queue.get(timeout=FLUSH_SECONDS)]
+        except queue.Empty:
+            return []
+        for _ in range(self._queue.qsize()):  # (this thread alone takes from the queue)
+            if items[-1] is _CLOSE:
+                break
+            items.append(self._queue.get_nowait())
+        return items
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
         op, t = item[0], item[1]
