@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbatch.api import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION
+from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES, GROUP_NAME_ANNOTATION
 from kbatch.record.store import segments
 from kbatch.sim import compare, manifests
 
@@ -64,6 +64,14 @@ WRITTEN_METADATA = (
     "selfLink",
 )
 SIM_ANNOTATIONS = (manifests.SUBMIT_AT, manifests.DURATION)
+# A watch's objects may come without their apiVersion (the kind is known from the watch).
+API_VERSIONS = {
+    "Pod": "v1",
+    "Node": "v1",
+    "Namespace": "v1",
+    "ResourceQuota": "v1",
+    "PriorityClass": "scheduling.k8s.io/v1",
+}
 
 
 @dataclass(slots=True)
@@ -105,6 +113,7 @@ class Workload:
     notes: list[str]
     recorded_version: str = ""
     stopped: segments.Stop | None = None
+    scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES)
 
 
 @dataclass(slots=True)
@@ -133,8 +142,8 @@ class _Deriving:
         if self.end is not None and t - self.t0 > self.end:
             self.last = self.end  # the recording goes on: the window is all of it
             return False
-        self.last = t - self.t0
-        at = self.last - self.start
+        self.last = round(t - self.t0, 3)  # (a live clock's nanoseconds say nothing here)
+        at = round(self.last - self.start, 3)
         op = record.get("op")
         if op == "conf":
             if at <= 0 or self.conf is None:
@@ -170,6 +179,8 @@ class _Deriving:
 
     def _applied(self, obj: Object, at: float) -> None:
         kind = obj.get("kind")
+        if "apiVersion" not in obj and kind in API_VERSIONS:
+            obj = {"apiVersion": API_VERSIONS[str(kind)], **obj}
         metadata = obj.get("metadata") or {}
         key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
         if kind == "Pod":
@@ -216,14 +227,16 @@ class _Deriving:
 
     def _cluster_object(self, kind: str, key: str, obj: Object, at: float) -> None:
         ref = (kind, key)
-        if self.latest.get(ref) == obj:
+        known = self.latest.get(ref)
+        if known == obj:
             return
         self.latest[ref] = obj
         if at <= 0:
             self.at_start[ref] = obj
         else:
             self.changes.append((at, obj))
-            self._count(f"{kind[0].lower()}{kind[1:]}Changes")
+            if known is not None:  # (new ones are counted with their kind's objects)
+                self._count(f"{kind[0].lower()}{kind[1:]}Changes")
 
 
 def _cluster_manifest(obj: Object) -> Object:
@@ -381,7 +394,14 @@ def derive(
     for note in notes:
         warn(note)
     header = reading.headers[0] if reading.headers else {}
-    counts = {"pods": len(pods), "groups": len(groups), **deriving.counts}
+    kinds = [kind for kind, _ in deriving.latest]
+    counts = {
+        "pods": len(pods),
+        "groups": len(groups),
+        "nodes": kinds.count("Node"),
+        "queues": kinds.count("Queue"),
+        **deriving.counts,
+    }
     return Workload(
         str(directory),
         deriving.start,
@@ -394,6 +414,7 @@ def derive(
         notes,
         str(header.get("kbatch", "unknown")),
         reading.stopped,
+        frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES),
     )
 
 
