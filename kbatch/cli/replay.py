@@ -38,6 +38,8 @@ def _play_forward(args: argparse.Namespace) -> int:
     compared (``kbatch.record.playforward``)."""
     from kbatch.record import playforward
 
+    if args.fail_on_difference:
+        raise argparse.ArgumentTypeError("--fail-on-difference goes without --config")
     start = None if args.start is None else duration.parse_duration(args.start, "--from")
     end = None if args.end is None else duration.parse_duration(args.end, "--to")
     played = playforward.play(args.recording, args.config, start, end, warn=_warn)

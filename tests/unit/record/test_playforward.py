@@ -209,6 +209,12 @@ def test_a_conf_that_cannot_be_loaded_is_refused_naming_the_field(
     assert "cannot read" in capsys.readouterr().err
     assert main(["replay", str(reclaimed), "--report", str(tmp_path / "r.html")]) == 2
     assert "--report goes with --config" in capsys.readouterr().err
+    assert main([*args_of(reclaimed), "--fail-on-difference"]) == 2
+    assert "--fail-on-difference goes without --config" in capsys.readouterr().err
+
+
+def args_of(recording: Path) -> list[str]:
+    return ["replay", str(recording), "--config", str(KUBE_BATCH)]
 
 
 def test_a_window_with_nothing_to_replay_says_so(
