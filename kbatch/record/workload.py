@@ -43,35 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES, GROUP_NAME_ANNOTATION
+from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
+from kbatch.record import as_submitted
 from kbatch.record.store import segments
-from kbatch.sim import compare, manifests
+from kbatch.sim import compare
 
 Object = dict[str, Any]
 FINISHED = ("Succeeded", "Failed")
 CLUSTER_KINDS = ("Namespace", "PriorityClass", "Queue", "Node", "ResourceQuota")
-# What the cluster writes into an object's metadata, left out of the manifests.
-WRITTEN_METADATA = (
-    "uid",
-    "creationTimestamp",
-    "resourceVersion",
-    "generation",
-    "managedFields",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "ownerReferences",
-    "finalizers",
-    "selfLink",
-)
-SIM_ANNOTATIONS = (manifests.SUBMIT_AT, manifests.DURATION)
-# A watch's objects may come without their apiVersion (the kind is known from the watch).
-API_VERSIONS = {
-    "Pod": "v1",
-    "Node": "v1",
-    "Namespace": "v1",
-    "ResourceQuota": "v1",
-    "PriorityClass": "scheduling.k8s.io/v1",
-}
 
 
 @dataclass(slots=True)
@@ -118,6 +97,9 @@ class Workload:
 
 @dataclass(slots=True)
 class _Deriving:
+    """The walk over the records: each pod's life, each group and cluster object as
+    first seen, the changes in the window, the conf and the binds made in it."""
+
     start: float
     end: float | None
     t0: float | None = None
@@ -164,7 +146,7 @@ class _Deriving:
             self._deleted(str(record.get("k")), str(record.get("key")), at)
         return True
 
-    def _count(self, what: str, n: int = 1) -> None:
+    def count(self, what: str, n: int = 1) -> None:
         self.counts[what] = self.counts.get(what, 0) + n
 
     def _bound(self, key: str, node: str, at: float) -> None:
@@ -179,8 +161,8 @@ class _Deriving:
 
     def _applied(self, obj: Object, at: float) -> None:
         kind = obj.get("kind")
-        if "apiVersion" not in obj and kind in API_VERSIONS:
-            obj = {"apiVersion": API_VERSIONS[str(kind)], **obj}
+        if "apiVersion" not in obj and kind in as_submitted.API_VERSIONS:
+            obj = {"apiVersion": as_submitted.API_VERSIONS[str(kind)], **obj}
         metadata = obj.get("metadata") or {}
         key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
         if kind == "Pod":
@@ -188,7 +170,7 @@ class _Deriving:
         elif kind == "PodGroup":
             self.groups.setdefault(key, (obj, at))
         elif kind in CLUSTER_KINDS:
-            self._cluster_object(str(kind), key, _cluster_manifest(obj), at)
+            self._cluster_object(str(kind), key, as_submitted.cluster_manifest(obj), at)
 
     def _pod(self, obj: Object, key: str, at: float) -> None:
         uid = (obj.get("metadata") or {}).get("uid") or key
@@ -218,12 +200,12 @@ class _Deriving:
             self.at_start.pop(ref, None)
             self.latest.pop(ref)
         elif kind == "Node":
-            cordoned = _cordoned(self.latest[ref])
+            cordoned = as_submitted.cordoned(self.latest[ref])
             self.latest[ref] = cordoned
             self.changes.append((at, cordoned))
-            self._count("nodesDeleted")
+            self.count("nodesDeleted")
         else:
-            self._count(f"{kind[0].lower()}{kind[1:]}sDeletedKept")
+            self.count(f"{kind[0].lower()}{kind[1:]}sDeletedKept")
 
     def _cluster_object(self, kind: str, key: str, obj: Object, at: float) -> None:
         ref = (kind, key)
@@ -236,66 +218,7 @@ class _Deriving:
         else:
             self.changes.append((at, obj))
             if known is not None:  # (new ones are counted with their kind's objects)
-                self._count(f"{kind[0].lower()}{kind[1:]}Changes")
-
-
-def _cluster_manifest(obj: Object) -> Object:
-    """A Node, Queue, ... as a manifest: what the cluster wrote left out (a Queue's
-    status is the scheduler's; a Node's conditions only by type and status)."""
-    kind = obj.get("kind")
-    out = {k: v for k, v in obj.items() if k != "status"}
-    out["metadata"] = _metadata(obj)
-    if kind == "Node":
-        status = obj.get("status") or {}
-        kept: Object = {k: status[k] for k in ("allocatable", "capacity") if k in status}
-        conditions = [
-            {"type": c.get("type"), "status": c.get("status")}
-            for c in status.get("conditions") or []
-            if isinstance(c, dict)
-        ]
-        if conditions:
-            kept["conditions"] = conditions
-        out["status"] = kept
-    elif kind == "ResourceQuota" and "status" in obj:
-        out["status"] = obj["status"]
-    return out
-
-
-def _metadata(obj: Object) -> Object:
-    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in WRITTEN_METADATA}
-    annotations = {
-        k: v for k, v in (metadata.get("annotations") or {}).items() if k not in SIM_ANNOTATIONS
-    }
-    if annotations:
-        metadata["annotations"] = annotations
-    else:
-        metadata.pop("annotations", None)
-    return metadata
-
-
-def _cordoned(node: Object) -> Object:
-    return {**node, "spec": {**(node.get("spec") or {}), "unschedulable": True}}
-
-
-def _at(obj: Object, seconds: float, duration: float | None = None) -> Object:
-    """``obj`` due at ``seconds`` (and running ``duration`` seconds once bound)."""
-    metadata = dict(obj["metadata"])
-    annotations = dict(metadata.get("annotations") or {})
-    annotations[manifests.SUBMIT_AT] = f"{max(seconds, 0.0):.3f}s"
-    if duration is not None:
-        annotations[manifests.DURATION] = f"{max(duration, 0.0):.3f}s"
-    metadata["annotations"] = annotations
-    return {**obj, "metadata": metadata}
-
-
-def _group_of(pod: Object) -> str | None:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    group = annotations.get(GROUP_NAME_ANNOTATION)
-    if not group:
-        group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-    if not group:
-        return None
-    return f"{pod['metadata'].get('namespace', 'default')}/{group}"
+                self.count(f"{kind[0].lower()}{kind[1:]}Changes")
 
 
 def _pod_manifest(pod: _Pod, seconds: float) -> tuple[Object, float, float | None] | None:
@@ -308,24 +231,26 @@ def _pod_manifest(pod: _Pod, seconds: float) -> tuple[Object, float, float | Non
         return None
     spec = {k: v for k, v in (pod.obj.get("spec") or {}).items() if k != "nodeName"}
     obj = {k: v for k, v in pod.obj.items() if k != "status"}
-    obj["metadata"] = {**_metadata(pod.obj), "name": pod.name}
+    obj["metadata"] = {**as_submitted.own_metadata(pod.obj), "name": pod.name}
     bound = pod.bound if pod.bound is not None and pod.bound <= seconds else None
     end = pod.runtime_end
     runtime = None if bound is None or end is None else end - max(bound, 0.0)
     if bound is not None and bound < 0:  # bound before the window: it keeps its node
         spec["nodeName"] = pod.node
     obj["spec"] = spec
-    return _at(obj, pod.first, runtime), max(pod.first, 0.0), bound
+    return as_submitted.at(obj, pod.first, runtime), max(pod.first, 0.0), bound
 
 
-def _figures(
-    deriving: _Deriving, kept: list[tuple[_Pod, float, float | None]]
-) -> compare.RunFigures:
+Kept = list[tuple[_Pod, float, float | None]]  # a pod, its submission, its start
+
+
+def _figures(deriving: _Deriving, kept: Kept) -> compare.RunFigures:
+    """What really happened, as the simulator's timeline sums up a run."""
     by_job: dict[str, list[tuple[float, float | None]]] = {}
     queue_of: dict[str, str] = {}
     need: dict[str, int] = {}
     for pod, submitted, bound in kept:
-        group = _group_of(pod.obj)
+        group = as_submitted.group_of(pod.obj)
         if group is not None and group in deriving.groups:
             obj, first = deriving.groups[group]
             job = f"PodGroup {group}"
@@ -362,34 +287,13 @@ def derive(
     if reading.stopped is not None:
         warn(f"the recording stops early: {reading.stopped}")
     seconds = deriving.last - deriving.start
-    kept = []
-    pods: list[Object] = []
-    for pod in deriving.pods:
-        made = _pod_manifest(pod, seconds)
-        if made is None:
-            deriving._count("podsLeftOut")
-            continue
-        obj, submitted, bound = made
-        pods.append(obj)
-        kept.append((pod, submitted, bound))
-        deriving._count("failedRunAsSucceeded", int(pod.failed and pod.ended is not None))
-        deriving._count("runtimeUnknown", int(bound is not None and pod.runtime_end is None))
-        deriving._count("evicted", int(pod.evicted))
-        deriving._count("runningAtStart", int(bound is not None and bound < 0))
+    pods, kept = _kept_pods(deriving, seconds)
     if not pods or seconds <= 0:
         window = f"between {start or 0:g} s and {deriving.last:g} s"
         raise segments.RecordingError(
             f"{directory}: nothing to replay {window}: no pod waited or ran there"
         )
-    groups = {g for pod, _, _ in kept if (g := _group_of(pod.obj)) in deriving.groups}
-    documents = [_at(obj, 0.0) for obj in deriving.at_start.values()]
-    documents += [_at(obj, at) for at, obj in deriving.changes]
-    documents += [
-        _at({**{k: v for k, v in obj.items() if k != "status"}, "metadata": _metadata(obj)}, at)
-        for key, (obj, at) in deriving.groups.items()
-        if key in groups
-    ]
-    documents += pods
+    groups = {g for pod, _, _ in kept if (g := as_submitted.group_of(pod.obj)) in deriving.groups}
     notes = _notes(deriving)
     for note in notes:
         warn(note)
@@ -406,7 +310,7 @@ def derive(
         str(directory),
         deriving.start,
         seconds,
-        documents,
+        [*_cluster_documents(deriving, groups), *pods],
         deriving.conf,
         _figures(deriving, kept),
         deriving.binds,
@@ -416,6 +320,44 @@ def derive(
         reading.stopped,
         frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES),
     )
+
+
+def _kept_pods(deriving: _Deriving, seconds: float) -> tuple[list[Object], Kept]:
+    """The pods' manifests, and what the recorded figures need of each; counted."""
+    pods: list[Object] = []
+    kept: Kept = []
+    for pod in deriving.pods:
+        made = _pod_manifest(pod, seconds)
+        if made is None:
+            deriving.count("podsLeftOut")
+            continue
+        obj, submitted, bound = made
+        pods.append(obj)
+        kept.append((pod, submitted, bound))
+        deriving.count("failedRunAsSucceeded", int(pod.failed and pod.ended is not None))
+        deriving.count("runtimeUnknown", int(bound is not None and pod.runtime_end is None))
+        deriving.count("evicted", int(pod.evicted))
+        deriving.count("runningAtStart", int(bound is not None and bound < 0))
+    return pods, kept
+
+
+def _cluster_documents(deriving: _Deriving, groups: set[str]) -> list[Object]:
+    """What the pods run on and in, as it stood at the start and as it changed, and
+    the kept pods' PodGroups."""
+    documents = [as_submitted.at(obj, 0.0) for obj in deriving.at_start.values()]
+    documents += [as_submitted.at(obj, at) for at, obj in deriving.changes]
+    documents += [
+        as_submitted.at(
+            {
+                **{k: v for k, v in obj.items() if k != "status"},
+                "metadata": as_submitted.own_metadata(obj),
+            },
+            at,
+        )
+        for key, (obj, at) in deriving.groups.items()
+        if key in groups
+    ]
+    return documents
 
 
 def _notes(deriving: _Deriving) -> list[str]:
