@@ -6,6 +6,7 @@ makes the simulator's input of a recording with these."""
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.cluster import records
 from kbatch.sim import manifests
 
 Object = dict[str, Any]
@@ -32,6 +33,16 @@ API_VERSIONS = {
     "ResourceQuota": "v1",
     "PriorityClass": "scheduling.k8s.io/v1",
 }
+
+
+def key_of(obj: Object) -> str:
+    """How the records name ``obj`` (as the cluster state keys it): its name if it is
+    cluster-scoped, else "namespace/name"."""
+    metadata = obj.get("metadata") or {}
+    name = str(metadata.get("name", ""))
+    if obj.get("kind") in records.CLUSTER_SCOPED:
+        return name
+    return f"{metadata.get('namespace') or 'default'}/{name}"
 
 
 def cluster_manifest(obj: Object) -> Object:

@@ -163,8 +163,7 @@ class _Deriving:
         kind = obj.get("kind")
         if "apiVersion" not in obj and kind in as_submitted.API_VERSIONS:
             obj = {"apiVersion": as_submitted.API_VERSIONS[str(kind)], **obj}
-        metadata = obj.get("metadata") or {}
-        key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+        key = as_submitted.key_of(obj)
         if kind == "Pod":
             self._pod(obj, key, at)
         elif kind == "PodGroup":

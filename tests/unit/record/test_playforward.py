@@ -2,6 +2,7 @@
 the workload derived from it (submissions, runtimes, what was running at the window's
 start), the recorded conf's run against the recording, the comparison, and bad input."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import yaml
 
 from kbatch.cli.main import main
 from kbatch.record import playforward, workload
+from kbatch.record.store import segments
 from kbatch.record.store.segments import RecordingError
 from kbatch.sim import manifests, runner
 
@@ -136,6 +138,33 @@ def test_a_window_starts_with_what_ran_then_and_leaves_out_what_was_over(
     assert work.recorded.jobs["Pod default/p3"].started == 10.0
     played = playforward.play(finishing, KUBE_BATCH, start=40.0, end=70.0)
     assert played.as_json()["fidelity"]["startedAsRecorded"] == 4
+
+
+def test_a_node_deleted_while_recording_is_cordoned_from_then_on(
+    finishing: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "deleted-node"
+    copy.mkdir()
+    for _, path in segments.segment_files(finishing):
+        with gzip.open(path, "rb") as source, gzip.open(copy / path.name, "wb") as out:
+            deleted = False
+            for line in source:
+                record = json.loads(line)
+                if not deleted and record.get("t", 0) > 20:
+                    out.write(b'{"op":"d","t":20.0,"k":"Node","key":"n1"}\n')
+                    deleted = True
+                out.write(line)
+    work = workload.derive(copy)
+    nodes = [d for d in work.documents if d["kind"] == "Node"]
+    assert [d["metadata"]["annotations"][manifests.SUBMIT_AT] for d in nodes] == [
+        "0.000s",
+        "20.000s",
+    ]
+    assert nodes[1]["spec"]["unschedulable"] is True and work.counts["nodesDeleted"] == 1
+    # The recorded pods ran on (the deletion is made up); in the simulator, those that
+    # waited for room on n1 after 20 s never start.
+    fidelity = playforward.play(copy, KUBE_BATCH).as_json()["fidelity"]
+    assert fidelity["startedOnlyRecorded"] == 3 and fidelity["startedAsRecorded"] == 2
 
 
 def test_the_baseline_matches_the_recording(finishing: Path, tmp_path: Path) -> None:
