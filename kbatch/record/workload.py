@@ -17,7 +17,9 @@ times relative to ``start``:
   decision, to be made again or not); the count is ``runtimeUnknown``. A pod deleted before
   it ever started is left out (the simulator cannot withdraw a pod); so is one over
   before ``start``. A pod running at ``start`` keeps its node and the rest of its
-  runtime; a pod or group submitted before ``start`` is submitted at 0.
+  runtime; a pod or group submitted before ``start`` is submitted at 0. A pod
+  another scheduler served comes bound to its node when it was bound there (it is
+  not in the figures: the simulator schedules its own only).
 - each PodGroup (minMember, queue, priority class, minResources) at the time it was
   first seen, when one of its pods is kept;
 - Nodes, Queues (with their tree fields: parent, weight, capability, guarantee,
@@ -50,6 +52,7 @@ from kbatch.sim import compare
 
 Object = dict[str, Any]
 FINISHED = ("Succeeded", "Failed")
+DEFAULT_SCHEDULER = "default-scheduler"  # a pod's schedulerName when it names none
 CLUSTER_KINDS = ("Namespace", "PriorityClass", "Queue", "Node", "ResourceQuota")
 
 
@@ -220,13 +223,17 @@ class _Deriving:
                 self.count(f"{kind[0].lower()}{kind[1:]}Changes")
 
 
-def _pod_manifest(pod: _Pod, seconds: float) -> tuple[Object, float, float | None] | None:
+def _pod_manifest(
+    pod: _Pod, seconds: float, ours: bool
+) -> tuple[Object, float, float | None] | None:
     """The pod's manifest, when it is submitted and when it starts in the recording
-    (None: left out: over before the window, or withdrawn before it started)."""
+    (None: left out: over before the window, or withdrawn before it started). A pod
+    another scheduler serves (not ``ours``) comes bound where it was, when it was (the
+    simulator schedules only its own; the room it took is what matters here)."""
     gone = pod.gone
     if gone is not None and gone <= 0:
         return None
-    if pod.bound is None and pod.deleted is not None:
+    if pod.bound is None and (pod.deleted is not None or not ours):
         return None
     spec = {k: v for k, v in (pod.obj.get("spec") or {}).items() if k != "nodeName"}
     obj = {k: v for k, v in pod.obj.items() if k != "status"}
@@ -234,10 +241,12 @@ def _pod_manifest(pod: _Pod, seconds: float) -> tuple[Object, float, float | Non
     bound = pod.bound if pod.bound is not None and pod.bound <= seconds else None
     end = pod.runtime_end
     runtime = None if bound is None or end is None else end - max(bound, 0.0)
-    if bound is not None and bound < 0:  # bound before the window: it keeps its node
+    first = pod.first
+    if bound is not None and (bound < 0 or not ours):  # bound before, or by another
         spec["nodeName"] = pod.node
+        first = bound
     obj["spec"] = spec
-    return as_submitted.at(obj, pod.first, runtime), max(pod.first, 0.0), bound
+    return as_submitted.at(obj, first, runtime), max(first, 0.0), bound
 
 
 Kept = list[tuple[_Pod, float, float | None]]  # a pod, its submission, its start
@@ -286,8 +295,10 @@ def derive(
     if reading.stopped is not None:
         warn(f"the recording stops early: {reading.stopped}")
     seconds = deriving.last - deriving.start
-    pods, kept = _kept_pods(deriving, seconds)
-    if not pods or seconds <= 0:
+    header = reading.headers[0] if reading.headers else {}
+    names = frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES)
+    pods, kept = _kept_pods(deriving, seconds, names)
+    if not kept or seconds <= 0:
         window = f"between {start or 0:g} s and {deriving.last:g} s"
         raise segments.RecordingError(
             f"{directory}: nothing to replay {window}: no pod waited or ran there"
@@ -296,7 +307,6 @@ def derive(
     notes = _notes(deriving)
     for note in notes:
         warn(note)
-    header = reading.headers[0] if reading.headers else {}
     kinds = [kind for kind, _ in deriving.latest]
     counts = {
         "pods": len(pods),
@@ -317,21 +327,28 @@ def derive(
         notes,
         str(header.get("kbatch", "unknown")),
         reading.stopped,
-        frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES),
+        names,
     )
 
 
-def _kept_pods(deriving: _Deriving, seconds: float) -> tuple[list[Object], Kept]:
-    """The pods' manifests, and what the recorded figures need of each; counted."""
+def _kept_pods(
+    deriving: _Deriving, seconds: float, names: frozenset[str]
+) -> tuple[list[Object], Kept]:
+    """The pods' manifests, and what the recorded figures need of each of those that
+    schedulers ``names`` serve; counted."""
     pods: list[Object] = []
     kept: Kept = []
     for pod in deriving.pods:
-        made = _pod_manifest(pod, seconds)
+        ours = (pod.obj.get("spec") or {}).get("schedulerName", DEFAULT_SCHEDULER) in names
+        made = _pod_manifest(pod, seconds, ours)
         if made is None:
             deriving.count("podsLeftOut")
             continue
         obj, submitted, bound = made
         pods.append(obj)
+        if not ours:
+            deriving.count("otherSchedulersPods")
+            continue
         kept.append((pod, submitted, bound))
         deriving.count("failedRunAsSucceeded", int(pod.failed and pod.ended is not None))
         deriving.count("runtimeUnknown", int(bound is not None and pod.runtime_end is None))

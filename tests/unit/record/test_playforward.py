@@ -90,6 +90,46 @@ def finishing(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+def _pod(name: str, cpu: str, submit: float, run: float, **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "annotations": {manifests.SUBMIT_AT: f"{submit}s", manifests.DURATION: f"{run}s"},
+        },
+        "spec": {
+            "schedulerName": "kbatch",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+            **spec,
+        },
+    }
+
+
+def test_another_schedulers_pods_take_their_room_where_they_were_bound(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "foreign.yaml"
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+    }
+    theirs = _pod("theirs", "1", 0, 30, schedulerName="default-scheduler", nodeName="n1")
+    source.write_text(yaml.safe_dump_all([node, theirs, _pod("ours", "2", 5, 10)]))
+    _record(source, tmp_path / "recording", 120.0)
+    work = workload.derive(tmp_path / "recording")
+    pods = {d["metadata"]["name"]: d for d in work.documents if d["kind"] == "Pod"}
+    assert pods["theirs"]["spec"]["nodeName"] == "n1"
+    assert pods["theirs"]["metadata"]["annotations"][manifests.DURATION] == "30.000s"
+    assert work.counts["otherSchedulersPods"] == 1
+    assert set(work.recorded.jobs) == {"Pod default/ours"}
+    assert work.recorded.jobs["Pod default/ours"].started == 30.0
+    fidelity = playforward.play(tmp_path / "recording", KUBE_BATCH).as_json()["fidelity"]
+    assert fidelity["startedAsRecorded"] == 1 and fidelity["startedEarlier"] == 0
+
+
 def _durations(work: workload.Workload) -> dict[str, str | None]:
     return {
         d["metadata"]["name"]: d["metadata"]["annotations"].get(manifests.DURATION)
