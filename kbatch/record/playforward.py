@@ -186,6 +186,11 @@ def play(
             warn(message)
 
     work = recorded_workload.derive(directory, start, end, noted)
+    if work.recorded_version != __version__:
+        noted(
+            f"the recording was made by kbatch {work.recorded_version}; this is kbatch "
+            f"{__version__}: what it derives of the recording may differ where the two differ"
+        )
     base_conf = recorded_conf(work)
     baseline = _simulate(work, base_conf, BASELINE, noted)
     other = _simulate(work, other_conf, config.name, noted)

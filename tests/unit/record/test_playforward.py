@@ -4,11 +4,14 @@ start), the recorded conf's run against the recording, the comparison, and bad i
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from kbatch import __version__
 from kbatch.cli.main import main
 from kbatch.record import playforward, workload
 from kbatch.record.store import segments
@@ -180,20 +183,39 @@ def test_a_window_starts_with_what_ran_then_and_leaves_out_what_was_over(
     assert played.as_json()["fidelity"]["startedAsRecorded"] == 4
 
 
+def _rewritten(recording: Path, target: Path, change: Callable[[list[Any]], None]) -> Path:
+    """A copy of ``recording`` whose records (each segment's, as a list) ``change``
+    changes in place."""
+    target.mkdir()
+    for _, path in segments.segment_files(recording):
+        with gzip.open(path, "rb") as source:
+            records = [json.loads(line) for line in source]
+        change(records)
+        with gzip.open(target / path.name, "wb") as out:
+            out.writelines(json.dumps(r).encode() + b"\n" for r in records)
+    return target
+
+
+def _node_deleted_at_20s(records: list[Any]) -> None:
+    at = next(i for i, r in enumerate(records) if r.get("t", 0) > 20)
+    records.insert(at, {"op": "d", "t": 20.0, "k": "Node", "key": "n1"})
+
+
+def test_another_version_plays_forward_with_a_warning_naming_both(
+    finishing: Path, tmp_path: Path
+) -> None:
+    def older(records: list[Any]) -> None:
+        records[0]["kbatch"] = "0.0.1"
+
+    copy = _rewritten(finishing, tmp_path / "old", older)
+    warnings = playforward.play(copy, KUBE_BATCH).as_json()["warnings"]
+    assert any("kbatch 0.0.1" in w and f"kbatch {__version__}" in w for w in warnings)
+
+
 def test_a_node_deleted_while_recording_is_cordoned_from_then_on(
     finishing: Path, tmp_path: Path
 ) -> None:
-    copy = tmp_path / "deleted-node"
-    copy.mkdir()
-    for _, path in segments.segment_files(finishing):
-        with gzip.open(path, "rb") as source, gzip.open(copy / path.name, "wb") as out:
-            deleted = False
-            for line in source:
-                record = json.loads(line)
-                if not deleted and record.get("t", 0) > 20:
-                    out.write(b'{"op":"d","t":20.0,"k":"Node","key":"n1"}\n')
-                    deleted = True
-                out.write(line)
+    copy = _rewritten(finishing, tmp_path / "deleted-node", _node_deleted_at_20s)
     work = workload.derive(copy)
     nodes = [d for d in work.documents if d["kind"] == "Node"]
     assert [d["metadata"]["annotations"][manifests.SUBMIT_AT] for d in nodes] == [
