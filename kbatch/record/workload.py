@@ -21,7 +21,7 @@ times relative to ``start``:
   another scheduler served comes bound to its node when it was bound there (it is
   not in the figures: the simulator schedules its own only).
 - each PodGroup (minMember, queue, priority class, minResources) at the time it was
-  first seen, when one of its pods is kept;
+  first seen (not before its queue), when one of its pods is kept;
 - Nodes, Queues (with their tree fields: parent, weight, capability, guarantee,
   borrowing and lending limits), PriorityClasses, Namespaces and ResourceQuotas as
   they stood at ``start``, then every change of them as an update at its time
@@ -29,6 +29,9 @@ times relative to ``start``:
   a Node deleted while recording is cordoned from then on (the simulator removes no
   nodes); a deleted Queue, PriorityClass or Namespace stays.
 - the recorded conf in force at ``start`` (``conf``; a later change is noted).
+
+What was recorded before the recording's first session (a live run's first lists,
+which come in any order) is all there at the start.
 
 ``recorded`` gives the same figures the simulator's timeline gives of a run, of
 what really happened (``kbatch.sim.compare.RunFigures``): per job (a PodGroup, or
@@ -118,6 +121,8 @@ class _Deriving:
     latest: dict[tuple[str, str], Object] = field(default_factory=dict)
     changes: list[tuple[float, Object]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    opened: bool = False  # a session has begun
+    first_seen: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def take(self, record: dict[str, Any]) -> bool:
         """One record; False once past ``end``."""
@@ -130,6 +135,12 @@ class _Deriving:
         self.last = round(t - self.t0, 3)  # (a live clock's nanoseconds say nothing here)
         at = round(self.last - self.start, 3)
         op = record.get("op")
+        if op == "sess":
+            self.opened = True
+        if not self.opened:
+            # Before the recording's first session (a live run's first lists come in
+            # any order): all there at the start, as that session saw them.
+            at = min(at, 0.0)
         if op == "conf":
             if at <= 0 or self.conf is None:
                 self.conf = record.get("conf")
@@ -215,6 +226,7 @@ class _Deriving:
         if known == obj:
             return
         self.latest[ref] = obj
+        self.first_seen.setdefault(ref, max(at, 0.0))
         if at <= 0:
             self.at_start[ref] = obj
         else:
@@ -362,17 +374,13 @@ def _cluster_documents(deriving: _Deriving, groups: set[str]) -> list[Object]:
     the kept pods' PodGroups."""
     documents = [as_submitted.at(obj, 0.0) for obj in deriving.at_start.values()]
     documents += [as_submitted.at(obj, at) for at, obj in deriving.changes]
-    documents += [
-        as_submitted.at(
-            {
-                **{k: v for k, v in obj.items() if k != "status"},
-                "metadata": as_submitted.own_metadata(obj),
-            },
-            at,
-        )
-        for key, (obj, at) in deriving.groups.items()
-        if key in groups
-    ]
+    for key, (obj, at) in deriving.groups.items():
+        if key in groups:
+            # Not before its queue: the simulator's admission refuses a group naming a
+            # queue that does not exist yet, where a watch may bring the two either way.
+            queue = str((obj.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
+            at = max(at, deriving.first_seen.get(("Queue", queue), 0.0))
+            documents.append(as_submitted.at(as_submitted.without_status(obj), at))
     return documents
 
 

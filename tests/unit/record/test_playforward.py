@@ -201,6 +201,49 @@ def _node_deleted_at_20s(records: list[Any]) -> None:
     records.insert(at, {"op": "d", "t": 20.0, "k": "Node", "key": "n1"})
 
 
+def _listed_in_any_order(records: list[Any]) -> None:
+    """As a live run's first lists come: the PodGroups before the Queues, a little
+    apart, all before the first session (from then on, everything a second later);
+    and queue c's gang's PodGroup half a second before queue c itself."""
+    opened = next(i for i, r in enumerate(records) if r.get("op") == "sess")
+    for record in records[1:opened]:
+        kind = (record.get("o") or {}).get("kind")
+        record["t"] = {"PodGroup": 0.1, "Queue": 0.3}.get(kind, 0.0)
+    for record in records[opened:]:
+        record["t"] = record.get("t", 0.0) + 1.0
+    queue_c = next(
+        i
+        for i, r in enumerate(records)
+        if (r.get("o") or {}).get("kind") == "Queue" and r["o"]["metadata"]["name"] == "c"
+    )
+    group_c = next(
+        i
+        for i, r in enumerate(records)
+        if (r.get("o") or {}).get("kind") == "PodGroup" and r["o"]["metadata"]["name"] == "jc"
+    )
+    moved = records.pop(group_c)
+    moved["t"] = records[queue_c]["t"] - 0.5
+    records.insert(queue_c, moved)
+
+
+def test_objects_listed_before_the_first_session_are_there_at_its_start(
+    reclaimed: Path, tmp_path: Path
+) -> None:
+    copy = _rewritten(reclaimed, tmp_path / "listed", _listed_in_any_order)
+    work = workload.derive(copy)
+    due = {
+        (d["kind"], d["metadata"]["name"]): d["metadata"]["annotations"][manifests.SUBMIT_AT]
+        for d in work.documents
+        if d["kind"] in ("Queue", "PodGroup")
+    }
+    assert due[("Queue", "a")] == due[("PodGroup", "ja")] == "0.000s"
+    assert due[("Queue", "c")] == due[("PodGroup", "jc")] == "21.000s"
+    shown = playforward.play(copy, KUBE_BATCH).as_json()
+    assert shown["warnings"] == []  # no group refused for a queue not there yet
+    assert shown["fidelity"]["binds"] == {"recorded": 8, "simulated": 8}
+    assert shown["fidelity"]["startedAsRecorded"] == 3
+
+
 def test_another_version_plays_forward_with_a_warning_naming_both(
     finishing: Path, tmp_path: Path
 ) -> None:
