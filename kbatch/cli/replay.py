@@ -16,6 +16,10 @@ EXIT_DIFFERS = 1
 def replay(args: argparse.Namespace) -> int:
     from kbatch.record import replay as replaying
 
+    if args.config is not None:
+        return _play_forward(args)
+    if args.report is not None:
+        raise argparse.ArgumentTypeError("--report goes with --config")
     start = None if args.start is None else duration.parse_duration(args.start, "--from")
     end = None if args.end is None else duration.parse_duration(args.end, "--to")
     result = replaying.replay(args.recording, start, end, warn=_warn)
@@ -26,6 +30,26 @@ def replay(args: argparse.Namespace) -> int:
         print(_text(shown))
     if args.fail_on_difference and shown["decisions"]["differing"]:
         return EXIT_DIFFERS
+    return 0
+
+
+def _play_forward(args: argparse.Namespace) -> int:
+    """``--config CONF``: the recorded traffic under the recorded conf and under CONF,
+    compared (``kbatch.record.playforward``)."""
+    from kbatch.record import playforward
+
+    if args.fail_on_difference:
+        raise argparse.ArgumentTypeError("--fail-on-difference goes without --config")
+    start = None if args.start is None else duration.parse_duration(args.start, "--from")
+    end = None if args.end is None else duration.parse_duration(args.end, "--to")
+    played = playforward.play(args.recording, args.config, start, end, warn=_warn)
+    if args.report is not None:
+        playforward.write_report(played, args.report)
+    shown = played.as_json()
+    if args.output == "json":
+        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
+    else:
+        sys.stdout.write(playforward.to_text(shown, played.comparison().to_table()))
     return 0
 
 
@@ -85,4 +109,23 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         action="store_true",
         help=f"exit {EXIT_DIFFERS} when a replayed decision differs from the recorded one",
     )
+    _config_options(parser)
     parser.set_defaults(command=replay)
+
+
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="CONF",
+        help="play the recorded traffic forward in the simulator under the recorded conf "
+        "and under CONF, and compare the two (per-queue waits, utilisation, fairness, "
+        "evictions, jobs started earlier or later), with how close the recorded conf's "
+        "run comes to the recording",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE.html",
+        help="with --config: both runs side by side in one HTML file",
+    )

@@ -111,3 +111,24 @@ def test_a_recorded_run_replays_bind_for_bind(
     assert shown["decisions"]["differing"] == 0
     assert shown["decisions"]["replayed"] == shown["decisions"]["recorded"]
     assert done.returncode == 0, done.stderr
+    _played_forward(recording, len(pods))
+
+
+def _played_forward(recording: Path, pods: int) -> None:
+    """The same recording played forward in the simulator (``--config``): the recorded
+    conf's run starts every job the cluster started, with as many binds."""
+    conf = Path(__file__).parents[2] / "examples" / "conf" / "kube-batch.yaml"
+    done = subprocess.run(
+        [str(KBATCH), "replay", str(recording), "--config", str(conf), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    print(json.dumps({k: shown[k] for k in ("workload", "fidelity")}))
+    fidelity = shown["fidelity"]
+    assert shown["workload"]["pods"] == pods
+    assert fidelity["binds"]["simulated"] == fidelity["binds"]["recorded"] >= pods
+    assert fidelity["jobsStarted"]["simulated"] == fidelity["jobsStarted"]["recorded"] == 14
+    assert shown["comparison"]["jobs"]["onlyBase"] == []
