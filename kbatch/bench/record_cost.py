@@ -227,13 +227,9 @@ def _run_bound(state: ClusterState, objects: list[dict[str, Any]], bound: dict[s
 
 
 def _written(flight: recorder.Recorder | None) -> None:
-    """Wait until the writer has taken everything queued so far (and a moment more, for
-    the last item it took)."""
-    if flight is None:
-        return
-    while not flight._queue.empty():  # (the bench reads the queue's length, nothing more)
-        time.sleep(0.01)
-    time.sleep(0.05)
+    """Wait until the writer has written everything queued so far."""
+    if flight is not None:
+        flight.written()
 
 
 def _switches() -> int:

@@ -41,6 +41,8 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 # Items waiting for the writer beyond which the live recorder drops (and says so) rather
 # than let the scheduler's memory grow without end behind a disk that cannot keep up.
 QUEUE_LIMIT = 1_000_000
+# Records the writer writes before it looks whether a session has begun.
+WRITE_BATCH = 256
 _CLOSE = ("close",)
 
 
@@ -60,6 +62,8 @@ class Recorder:
         self.clock = clock
         self.limit = limit
         self.dropped = 0
+        self._put_count = 0  # items queued so far, and written so far (the writer's count)
+        self._written = 0
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._held: dict[str, dict[str, Any]] = {}  # kind -> key -> object, as the state
         self._conf: dict[str, Any] | None = None
@@ -130,6 +134,7 @@ class Recorder:
         if self.limit is not None and self._queue.qsize() >= self.limit:
             self.dropped += 1
             return
+        self._put_count += 1
         self._queue.put(item)
 
     def close(self, timeout: float | None = 30.0) -> None:
@@ -147,8 +152,7 @@ class Recorder:
                 self._between.wait(FLUSH_SECONDS)  # a session running: after it
                 items = self._taken()
                 closing = bool(items) and items[-1] is _CLOSE
-                for item in items[:-1] if closing else items:
-                    self.writer.write(self._record(item))
+                self._write(items[:-1] if closing else items)
                 if closing:
                     break
                 if not items or time.monotonic() - last_flush >= FLUSH_SECONDS:
@@ -163,6 +167,28 @@ class Recorder:
             log.exception("recording stopped")
         finally:
             self.writer.close()
+
+    def _write(self, items: list[tuple[Any, ...]]) -> None:
+        """Write ``items``, pausing (a flush interval at most) when a session begins
+        meanwhile: a large batch, such as a full cluster's first lists, takes longer to
+        write than the time between two sessions."""
+        for start in range(0, len(items), WRITE_BATCH):
+            if start and not self._between.is_set():
+                self._between.wait(FLUSH_SECONDS)
+            for item in items[start : start + WRITE_BATCH]:
+                self.writer.write(self._record(item))
+            self._written += min(WRITE_BATCH, len(items) - start)
+
+    def written(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued before this call is written (not yet flushed);
+        False if ``timeout`` seconds passed first."""
+        target = self._put_count
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._written < target and self._thread.is_alive():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return self._written >= target
 
     def _taken(self) -> list[tuple[Any, ...]]:
         """Everything queued now, up to the close if it is queued (none after waiting

@@ -52,3 +52,29 @@ def test_a_session_that_never_ends_holds_the_writing_back_a_flush_interval_only(
         flight.close()
     ops = [r["op"] for r in segments.Reading(tmp_path / "rec").records()]
     assert ops == ["sess"] + ["as"] * 5
+
+
+def test_a_session_beginning_pauses_a_large_batch_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recorder, "FLUSH_SECONDS", 30.0)
+    flight = recorder.Recorder(tmp_path / "rec")
+    total = 100_000  # a full cluster's first lists: longer to write than between sessions
+    try:
+        flight.session()  # the writer waits: what follows is queued whole
+        for n in range(total):
+            flight.assumed("as", f"bench/pod-{n}", "node-0")
+        flight.ended()
+        assert _until(lambda: flight._queue.qsize() == 0)  # taken in one batch
+        assert _until(lambda: flight._written > 0)  # and under way
+        flight.session()
+        time.sleep(0.2)
+        paused_at = flight._written
+        time.sleep(0.3)
+        assert flight._written == paused_at < total  # it waits for the session's end
+        flight.ended()
+        assert flight.written(timeout=30.0)
+    finally:
+        flight.close()
+    ops = [r["op"] for r in segments.Reading(tmp_path / "rec").records()]
+    assert ops.count("as") == total and ops[0] == ops[-1] == "sess"
