@@ -4,9 +4,13 @@
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbatch.cli import run
+from kbatch.cli.replay import add_eta_options, eta_settings
+
+if TYPE_CHECKING:
+    from kbatch.sim.trace import TraceSpec
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -31,11 +35,28 @@ def bench(args: argparse.Namespace) -> int:
             spec = trace.TraceSpec(args.trace_nodes, args.trace_hours, args.trace_seed)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+        if args.eta_accuracy:
+            return _trace_eta_accuracy(args, spec)
         record = None if args.record is None else (args.record, args.record_max_bytes)
         return benchmark.main(trace=spec, record=record)
-    if args.record is not None:
-        raise argparse.ArgumentTypeError("--record goes with --trace only")
+    if args.record is not None or args.eta_accuracy:
+        raise argparse.ArgumentTypeError("--record and --eta-accuracy go with --trace only")
     return benchmark.main(sizes, backlog=args.backlog)
+
+
+def _trace_eta_accuracy(args: argparse.Namespace, spec: "TraceSpec") -> int:
+    """``kbatch bench --trace --eta-accuracy``: the ETA backtested on the simulated day as
+    it runs (``kbatch.record.eta_day``), printed as ``kbatch replay --eta-accuracy``
+    prints it (``-o json``: one JSON object)."""
+    import json
+
+    from kbatch.record import eta_accuracy, eta_day
+
+    if args.record is not None:
+        raise argparse.ArgumentTypeError("--eta-accuracy goes without --record")
+    shown = eta_day.backtest(spec, eta_settings(args))
+    print(json.dumps(shown, indent=2) if args.output == "json" else eta_accuracy.text(shown))
+    return 0
 
 
 def _bench_topology(args: argparse.Namespace) -> int:
@@ -230,6 +251,14 @@ def _add_trace_options(parser: argparse.ArgumentParser) -> None:
         default="1G",
         metavar="SIZE",
         help="the recording's bound on disk (default 1G)",
+    )
+    add_eta_options(parser, also=" (with --trace: on the simulated day as it runs)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="with --eta-accuracy: the table, or one JSON object",
     )
 
 
