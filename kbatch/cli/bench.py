@@ -39,8 +39,10 @@ def bench(args: argparse.Namespace) -> int:
             return _trace_eta_accuracy(args, spec)
         record = None if args.record is None else (args.record, args.record_max_bytes)
         return benchmark.main(trace=spec, record=record)
-    if args.record is not None or args.eta_accuracy:
-        raise argparse.ArgumentTypeError("--record and --eta-accuracy go with --trace only")
+    if args.record is not None:
+        raise argparse.ArgumentTypeError("--record goes with --trace only")
+    if args.eta_accuracy:
+        raise argparse.ArgumentTypeError("--eta-accuracy goes with --trace only")
     return benchmark.main(sizes, backlog=args.backlog)
 
 

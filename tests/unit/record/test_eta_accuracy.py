@@ -155,7 +155,13 @@ def test_replay_eta_accuracy_prints_the_table_as_json(
     assert "target (high confidence, wait > 5 min" in capsys.readouterr().out
 
 
-def test_bad_backtest_settings_are_refused_naming_the_option(recording: Path) -> None:
+def test_bad_backtest_settings_are_refused_naming_the_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "--eta-accuracy", "--size", "10x100"]) == 2
+    assert "--eta-accuracy goes with --trace only" in capsys.readouterr().err
+    assert main(["replay", "somewhere", "--eta-accuracy", "--eta-sample", "0"]) == 2
+    assert "--eta-sample: expected a positive number, not 0" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--eta-every"):
         eta_accuracy.Settings(every=0.0)
     with pytest.raises(ValueError, match="--eta-sample"):
