@@ -87,6 +87,7 @@ class Backtest:
         self.waiting_seen = 0
         self.no_pods = 0  # waiting groups not asked about: no pods yet, and no held Job
         self.forecast_seconds = 0.0
+        self.last_at = 0.0  # the last time a change was seen
 
     def due(self, at: float) -> list[float]:
         """The instants to ask at that ``at`` has passed, the changes of time ``at`` not
@@ -101,6 +102,7 @@ class Backtest:
     # ------------------------------------------------------------------ changes
     def applied(self, obj: Object, at: float) -> None:
         """Note a job's start (or its return to waiting) and a pod's success."""
+        self.last_at = max(self.last_at, at)
         kind, meta = obj.get("kind"), obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         status = obj.get("status") or {}
@@ -204,7 +206,7 @@ class Backtest:
             "waiting_seen": self.waiting_seen,
             "estimates": len(self.asked),
             "not_asked_without_pods": self.no_pods,
-            **eta_score.score(self.asked, self.starts),
+            **eta_score.score(self.asked, self.starts, self.last_at),
             "forecast_seconds": round(self.forecast_seconds, 3),
         }
 

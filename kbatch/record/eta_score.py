@@ -10,9 +10,10 @@ small on a 2-hour wait and large on a 3-minute one.
 
 Estimates are tallied by confidence and by that wait (all; ≤ 5 min; > 5 min): how many,
 of how many jobs, the median and the 90th percentile of the error (linear between
-ranks, as numpy's percentile). An estimate of a job that never started before the
-recording ended is counted apart, and so is one that gave no time (a "later than" one is
-counted right when the job indeed started later than that, or never). The target: for
+ranks, as numpy's percentile). An estimate of a job that had not started when the
+recording ended is counted apart (with how many of them said it starts after the end),
+and so is one that gave no time (a "later than" one is counted right when the job
+indeed started later than that, or never). The target: for
 high-confidence estimates of waits over 5 minutes, a median error of at most 20%.
 
 Pure: estimates and start times in, a JSON-ready table out.
@@ -47,12 +48,16 @@ def first_start(starts: Sequence[float], at: float) -> float | None:
     return next((s for s in starts if s >= at), None)
 
 
-def score(asked: Iterable[Asked], starts: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+def score(
+    asked: Iterable[Asked], starts: Mapping[str, Sequence[float]], end: float | None = None
+) -> dict[str, Any]:
     """The table: per confidence, per wait bucket, the count, jobs, median and p90 of the
-    relative error; the estimates of jobs that never started, and those with no time."""
+    relative error; the estimates of jobs that had not started by ``end`` (the last time
+    seen; of those, how many said so: a start after it), and those with no time."""
     errors: dict[tuple[str, str], list[float]] = {}
     jobs: dict[tuple[str, str], set[str]] = {}
     never: dict[str, int] = dict.fromkeys(CONFIDENCES, 0)
+    past_end = 0  # of those, estimates of a start after the end: not wrong, not scored
     no_time = {"estimates": 0, "later_than": 0, "later_than_held": 0}
     waits: list[float] = []
     for one in asked:
@@ -60,6 +65,8 @@ def score(asked: Iterable[Asked], starts: Mapping[str, Sequence[float]]) -> dict
         confidence = one.confidence if one.confidence in CONFIDENCES else "none"
         if start is None:
             never[confidence] += 1
+            if one.seconds is not None and end is not None and one.at + one.seconds > end:
+                past_end += 1
             if one.seconds is None and one.later_than is not None:
                 no_time["later_than"] += 1
                 no_time["later_than_held"] += 1  # it never started: later indeed
@@ -91,6 +98,7 @@ def score(asked: Iterable[Asked], starts: Mapping[str, Sequence[float]]) -> dict
         "rows": rows,
         "scored": len(waits),
         "never_started": never,
+        "never_started_estimated_past_the_end": past_end,
         "no_time": no_time,
         "target": _target(errors.get(("high", "wait > 5 min"), [])),
     }
@@ -137,10 +145,12 @@ def table(scored: Mapping[str, Any]) -> str:
             f"{_percent(row['median']):>9}{_percent(row['p90']):>9}"
         )
     never = scored["never_started"]
+    counts = ", ".join(f"{c} {n}" for c, n in never.items() if n)
     lines.append(
-        f"estimates of jobs that never started in the recording: {sum(never.values())} ("
-        + ", ".join(f"{c} {n}" for c, n in never.items() if n)
-        + ")"
+        f"estimates of jobs not started by the end: {sum(never.values())}"
+        + (f" ({counts})" if counts else "")
+        + f", {scored['never_started_estimated_past_the_end']} of them estimating a start "
+        "after it"
     )
     no_time = scored["no_time"]
     lines.append(

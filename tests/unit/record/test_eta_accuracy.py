@@ -30,10 +30,11 @@ def test_the_scorer_gives_exact_medians_and_p90s_by_confidence_and_wait() -> Non
         Asked("b", 400.0, 450.0, "high"),  # wait 300 (5 min, not over): 0.5
         Asked("b", 1000.0, 500.0, "medium"),  # its next start, 2000: wait 1000, 0.5
         Asked("c", 0.0, 10.0, "low"),  # never started
+        Asked("c", 2000.0, 500.0, "medium"),  # never started: said after the end, 2100
         Asked("b", 1000.0, None, "none", later_than=800.0),  # right: it waited 1000
         Asked("a", 0.0, None, "none"),  # unknown
     ]
-    scored = eta_score.score(asked, starts)
+    scored = eta_score.score(asked, starts, end=2100.0)
     rows = _rows(scored)
     assert rows["high", "all"] == {
         "confidence": "high",
@@ -51,7 +52,8 @@ def test_the_scorer_gives_exact_medians_and_p90s_by_confidence_and_wait() -> Non
     assert rows["medium", "wait > 5 min"]["median"] == 0.5
     assert ("low", "all") not in rows
     assert scored["scored"] == 5
-    assert scored["never_started"] == {"high": 0, "medium": 0, "low": 1, "none": 0}
+    assert scored["never_started"] == {"high": 0, "medium": 1, "low": 1, "none": 0}
+    assert scored["never_started_estimated_past_the_end"] == 1
     assert scored["no_time"] == {"estimates": 1, "later_than": 1, "later_than_held": 1}
     assert scored["target"]["holds"] is True
     assert scored["target"]["median"] == 0.1
