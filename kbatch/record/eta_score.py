@@ -6,7 +6,8 @@ said the job starts ``seconds`` later (None: it said "unknown" or "later than"),
 confidence (high, medium, low, none). The job really started at the first start after
 ``at``; its wait from then is ``start − at`` and the estimate's error is
 ``|seconds − wait| / wait``: relative to the wait that was left, so a 2-minute miss is
-small on a 2-hour wait and large on a 3-minute one.
+small on a 2-hour wait and large on a 3-minute one. ``early``: the share of estimates
+that said the job starts before it did (the forecast's lean).
 
 Estimates are tallied by confidence and by that wait (all; ≤ 5 min; > 5 min): how many,
 of how many jobs, the median and the 90th percentile of the error (linear between
@@ -55,6 +56,7 @@ def score(
     relative error; the estimates of jobs that had not started by ``end`` (the last time
     seen; of those, how many said so: a start after it), and those with no time."""
     errors: dict[tuple[str, str], list[float]] = {}
+    early: dict[tuple[str, str], int] = {}  # estimates of a start before the real one
     jobs: dict[tuple[str, str], set[str]] = {}
     never: dict[str, int] = dict.fromkeys(CONFIDENCES, 0)
     past_end = 0  # of those, estimates of a start after the end: not wrong, not scored
@@ -87,9 +89,10 @@ def score(
         error = abs(one.seconds - wait) / wait
         for bucket in ("all", "wait <= 5 min" if wait <= LONG_WAIT else "wait > 5 min"):
             errors.setdefault((confidence, bucket), []).append(error)
+            early[confidence, bucket] = early.get((confidence, bucket), 0) + (one.seconds < wait)
             jobs.setdefault((confidence, bucket), set()).add(one.job)
     rows = [
-        _row(confidence, bucket, errors.get((confidence, bucket), []), jobs)
+        _row(confidence, bucket, errors[confidence, bucket], jobs, early[confidence, bucket])
         for confidence in CONFIDENCES
         for bucket in BUCKETS
         if (confidence, bucket) in errors
@@ -105,7 +108,11 @@ def score(
 
 
 def _row(
-    confidence: str, bucket: str, errors: list[float], jobs: Mapping[tuple[str, str], set[str]]
+    confidence: str,
+    bucket: str,
+    errors: list[float],
+    jobs: Mapping[tuple[str, str], set[str]],
+    early: int,
 ) -> dict[str, Any]:
     return {
         "confidence": confidence,
@@ -114,6 +121,7 @@ def _row(
         "jobs": len(jobs.get((confidence, bucket), ())),
         "median": _rounded(float(np.median(errors))),
         "p90": _rounded(float(np.percentile(errors, 90))),
+        "early": _rounded(early / len(errors)),
     }
 
 
@@ -138,11 +146,14 @@ def _rounded(value: float) -> float:
 def table(scored: Mapping[str, Any]) -> str:
     """The table in words, one line per confidence and wait bucket, then what was left
     out and the target."""
-    lines = [f"{'confidence':<11}{'wait':<15}{'estimates':>10}{'jobs':>7}{'median':>9}{'p90':>9}"]
+    lines = [
+        f"{'confidence':<11}{'wait':<15}{'estimates':>10}{'jobs':>7}{'median':>9}{'p90':>9}"
+        f"{'early':>8}"
+    ]
     for row in scored["rows"]:
         lines.append(
             f"{row['confidence']:<11}{row['wait']:<15}{row['estimates']:>10}{row['jobs']:>7}"
-            f"{_percent(row['median']):>9}{_percent(row['p90']):>9}"
+            f"{_percent(row['median']):>9}{_percent(row['p90']):>9}{_percent(row['early']):>8}"
         )
     never = scored["never_started"]
     counts = ", ".join(f"{c} {n}" for c, n in never.items() if n)

@@ -43,6 +43,7 @@ def test_the_scorer_gives_exact_medians_and_p90s_by_confidence_and_wait() -> Non
         "jobs": 2,
         "median": 0.15,
         "p90": 0.41,  # linear between ranks: 0.2 + 0.7 * (0.5 - 0.2)
+        "early": 0.25,  # 90 before 100; 60, 660, 450 after 50, 600, 300
     }
     assert (rows["high", "wait <= 5 min"]["median"], rows["high", "wait <= 5 min"]["p90"]) == (
         0.2,
