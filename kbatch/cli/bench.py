@@ -4,9 +4,13 @@
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kbatch.cli import run
+from kbatch.cli import bench_peers, run
+from kbatch.cli.replay import add_eta_options, eta_settings
+
+if TYPE_CHECKING:
+    from kbatch.sim.trace import TraceSpec
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -20,13 +24,13 @@ def bench(args: argparse.Namespace) -> int:
             "--topology, --trace"
         )
     if args.live:
-        return _bench_live(args)
+        return bench_peers.live(args)
     if args.eta:
         from kbatch.visibility import eta_bench  # (the CLI may know both halves)
 
         return eta_bench.main()
     if args.armada_sim:
-        return _bench_armada(args)
+        return bench_peers.armada(args)
     if args.topology:
         return _bench_topology(args)
     sizes = [_size(text) for text in args.size] if args.size else None
@@ -39,10 +43,14 @@ def bench(args: argparse.Namespace) -> int:
             spec = trace.TraceSpec(args.trace_nodes, args.trace_hours, args.trace_seed)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+        if args.eta_accuracy:
+            return _trace_eta_accuracy(args, spec)
         record = None if args.record is None else (args.record, args.record_max_bytes)
         return benchmark.main(trace=spec, record=record)
     if args.record is not None:
         raise argparse.ArgumentTypeError("--record goes with --trace only")
+    if args.eta_accuracy:
+        raise argparse.ArgumentTypeError("--eta-accuracy goes with --trace only")
     return _bench_sizes(args, sizes)
 
 
@@ -79,6 +87,21 @@ def _bench_record_cost(args: argparse.Namespace, sizes: list[tuple[int, int]] | 
     return record_cost.main(sizes, args.backlog, args.rounds)
 
 
+def _trace_eta_accuracy(args: argparse.Namespace, spec: "TraceSpec") -> int:
+    """``kbatch bench --trace --eta-accuracy``: the ETA backtested on the simulated day as
+    it runs (``kbatch.record.eta_day``), printed as ``kbatch replay --eta-accuracy``
+    prints it (``-o json``: one JSON object)."""
+    import json
+
+    from kbatch.record import eta_accuracy, eta_day
+
+    if args.record is not None:
+        raise argparse.ArgumentTypeError("--eta-accuracy goes without --record")
+    shown = eta_day.backtest(spec, eta_settings(args))
+    print(json.dumps(shown, indent=2) if args.output == "json" else eta_accuracy.text(shown))
+    return 0
+
+
 def _bench_topology(args: argparse.Namespace) -> int:
     """``kbatch bench --topology``: each size twice (gangs preferring a rack, and not),
     each run in a fresh process; one JSON line per size with both times and their ratio."""
@@ -88,86 +111,6 @@ def _bench_topology(args: argparse.Namespace) -> int:
         raise argparse.ArgumentTypeError("--topology goes with neither --backlog nor --trace")
     sizes = [_size(text, bench_topology.check_size) for text in args.size] if args.size else None
     return bench_topology.main(sizes)
-
-
-def _bench_live(args: argparse.Namespace) -> int:
-    """``kbatch bench --live``: the schedulers side by side on one API server with KWOK's
-    fake nodes; one JSON line per run, then the min/median/max table."""
-    from kbatch.bench import live, live_schedulers, live_workload
-
-    if args.trace or args.topology or args.size:
-        raise argparse.ArgumentTypeError("--live goes with none of --size, --trace, --topology")
-    names = tuple(n.strip() for n in args.schedulers.split(",") if n.strip())
-    unknown = [n for n in names if n not in live_workload.SCHEDULERS]
-    if unknown or not names or len(set(names)) != len(names):
-        raise argparse.ArgumentTypeError(
-            f"--schedulers {args.schedulers!r}: a comma-separated list of distinct names "
-            f"among {', '.join(live_workload.SCHEDULERS)}"
-        )
-    if args.kbatch_conf is not None and not args.kbatch_conf.is_file():
-        raise argparse.ArgumentTypeError(f"--kbatch-conf {args.kbatch_conf}: no such file")
-    try:
-        live_schedulers.volcano_conf_text(args.volcano_conf)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if args.rounds < 1:
-        raise argparse.ArgumentTypeError(f"--rounds {args.rounds}: must be at least 1")
-    try:
-        spec = live_workload.scenario(args.scenario, args.nodes, args.pods)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    options = live.Options(
-        scenario=spec,
-        rounds=args.rounds,
-        schedulers=names,
-        client_qps=args.client_qps,
-        timeout=args.timeout,
-        pod_seconds=args.pod_seconds,
-        backlog=args.backlog,
-        kbatch_conf=args.kbatch_conf,
-        volcano_conf=args.volcano_conf,
-    )
-    return live.main(options)
-
-
-def _bench_armada(args: argparse.Namespace) -> int:
-    """``kbatch bench --armada-sim``: Armada's simulator and kbatch's on the same workload
-    and cluster files; one JSON line per pair, then a markdown table."""
-    from kbatch.bench import armada_sim
-
-    if args.trace or args.topology or args.size or args.backlog:
-        raise argparse.ArgumentTypeError(
-            "--armada-sim goes with none of --size, --trace, --topology, --backlog"
-        )
-    testdata = args.armada_testdata or armada_sim.default_testdata()
-    if testdata is None or not testdata.is_dir():
-        raise argparse.ArgumentTypeError(
-            f"--armada-testdata {testdata or '(not given)'}: no such folder (Armada's "
-            f"simulator test data, e.g. ../shared/{armada_sim.TESTDATA_NAME})"
-        )
-    pairs = []
-    for text in args.armada_pair or ():
-        workload, sep, cluster = text.partition(":")
-        pair = (testdata / workload, testdata / cluster)
-        if not sep or not all(p.is_file() for p in pair):
-            raise argparse.ArgumentTypeError(
-                f"--armada-pair {text!r}: expected WORKLOAD:CLUSTER, two files under {testdata}"
-            )
-        pairs.append(pair)
-    if args.kbatch_conf is not None and not args.kbatch_conf.is_file():
-        raise argparse.ArgumentTypeError(f"--kbatch-conf {args.kbatch_conf}: no such file")
-    if args.armada_rounds < 1 or args.armada_period < 1:
-        raise argparse.ArgumentTypeError("--armada-rounds and --armada-period: at least 1")
-    options = armada_sim.Options(
-        testdata=testdata,
-        armada_bin=args.armada_bin or armada_sim.default_armada_bin(),
-        pairs=pairs,
-        rounds=args.armada_rounds,
-        period=args.armada_period,
-        timeout=args.timeout,
-        kbatch_conf=args.kbatch_conf,
-    )
-    return armada_sim.main(options)
 
 
 def _size(text: str, check: Callable[[int, int], None] | None = None) -> tuple[int, int]:
@@ -228,8 +171,8 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     )
     _add_queue_options(parser)
     _add_trace_options(parser)
-    _add_live_options(parser)
-    _add_armada_options(parser)
+    bench_peers.add_live_options(parser)
+    bench_peers.add_armada_options(parser)
     parser.set_defaults(command=bench)
 
 
@@ -305,120 +248,11 @@ def _add_trace_options(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="the recording's bound on disk (default 1G)",
     )
-
-
-def _add_live_options(parser: argparse.ArgumentParser) -> None:
-    """The options of ``kbatch bench --live``, in a group of their own."""
-    live = parser.add_argument_group(
-        "live",
-        "--live: kbatch, kube-scheduler and Volcano's scheduler side by side on one local "
-        "API server with KWOK's fake nodes (binaries from the control-plane cache and "
-        "scripts/provision-bench-peers.sh); one JSON line per run, then a min/median/max "
-        "table. A benchmark, not a test: run it on a quiet machine.",
-    )
-    live.add_argument(
-        "--live",
-        action="store_true",
-        help="run the live side-by-side benchmark (with --backlog: the pods are all created "
-        "before each scheduler starts, and the time to all bound counts from its start)",
-    )
-    live.add_argument(
-        "--scenario",
-        default="a",
-        choices=("a", "b", "c", "d"),
-        help="a: 10,000 single-pod jobs on 1,000 nodes; b: 1,000 gangs of 10 on 1,000 nodes; "
-        "c: 50,000 pods in gangs of 10 to 100 over 10 weighted queues on 5,000 nodes; d: "
-        "restart, 20,000 pods in gangs of 10 created while the scheduler is down on 5,000 "
-        "nodes, timed from a new one's start (default a)",
-    )
-    live.add_argument(
-        "--nodes",
-        type=int,
-        metavar="N",
-        help="fake nodes (default: the scenario's); the pods scale with them unless --pods",
-    )
-    live.add_argument("--pods", type=int, metavar="N", help="pods (default: the scenario's)")
-    live.add_argument(
-        "--rounds", type=int, default=3, metavar="R", help="rounds (default 3; also --versus-flat)"
-    )
-    live.add_argument(
-        "--schedulers",
-        default="kbatch,kube-scheduler,volcano",
-        metavar="LIST",
-        help="which to run, comma-separated (default kbatch,kube-scheduler,volcano)",
-    )
-    live.add_argument(
-        "--client-qps",
-        type=float,
-        metavar="QPS",
-        help="give the peers' clients this QPS and burst (kbatch's client has no limit); "
-        "default: each peer's own defaults",
-    )
-    live.add_argument(
-        "--kbatch-conf",
-        type=Path,
-        metavar="FILE",
-        help="kbatch's scheduler conf (e.g. the chart's); default: its default conf",
-    )
-    live.add_argument(
-        "--volcano-conf",
-        default="default",
-        metavar="CONF",
-        help="Volcano's scheduler conf: default (its built-in conf), kbatch (kbatch's default "
-        "conf: the same plugins but Volcano's overcommit), or a FILE",
-    )
-    live.add_argument(
-        "--timeout", type=float, default=900.0, metavar="S", help="a run's limit (default 900)"
-    )
-    live.add_argument(
-        "--pod-seconds",
-        type=float,
-        default=3600.0,
-        metavar="S",
-        help="how long a fake pod runs before it succeeds (default 3600)",
-    )
-
-
-def _add_armada_options(parser: argparse.ArgumentParser) -> None:
-    """The options of ``kbatch bench --armada-sim``, in a group of their own."""
-    armada = parser.add_argument_group(
-        "armada",
-        "--armada-sim: Armada's own simulator (scripts/provision-armada-sim.sh builds it) "
-        "and kbatch's on the same workload x cluster files, with the same scheduling "
-        "cycle; one JSON line per pair (each one's wall seconds and decisions), then a "
-        "markdown table on stderr. --timeout limits each run; --kbatch-conf gives kbatch's "
-        "scheduler conf.",
-    )
-    armada.add_argument(
-        "--armada-sim", action="store_true", help="run Armada's simulator beside kbatch's"
-    )
-    armada.add_argument(
-        "--armada-bin", type=Path, metavar="FILE", help="Armada's simulator (default: the cache's)"
-    )
-    armada.add_argument(
-        "--armada-testdata",
-        type=Path,
-        metavar="DIR",
-        help="the workloads/ and clusters/ folder (default: ../shared/armada-simulator-testdata)",
-    )
-    armada.add_argument(
-        "--armada-pair",
-        action="append",
-        metavar="WORKLOAD:CLUSTER",
-        help="one pair, paths under the test data (repeatable; default: every workload with "
-        "every cluster)",
-    )
-    armada.add_argument(
-        "--armada-rounds",
-        type=int,
-        default=1,
-        metavar="R",
-        help="run each simulator R times in turn; the fastest wall time counts (default 1)",
-    )
-    armada.add_argument(
-        "--armada-period",
-        type=int,
-        default=10,
-        metavar="S",
-        help="the scheduling cycle of both, in seconds (default 10, Armada's default)",
+    add_eta_options(parser, also=" (with --trace: on the simulated day as it runs)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="with --eta-accuracy: the table, or one JSON object",
     )

@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbatch.api import duration
+
+if TYPE_CHECKING:
+    from kbatch.record.eta_accuracy import Settings
 
 EXIT_DIFFERS = 1
 
@@ -22,6 +25,8 @@ def replay(args: argparse.Namespace) -> int:
         raise argparse.ArgumentTypeError("--report goes with --config")
     start = None if args.start is None else duration.parse_duration(args.start, "--from")
     end = None if args.end is None else duration.parse_duration(args.end, "--to")
+    if args.eta_accuracy:
+        return _eta_accuracy(args, start, end)
     result = replaying.replay(args.recording, start, end, warn=_warn)
     shown = result.as_json()
     if args.output == "json":
@@ -51,6 +56,73 @@ def _play_forward(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(playforward.to_text(shown, played.comparison().to_table()))
     return 0
+
+
+def _eta_accuracy(args: argparse.Namespace, start: float | None, end: float | None) -> int:
+    """``--eta-accuracy``: the ETA's estimates made while jobs waited, against when they
+    really started (``kbatch.record.eta_accuracy``)."""
+    from kbatch.record import eta_accuracy
+
+    settings = eta_settings(args)
+    shown = eta_accuracy.backtest(args.recording, settings, start, end, warn=_warn)
+    if args.output == "json":
+        print(json.dumps(shown, indent=2))
+    else:
+        print(eta_accuracy.text(shown))
+    return 0
+
+
+def eta_settings(args: argparse.Namespace) -> "Settings":
+    """The backtest's settings from ``--eta-every``, ``--eta-sample``, ``--eta-seed``,
+    ``--eta-keep-finished`` (also ``kbatch bench --trace --eta-accuracy``'s)."""
+    from kbatch.record import eta_accuracy
+
+    try:
+        return eta_accuracy.Settings(
+            duration.parse_duration(args.eta_every, "--eta-every"),
+            args.eta_sample,
+            args.eta_seed,
+            args.eta_keep_finished,
+        )
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_eta_options(parser: argparse.ArgumentParser, also: str = "") -> None:
+    """The ETA backtest's options (``kbatch replay`` and ``kbatch bench --trace``)."""
+    parser.add_argument(
+        "--eta-accuracy",
+        action="store_true",
+        help="backtest the ETA: every --eta-every, forecast the waiting jobs and score "
+        "each estimate against when the job really started (median and p90 of "
+        f"|error| / wait, by confidence and wait){also}",
+    )
+    parser.add_argument(
+        "--eta-every",
+        default="5m",
+        metavar="DURATION",
+        help="with --eta-accuracy: the time between two forecasts (default 5m)",
+    )
+    parser.add_argument(
+        "--eta-sample",
+        type=int,
+        default=50,
+        metavar="N",
+        help="with --eta-accuracy: at most N waiting jobs asked about at each forecast, a "
+        "seeded sample when more wait (default 50)",
+    )
+    parser.add_argument(
+        "--eta-seed", type=int, default=0, metavar="SEED", help="the sample's seed (default 0)"
+    )
+    parser.add_argument(
+        "--eta-keep-finished",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --eta-accuracy: keep the last N finished PodGroups with their pods for "
+        "the forecast to learn runtimes from, when the recorded cluster deleted them "
+        "(default 0: as recorded)",
+    )
 
 
 def _warn(message: str) -> None:
@@ -110,6 +182,7 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         help=f"exit {EXIT_DIFFERS} when a replayed decision differs from the recorded one",
     )
     _config_options(parser)
+    add_eta_options(parser)
     parser.set_defaults(command=replay)
 
 

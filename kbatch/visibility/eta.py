@@ -13,7 +13,8 @@ What the simulator cannot know is how long the work runs: each pod's runtime com
 finished pods of its PodGroup or queue); a pod with no known runtime runs for ever, so
 a job that waits only for it gets "unknown". The answer says which runtimes it rested
 on, and how far to trust it: high when they are all deadlines or lifetimes, medium
-when medians of at least ``CONFIDENT_SAMPLES`` finished pods, low otherwise.
+when medians of at least ``CONFIDENT_SAMPLES`` finished pods that vary little
+(``NARROW_SPREAD``), low otherwise.
 
 Cost: every simulated step with a finish or a start in it runs a whole session, and a
 session on 1,000 nodes and 10,000 pending pods takes a good part of a second; what the
@@ -55,6 +56,11 @@ STEPS_PER_RUNTIME = 12
 POD_STEPS = 120_000
 ROUND_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)  # seconds
 CONFIDENT_SAMPLES = 5  # a median of fewer finished pods is a weak guess
+# A median of runtimes whose 90th percentile is more than this many times their 10th is
+# a weak guess too: on the simulated day's runtimes (2 min plus an exponential of mean
+# 25 min, a spread of about 13), estimates resting on such medians missed by about
+# their whole wait (``kbatch bench --trace --eta-accuracy``).
+NARROW_SPREAD = 2.0
 STARTED_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
 
 
@@ -326,11 +332,13 @@ def _ends_by(runtime: Runtime, start: float, at: float) -> bool:
 
 def _confidence(rested_on: list[Runtime]) -> str:
     """high: every runtime it rests on is a deadline, a lifetime or a deletion (or none
-    was needed); medium: medians of at least CONFIDENT_SAMPLES finished pods; low: fewer."""
+    was needed); medium: medians of at least CONFIDENT_SAMPLES finished pods whose
+    runtimes vary little (``NARROW_SPREAD``); low: fewer, or widely varying."""
     history = [r for r in rested_on if r.source in (runtimes.GROUP, runtimes.QUEUE)]
     if not history:
         return "high"
-    return "medium" if min(r.samples for r in history) >= CONFIDENT_SAMPLES else "low"
+    enough = min(r.samples for r in history) >= CONFIDENT_SAMPLES
+    return "medium" if enough and max(r.spread for r in history) <= NARROW_SPREAD else "low"
 
 
 def _not_started(forward: _Forward, plan: Plan, stopped: str, reason: str) -> Estimate:

@@ -16,7 +16,9 @@ For one pod, in this order of trust:
    nothing more;
 3. the median runtime of its PodGroup's finished pods, else of its queue's; for a pod
    already running for ``e`` seconds, the median of the runtimes longer than ``e``,
-   less ``e`` (a pod that has run long is one of the long ones);
+   less ``e`` (a pod that has run long is one of the long ones); with how widely
+   those runtimes vary (``spread``: a median of widely varying runtimes is a weak
+   guess for any one pod);
 4. nothing: unknown (the simulator then lets it run for ever).
 
 Pure: raw objects and an opened session's jobs in, figures out.
@@ -50,6 +52,7 @@ class Runtime:
     source: str
     samples: int = 0
     scope: str = ""
+    spread: float = 1.0  # of history: its samples' 90th percentile over their 10th
 
     def words(self) -> str:
         """Where it comes from, as the ETA's explanation says it."""
@@ -136,8 +139,25 @@ def pending_runtime(pod: Mapping[str, Any], job: JobInfo, history: History) -> R
         return Runtime(job.lifetime, LIFETIME)
     samples, source, scope = history.samples(job)
     if samples:
-        return Runtime(statistics.median(samples), source, len(samples), scope)
+        return Runtime(statistics.median(samples), source, len(samples), scope, spread_of(samples))
     return Runtime(None, UNKNOWN)
+
+
+def spread_of(samples: Sequence[float]) -> float:
+    """How widely ``samples`` vary: their 90th percentile over their 10th (linear between
+    ranks; 1: all alike; infinite when the 10th is 0)."""
+    ordered = sorted(samples)
+    low, high = _percentile(ordered, 10), _percentile(ordered, 90)
+    if low <= 0:
+        return 1.0 if high <= 0 else float("inf")
+    return high / low
+
+
+def _percentile(ordered: Sequence[float], percent: float) -> float:
+    at = (len(ordered) - 1) * percent / 100
+    below = int(at)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
 
 
 def remaining_runtime(
@@ -157,7 +177,7 @@ def remaining_runtime(
     samples, source, scope = history.samples(job)
     longer = [seconds - elapsed for seconds in samples if seconds > elapsed]
     if longer:
-        return Runtime(statistics.median(longer), source, len(samples), scope)
+        return Runtime(statistics.median(longer), source, len(samples), scope, spread_of(longer))
     return Runtime(None, UNKNOWN)
 
 

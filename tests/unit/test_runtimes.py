@@ -51,8 +51,14 @@ HISTORY = History(by_group={"default/j": [10.0, 20.0, 60.0]}, by_queue={"q": [10
     [
         (with_deadline(50), 600.0, HISTORY, Runtime(50.0, runtimes.DEADLINE)),
         ({}, 600.0, HISTORY, Runtime(600.0, runtimes.LIFETIME)),
-        ({}, 0.0, HISTORY, Runtime(20.0, runtimes.GROUP, 3, "default/j")),  # 0: no runtime
-        ({}, None, History(by_queue=HISTORY.by_queue), Runtime(200.0, runtimes.QUEUE, 2, "q")),
+        # 0: no lifetime; the spread: the 90th percentile over the 10th, 52 / 12
+        ({}, 0.0, HISTORY, Runtime(20.0, runtimes.GROUP, 3, "default/j", 52 / 12)),
+        (
+            {},
+            None,
+            History(by_queue=HISTORY.by_queue),
+            Runtime(200.0, runtimes.QUEUE, 2, "q", 280 / 120),
+        ),
         ({}, None, History(), Runtime(None, runtimes.UNKNOWN)),
     ],
     ids=["deadline", "lifetime", "group-median", "queue-median", "unknown"],
@@ -72,7 +78,7 @@ def test_a_running_pod_s_remaining_time() -> None:
     )
     # history: of the runtimes longer than what it ran already (15 s), the median, less 15
     left = runtimes.remaining_runtime({}, running, 1000.0, 1015.0, HISTORY)
-    assert left == Runtime(25.0, runtimes.GROUP, 3, "default/j")
+    assert left == Runtime(25.0, runtimes.GROUP, 3, "default/j", 41 / 9)  # of 5 and 45
     # it ran longer than any of them: unknown
     assert runtimes.remaining_runtime({}, running, 1000.0, 1100.0, HISTORY).seconds is None
     # a lifetime counts from the group's first start, while it lasts
