@@ -49,13 +49,22 @@ NAME = "reclaim"
 
 
 def execute(session: Session) -> None:
+    jobs = session.jobs_to_place()
+    if not jobs:
+        return
+    # No reclaimable queue over its share: no job has anyone to take from, and nothing
+    # is committed that could change it. A flood of jobs that fit costs no index of the
+    # running tasks then (built per session, it would cost more than the rest of reclaim).
+    first = _reclaimable_over_share(session)
+    if not first:
+        return
     placer = Placer(session)
     room = EvictableRoom(session)
-    over_served: dict[Hashable, frozenset[str]] = {}
+    over_served: dict[Hashable, frozenset[str]] = {room.state(()): first}
     # In a tree a leaf may take room back from a sibling while their team is over its
     # share: the leaf's own share is asked task by task (``may_reclaim_for``).
     flat = not any(queue.parent is not None for queue in session.queues.values())
-    for job in jobs_by_queue(session, session.jobs_to_place()):
+    for job in jobs_by_queue(session, jobs):
         queue = session.queues[job.queue]
         if flat and session.overused(queue):
             continue
@@ -101,10 +110,14 @@ def _over_served(
     state = room.state(())
     over = known.get(state)
     if over is None:
-        queues = session.queues.values()
-        over = frozenset(q.name for q in queues if q.reclaimable and session.overused(q))
-        known[state] = over
+        over = known[state] = _reclaimable_over_share(session)
     return over
+
+
+def _reclaimable_over_share(session: Session) -> frozenset[str]:
+    """The reclaimable queues over their share, as the session stands now."""
+    queues = session.queues.values()
+    return frozenset(q.name for q in queues if q.reclaimable and session.overused(q))
 
 
 # Shares above this order alike (a queue deserving nothing holds an infinite share):
