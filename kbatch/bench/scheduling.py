@@ -229,12 +229,21 @@ def settled_loop(
     }
 
 
-def run_trace(spec: "TraceSpec", record: tuple[Path, int] | None = None) -> dict[str, Any]:
+def run_trace(
+    spec: "TraceSpec", record: tuple[Path, int] | None = None, conf: Path | None = None
+) -> dict[str, Any]:
     """``--trace``: a day of a mixed workload simulated (``kbatch.sim.trace``), in this
-    process; with its peak RSS; recorded into ``record`` (directory, bound) if given."""
+    process, under the scheduler conf in the file ``conf`` (None: the default conf); with
+    its peak RSS; recorded into ``record`` (directory, bound) if given."""
     from kbatch.sim import trace
 
-    return {**trace.run(spec, record), "peak_rss_mib": round(peak_rss_kib() / 1024, 1)}
+    loaded = None if conf is None else runner.load_conf_file(conf)
+    result = trace.run(spec, record, loaded)
+    return {
+        **result,
+        "conf": "default" if conf is None else str(conf),
+        "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
+    }
 
 
 def peak_rss_kib() -> int:
@@ -293,10 +302,12 @@ def main(
     backlog: bool = False,
     trace: "TraceSpec | None" = None,
     record: tuple[Path, int] | None = None,
+    trace_conf: Path | None = None,
 ) -> int:
-    """``record``: with ``trace``, the directory and bound of its flight recording."""
+    """``record``: with ``trace``, the directory and bound of its flight recording;
+    ``trace_conf``: the file of the scheduler conf it runs (None: the default conf)."""
     if trace is not None:
-        print(json.dumps(run_trace(trace, record)), flush=True)
+        print(json.dumps(run_trace(trace, record, trace_conf)), flush=True)
         return 0
     chosen = sizes or list(BACKLOG_SIZES if backlog else SIZES)
     for nodes, pods in chosen:
