@@ -49,21 +49,16 @@ NAME = "reclaim"
 
 
 def execute(session: Session) -> None:
-    jobs = session.jobs_to_place()
-    if not jobs:
-        return
-    # No reclaimable queue over its share: no job has anyone to take from, and nothing
-    # is committed that could change it. A flood of jobs that fit costs no index of the
-    # running tasks then (built per session, it would cost more than the rest of reclaim).
+    # In a tree a leaf may take room back from a sibling while their team is over its
+    # share: the leaf's own share is asked task by task (``may_reclaim_for``).
+    flat = not any(queue.parent is not None for queue in session.queues.values())
     first = _reclaimable_over_share(session)
-    if not first:
+    jobs = session.jobs_to_place() if first else []
+    if not _anyone_to_take_from(session, jobs, first, flat):
         return
     placer = Placer(session)
     room = EvictableRoom(session)
     over_served: dict[Hashable, frozenset[str]] = {room.state(()): first}
-    # In a tree a leaf may take room back from a sibling while their team is over its
-    # share: the leaf's own share is asked task by task (``may_reclaim_for``).
-    flat = not any(queue.parent is not None for queue in session.queues.values())
     for job in jobs_by_queue(session, jobs):
         queue = session.queues[job.queue]
         if flat and session.overused(queue):
@@ -75,6 +70,20 @@ def execute(session: Session) -> None:
         if fits_without_eviction(session, placer, job, pending):
             continue  # allocate will place it
         _reclaim_for(session, placer, job, pending, rules)
+
+
+def _anyone_to_take_from(
+    session: Session, jobs: list[JobInfo], over: frozenset[str], flat: bool
+) -> bool:
+    """May any of ``jobs`` take room back as the action starts: is some reclaimable
+    queue (``over``: those over their share) another than its own, its queue not over
+    its share where queues are flat? If not, no job reclaims, nothing is committed, and
+    the answer stays: a flood of jobs that fit costs reclaim no index of the running
+    tasks (made every session, it would cost more than the rest of the action)."""
+    waiting = {job.queue for job in jobs}
+    if flat:
+        return bool(over) and not all(session.overused(session.queues[q]) for q in waiting)
+    return any(over - {queue} for queue in waiting)
 
 
 def _reclaim_for(
