@@ -233,8 +233,9 @@ def run_trace(
     spec: "TraceSpec", record: tuple[Path, int] | None = None, conf: Path | None = None
 ) -> dict[str, Any]:
     """``--trace``: a day of a mixed workload simulated (``kbatch.sim.trace``), in this
-    process, under the scheduler conf in the file ``conf`` (None: the default conf); with
-    its peak RSS; recorded into ``record`` (directory, bound) if given."""
+    process, under the scheduler conf in the file ``conf`` (``main``'s ``trace_conf``;
+    None: the default conf); with its peak RSS; recorded into ``record`` (directory,
+    bound) if given."""
     from kbatch.sim import trace
 
     loaded = None if conf is None else runner.load_conf_file(conf)
@@ -300,12 +301,11 @@ def run_in_fresh_process(nodes: int, pods: int, backlog: bool = False) -> dict[s
 def main(
     sizes: list[tuple[int, int]] | None = None,
     backlog: bool = False,
+    trace_conf: Path | None = None,
     trace: "TraceSpec | None" = None,
     record: tuple[Path, int] | None = None,
-    trace_conf: Path | None = None,
 ) -> int:
-    """``record``: with ``trace``, the directory and bound of its flight recording;
-    ``trace_conf``: the file of the scheduler conf it runs (None: the default conf)."""
+    """``record``: with ``trace``, the directory and bound of its flight recording."""
     if trace is not None:
         print(json.dumps(run_trace(trace, record, trace_conf)), flush=True)
         return 0
