@@ -239,12 +239,22 @@ def settled_loop(
     }
 
 
-def run_trace(spec: "TraceSpec", record: tuple[Path, int] | None = None) -> dict[str, Any]:
+def run_trace(
+    spec: "TraceSpec", record: tuple[Path, int] | None = None, conf: Path | None = None
+) -> dict[str, Any]:
     """``--trace``: a day of a mixed workload simulated (``kbatch.sim.trace``), in this
-    process; with its peak RSS; recorded into ``record`` (directory, bound) if given."""
+    process, under the scheduler conf in the file ``conf`` (``main``'s ``trace_conf``;
+    None: the default conf); with its peak RSS; recorded into ``record`` (directory,
+    bound) if given."""
     from kbatch.sim import trace
 
-    return {**trace.run(spec, record), "peak_rss_mib": round(peak_rss_kib() / 1024, 1)}
+    loaded = None if conf is None else runner.load_conf_file(conf)
+    result = trace.run(spec, record, loaded)
+    return {
+        **result,
+        "conf": "default" if conf is None else str(conf),
+        "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
+    }
 
 
 def peak_rss_kib() -> int:
@@ -339,6 +349,7 @@ def versus_flat(
 def main(
     sizes: list[tuple[int, int]] | None = None,
     backlog: bool = False,
+    trace_conf: Path | None = None,
     trace: "TraceSpec | None" = None,
     record: tuple[Path, int] | None = None,
     layout: QueueLayout = FLAT_10,
@@ -347,7 +358,7 @@ def main(
     """``record``: with ``trace``, the directory and bound of its flight recording.
     ``versus_flat_rounds``: run each size as ``versus_flat`` with that many rounds."""
     if trace is not None:
-        print(json.dumps(run_trace(trace, record)), flush=True)
+        print(json.dumps(run_trace(trace, record, trace_conf)), flush=True)
         return 0
     chosen = sizes or list(BACKLOG_SIZES if backlog else SIZES)
     for nodes, pods in chosen:

@@ -25,6 +25,11 @@ def bench(args: argparse.Namespace) -> int:
         )
     if args.live:
         return bench_peers.live(args)
+    if args.kbatch_conf is not None and not (args.trace or args.armada_sim):
+        raise argparse.ArgumentTypeError(
+            "--kbatch-conf goes with --trace, --live or --armada-sim only (--size and "
+            "--backlog run kube-batch's tiers with actions of their own)"
+        )
     if args.eta:
         from kbatch.visibility import eta_bench  # (the CLI may know both halves)
 
@@ -46,7 +51,7 @@ def bench(args: argparse.Namespace) -> int:
         if args.eta_accuracy:
             return _trace_eta_accuracy(args, spec)
         record = None if args.record is None else (args.record, args.record_max_bytes)
-        return benchmark.main(trace=spec, record=record)
+        return benchmark.main(trace=spec, record=record, trace_conf=args.kbatch_conf)
     if args.record is not None:
         raise argparse.ArgumentTypeError("--record goes with --trace only")
     if args.eta_accuracy:
@@ -205,8 +210,9 @@ def _add_trace_options(parser: argparse.ArgumentParser) -> None:
         "--trace",
         action="store_true",
         help="simulate one day of a mixed workload instead (1,000 nodes, 100,000 gangs of "
-        "1 to 64 pods, 8 queues, a daily curve of submissions; seeded) and print one JSON "
-        "line: simulated seconds per wall second, sessions, binds, wall seconds",
+        "1 to 64 pods, 8 queues, a daily curve of submissions; seeded) under the default "
+        "scheduler conf (--kbatch-conf FILE: another) and print one JSON line: simulated "
+        "seconds per wall second, sessions, binds, wall seconds, the conf",
     )
     parser.add_argument(
         "--trace-hours",

@@ -136,7 +136,8 @@ def add_live_options(parser: argparse.ArgumentParser) -> None:
         "--kbatch-conf",
         type=Path,
         metavar="FILE",
-        help="kbatch's scheduler conf (e.g. the chart's); default: its default conf",
+        help="kbatch's scheduler conf (e.g. the chart's), here and with --armada-sim or "
+        "--trace; default: its default conf",
     )
     live.add_argument(
         "--volcano-conf",

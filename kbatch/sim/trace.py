@@ -13,7 +13,8 @@ in the afternoon, when work waits.
 
 Each job is what ``kbatch simulate --workload`` makes of an Armada job: a batch/v1
 Job (held until its PodGroup is admitted) and a PodGroup of ``minMember`` = its
-pods (``kbatch.sim.workload.job_objects``). The default scheduler conf runs it.
+pods (``kbatch.sim.workload.job_objects``). The default scheduler conf runs it
+(``run``'s ``conf``: another).
 
 ``hours`` simulates only the first hours of the day (the jobs submitted by then,
 until then); fewer ``nodes`` scale the jobs down with them, so the load stays the
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from kbatch.api import API_VERSION
+from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import manifests, runner
 from kbatch.sim.armada_spec import NAMESPACE
@@ -178,9 +180,12 @@ def _template(queue: str, pods: int, cpu: int) -> Template:
     )
 
 
-def run(spec: TraceSpec, record: tuple[Path, int] | None = None) -> dict[str, Any]:
-    """Simulate the trace; what it did and how fast (wall time: the simulation only,
-    with the writing of its recording when ``record``, a directory and a bound, asks)."""
+def run(
+    spec: TraceSpec, record: tuple[Path, int] | None = None, conf: SchedulerConf | None = None
+) -> dict[str, Any]:
+    """Simulate the trace under ``conf`` (None: the default conf); what it did and how
+    fast (wall time: the simulation only, with the writing of its recording when
+    ``record``, a directory and a bound, asks)."""
     objects = trace_objects(spec)
     groups = sum(1 for obj in objects if obj["kind"] == "PodGroup")
     pods = sum(obj["spec"]["minMember"] for obj in objects if obj["kind"] == "PodGroup")
@@ -188,7 +193,7 @@ def run(spec: TraceSpec, record: tuple[Path, int] | None = None) -> dict[str, An
     # Only the simulation keeps the input: each object goes once it is made (the loaded
     # copies, by the simulation's queue of objects to come; the generated ones, here).
     simulation = runner.Simulation(
-        manifests.load_documents(objects, "<trace>"), default_conf(), options
+        manifests.load_documents(objects, "<trace>"), conf or default_conf(), options
     )
     del objects
     started = time.perf_counter()

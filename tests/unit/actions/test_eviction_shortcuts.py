@@ -14,6 +14,7 @@ import random
 import pytest
 
 from builders import Cluster, FakeCluster, JobBuilder, run_actions
+from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import KUBE_BATCH_CONF
 from kbatch.operators.scheduler.core.actions import reclaim
 from kbatch.operators.scheduler.core.framework import (
@@ -130,6 +131,37 @@ def test_over_served_queues_kept_by_state_are_those_asked_for_every_job(
         reclaim, "_over_served", lambda session, room, known: once(session, room, {})
     )
     assert decisions(run_actions(random_cluster(seed).open(FULL))) == kept
+
+
+def test_reclaim_indexes_no_running_task_while_no_queue_is_over_its_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no reclaimable queue over its deserved share there is no one to take from,
+    and flat queues over their share take nothing back: with no other job waiting,
+    reclaim gives up before it indexes the running tasks (a flood of jobs that fit costs
+    it next to nothing). Once a queue below its share waits, the index is made."""
+    made: list[int] = []
+    real = evictable.RunningTasks
+    monkeypatch.setattr(evictable, "RunningTasks", lambda s: made.append(1) or real(s))
+    cluster = Cluster().node("n1", cpu=4).queue("a").queue("b")
+    cluster.job("ja", queue="a").tasks(2, cpu=1, status=R, node="n1")
+    cluster.job("jb", queue="b").tasks(2, cpu=1, status=R, node="n1").tasks(1, cpu=1)
+    assert run_actions(cluster.open(FULL), "reclaim").evictions == []
+    # a is over its share (its pending job counts); b's more asks wait to be admitted
+    only_over = Cluster().node("n1", cpu=4).queue("a").queue("b")
+    only_over.job("ja", queue="a").tasks(3, cpu=1, status=R, node="n1")
+    only_over.job("ja2", queue="a").tasks(1, cpu=1)
+    only_over.job("jb", queue="b").tasks(1, cpu=1, status=R, node="n1")
+    only_over.job("jb2", queue="b", phase=PodGroupPhase.PENDING).tasks(2, cpu=1)
+    session = only_over.open(FULL)
+    assert session.overused(session.queues["a"]) and not session.overused(session.queues["b"])
+    assert run_actions(session, "reclaim").evictions == []
+    assert made == []
+    over = Cluster().node("n1", cpu=4).queue("a").queue("b")
+    over.job("ja", queue="a").tasks(4, cpu=1, status=R, node="n1")
+    over.job("jb", queue="b", min_member=2).tasks(2, cpu=1)
+    assert len(run_actions(over.open(FULL), "reclaim").evictions) == 2
+    assert made == [1]
 
 
 def test_the_index_of_running_tasks_is_made_again_once_a_task_is_evicted() -> None:

@@ -4,11 +4,12 @@ kept off another subtree's unused guarantee."""
 
 import pytest
 
-from builders import Cluster, vec
+from builders import Cluster, run_actions, vec
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import KUBE_BATCH_CONF
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.core.framework.tiers import Vote
+from kbatch.operators.scheduler.core.plugins import borrowing
 
 
 def tree(cpu: float = 12, **extra: dict) -> Cluster:
@@ -73,3 +74,34 @@ def test_enqueue_on_idle_room_keeps_off_another_subtrees_unused_guarantee() -> N
     assert (vote, why) == (Vote.REJECT, "team-a's unused guarantee keeps cpu 4 free")
     vote, _ = session.job_enqueueable(session.jobs["default/ja1"])
     assert vote is Vote.PERMIT
+
+
+def test_the_lending_is_worked_out_at_the_first_question_as_it_stood_at_the_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No queue over its share waits: allocate asks no lender, and none is worked out.
+    Asked first after tasks were placed, the lender answers as one worked out at the
+    open and asked then (it reads the plugin's shares as they are)."""
+    made: list[int] = []
+    real = borrowing.lending
+    monkeypatch.setattr(borrowing, "lending", lambda *a: made.append(1) or real(*a))
+    fits = tree()
+    fits.job("ja1", queue="a1").tasks(2, cpu=1)
+    fits.job("jb1", queue="b1").tasks(2, cpu=1)
+    assert len(run_actions(fits.open(), "allocate").binds) == 4
+    assert made == []
+
+    def answers(ask_at_open: bool) -> list[str | None]:
+        cluster = tree(team_a={"borrowing_limit": vec(1)})
+        cluster.job("ja1", queue="a1").tasks(6, cpu=1, status=TaskStatus.RUNNING, node="n1")
+        cluster.job("more", queue="a1").tasks(2, cpu=1)
+        cluster.job("jb1", queue="b1").tasks(1, cpu=6)
+        session = cluster.open()
+        first, second = session.jobs["default/more"].tasks.values()
+        said = [session.lender(session.queues["a1"], second)] if ask_at_open else []
+        session.set_status(first, TaskStatus.ALLOCATED, 0)
+        return [*said, session.lender(session.queues["a1"], second)]
+
+    assert answers(ask_at_open=True) == ["team-b", None]
+    assert answers(ask_at_open=False) == [None]
+    assert made == [1, 1]

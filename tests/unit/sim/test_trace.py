@@ -3,6 +3,7 @@ tiny one simulates (no timing asserted: numbers go in benchmarks)."""
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -73,6 +74,32 @@ def test_bench_trace_prints_one_json_line(capsys: pytest.CaptureFixture[str]) ->
     result = json.loads(line)
     assert result["trace"] == {"nodes": 2, "hours": 1.0, "seed": 0}
     assert {"simulated_per_wall_second", "sessions", "binds", "peak_rss_mib"} <= set(result)
+
+
+def test_bench_trace_runs_the_conf_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default conf unless ``--kbatch-conf`` names another, and the line says which:
+    a conf that only admits binds nothing."""
+    tiny = ["bench", "--trace", "--trace-nodes", "2", "--trace-hours", "1"]
+    assert cli.main(tiny) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["conf"] == "default" and default["binds"] > 0
+    conf = tmp_path / "admit-only.yaml"
+    conf.write_text('actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n')
+    assert cli.main([*tiny, "--kbatch-conf", str(conf)]) == 0
+    admitted = json.loads(capsys.readouterr().out)
+    assert admitted["conf"] == str(conf) and admitted["binds"] == 0
+    assert admitted["sessions"] > 0
+
+
+def test_bench_kbatch_conf_goes_with_the_trace_not_the_sizes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text('actions: "allocate"\ntiers: []\n')
+    assert cli.main(["bench", "--size", "10x100", "--kbatch-conf", str(conf)]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err.startswith("kbatch: error: --kbatch-conf goes with --trace")
 
 
 @pytest.mark.parametrize("flag", [["--trace-hours", "25"], ["--trace-nodes", "0"]])

@@ -49,13 +49,17 @@ NAME = "reclaim"
 
 
 def execute(session: Session) -> None:
-    placer = Placer(session)
-    room = EvictableRoom(session)
-    over_served: dict[Hashable, frozenset[str]] = {}
     # In a tree a leaf may take room back from a sibling while their team is over its
     # share: the leaf's own share is asked task by task (``may_reclaim_for``).
     flat = not any(queue.parent is not None for queue in session.queues.values())
-    for job in jobs_by_queue(session, session.jobs_to_place()):
+    first = _reclaimable_over_share(session)
+    jobs = session.jobs_to_place() if first else []
+    if not _anyone_to_take_from(session, jobs, first, flat):
+        return
+    placer = Placer(session)
+    room = EvictableRoom(session)
+    over_served: dict[Hashable, frozenset[str]] = {room.state(()): first}
+    for job in jobs_by_queue(session, jobs):
         queue = session.queues[job.queue]
         if flat and session.overused(queue):
             continue
@@ -66,6 +70,20 @@ def execute(session: Session) -> None:
         if fits_without_eviction(session, placer, job, pending):
             continue  # allocate will place it
         _reclaim_for(session, placer, job, pending, rules)
+
+
+def _anyone_to_take_from(
+    session: Session, jobs: list[JobInfo], over: frozenset[str], flat: bool
+) -> bool:
+    """May any of ``jobs`` take room back as the action starts: is some reclaimable
+    queue (``over``: those over their share) another than its own, its queue not over
+    its share where queues are flat? If not, no job reclaims, nothing is committed, and
+    the answer stays: a flood of jobs that fit costs reclaim no index of the running
+    tasks (made every session, it would cost more than the rest of the action)."""
+    waiting = {job.queue for job in jobs}
+    if flat:
+        return bool(over) and not all(session.overused(session.queues[q]) for q in waiting)
+    return any(over - {queue} for queue in waiting)
 
 
 def _reclaim_for(
@@ -101,10 +119,14 @@ def _over_served(
     state = room.state(())
     over = known.get(state)
     if over is None:
-        queues = session.queues.values()
-        over = frozenset(q.name for q in queues if q.reclaimable and session.overused(q))
-        known[state] = over
+        over = known[state] = _reclaimable_over_share(session)
     return over
+
+
+def _reclaimable_over_share(session: Session) -> frozenset[str]:
+    """The reclaimable queues over their share, as the session stands now."""
+    queues = session.queues.values()
+    return frozenset(q.name for q in queues if q.reclaimable and session.overused(q))
 
 
 # Shares above this order alike (a queue deserving nothing holds an infinite share):

@@ -27,7 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kbatch.operators.scheduler.core.framework.info import QueueInfo
+from kbatch.operators.scheduler.core.framework.info import QueueInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.queue_tree import ROOT, TreeQueue, build_tree
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -55,10 +55,19 @@ class Shares(Protocol):
 def lend(
     session: Session, shares: Mapping[str, Shares], tree: TreeShares | None, mask: np.ndarray
 ) -> None:
-    """Register the proportion plugin's ``lender`` on ``session`` (``borrowing: true``)."""
-    arrays = {n: (q.allocated, q.deserved, q.capability) for n, q in shares.items()}
-    lending_now = lending(session.queues, arrays, tree, session.total * mask)
-    session.add_lender_fn(lambda q, t: lending_now.lender(q.name, t.request * mask))
+    """Register the proportion plugin's ``lender`` on ``session`` (``borrowing: true``).
+    What answers it is made at the first question: in most sessions no queue over its
+    share waits, and no one asks. (The arrays it reads are the plugin's own, changed in
+    place, so made later it answers as made at the open.)"""
+    made: list[FlatLending | TreeLending] = []
+
+    def lender(queue: QueueInfo, task: TaskInfo) -> str | None:
+        if not made:
+            arrays = {n: (q.allocated, q.deserved, q.capability) for n, q in shares.items()}
+            made.append(lending(session.queues, arrays, tree, session.total * mask))
+        return made[0].lender(queue.name, task.request * mask)
+
+    session.add_lender_fn(lender)
 
 
 def lending(
