@@ -50,7 +50,10 @@ NAME = "reclaim"
 
 def execute(session: Session) -> None:
     placer = Placer(session)
-    room = EvictableRoom(session)
+    # The running tasks are indexed once a job may reclaim: most sessions of a long run
+    # have none (nothing waits, or only queues over their share), and the index walks
+    # every job of the cluster.
+    room: EvictableRoom | None = None
     over_served: dict[Hashable, frozenset[str]] = {}
     # In a tree a leaf may take room back from a sibling while their team is over its
     # share: the leaf's own share is asked task by task (``may_reclaim_for``).
@@ -59,6 +62,8 @@ def execute(session: Session) -> None:
         queue = session.queues[job.queue]
         if flat and session.overused(queue):
             continue
+        if room is None:
+            room = EvictableRoom(session)
         rules = _rules(session, room, queue, _over_served(session, room, over_served), flat)
         if not rules.held().any():
             continue  # no other queue has anything it could give back
