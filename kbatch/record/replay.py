@@ -36,6 +36,7 @@ from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 from kbatch.operators.scheduler.core.runner import Scheduler, default_conf, load_conf
 from kbatch.record.store import hooks, recorder, segments
+from kbatch.sim import runner
 
 KINDS = ("binds", "evictions", "nominations", "groups", "queues")
 SHOWN_DIFFERENCES = 20
@@ -132,11 +133,18 @@ class Replay:
         # A session began on this thread (True: any): its snapshot is that thread's next.
         self.waiting_snapshot: int | bool = False
         self.held: list[dict[str, Any]] | None = None  # changes made while a session ran
+        self.frozen: Callable[[], None] = lambda: None  # (after each session)
 
     def run(self) -> Result:
         started = time.perf_counter()
-        for record in self._records():
-            self._take(record)
+        # As the simulator runs (``runner.collector_paused_for_run``): what outlives a
+        # session is frozen out of the cyclic collector's sight, which would otherwise walk
+        # the whole cluster state again and again to free nothing (a session leaves no
+        # cycles: ``tests/unit/record/test_replay_lean.py``).
+        with runner.collector_paused_for_run(True) as frozen:
+            self.frozen = frozen
+            for record in self._records():
+                self._take(record)
         self.result.stopped = self.reading.stopped
         if self.reading.stopped is not None:
             self.warn(f"the recording stops early: {self.reading.stopped}")
@@ -262,6 +270,7 @@ class Replay:
         replayed = json.loads(json.dumps(recorder.decisions_json(hooks.decisions(outcome))))
         self.result.sessions += 1
         self._compare(recorded, replayed)
+        self.frozen()
 
     def _session_id(self) -> str:
         return f"replay-{self.result.sessions + 1}"

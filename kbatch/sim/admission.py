@@ -21,7 +21,7 @@ a PodGroup created before it without minResources, the PodGroup is filled from i
 (an update that goes through the PodGroup's admission, quota included).
 """
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from kbatch.api.podgroup import PodGroup
@@ -44,6 +44,7 @@ class SimAdmission:
         self.to_group: set[JobKey] = set()  # labelled Jobs whose PodGroup is to be made
         self._refused_why: dict[JobKey, str] = {}  # why a Job's PodGroup was last refused
         self._jobs_of_group: dict[tuple[str, str], set[JobKey]] = {}
+        self._group_of_job: dict[JobKey, tuple[str, str]] = {}  # (the other way round)
 
     def _group_jobs(self, namespace: str, group: str) -> list[Object]:
         found: list[Object] = []
@@ -52,6 +53,20 @@ class SimAdmission:
             if record is not None and job.group_of(record.obj) == group:
                 found.append(record.obj)
         return found
+
+    def forget_jobs(self, keys: Iterable[JobKey]) -> None:
+        """These Jobs are gone (``jobs.JobController.forget_complete``): nothing of them
+        is kept here either."""
+        for key in keys:
+            self.held.discard(key)
+            self.to_group.discard(key)
+            self._refused_why.pop(key, None)
+            group = self._group_of_job.pop(key, None)
+            members = self._jobs_of_group.get(group) if group is not None else None
+            if group is not None and members is not None:
+                members.discard(key)
+                if not members:
+                    del self._jobs_of_group[group]
 
     def admit(self, obj: Object) -> Object | None:
         """``obj`` as the webhooks leave it, or None (and an event saying why) if they
@@ -96,6 +111,7 @@ class SimAdmission:
             self.to_group.add(key)
         self._fill_min_resources(admitted)
         self._jobs_of_group.setdefault((ref.namespace, group), set()).add(key)
+        self._group_of_job[key] = (ref.namespace, group)
         if job.is_held(admitted):
             self.held.add(key)
             why = admitted["metadata"]["annotations"][job.HELD_ANNOTATION]

@@ -38,11 +38,11 @@ from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.sim import clock, departures, manifests, timers
+from kbatch.sim.events import REJECTED as REJECTED  # (the admission's and output's)
 from kbatch.sim.events import EventLog
 from kbatch.sim.pod_objects import Object, PodKey, group_of, object_ref, pod_key, with_condition
 
 FINISHED = ("Succeeded", "Failed")
-REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
 
 
 @dataclass(slots=True)
@@ -74,15 +74,19 @@ class SimBackend:
     a status it writes is validated again from its dump, as the API server's would be;
     on: the model it was dumped from is handed over with it)."""
 
-    def __init__(self, state: ClusterState, sim_clock: clock.SimClock) -> None:
+    def __init__(
+        self, state: ClusterState, sim_clock: clock.SimClock, history: bool = True
+    ) -> None:
         self.state = state
+        self.history = history  # False: no record of what is gone (``runner.Options``)
         self._hand_over = state.shortcuts.hand_over_writes
         self._hand_over_statuses = state.shortcuts.hand_over_statuses
         self.clock = sim_clock
         self.pods: dict[PodKey, PodTimes] = {}  # (of the pods in the state)
         self._seen = 0  # pods seen so far (their ``order``)
-        self.departed = departures.Departed()
-        self.created_at: dict[str, float] = {}  # "Kind ns/name" -> simulated time
+        self.departed = departures.Departed(history=history)
+        # "Kind ns/name" -> simulated time (for the timeline; not kept without history)
+        self.created_at: dict[str, float] = {}
         self.changes = 0
         self.last_snapshot: Snapshot | None = None
         self.touched = Touched()
@@ -92,7 +96,7 @@ class SimBackend:
         # session repeats its waiting groups' events; dropped when an object of that kind
         # and name is made or removed (the only writes that change a uid).
         self._uids_by_ref: dict[tuple[str, str], dict[str, str]] = {}
-        self.events = EventLog()
+        self.events = EventLog(history)
         self.event_log = self.events.entries
         self._finishing = timers.Alarms[PodKey](self._finish_at, self._order)
         self._releasing = timers.Alarms[PodKey](self._release_at, self._order)
@@ -120,9 +124,10 @@ class SimBackend:
         times = self.pods.get(key)
         return None if times is None else times.release_at
 
-    def let_go_settled(self, may_go: Callable[[Object], bool]) -> None:
-        """Finished work the snapshots leave out leaves the state (``departures``)."""
-        departures.let_go_settled(self, may_go)
+    def let_go_settled(self, may_go: Callable[[Object], bool]) -> set[str]:
+        """Finished work the snapshots leave out leaves the state (``departures``); the
+        uids of the Jobs that owned pods of it."""
+        return departures.let_go_settled(self, may_go)
 
     def forget_object(self, kind: str, namespace: str, name: str) -> None:
         """An object left the state for good: its uid as events look it up goes (when it
@@ -155,7 +160,7 @@ class SimBackend:
         self._uids_by_ref.pop((kind, metadata["name"]), None)
         self.state.apply(obj, owned=owned and self._hand_over)
         self.changed()
-        if existing is None:
+        if existing is None and self.history:
             self.created_at[manifests.ref_of(obj)] = self.clock.now
         if kind == "Pod":
             self._track_pod(obj, existing)
@@ -284,8 +289,8 @@ class SimBackend:
         if status.get("phase") not in FINISHED:
             pod = {**pod, "status": {**status, "phase": "Failed"}}
         times = self.pods.get(pod_key(pod))
-        row = departures.pod_row(pod, times.evictions if times is not None else 0, None)
-        self.departed.removed[pod_key(pod)] = row
+        evictions = times.evictions if times is not None else 0
+        self.departed.keep_removed(pod_key(pod), lambda: departures.pod_row(pod, evictions, None))
         self.changed()
         self._pod_written(pod, removed=True)
 

@@ -14,6 +14,10 @@ A pod owned by a Job that is not complete stays (the Job controller counts its
 finished pods), and so does its whole unit. A departed PodGroup is not judged again
 when a Queue comes or goes later (a settled one would be shown to one more session
 then; its status is final anyway: Completed).
+
+A run that keeps no history (``runner.Options.history`` False: ``kbatch bench
+--trace``, which reads only its totals) keeps no rows either: what it holds then
+follows what is alive, not what the run has done.
 """
 
 from collections.abc import Callable, Iterator
@@ -77,6 +81,19 @@ class Departed:
     removed: dict[PodKey, PodRow] = field(default_factory=dict)
     pods: dict[PodKey, PodRow] = field(default_factory=dict)
     groups: dict[GroupKey, Object] = field(default_factory=dict)
+    history: bool = True  # False: no rows are kept
+
+    def keep_removed(self, key: PodKey, make: Callable[[], PodRow]) -> None:
+        if self.history:
+            self.removed[key] = make()
+
+    def keep_pod(self, key: PodKey, make: Callable[[], PodRow]) -> None:
+        if self.history:
+            self.pods[key] = make()
+
+    def keep_group(self, key: GroupKey, group: Object) -> None:
+        if self.history:
+            self.groups[key] = slim_group(group)
 
     def forget_pod(self, key: PodKey) -> None:
         """A pod of this name is made again: the new one is the one to show."""
@@ -106,10 +123,12 @@ def all_groups(cluster: "SimBackend") -> list[Object]:
     return [*cluster.state.list("PodGroup"), *cluster.departed.groups.values()]
 
 
-def let_go_settled(cluster: "SimBackend", may_go: Callable[[Object], bool]) -> None:
+def let_go_settled(cluster: "SimBackend", may_go: Callable[[Object], bool]) -> set[str]:
     """Delete from the state the units it settled since the last call, each whole or
-    not at all (not when ``may_go`` refuses one of its pods), keeping their rows."""
+    not at all (not when ``may_go`` refuses one of its pods), keeping their rows; the
+    uids of the Jobs that owned the pods let go."""
     state = cluster.state
+    owners: set[str] = set()
     for unit, pod_keys, has_group in state.take_settled():
         pods = [state.get("Pod", *key.split("/", 1)) for key in pod_keys]
         if not all(pod is not None and may_go(pod) for pod in pods):
@@ -117,20 +136,27 @@ def let_go_settled(cluster: "SimBackend", may_go: Callable[[Object], bool]) -> N
         for pod in pods:
             assert pod is not None
             _let_go_pod(cluster, pod)
+            owners.update(
+                str(owner.get("uid"))
+                for owner in pod["metadata"].get("ownerReferences") or []
+                if owner.get("kind") == "Job"
+            )
         if has_group:
             namespace, name = unit.split("/", 1)
             group = state.get("PodGroup", namespace, name)
             if group is not None:
-                cluster.departed.groups[namespace, name] = slim_group(group)
+                cluster.departed.keep_group((namespace, name), group)
                 state.delete("PodGroup", namespace, name)
                 cluster.forget_object("PodGroup", namespace, name)
+    return owners
 
 
 def _let_go_pod(cluster: "SimBackend", pod: Object) -> None:
     key = pod_key(pod)
     times = cluster.pods.pop(key, None)
     node = (pod.get("spec") or {}).get("nodeName") or None
-    cluster.departed.pods[key] = pod_row(pod, times.evictions if times else 0, node)
+    evictions = times.evictions if times else 0
+    cluster.departed.keep_pod(key, lambda: pod_row(pod, evictions, node))
     cluster.state.delete("Pod", *key)
     cluster.forget_object("Pod", *key)
     group = group_of(pod)

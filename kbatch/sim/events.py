@@ -5,6 +5,10 @@ rule with the runtime: ``outcome.EventFilter``). The log also knows when an even
 recorded or held back may be recorded again (``retell_at``, since the runner last
 reset it): a session that repeats the event then records it, so a run that jumps over quiet ticks
 must not jump past that time (``kbatch.sim.runner``).
+
+A run that keeps no history (``runner.Options.history`` False) keeps only the
+refusals in its log: the admission reads back why it refused an object, and nothing
+reads the rest, which would grow with every bind of the run.
 """
 
 import math
@@ -13,6 +17,8 @@ from dataclasses import dataclass
 
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+
+REJECTED = "AdmissionRejected"  # the reason of a refused creation's event
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +33,9 @@ class Event:
 
 
 class EventLog:
-    def __init__(self) -> None:
-        self.entries: list[Event] = []
+    def __init__(self, history: bool = True) -> None:
+        self.entries: list[Event] = []  # (without ``history``: the refusals only)
+        self.history = history
         self.retell_at = math.inf
         self._filter = decided.EventFilter()
 
@@ -38,7 +45,7 @@ class EventLog:
         """Record the event at ``now`` unless the same was recorded lately about
         ``identity`` (the object: a new one of the same name gets its events again)."""
         fresh, again = self._filter.check(identity, type_, reason, message, now)
-        if fresh:
+        if fresh and (self.history or reason == REJECTED):
             self.entries.append(
                 Event(now, ref.kind, ref.namespace, ref.name, type_, reason, message)
             )

@@ -16,6 +16,7 @@ template does not set one. ``backoffLimit`` is not modelled: the simulator
 never fails a pod.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,7 +125,8 @@ class JobController:
         identity = self.cluster.identity(record.obj if record is not None else None)
         if record is None:
             record = self.jobs[key] = JobRecord({})
-            self.cluster.created_at[manifests.ref_of(job)] = self.cluster.clock.now
+            if self.cluster.history:
+                self.cluster.created_at[manifests.ref_of(job)] = self.cluster.clock.now
         status = record.obj.get("status", {})
         record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
         record.spec_ints = spec_ints  # (its spec changes here only)
@@ -144,6 +146,25 @@ class JobController:
                 if record is not None and not record.complete:
                     return False
         return True
+
+    def forget_complete(self, uids: Iterable[str]) -> list[tuple[str, str]]:
+        """Of the Jobs of ``uids``, forget those complete with no pod left in the state,
+        as the API server's TTL-after-finished controller would delete them (a run that
+        keeps no history: ``runner.Options.history``); their keys."""
+        forgotten = []
+        for uid in sorted(uids):
+            record = self._by_uid.get(uid)
+            if record is None or not record.complete or self._pods_of(record):
+                continue
+            metadata = record.obj["metadata"]
+            key = (metadata["namespace"], metadata["name"])
+            del self._by_uid[uid]
+            if self.jobs.get(key) is record:
+                del self.jobs[key]
+            self.cluster.touched.jobs.discard(uid)
+            self.cluster.forget_object("Job", *key)
+            forgotten.append(key)
+        return forgotten
 
     def touch_all(self) -> None:
         """Have every Job reconciled at the next call (something they may wait for came)."""

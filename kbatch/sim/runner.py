@@ -51,7 +51,7 @@ import math
 import operator
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
@@ -73,7 +73,7 @@ from kbatch.operators.scheduler.core.runner import (
     load_conf,
     load_conf_file,
 )
-from kbatch.sim import clock, jobs, manifests, podgroups
+from kbatch.sim import arrivals, clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
 from kbatch.sim.backend import SimBackend
 from kbatch.sim.timeline import Timeline
@@ -111,6 +111,11 @@ class Options:
     shortcuts: Shortcuts = ALL
     # Record the run (``kbatch.record``): into this empty directory, bounded so in bytes.
     record: tuple[Path, int] | None = None
+    # False: keep nothing of what is over, only what the run needs to go on (no event log
+    # but the refusals, no rows of departed work, no timeline, no complete Job once its
+    # pods are gone): for a run whose totals are all that is read (``kbatch bench
+    # --trace``), so that its memory follows what is alive, not how long it ran.
+    history: bool = True
 
 
 @dataclass(slots=True)
@@ -138,7 +143,10 @@ class Simulation:
         options: Options = Options(),
         progress: ProgressFn | None = None,
         warn: Callable[[str], None] | None = None,
+        arriving: Iterable[manifests.Manifest] = (),
     ) -> None:
+        """``loaded``: the objects of the run, held from the start; ``arriving``: more,
+        in time order, read only as they come due (``kbatch.sim.arrivals``)."""
         if options.period <= 0:
             raise clock.DurationError("--period: must be more than 0")
         self.options = options
@@ -151,10 +159,11 @@ class Simulation:
             leave_out_settled=options.leave_out_settled,
             shortcuts=shortcuts,
         )
-        self.cluster = SimBackend(state, self.clock)
+        self.cluster = SimBackend(state, self.clock, options.history)
         self.jobs = jobs.JobController(self.cluster)
         self.admission = SimAdmission(self.cluster, self.jobs)
         self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
+        self.arriving = arrivals.Arrivals(arriving)
         self.totals = Totals()
         self.timeline = Timeline(shortcuts=shortcuts)
         self._sessions = 0
@@ -234,7 +243,9 @@ class Simulation:
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
         self.jobs.reconcile()
-        self.cluster.let_go_settled(self.jobs.done_with)
+        gone = self.cluster.let_go_settled(self.jobs.done_with)
+        if not self.options.history:
+            self.admission.forget_jobs(self.jobs.forget_complete(gone))
         session = self.scheduler.run_once()
         session.forget_functions()  # its objects go with it, not at a collection
         stats = session.stats
@@ -243,7 +254,7 @@ class Simulation:
         self.totals.evictions += stats.evictions
         podgroups.reconcile(self.cluster)
         self._release_held()
-        if self.cluster.last_snapshot is not None:
+        if self.cluster.last_snapshot is not None and self.options.history:
             self.timeline.record(now, self.cluster.last_snapshot, self.cluster.created_at)
         return self.cluster.changes != before or stats.binds > 0 or stats.evictions > 0
 
@@ -255,9 +266,18 @@ class Simulation:
         if groups:
             self.admission.release(groups)
 
+    def _next_due(self, now: float) -> manifests.Manifest | None:
+        """Take the next object due by ``now``, of those held and those arriving (None:
+        none is due yet)."""
+        held, arriving = self.pending[0] if self.pending else None, self.arriving.peek()
+        if arriving is not None and (held is None or arriving.due < held.due):
+            return self.arriving.pop() if arriving.submit_at <= now + 1e-9 else None
+        if held is not None and held.submit_at <= now + 1e-9:
+            return self.pending.popleft()
+        return None
+
     def _materialise(self, now: float) -> None:
-        while self.pending and self.pending[0].submit_at <= now + 1e-9:
-            item = self.pending.popleft()
+        while (item := self._next_due(now)) is not None:
             with refused_as_input(item):
                 refused = create(self.cluster, self.jobs, item.obj, self.admission)
             if self.warn is None:
@@ -272,6 +292,9 @@ class Simulation:
 
     def _next_event(self) -> float | None:
         times = [self.pending[0].submit_at] if self.pending else []
+        arriving = self.arriving.peek()
+        if arriving is not None:
+            times.append(arriving.submit_at)
         upcoming = self.cluster.next_event()
         if upcoming is not None:
             times.append(upcoming)

@@ -24,6 +24,7 @@ seconds, simulated seconds per wall second, sessions, binds, evictions.
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ TAIL_MEAN = 1_500.0
 CURVE_DEPTH = 0.6  # the daily curve's swing around its mean
 LOWEST_AT = 3 * 3600.0  # 03:00
 Object = dict[str, Any]
+SOURCE = "<trace>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,11 @@ def submission_times(count: int, rng: np.random.Generator) -> np.ndarray:
 
 def trace_jobs(spec: TraceSpec) -> list[TraceJob]:
     """The day's jobs submitted before ``spec.hours``, in submission order."""
+    return list(iter_trace_jobs(spec))
+
+
+def iter_trace_jobs(spec: TraceSpec) -> Iterator[TraceJob]:
+    """``trace_jobs``, made one by one (only the draws, a few numbers a job, are held)."""
     rng = np.random.default_rng(spec.seed)
     count = spec.jobs_per_day
     times = submission_times(count, rng)
@@ -107,8 +114,10 @@ def trace_jobs(spec: TraceSpec) -> list[TraceJob]:
     queues = rng.choice(len(QUEUE_WEIGHTS), size=count, p=QUEUE_SHARES)
     cpus = rng.choice(CPU_CHOICES, size=count, p=CPU_SHARES)
     runtimes = MIN_RUNTIME + rng.exponential(TAIL_MEAN, size=count)
-    return [
-        TraceJob(
+    for i in range(count):
+        if times[i] >= spec.seconds:
+            return  # (the times are sorted)
+        yield TraceJob(
             f"job-{i:06d}",
             f"q{queues[i]}",
             round(float(times[i]), 3),
@@ -116,34 +125,41 @@ def trace_jobs(spec: TraceSpec) -> list[TraceJob]:
             int(cpus[i]),
             round(float(runtimes[i]), 3),
         )
-        for i in range(count)
-        if times[i] < spec.seconds
-    ]
 
 
 def trace_objects(spec: TraceSpec) -> list[Object]:
     """The cluster and the workload as manifests (the jobs' due at their submission)."""
-    objects: list[Object] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    ]
+    return list(iter_trace_objects(spec))
+
+
+def iter_trace_objects(spec: TraceSpec) -> Iterator[Object]:
+    """``trace_objects``, made one by one: the cluster first, then the jobs in
+    submission order."""
+    yield {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     for i, weight in enumerate(QUEUE_WEIGHTS):
-        objects.append(
-            {
-                "apiVersion": API_VERSION,
-                "kind": "Queue",
-                "metadata": {"name": f"q{i}"},
-                "spec": {"weight": weight},
-            }
-        )
-    objects.extend(_node(n) for n in range(spec.nodes))
+        yield {
+            "apiVersion": API_VERSION,
+            "kind": "Queue",
+            "metadata": {"name": f"q{i}"},
+            "spec": {"weight": weight},
+        }
+    yield from (_node(n) for n in range(spec.nodes))
     templates: dict[tuple[str, int, int], Template] = {}
-    for job in trace_jobs(spec):
+    for job in iter_trace_jobs(spec):
         key = (job.queue, job.pods, job.cpu)
         template = templates.get(key)
         if template is None:
             template = templates[key] = _template(*key)
-        objects.extend(job_objects(template, job.name, job.runtime, job.submit_at))
-    return objects
+        yield from job_objects(template, job.name, job.runtime, job.submit_at)
+
+
+def trace_manifests(spec: TraceSpec) -> Iterator[manifests.Manifest]:
+    """The trace's objects as ``manifests.load_documents`` loads them from
+    ``trace_objects`` (the same source, time and order each), one by one and in time
+    order: what ``runner.Simulation`` takes as ``arriving``."""
+    for order, obj in enumerate(iter_trace_objects(spec)):
+        (item,) = manifests.load_documents([obj], SOURCE).objects
+        yield manifests.Manifest(item.obj, f"{SOURCE}, document {order + 1}", item.submit_at, order)
 
 
 def _node(index: int) -> Object:
@@ -184,24 +200,23 @@ def run(
     spec: TraceSpec, record: tuple[Path, int] | None = None, conf: SchedulerConf | None = None
 ) -> dict[str, Any]:
     """Simulate the trace under ``conf`` (None: the default conf); what it did and how
-    fast (wall time: the simulation only, with the writing of its recording when
-    ``record``, a directory and a bound, asks)."""
-    objects = trace_objects(spec)
-    groups = sum(1 for obj in objects if obj["kind"] == "PodGroup")
-    pods = sum(obj["spec"]["minMember"] for obj in objects if obj["kind"] == "PodGroup")
-    options = runner.Options(until=spec.seconds, record=record)
-    # Only the simulation keeps the input: each object goes once it is made (the loaded
-    # copies, by the simulation's queue of objects to come; the generated ones, here).
+    fast (wall time: the simulation, with the making of the jobs as they come due, and
+    the writing of its recording when ``record``, a directory and a bound, asks)."""
+    jobs = pods = 0
+    for job in iter_trace_jobs(spec):
+        jobs, pods = jobs + 1, pods + job.pods
+    # Only the totals are read: the run keeps no history (``runner.Options.history``), and
+    # the jobs are made as they come due (the input held is the next few, not the day).
+    options = runner.Options(until=spec.seconds, record=record, history=False)
     simulation = runner.Simulation(
-        manifests.load_documents(objects, "<trace>"), conf or default_conf(), options
+        manifests.Manifests(), conf or default_conf(), options, arriving=trace_manifests(spec)
     )
-    del objects
     started = time.perf_counter()
     outcome = simulation.run()
     wall = time.perf_counter() - started
     return {
         "trace": {"nodes": spec.nodes, "hours": spec.hours, "seed": spec.seed},
-        "jobs": groups,
+        "jobs": jobs,
         "pods": pods,
         "simulated_seconds": outcome.time,
         "wall_seconds": round(wall, 3),
