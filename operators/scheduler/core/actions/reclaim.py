@@ -35,7 +35,13 @@ from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.evictable import EvictableRoom
 from kbatch.operators.scheduler.core.framework.eviction import make_room, wasted_evictions
 from kbatch.operators.scheduler.core.framework.eviction_rules import Rules
-from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.info import (
+    NO_NODE,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
 from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.preemptors import (
     fits_without_eviction,
@@ -59,6 +65,8 @@ def execute(session: Session) -> None:
     placer = Placer(session)
     room = EvictableRoom(session)
     over_served: dict[Hashable, frozenset[str]] = {room.state(()): first}
+    # Tries that were discarded, by what they read (``_try_key``): the attempts each made
+    failed_tries: dict[Hashable, int] = {}
     for job in jobs_by_queue(session, jobs):
         queue = session.queues[job.queue]
         if flat and session.overused(queue):
@@ -69,7 +77,15 @@ def execute(session: Session) -> None:
         pending = pending_tasks(session, job)
         if fits_without_eviction(session, placer, job, pending):
             continue  # allocate will place it
-        _reclaim_for(session, placer, job, pending, rules)
+        tried = _try_key(session, room, job, pending, rules)
+        attempts = None if tried is None else failed_tries.get(tried)
+        if attempts is not None:
+            # the same try from the same state: it would make as many attempts and fail
+            session.stats.preemption_attempts += attempts
+            continue
+        before = session.stats.preemption_attempts
+        if not _reclaim_for(session, placer, job, pending, rules) and tried is not None:
+            failed_tries[tried] = session.stats.preemption_attempts - before
 
 
 def _anyone_to_take_from(
@@ -86,9 +102,48 @@ def _anyone_to_take_from(
     return any(over - {queue} for queue in waiting)
 
 
+def _try_key(
+    session: Session, room: EvictableRoom, job: JobInfo, pending: list[TaskInfo], rules: Rules
+) -> Hashable | None:
+    """All that ``_reclaim_for`` reads of ``job`` and the session, as a key (None: not
+    known): the session state between statements, the rule, what the plugins may read of
+    the job (its queue, minimums, priority, lifetime, topology, its tasks' roles and
+    statuses) and of each pending task (its template, shared by alike pods, role,
+    priority and what the deciding plugins read of it). Two jobs with equal keys make
+    equal tries: the same attempts, the same victims, the same verdict. A backlog of
+    alike gangs that each would evict a gang in vain is then tried once per queue and
+    commit, not once per gang."""
+    if rules.key is None:
+        return None
+    if any(t.nominated != NO_NODE for t in job.tasks_with(TaskStatus.PENDING)):
+        return None  # room kept for the job is its own: no other job claims the same
+    tasks = []
+    for task in pending:
+        chooses = rules.choose_key(task)
+        if chooses is None:
+            return None
+        tasks.append((id(task.template), task.role, task.priority, task.critical, chooses))
+    shape = (
+        job.queue,
+        job.namespace,
+        job.min_member,
+        job.priority,
+        None if job.min_resources is None else job.min_resources.tobytes(),
+        job.lifetime,
+        tuple(sorted(job.min_task_member.items())),
+        job.topology,
+        job.phase,
+        job.has_pod_group,
+        tuple(sorted((t.role, t.status) for t in job.tasks.values())),
+    )
+    return (room.state(()), rules.key, shape, tuple(tasks))
+
+
 def _reclaim_for(
     session: Session, placer: Placer, job: JobInfo, pending: list[TaskInfo], rules: Rules
-) -> None:
+) -> bool:
+    """Evict for ``job`` what makes it pipelined, in one statement, committed only if it
+    is and no victim's room stays idle; whether it was committed."""
     queue = session.queues[job.queue]
     statement = Statement(session)
     statement.claim_kept_room(job)
@@ -106,8 +161,9 @@ def _reclaim_for(
     if session.job_pipelined(job) and not wasted_evictions(session, statement):
         statement.commit()
         rules.room.committed()
-    else:
-        statement.discard()
+        return True
+    statement.discard()
+    return False
 
 
 def _over_served(
