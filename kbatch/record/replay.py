@@ -231,8 +231,11 @@ class Replay:
     def _change(self, record: dict[str, Any]) -> None:
         state, op = self._state(), record.get("op")
         if op in ("a", "r"):
+            obj = record["o"]
+            if type(obj) is dict and obj.get("kind") == "Pod":
+                obj = _sharing_held_parts(obj, state.get("Pod", *_namespace_name(obj)))
             with contextlib.suppress(ObjectError):  # refused now as then: the state notes why
-                state.apply(record["o"], owned=True)
+                state.apply(obj, owned=True)
             return
         if op == "d":
             namespace, _, name = str(record["key"]).rpartition("/")
@@ -282,6 +285,8 @@ class Replay:
             counts = self.result.counts[kind]
             counts.recorded += len(was)
             counts.replayed += len(now)
+            if was == now:
+                continue  # (most sessions: nothing to tell apart, nothing to key)
             if kind in ("groups", "queues"):
                 was_by, now_by = _statuses(was), _statuses(now)
                 keys = [k for k in {**was_by, **now_by} if was_by.get(k) != now_by.get(k)]
@@ -304,6 +309,37 @@ class Replay:
                             "replayed": now_one,
                         }
                     )
+
+
+def _namespace_name(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        return "", ""
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _sharing_held_parts(obj: dict[str, Any], held: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj`` (a pod, decoded anew) with each of its parts, and each part of its spec,
+    that equals the same part of ``held`` (the state's version of the pod) replaced by
+    that very part. Live, a pod whose status or node alone was written shares its other
+    parts with the version before (a simulated bind, a kubelet's report), and the state
+    then keeps the rest of its record instead of parsing it whole
+    (``pod_records.parse_pod``); decoded from a recording no part is shared, so every
+    status write was parsed whole. Equal parts read the same, and the state changes no
+    part it holds in place, so the records and decisions are the same."""
+    if held is None:
+        return obj
+    for key, part in list(obj.items()):
+        if key not in held or held[key] is part:
+            continue
+        old = held[key]
+        if part == old:
+            obj[key] = old
+        elif key == "spec" and type(part) is dict and type(old) is dict:
+            for name, value in list(part.items()):
+                if name in old and value == old[name]:
+                    part[name] = old[name]
+    return obj
 
 
 def _statuses(pairs: list[list[Any]]) -> dict[str, Any]:

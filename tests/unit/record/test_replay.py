@@ -12,6 +12,7 @@ import pytest
 
 from kbatch import __version__
 from kbatch.cli.main import main
+from kbatch.cluster import pod_records
 from kbatch.config import ConfigError
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.record import replay
@@ -137,3 +138,25 @@ def test_record_sizes_and_where_record_goes(
     with pytest.raises(SystemExit):
         main(["bench", "--trace", "--record-max-bytes", "lots"])
     assert "not a size: 'lots'" in capsys.readouterr().err
+
+
+def test_a_pods_status_writes_are_not_parsed_whole_again(
+    recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pod is parsed whole once, when it comes: its later writes (a bind, a
+    kubelet's status) share the rest with the version held, as they did live."""
+    arrivals, held = 0, set()
+    for record in segments.Reading(recording).records():
+        obj, op = record.get("o") or {}, record.get("op")
+        if op == "a" and obj.get("kind") == "Pod":
+            key = f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+            arrivals += key not in held
+            held.add(key)
+        elif op == "d" and record.get("k") == "Pod":
+            held.discard(str(record["key"]))
+    whole = pod_records._pod_fields
+    parsed: list[object] = []
+    monkeypatch.setattr(pod_records, "_pod_fields", lambda obj: parsed.append(obj) or whole(obj))
+    result = replay.replay(recording).as_json()
+    assert result["decisions"]["differing"] == 0
+    assert 20 < len(parsed) == arrivals
