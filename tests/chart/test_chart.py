@@ -70,6 +70,17 @@ def values_file(tmp_path: Path, values: dict[str, Any]) -> str:
     return str(path)
 
 
+def assert_schema_refuses(tmp_path: Path, values: dict[str, Any], message: str) -> None:
+    """``helm template`` with these values fails on the chart's values schema, saying
+    ``message`` (which names the value)."""
+    result = helm(
+        "template", "kbatch", str(CHART), "--values", values_file(tmp_path, values), check=False
+    )
+    assert result.returncode != 0
+    assert "values don't meet the specifications of the schema" in result.stderr
+    assert message in result.stderr, result.stderr
+
+
 def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     (only,) = pod["containers"]
@@ -475,12 +486,7 @@ def test_image_digest_and_tag() -> None:
     ],
 )  # fmt: skip
 def test_a_wrong_value_fails_with_the_schemas_message(tmp_path, values, message) -> None:
-    result = helm(
-        "template", "kbatch", str(CHART), "--values", values_file(tmp_path, values), check=False
-    )
-    assert result.returncode != 0
-    assert "values don't meet the specifications of the schema" in result.stderr
-    assert message in result.stderr, result.stderr
+    assert_schema_refuses(tmp_path, values, message)
 
 
 def test_schema_knows_exactly_kbatchs_actions_and_plugins() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from chart.test_chart import container, values_file
+from chart.test_chart import assert_schema_refuses, container
 from chart.tools import CHART, by_kind, helm, one, require_tool, template
 
 require_tool("helm", module=True)
@@ -114,12 +114,7 @@ def test_a_read_write_once_claim_for_two_replicas_is_refused() -> None:
     ],
 )  # fmt: skip
 def test_a_wrong_record_value_fails_with_the_schemas_message(tmp_path, values, message) -> None:
-    result = helm(
-        "template", "kbatch", str(CHART), "--values", values_file(tmp_path, values), check=False
-    )
-    assert result.returncode != 0
-    assert "values don't meet the specifications of the schema" in result.stderr
-    assert message in result.stderr, result.stderr
+    assert_schema_refuses(tmp_path, values, message)
 
 
 def test_each_start_records_anew_and_keeps_the_last_start_s_recording(tmp_path: Path) -> None:
