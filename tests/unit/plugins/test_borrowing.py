@@ -24,6 +24,16 @@ def tree(cpu: float = 12, **extra: dict) -> Cluster:
     return cluster
 
 
+def _team_a_at_its_share_with_a_borrowing_limit_of_1() -> Cluster:
+    """team-a runs 6 of 12 cpu (its share, team-b asking 6), a1 asks 2 more, and
+    team-a may borrow 1 cpu."""
+    cluster = tree(team_a={"borrowing_limit": vec(1)})
+    cluster.job("ja1", queue="a1").tasks(6, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("more", queue="a1").tasks(2, cpu=1)
+    cluster.job("jb1", queue="b1").tasks(1, cpu=6)
+    return cluster
+
+
 @pytest.mark.parametrize(("a2_asks", "lender"), [(True, "a2"), (False, "team-b")])
 def test_a_leaf_borrows_from_its_nearest_relative_with_unused_room(
     a2_asks: bool, lender: str
@@ -41,11 +51,7 @@ def test_a_leaf_borrows_from_its_nearest_relative_with_unused_room(
 
 
 def test_a_borrowing_limit_on_an_ancestor_caps_its_leaves() -> None:
-    cluster = tree(team_a={"borrowing_limit": vec(1)})
-    cluster.job("ja1", queue="a1").tasks(6, cpu=1, status=TaskStatus.RUNNING, node="n1")
-    cluster.job("more", queue="a1").tasks(2, cpu=1)
-    cluster.job("jb1", queue="b1").tasks(1, cpu=6)
-    session = cluster.open()
+    session = _team_a_at_its_share_with_a_borrowing_limit_of_1().open()
     # team-a deserves 6 (of 12, team-b asking 6): one more cpu is within its limit, two not
     first, second = session.jobs["default/more"].tasks.values()
     assert session.lender(session.queues["a1"], first) == "team-b"
@@ -92,11 +98,7 @@ def test_the_lending_is_worked_out_at_the_first_question_as_it_stood_at_the_open
     assert made == []
 
     def answers(ask_at_open: bool) -> list[str | None]:
-        cluster = tree(team_a={"borrowing_limit": vec(1)})
-        cluster.job("ja1", queue="a1").tasks(6, cpu=1, status=TaskStatus.RUNNING, node="n1")
-        cluster.job("more", queue="a1").tasks(2, cpu=1)
-        cluster.job("jb1", queue="b1").tasks(1, cpu=6)
-        session = cluster.open()
+        session = _team_a_at_its_share_with_a_borrowing_limit_of_1().open()
         first, second = session.jobs["default/more"].tasks.values()
         said = [session.lender(session.queues["a1"], second)] if ask_at_open else []
         session.set_status(first, TaskStatus.ALLOCATED, 0)
