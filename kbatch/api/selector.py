@@ -14,7 +14,7 @@ namespaces by name, and a namespace the reader has not seen (a simulation's, mad
 on first use; one the watch has not brought yet) is read by its name alone.
 """
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
 from typing import Annotated
 
@@ -127,22 +127,34 @@ def barring_queue(
 ) -> tuple[str, LabelSelector] | None:
     """The first queue, from ``queue`` up through its ancestors, whose namespaceSelector
     does not select a namespace of ``labels`` (that queue and its selector); None when
-    every one of them does (or sets none). ``selector_and_parent(name)``: that queue's
-    selector and its parent's name (None at the top), or None for a queue not known —
-    the walk stops there (a missing parent is another rule's refusal). A cycle of
-    parents stops the walk where it comes back."""
+    every one of them does (or sets none). ``selector_and_parent`` as for
+    ``selectors_upward``."""
+    for name, selector in selectors_upward(queue, selector_and_parent):
+        if not selector.matches(labels):
+            return name, selector
+    return None
+
+
+def selectors_upward(
+    queue: str,
+    selector_and_parent: Callable[[str], tuple[LabelSelector | None, str | None] | None],
+) -> Iterator[tuple[str, LabelSelector]]:
+    """Each queue from ``queue`` up through its ancestors that sets a namespaceSelector,
+    with that selector: all of them apply to the groups below. ``selector_and_parent(name)``:
+    that queue's selector and its parent's name (None at the top), or None for a queue
+    not known — the walk stops there (a missing parent is another rule's refusal). A
+    cycle of parents stops the walk where it comes back."""
     met: set[str] = set()
     current: str | None = queue
     while current is not None and current not in met:
         met.add(current)
         found = selector_and_parent(current)
         if found is None:
-            return None
+            return
         selector, parent = found
-        if selector is not None and not selector.matches(labels):
-            return current, selector
+        if selector is not None:
+            yield current, selector
         current = parent
-    return None
 
 
 def barred_message(namespace: str, queue: str, barring: tuple[str, LabelSelector]) -> str:

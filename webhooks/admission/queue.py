@@ -19,7 +19,7 @@ from typing import Any
 from kbatch.api import DEFAULT_QUEUE, selector
 from kbatch.api.quantity import parse_quantity
 from kbatch.api.queue import ROOT_QUEUE, Queue
-from kbatch.api.selector import LabelSelector, not_carried
+from kbatch.api.selector import LabelSelector, not_carried, selectors_upward
 from kbatch.cluster import fields, records
 from kbatch.cluster.fields import shown
 from kbatch.cluster.quantity import amounts
@@ -118,18 +118,12 @@ def _selector_and_parent(queue: Queue) -> tuple[LabelSelector | None, str | None
 def _selectors_from(start: str, queue_of: Callable[[str], Queue | None]) -> list[LabelSelector]:
     """The selectors set on ``start`` and each of its ancestors: all apply below them.
     The walk stops at a queue not known, and where a cycle of parents comes back."""
-    found: list[LabelSelector] = []
-    met: set[str] = set()
-    current: str | None = start
-    while current is not None and current not in met:
-        met.add(current)
-        queue = queue_of(current)
-        if queue is None:
-            break
-        selector, current = _selector_and_parent(queue)
-        if selector is not None:
-            found.append(selector)
-    return found
+
+    def selector_and_parent(name: str) -> tuple[LabelSelector | None, str | None] | None:
+        queue = queue_of(name)
+        return None if queue is None else _selector_and_parent(queue)
+
+    return [found for _, found in selectors_upward(start, selector_and_parent)]
 
 
 def _descendants(name: str, view: ClusterView) -> Iterator[str]:
