@@ -62,7 +62,11 @@ class Recorder:
         self.clock = clock
         self.limit = limit
         self.dropped = 0
-        self._put_count = 0  # items queued so far, and written so far (the writer's count)
+        # Items queued so far (changed by every thread that reports, so under a lock: a
+        # count lost to two threads at once would let ``written`` return early), and
+        # written so far (the writer's count).
+        self._put_count = 0
+        self._put_lock = threading.Lock()
         self._written = 0
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._held: dict[str, dict[str, Any]] = {}  # kind -> key -> object, as the state
@@ -131,11 +135,12 @@ class Recorder:
         self._between.set()
 
     def _put(self, item: tuple[Any, ...]) -> None:
-        if self.limit is not None and self._queue.qsize() >= self.limit:
-            self.dropped += 1
-            return
-        self._put_count += 1
-        self._queue.put(item)
+        with self._put_lock:
+            if self.limit is not None and self._queue.qsize() >= self.limit:
+                self.dropped += 1
+                return
+            self._put_count += 1
+            self._queue.put(item)
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Write what is queued, flush, and stop the writer."""
