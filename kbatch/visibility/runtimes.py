@@ -18,7 +18,9 @@ For one pod, in this order of trust:
    already running for ``e`` seconds, the median of the runtimes longer than ``e``,
    less ``e`` (a pod that has run long is one of the long ones); with how widely
    those runtimes vary (``spread``: a median of widely varying runtimes is a weak
-   guess for any one pod);
+   guess for any one pod); a pod that has run longer than every one of them gets
+   what the longest quarter of them ran beyond their 75th percentile (``outlived``),
+   a weak guess too, but not for ever;
 4. nothing: unknown (the simulator then lets it run for ever).
 
 Pure: raw objects and an opened session's jobs in, figures out.
@@ -178,7 +180,21 @@ def remaining_runtime(
     longer = [seconds - elapsed for seconds in samples if seconds > elapsed]
     if longer:
         return Runtime(statistics.median(longer), source, len(samples), scope, spread_of(longer))
+    if samples:  # it has run longer than every one of them
+        return Runtime(outlived(samples), source, len(samples), scope, float("inf"))
     return Runtime(None, UNKNOWN)
+
+
+def outlived(samples: Sequence[float]) -> float:
+    """What is left of a pod that has run longer than all ``samples``: what the longest
+    quarter of them ran beyond their 75th percentile (the median of it), the history's
+    own tail; the 75th percentile itself when none ran beyond it (all alike: it is
+    overdue by then). A pod running for ever would hold its room for ever, in the
+    forecast only: gangs needing whole nodes would then wait for ever, or much longer."""
+    ordered = sorted(samples)
+    upper = _percentile(ordered, 75)
+    beyond = [seconds - upper for seconds in ordered if seconds > upper]
+    return statistics.median(beyond) if beyond else upper
 
 
 def summary(runtimes: Sequence[Runtime]) -> str:
