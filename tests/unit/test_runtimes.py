@@ -104,7 +104,8 @@ def test_history_groups_finished_pods_by_podgroup_and_queue() -> None:
     }
     history = History.of([group, single], pods)
     assert history.by_group == {"default/g": [30.0, 50.0]}
-    assert history.by_queue == {"q": [30.0, 50.0, 100.0]}
+    # the queue's: one per job (a gang's median), so that a big gang weighs as one job
+    assert history.by_queue == {"q": [40.0, 100.0]}
 
 
 def test_the_summary_names_each_source_once() -> None:
@@ -116,7 +117,7 @@ def test_the_summary_names_each_source_once() -> None:
         Runtime(1.0, runtimes.GROUP, 1, "default/g"),
     ]
     assert runtimes.summary(used) == (
-        "activeDeadlineSeconds of 2 pods; 42 finished pods of queue research; "
+        "activeDeadlineSeconds of 2 pods; 42 finished jobs of queue research; "
         "1 finished pod of PodGroup default/g"
     )
 
