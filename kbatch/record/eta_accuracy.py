@@ -79,6 +79,7 @@ class Backtest:
         self.asked: list[Asked] = []
         self.starts: dict[str, list[float]] = {}
         self.started_now: set[str] = set()  # jobs started as the cluster stands
+        self.seen: dict[str, float] = {}  # PodGroup key -> when it was first seen
         self.asked_pods: set[str] = set()  # pods of their own asked about
         self.succeeded_at: dict[str, float] = {}  # pod key -> when it was seen Succeeded
         self.finished: OrderedDict[str, tuple[Object, list[Object]]] = OrderedDict()
@@ -107,6 +108,7 @@ class Backtest:
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         status = obj.get("status") or {}
         if kind == "PodGroup":
+            self.seen.setdefault(key, at)
             started = status.get("phase") in STARTED
         elif kind == "Pod":
             if status.get("phase") == "Succeeded":
@@ -206,7 +208,7 @@ class Backtest:
             "waiting_seen": self.waiting_seen,
             "estimates": len(self.asked),
             "not_asked_without_pods": self.no_pods,
-            **eta_score.score(self.asked, self.starts, self.last_at),
+            **eta_score.score(self.asked, self.starts, self.last_at, self.seen),
             "forecast_seconds": round(self.forecast_seconds, 3),
         }
 

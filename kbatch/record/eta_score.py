@@ -7,7 +7,11 @@ confidence (high, medium, low, none). The job really started at the first start 
 ``at``; its wait from then is ``start − at`` and the estimate's error is
 ``|seconds − wait| / wait``: relative to the wait that was left, so a 2-minute miss is
 small on a 2-hour wait and large on a 3-minute one. ``early``: the share of estimates
-that said the job starts before it did (the forecast's lean).
+that said the job starts before it did (the forecast's lean). ``newer first``: the share
+of estimates whose job saw a job submitted after the question start before it (when
+``seen`` says when each job was first seen): the forecast assumes no new work, and this
+says how often that held (a newer job that went first need not have delayed it: one
+that backfilled took nothing it needed).
 
 Estimates are tallied by confidence and by that wait (all; ≤ 5 min; > 5 min): how many,
 of how many jobs, the median and the 90th percentile of the error (linear between
@@ -20,6 +24,7 @@ high-confidence estimates of waits over 5 minutes, a median error of at most 20%
 Pure: estimates and start times in, a JSON-ready table out.
 """
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,13 +55,19 @@ def first_start(starts: Sequence[float], at: float) -> float | None:
 
 
 def score(
-    asked: Iterable[Asked], starts: Mapping[str, Sequence[float]], end: float | None = None
+    asked: Iterable[Asked],
+    starts: Mapping[str, Sequence[float]],
+    end: float | None = None,
+    seen: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The table: per confidence, per wait bucket, the count, jobs, median and p90 of the
     relative error; the estimates of jobs that had not started by ``end`` (the last time
-    seen; of those, how many said so: a start after it), and those with no time."""
+    seen; of those, how many said so: a start after it), and those with no time.
+    ``seen``: when each job was first seen (for ``newer first``)."""
     errors: dict[tuple[str, str], list[float]] = {}
     early: dict[tuple[str, str], int] = {}  # estimates of a start before the real one
+    newer: dict[tuple[str, str], int] = {}  # ... whose job a newer job started before
+    overtaking = _NewerStarts(starts, seen or {})
     jobs: dict[tuple[str, str], set[str]] = {}
     never: dict[str, int] = dict.fromkeys(CONFIDENCES, 0)
     past_end = 0  # of those, estimates of a start after the end: not wrong, not scored
@@ -90,9 +101,18 @@ def score(
         for bucket in ("all", "wait <= 5 min" if wait <= LONG_WAIT else "wait > 5 min"):
             errors.setdefault((confidence, bucket), []).append(error)
             early[confidence, bucket] = early.get((confidence, bucket), 0) + (one.seconds < wait)
+            overtaken = overtaking.between(one.at, start)
+            newer[confidence, bucket] = newer.get((confidence, bucket), 0) + overtaken
             jobs.setdefault((confidence, bucket), set()).add(one.job)
     rows = [
-        _row(confidence, bucket, errors[confidence, bucket], jobs, early[confidence, bucket])
+        _row(
+            confidence,
+            bucket,
+            errors[confidence, bucket],
+            jobs,
+            early[confidence, bucket],
+            newer[confidence, bucket] if seen is not None else None,
+        )
         for confidence in CONFIDENCES
         for bucket in BUCKETS
         if (confidence, bucket) in errors
@@ -113,6 +133,7 @@ def _row(
     errors: list[float],
     jobs: Mapping[tuple[str, str], set[str]],
     early: int,
+    newer: int | None,
 ) -> dict[str, Any]:
     return {
         "confidence": confidence,
@@ -122,7 +143,24 @@ def _row(
         "median": _rounded(float(np.median(errors))),
         "p90": _rounded(float(np.percentile(errors, 90))),
         "early": _rounded(early / len(errors)),
+        "newer_first": None if newer is None else _rounded(newer / len(errors)),
     }
+
+
+class _NewerStarts:
+    """The starts of every job with when it was first seen, by start time: did a job
+    first seen after ``at`` start after ``at`` and before ``start``?"""
+
+    def __init__(self, starts: Mapping[str, Sequence[float]], seen: Mapping[str, float]):
+        events = sorted(
+            (s, seen[job]) for job, times in starts.items() if job in seen for s in times
+        )
+        self.times = [s for s, _ in events]
+        self.seen = [first for _, first in events]
+
+    def between(self, at: float, start: float) -> bool:
+        low, high = bisect_right(self.times, at), bisect_right(self.times, start - 1e-9)
+        return any(first > at for first in self.seen[low:high])
 
 
 def _target(errors: list[float]) -> dict[str, Any]:
@@ -148,12 +186,14 @@ def table(scored: Mapping[str, Any]) -> str:
     out and the target."""
     lines = [
         f"{'confidence':<11}{'wait':<15}{'estimates':>10}{'jobs':>7}{'median':>9}{'p90':>9}"
-        f"{'early':>8}"
+        f"{'early':>8}{'newer first':>13}"
     ]
     for row in scored["rows"]:
+        newer = row.get("newer_first")
         lines.append(
             f"{row['confidence']:<11}{row['wait']:<15}{row['estimates']:>10}{row['jobs']:>7}"
             f"{_percent(row['median']):>9}{_percent(row['p90']):>9}{_percent(row['early']):>8}"
+            f"{'-' if newer is None else _percent(newer):>13}"
         )
     never = scored["never_started"]
     counts = ", ".join(f"{c} {n}" for c, n in never.items() if n)

@@ -25,6 +25,13 @@ from kbatch.visibility.whatif import Answer as WhatIf
 UNWRAPPED = 10_000  # the width of a console that is not a terminal: rows never wrap
 PHASE_STYLES = {"Pending": "yellow", "Inqueue": "cyan", "Running": "green", "Unknown": "red"}
 CONFIDENCE_STYLES = {"high": "green", "medium": "yellow", "low": "red", "none": "red"}
+# What an estimate cannot know, said where a user reads it: the forecast runs what is
+# there now; work submitted later into a queue with more fair share or priority left
+# goes first in fact (``kbatch replay --eta-accuracy`` counts how often: "newer first").
+ASSUMING = (
+    "no work submitted from now on goes first (more fair share or priority left), "
+    "and the runtimes it names"
+)
 
 
 def show(stream: IO[str], *renderables: RenderableType) -> None:
@@ -208,6 +215,8 @@ def explanation(
             facts.add_row("Borrowing", c.get("message", ""))
     if estimate is not None:
         facts.add_row("Estimated start", _eta_cell(estimate, long=True))
+        if estimate.seconds or estimate.later_than:
+            facts.add_row("Assuming", ASSUMING)
     facts.add_row("Scheduler conf", conf_source)
     parts: list[RenderableType] = [facts]
     if story.conditions:

@@ -14,11 +14,14 @@ For one pod, in this order of trust:
 2. its PodGroup's ``kbatch.io/lifetime`` (DESIGN §11, when more than 0): the time it
    is meant to run for, from the group's first start — once it is over, it says
    nothing more;
-3. the median runtime of its PodGroup's finished pods, else of its queue's; for a pod
+3. the median runtime of its PodGroup's finished pods, else of its queue's finished
+   jobs (each job's median, so that a big gang weighs as one job); for a pod
    already running for ``e`` seconds, the median of the runtimes longer than ``e``,
    less ``e`` (a pod that has run long is one of the long ones); with how widely
    those runtimes vary (``spread``: a median of widely varying runtimes is a weak
-   guess for any one pod);
+   guess for any one pod); a pod that has run longer than every one of them gets
+   what the longest quarter of them ran beyond their 75th percentile (``outlived``),
+   a weak guess too, but not for ever;
 4. nothing: unknown (the simulator then lets it run for ever).
 
 Pure: raw objects and an opened session's jobs in, figures out.
@@ -62,17 +65,21 @@ class Runtime:
             return "kbatch.io/lifetime"
         if self.source == DELETING:
             return "the deletion grace period"
-        if self.source in (GROUP, QUEUE):
-            kind = "PodGroup" if self.source == GROUP else "queue"
+        if self.source == GROUP:
             pods = "pod" if self.samples == 1 else "pods"
-            return f"{self.samples} finished {pods} of {kind} {self.scope}"
+            return f"{self.samples} finished {pods} of PodGroup {self.scope}"
+        if self.source == QUEUE:
+            jobs = "job" if self.samples == 1 else "jobs"
+            return f"{self.samples} finished {jobs} of queue {self.scope}"
         return "no known runtime"
 
 
 @dataclass
 class History:
-    """Runtimes (seconds) of finished pods, by PodGroup key (namespace/name) and by
-    queue name."""
+    """Runtimes (seconds) of finished pods, by PodGroup key (namespace/name), and by
+    queue name one per job (the median of its finished pods): a gang of 64 pods is one
+    draw of its queue's runtimes, not 64, else a queue's median would be the runtime of
+    its largest recent gang."""
 
     by_group: dict[str, list[float]] = field(default_factory=dict)
     by_queue: dict[str, list[float]] = field(default_factory=dict)
@@ -83,14 +90,17 @@ class History:
         (by namespace/name) say when they started and finished."""
         history = cls()
         for job in jobs:
+            own = []
             for task in job.tasks_with(TaskStatus.SUCCEEDED):
                 pod = pods.get(task.key)
                 seconds = None if pod is None else finished_runtime(pod)
-                if seconds is None:
-                    continue
-                if job.has_pod_group:
-                    history.by_group.setdefault(job.uid, []).append(seconds)
-                history.by_queue.setdefault(job.queue, []).append(seconds)
+                if seconds is not None:
+                    own.append(seconds)
+            if not own:
+                continue
+            if job.has_pod_group:
+                history.by_group.setdefault(job.uid, []).extend(own)
+            history.by_queue.setdefault(job.queue, []).append(statistics.median(own))
         return history
 
     def samples(self, job: JobInfo) -> tuple[list[float], str, str]:
@@ -178,12 +188,26 @@ def remaining_runtime(
     longer = [seconds - elapsed for seconds in samples if seconds > elapsed]
     if longer:
         return Runtime(statistics.median(longer), source, len(samples), scope, spread_of(longer))
+    if samples:  # it has run longer than every one of them
+        return Runtime(outlived(samples), source, len(samples), scope, float("inf"))
     return Runtime(None, UNKNOWN)
+
+
+def outlived(samples: Sequence[float]) -> float:
+    """What is left of a pod that has run longer than all ``samples``: what the longest
+    quarter of them ran beyond their 75th percentile (the median of it), the history's
+    own tail; the 75th percentile itself when none ran beyond it (all alike: it is
+    overdue by then). A pod running for ever would hold its room for ever, in the
+    forecast only: gangs needing whole nodes would then wait for ever, or much longer."""
+    ordered = sorted(samples)
+    upper = _percentile(ordered, 75)
+    beyond = [seconds - upper for seconds in ordered if seconds > upper]
+    return statistics.median(beyond) if beyond else upper
 
 
 def summary(runtimes: Sequence[Runtime]) -> str:
     """Where a set of runtimes came from, in words: 'activeDeadlineSeconds of 3 pods;
-    42 finished pods of queue research'."""
+    42 finished jobs of queue research'."""
     counted: dict[tuple[str, str], tuple[Runtime, int]] = {}
     for runtime in runtimes:
         key = (runtime.source, runtime.scope)

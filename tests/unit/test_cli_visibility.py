@@ -176,6 +176,8 @@ def test_explain_with_eta(cluster, capsys) -> None:
         "~35s (1 running job finishes by then; runtimes from activeDeadlineSeconds of 4 pods; "
         "high confidence)"
     )
+    # what no estimate can know is said with it: work submitted from now on
+    assert facts["Assuming"].startswith("no work submitted from now on goes first")
     assert facts["Scheduler conf"] == "the default (a test's)"
     assert "Running in queue default: default/first" in out
 

@@ -68,7 +68,7 @@ def test_runtimes_from_finished_pods_of_the_queue() -> None:
     ]
     estimate = check_against_the_simulation(documents, "waiting", now=25.0)
     assert estimate.seconds == 15.0
-    assert "2 finished pods of queue research" in estimate.text
+    assert "1 finished job of queue research" in estimate.text
     assert estimate.confidence == "low"
 
 

@@ -79,8 +79,10 @@ def test_a_running_pod_s_remaining_time() -> None:
     # history: of the runtimes longer than what it ran already (15 s), the median, less 15
     left = runtimes.remaining_runtime({}, running, 1000.0, 1015.0, HISTORY)
     assert left == Runtime(25.0, runtimes.GROUP, 3, "default/j", 41 / 9)  # of 5 and 45
-    # it ran longer than any of them: unknown
-    assert runtimes.remaining_runtime({}, running, 1000.0, 1100.0, HISTORY).seconds is None
+    # it ran longer than any of them: what the longest quarter ran beyond their 75th
+    # percentile (40 s: 60 ran 20 beyond it), with an unbounded spread (a weak guess)
+    outlived = runtimes.remaining_runtime({}, running, 1000.0, 1100.0, HISTORY)
+    assert outlived == Runtime(20.0, runtimes.GROUP, 3, "default/j", float("inf"))
     # a lifetime counts from the group's first start, while it lasts
     running.lifetime = 120.0
     assert runtimes.remaining_runtime({}, running, 1000.0, 1100.0, HISTORY) == Runtime(
@@ -102,7 +104,8 @@ def test_history_groups_finished_pods_by_podgroup_and_queue() -> None:
     }
     history = History.of([group, single], pods)
     assert history.by_group == {"default/g": [30.0, 50.0]}
-    assert history.by_queue == {"q": [30.0, 50.0, 100.0]}
+    # the queue's: one per job (a gang's median), so that a big gang weighs as one job
+    assert history.by_queue == {"q": [40.0, 100.0]}
 
 
 def test_the_summary_names_each_source_once() -> None:
@@ -114,6 +117,13 @@ def test_the_summary_names_each_source_once() -> None:
         Runtime(1.0, runtimes.GROUP, 1, "default/g"),
     ]
     assert runtimes.summary(used) == (
-        "activeDeadlineSeconds of 2 pods; 42 finished pods of queue research; "
+        "activeDeadlineSeconds of 2 pods; 42 finished jobs of queue research; "
         "1 finished pod of PodGroup default/g"
     )
+
+
+def test_a_pod_that_outlived_its_history_ends_after_the_history_s_tail() -> None:
+    # the longest quarter's excess over the 75th percentile, its median
+    assert runtimes.outlived([10.0, 20.0, 30.0, 40.0, 100.0]) == 60.0
+    # all alike: overdue, given one more such runtime at most
+    assert runtimes.outlived([50.0, 50.0, 50.0]) == 50.0

@@ -44,6 +44,7 @@ def test_the_scorer_gives_exact_medians_and_p90s_by_confidence_and_wait() -> Non
         "median": 0.15,
         "p90": 0.41,  # linear between ranks: 0.2 + 0.7 * (0.5 - 0.2)
         "early": 0.25,  # 90 before 100; 60, 660, 450 after 50, 600, 300
+        "newer_first": None,  # not told when the jobs were first seen
     }
     assert (rows["high", "wait <= 5 min"]["median"], rows["high", "wait <= 5 min"]["p90"]) == (
         0.2,
@@ -67,6 +68,21 @@ def test_the_target_fails_when_the_median_error_of_long_high_waits_is_over_a_fif
     assert scored["target"]["holds"] is False
     assert scored["target"]["median"] == pytest.approx(0.3167, abs=1e-4)
     assert "FAILS: median 31.7% over 2 estimates" in eta_score.table(scored)
+
+
+def test_the_share_of_estimates_that_a_newer_job_went_ahead_of() -> None:
+    """``newer first``: a job first seen after the question started before the job."""
+    starts = {"a": [1000.0], "b": [2000.0], "new": [500.0], "old": [1500.0]}
+    seen = {"a": 0.0, "b": 0.0, "new": 200.0, "old": 0.0}
+    asked = [
+        Asked("a", 100.0, 900.0, "low"),  # "new", seen at 200, started at 500: yes
+        Asked("a", 300.0, 700.0, "low"),  # "new" was seen before this question: no
+        Asked("b", 1200.0, 800.0, "low"),  # only "old" started in between: no
+        Asked("b", 100.0, 1900.0, "low"),  # "new" started at 500: yes
+    ]
+    row = _rows(eta_score.score(asked, starts, seen=seen))["low", "all"]
+    assert row["newer_first"] == 0.5
+    assert "newer first" in eta_score.table(eta_score.score(asked, starts, seen=seen))
 
 
 def test_an_estimate_asked_in_the_instant_its_job_started_is_not_scored() -> None:
