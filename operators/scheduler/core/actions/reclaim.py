@@ -67,6 +67,7 @@ def execute(session: Session) -> None:
     over_served: dict[Hashable, frozenset[str]] = {room.state(()): first}
     # Tries that were discarded, by what they read (``_try_key``): the attempts each made
     failed_tries: dict[Hashable, int] = {}
+    fits: dict[Hashable, bool] = {}  # dry runs' answers, by what they read (``_fits``)
     for job in jobs_by_queue(session, jobs):
         queue = session.queues[job.queue]
         if flat and session.overused(queue):
@@ -75,7 +76,7 @@ def execute(session: Session) -> None:
         if not rules.held().any():
             continue  # no other queue has anything it could give back
         pending = pending_tasks(session, job)
-        if fits_without_eviction(session, placer, job, pending):
+        if _fits(session, placer, room, job, pending, fits):
             continue  # allocate will place it
         tried = _try_key(session, room, job, pending, rules)
         attempts = None if tried is None else failed_tries.get(tried)
@@ -123,7 +124,40 @@ def _try_key(
         if chooses is None:
             return None
         tasks.append((id(task.template), task.role, task.priority, task.critical, chooses))
-    shape = (
+    return (room.state(()), rules.key, _shape(job), tuple(tasks))
+
+
+def _fits(
+    session: Session,
+    placer: Placer,
+    room: EvictableRoom,
+    job: JobInfo,
+    pending: list[TaskInfo],
+    known: dict[Hashable, bool],
+) -> bool:
+    """``fits_without_eviction``, kept by all that its dry run reads: the session state
+    between statements, the job's shape and its pending tasks' templates, roles and
+    priorities. Only for a job all of whose tasks are pending with no room kept for
+    them: no node of its own tells it apart from an alike job. A backlog of alike gangs
+    is then tried once per queue and commit, not once per gang; the answer is the same."""
+    tasks = job.tasks.values()
+    if any(t.status != TaskStatus.PENDING or t.nominated != NO_NODE for t in tasks):
+        return fits_without_eviction(session, placer, job, pending)
+    key = (
+        room.state(()),
+        _shape(job),
+        tuple((id(t.template), t.role, t.priority, t.critical) for t in pending),
+    )
+    answer = known.get(key)
+    if answer is None:
+        answer = known[key] = fits_without_eviction(session, placer, job, pending)
+    return answer
+
+
+def _shape(job: JobInfo) -> Hashable:
+    """What the plugins may read of a job (besides its tasks): its queue, minimums,
+    priority, lifetime, topology, phase and its tasks' roles and statuses."""
+    return (
         job.queue,
         job.namespace,
         job.min_member,
@@ -136,7 +170,6 @@ def _try_key(
         job.has_pod_group,
         tuple(sorted((t.role, t.status) for t in job.tasks.values())),
     )
-    return (room.state(()), rules.key, shape, tuple(tasks))
 
 
 def _reclaim_for(
