@@ -6,9 +6,11 @@ always first): the namespace wiped of every pod and group, the scheduler started
 ready, then the scenario's pods (and groups) created from a pool of 16 client threads
 while a watch notes when each pod is first seen bound. A run ends when every pod is
 bound or its time is up; then the scheduler's peak memory and CPU seconds are read
-from /proc and it is stopped. The API server's ``apiserver_request_total`` by verb,
-before and after, gives the requests of the run (everyone's: the benchmark's creates
-and KWOK's status writes are the same in every run, the rest is the scheduler's).
+from /proc and it is stopped. The API server's ``apiserver_request_total`` by verb (and
+by verb and resource), before and after, gives the requests of the run (everyone's: the
+benchmark's creates and KWOK's status writes are the same in every run, the rest is the
+scheduler's); the CPU seconds the cluster's programs and the benchmark used meanwhile,
+what they cost.
 
 In a restart scenario the scheduler is started on the empty namespace and killed
 (SIGKILL), the pods are created while none runs, and a new one is started: the times to
@@ -37,6 +39,7 @@ from kbatch.bench import live_workload as workload
 from kbatch.bench.live_api import (
     PODS,
     Watch,
+    differences,
     ensure,
     ensure_served,
     ready_nodes,
@@ -174,7 +177,7 @@ def run_one(
             killed.proc.popen.kill()
             killed.proc.stop()
         created = submit(api, spec, name) if cold else {}
-        before = request_counts(api)
+        before, cpu_before = request_counts(api), cluster_cpu(cluster)
         launched = time.monotonic()
         started = start(cluster, options, name, workdir)
     except RuntimeError as exc:
@@ -184,11 +187,11 @@ def run_one(
         )
     try:
         if not cold:
-            before = request_counts(api)
+            before, cpu_before = request_counts(api), cluster_cpu(cluster)
             created = submit(api, spec, name)
         complete = watch.wait(options.timeout)
         peak, cpu = live_schedulers.usage(started.proc.popen.pid)
-        after = request_counts(api)
+        after, cpu_after = request_counts(api), cluster_cpu(cluster)
     finally:
         watch.stop()
         started.proc.stop()
@@ -206,9 +209,29 @@ def run_one(
         client=started.client,
         conf=conf_of(options, name),
         queues=spec.queues if name != "kube-scheduler" else 0,
-        api_requests={verb: after.get(verb, 0) - before.get(verb, 0) for verb in sorted(after)},
+        api_requests={
+            verb: n - before["verb"].get(verb, 0) for verb, n in sorted(after["verb"].items())
+        },
+        api_requests_by_resource=differences(after["resource"], before["resource"]),
+        cluster_cpu_seconds={
+            program: round(seconds - cpu_before.get(program, 0.0), 2)
+            for program, seconds in cpu_after.items()
+        },
         error=error,
     )  # fmt: skip
+
+
+def cluster_cpu(cluster: live_cluster.LiveCluster) -> dict[str, float]:
+    """CPU seconds (user + system) each program of the cluster, and this benchmark (its
+    creates and its watch), have used so far: what a scheduler's requests cost the API
+    server, etcd and KWOK shows in a run's difference. On a machine of few cores they
+    all share it with the scheduler."""
+    used = {"benchmark": time.process_time()}
+    for proc in cluster.procs:
+        seconds = live_schedulers.usage(proc.popen.pid)[1]
+        if seconds is not None:
+            used[proc.name] = seconds
+    return used
 
 
 def start(

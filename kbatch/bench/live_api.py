@@ -190,25 +190,42 @@ def listed(api: Any, path: str, limit: int = 0) -> list[dict[str, Any]]:
     return items
 
 
-def request_counts(api: Any) -> dict[str, int]:
-    """``apiserver_request_total`` summed by verb, from the API server's /metrics."""
+def request_counts(api: Any) -> dict[str, dict[str, int]]:
+    """``apiserver_request_total`` from the API server's /metrics, summed by verb
+    (``"verb"``) and by verb and resource (``"resource"``, e.g. ``POST pods/binding``)."""
     response = kubeapi.raw_get(api, "/metrics", {}, 30)
     try:
         text = response.data.decode()
     finally:
         response.release_conn()
-    return parse_request_counts(text)
+    return {
+        "verb": parse_request_counts(text),
+        "resource": parse_request_counts(text, ("verb", "resource", "subresource")),
+    }
 
 
-def parse_request_counts(text: str) -> dict[str, int]:
-    """Prometheus text: the ``apiserver_request_total`` samples summed by their verb."""
+def parse_request_counts(text: str, labels: tuple[str, ...] = ("verb",)) -> dict[str, int]:
+    """Prometheus text: the ``apiserver_request_total`` samples summed by the values of
+    ``labels``, joined as ``verb resource/subresource`` (a label missing or empty is
+    left out)."""
     counts: dict[str, int] = {}
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
-        labels, _, value = line.rpartition("} ")
-        verb = next(
-            (p.split("=", 1)[1].strip('"') for p in labels.split(",") if p.startswith("verb=")), "?"
+        inside, _, value = line[len("apiserver_request_total{") :].rpartition("} ")
+        found = dict(
+            (part.split("=", 1)[0], part.split("=", 1)[1].strip('"'))
+            for part in inside.split(",")
+            if "=" in part
         )
-        counts[verb] = counts.get(verb, 0) + int(float(value))
+        verb = found.get("verb") or "?"
+        rest = "/".join(found[k] for k in labels[1:] if found.get(k))
+        key = f"{verb} {rest}" if rest else verb
+        counts[key] = counts.get(key, 0) + int(float(value))
     return counts
+
+
+def differences(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    """``after`` less ``before``, key by key (those that did not change left out)."""
+    out = {key: after[key] - before.get(key, 0) for key in sorted(after)}
+    return {key: n for key, n in out.items() if n}

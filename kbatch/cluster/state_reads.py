@@ -11,6 +11,7 @@ from typing import Any
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
 from kbatch.cluster import records
+from kbatch.cluster.assumed import AssumedPods
 from kbatch.cluster.indexes import GroupIndex
 from kbatch.cluster.reuse.pod_units import PodUnits
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
@@ -26,6 +27,7 @@ class StateReads:
     _refused: dict[str, dict[str, str]]
     _groups: GroupIndex
     _pod_units: PodUnits
+    _assumed: AssumedPods
 
     @staticmethod
     def _key(kind: str, namespace: str, name: str) -> str:
@@ -66,6 +68,21 @@ class StateReads:
                 self._key("Pod", namespace, name)
             )
             return record
+
+    def waits_for_a_node(self, namespace: str, name: str, uid: str) -> bool:
+        """Is pod ``uid`` still pending as far as this replica knows: watched without a
+        node, not deleted nor finished, and no bind or eviction of it sent?"""
+        with self._lock:
+            record: records.PodRecord | None = self._parsed["Pod"].get(
+                self._key("Pod", namespace, name)
+            )
+            return (
+                record is not None
+                and record.uid == uid
+                and not (record.node_name or record.deleting)
+                and record.phase not in ("Succeeded", "Failed")
+                and self._assumed.applied_to(record) is record
+            )
 
     def pod_group_phase(self, namespace: str, name: str) -> PodGroupPhase | None:
         """The PodGroup's phase as its object says (one rule for reading it:

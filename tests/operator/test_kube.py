@@ -12,6 +12,7 @@ import pytest
 from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
 from kbatch.kubeapi import ApiError
+from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.operators.scheduler.runtime import binder
@@ -314,3 +315,24 @@ def test_a_409_on_a_bind_is_checked_against_the_pod(
     (placed,) = [t for job in snapshot.jobs.values() for t in job.tasks.values()]
     assert snapshot.nodes.names[placed.node] == ("n1" if assumed else "n2")
     assert [e for e in api.events() if e["reason"] == "FailedScheduling"] == []
+
+
+def test_a_pod_condition_is_not_written_once_the_pod_is_bound(api: FakeApi) -> None:
+    """A PodScheduled condition waits in the writer's queue (behind a burst's statuses):
+    written if the pod still waits for a node then, not if a later session bound it (the
+    API server's PodScheduled True stands), nor if the pod is gone."""
+    state = world(pod("a"), pod("b"), pod("c"))
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
+    held = threading.Event()
+    cluster.status.writes.submit(held.wait, 10)  # the writer busy, as behind a burst
+    for name in ("a", "b", "c"):
+        cluster.update_pod_condition(
+            decided.PodCondition(task(state, name), "False", "Unschedulable", "no room")
+        )
+    cluster.bind(task(state, "b"), "n1")  # a later session binds b meanwhile
+    state.delete("Pod", "default", "c")
+    held.set()
+    cluster.flush()
+    wait_for("the bind sent", lambda: not cluster.binds_in_flight())
+    cluster.shutdown()
+    assert api.paths("PATCH") == ["/api/v1/namespaces/default/pods/a/status"]

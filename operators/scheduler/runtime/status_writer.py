@@ -153,9 +153,15 @@ class StatusWriter:
         }
         patch = {"status": {"conditions": [written]}}
         if self.may_write():
-            self.writes.submit(
-                self._write, "pod condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH
-            )
+            self.writes.submit(self._write_pod_condition, task, path, patch)
+
+    def _write_pod_condition(self, task: TaskInfo, path: str, patch: dict[str, Any]) -> None:
+        """The condition, if the pod still waits for a node when its turn comes: behind a
+        bind burst's statuses that can be many seconds after the session, and a pod bound
+        meanwhile (by a later session) would be told False on top of the API server's
+        PodScheduled True, for nothing but an extra write of the pod."""
+        if self.state.waits_for_a_node(task.namespace, task.name, task.uid):
+            self._write("pod condition", path, patch, kubeapi.STRATEGIC_MERGE_PATCH)
 
     def initialise_pod_group_status(self, namespace: str, name: str, version: str) -> None:
         """Show ``Pending`` on a PodGroup seen without a phase (at ``version``), once the

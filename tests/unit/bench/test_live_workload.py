@@ -93,6 +93,23 @@ def test_request_counts_are_summed_by_verb() -> None:
         ]
     )
     assert live_api.parse_request_counts(text) == {"POST": 10, "GET": 2}
+    by_resource = live_api.parse_request_counts(text, ("verb", "resource", "subresource"))
+    assert by_resource == {"POST pods": 7, "GET nodes": 2, "POST bindings": 3}
+
+
+def test_request_counts_by_resource_name_the_subresource() -> None:
+    text = "\n".join(
+        [
+            'apiserver_request_total{resource="pods",subresource="binding",verb="POST"} 5',
+            'apiserver_request_total{resource="pods",subresource="",verb="POST"} 4',
+            'apiserver_request_total{resource="pods",subresource="status",verb="PATCH"} 2',
+        ]
+    )
+    counts = live_api.parse_request_counts(text, ("verb", "resource", "subresource"))
+    assert counts == {"POST pods/binding": 5, "POST pods": 4, "PATCH pods/status": 2}
+    assert live_api.differences(counts, {"POST pods": 4, "PATCH pods/status": 1}) == {
+        "PATCH pods/status": 1, "POST pods/binding": 5,
+    }  # fmt: skip
 
 
 def test_kwok_stages_fake_ready_nodes_and_pods_that_finish() -> None:
