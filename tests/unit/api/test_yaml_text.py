@@ -56,7 +56,7 @@ def test_libyaml_is_used_where_pyyaml_has_it(monkeypatch: pytest.MonkeyPatch) ->
     loaders = []
     real = yaml.load
 
-    def spy(text: str, Loader: type) -> object:  # noqa: N803 (PyYAML's own spelling)
+    def spy(text: str, Loader: type) -> object:  # (PyYAML's keyword)
         loaders.append(Loader)
         return real(text, Loader=Loader)
 
