@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kbatch.record.store.errors import RecordingError
+from kbatch.record.store.errors import RecordingError as RecordingError  # (re-exported)
 
 FORMAT = 1
 PATTERN = re.compile(r"segment-(\d{6})\.jsonl\.gz")
