@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kbatch.api import yaml_text
 from kbatch.api.errors import explain
 
 # Seconds of wall time after which an ETA forecast stops simulating (kbatch.visibility.eta),
@@ -166,8 +167,7 @@ class Known:
 def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> SchedulerConf:
     """Parse and validate a scheduler configuration, or raise ConfigError naming the line."""
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = yaml_text.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
@@ -177,12 +177,13 @@ def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> Sch
     except ValidationError as exc:
         first = exc.errors()[0]
         where = _describe(first["loc"])
-        line = _line_of(root, first["loc"])
+        line = _line_of(yaml_text.compose(text), first["loc"])
         raise ConfigError(f"{source}{line}: {where}: {explain(first)}") from exc
     for i, action in enumerate(conf.actions):
         if action not in known.actions:
             raise ConfigError(
-                f"{source}{_line_of(root, ('actions',))}: unknown action {action!r} "
+                f"{source}{_line_of(yaml_text.compose(text), ('actions',))}: "
+                f"unknown action {action!r} "
                 f"(known: {', '.join(sorted(known.actions))})"
             )
         if action in conf.actions[:i]:
@@ -190,7 +191,7 @@ def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> Sch
     for t, tier in enumerate(conf.tiers):
         for p, plugin in enumerate(tier.plugins):
             if plugin.name not in known.plugins:
-                line = _line_of(root, ("tiers", t, "plugins", p, "name"))
+                line = _line_of(yaml_text.compose(text), ("tiers", t, "plugins", p, "name"))
                 raise ConfigError(
                     f"{source}{line}: unknown plugin {plugin.name!r} "
                     f"(known: {', '.join(sorted(known.plugins))})"

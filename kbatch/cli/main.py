@@ -18,7 +18,7 @@ from kbatch.api import duration
 from kbatch.cli import bench, replay, run, simulate, visibility
 from kbatch.cluster.errors import ManifestError, ObjectError
 from kbatch.config import ConfigError
-from kbatch.record.store.segments import RecordingError
+from kbatch.record.store.errors import RecordingError
 
 EXIT_USAGE = 2
 # Errors that are the user's input, not a bug: reported in one line.

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from kbatch.api import TOPOLOGY_REQUIRED_ANNOTATION
+from kbatch.api import TOPOLOGY_REQUIRED_ANNOTATION, yaml_text
 from kbatch.api.errors import shown
 from kbatch.cluster.quantity import amount
 from kbatch.sim import clock, manifests
@@ -126,7 +126,7 @@ def read_yaml(path: Path) -> object:
     except UnicodeDecodeError as exc:
         raise manifests.ManifestError(f"{path}: not UTF-8 text: {exc.reason}") from exc
     try:
-        return yaml.safe_load(text)
+        return yaml_text.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from kbatch.api import yaml_text
 from kbatch.cluster import fields, upstream_groups, volcano
 from kbatch.cluster.errors import ManifestError as ManifestError  # manifests.ManifestError
 from kbatch.cluster.errors import ObjectError
@@ -160,7 +161,7 @@ def load_files(paths: Sequence[Path]) -> Manifests:
 
 def load_text(text: str, source: str) -> Manifests:
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = yaml_text.safe_load_all(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

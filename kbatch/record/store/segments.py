@@ -25,15 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kbatch.record.store.errors import RecordingError as RecordingError  # (re-exported)
+
 FORMAT = 1
 PATTERN = re.compile(r"segment-(\d{6})\.jsonl\.gz")
 SEGMENTS_PER_BOUND = 4
 MIN_BYTES = 4096  # the smallest bound: below it a segment cannot hold its header
 COMPRESS_LEVEL = 5
-
-
-class RecordingError(ValueError):
-    """A recording that cannot be written or read at all, with what and why."""
 
 
 def segment_name(number: int) -> str:

@@ -1,7 +1,7 @@
 """What ``kbatch simulate`` imports: a simulation loads neither the HTML report's
-templating (jinja2), nor the flight recorder (a run that records nothing), nor the
-operators' Kubernetes layers, which only cost start-up time; ``--report`` still loads
-the report."""
+templating (jinja2), nor the flight recorder (a run that records nothing) or the
+reader and writer of its segments (gzip), nor the operators' Kubernetes layers, which
+only cost start-up time; ``--report`` still loads the report."""
 
 import json
 import subprocess
@@ -16,7 +16,8 @@ from kbatch.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     status = main.main(sys.argv[1:])
 names = ("jinja2", "kubernetes", "kopf", "aiohttp", "prometheus_client", "kbatch.sim.report",
-         "kbatch.record.store.recorder", "kbatch.record.store.hooks")
+         "kbatch.record.store.recorder", "kbatch.record.store.hooks",
+         "kbatch.record.store.segments", "gzip")
 print(json.dumps([status, sorted(n for n in names if n in sys.modules)]))
 """
 
