@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
 from kbatch import __version__
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
@@ -34,6 +35,7 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.podgroup_status import iso_time
 from kbatch.operators.scheduler.core.runner import Scheduler, default_conf, load_conf
 from kbatch.record.store import hooks, recorder, segments
 from kbatch.sim import runner
@@ -134,6 +136,9 @@ class Replay:
         self.waiting_snapshot: int | bool = False
         self.held: list[dict[str, Any]] | None = None  # changes made while a session ran
         self.frozen: Callable[[], None] = lambda: None  # (after each session)
+        # The last session's statuses, by kind and object: as dumped, and the model.
+        self.published: dict[tuple[str, str], tuple[Any, BaseModel]] = {}
+        self.session_uid = ""  # the recorded session's, when its decisions tell it
 
     def run(self) -> Result:
         started = time.perf_counter()
@@ -232,10 +237,15 @@ class Replay:
         state, op = self._state(), record.get("op")
         if op in ("a", "r"):
             obj = record["o"]
-            if type(obj) is dict and obj.get("kind") == "Pod":
-                obj = _sharing_held_parts(obj, state.get("Pod", *_namespace_name(obj)))
+            status = None
+            if type(obj) is dict:
+                kind = obj.get("kind")
+                if kind == "Pod":
+                    obj = _sharing_held_parts(obj, state.get("Pod", *_namespace_name(obj)))
+                elif kind in _STATUS_KINDS and self.published:
+                    status = self._published_status(kind, obj)
             with contextlib.suppress(ObjectError):  # refused now as then: the state notes why
-                state.apply(obj, owned=True)
+                state.apply(obj, owned=True, status=status)
             return
         if op == "d":
             namespace, _, name = str(record["key"]).rpartition("/")
@@ -267,16 +277,39 @@ class Replay:
             )
         self.scheduler.conf = conf
         backend.outcome = None
+        self.session_uid = _recorded_session_uid(recorded, self.now)
         session = self.scheduler.run_once()
         session.forget_functions()
         outcome = backend.outcome or Outcome()
-        replayed = json.loads(json.dumps(recorder.decisions_json(hooks.decisions(outcome))))
+        decisions = hooks.decisions(outcome)
+        # (already JSON's types: lists, strings, numbers, None; compared as they are)
+        replayed = recorder.decisions_json(decisions)
+        self.published = _published(decisions, replayed)
         self.result.sessions += 1
         self._compare(recorded, replayed)
         self.frozen()
 
     def _session_id(self) -> str:
-        return f"replay-{self.result.sessions + 1}"
+        return self.session_uid or f"replay-{self.result.sessions + 1}"
+
+    def _published_status(self, kind: str, obj: dict[str, Any]) -> BaseModel | None:
+        """The status model the last session published for ``obj`` (a PodGroup or
+        Queue written), when ``obj``'s status is that model's dump: the write brings
+        back what the session decided, as the simulator's writer hands the state the
+        model itself (``sim.backend``). The state then takes it as parsed instead of
+        validating the recorded status again, and the next session finds its old
+        status to be the very one it publishes again (``job_status``: compared by
+        identity before field by field). None: validated as recorded."""
+        namespace, name = _namespace_name(obj)
+        found = self.published.get((kind, f"{namespace}/{name}" if namespace else name))
+        written = obj.get("status")
+        if found is None or type(written) is not dict:
+            return None
+        dumped, model = found
+        # (a Queue's status is written with its unset fields as null)
+        if written != dumped and {k: v for k, v in written.items() if v is not None} != dumped:
+            return None
+        return model
 
     def _compare(self, recorded: dict[str, Any], replayed: dict[str, Any]) -> None:
         at = round(self.t - (self.t0 or 0.0), 3)
@@ -309,6 +342,41 @@ class Replay:
                             "replayed": now_one,
                         }
                     )
+
+
+_STATUS_KINDS = frozenset({"PodGroup", "Queue"})
+
+
+def _published(
+    decisions: hooks.Decisions, dumped: dict[str, Any]
+) -> dict[tuple[str, str], tuple[Any, BaseModel]]:
+    """A session's PodGroup and Queue statuses by kind and object: each as dumped
+    (``recorder.decisions_json``) and its model."""
+    published: dict[tuple[str, str], tuple[Any, BaseModel]] = {}
+    for kind, models, dumps in (
+        ("PodGroup", decisions[3], dumped["groups"]),
+        ("Queue", decisions[4], dumped["queues"]),
+    ):
+        for (key, model), (_, dump) in zip(models, dumps, strict=True):
+            published[(kind, key)] = (dump, model)
+    return published
+
+
+def _recorded_session_uid(recorded: dict[str, Any], now: float) -> str:
+    """The id the recorded session gave the PodGroup conditions it set (their
+    transitionID: those whose lastTransitionTime is the session's time), to give the
+    replayed session the same, so that its statuses are the recorded ones field for
+    field; "" when its decisions do not tell. (A condition that kept a time of the same
+    second from an earlier session may tell another id: then the statuses differ in
+    that id alone, which the comparison leaves out, and are validated as recorded.)"""
+    stamp = iso_time(now)
+    for _, status in recorded.get("groups") or ():
+        if type(status) is not dict:
+            continue
+        for condition in status.get("conditions") or ():
+            if type(condition) is dict and condition.get("lastTransitionTime") == stamp:
+                return str(condition.get("transitionID") or "")
+    return ""
 
 
 def _namespace_name(obj: dict[str, Any]) -> tuple[str, str]:

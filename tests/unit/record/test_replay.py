@@ -4,13 +4,17 @@ version, a conf that cannot be loaded and a cut recording are each told."""
 import gzip
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from kbatch import __version__
+from kbatch.api.podgroup import PodGroupStatus
+from kbatch.api.queue import QueueStatus
 from kbatch.cli.main import main
 from kbatch.cluster import pod_records
 from kbatch.config import ConfigError
@@ -160,3 +164,45 @@ def test_a_pods_status_writes_are_not_parsed_whole_again(
     result = replay.replay(recording).as_json()
     assert result["decisions"]["differing"] == 0
     assert 20 < len(parsed) == arrivals
+
+
+def test_the_statuses_written_back_are_the_models_the_sessions_published(
+    recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PodGroup's or Queue's status written after a session is what that session
+    published: the replay hands the state the session's model, as the simulator's writer
+    does, instead of validating the recorded status again; and each replayed session
+    carries the recorded session's id, so that the statuses it publishes are the recorded
+    ones field for field (their conditions' transitionID included), compared whole.
+    A status written by another (a group's running count, moved as its pods start) is
+    validated as recorded."""
+    writes = Counter()
+    held: set[tuple[str, str]] = set()
+    for record in segments.Reading(recording).records():
+        obj = record.get("o") or {}
+        if record.get("op") == "a" and obj.get("kind") in ("PodGroup", "Queue"):
+            key = (obj["kind"], f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}")
+            writes[obj["kind"]] += key in held and "status" in obj
+            held.add(key)
+    validated: Counter[str] = Counter()
+    for model in (PodGroupStatus, QueueStatus):
+        monkeypatch.setattr(model, "model_validate", _counted(model, validated))
+    keyed: list[object] = []
+    statuses = replay._statuses
+    monkeypatch.setattr(replay, "_statuses", lambda pairs: keyed.append(pairs) or statuses(pairs))
+    result = replay.replay(recording).as_json()
+    assert result["decisions"]["differing"] == 0
+    assert writes["PodGroup"] > 20 and writes["Queue"] > 20
+    assert validated["QueueStatus"] == 0, (validated, writes)
+    assert validated["PodGroupStatus"] < writes["PodGroup"] / 2, (validated, writes)
+    assert keyed == []
+
+
+def _counted(model: type[BaseModel], validated: Counter[str]) -> Callable[..., BaseModel]:
+    validate = model.model_validate
+
+    def counted(obj: Any, *args: Any, **kwargs: Any) -> BaseModel:
+        validated[model.__name__] += 1
+        return validate(obj, *args, **kwargs)
+
+    return counted
