@@ -76,9 +76,10 @@ def execute(session: Session) -> None:
         if not rules.held().any():
             continue  # no other queue has anything it could give back
         pending = pending_tasks(session, job)
-        if _fits(session, placer, room, job, pending, fits):
+        alike = _alike_key(room, job, pending)
+        if _fits(session, placer, job, pending, alike, fits):
             continue  # allocate will place it
-        tried = _try_key(session, room, job, pending, rules)
+        tried = _try_key(job, pending, rules, alike)
         attempts = None if tried is None else failed_tries.get(tried)
         if attempts is not None:
             # the same try from the same state: it would make as many attempts and fail
@@ -103,54 +104,58 @@ def _anyone_to_take_from(
     return any(over - {queue} for queue in waiting)
 
 
+def _alike_key(room: EvictableRoom, job: JobInfo, pending: list[TaskInfo]) -> Hashable:
+    """What a dry run and a try both read of the session and of ``job``: the session
+    state between statements, the job's shape and its pending tasks' templates (shared
+    by alike pods), roles and priorities. Built once per job for ``_fits`` and
+    ``_try_key``."""
+    return (
+        room.state(()),
+        _shape(job),
+        tuple((id(t.template), t.role, t.priority, t.critical) for t in pending),
+    )
+
+
 def _try_key(
-    session: Session, room: EvictableRoom, job: JobInfo, pending: list[TaskInfo], rules: Rules
+    job: JobInfo, pending: list[TaskInfo], rules: Rules, alike: Hashable
 ) -> Hashable | None:
     """All that ``_reclaim_for`` reads of ``job`` and the session, as a key (None: not
-    known): the session state between statements, the rule, what the plugins may read of
-    the job (its queue, minimums, priority, lifetime, topology, its tasks' roles and
-    statuses) and of each pending task (its template, shared by alike pods, role,
-    priority and what the deciding plugins read of it). Two jobs with equal keys make
-    equal tries: the same attempts, the same victims, the same verdict. A backlog of
-    alike gangs that each would evict a gang in vain is then tried once per queue and
-    commit, not once per gang."""
+    known): what a dry run reads (``alike``), the rule, and what the deciding plugins
+    read of each pending task. Two jobs with equal keys make equal tries: the same
+    attempts, the same victims, the same verdict. A backlog of alike gangs that each
+    would evict a gang in vain is then tried once per queue and commit, not once per
+    gang."""
     if rules.key is None:
         return None
     if any(t.nominated != NO_NODE for t in job.tasks_with(TaskStatus.PENDING)):
         return None  # room kept for the job is its own: no other job claims the same
-    tasks = []
+    chosen = []
     for task in pending:
         chooses = rules.choose_key(task)
         if chooses is None:
             return None
-        tasks.append((id(task.template), task.role, task.priority, task.critical, chooses))
-    return (room.state(()), rules.key, _shape(job), tuple(tasks))
+        chosen.append(chooses)
+    return (alike, rules.key, tuple(chosen))
 
 
 def _fits(
     session: Session,
     placer: Placer,
-    room: EvictableRoom,
     job: JobInfo,
     pending: list[TaskInfo],
+    alike: Hashable,
     known: dict[Hashable, bool],
 ) -> bool:
-    """``fits_without_eviction``, kept by all that its dry run reads: the session state
-    between statements, the job's shape and its pending tasks' templates, roles and
-    priorities. Only for a job all of whose tasks are pending with no room kept for
-    them: no node of its own tells it apart from an alike job. A backlog of alike gangs
-    is then tried once per queue and commit, not once per gang; the answer is the same."""
+    """``fits_without_eviction``, kept by all that its dry run reads (``alike``). Only
+    for a job all of whose tasks are pending with no room kept for them: no node of its
+    own tells it apart from an alike job. A backlog of alike gangs is then tried once per
+    queue and commit, not once per gang; the answer is the same."""
     tasks = job.tasks.values()
     if any(t.status != TaskStatus.PENDING or t.nominated != NO_NODE for t in tasks):
         return fits_without_eviction(session, placer, job, pending)
-    key = (
-        room.state(()),
-        _shape(job),
-        tuple((id(t.template), t.role, t.priority, t.critical) for t in pending),
-    )
-    answer = known.get(key)
+    answer = known.get(alike)
     if answer is None:
-        answer = known[key] = fits_without_eviction(session, placer, job, pending)
+        answer = known[alike] = fits_without_eviction(session, placer, job, pending)
     return answer
 
 
