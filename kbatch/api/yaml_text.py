@@ -8,40 +8,40 @@ PyYAML's parser: the error raised (or, where the two disagree, the document read
 PyYAML's own, as it was before libyaml was used.
 """
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import yaml
+
+T = TypeVar("T")
 
 # libyaml's loader (PyYAML built without it has no CSafeLoader)
 _FAST: Any = getattr(yaml, "CSafeLoader", None)
 
 
-def safe_load(text: str) -> Any:
-    """The one document of ``text``, as ``yaml.safe_load`` reads it."""
+def _read(read: Callable[[str, Any], T], text: str) -> T:
+    """``read(text, loader)`` with libyaml's loader, or with PyYAML's own safe loader when
+    there is no libyaml or it refuses the text. ``read`` builds the whole result, so an
+    error in a later document is met inside the first try."""
     if _FAST is not None:
         try:
-            return yaml.load(text, Loader=_FAST)
+            return read(text, _FAST)
         except yaml.YAMLError:
             pass
-    return yaml.safe_load(text)
+    return read(text, yaml.SafeLoader)
+
+
+def safe_load(text: str) -> Any:
+    """The one document of ``text``, as ``yaml.safe_load`` reads it."""
+    return _read(lambda t, loader: yaml.load(t, Loader=loader), text)
 
 
 def safe_load_all(text: str) -> list[Any]:
     """Every document of ``text``, as ``list(yaml.safe_load_all(text))`` reads them."""
-    if _FAST is not None:
-        try:
-            return list(yaml.load_all(text, Loader=_FAST))
-        except yaml.YAMLError:
-            pass
-    return list(yaml.safe_load_all(text))
+    return _read(lambda t, loader: list(yaml.load_all(t, Loader=loader)), text)
 
 
 def compose(text: str) -> yaml.Node | None:
     """The node tree of ``text``'s one document (with its lines), as ``yaml.compose``
-    reads it."""
-    if _FAST is not None:
-        try:
-            return yaml.compose(text, Loader=_FAST)
-        except yaml.YAMLError:
-            pass
-    return yaml.compose(text)
+    reads it (its loader's resolver is the safe loader's: the same nodes)."""
+    return _read(lambda t, loader: yaml.compose(t, Loader=loader), text)
