@@ -195,7 +195,9 @@ class Reading:
                     elif first or "b" not in record:
                         yield record
         except (EOFError, OSError, zlib.error) as exc:
-            self.stopped = Stop(str(path), offset, "-", f"the segment ends early ({exc})")
+            # the stream breaks between lines: name the last whole record read
+            last = f"after {_named(line)}" if line else "before its first record"
+            self.stopped = Stop(str(path), offset, last, f"the segment ends early ({exc})")
 
     def _parse(
         self, path: Path, offset: int, line: bytes, decode: Callable[[str], Any]

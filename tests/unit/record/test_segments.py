@@ -91,6 +91,7 @@ def test_a_run_killed_after_a_flush_reads_up_to_it_and_says_where_it_stopped(
         assert records == whole[: len(records)], "a prefix, record for record"
         assert reading.stopped is not None
         assert reading.stopped.file == str(cut / segments.segment_name(1))
+        assert reading.stopped.object == f"after Pod p-{len(records) - 1}", "the last read"
         if keep == size - 8:  # the gzip trailer alone is gone: every line is there
             assert len(records) == 200
         else:
