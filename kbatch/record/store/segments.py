@@ -217,11 +217,14 @@ class Reading:
 
 
 def _named(line: bytes) -> str:
-    """What a broken line names: its object's kind and name if they can be made out,
-    else its first bytes."""
+    """What a line names: its object's kind and name if they can be made out, else its
+    operation and time, else its first bytes."""
     text = line.decode("utf-8", "replace")
     kind = re.search(r'"kind":"([^"]+)"', text)
     name = re.search(r'"name":"([^"]+)"', text)
     if kind and name:
         return f"{kind.group(1)} {name.group(1)}"
+    record = re.match(r'\{"op":"([^"]+)","t":([0-9.e+-]+)', text)
+    if record:  # a record of no object (a session's decisions, the clock, the conf)
+        return f"the {record.group(1)!r} record of t={record.group(2)}"
     return repr(text[:60])

@@ -110,3 +110,15 @@ def test_a_corrupt_line_stops_the_reading_naming_file_offset_and_object(tmp_path
     assert reading.stopped.object == "Pod p-7"
     assert "not a JSON record" in reading.stopped.why
     shutil.rmtree(tmp_path)
+
+
+def test_a_stop_after_a_record_of_no_object_names_its_operation_and_time(
+    tmp_path: Path,
+) -> None:
+    lines = b'{"kbatch":"1","format":1,"segment":1}\n{"op":"out","t":12.5,"binds":[]}\n'
+    data = gzip.compress(lines)
+    (tmp_path / segments.segment_name(1)).write_bytes(data[: len(data) - 8])  # no trailer
+    reading = segments.Reading(tmp_path)
+    assert list(reading.records()) == [{"op": "out", "t": 12.5, "binds": []}]
+    assert reading.stopped is not None and "ends early" in reading.stopped.why
+    assert reading.stopped.object == "after the 'out' record of t=12.5"
