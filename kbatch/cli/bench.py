@@ -45,7 +45,9 @@ def bench(args: argparse.Namespace) -> int:
         from kbatch.sim import trace
 
         try:
-            spec = trace.TraceSpec(args.trace_nodes, args.trace_hours, args.trace_seed)
+            spec = trace.TraceSpec(
+                args.trace_nodes, args.trace_hours, args.trace_seed, args.trace_declared_runtimes
+            )
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
         if args.eta_accuracy:
@@ -230,6 +232,15 @@ def _add_trace_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--trace-seed", type=int, default=0, metavar="SEED", help="the workload's seed"
+    )
+    parser.add_argument(
+        "--trace-declared-runtimes",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="that share of the jobs (0 to 1, seeded) declare their runtime as "
+        "activeDeadlineSeconds on their pods, rounded up to the next minute; the pods still "
+        "end at their runtime (default 0: none does)",
     )
     parser.add_argument(
         "--record",

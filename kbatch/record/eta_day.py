@@ -76,7 +76,7 @@ def backtest(spec: trace.TraceSpec, settings: Settings) -> dict[str, Any]:
     day = _Day(spec, backtest)
     outcome = day.run()
     return {
-        "trace": {"nodes": spec.nodes, "hours": spec.hours, "seed": spec.seed},
+        "trace": trace.described(spec),
         "simulated": clock.format_duration(outcome.time),
         **backtest.result(),
     }

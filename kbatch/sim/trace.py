@@ -20,6 +20,13 @@ pods (``kbatch.sim.workload.job_objects``). The default scheduler conf runs it
 until then); fewer ``nodes`` scale the jobs down with them, so the load stays the
 same. The result is one JSON object: the workload's size, the simulated and wall
 seconds, simulated seconds per wall second, sessions, binds, evictions.
+
+``declared_runtimes`` is the share of the jobs (seeded, drawn apart from the rest, so
+the day's jobs are the same whatever it is) that declare their runtime as users do on
+Kubernetes: ``activeDeadlineSeconds`` on their pods, the runtime rounded up to the next
+whole minute (a walltime the user knows). The pod still ends at its runtime, before its
+deadline; the scheduler does not read the deadline, so only what ``kbatch explain
+--eta`` can foresee changes (it takes a deadline as the pod's runtime).
 """
 
 import math
@@ -51,6 +58,8 @@ MIN_RUNTIME = 120.0
 TAIL_MEAN = 1_500.0
 CURVE_DEPTH = 0.6  # the daily curve's swing around its mean
 LOWEST_AT = 3 * 3600.0  # 03:00
+DECLARED_STREAM = 1  # the seed's second stream: which jobs declare their runtime
+DEADLINE = "activeDeadlineSeconds"
 Object = dict[str, Any]
 SOURCE = "<trace>"
 
@@ -60,6 +69,7 @@ class TraceSpec:
     nodes: int = FULL_NODES
     hours: float = 24.0
     seed: int = 0
+    declared_runtimes: float = 0.0  # the share of jobs with activeDeadlineSeconds
 
     def __post_init__(self) -> None:
         if self.nodes <= 0:
@@ -67,6 +77,11 @@ class TraceSpec:
         if not 0 < self.hours <= 24:
             raise ValueError(
                 f"--trace-hours: expected more than 0 and at most 24, not {self.hours}"
+            )
+        if not 0 <= self.declared_runtimes <= 1:  # (NaN too)
+            raise ValueError(
+                "--trace-declared-runtimes: expected a fraction from 0 to 1, not "
+                f"{self.declared_runtimes}"
             )
 
     @property
@@ -86,6 +101,7 @@ class TraceJob:
     pods: int
     cpu: int
     runtime: float
+    deadline: int | None = None  # activeDeadlineSeconds of its pods (None: not declared)
 
 
 def submission_times(count: int, rng: np.random.Generator) -> np.ndarray:
@@ -114,17 +130,28 @@ def iter_trace_jobs(spec: TraceSpec) -> Iterator[TraceJob]:
     queues = rng.choice(len(QUEUE_WEIGHTS), size=count, p=QUEUE_SHARES)
     cpus = rng.choice(CPU_CHOICES, size=count, p=CPU_SHARES)
     runtimes = MIN_RUNTIME + rng.exponential(TAIL_MEAN, size=count)
+    # Its own generator: the share declaring changes no other draw, and a larger share
+    # declares for the same jobs and more.
+    declares = np.random.default_rng([spec.seed, DECLARED_STREAM]).uniform(size=count)
     for i in range(count):
         if times[i] >= spec.seconds:
             return  # (the times are sorted)
+        runtime = round(float(runtimes[i]), 3)
         yield TraceJob(
             f"job-{i:06d}",
             f"q{queues[i]}",
             round(float(times[i]), 3),
             int(sizes[i]),
             int(cpus[i]),
-            round(float(runtimes[i]), 3),
+            runtime,
+            walltime(runtime) if declares[i] < spec.declared_runtimes else None,
         )
+
+
+def walltime(runtime: float) -> int:
+    """The runtime rounded up to the next whole minute: the deadline a user who knows
+    how long the job runs would declare (never before it ends)."""
+    return 60 * math.ceil(runtime / 60)
 
 
 def trace_objects(spec: TraceSpec) -> list[Object]:
@@ -150,7 +177,11 @@ def iter_trace_objects(spec: TraceSpec) -> Iterator[Object]:
         template = templates.get(key)
         if template is None:
             template = templates[key] = _template(*key)
-        yield from job_objects(template, job.name, job.runtime, job.submit_at)
+        made = job_objects(template, job.name, job.runtime, job.submit_at)
+        if job.deadline is not None:
+            (held,) = (obj for obj in made if obj["kind"] == "Job")
+            held["spec"]["template"]["spec"][DEADLINE] = job.deadline  # (its own copy)
+        yield from made
 
 
 def trace_manifests(spec: TraceSpec) -> Iterator[manifests.Manifest]:
@@ -215,7 +246,7 @@ def run(
     outcome = simulation.run()
     wall = time.perf_counter() - started
     return {
-        "trace": {"nodes": spec.nodes, "hours": spec.hours, "seed": spec.seed},
+        "trace": described(spec),
         "jobs": jobs,
         "pods": pods,
         "simulated_seconds": outcome.time,
@@ -225,3 +256,12 @@ def run(
         "binds": outcome.totals.binds,
         "evictions": outcome.totals.evictions,
     }
+
+
+def described(spec: TraceSpec) -> dict[str, Any]:
+    """The trace as a result names it: its nodes, hours and seed, and the share of jobs
+    declaring their runtime when any does (the default day's line stays as it was)."""
+    named: dict[str, Any] = {"nodes": spec.nodes, "hours": spec.hours, "seed": spec.seed}
+    if spec.declared_runtimes:
+        named["declared_runtimes"] = spec.declared_runtimes
+    return named

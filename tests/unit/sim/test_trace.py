@@ -4,12 +4,15 @@ tiny one simulates (no timing asserted: numbers go in benchmarks)."""
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from kbatch.cli import main as cli
-from kbatch.sim import trace
+from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.sim import manifests, output, runner, trace
+from kbatch.visibility import runtimes
 
 
 def test_the_same_seed_makes_the_same_day_another_seed_another() -> None:
@@ -74,6 +77,10 @@ def test_bench_trace_prints_one_json_line(capsys: pytest.CaptureFixture[str]) ->
     result = json.loads(line)
     assert result["trace"] == {"nodes": 2, "hours": 1.0, "seed": 0}
     assert {"simulated_per_wall_second", "sessions", "binds", "peak_rss_mib"} <= set(result)
+    tiny = ["bench", "--trace", "--trace-nodes", "2", "--trace-hours", "1"]
+    assert cli.main([*tiny, "--trace-declared-runtimes", "0.5"]) == 0
+    named = json.loads(capsys.readouterr().out)["trace"]
+    assert named == {"nodes": 2, "hours": 1.0, "seed": 0, "declared_runtimes": 0.5}
 
 
 def test_bench_trace_runs_the_conf_it_is_given(
@@ -102,7 +109,79 @@ def test_bench_kbatch_conf_goes_with_the_trace_not_the_sizes(
     assert capsys.readouterr().err.startswith("kbatch: error: --kbatch-conf goes with --trace")
 
 
-@pytest.mark.parametrize("flag", [["--trace-hours", "25"], ["--trace-nodes", "0"]])
+def _deadlines(spec: trace.TraceSpec) -> dict[str, int | None]:
+    """Each held Job's pods' activeDeadlineSeconds, as the manifests carry it."""
+    return {
+        obj["metadata"]["name"]: obj["spec"]["template"]["spec"].get(runtimes.DEADLINE)
+        for obj in trace.trace_objects(spec)
+        if obj["kind"] == "Job"
+    }
+
+
+def test_by_default_no_job_declares_its_runtime() -> None:
+    assert set(_deadlines(trace.TraceSpec(nodes=5, hours=6))) != set()
+    assert set(_deadlines(trace.TraceSpec(nodes=5, hours=6)).values()) == {None}
+
+
+def test_the_declared_share_of_jobs_carries_its_walltime_as_a_deadline() -> None:
+    """That share of the jobs (seeded) declare activeDeadlineSeconds: the runtime rounded
+    up to the next minute; the jobs are the same day's whatever the share."""
+    spec = trace.TraceSpec(nodes=20, declared_runtimes=0.3, seed=1)
+    deadlines = _deadlines(spec)
+    assert deadlines == _deadlines(spec)  # seeded
+    declared = [name for name, deadline in deadlines.items() if deadline is not None]
+    assert 0.27 < len(declared) / len(deadlines) < 0.33, len(declared)
+    runtime = {job.name: job.runtime for job in trace.trace_jobs(spec)}
+    for name in declared:
+        deadline = deadlines[name]
+        assert deadline is not None and deadline % 60 == 0
+        assert runtime[name] <= deadline < runtime[name] + 60
+    plain = trace.trace_jobs(trace.TraceSpec(nodes=20, seed=1))
+    assert [(j.name, j.runtime, j.submit_at) for j in plain] == [
+        (j.name, j.runtime, j.submit_at) for j in trace.trace_jobs(spec)
+    ]
+    more = _deadlines(trace.TraceSpec(nodes=20, declared_runtimes=0.6, seed=1))
+    assert {n for n, d in more.items() if d is not None} > set(declared)
+    every = _deadlines(trace.TraceSpec(nodes=20, declared_runtimes=1.0, seed=1))
+    assert None not in every.values()
+
+
+def test_the_forecast_reads_the_declared_deadline() -> None:
+    (job,) = (
+        obj
+        for obj in trace.trace_objects(trace.TraceSpec(nodes=1, hours=1, declared_runtimes=1))
+        if obj["kind"] == "Job" and obj["metadata"]["name"] == "job-000000"
+    )
+    (first, *_) = trace.trace_jobs(trace.TraceSpec(nodes=1, hours=1))
+    assert runtimes.deadline_of(job["spec"]["template"]) == trace.walltime(first.runtime)
+
+
+def test_a_declared_pod_still_ends_at_its_runtime() -> None:
+    """The simulator does not end a pod at its deadline: the day declaring every runtime
+    runs as the day declaring none, to the second."""
+
+    def day(declared: float) -> dict[str, Any]:
+        spec = trace.TraceSpec(nodes=2, hours=2, declared_runtimes=declared)
+        loaded = manifests.load_documents(trace.trace_objects(spec), trace.SOURCE)
+        options = runner.Options(until=spec.seconds)
+        return output.to_json(runner.Simulation(loaded, default_conf(), options).run())
+
+    plain, declared = day(0.0), day(1.0)
+    assert declared == plain
+    completed = [e for e in plain["events"] if e["reason"] == "Completed"]
+    assert completed
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--trace-hours", "25"],
+        ["--trace-nodes", "0"],
+        ["--trace-declared-runtimes", "1.5"],
+        ["--trace-declared-runtimes", "-0.1"],
+        ["--trace-declared-runtimes", "nan"],
+    ],
+)
 def test_bench_trace_refuses_a_bad_size(
     flag: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
