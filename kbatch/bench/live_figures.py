@@ -1,14 +1,17 @@
 """The live benchmark's figures, made of what a run saw (no cluster, no clock): each
 run's JSON line from when each pod was created and first seen bound, and the
-min/median/max table over the runs, in markdown.
+min/median/max table over the runs, in markdown (also from JSON lines kept in files,
+``read_lines``).
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kbatch.bench import live_workload as workload
@@ -189,12 +192,22 @@ def summary(lines: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def table(rows: Sequence[Mapping[str, Any]]) -> str:
+# The short table's columns: the figures a reader compares first.
+BRIEF_HEADS = (
+    "scheduler", "scenario", "nodes", "pods", "runs", "client", "to all bound (s)",
+    "first bind (s)", "binds/s", "p99 (s)", "peak RSS (MiB)", "CPU (s)", "max partly bound",
+)  # fmt: skip
+
+
+def table(rows: Sequence[Mapping[str, Any]], brief: bool = False) -> str:
     """``summary`` rows as a markdown table, each figure min / median / max (one number
-    when they are equal), then each error a run ended with."""
+    when they are equal), then each error a run ended with; ``brief``: only the columns
+    of ``BRIEF_HEADS``."""
     heads: tuple[str, ...] = ("scheduler", "scenario", "nodes", "pods", "runs", "failed", "conf")
     heads += ("client",)
     heads += tuple(h for h, _ in COLUMNS)
+    if brief:
+        heads = BRIEF_HEADS
 
     def cell(value: Any) -> str:
         if value is None:
@@ -212,3 +225,25 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _number(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def read_lines(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """The runs' JSON lines kept in ``paths`` (blank lines skipped), in order; ValueError
+    naming the file and line of one that is not a run's line."""
+    lines = []
+    for path in paths:
+        for number, text in enumerate(path.read_text().splitlines(), 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            missing = [k for k in ("scheduler", "scenario") if not isinstance(line, dict)
+                       or not isinstance(line.get(k), str)]  # fmt: skip
+            if missing:
+                raise ValueError(
+                    f"{path}:{number}: not a live run's line (no {' or '.join(missing)})"
+                )
+            lines.append(line)
+    return lines
