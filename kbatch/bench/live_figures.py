@@ -62,6 +62,20 @@ def gang_latencies(
     return out
 
 
+def bind_spreads(bound: Mapping[str, float], gangs: Mapping[str, str]) -> dict[str, float]:
+    """Per gang with a pod bound: from its first pod's bind to its last one's so far. A
+    scheduler that places a gang whole still binds it one request at a time, so a gang
+    whose binds spread over more than the grace of ``max_partly_bound`` counts there
+    even if none of it waited on another's room: its spread tells the two apart."""
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for name, when in bound.items():
+        gang = gangs[name]
+        first[gang] = min(when, first.get(gang, when))
+        last[gang] = max(when, last.get(gang, when))
+    return {gang: last[gang] - first[gang] for gang in first}
+
+
 def max_partly_bound(
     binds: Iterable[tuple[float, str]], sizes: Mapping[str, int], grace: float = 0.0
 ) -> int:
@@ -118,7 +132,7 @@ def run_line(
     """One run's JSON line from the pods' creation and first-bound times (seconds on one
     clock): the times to the first and to the last bind from ``since`` (default: the
     first creation), binds per second from the first bind to the last, creation-to-bound
-    quantiles per pod and per gang."""
+    quantiles per pod and per gang, and how long a gang's binds spread (p99 and most)."""
     latencies = [bound[n] - created[n] for n in bound if n in created]
     line: dict[str, Any] = dict.fromkeys(LINE_KEYS)
     line.update(scheduler=scheduler, scenario=spec.name, nodes=spec.nodes, pods=spec.pods)
@@ -138,6 +152,9 @@ def run_line(
         per_gang = gang_latencies(created, bound, gangs)
         for key, fraction in (("gang_p50_seconds", 0.5), ("gang_p99_seconds", 0.99)):
             line[key] = _rounded(percentile(per_gang, fraction))
+        spreads = list(bind_spreads({n: t for n, t in bound.items() if n in gangs}, gangs).values())
+        line["gang_bind_spread_p99_seconds"] = _rounded(percentile(spreads, 0.99))
+        line["gang_bind_spread_max_seconds"] = _rounded(max(spreads, default=None))
     line.update(extra)
     return line
 
@@ -168,6 +185,7 @@ COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("CPU (s)", lambda r: r.get("cpu_seconds")),
     ("API requests", _requests),
     ("max partly bound", lambda r: r.get("max_partly_bound_pods")),
+    ("gang bind spread max (s)", lambda r: r.get("gang_bind_spread_max_seconds")),
 )
 
 

@@ -150,3 +150,16 @@ def test_the_brief_table_keeps_only_its_columns() -> None:
     assert tuple(heads) == f.BRIEF_HEADS and "conf" not in heads and "API requests" not in heads
     cells = dict(zip(heads, row.strip("| ").split(" | "), strict=True))
     assert cells["binds/s"] == "100 / 110 / 120" and cells["client"] == "qps=1000 burst=1000"
+
+
+def test_a_gangs_bind_spread_runs_from_its_first_bind_to_its_last() -> None:
+    gangs = {"a": "x", "b": "x", "c": "x", "d": "y", "e": "z"}
+    bound = {"a": 1.2, "b": 1.0, "c": 3.5, "d": 2.0}  # z: nothing bound, no spread
+    assert f.bind_spreads(bound, gangs) == pytest.approx({"x": 2.5, "y": 0.0})
+    spec = w.scenario("b", 1, 20)
+    bound_at = {w.pod_name(i): float(i // 10) + (1.5 if i == 9 else 0.0) for i in range(20)}
+    line = f.run_line(spec, "kbatch", 1, dict.fromkeys(bound_at, 0.0), bound_at)
+    assert line["gang_bind_spread_max_seconds"] == 1.5
+    assert line["gang_bind_spread_p99_seconds"] == pytest.approx(1.485)
+    single = f.run_line(w.scenario("a", 1, 2), "kbatch", 1, {"pod-0": 0.0}, {"pod-0": 1.0})
+    assert "gang_bind_spread_max_seconds" not in single
