@@ -166,14 +166,16 @@ def wipe(api: Any) -> None:
 def delete_all(api: Any, path: str) -> bool:
     """One collection DELETE of ``path`` (at once, no grace); True once nothing is left.
     The server ends a DELETE of 10,000 pods at its request timeout with a part deleted
-    (a 504, or a 500 "context deadline"), so a caller repeats it until this says so."""
+    (a 504, a 500 "context deadline", or, when it cannot write even that, the connection
+    closed with no answer: ``Unreachable``), so a caller repeats it until this says so;
+    a server really gone fails the list that follows."""
     at_once = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
     try:
         kubeapi.request(api, "DELETE", path, at_once, timeout=600)
     except kubeapi.ApiError as exc:
         if exc.status == 404:
             return True
-        if exc.status < 500:
+        if 0 < exc.status < 500:
             raise
     return not listed(api, path, limit=1)
 

@@ -1,14 +1,17 @@
 """The live benchmark's figures, made of what a run saw (no cluster, no clock): each
 run's JSON line from when each pod was created and first seen bound, and the
-min/median/max table over the runs, in markdown.
+min/median/max table over the runs, in markdown (also from JSON lines kept in files,
+``read_lines``).
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kbatch.bench import live_workload as workload
@@ -57,6 +60,20 @@ def gang_latencies(
         if all(n in bound and n in created for n in names):
             out.append(max(bound[n] for n in names) - max(created[n] for n in names))
     return out
+
+
+def bind_spreads(bound: Mapping[str, float], gangs: Mapping[str, str]) -> dict[str, float]:
+    """Per gang with a pod bound: from its first pod's bind to its last one's so far. A
+    scheduler that places a gang whole still binds it one request at a time, so a gang
+    whose binds spread over more than the grace of ``max_partly_bound`` counts there
+    even if none of it waited on another's room: its spread tells the two apart."""
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for name, when in bound.items():
+        gang = gangs[name]
+        first[gang] = min(when, first.get(gang, when))
+        last[gang] = max(when, last.get(gang, when))
+    return {gang: last[gang] - first[gang] for gang in first}
 
 
 def max_partly_bound(
@@ -115,7 +132,7 @@ def run_line(
     """One run's JSON line from the pods' creation and first-bound times (seconds on one
     clock): the times to the first and to the last bind from ``since`` (default: the
     first creation), binds per second from the first bind to the last, creation-to-bound
-    quantiles per pod and per gang."""
+    quantiles per pod and per gang, and how long a gang's binds spread (p99 and most)."""
     latencies = [bound[n] - created[n] for n in bound if n in created]
     line: dict[str, Any] = dict.fromkeys(LINE_KEYS)
     line.update(scheduler=scheduler, scenario=spec.name, nodes=spec.nodes, pods=spec.pods)
@@ -135,6 +152,9 @@ def run_line(
         per_gang = gang_latencies(created, bound, gangs)
         for key, fraction in (("gang_p50_seconds", 0.5), ("gang_p99_seconds", 0.99)):
             line[key] = _rounded(percentile(per_gang, fraction))
+        spreads = list(bind_spreads({n: t for n, t in bound.items() if n in gangs}, gangs).values())
+        line["gang_bind_spread_p99_seconds"] = _rounded(percentile(spreads, 0.99))
+        line["gang_bind_spread_max_seconds"] = _rounded(max(spreads, default=None))
     line.update(extra)
     return line
 
@@ -165,6 +185,7 @@ COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("CPU (s)", lambda r: r.get("cpu_seconds")),
     ("API requests", _requests),
     ("max partly bound", lambda r: r.get("max_partly_bound_pods")),
+    ("gang bind spread max (s)", lambda r: r.get("gang_bind_spread_max_seconds")),
 )
 
 
@@ -189,12 +210,22 @@ def summary(lines: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def table(rows: Sequence[Mapping[str, Any]]) -> str:
+# The short table's columns: the figures a reader compares first.
+BRIEF_HEADS = (
+    "scheduler", "scenario", "nodes", "pods", "runs", "client", "to all bound (s)",
+    "first bind (s)", "binds/s", "p99 (s)", "peak RSS (MiB)", "CPU (s)", "max partly bound",
+)  # fmt: skip
+
+
+def table(rows: Sequence[Mapping[str, Any]], brief: bool = False) -> str:
     """``summary`` rows as a markdown table, each figure min / median / max (one number
-    when they are equal), then each error a run ended with."""
+    when they are equal), then each error a run ended with; ``brief``: only the columns
+    of ``BRIEF_HEADS``."""
     heads: tuple[str, ...] = ("scheduler", "scenario", "nodes", "pods", "runs", "failed", "conf")
     heads += ("client",)
     heads += tuple(h for h, _ in COLUMNS)
+    if brief:
+        heads = BRIEF_HEADS
 
     def cell(value: Any) -> str:
         if value is None:
@@ -212,3 +243,25 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _number(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def read_lines(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """The runs' JSON lines kept in ``paths`` (blank lines skipped), in order; ValueError
+    naming the file and line of one that is not a run's line."""
+    lines = []
+    for path in paths:
+        for number, text in enumerate(path.read_text().splitlines(), 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            missing = [k for k in ("scheduler", "scenario") if not isinstance(line, dict)
+                       or not isinstance(line.get(k), str)]  # fmt: skip
+            if missing:
+                raise ValueError(
+                    f"{path}:{number}: not a live run's line (no {' or '.join(missing)})"
+                )
+            lines.append(line)
+    return lines

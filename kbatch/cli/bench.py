@@ -17,6 +17,10 @@ def bench(args: argparse.Namespace) -> int:
     """``kbatch bench``: synthetic clusters through one session, one JSON line per size."""
     from kbatch.bench import scheduling as benchmark
 
+    if args.table:
+        return bench_peers.table(args)
+    if args.brief:
+        raise argparse.ArgumentTypeError("--brief goes with --table only")
     other = args.live or args.eta or args.armada_sim or args.topology or args.trace
     if other and (args.versus_flat or args.queues != "flat:10"):
         raise argparse.ArgumentTypeError(

@@ -45,6 +45,26 @@ def live(args: argparse.Namespace) -> int:
     return live.main(options)
 
 
+def table(args: argparse.Namespace) -> int:
+    """``kbatch bench --table FILE...``: the live benchmark's min/median/max table, in
+    markdown, from the JSON lines its runs printed (kept in files)."""
+    from kbatch.bench import live_figures
+
+    if args.live or args.armada_sim or args.trace or args.topology or args.size:
+        raise argparse.ArgumentTypeError(
+            "--table goes with none of --live, --armada-sim, --trace, --topology, --size"
+        )
+    missing = [str(p) for p in args.table if not p.is_file()]
+    if missing:
+        raise argparse.ArgumentTypeError(f"--table {', '.join(missing)}: no such file")
+    try:
+        lines = live_figures.read_lines(args.table)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--table {exc}") from None
+    print(live_figures.table(live_figures.summary(lines), brief=args.brief))
+    return 0
+
+
 def armada(args: argparse.Namespace) -> int:
     """``kbatch bench --armada-sim``: Armada's simulator and kbatch's on the same workload
     and cluster files; one JSON line per pair, then a markdown table."""
@@ -148,6 +168,20 @@ def add_live_options(parser: argparse.ArgumentParser) -> None:
     )
     live.add_argument(
         "--timeout", type=float, default=900.0, metavar="S", help="a run's limit (default 900)"
+    )
+    live.add_argument(
+        "--table",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="instead of a run: print the min/median/max table, in markdown, of the JSON "
+        "lines that runs of --live printed, kept in these files",
+    )
+    live.add_argument(
+        "--brief",
+        action="store_true",
+        help="with --table: only the scheduler, client, times, binds/s, p99, memory, CPU "
+        "and most pods partly bound",
     )
     live.add_argument(
         "--pod-seconds",

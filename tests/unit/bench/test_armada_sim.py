@@ -262,6 +262,8 @@ def _args(**given: object) -> argparse.Namespace:
         "armada_period": 10,
         "timeout": 60.0,
         "kbatch_conf": None,
+        "table": None,
+        "brief": False,
     }
     return argparse.Namespace(**{**defaults, **given})
 

@@ -1,6 +1,7 @@
 """``kbatch bench --live``'s flags, and the pins of scripts/provision-bench-peers.sh."""
 
 import argparse
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -70,3 +71,41 @@ def test_usage_reads_peak_memory_and_cpu_from_proc() -> None:
     with subprocess.Popen(["true"]) as gone:
         gone.wait()
     assert live_schedulers.usage(gone.pid) == (None, None)
+
+
+def test_table_prints_the_runs_kept_in_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs.jsonl"
+    line = {"scheduler": "kbatch", "scenario": "b", "binds_per_second": 240.0, "error": None}
+    runs.write_text(json.dumps(line) + "\n" + json.dumps({**line, "error": "timeout"}) + "\n")
+    assert bench.bench(parse_table(str(runs), "--brief")) == 0
+    out = capsys.readouterr().out
+    assert "| kbatch | b |" in out and "| 240 |" in out and "- kbatch (b): timeout" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["nowhere.jsonl"], "--table nowhere.jsonl: no such file"),
+        (["runs.jsonl", "--live"], "--table goes with none of --live"),
+    ],
+)
+def test_bad_table_flags_are_refused_naming_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], says: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs.jsonl").write_text("")
+    with pytest.raises(argparse.ArgumentTypeError, match=says):
+        bench.bench(parse_table(*argv))
+
+
+def test_brief_goes_with_table_only() -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="--brief goes with --table only"):
+        bench.bench(parse("--brief"))
+
+
+def parse_table(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    bench.add_command(parser.add_subparsers())
+    return parser.parse_args(["bench", "--table", *argv])

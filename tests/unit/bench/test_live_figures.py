@@ -2,6 +2,7 @@
 bound, a run's JSON line, and the min/median/max markdown table."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,44 @@ def test_gangs_of_different_sizes_are_measured_by_their_own_members() -> None:
     assert line["gang_p50_seconds"] == round(f.percentile(whole, 0.5) or 0, 3)
     assert f.partly_bound(spec, bound, grace=0.5) == len(last) - 1
     assert f.partly_bound(w.scenario("a", 1, 5), {"pod-0": 1.0}, 0.5) == 0
+
+
+def test_read_lines_keeps_the_runs_and_names_a_bad_line(tmp_path: Path) -> None:
+    run = {"scheduler": "kbatch", "scenario": "d", "seconds_to_all_bound": 6.0, "error": None}
+    good = tmp_path / "d.jsonl"
+    good.write_text(json.dumps(run) + "\n\n" + json.dumps({**run, "round": 2}) + "\n")
+    assert [line.get("round") for line in f.read_lines([good, good])] == [None, 2, None, 2]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(run) + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"broken.jsonl:2: not JSON"):
+        f.read_lines([broken])
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"nodes": 5}\n')
+    with pytest.raises(ValueError, match=r"other.jsonl:1: not a live run's line \(no scheduler"):
+        f.read_lines([other])
+
+
+def test_the_brief_table_keeps_only_its_columns() -> None:
+    lines = [
+        {"scheduler": "volcano", "scenario": "c", "client": "qps=1000 burst=1000",
+         "binds_per_second": b, "conf": "default", "error": None}
+        for b in (100.0, 120.0, 110.0)
+    ]  # fmt: skip
+    head, _, row = f.table(f.summary(lines), brief=True).splitlines()
+    heads = head.strip("| ").split(" | ")
+    assert tuple(heads) == f.BRIEF_HEADS and "conf" not in heads and "API requests" not in heads
+    cells = dict(zip(heads, row.strip("| ").split(" | "), strict=True))
+    assert cells["binds/s"] == "100 / 110 / 120" and cells["client"] == "qps=1000 burst=1000"
+
+
+def test_a_gangs_bind_spread_runs_from_its_first_bind_to_its_last() -> None:
+    gangs = {"a": "x", "b": "x", "c": "x", "d": "y", "e": "z"}
+    bound = {"a": 1.2, "b": 1.0, "c": 3.5, "d": 2.0}  # z: nothing bound, no spread
+    assert f.bind_spreads(bound, gangs) == pytest.approx({"x": 2.5, "y": 0.0})
+    spec = w.scenario("b", 1, 20)
+    bound_at = {w.pod_name(i): float(i // 10) + (1.5 if i == 9 else 0.0) for i in range(20)}
+    line = f.run_line(spec, "kbatch", 1, dict.fromkeys(bound_at, 0.0), bound_at)
+    assert line["gang_bind_spread_max_seconds"] == 1.5
+    assert line["gang_bind_spread_p99_seconds"] == pytest.approx(1.485)
+    single = f.run_line(w.scenario("a", 1, 2), "kbatch", 1, {"pod-0": 0.0}, {"pod-0": 1.0})
+    assert "gang_bind_spread_max_seconds" not in single

@@ -1,0 +1,49 @@
+"""The live benchmark's wipe: a collection DELETE the server cuts short is repeated."""
+
+from typing import Any
+
+import pytest
+
+from kbatch import kubeapi
+from kbatch.bench import live_api
+
+
+class Server:
+    """Answers the DELETE with ``failures`` in turn (then success), and the list with a
+    pod left until a DELETE succeeded."""
+
+    def __init__(self, failures: list[Exception], list_failure: Exception | None = None):
+        self.failures, self.list_failure = failures, list_failure
+        self.deletes, self.done = 0, False
+
+    def request(self, api: Any, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "DELETE":
+            self.deletes += 1
+            if self.failures:
+                raise self.failures.pop(0)
+            self.done = True
+            return {}
+        if self.list_failure is not None:
+            raise self.list_failure
+        return {"items": [] if self.done else [{"metadata": {"name": "pod-0"}}]}
+
+
+def test_a_delete_cut_short_with_no_answer_is_repeated_until_none_is_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = Server([kubeapi.Unreachable("DELETE pods: Remote end closed connection"),
+                     kubeapi.ApiError(504, "timeout")])  # fmt: skip
+    monkeypatch.setattr(kubeapi, "request", server.request)
+    monkeypatch.setattr(live_api.time, "sleep", lambda _: None)
+    live_api.wait("deleted", lambda: live_api.delete_all(None, live_api.PODS), 60)
+    assert server.deletes == 3
+
+
+def test_a_refused_delete_and_a_server_gone_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kubeapi, "request", Server([kubeapi.ApiError(403, "forbidden")]).request)
+    with pytest.raises(kubeapi.ApiError, match="forbidden"):
+        live_api.delete_all(None, live_api.PODS)
+    gone = Server([kubeapi.Unreachable("refused")], list_failure=kubeapi.Unreachable("refused"))
+    monkeypatch.setattr(kubeapi, "request", gone.request)
+    with pytest.raises(kubeapi.Unreachable):
+        live_api.delete_all(None, live_api.PODS)
