@@ -35,8 +35,8 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
-from kbatch.operators.scheduler.core.framework.podgroup_status import iso_time
 from kbatch.operators.scheduler.core.runner import Scheduler, default_conf, load_conf
+from kbatch.record import replay_parts
 from kbatch.record.store import hooks, recorder, segments
 from kbatch.sim import runner
 
@@ -241,8 +241,9 @@ class Replay:
             if type(obj) is dict:
                 kind = obj.get("kind")
                 if kind == "Pod":
-                    obj = _sharing_held_parts(obj, state.get("Pod", *_namespace_name(obj)))
-                elif kind in _STATUS_KINDS and self.published:
+                    held = state.get("Pod", *replay_parts.namespace_name(obj))
+                    obj = replay_parts.sharing_held_parts(obj, held)
+                elif kind in replay_parts.STATUS_KINDS and self.published:
                     status = self._published_status(kind, obj)
             with contextlib.suppress(ObjectError):  # refused now as then: the state notes why
                 state.apply(obj, owned=True, status=status)
@@ -277,14 +278,14 @@ class Replay:
             )
         self.scheduler.conf = conf
         backend.outcome = None
-        self.session_uid = _recorded_session_uid(recorded, self.now)
+        self.session_uid = replay_parts.recorded_session_uid(recorded, self.now)
         session = self.scheduler.run_once()
         session.forget_functions()
         outcome = backend.outcome or Outcome()
         decisions = hooks.decisions(outcome)
         # (already JSON's types: lists, strings, numbers, None; compared as they are)
         replayed = recorder.decisions_json(decisions)
-        self.published = _published(decisions, replayed)
+        self.published = replay_parts.published(decisions, replayed)
         self.result.sessions += 1
         self._compare(recorded, replayed)
         self.frozen()
@@ -300,7 +301,7 @@ class Replay:
         validating the recorded status again, and the next session finds its old
         status to be the very one it publishes again (``job_status``: compared by
         identity before field by field). None: validated as recorded."""
-        namespace, name = _namespace_name(obj)
+        namespace, name = replay_parts.namespace_name(obj)
         found = self.published.get((kind, f"{namespace}/{name}" if namespace else name))
         written = obj.get("status")
         if found is None or type(written) is not dict:
@@ -321,7 +322,7 @@ class Replay:
             if was == now:
                 continue  # (most sessions: nothing to tell apart, nothing to key)
             if kind in ("groups", "queues"):
-                was_by, now_by = _statuses(was), _statuses(now)
+                was_by, now_by = replay_parts.statuses(was), replay_parts.statuses(now)
                 keys = [k for k in {**was_by, **now_by} if was_by.get(k) != now_by.get(k)]
                 pairs = [(k, was_by.get(k), now_by.get(k)) for k in keys]
             else:
@@ -342,87 +343,6 @@ class Replay:
                             "replayed": now_one,
                         }
                     )
-
-
-_STATUS_KINDS = frozenset({"PodGroup", "Queue"})
-
-
-def _published(
-    decisions: hooks.Decisions, dumped: dict[str, Any]
-) -> dict[tuple[str, str], tuple[Any, BaseModel]]:
-    """A session's PodGroup and Queue statuses by kind and object: each as dumped
-    (``recorder.decisions_json``) and its model."""
-    published: dict[tuple[str, str], tuple[Any, BaseModel]] = {}
-    for kind, models, dumps in (
-        ("PodGroup", decisions[3], dumped["groups"]),
-        ("Queue", decisions[4], dumped["queues"]),
-    ):
-        for (key, model), (_, dump) in zip(models, dumps, strict=True):
-            published[(kind, key)] = (dump, model)
-    return published
-
-
-def _recorded_session_uid(recorded: dict[str, Any], now: float) -> str:
-    """The id the recorded session gave the PodGroup conditions it set (their
-    transitionID: those whose lastTransitionTime is the session's time), to give the
-    replayed session the same, so that its statuses are the recorded ones field for
-    field; "" when its decisions do not tell. (A condition that kept a time of the same
-    second from an earlier session may tell another id: then the statuses differ in
-    that id alone, which the comparison leaves out, and are validated as recorded.)"""
-    stamp = iso_time(now)
-    for _, status in recorded.get("groups") or ():
-        if type(status) is not dict:
-            continue
-        for condition in status.get("conditions") or ():
-            if type(condition) is dict and condition.get("lastTransitionTime") == stamp:
-                return str(condition.get("transitionID") or "")
-    return ""
-
-
-def _namespace_name(obj: dict[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata")
-    if type(meta) is not dict:
-        return "", ""
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _sharing_held_parts(obj: dict[str, Any], held: dict[str, Any] | None) -> dict[str, Any]:
-    """``obj`` (a pod, decoded anew) with each of its parts, and each part of its spec,
-    that equals the same part of ``held`` (the state's version of the pod) replaced by
-    that very part. Live, a pod whose status or node alone was written shares its other
-    parts with the version before (a simulated bind, a kubelet's report), and the state
-    then keeps the rest of its record instead of parsing it whole
-    (``pod_records.parse_pod``); decoded from a recording no part is shared, so every
-    status write was parsed whole. Equal parts read the same, and the state changes no
-    part it holds in place, so the records and decisions are the same."""
-    if held is None:
-        return obj
-    for key, part in list(obj.items()):
-        if key not in held or held[key] is part:
-            continue
-        old = held[key]
-        if part == old:
-            obj[key] = old
-        elif key == "spec" and type(part) is dict and type(old) is dict:
-            for name, value in list(part.items()):
-                if name in old and value == old[name]:
-                    part[name] = old[name]
-    return obj
-
-
-def _statuses(pairs: list[list[Any]]) -> dict[str, Any]:
-    """Statuses by object, each condition without its transitionID: the id of the
-    session that wrote it, a random one live, which names the session, not a decision."""
-    shown = {}
-    for key, status in pairs:
-        if isinstance(status, dict) and isinstance(status.get("conditions"), list):
-            conditions = [
-                {k: v for k, v in c.items() if k != "transitionID"} if isinstance(c, dict) else c
-                for c in status["conditions"]
-            ]
-            status = {**status, "conditions": conditions}
-        shown[str(key)] = status
-    return shown
 
 
 def replay(

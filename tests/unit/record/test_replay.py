@@ -19,7 +19,7 @@ from kbatch.cli.main import main
 from kbatch.cluster import pod_records
 from kbatch.config import ConfigError
 from kbatch.operators.scheduler.core.runner import default_conf
-from kbatch.record import replay
+from kbatch.record import replay, replay_parts
 from kbatch.record.store import segments
 from kbatch.sim import manifests, runner, trace
 
@@ -188,8 +188,10 @@ def test_the_statuses_written_back_are_the_models_the_sessions_published(
     for model in (PodGroupStatus, QueueStatus):
         monkeypatch.setattr(model, "model_validate", _counted(model, validated))
     keyed: list[object] = []
-    statuses = replay._statuses
-    monkeypatch.setattr(replay, "_statuses", lambda pairs: keyed.append(pairs) or statuses(pairs))
+    statuses = replay_parts.statuses
+    monkeypatch.setattr(
+        replay_parts, "statuses", lambda pairs: keyed.append(pairs) or statuses(pairs)
+    )
     result = replay.replay(recording).as_json()
     assert result["decisions"]["differing"] == 0
     assert writes["PodGroup"] > 20 and writes["Queue"] > 20
