@@ -170,6 +170,19 @@ def add_live_options(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=900.0, metavar="S", help="a run's limit (default 900)"
     )
     live.add_argument(
+        "--pod-seconds",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="how long a fake pod runs before it succeeds (default 3600)",
+    )
+
+    _add_table_options(live)
+
+
+def _add_table_options(live: argparse._ArgumentGroup) -> None:
+    """``--table``: the live runs' table, rendered from their kept JSON lines."""
+    live.add_argument(
         "--table",
         nargs="+",
         type=Path,
@@ -182,13 +195,6 @@ def add_live_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --table: only the scheduler, client, times, binds/s, p99, memory, CPU "
         "and most pods partly bound",
-    )
-    live.add_argument(
-        "--pod-seconds",
-        type=float,
-        default=3600.0,
-        metavar="S",
-        help="how long a fake pod runs before it succeeds (default 3600)",
     )
 
 
