@@ -210,6 +210,11 @@ def summary(lines: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+# The table's columns: what names a run, then its figures.
+FULL_HEADS: tuple[str, ...] = (
+    "scheduler", "scenario", "nodes", "pods", "runs", "failed", "conf", "client",
+    *(head for head, _ in COLUMNS),
+)  # fmt: skip
 # The short table's columns: the figures a reader compares first.
 BRIEF_HEADS = (
     "scheduler", "scenario", "nodes", "pods", "runs", "client", "to all bound (s)",
@@ -221,11 +226,7 @@ def table(rows: Sequence[Mapping[str, Any]], brief: bool = False) -> str:
     """``summary`` rows as a markdown table, each figure min / median / max (one number
     when they are equal), then each error a run ended with; ``brief``: only the columns
     of ``BRIEF_HEADS``."""
-    heads: tuple[str, ...] = ("scheduler", "scenario", "nodes", "pods", "runs", "failed", "conf")
-    heads += ("client",)
-    heads += tuple(h for h, _ in COLUMNS)
-    if brief:
-        heads = BRIEF_HEADS
+    heads = BRIEF_HEADS if brief else FULL_HEADS
 
     def cell(value: Any) -> str:
         if value is None:

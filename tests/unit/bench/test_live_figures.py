@@ -148,6 +148,7 @@ def test_the_brief_table_keeps_only_its_columns() -> None:
     head, _, row = f.table(f.summary(lines), brief=True).splitlines()
     heads = head.strip("| ").split(" | ")
     assert tuple(heads) == f.BRIEF_HEADS and "conf" not in heads and "API requests" not in heads
+    assert set(f.BRIEF_HEADS) <= set(f.FULL_HEADS), "each brief column is one of the table's"
     cells = dict(zip(heads, row.strip("| ").split(" | "), strict=True))
     assert cells["binds/s"] == "100 / 110 / 120" and cells["client"] == "qps=1000 burst=1000"
 
