@@ -175,7 +175,7 @@ def request(
     )
     # the REST client encodes the body as JSON itself
     response = _call(api, method, url, headers, body, post, timeout)
-    data = response.data
+    data = _body(response, method, url)
     if response.status >= 400:
         try:
             message = json.loads(data).get("message", "")
@@ -183,6 +183,17 @@ def request(
             message = data.decode(errors="replace")[:300]
         raise ApiError(response.status, message)
     return json.loads(data) if data else {}
+
+
+def _body(response: Any, method: str, url: str) -> bytes:
+    """The whole answer; Unreachable when the connection broke before its end (e.g. the
+    server's request timeout cutting a collection DELETE's long answer short): what the
+    server did is then as unknown as with no answer at all."""
+    try:
+        data: bytes = response.data
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise Unreachable(f"{method} {url}: the answer was cut short: {exc}") from exc
+    return data
 
 
 def raw_get(api: ApiClient, path: str, query: dict[str, str], timeout: Timeout) -> Any:

@@ -167,7 +167,7 @@ def delete_all(api: Any, path: str) -> bool:
     """One collection DELETE of ``path`` (at once, no grace); True once nothing is left.
     The server ends a DELETE of 10,000 pods at its request timeout with a part deleted
     (a 504, a 500 "context deadline", or, when it cannot write even that, the connection
-    closed with no answer: ``Unreachable``), so a caller repeats it until this says so;
+    closed with no answer or mid-answer: ``Unreachable``), so a caller repeats it until this says so;
     a server really gone fails the list that follows."""
     at_once = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
     try:

@@ -3,6 +3,7 @@
 from typing import Any
 
 import pytest
+import urllib3
 
 from kbatch import kubeapi
 from kbatch.bench import live_api
@@ -47,3 +48,21 @@ def test_a_refused_delete_and_a_server_gone_fail(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(kubeapi, "request", gone.request)
     with pytest.raises(kubeapi.Unreachable):
         live_api.delete_all(None, live_api.PODS)
+
+
+class CutShort:
+    """An answer whose body breaks off, as urllib3 reads a connection closed mid-body."""
+
+    status = 200
+
+    @property
+    def data(self) -> bytes:
+        raise urllib3.exceptions.ProtocolError("Connection broken: IncompleteRead(21050916)")
+
+
+def test_an_answer_cut_short_mid_body_is_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = kubeapi.client_for("http://127.0.0.1:1")
+    answer = type("Answer", (), {"response": CutShort()})()
+    monkeypatch.setattr(api, "call_api", lambda *args, **kwargs: answer)
+    with pytest.raises(kubeapi.Unreachable, match="cut short"):
+        kubeapi.request(api, "DELETE", live_api.PODS)
