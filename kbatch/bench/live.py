@@ -44,6 +44,7 @@ from kbatch.bench.live_api import (
     ensure_served,
     ready_nodes,
     request_counts,
+    settled,
     wait,
     wipe,
 )
@@ -120,6 +121,9 @@ def prepare(api: Any, cluster: live_cluster.LiveCluster, options: Options) -> No
             )
         )
     wait("the fake nodes Ready", lambda: ready_nodes(api) >= options.scenario.nodes, 300)
+    # KWOK lists each node's pods once as it takes the node on: thousands of lists that
+    # would otherwise fall into the first scheduler's run
+    settled(lambda: request_counts(api), ("LIST pods",), quiet=5.0, timeout=300)
 
 
 def prepare_volcano(api: Any, binaries: live_cluster.Binaries, spec: workload.Scenario) -> None:

@@ -167,8 +167,8 @@ def delete_all(api: Any, path: str) -> bool:
     """One collection DELETE of ``path`` (at once, no grace); True once nothing is left.
     The server ends a DELETE of 10,000 pods at its request timeout with a part deleted
     (a 504, a 500 "context deadline", or, when it cannot write even that, the connection
-    closed with no answer or mid-answer: ``Unreachable``), so a caller repeats it until this says so;
-    a server really gone fails the list that follows."""
+    closed with no answer or mid-answer: ``Unreachable``), so a caller repeats it until
+    this says so; a server really gone fails the list that follows."""
     at_once = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
     try:
         kubeapi.request(api, "DELETE", path, at_once, timeout=600)
@@ -190,6 +190,31 @@ def listed(api: Any, path: str, limit: int = 0) -> list[dict[str, Any]]:
             return []
         raise
     return items
+
+
+def settled(
+    counts: Callable[[], dict[str, dict[str, int]]],
+    requests: tuple[str, ...],
+    quiet: float,
+    timeout: float,
+) -> None:
+    """Until the API server has counted none of ``requests`` (e.g. ``LIST pods``) for
+    ``quiet`` seconds (``counts`` as ``request_counts`` gives them); RuntimeError after
+    ``timeout``. A cluster's start-up work (KWOK lists each new node's pods once) is
+    then done, not shared with the first scheduler measured."""
+    deadline = time.monotonic() + timeout
+    seen = [counts()["resource"].get(r, 0) for r in requests]
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < quiet:
+        if time.monotonic() > deadline:
+            shown = ", ".join(requests)
+            raise RuntimeError(
+                f"the cluster's start-up requests ({shown}) still going after {timeout:.0f}s"
+            )
+        time.sleep(min(1.0, quiet / 2))
+        now = [counts()["resource"].get(r, 0) for r in requests]
+        if now != seen:
+            seen, quiet_since = now, time.monotonic()
 
 
 def request_counts(api: Any) -> dict[str, dict[str, int]]:

@@ -66,3 +66,44 @@ def test_an_answer_cut_short_mid_body_is_no_answer(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(api, "call_api", lambda *args, **kwargs: answer)
     with pytest.raises(kubeapi.Unreachable, match="cut short"):
         kubeapi.request(api, "DELETE", live_api.PODS)
+
+
+class Clock:
+    """A monotonic clock that a sleep moves on."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def counts_of(lists: list[int]) -> Any:
+    """``request_counts`` answering each ``LIST pods`` count of ``lists`` in turn (the
+    last one from then on)."""
+
+    def counts() -> dict[str, dict[str, int]]:
+        value = lists.pop(0) if len(lists) > 1 else lists[0]
+        return {"verb": {}, "resource": {"LIST pods": value, "POST pods": 7}}
+
+    return counts
+
+
+def test_start_up_requests_settle_once_they_stop_rising(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(live_api, "time", clock)
+    live_api.settled(counts_of([0, 400, 900, 1000, 1000]), ("LIST pods",), quiet=5.0, timeout=60)
+    # a count a second: the last rise is seen at t=3, quiet five seconds later
+    assert clock.now == pytest.approx(8.0)
+
+
+def test_start_up_requests_that_never_stop_fail_with_what_they_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(live_api, "time", Clock())
+    rising = counts_of(list(range(0, 10_000, 10)))
+    with pytest.raises(RuntimeError, match=r"start-up requests \(LIST pods\) still going"):
+        live_api.settled(rising, ("LIST pods",), quiet=5.0, timeout=60)
