@@ -26,6 +26,7 @@ from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
 from kbatch.cluster.observer import StateObserver
+from kbatch.cluster.pod_records import pod_made_of
 from kbatch.cluster.reuse import settled
 from kbatch.cluster.reuse.per_object import Inputs
 from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
@@ -98,6 +99,16 @@ class ClusterState(StateReads):
         self._pod_units = PodUnits()
         # Told every change, under the lock (the flight recorder); None: nobody.
         self.observer: StateObserver | None = None
+        # A state whose pods this one's are made of (``records_from``); None: none.
+        self._source: ClusterState | None = None
+
+    def records_from(self, source: "ClusterState | None") -> None:
+        """Pods applied from now on that are made of ``source``'s of the same name (the
+        ETA's forward run starts from the listed ones: their spec and labels the very
+        same objects) take its records but for their identity, times and status
+        (``pod_records.pod_made_of``, ``Shortcuts.pod_records_of_source``), not parsed
+        again; None: no longer. ``source`` is only read."""
+        self._source = source if self.shortcuts.pod_records_of_source else None
 
     def apply(
         self, obj: Mapping[str, Any], owned: bool = False, status: BaseModel | None = None
@@ -132,9 +143,12 @@ class ClusterState(StateReads):
         only its status changed; a refusal noted (and ObjectError raised) if bad."""
         try:
             if kind == "Pod":
-                return records.parse_pod(
-                    obj, self._parsed["Pod"].get(key), self._raw["Pod"].get(key), self.shortcuts
-                )
+                previous = self._parsed["Pod"].get(key)
+                if previous is None and self._source is not None:
+                    made = self._made_of_source(key, obj)
+                    if made is not None:
+                        return made
+                return records.parse_pod(obj, previous, self._raw["Pod"].get(key), self.shortcuts)
             if kind == "PodGroup":
                 return records.parse_pod_group(
                     obj,
@@ -160,6 +174,15 @@ class ClusterState(StateReads):
                 if self.observer is not None:
                     self.observer.refused(fields.copied(dict(obj)))
             raise
+
+    def _made_of_source(self, key: str, obj: Mapping[str, Any]) -> records.PodRecord | None:
+        source = self._source
+        assert source is not None
+        with source._lock:
+            record, raw = source._parsed["Pod"].get(key), source._raw["Pod"].get(key)
+        if record is None or raw is None:
+            return None
+        return pod_made_of(obj, record, raw)
 
     def _record(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> None:
         """Hold ``parsed`` and ``raw`` at ``key``, and note what they change: the
