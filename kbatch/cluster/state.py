@@ -30,7 +30,7 @@ from kbatch.cluster.pod_records import pod_made_of
 from kbatch.cluster.reuse import settled
 from kbatch.cluster.reuse.per_object import Inputs
 from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
-from kbatch.cluster.state_reads import StateReads
+from kbatch.cluster.state_assumed import StateAssumptions
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
@@ -46,7 +46,7 @@ def _reach(queue: Queue) -> tuple[str | None, LabelSelector | None]:
     return queue.spec.parent, queue.spec.namespace_selector
 
 
-class ClusterState(StateReads):
+class ClusterState(StateAssumptions):
     """Raw objects as applied, and their parsed records, by kind and namespace/name.
 
     Safe to share between threads (watch threads apply, the scheduler snapshots).
@@ -351,52 +351,6 @@ class ClusterState(StateReads):
             for key in set(self._refused[kind]) - listed:
                 del self._refused[kind][key]  # gone from the cluster
         return errors
-
-    def assume_bound(self, namespace: str, name: str, node: str) -> None:
-        """A bind to ``node`` was sent: snapshots see the pod there until the watch does."""
-        self._assume(namespace, name, node)
-
-    def assume_releasing(self, namespace: str, name: str) -> None:
-        """An eviction was sent: snapshots see the pod Releasing until the watch shows its
-        deletionTimestamp (no later session picks it as a victim again)."""
-        self._assume(namespace, name, None)
-
-    def _assume(self, namespace: str, name: str, node: str | None) -> None:
-        key = self._key("Pod", namespace, name)
-        with self._lock:
-            record = self._parsed["Pod"].get(key)
-            if record is not None:
-                self._assumed.assume(key, record.uid, node)
-                if self.observer is not None:
-                    self.observer.assumed("as" if node is not None else "ar", key, node)
-
-    def confirmed(self, namespace: str, name: str) -> None:
-        """The bind or eviction succeeded: its assumption lasts ``assumed_ttl`` more at
-        most, in case the watch never shows it."""
-        with self._lock:
-            self._assumed.confirmed(key := self._key("Pod", namespace, name))
-            if self.observer is not None:
-                self.observer.assumed("c", key)
-
-    def keep_assumed(self, namespace: str, name: str, seconds: float) -> None:
-        """The bind or eviction got no answer: snapshots keep assuming it ``seconds`` more
-        (its back-off, so no session sends it again meanwhile), then see the pod as the
-        watch does, and a session decides about it anew."""
-        with self._lock:
-            self._assumed.keep(key := self._key("Pod", namespace, name), seconds)
-            if self.observer is not None:
-                self.observer.assumed("k", key, seconds)
-
-    def forget(self, namespace: str, name: str) -> None:
-        """A bind or an eviction failed: the pod is as the watch last showed it."""
-        with self._lock:
-            self._assumed.forget(key := self._key("Pod", namespace, name))
-            if self.observer is not None:
-                self.observer.assumed("f", key)
-
-    def _expire_assumptions(self) -> None:
-        if self._assumed.expire():  # their pods are pending again: news for the backlog
-            self.generation += 1
 
     def snapshot(self) -> Snapshot:
         with self._lock, collector_paused():
