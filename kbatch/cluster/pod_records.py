@@ -214,6 +214,68 @@ def _pod_of_status_write(
     )
 
 
+# What a record reads of a pod's annotations (its group and its role in it).
+_READ_ANNOTATIONS = (GROUP_NAME_ANNOTATION, TASK_ROLE_ANNOTATION, VOLCANO_TASK_ANNOTATION)
+
+
+def pod_made_of(
+    obj: Mapping[str, Any], source: PodRecord, source_raw: Mapping[str, Any]
+) -> PodRecord | None:
+    """The record of ``obj``, a pod made of another (the one ``source`` was parsed from,
+    ``source_raw``: a listed pod the ETA's forward run starts from) with its spec and
+    labels the very same objects, the annotations a record reads equal, and another
+    uid, creation time, status and metadata else: ``source`` with what ``obj`` says of
+    those. None: parse ``obj`` whole (which also names a bad field)."""
+    meta, source_meta = obj.get("metadata"), source_raw.get("metadata")
+    if type(meta) is not dict or type(source_meta) is not dict:
+        return None
+    if obj.get("spec") is not source_raw.get("spec") or meta.get("labels") is not (
+        source_meta.get("labels")
+    ):
+        return None
+    if (meta.get("namespace") or "default") != source.namespace or meta.get("name") != (
+        source.name
+    ):
+        return None
+    annotations, source_annotations = (
+        meta.get("annotations") or {},
+        source_meta.get("annotations") or {},
+    )
+    if type(annotations) is not dict or any(type(v) is not str for v in annotations.values()):
+        return None
+    if any(annotations.get(k) != source_annotations.get(k) for k in _READ_ANNOTATIONS):
+        return None
+    if not isinstance(obj.get("status"), dict | None):
+        return None
+    try:
+        uid = fields.string(obj, "metadata.uid") or f"{source.namespace}/{source.name}"
+        created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
+        phase = fields.string(obj, "status.phase")
+        nominated = fields.string(obj, "status.nominatedNodeName")
+        start_time = fields.value(obj, "status.startTime")
+        started = timestamp(start_time, "status.startTime") if start_time else None
+        condition = _scheduled_condition(obj)
+    except ValueError:
+        return None
+    return PodRecord(
+        uid=uid,
+        namespace=source.namespace,
+        name=source.name,
+        created=created,
+        scheduler_name=source.scheduler_name,
+        group=source.group,
+        node_name=source.node_name,
+        phase=phase or "Pending",
+        deleting=bool(meta.get("deletionTimestamp")),
+        priority=source.priority,
+        spec=source.spec,
+        nominated_node=nominated or None,
+        started=started,
+        role=source.role,
+        scheduled_condition=condition,
+    )
+
+
 def scheduling_group(obj: Mapping[str, Any]) -> str | None:
     """The upstream PodGroup a pod names in ``spec.schedulingGroup.podGroupName``
     (Kubernetes' own gang API, ``kbatch.cluster.upstream_groups``), or None. kbatch's

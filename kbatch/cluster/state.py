@@ -26,10 +26,11 @@ from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
 from kbatch.cluster.observer import StateObserver
+from kbatch.cluster.pod_records import pod_made_of
 from kbatch.cluster.reuse import settled
 from kbatch.cluster.reuse.per_object import Inputs
 from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
-from kbatch.cluster.state_reads import StateReads
+from kbatch.cluster.state_assumed import StateAssumptions
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
@@ -45,7 +46,7 @@ def _reach(queue: Queue) -> tuple[str | None, LabelSelector | None]:
     return queue.spec.parent, queue.spec.namespace_selector
 
 
-class ClusterState(StateReads):
+class ClusterState(StateAssumptions):
     """Raw objects as applied, and their parsed records, by kind and namespace/name.
 
     Safe to share between threads (watch threads apply, the scheduler snapshots).
@@ -98,6 +99,16 @@ class ClusterState(StateReads):
         self._pod_units = PodUnits()
         # Told every change, under the lock (the flight recorder); None: nobody.
         self.observer: StateObserver | None = None
+        # A state whose pods this one's are made of (``records_from``); None: none.
+        self._source: ClusterState | None = None
+
+    def records_from(self, source: "ClusterState | None") -> None:
+        """Pods applied from now on that are made of ``source``'s of the same name (the
+        ETA's forward run starts from the listed ones: their spec and labels the very
+        same objects) take its records but for their identity, times and status
+        (``pod_records.pod_made_of``, ``Shortcuts.pod_records_of_source``), not parsed
+        again; None: no longer. ``source`` is only read."""
+        self._source = source if self.shortcuts.pod_records_of_source else None
 
     def apply(
         self, obj: Mapping[str, Any], owned: bool = False, status: BaseModel | None = None
@@ -132,9 +143,12 @@ class ClusterState(StateReads):
         only its status changed; a refusal noted (and ObjectError raised) if bad."""
         try:
             if kind == "Pod":
-                return records.parse_pod(
-                    obj, self._parsed["Pod"].get(key), self._raw["Pod"].get(key), self.shortcuts
-                )
+                previous = self._parsed["Pod"].get(key)
+                if previous is None and self._source is not None:
+                    made = self._made_of_source(key, obj)
+                    if made is not None:
+                        return made
+                return records.parse_pod(obj, previous, self._raw["Pod"].get(key), self.shortcuts)
             if kind == "PodGroup":
                 return records.parse_pod_group(
                     obj,
@@ -160,6 +174,15 @@ class ClusterState(StateReads):
                 if self.observer is not None:
                     self.observer.refused(fields.copied(dict(obj)))
             raise
+
+    def _made_of_source(self, key: str, obj: Mapping[str, Any]) -> records.PodRecord | None:
+        source = self._source
+        assert source is not None
+        with source._lock:
+            record, raw = source._parsed["Pod"].get(key), source._raw["Pod"].get(key)
+        if record is None or raw is None:
+            return None
+        return pod_made_of(obj, record, raw)
 
     def _record(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> None:
         """Hold ``parsed`` and ``raw`` at ``key``, and note what they change: the
@@ -328,52 +351,6 @@ class ClusterState(StateReads):
             for key in set(self._refused[kind]) - listed:
                 del self._refused[kind][key]  # gone from the cluster
         return errors
-
-    def assume_bound(self, namespace: str, name: str, node: str) -> None:
-        """A bind to ``node`` was sent: snapshots see the pod there until the watch does."""
-        self._assume(namespace, name, node)
-
-    def assume_releasing(self, namespace: str, name: str) -> None:
-        """An eviction was sent: snapshots see the pod Releasing until the watch shows its
-        deletionTimestamp (no later session picks it as a victim again)."""
-        self._assume(namespace, name, None)
-
-    def _assume(self, namespace: str, name: str, node: str | None) -> None:
-        key = self._key("Pod", namespace, name)
-        with self._lock:
-            record = self._parsed["Pod"].get(key)
-            if record is not None:
-                self._assumed.assume(key, record.uid, node)
-                if self.observer is not None:
-                    self.observer.assumed("as" if node is not None else "ar", key, node)
-
-    def confirmed(self, namespace: str, name: str) -> None:
-        """The bind or eviction succeeded: its assumption lasts ``assumed_ttl`` more at
-        most, in case the watch never shows it."""
-        with self._lock:
-            self._assumed.confirmed(key := self._key("Pod", namespace, name))
-            if self.observer is not None:
-                self.observer.assumed("c", key)
-
-    def keep_assumed(self, namespace: str, name: str, seconds: float) -> None:
-        """The bind or eviction got no answer: snapshots keep assuming it ``seconds`` more
-        (its back-off, so no session sends it again meanwhile), then see the pod as the
-        watch does, and a session decides about it anew."""
-        with self._lock:
-            self._assumed.keep(key := self._key("Pod", namespace, name), seconds)
-            if self.observer is not None:
-                self.observer.assumed("k", key, seconds)
-
-    def forget(self, namespace: str, name: str) -> None:
-        """A bind or an eviction failed: the pod is as the watch last showed it."""
-        with self._lock:
-            self._assumed.forget(key := self._key("Pod", namespace, name))
-            if self.observer is not None:
-                self.observer.assumed("f", key)
-
-    def _expire_assumptions(self) -> None:
-        if self._assumed.expire():  # their pods are pending again: news for the backlog
-            self.generation += 1
 
     def snapshot(self) -> Snapshot:
         with self._lock, collector_paused():

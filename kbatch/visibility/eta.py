@@ -36,6 +36,7 @@ from typing import Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroupPhase
+from kbatch.cluster.state import ClusterState
 from kbatch.config import ETA_BUDGET_SECONDS, SchedulerConf
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import JobInfo
@@ -145,7 +146,7 @@ def forecast(
         step = step_for(plan, period)
         limits = _Limits(max_sessions, began + budget)
         options = runner.Options(period=step, until=horizon, scheduler_names=scheduler_names)
-        forward = _Forward(plan, conf, options, limits, session.jobs, asked)
+        forward = _Forward(plan, conf, options, limits, session.jobs, asked, objects.loaded.state)
     stopped = "started"
     if asked:
         try:
@@ -209,7 +210,10 @@ class _Forward(runner.Simulation):
         limits: _Limits,
         jobs: Mapping[str, JobInfo],
         asked: set[str],
+        listed: ClusterState | None = None,
     ) -> None:
+        """``listed``: the state of the listed objects the plan was made of, whose pod
+        records its pods take (``ClusterState.records_from``)."""
         super().__init__(manifests.Manifests(), conf, options)
         self.timeline = _Unsampled()
         self.limits = limits
@@ -219,18 +223,23 @@ class _Forward(runner.Simulation):
         self.first: dict[str, tuple[str, str]] = {}
         self.nodes: dict[str, list[str]] = {}
         if asked:
-            self._import(plan)
+            self._import(plan, listed)
 
-    def _import(self, plan: Plan) -> None:
+    def _import(self, plan: Plan, listed: ClusterState | None) -> None:
         """The plan's objects, created in dependency order with their own creation
         times (``Plan.stamps``), handed over: the plan made them for this (their parts
         shared with the listed objects, which nothing changes in place)."""
         order = manifests.CREATE_ORDER
-        for obj in sorted(plan.objects, key=lambda o: order.index(o["kind"])):
-            if obj["kind"] == "Job":  # through admission, which holds it for its group
-                runner.create(self.cluster, self.jobs, obj, self.admission)
-                continue
-            self.cluster.create(obj, owned=True, created=plan.stamp_of(obj))
+        state = self.cluster.state
+        state.records_from(listed)
+        try:
+            for obj in sorted(plan.objects, key=lambda o: order.index(o["kind"])):
+                if obj["kind"] == "Job":  # through admission, which holds it for its group
+                    runner.create(self.cluster, self.jobs, obj, self.admission)
+                    continue
+                self.cluster.create(obj, owned=True, created=plan.stamp_of(obj))
+        finally:
+            state.records_from(None)
 
     def tick(self, now: float) -> bool:
         changed = super().tick(now)

@@ -50,6 +50,13 @@ WAITING_PHASES = frozenset({PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGro
 SESSION_UID = "kbatch-cli"  # the session the CLI opens is never applied: no real id
 
 
+@dataclass
+class Loaded:
+    """The ClusterState last made of some ``ClusterObjects`` (None: none yet)."""
+
+    state: ClusterState | None = None
+
+
 @dataclass(frozen=True)
 class ClusterObjects:
     """What the CLI reads of a cluster: raw objects as the API server lists them, the
@@ -65,6 +72,9 @@ class ClusterObjects:
     quotas: Sequence[Object] = ()
     jobs: Sequence[Object] = ()  # batch/v1 Jobs: those held for their PodGroup matter
     events: Sequence[Object] = ()
+    # The state ``load_state`` made of them, not part of what was read: a forward run of
+    # the same pods takes their records from it (``eta``), rather than parse each again.
+    loaded: Loaded = field(default_factory=Loaded, compare=False, repr=False, kw_only=True)
 
     def by_kind(self) -> dict[str, Sequence[Object]]:
         return {
@@ -147,6 +157,7 @@ def load_state(
     for kind, items in objects.by_kind().items():
         for error in state.replace(kind, items, owned=True):
             warnings.append(f"{error} (kbatch ignores it)")
+    objects.loaded.state = state
     return state, warnings
 
 

@@ -26,6 +26,9 @@ class Shortcuts:
         fields it was parsed from are equal (off: keyed again at every update);
       parsed_of_status_writes: a PodGroup or Queue whose status alone was written keeps
         the rest as parsed (off: validated whole).
+      pod_records_of_source: a pod made of another state's (the ETA's forward run, of
+        the listed pods) takes that one's record but for its identity, times and status
+        (off: parsed whole).
     The snapshot builder (``kbatch.cluster``):
       task_runs: a job's tasks accounted run by run of one template, role, priority and
         status (off: task by task);
@@ -101,6 +104,7 @@ class Shortcuts:
     pod_record_of_status_writes: bool = True
     pod_spec_of_equal_inputs: bool = True
     parsed_of_status_writes: bool = True
+    pod_records_of_source: bool = True
     task_runs: bool = True
     lookup_runs: bool = True
     unchanged_jobs: bool = True
