@@ -3,15 +3,17 @@ admission webhooks in one kopf process.
 
 All kopf setup is assembled here, in one registry built by ``build_registry``: each
 controller module registers its own handlers (``register(registry, runtime)``), none
-by import side effects. kopf runs the process: startup starts the
-watches, the leader election, the scheduling loop and the metrics server;
-cleanup stops them. The watches run on every replica, so a replica that takes
-the lead has warm caches; it still relists everything before its first session
-(a fresh view from the API, nothing assumed from before).
+by import side effects. ``run`` starts the watches, the leader election, the
+scheduling loop and the health and metrics servers, and starts kopf once the first
+session has ended (``Runtime.wait_before_kopf``); kopf's cleanup stops them. The
+watches run on every replica, so a replica that takes the lead has warm caches; it
+still relists everything before its first session (a fresh view from the API,
+nothing assumed from before).
 """
 
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,10 @@ from kbatch.webhooks import jobs as webhook_jobs
 from kbatch.webhooks import server as webhooks
 
 log = logging.getLogger("kbatch.operator")
+
+# How long ``run`` waits for the first session before it starts kopf (``Runtime.
+# wait_before_kopf``): past it kopf starts anyway.
+KOPF_WAITS_AT_MOST = 30.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,20 @@ class Runtime:
         )
         self.recorder = recorder
         self.background = [make(self) for make in background]
+        self._started = False
+        self._stopped = False
+
+    def wait_before_kopf(self, most: float) -> None:
+        """Wait until the first session has ended, or this replica is synced and does not
+        lead (it runs no session), or the loop has died, or ``most`` seconds. kopf lists
+        and handles every PodGroup when it starts: on a restart on a large backlog that
+        work would compete for the interpreter with the first session, and delay its
+        binds by seconds. Its controllers and webhooks may start that much later."""
+        deadline = time.monotonic() + most
+        loop = self.loop
+        while time.monotonic() < deadline and loop.alive():
+            if loop.first_session.wait(0.05) or (self.synced() and not self.leads()):
+                return
 
     def has_work(self) -> bool:
         """Anything for a session, but the PodGroups a session decided whose statuses wait
@@ -179,6 +199,11 @@ class Runtime:
         return self.loop.alive(), synced, details
 
     def start(self) -> None:
+        """Start serving health and metrics, the watches, the election, the loop and the
+        background workers (once)."""
+        if self._started:
+            return
+        self._started = True
         if self.settings.health_address:
             self.health_server = HealthServer(self.settings.health_address, self.health)
             self.health_server.start()
@@ -201,7 +226,10 @@ class Runtime:
 
     def stop(self) -> None:
         """Stop scheduling, then settle what was sent, and only then give up the Lease: a
-        peer that takes it at once must not race binds still queued here."""
+        peer that takes it at once must not race binds still queued here. (Once.)"""
+        if self._stopped:
+            return
+        self._stopped = True
         if self.health_server is not None:
             self.health_server.stop()
         for worker in self.background:
@@ -227,7 +255,7 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False  # our events are our own, not kopf's log lines
         settings.persistence.finalizer = "kbatch.io/finalizer"
-        runtime.start()
+        runtime.start()  # (once: ``run`` has started it already)
 
     @kopf.on.cleanup(registry=registry)
     def cleanup(**_: Any) -> None:
@@ -252,6 +280,10 @@ def run(
     """Run until interrupted (with ``watches`` started already, if given; recorded by
     ``recorder``, if given; the ``background`` workers beside the loop)."""
     runtime = Runtime(settings, watches, recorder, background)
-    runtime.start_watches()
-    registry = build_registry(runtime)
-    kopf.run(registry=registry, clusterwide=True, standalone=True)
+    runtime.start()
+    try:
+        runtime.wait_before_kopf(KOPF_WAITS_AT_MOST)
+        registry = build_registry(runtime)
+        kopf.run(registry=registry, clusterwide=True, standalone=True)
+    finally:
+        runtime.stop()

@@ -171,3 +171,62 @@ def test_410_gone_lists_again_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert api.calls[3]["resourceVersion"] == "30"
     assert api.times[2] - started < 0.3, "no backoff before the relist"
     assert [p["metadata"]["name"] for p in state.list("Pod")] == ["z"]
+
+
+def test_a_list_is_read_in_pages_and_replaces_the_kind_with_all_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = FakeApi(
+        [
+            FakeResponse({"metadata": {"resourceVersion": "1"}, "items": [pod("old")]}),
+            FakeResponse(events=[], fail=True),  # a dropped watch: listed again, in pages
+            FakeResponse(
+                {"metadata": {"resourceVersion": "40", "continue": "t1"}, "items": [pod("a")]}
+            ),
+            FakeResponse(
+                {"metadata": {"resourceVersion": "40", "continue": "t2"}, "items": [pod("b")]}
+            ),
+            FakeResponse({"metadata": {"resourceVersion": "40"}, "items": [pod("c")]}),
+        ]
+    )
+    monkeypatch.setattr(kubeapi, "raw_get", api.get)
+    state = ClusterState()
+    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
+    informer.start()
+    assert api.done.wait(10)
+    informer.stop()
+    assert sorted(p["metadata"]["name"] for p in state.list("Pod")) == ["a", "b", "c"]
+    lists = [c for c in api.calls[:5] if c.get("watch") is None]
+    assert [c.get("continue") for c in lists] == [None, None, "t1", "t2"]
+    assert all(c["limit"] == "500" for c in lists)
+    assert api.calls[5] == {**api.calls[5], "watch": "true", "resourceVersion": "40"}
+
+
+def test_a_page_that_fails_fails_the_list_which_is_listed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Expired(FakeResponse):
+        @property  # type: ignore[override]
+        def data(self) -> bytes:
+            raise kubeapi.Gone("the continue token has expired")
+
+        @data.setter
+        def data(self, _value: bytes) -> None:
+            pass
+
+    api = FakeApi(
+        [
+            FakeResponse({"metadata": {"resourceVersion": "1", "continue": "t"}, "items": []}),
+            Expired(),
+            FakeResponse({"metadata": {"resourceVersion": "9"}, "items": [pod("z")]}),
+        ]
+    )
+    monkeypatch.setattr(kubeapi, "raw_get", api.get)
+    state = ClusterState()
+    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
+    informer.start()
+    assert api.done.wait(10)
+    informer.stop()
+    assert [c.get("continue") for c in api.calls[:3]] == [None, "t", None]
+    assert api.calls[3]["resourceVersion"] == "9"
+    assert [p["metadata"]["name"] for p in state.list("Pod")] == ["z"]

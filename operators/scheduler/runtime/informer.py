@@ -16,6 +16,7 @@ import contextlib
 import gc
 import json
 import logging
+import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ CONNECT_TIMEOUT = 10.0
 READ_SLACK = 30.0  # a watch silent this long past its own timeout is a dead connection
 FIRST_BACKOFF = 0.25  # seconds before listing again after a failure; doubling ...
 MOST_BACKOFF = 1.0  # ... to at most this: one try a second per kind during an outage
+PAGE_SIZE = 500  # objects a list asks for at once (as client-go's pager does)
 Gone = kubeapi.Gone
 
 
@@ -213,12 +215,13 @@ class Informer:
         raise RuntimeError("stopped")  # (the loop ends: stop() was called)
 
     def _list_served(self) -> str:
-        body = self._get({})
-        items = body.get("items") or []
-        for item in items:
-            item["kind"] = self.resource.kind
-            if self._api_version:
-                item["apiVersion"] = self._api_version
+        """List the kind in pages, and replace it with what they hold: the list's
+        resourceVersion. The next page is asked for and decoded on a thread of its own
+        while this one applies the last: the server prepares a large list (20,000 pods
+        take it seconds) while the pods it sent already are parsed, not after."""
+        pages = PageReader(self._get, self.resource.kind)
+        pages.start()
+        items = self._items(pages)
         for error in self.state.replace(self.resource.kind, items, owned=True):
             log.warning("ignoring %s", error)
         self._relist.clear()
@@ -226,7 +229,16 @@ class Informer:
         self.synced.set()
         self.on_change()
         self.on_synced()
-        return str(body["metadata"]["resourceVersion"])
+        return pages.version
+
+    def _items(self, pages: "PageReader") -> Iterator[dict[str, Any]]:
+        """The listed objects, page after page, each given its kind (and apiVersion)."""
+        for page in pages:
+            for item in page:
+                item["kind"] = self.resource.kind
+                if self._api_version:
+                    item["apiVersion"] = self._api_version
+                yield item
 
     def _watch(self, version: str) -> str:
         """Apply events until the watch ends; the last resourceVersion seen."""
@@ -282,6 +294,52 @@ class Informer:
     def _call(self, query: dict[str, str], timeout: kubeapi.Timeout) -> Any:
         """GET the resource's collection; the raw urllib3 response (not read yet)."""
         return kubeapi.raw_get(self.api, self._path, query, timeout)
+
+
+class PageReader:
+    """One list's pages (``PAGE_SIZE`` objects each, the last the rest), read and decoded
+    on a daemon thread of their own: iterating gives each page's items as it comes,
+    and raises what the reading raised (a 410 Gone when the list's continue token has
+    expired: the informer lists again). ``version``: the list's resourceVersion, once
+    the last page has been given. A server that does not page answers the first
+    request whole, with no continue token: one page."""
+
+    def __init__(self, get: Callable[[dict[str, str]], dict[str, Any]], kind: str) -> None:
+        self._get = get
+        self._pages: queue.SimpleQueue[list[dict[str, Any]] | BaseException | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._read, name=f"list-{kind}", daemon=True)
+        self.version = ""
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _read(self) -> None:
+        query = {"limit": str(PAGE_SIZE)}
+        try:
+            while True:
+                body = self._get(query)
+                meta = body.get("metadata") or {}
+                self.version = str(meta["resourceVersion"])
+                self._pages.put(body.get("items") or [])
+                token = meta.get("continue")
+                if not token:
+                    break
+                query = {"limit": str(PAGE_SIZE), "continue": str(token)}
+        except BaseException as exc:  # handed to the reader of the pages, which raises it
+            self._pages.put(exc)
+            return
+        self._pages.put(None)
+
+    def __iter__(self) -> Iterator[list[dict[str, Any]]]:
+        while True:
+            page = self._pages.get()
+            if page is None:
+                return
+            if isinstance(page, BaseException):
+                raise page
+            yield page
 
 
 class Watches:

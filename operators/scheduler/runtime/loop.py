@@ -110,6 +110,9 @@ class SchedulerLoop:
         self._settled_until = math.inf
         self._stop = threading.Event()
         self._woken = threading.Event()
+        # Set once a session has ended (however it ended): ``kbatch run`` starts kopf
+        # after it, so that kopf's own start does not slow the first session.
+        self.first_session = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kbatch-scheduler", daemon=True)
 
     def start(self) -> None:
@@ -207,3 +210,5 @@ class SchedulerLoop:
                 self.run_once()
             except Exception:
                 log.exception("scheduling session failed")
+            finally:
+                self.first_session.set()
