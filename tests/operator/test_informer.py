@@ -68,6 +68,18 @@ class FakeApi:
         return self.script.pop(0)
 
 
+def informed(monkeypatch: pytest.MonkeyPatch, api: "FakeApi") -> Informer:
+    """A pod informer (over a new state) run against ``api`` until it has given every
+    answer."""
+    monkeypatch.setattr(kubeapi, "raw_get", api.get)
+    state = ClusterState()
+    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
+    informer.start()
+    assert api.done.wait(10)
+    informer.stop()
+    return informer
+
+
 def test_a_watch_error_leads_to_a_relist_that_replaces_the_kind(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -79,12 +91,8 @@ def test_a_watch_error_leads_to_a_relist_that_replaces_the_kind(
             FakeResponse({"metadata": {"resourceVersion": "20"}, "items": [pod("a"), pod("c")]}),
         ]
     )
-    monkeypatch.setattr(kubeapi, "raw_get", api.get)
-    state = ClusterState()
-    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
-    informer.start()
-    assert api.done.wait(10)
-    informer.stop()
+    informer = informed(monkeypatch, api)
+    state = informer.state
     assert sorted(p["metadata"]["name"] for p in state.list("Pod")) == ["a", "c"]
     assert [c.get("watch") for c in api.calls[:3]] == [None, "true", None]
     assert api.calls[1]["resourceVersion"] == "10"
@@ -106,12 +114,7 @@ def test_deleted_events_remove_and_bad_objects_are_skipped(monkeypatch: pytest.M
             ),
         ]
     )
-    monkeypatch.setattr(kubeapi, "raw_get", api.get)
-    state = ClusterState()
-    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
-    informer.start()
-    assert api.done.wait(10)
-    informer.stop()
+    state = informed(monkeypatch, api).state
     assert [p["metadata"]["name"] for p in state.list("Pod")] == ["d"]
 
 
@@ -189,12 +192,7 @@ def test_a_list_is_read_in_pages_and_replaces_the_kind_with_all_of_them(
             FakeResponse({"metadata": {"resourceVersion": "40"}, "items": [pod("c")]}),
         ]
     )
-    monkeypatch.setattr(kubeapi, "raw_get", api.get)
-    state = ClusterState()
-    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
-    informer.start()
-    assert api.done.wait(10)
-    informer.stop()
+    state = informed(monkeypatch, api).state
     assert sorted(p["metadata"]["name"] for p in state.list("Pod")) == ["a", "b", "c"]
     lists = [c for c in api.calls[:5] if c.get("watch") is None]
     assert [c.get("continue") for c in lists] == [None, None, "t1", "t2"]
@@ -221,12 +219,7 @@ def test_a_page_that_fails_fails_the_list_which_is_listed_again(
             FakeResponse({"metadata": {"resourceVersion": "9"}, "items": [pod("z")]}),
         ]
     )
-    monkeypatch.setattr(kubeapi, "raw_get", api.get)
-    state = ClusterState()
-    informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
-    informer.start()
-    assert api.done.wait(10)
-    informer.stop()
+    state = informed(monkeypatch, api).state
     assert [c.get("continue") for c in api.calls[:3]] == [None, "t", None]
     assert api.calls[3]["resourceVersion"] == "9"
     assert [p["metadata"]["name"] for p in state.list("Pod")] == ["z"]
