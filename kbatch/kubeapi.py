@@ -18,7 +18,7 @@ import json
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import urllib3
@@ -232,6 +232,24 @@ def _call(
     return response.response
 
 
+def pages(
+    get: Callable[[dict[str, str]], dict[str, Any]],
+    query: dict[str, str] | None = None,
+    page_size: int = 500,
+) -> Iterator[dict[str, Any]]:
+    """The decoded answers of one list read in pages of ``page_size`` (limit and
+    continue, as client-go's pager reads), ``get`` answering each page's query; a
+    server that does not page answers the first whole, with no continue token."""
+    params = {**(query or {}), "limit": str(page_size)}
+    while True:
+        body = get(params)
+        yield body
+        token = (body.get("metadata") or {}).get("continue")
+        if not token:
+            return
+        params = {**params, "continue": str(token)}
+
+
 def list_items(
     api: ApiClient,
     path: str,
@@ -241,21 +259,16 @@ def list_items(
 ) -> list[dict[str, Any]]:
     """Every item of the collection at ``path`` (all pages, ``page_size`` at a time),
     as the server lists them (without ``kind``); ApiError as ``raw_get`` raises it."""
-    items: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        params = {**(query or {}), "limit": str(page_size)}
-        if token:
-            params["continue"] = token
+
+    def get(params: dict[str, str]) -> dict[str, Any]:
         response = raw_get(api, path, params, timeout)
         try:
-            body = json.loads(response.data)
+            body: dict[str, Any] = json.loads(response.data)
         finally:
             response.release_conn()
-        items.extend(body.get("items") or [])
-        token = (body.get("metadata") or {}).get("continue") or ""
-        if not token:
-            return items
+        return body
+
+    return [item for body in pages(get, query, page_size) for item in body.get("items") or []]
 
 
 def openapi_schemas(api: ApiClient, group_version: str) -> dict[str, Any] | None:

@@ -302,7 +302,7 @@ class PageReader:
     and raises what the reading raised (a 410 Gone when the list's continue token has
     expired: the informer lists again). ``version``: the list's resourceVersion, once
     the last page has been given. A server that does not page answers the first
-    request whole, with no continue token: one page."""
+    request whole: one page."""
 
     def __init__(self, get: Callable[[dict[str, str]], dict[str, Any]], kind: str) -> None:
         self._get = get
@@ -316,17 +316,10 @@ class PageReader:
         self._thread.start()
 
     def _read(self) -> None:
-        query = {"limit": str(PAGE_SIZE)}
         try:
-            while True:
-                body = self._get(query)
-                meta = body.get("metadata") or {}
-                self.version = str(meta["resourceVersion"])
+            for body in kubeapi.pages(self._get, page_size=PAGE_SIZE):
+                self.version = str(body["metadata"]["resourceVersion"])
                 self._pages.put(body.get("items") or [])
-                token = meta.get("continue")
-                if not token:
-                    break
-                query = {"limit": str(PAGE_SIZE), "continue": str(token)}
         except BaseException as exc:  # handed to the reader of the pages, which raises it
             self._pages.put(exc)
             return
