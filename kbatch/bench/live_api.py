@@ -202,19 +202,19 @@ def settled(
     ``quiet`` seconds (``counts`` as ``request_counts`` gives them); RuntimeError after
     ``timeout``. A cluster's start-up work (KWOK lists each new node's pods once) is
     then done, not shared with the first scheduler measured."""
-    deadline = time.monotonic() + timeout
-    seen = [counts()["resource"].get(r, 0) for r in requests]
-    quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < quiet:
-        if time.monotonic() > deadline:
-            shown = ", ".join(requests)
-            raise RuntimeError(
-                f"the cluster's start-up requests ({shown}) still going after {timeout:.0f}s"
-            )
-        time.sleep(min(1.0, quiet / 2))
+    last: list[Any] = [None, time.monotonic()]  # the counts last seen, since when
+
+    def quiet_long_enough() -> bool:
         now = [counts()["resource"].get(r, 0) for r in requests]
-        if now != seen:
-            seen, quiet_since = now, time.monotonic()
+        if now != last[0]:
+            last[:] = [now, time.monotonic()]
+        return time.monotonic() - last[1] >= quiet
+
+    wait(
+        f"the cluster's start-up requests ({', '.join(requests)}) to stop",
+        quiet_long_enough,
+        timeout,
+    )
 
 
 def request_counts(api: Any) -> dict[str, dict[str, int]]:
