@@ -2,10 +2,14 @@
 yet, as kube-scheduler's cache assumes a pod bound before the API server confirms it.
 
 Snapshots see an assumed pod on its node (or Releasing) until an update shows it (a
-nodeName, a deletionTimestamp), the pod is gone or finished, the request failed
-(``forget``), or ``ttl`` seconds after the request succeeded (``confirmed``). An update
-that shows neither (a relist, a status write) keeps the assumption. The cluster state
-owns one ``AssumedPods`` and calls it under its lock.
+nodeName, a deletionTimestamp), the pod is gone or finished, or the request failed
+(``forget``). A request that got no answer is assumed for its back-off only (``keep``).
+One that succeeded (``confirmed``) is assumed until the watch shows it, however late:
+kube-scheduler stopped expiring its assumed pods for the same reason
+(kubernetes#106361), since a watch that lags a busy API server by more than a fixed
+time made the pod look pending again and bound a second time. An update that shows
+neither (a relist, a status write) keeps the assumption. The cluster state owns one
+``AssumedPods`` and calls it under its lock.
 """
 
 import dataclasses
@@ -14,7 +18,9 @@ from dataclasses import dataclass
 
 from kbatch.cluster.records import PodRecord
 
-ASSUMED_TTL = 30.0  # as kube-scheduler: an assumption the watch never confirms expires
+# How long a confirmed assumption lasts when the watch does not show it: None, until it
+# does. A recording made when it was a number (30 s) replays with that number.
+ASSUMED_TTL: float | None = None
 
 
 @dataclass
@@ -28,9 +34,10 @@ class Assumption:
 
 
 class AssumedPods:
-    """The assumptions by pod key (namespace/name), with the clock they expire by."""
+    """The assumptions by pod key (namespace/name), with the clock they expire by.
+    ``ttl``: how long a confirmed assumption lasts (None: until the watch shows it)."""
 
-    def __init__(self, clock: Callable[[], float], ttl: float = ASSUMED_TTL) -> None:
+    def __init__(self, clock: Callable[[], float], ttl: float | None = ASSUMED_TTL) -> None:
         self._clock = clock
         self.ttl = ttl
         self._by_key: dict[str, Assumption] = {}
@@ -49,9 +56,9 @@ class AssumedPods:
         self._by_key[key] = Assumption(uid, node)
 
     def confirmed(self, key: str) -> None:
-        """The request succeeded: the assumption lasts ``ttl`` more at most, in case the
-        watch never shows it."""
-        self.keep(key, self.ttl)
+        """The request succeeded: the assumption lasts until the watch shows it (or
+        ``ttl`` more at most, where one is set), ending any back-off it was kept for."""
+        self.keep(key, float("inf") if self.ttl is None else self.ttl)
 
     def keep(self, key: str, seconds: float) -> None:
         """Keep assuming for ``seconds`` more from now."""

@@ -52,8 +52,8 @@ class ClusterState(StateAssumptions):
     Safe to share between threads (watch threads apply, the scheduler snapshots).
     A bind or an eviction the scheduler has sent but the watch has not shown yet is
     *assumed* (``kbatch.cluster.assumed``): snapshots see the pod on its node (or
-    Releasing) until the watch shows it, the request fails, or ``assumed_ttl`` seconds
-    after it succeeded.
+    Releasing) until the watch shows it or the request fails (``assumed_ttl``: seconds it
+    lasts once the request succeeded, None for until the watch shows it).
     ``shortcuts``: which of its records' and snapshots' shortcuts it takes.
     """
 
@@ -63,7 +63,7 @@ class ClusterState(StateAssumptions):
         self,
         scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
         clock: Callable[[], float] = time.monotonic,
-        assumed_ttl: float = ASSUMED_TTL,
+        assumed_ttl: float | None = ASSUMED_TTL,
         leave_out_settled: bool = False,
         shortcuts: Shortcuts = ALL,
     ) -> None:

@@ -1,6 +1,7 @@
 """What the scheduler tells the cluster state of the binds and evictions it sent: a
 pod is *assumed* bound (or Releasing) from the request until the watch shows it, the
-request fails, or its time runs out (``kbatch.cluster.assumed`` holds the times).
+request fails, or a request without an answer ends its back-off
+(``kbatch.cluster.assumed`` holds the times).
 ``ClusterState`` holds the objects; these are its calls about assumptions, each under
 its lock and told to its observer (the flight recorder)."""
 
@@ -34,8 +35,8 @@ class StateAssumptions(StateReads):
                     self.observer.assumed("as" if node is not None else "ar", key, node)
 
     def confirmed(self, namespace: str, name: str) -> None:
-        """The bind or eviction succeeded: its assumption lasts ``assumed_ttl`` more at
-        most, in case the watch never shows it."""
+        """The bind or eviction succeeded: it is assumed until the watch shows it (or
+        ``assumed_ttl`` more at most, where the state has one)."""
         with self._lock:
             self._assumed.confirmed(key := self._key("Pod", namespace, name))
             if self.observer is not None:

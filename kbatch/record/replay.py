@@ -179,7 +179,7 @@ class Replay:
         self.state = ClusterState(
             frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES),
             clock=lambda: self.t,
-            assumed_ttl=float(header.get("assumed_ttl", ASSUMED_TTL)),
+            assumed_ttl=replay_parts.assumed_ttl(header.get("assumed_ttl", ASSUMED_TTL)),
             leave_out_settled=bool(header.get("leave_out_settled", False)),
         )
         self.backend = _Collecting(self.state)

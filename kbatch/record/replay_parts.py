@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from kbatch.operators.scheduler.core.framework.podgroup_status import iso_time
 from kbatch.record.store import hooks
+from kbatch.record.store.errors import RecordingError
 
 STATUS_KINDS = frozenset({"PodGroup", "Queue"})
 
@@ -87,3 +88,15 @@ def statuses(pairs: list[list[Any]]) -> dict[str, Any]:
             status = {**status, "conditions": conditions}
         shown[str(key)] = status
     return shown
+
+
+def assumed_ttl(recorded: Any) -> float | None:
+    """How long the recorded state kept a confirmed bind or eviction assumed: seconds, or
+    None for until the watch showed it (the header's ``assumed_ttl``)."""
+    if recorded is None:
+        return None
+    if isinstance(recorded, bool) or not isinstance(recorded, int | float):
+        raise RecordingError(
+            f"the header's assumed_ttl: a number of seconds or null, not {recorded!r}"
+        )
+    return float(recorded)

@@ -264,7 +264,7 @@ def _dumped(status: Any) -> Any:
 
 
 def state_header(
-    scheduler_names: frozenset[str], leave_out_settled: bool, assumed_ttl: float, clock: str
+    scheduler_names: frozenset[str], leave_out_settled: bool, assumed_ttl: float | None, clock: str
 ) -> dict[str, Any]:
     """The header fields a replay builds its cluster state by: as the recorded one."""
     return {

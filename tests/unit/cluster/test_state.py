@@ -217,6 +217,39 @@ def test_a_confirmed_assumption_the_watch_never_shows_expires() -> None:
     assert the_task(state)[0] is TaskStatus.PENDING
 
 
+def test_a_confirmed_assumption_lasts_until_the_watch_shows_it_however_late() -> None:
+    """By default (as kube-scheduler since kubernetes#106361) no time ends a confirmed
+    bind: a watch that lags must not make the pod pending and bound a second time."""
+    now = [100.0]
+    state = ClusterState(clock=lambda: now[0])
+    state.apply(node("n1"))
+    state.apply(pod("p"))
+    state.assume_bound("default", "p", "n1")
+    state.keep_assumed("default", "p", 5)  # no answer: held for its back-off
+    state.confirmed("default", "p")  # then the resent bind succeeded
+    now[0] += 86_400
+    assert not state.has_work()
+    assert the_task(state)[0] is TaskStatus.BOUND
+    state.apply(pod("p", nodeName="n1"))
+    assert the_task(state)[0] is TaskStatus.BOUND
+    state.apply(pod("p"))  # shown once: the watch is what counts from now on
+    assert the_task(state)[0] is TaskStatus.PENDING
+
+
+def test_a_bind_without_an_answer_is_assumed_for_its_back_off_only() -> None:
+    now = [100.0]
+    state = ClusterState(clock=lambda: now[0])
+    state.apply(node("n1"))
+    state.apply(pod("p"))
+    state.assume_bound("default", "p", "n1")
+    state.keep_assumed("default", "p", 5)
+    now[0] += 4
+    assert the_task(state)[0] is TaskStatus.BOUND
+    now[0] += 2
+    assert state.has_work()
+    assert the_task(state)[0] is TaskStatus.PENDING
+
+
 def running(name: str, **meta: object) -> dict:
     obj = pod(name, nodeName="n1")
     obj["metadata"].update(meta)

@@ -208,3 +208,11 @@ def _counted(model: type[BaseModel], validated: Counter[str]) -> Callable[..., B
         return validate(obj, *args, **kwargs)
 
     return counted
+
+
+def test_a_recordings_assumed_ttl_is_read_as_recorded_or_refused_naming_it() -> None:
+    assert replay_parts.assumed_ttl(None) is None  # until the watch shows it
+    assert replay_parts.assumed_ttl(30) == 30.0  # recorded when confirmed binds expired
+    for bad in ("30", True, [30]):
+        with pytest.raises(segments.RecordingError, match="assumed_ttl"):
+            replay_parts.assumed_ttl(bad)
