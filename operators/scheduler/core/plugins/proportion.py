@@ -41,6 +41,11 @@ from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
 from kbatch.operators.scheduler.core.plugins import borrowing
 from kbatch.operators.scheduler.core.plugins.borrowing import parse_arguments as parse_arguments
+from kbatch.operators.scheduler.core.plugins.proportion_kept import (
+    keep_shares,
+    kept_shares,
+    shares_key,
+)
 from kbatch.operators.scheduler.core.plugins.proportion_tree import TreeShares, is_tree
 
 NAME = "proportion"
@@ -163,20 +168,13 @@ class _Proportion:
         self.tree: TreeShares | None = None
         if is_tree(session.queues):
             self.tree = self._tree_shares(session)
+            self.rationed = self.tree.rationed
         else:
-            deserved = deserved_shares(
-                session.total * self.mask,
-                {n: q.weight for n, q in self.queues.items()},
-                {n: q.request for n, q in self.queues.items()},
-                {n: q.capability for n, q in self.queues.items()},
-            )
-            for name, attr in self.queues.items():
-                attr.deserved = deserved[name]
+            self.rationed = self._flat_shares(session)
         for attr in self.queues.values():
             attr.refresh()
         self.publish(session)
         tree = self.tree
-        self.rationed = rationed_dims(self.queues.values(), dims) if tree is None else tree.rationed
         # By leaf in a tree, its ancestors' shares, made stale with its own.
         paths = {} if tree is None else tree.paths
         self._ancestors = {n: tuple(self.queues[a] for a in p[1:]) for n, p in paths.items()}
@@ -184,6 +182,32 @@ class _Proportion:
         # In a tree, the leaf reclaim last asked to take room back for, and the task's
         # request (None: none yet, and a victim's every ancestor keeps its share).
         self._reclaiming: tuple[str, np.ndarray] | None = None
+
+    def _flat_shares(self, session: Session) -> np.ndarray:
+        """The flat queues' deserved shares on them, kept from the last open for the same
+        inputs (``proportion_kept``); the rationed dimensions."""
+        total = session.total * self.mask
+        key = shares_key(
+            total, {n: (q.weight, q.request, q.capability) for n, q in self.queues.items()}
+        )
+        found = kept_shares(session.kept, key, session.shortcuts)
+        if found is not None:
+            deserved, rationed = found
+        else:
+            deserved = deserved_shares(
+                total,
+                {n: q.weight for n, q in self.queues.items()},
+                {n: q.request for n, q in self.queues.items()},
+                {n: q.capability for n, q in self.queues.items()},
+            )
+            for name, attr in self.queues.items():
+                attr.deserved = deserved[name]
+            rationed = rationed_dims(self.queues.values(), len(self.mask))
+            keep_shares(session.kept, key, deserved, rationed, session.shortcuts)
+            return rationed
+        for name, attr in self.queues.items():
+            attr.deserved = deserved[name]
+        return rationed
 
     def _tree_shares(self, session: Session) -> TreeShares:
         """The tree's deserved shares on the queues, and each queue's sums its subtree's."""
