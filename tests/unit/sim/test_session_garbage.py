@@ -83,3 +83,25 @@ def test_pausing_the_collector_for_a_run_changes_nothing_and_is_undone() -> None
         return done.time, done.totals, pods, [str(e) for e in done.cluster.event_log]
 
     assert outcome(True) == outcome(False)
+
+
+def _shown(value: object) -> object:
+    """A compiled value as it answers: a key function as what it gives an item."""
+    return value(object()) if callable(value) else value
+
+
+def test_forgetting_sets_what_compile_makes_of_no_function() -> None:
+    """``forget_functions`` sets the compiled lists at once: each as ``compile`` makes it
+    of the emptied registries (one left out would hold its session's functions)."""
+    simulation = _simulation()
+    simulation.tick(0.0)
+    session = simulation.scheduler.run_once()
+    assert session._predicates and session._node_orders  # compiled of the plugins
+    session.forget_functions()
+    forgotten = dict(vars(session))
+    session.compile()
+    # what compile set: every attribute it made anew
+    made = [name for name, value in vars(session).items() if forgotten.get(name) is not value]
+    assert {"_job_keys", "_predicates", "_preemptable_key", "_lenders"} <= set(made)
+    for name in made:
+        assert _shown(forgotten[name]) == _shown(getattr(session, name)), name

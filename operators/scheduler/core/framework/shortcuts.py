@@ -82,6 +82,9 @@ class Shortcuts:
         changed (off: every job added up);
       queue_sums_by_unchanged_jobs: the jobs the snapshot's delta keeps unchanged not
         compared (off: each compared);
+      deserved_shares: proportion's deserved shares between flat queues kept from the
+        last open while the total and the queues' weights, requests and capabilities
+        are the same (off: water-filled at every open);
       node_index_across_sessions: the node index kept while the nodes say the same;
       node_index_by_version: kept, without a comparison, for the same Node records.
     The simulator (``kbatch.sim``):
@@ -133,6 +136,7 @@ class Shortcuts:
     drf_holding_nothing_first: bool = True
     queue_sums: bool = True
     queue_sums_by_unchanged_jobs: bool = True
+    deserved_shares: bool = True
     node_index_across_sessions: bool = True
     node_index_by_version: bool = True
     timestamps: bool = True

@@ -249,7 +249,23 @@ class TieredFunctions:
             self._closers,
         ):
             registry.clear()
-        self.compile()  # every compiled list empty
+        self._compile_nothing()
+
+    def _compile_nothing(self) -> None:
+        """What ``compile`` makes of no registered function, set at once: every list
+        empty, every key function one that gives the empty tuple (``compile`` itself,
+        of empty registries, costs as much as of full ones, once for every session)."""
+        self._current = None
+        nothing = _calling([])
+        self._job_keys = self._queue_keys_alone = self._task_keys = nothing
+        self._queue_keys = []
+        self._predicates, self._node_orders, self._overused = [], [], []
+        self._ready, self._pipelined, self._valid = [], [], []
+        self._allocatable, self._enqueueable, self._reclaimers = [], [], []
+        self._victim_queues, self._queue_shares, self._lenders = [], [], []
+        self._preemptable = [[] for _ in self.conf.tiers]
+        self._reclaimable = [[] for _ in self.conf.tiers]
+        self._preemptable_key = self._reclaimable_key = nothing
 
     def _preemptor_key(
         self, tiers: list[list[VictimsFn]]

@@ -47,3 +47,64 @@ def weighted_fill(total: np.ndarray, weights: np.ndarray, limits: np.ndarray) ->
     out = np.empty_like(filled)
     np.put_along_axis(out, order, filled, axis=0)
     return out
+
+
+def deserved_shares(
+    total: np.ndarray,
+    weights: dict[str, int],
+    requests: dict[str, np.ndarray],
+    capabilities: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """Water-filling of ``total`` between flat queues by weight (the ``proportion``
+    plugin's deserved shares).
+
+    A queue never gets more than min(request, capability) in any dimension, and
+    what one does not take is shared again among the others. Dimensions do not
+    interact (a queue capped in one still shares the others by weight), so each
+    is filled on its own, exactly: the kube-batch loop of rounds reaches the same
+    level only in the limit, and stopped early it left room undistributed.
+    """
+    names = list(weights)
+    if not names:
+        return {}
+    weight = np.array([float(weights[n]) for n in names])
+    limits = np.minimum(
+        np.array([requests[n] for n in names], dtype=float),
+        np.array([capabilities[n] for n in names], dtype=float),
+    )
+    ratios = (limits / weight[:, None]).T.tolist()
+    weights_of, weight_sum = weight.tolist(), float(weight.sum())
+    filled = [
+        _fill(amount, weights_of, weight_sum, limit, ratio)
+        for amount, limit, ratio in zip(
+            np.asarray(total, dtype=float).tolist(), limits.T.tolist(), ratios, strict=True
+        )
+    ]
+    deserved = np.array(filled, dtype=float).reshape(len(filled), len(names)).T.copy()
+    return {name: deserved[i] for i, name in enumerate(names)}
+
+
+def _fill(
+    total: float, weight: list[float], weight_sum: float, limit: list[float], ratio: list[float]
+) -> list[float]:
+    """One dimension: each queue gets ``weight × level`` but at most its ``limit``, at the
+    highest level ``total`` allows. Queues are met in order of limit/weight (``ratio``);
+    from the first one that would not be met, the rest share what is left by weight.
+    In Python floats: each step is the IEEE operation numpy does on its scalars, so the
+    same bits, without numpy's cost per element (``weight_sum`` as numpy adds it up;
+    weights are at least 1, as the API has them)."""
+    out = [0.0] * len(limit)
+    left, open_weight = max(total, 0.0), weight_sum
+    if any(r != r for r in ratio):  # NaN: numpy's order (last)
+        order: list[int] = np.argsort(np.array(ratio), kind="stable").tolist()
+    else:  # (a stable sort: ties in the queues' order, as numpy's)
+        order = sorted(range(len(ratio)), key=ratio.__getitem__)
+    for k, i in enumerate(order):
+        if limit[i] * open_weight > left * weight[i]:
+            for j in order[k:]:
+                out[j] = left * weight[j] / open_weight
+            break
+        out[i] = limit[i]
+        left -= limit[i]
+        open_weight -= weight[i]
+    return out

@@ -39,8 +39,14 @@ from kbatch.operators.scheduler.core.framework.resources import (
 )
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote, no_preemptor
+from kbatch.operators.scheduler.core.framework.water_fill import deserved_shares as deserved_shares
 from kbatch.operators.scheduler.core.plugins import borrowing
 from kbatch.operators.scheduler.core.plugins.borrowing import parse_arguments as parse_arguments
+from kbatch.operators.scheduler.core.plugins.proportion_kept import (
+    keep_shares,
+    kept_shares,
+    shares_key,
+)
 from kbatch.operators.scheduler.core.plugins.proportion_tree import TreeShares, is_tree
 
 NAME = "proportion"
@@ -78,66 +84,6 @@ class QueueShare:
         return self.share
 
 
-def deserved_shares(
-    total: np.ndarray,
-    weights: dict[str, int],
-    requests: dict[str, np.ndarray],
-    capabilities: dict[str, np.ndarray],
-) -> dict[str, np.ndarray]:
-    """Water-filling of ``total`` between queues by weight (see module doc).
-
-    A queue never gets more than min(request, capability) in any dimension, and
-    what one does not take is shared again among the others. Dimensions do not
-    interact (a queue capped in one still shares the others by weight), so each
-    is filled on its own, exactly: the kube-batch loop of rounds reaches the same
-    level only in the limit, and stopped early it left room undistributed.
-    """
-    names = list(weights)
-    if not names:
-        return {}
-    weight = np.array([float(weights[n]) for n in names])
-    limits = np.minimum(
-        np.array([requests[n] for n in names], dtype=float),
-        np.array([capabilities[n] for n in names], dtype=float),
-    )
-    ratios = (limits / weight[:, None]).T.tolist()
-    weights_of, weight_sum = weight.tolist(), float(weight.sum())
-    filled = [
-        _fill(amount, weights_of, weight_sum, limit, ratio)
-        for amount, limit, ratio in zip(
-            np.asarray(total, dtype=float).tolist(), limits.T.tolist(), ratios, strict=True
-        )
-    ]
-    deserved = np.array(filled, dtype=float).reshape(len(filled), len(names)).T.copy()
-    return {name: deserved[i] for i, name in enumerate(names)}
-
-
-def _fill(
-    total: float, weight: list[float], weight_sum: float, limit: list[float], ratio: list[float]
-) -> list[float]:
-    """One dimension: each queue gets ``weight × level`` but at most its ``limit``, at the
-    highest level ``total`` allows. Queues are met in order of limit/weight (``ratio``);
-    from the first one that would not be met, the rest share what is left by weight.
-    In Python floats: each step is the IEEE operation numpy does on its scalars, so the
-    same bits, without numpy's cost per element (``weight_sum`` as numpy adds it up;
-    weights are at least 1, as the API has them)."""
-    out = [0.0] * len(limit)
-    left, open_weight = max(total, 0.0), weight_sum
-    if any(r != r for r in ratio):  # NaN: numpy's order (last)
-        order: list[int] = np.argsort(np.array(ratio), kind="stable").tolist()
-    else:  # (a stable sort: ties in the queues' order, as numpy's)
-        order = sorted(range(len(ratio)), key=ratio.__getitem__)
-    for k, i in enumerate(order):
-        if limit[i] * open_weight > left * weight[i]:
-            for j in order[k:]:
-                out[j] = left * weight[j] / open_weight
-            break
-        out[i] = limit[i]
-        left -= limit[i]
-        open_weight -= weight[i]
-    return out
-
-
 @functools.lru_cache(maxsize=8)
 def unlimited(dims: int) -> np.ndarray:
     """The capability of a queue that sets none: infinite in every dimension (read-only,
@@ -163,20 +109,13 @@ class _Proportion:
         self.tree: TreeShares | None = None
         if is_tree(session.queues):
             self.tree = self._tree_shares(session)
+            self.rationed = self.tree.rationed
         else:
-            deserved = deserved_shares(
-                session.total * self.mask,
-                {n: q.weight for n, q in self.queues.items()},
-                {n: q.request for n, q in self.queues.items()},
-                {n: q.capability for n, q in self.queues.items()},
-            )
-            for name, attr in self.queues.items():
-                attr.deserved = deserved[name]
+            self.rationed = self._flat_shares(session)
         for attr in self.queues.values():
             attr.refresh()
         self.publish(session)
         tree = self.tree
-        self.rationed = rationed_dims(self.queues.values(), dims) if tree is None else tree.rationed
         # By leaf in a tree, its ancestors' shares, made stale with its own.
         paths = {} if tree is None else tree.paths
         self._ancestors = {n: tuple(self.queues[a] for a in p[1:]) for n, p in paths.items()}
@@ -184,6 +123,32 @@ class _Proportion:
         # In a tree, the leaf reclaim last asked to take room back for, and the task's
         # request (None: none yet, and a victim's every ancestor keeps its share).
         self._reclaiming: tuple[str, np.ndarray] | None = None
+
+    def _flat_shares(self, session: Session) -> np.ndarray:
+        """The flat queues' deserved shares on them, kept from the last open for the same
+        inputs (``proportion_kept``); the rationed dimensions."""
+        total = session.total * self.mask
+        key = shares_key(
+            total, {n: (q.weight, q.request, q.capability) for n, q in self.queues.items()}
+        )
+        found = kept_shares(session.kept, key, session.shortcuts)
+        if found is not None:
+            deserved, rationed = found
+        else:
+            deserved = deserved_shares(
+                total,
+                {n: q.weight for n, q in self.queues.items()},
+                {n: q.request for n, q in self.queues.items()},
+                {n: q.capability for n, q in self.queues.items()},
+            )
+            for name, attr in self.queues.items():
+                attr.deserved = deserved[name]
+            rationed = rationed_dims(self.queues.values(), len(self.mask))
+            keep_shares(session.kept, key, deserved, rationed, session.shortcuts)
+            return rationed
+        for name, attr in self.queues.items():
+            attr.deserved = deserved[name]
+        return rationed
 
     def _tree_shares(self, session: Session) -> TreeShares:
         """The tree's deserved shares on the queues, and each queue's sums its subtree's."""
