@@ -25,7 +25,6 @@ the pods' finish and removal times in a heap (``kbatch.sim.timers``), and its
 events know when one may be recorded again (``kbatch.sim.events``).
 """
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -43,6 +42,14 @@ from kbatch.sim.events import EventLog
 from kbatch.sim.pod_objects import Object, PodKey, group_of, object_ref, pod_key, with_condition
 
 FINISHED = ("Succeeded", "Failed")
+
+
+def uid_of(number: int) -> str:
+    """The uid numbered ``number``, as ``str(uuid.UUID(int=number))`` spells it (the
+    simulator's uids count up from 1): its 32 hex digits in groups of 8-4-4-4-12,
+    formatted directly, not through a UUID object made for each object created."""
+    digits = f"{number:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 @dataclass(slots=True)
@@ -209,7 +216,7 @@ class SimBackend:
             return {"uid": old["uid"], "creationTimestamp": old["creationTimestamp"]}
         self._uids += 1
         return {
-            "uid": str(uuid.UUID(int=self._uids)),
+            "uid": uid_of(self._uids),
             "creationTimestamp": clock.timestamp(self.clock.now, self.clock.keep_timestamps),
         }
 

@@ -42,6 +42,7 @@ from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.sim import manifests, runner
 from kbatch.sim.timeline import Timeline
 from kbatch.visibility import eta_input, runtimes, standing
@@ -134,10 +135,12 @@ def forecast(
     max_sessions: int = MAX_SESSIONS,
     budget: float = BUDGET,
     scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
+    shortcuts: Shortcuts = ALL,
 ) -> Forecast:
     """When the jobs ``targets`` (uids of ``session``'s jobs) start. ``session`` is
     opened on ``objects`` (``standing.open_session``, with the same
-    ``scheduler_names``) and is only read; ``period`` is the scheduler's."""
+    ``scheduler_names``) and is only read; ``period`` is the scheduler's; ``shortcuts``:
+    which the forward run takes (``Shortcuts.none()``: the straightforward way)."""
     began = time.perf_counter()
     waiting = {uid for uid, job in session.jobs.items() if standing.is_waiting(job)}
     asked = {uid for uid in targets if uid in waiting}
@@ -145,7 +148,15 @@ def forecast(
         plan = eta_input.plan_of(session, objects)
         step = step_for(plan, period)
         limits = _Limits(max_sessions, began + budget)
-        options = runner.Options(period=step, until=horizon, scheduler_names=scheduler_names)
+        # (no history, ``Shortcuts.forward_without_history``: a forecast reads the state,
+        # the clock and the session count, and a run without history decides the same)
+        options = runner.Options(
+            period=step,
+            until=horizon,
+            scheduler_names=scheduler_names,
+            shortcuts=shortcuts,
+            history=not shortcuts.forward_without_history,
+        )
         forward = _Forward(plan, conf, options, limits, session.jobs, asked, objects.loaded.state)
     stopped = "started"
     if asked:

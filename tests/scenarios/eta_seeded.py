@@ -6,6 +6,7 @@ class, a grace period, a Job held for its PodGroup; and every waiting job's answ
 import random
 from typing import Any
 
+from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.visibility import eta, standing
 from scenarios import live
@@ -63,16 +64,16 @@ def cluster(seed: int) -> standing.ClusterObjects:
     return live.cluster_at(documents(seed), NOW)
 
 
-def answers(objects: standing.ClusterObjects) -> dict[str, Any]:
+def answers(objects: standing.ClusterObjects, shortcuts: Shortcuts = ALL) -> dict[str, Any]:
     """What the forecast says when asked of every waiting job, and of one of them (the
-    middle one by uid): ``forecast_answers``."""
+    middle one by uid): ``forecast_answers``; ``shortcuts``: the forecast's."""
     conf = default_conf()
     session, _ = standing.open_session(objects, conf)
     waiting = sorted(uid for uid, job in session.jobs.items() if standing.is_waiting(job))
     one = waiting[len(waiting) // 2]
     return {
-        "all": forecast_answers(eta.forecast(session, objects, conf, waiting)),
-        one: forecast_answers(eta.forecast(session, objects, conf, [one])),
+        "all": forecast_answers(eta.forecast(session, objects, conf, waiting, shortcuts=shortcuts)),
+        one: forecast_answers(eta.forecast(session, objects, conf, [one], shortcuts=shortcuts)),
     }
 
 

@@ -102,6 +102,10 @@ class Shortcuts:
         sessions changed, looked at;
       queues_of_jobs_without_tasks: the samples' queues of jobs without tasks named at
         once.
+    The ETA's forecast (``kbatch.visibility.eta``):
+      forward_without_history: its forward run keeps no history (``runner.Options.history``
+        False: no event log but the refusals, no rows of departed work, no creation
+        times), which no forecast reads (off: kept, as any simulation keeps it).
     """
 
     pod_record_of_status_writes: bool = True
@@ -147,6 +151,7 @@ class Shortcuts:
     timeline_sums_by_unchanged_jobs: bool = True
     timeline_by_jobs_said_changed: bool = True
     queues_of_jobs_without_tasks: bool = True
+    forward_without_history: bool = True
 
     @classmethod
     def none(cls) -> Self:
