@@ -140,6 +140,7 @@ class Runtime:
             generation=lambda: self.state.generation,
             busy=self.cluster.binds_in_flight,
             recorder=recorder,
+            committed_binds=self.cluster.committed,
         )
         self.recorder = recorder
         self.background = [make(self) for make in background]
