@@ -9,6 +9,10 @@ session has ended (``Runtime.wait_before_kopf``); kopf's cleanup stops them. The
 watches run on every replica, so a replica that takes the lead has warm caches; it
 still relists everything before its first session (a fresh view from the API,
 nothing assumed from before).
+
+kopf, the controllers and the webhooks are imported only then too (``build_registry``):
+their loading (half a second of the interpreter) does not compete with the parsing of a
+large backlog's lists and the first session.
 """
 
 import logging
@@ -17,18 +21,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import kopf
 from prometheus_client import start_http_server
 
 from kbatch import kubeapi
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
-from kbatch.operators.jobs import controller as held_jobs
-from kbatch.operators.jobs import jobsets as held_jobsets
-from kbatch.operators.podgroup import controller as podgroups
 from kbatch.operators.queue import controller as queues
 from kbatch.operators.scheduler.runtime.health import HealthServer
 from kbatch.operators.scheduler.runtime.informer import Watches
@@ -36,8 +36,9 @@ from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 from kbatch.operators.scheduler.runtime.leader import LeaseElector
 from kbatch.operators.scheduler.runtime.loop import ConfSource, SchedulerLoop
 from kbatch.record.store.recorder import Recorder
-from kbatch.webhooks import jobs as webhook_jobs
-from kbatch.webhooks import server as webhooks
+
+if TYPE_CHECKING:
+    import kopf
 
 log = logging.getLogger("kbatch.operator")
 
@@ -68,8 +69,10 @@ class RunSettings:
     manage_webhooks: bool = False
 
 
-def connection_info(configuration: kubeapi.Configuration) -> kopf.ConnectionInfo:
+def connection_info(configuration: kubeapi.Configuration) -> "kopf.ConnectionInfo":
     """kopf's credentials from the kubernetes client's configuration."""
+    import kopf
+
     header = configuration.get_api_key_with_prefix("BearerToken") or ""
     scheme, _, token = header.partition(" ") if " " in header else ("", "", header)
     return kopf.ConnectionInfo(
@@ -140,6 +143,7 @@ class Runtime:
             generation=lambda: self.state.generation,
             busy=self.cluster.binds_in_flight,
             recorder=recorder,
+            committed_binds=self.cluster.committed,
         )
         self.recorder = recorder
         self.background = [make(self) for make in background]
@@ -244,7 +248,17 @@ class Runtime:
             self.recorder.close()
 
 
-def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
+def build_registry(runtime: Runtime) -> "kopf.OperatorRegistry":
+    """kopf's registry: the process's own hooks, then each controller's handlers (these
+    modules, and kopf, first loaded here)."""
+    import kopf
+
+    from kbatch.operators.jobs import controller as held_jobs
+    from kbatch.operators.jobs import jobsets as held_jobsets
+    from kbatch.operators.podgroup import controller as podgroups
+    from kbatch.webhooks import jobs as webhook_jobs
+    from kbatch.webhooks import server as webhooks
+
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -284,6 +298,8 @@ def run(
     try:
         runtime.wait_before_kopf(KOPF_WAITS_AT_MOST)
         registry = build_registry(runtime)
+        import kopf
+
         kopf.run(registry=registry, clusterwide=True, standalone=True)
     finally:
         runtime.stop()

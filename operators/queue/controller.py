@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import kopf
-
 from kbatch import kubeapi
 from kbatch.api import DEFAULT_QUEUE, GROUP, VERSION
 
 if TYPE_CHECKING:
+    import kopf
+
     from kbatch.operators.process import Runtime
 
 log = logging.getLogger("kbatch.queue")
@@ -35,7 +35,11 @@ DEFAULT_QUEUE_OBJECT: dict[str, Any] = {
 DEFAULT_QUEUE_SECONDS = 120.0
 
 
-def register(registry: kopf.OperatorRegistry, runtime: "Runtime") -> None:
+def register(registry: "kopf.OperatorRegistry", runtime: "Runtime") -> None:
+    # kopf is loaded here, not at the top: the runtime keeps the default queue before
+    # kopf starts (``kbatch.operators.process``), and need not load it for that.
+    import kopf
+
     @kopf.on.event(GROUP, VERSION, "queues", registry=registry)
     def queue_event(type: str, name: str, **_: Any) -> None:
         if type == "DELETED" and name == DEFAULT_QUEUE and runtime.leads():

@@ -24,6 +24,7 @@ from kbatch.operators.scheduler.core.framework.interface import (
     Snapshot,
 )
 from kbatch.operators.scheduler.core.framework.kept import KeptAcrossSessions
+from kbatch.operators.scheduler.core.framework.outcome import Bind
 from kbatch.operators.scheduler.core.framework.queue_tree import TreeQueue, refusals
 from kbatch.operators.scheduler.core.framework.resting import RestingGangs, rests
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -220,7 +221,10 @@ class Scheduler:
         clock: Callable[[], float],
         session_ids: Callable[[], str],
         shortcuts: Shortcuts = ALL,
+        committed_binds: Callable[[list[Bind]], None] | None = None,
     ) -> None:
+        """``committed_binds``: told each statement's binds as it commits, before its
+        session ends (``Session.committed_binds``); ``apply`` still gets them all."""
         self.cluster = cluster
         self.conf = conf
         self.clock = clock
@@ -230,6 +234,7 @@ class Scheduler:
         # What its sessions' plugins keep from one to the next (the queue sums, the node
         # index): this scheduler's own, never another's.
         self.kept = KeptAcrossSessions()
+        self.committed_binds = committed_binds
 
     def run_once(self) -> Session:
         """One session, closed and its outcome applied; its ``stats`` say what it did (for
@@ -248,6 +253,7 @@ class Scheduler:
                 self.shortcuts,
                 self.kept,
             )
+            session.committed_binds = self.committed_binds
             try:
                 for name in self.conf.actions:
                     action_started = time.perf_counter()

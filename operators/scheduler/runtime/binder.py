@@ -1,7 +1,8 @@
 """The live backend's binder: a session's binds, sent on worker threads once the session
-ends, each pod *assumed* bound in the cache meanwhile (so the next session does not place
-it again); a failed bind forgets the assumption and says why in an event. Statuses and
-events wait (bounded) for the binds in flight (``BindsInFlight``)."""
+ends (its first few as they are committed), each pod *assumed* bound in the cache
+meanwhile (so the next session does not place it again); a failed bind forgets the
+assumption and says why in an event. Statuses and events wait (bounded) for the binds
+in flight (``BindsInFlight``)."""
 
 import functools
 import logging
@@ -19,6 +20,11 @@ from kbatch.operators.scheduler.runtime import outage
 
 log = logging.getLogger("kbatch.kube")
 EVENT_WAIT_FOR_BINDS = 30.0  # a status or event waits at most this long for binds in flight
+# A session sends the binds of its statements as they commit until it has sent this
+# many so (a whole statement's at a time, so it may send a few more): the first gangs
+# of a long session (a backlog after a restart) start at once, not after the session
+# has placed every other gang; the rest wait for its end (``Binder``).
+EARLY_BINDS = 100
 
 # How an event is recorded: (object, type, reason, message, when it happened).
 Record = Callable[[ObjectRef, str, str, str, float], None]
@@ -65,7 +71,8 @@ def still_leading(
 
 
 class Binder:
-    """A session's binds: assumed at once, sent when it ends (``flush``)."""
+    """A session's binds: assumed at once, sent when it ends (``flush``), but for the
+    first ``early`` or so, sent as their statements commit (``committed``)."""
 
     def __init__(
         self,
@@ -75,6 +82,7 @@ class Binder:
         may_write: Callable[[], bool],
         holds: outage.Holds,
         record: Record,
+        early: int = EARLY_BINDS,
     ) -> None:
         self.api = api
         self.state = state
@@ -88,6 +96,10 @@ class Binder:
         # against a bare loop (tests/e2e/bench_binds.py, 2 cores): median 0.72 over 9
         # rounds when sent at once, 0.83 over 13 rounds when sent at the end.
         self._unsent: list[tuple[TaskInfo, str]] = []
+        # The session's first ``early`` binds go at once: so few compete little.
+        self.early = early
+        self._early_left = early  # of the session running
+        self._taken = 0  # binds the session running has committed (``committed``)
 
     def shutdown(self) -> None:
         """Binds not yet sent are dropped, those being sent finish."""
@@ -99,7 +111,26 @@ class Binder:
         self.in_flight.add(1)
         self._unsent.append((task, node))
 
+    def committed(self, binds: list[decided.Bind]) -> None:
+        """A statement's binds, committed before its session ends: assumed at once, and
+        sent at once, all of them, while the session has sent fewer than ``early`` so
+        (the rest wait for ``flush``). ``session_ended`` says how many came so: its
+        outcome lists them too."""
+        for bind in binds:
+            self.bind(bind.task, bind.node)
+        self._taken += len(binds)
+        if self._early_left > 0:
+            self._early_left -= len(binds)
+            self.flush()
+
+    def session_ended(self) -> int:
+        """How many of the ended session's binds came as committed (``committed``):
+        the first ones of its outcome, not to be bound again."""
+        taken, self._taken, self._early_left = self._taken, 0, self.early
+        return taken
+
     def flush(self) -> None:
+        """Send the binds not yet sent."""
         unsent, self._unsent = self._unsent, []
         decided = time.time()
         for at, (task, node) in enumerate(unsent):

@@ -2,9 +2,10 @@
 evictions, nominations, statuses, events: ``apply``, in that order).
 
 Each runs on a worker thread, so a session never waits for the API server: binds
-concurrently (``binder``), evictions on their own workers, not queued behind a bind
-burst (``evictor``), status writes in order on one thread (``status_writer``), events on
-another (``event_recorder``); statuses and events wait, bounded, for the binds in flight.
+concurrently, a long session's first ones as it commits them (``binder``), evictions on
+their own workers, not queued behind a bind burst (``evictor``), status writes in order
+on one thread (``status_writer``), events on another (``event_recorder``); statuses and
+events wait, bounded, for the binds in flight.
 
 A bind or an eviction that gets no answer (the API server is unreachable) is not sent
 again by every session: the pod stays assumed so for a back-off per pod (1 s doubling to
@@ -16,6 +17,7 @@ A bind or an eviction is sent only while ``may_write()`` (this replica leads): o
 queued when the lead was lost is dropped, not sent beside the new leader's.
 """
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -28,7 +30,7 @@ from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
 from kbatch.operators.scheduler.runtime import outage
-from kbatch.operators.scheduler.runtime.binder import Binder
+from kbatch.operators.scheduler.runtime.binder import EARLY_BINDS, Binder
 from kbatch.operators.scheduler.runtime.disruption import Disruptions
 from kbatch.operators.scheduler.runtime.event_recorder import EventRecorder
 from kbatch.operators.scheduler.runtime.evictor import Evictor
@@ -52,6 +54,7 @@ class KubeBackend:
         may_write: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,  # when failures are told
         upstream: UpstreamGroups | None = None,  # upstream's PodGroups, where watched
+        early_binds: int = EARLY_BINDS,  # a session's binds sent as it commits them
     ) -> None:
         self.api = api
         self.state = state
@@ -59,7 +62,9 @@ class KubeBackend:
         self.may_write = may_write
         failures = outage.FailureReport(log, clock=clock)
         self._holds = outage.Holds(state, failures)
-        self.binder = Binder(api, state, bind_workers, may_write, self._holds, self.record)
+        self.binder = Binder(
+            api, state, bind_workers, may_write, self._holds, self.record, early_binds
+        )
         in_flight = self.binder.in_flight
         self.status = StatusWriter(api, state, may_write, in_flight, failures, upstream)
         self.evictor = Evictor(
@@ -102,9 +107,19 @@ class KubeBackend:
         """Send a session's outcome, in one order: the binds (assumed in the state at once,
         sent on the bind workers), the evictions, the nominations, then the PodGroup and
         Queue statuses (written once the binds they count are out, within a bounded
-        wait), then the events (likewise)."""
+        wait), then the events (likewise). The binds the binder was given as the
+        session committed them (``committed``), the first of the outcome's, are not
+        bound again."""
+        taken = self.binder.session_ended()
+        if taken:
+            outcome = dataclasses.replace(outcome, binds=outcome.binds[taken:])
         decided.apply_in_order(self, outcome)
         self.status.initial_statuses({status_path(g.namespace, g.name) for g in outcome.pod_groups})
+
+    def committed(self, binds: list[decided.Bind]) -> None:
+        """A statement's binds as its session commits them (``Session.committed_binds``):
+        the session's first few are sent at once (``Binder.committed``)."""
+        self.binder.committed(binds)
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binder.bind(task, node)

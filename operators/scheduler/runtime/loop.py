@@ -21,6 +21,7 @@ from kbatch.config import ConfigError, SchedulerConf
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.interface import Backend
+from kbatch.operators.scheduler.core.framework.outcome import Bind
 from kbatch.record.store import hooks
 from kbatch.record.store.recorder import Recorder
 
@@ -84,6 +85,7 @@ class SchedulerLoop:
         busy_idle_every: int = 30,
         clock: Callable[[], float] = time.time,
         recorder: Recorder | None = None,
+        committed_binds: Callable[[list[Bind]], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.conf = conf
@@ -97,6 +99,8 @@ class SchedulerLoop:
         self.busy_idle_every = busy_idle_every
         self.clock = clock  # the sessions' (Session.now)
         self.recorder = recorder  # the flight recorder (``kbatch run --record``), if any
+        # told each statement's binds as a session commits them (``Session.committed_binds``)
+        self.committed_binds = committed_binds
         self.sessions = 0
         self._idle_periods = 0
         self._seen_generation = -1
@@ -143,7 +147,11 @@ class SchedulerLoop:
             if self.recorder is not None:
                 backend, clock = hooks.recorded(backend, clock, self.recorder)
             scheduler = self._scheduler = runner.Scheduler(
-                backend, conf, clock=clock, session_ids=lambda: uuid.uuid4().hex
+                backend,
+                conf,
+                clock=clock,
+                session_ids=lambda: uuid.uuid4().hex,
+                committed_binds=self.committed_binds,
             )
         if self.recorder is not None:
             self.recorder.conf(conf)

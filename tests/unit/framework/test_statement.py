@@ -106,3 +106,25 @@ def test_a_discarded_drain_gives_the_room_back_where_it_was_kept() -> None:
     assert session.nodes.kept == 1
     assert fake(session).nominations == {}
     assert session.draining_reason(session.jobs["default/moved"]) is None
+
+
+def test_a_commit_tells_its_binds_together_and_a_discard_nothing() -> None:
+    """A listener (``Session.committed_binds``) gets each commit's binds at once, in one
+    call: a gang whole, before the session ends; the outcome lists them too."""
+    session, job, running = opened()
+    a, b = job.tasks.values()
+    told: list[list[tuple[str, str]]] = []
+    session.committed_binds = lambda binds: told.append([(x.task.name, x.node) for x in binds])
+    discarded = Statement(session)
+    discarded.allocate(a, 0)
+    discarded.discard()
+    evicting = Statement(session)
+    evicting.evict(next(iter(running.tasks.values())), "preempted")
+    evicting.commit()
+    assert told == [], "no bind, nothing told"
+    statement = Statement(session)
+    statement.allocate(a, 0)
+    statement.allocate(b, 0)
+    statement.commit()
+    assert told == [[("j-0", "n1"), ("j-1", "n1")]]
+    assert fake(session).binds == [("j-0", "n1"), ("j-1", "n1")]

@@ -11,7 +11,7 @@ plugins that word conditions (gang) and by metrics.
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kbatch.api.podgroup import PodGroupCondition, PodGroupPhase
 from kbatch.config import SchedulerConf
@@ -82,6 +82,10 @@ class Session(TieredFunctions):
         self.total = self.nodes.capacity
         self.room_dims = room_dims(self.dims)  # what a node's room is checked in
         self.outcome = Outcome()
+        # Told the binds of each statement as it commits, before the session ends (None:
+        # nobody): a live backend may send a long session's first binds at once. The
+        # outcome still lists them, for ``apply``.
+        self.committed_binds: Callable[[list[Bind]], None] | None = None
         # Grows with every task status change: session state as plugins read it.
         self.changes = 0
         # Pods on nodes carrying required anti-affinity terms (``anti_affinity_pods``),

@@ -2,10 +2,10 @@
 
 ``commit()`` puts them in the session's outcome (binds for allocations, evictions,
 nominations for room kept while a node drains), which the backend applies when the
-session ends; ``discard()`` undoes them in the session and keeps nothing. Pipelined
-tasks are never sent: they hold room on a node until the resources being released
-there are free. This is what makes a gang all or nothing without touching the API
-server.
+session ends (a listener is told a commit's binds at once: ``Session.committed_binds``);
+``discard()`` undoes them in the session and keeps nothing. Pipelined tasks are never
+sent: they hold room on a node until the resources being released there are free. This
+is what makes a gang all or nothing without touching the API server.
 """
 
 from dataclasses import dataclass
@@ -113,9 +113,12 @@ class Statement:
     def commit(self) -> None:
         """Send the changes. Tasks pipelined by a statement that evicts are nominated to
         their nodes: the room their victims free is kept for them in the next sessions,
-        not taken by whoever comes first once the victims are gone."""
+        not taken by whoever comes first once the victims are gone. The binds it sends
+        are told, all together, to whoever listens (``Session.committed_binds``)."""
         evicts = any(change.op is _EVICT for change in self._changes)
         dispatch = self.session.dispatch
+        binds = self.session.outcome.binds
+        before = len(binds)
         for change in self._changes:
             op = change.op
             if op is _ALLOCATE:
@@ -129,6 +132,9 @@ class Statement:
                     self.session.nominate(change.task, change.task.nominated)
                 self.session.keep_draining(change.task, change.reason)
         self._changes.clear()
+        listener = self.session.committed_binds
+        if listener is not None and len(binds) > before:
+            listener(binds[before:])
 
     def discard(self) -> None:
         self.rollback(0)
