@@ -101,7 +101,10 @@ class Shortcuts:
       timeline_by_jobs_said_changed: only the jobs the delta says changed, and those
         sessions changed, looked at;
       queues_of_jobs_without_tasks: the samples' queues of jobs without tasks named at
-        once.
+        once;
+      queue_vectors: a snapshot's queues take their spec's vectors (capability,
+        guarantee, deserved, limits) from the last snapshot's while the spec and the
+        dimensions are the same objects (off: read from the spec every snapshot).
     """
 
     pod_record_of_status_writes: bool = True
@@ -147,6 +150,7 @@ class Shortcuts:
     timeline_sums_by_unchanged_jobs: bool = True
     timeline_by_jobs_said_changed: bool = True
     queues_of_jobs_without_tasks: bool = True
+    queue_vectors: bool = True
 
     @classmethod
     def none(cls) -> Self:
