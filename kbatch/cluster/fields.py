@@ -70,13 +70,17 @@ def _is_map(found: object) -> bool:
 def value(obj: Mapping[str, Any], path: str, *, at: str = "") -> Any:
     """The raw value at ``path`` (None when absent); every step on the way must be a map."""
     current: Any = obj
-    # (``_is_map`` inline, no count of the steps: a parse reads a dozen fields a pod)
+    # (``_is_map`` inline, the plain dict asked first, no count of the steps: a parse
+    # reads a dozen fields a pod)
     for step in _steps(path):
-        if current is None:
+        if type(current) is dict:
+            current = current.get(step)
+        elif current is None:
             return None
-        if type(current) is not dict and not isinstance(current, Mapping):
+        elif isinstance(current, Mapping):
+            current = current.get(step)
+        else:
             raise _not_a_map_on_the_way(obj, path, at)
-        current = current.get(step)
     return current
 
 

@@ -47,6 +47,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     REQUIRED,
     TopologyRequest,
 )
+from kbatch.operators.scheduler.core.framework.model_copies import replaced
 from kbatch.operators.scheduler.core.framework.podspec import Taint
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
@@ -184,12 +185,12 @@ def _parsed_of_status_write(
         return None
     written = obj.get("status")
     if type(given) is status_model and written is not None:
-        return previous.model_copy(update={"status": given})
+        return replaced(previous, {"status": given})
     try:
         status = status_model() if written is None else status_model.model_validate(written)
     except ValidationError:
         return None
-    return previous.model_copy(update={"status": status})
+    return replaced(previous, {"status": status})
 
 
 def _status_alone_written(obj: Mapping[str, Any], previous_raw: Mapping[str, Any] | None) -> bool:

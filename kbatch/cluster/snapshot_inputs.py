@@ -78,6 +78,70 @@ def queue_info(queue: Queue, dims: Dims) -> QueueInfo:
     )
 
 
+class QueueInfos:
+    """Each queue's QueueInfo for one snapshot after another. What a queue's spec and
+    metadata make of it (its vectors, weight, parent, creation time) is worked out once
+    for the same spec and metadata objects and the same dimensions (by name): a status write keeps
+    the rest of the parsed queue (``records.parse_queue``), and every snapshot read
+    every queue's spec again. The kept vectors are shared, read-only; each snapshot
+    gets its own QueueInfo, which the session fills in. ``keep`` off
+    (``Shortcuts.queue_vectors``): ``queue_info`` every time."""
+
+    def __init__(self, keep: bool = True) -> None:
+        self._keep = keep
+        self._kept: dict[str, tuple[object, object, tuple[str, ...], QueueInfo]] = {}
+
+    def of(self, queues: Mapping[str, Queue], dims: Dims) -> dict[str, QueueInfo]:
+        if not self._keep:
+            return {name: queue_info(queue, dims) for name, queue in queues.items()}
+        kept, now = self._kept, {}
+        infos = {}
+        for name, queue in queues.items():
+            held = kept.get(name)
+            if (
+                held is None
+                or held[0] is not queue.spec
+                or held[1] is not queue.metadata
+                or held[2] != dims.names
+            ):
+                made = _read_only(queue_info(queue, dims))
+                held = (queue.spec, queue.metadata, dims.names, made)
+            now[name] = held
+            made = held[3]
+            infos[name] = QueueInfo(
+                name=made.name,
+                weight=made.weight,
+                created=made.created,
+                capability=made.capability,
+                reclaimable=made.reclaimable,
+                open=made.open,
+                old_status=queue.status,
+                parent=made.parent,
+                guarantee=made.guarantee,
+                claim=made.claim,
+                namespace_selector=made.namespace_selector,
+                borrowing_limit=made.borrowing_limit,
+                lending_limit=made.lending_limit,
+            )
+        self._kept = now  # (a queue gone is dropped)
+        return infos
+
+
+def _read_only(info: QueueInfo) -> QueueInfo:
+    """``info`` with its spec's vectors made read-only: they are shared from one
+    snapshot to the next, and nothing may change them in place."""
+    for vector in (
+        info.capability,
+        info.guarantee,
+        info.claim,
+        info.borrowing_limit,
+        info.lending_limit,
+    ):
+        if vector is not None:
+            vector.flags.writeable = False
+    return info
+
+
 def _vector(values: Mapping[str, str], field: str, dims: Dims, unset: float) -> np.ndarray:
     """A Queue's resource list as a vector in ``dims``, ``unset`` where it names none."""
     out = np.full(len(dims), unset)

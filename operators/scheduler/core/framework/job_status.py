@@ -27,6 +27,7 @@ from kbatch.operators.scheduler.core.framework.info import (
     QueueInfo,
     TaskStatus,
 )
+from kbatch.operators.scheduler.core.framework.model_copies import replaced
 from kbatch.operators.scheduler.core.framework.outcome import (
     FAILED_SCHEDULING,
     Event,
@@ -312,7 +313,7 @@ def _worth_writing(published: QueueStatus, queue: QueueInfo) -> bool:
         return False
     if old is None or queue.flow_due:
         return True
-    return published.model_copy(update={"flow": old.flow, "flow_updated": old.flow_updated}) != old
+    return replaced(published, {"flow": old.flow, "flow_updated": old.flow_updated}) != old
 
 
 def _add_up_subtrees(

@@ -20,6 +20,7 @@ from kbatch.api.podgroup import (
     PodGroupStatus,
 )
 from kbatch.operators.scheduler.core.framework.info import SCHEDULED_STATUSES, TaskStatus
+from kbatch.operators.scheduler.core.framework.model_copies import replaced
 
 # What a new PodGroup shows at once (kube-batch's groups had an empty status until the
 # scheduler first saw them).
@@ -98,8 +99,8 @@ def counted(
         admitted=old.phase is PodGroupPhase.INQUEUE,
     )
     running = counts.get(TaskStatus.RUNNING, 0)
-    return old.model_copy(
-        update={"phase": phase, "running": running, "succeeded": succeeded, "failed": failed}
+    return replaced(
+        old, {"phase": phase, "running": running, "succeeded": succeeded, "failed": failed}
     )
 
 
@@ -136,6 +137,6 @@ def with_conditions(
             }
         else:
             kept = {"last_transition_time": stamp, "transition_id": transition_id}
-        merged[cond.type] = cond.model_copy(update=kept)
+        merged[cond.type] = replaced(cond, kept)
     conditions = tuple(sorted(merged.values(), key=lambda c: c.type.value))
-    return status.model_copy(update={"conditions": conditions})
+    return replaced(status, {"conditions": conditions})
