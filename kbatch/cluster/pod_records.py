@@ -74,32 +74,135 @@ def task_status(pod: PodRecord) -> TaskStatus | None:
     return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _PodFields:
-    """The scalar fields of a pod the scheduler reads, type-checked."""
+    """What a record reads of a pod but its spec's parse and its conditions, checked."""
 
-    labels: dict[str, str]
-    annotations: dict[str, str]
+    namespace: str
+    name: str
+    spec: Mapping[str, Any]
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
     node_name: str | None
     scheduler_name: str | None
     priority: int | None
     phase: str | None
     nominated_node: str | None
+    uid: str
+    created: float
+    started: float | None
+    deleting: bool
+    group: str | None
+    # status.conditions, when checked to be a list of maps; None: read them later (so
+    # that a pod with more than one bad field is refused naming the same one first)
+    conditions: list[Mapping[str, Any]] | None
 
 
 def _pod_fields(obj: Mapping[str, Any]) -> _PodFields:
+    """The fields of ``obj`` (not yet named: FieldError or ObjectError names the field)."""
+    plain = _plain_fields(obj)
+    if plain is not None:
+        return plain
+    namespace, name = object_name(obj, namespaced=True)
+    spec = fields.mapping(obj, "spec")
+    if not fields.mappings(obj, "spec.containers"):
+        raise ObjectError(ref_of(obj), "spec.containers", "a pod needs at least one container")
     fields.mapping(obj, "status")
     fields.integer(obj, "spec.terminationGracePeriodSeconds")
     fields.string(obj, "spec.priorityClassName")
+    labels = fields.string_map(obj, "metadata.labels")
+    annotations = fields.string_map(obj, "metadata.annotations")
+    node_name = fields.string(obj, "spec.nodeName")
+    scheduler_name = fields.string(obj, "spec.schedulerName")
+    priority = fields.integer(obj, "spec.priority")
+    phase = fields.string(obj, "status.phase")
+    nominated_node = fields.string(obj, "status.nominatedNodeName")
+    uid = fields.string(obj, "metadata.uid") or f"{namespace}/{name}"
+    created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
+    start_time = fields.value(obj, "status.startTime")
+    started = timestamp(start_time, "status.startTime") if start_time else None
+    deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
+    group = annotations.get(GROUP_NAME_ANNOTATION) or scheduling_group(obj)
     return _PodFields(
-        labels=fields.string_map(obj, "metadata.labels"),
-        annotations=fields.string_map(obj, "metadata.annotations"),
-        node_name=fields.string(obj, "spec.nodeName"),
-        scheduler_name=fields.string(obj, "spec.schedulerName"),
-        priority=fields.integer(obj, "spec.priority"),
-        phase=fields.string(obj, "status.phase"),
-        nominated_node=fields.string(obj, "status.nominatedNodeName"),
+        namespace, name, spec, labels, annotations, node_name, scheduler_name, priority,
+        phase, nominated_node, uid, created, started, deleting, group, None,
+    )  # fmt: skip
+
+
+# The types of a pod's fields as decoded JSON gives them (exactly these: a subclass, a
+# bool for an integer, a falsy value for a map, ... are read field by field).
+_TEXT = frozenset({str})
+_TEXT_OR_NONE = frozenset({str, type(None)})
+_INTEGER_OR_NONE = frozenset({int, type(None)})
+_MAP = frozenset({dict})
+
+
+def _plain_fields(obj: Mapping[str, Any]) -> _PodFields | None:
+    """``_pod_fields(obj)`` for a pod whose every field a record reads has the plain type
+    decoded JSON gives it (a listed or watched pod): the types checked together (the
+    set of those met), not field by field from the pod down. None, before anything is
+    refused, when a field has another (maybe a bad one): read field by field, which
+    names it."""
+    meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+    if type(meta) is not dict or type(spec) is not dict:
+        return None
+    status = {} if status is None else status
+    if type(status) is not dict:
+        return None
+    labels, annotations = meta.get("labels"), meta.get("annotations")
+    containers, conditions = spec.get("containers"), status.get("conditions")
+    # (absent or null: empty, as fields.mapping reads them)
+    labels = {} if labels is None else labels
+    annotations = {} if annotations is None else annotations
+    conditions = [] if conditions is None else conditions
+    if (
+        type(labels) is not dict
+        or type(annotations) is not dict
+        or type(containers) is not list
+        or type(conditions) is not list
+        or {*map(type, labels), *map(type, labels.values())} - _TEXT
+        or {*map(type, annotations), *map(type, annotations.values())} - _TEXT
+        or {*map(type, containers)} != _MAP  # (none: refused, read field by field)
+        or {*map(type, conditions)} - _MAP
+    ):
+        return None
+    name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
+    node_name, scheduler_name = spec.get("nodeName"), spec.get("schedulerName")
+    phase, nominated = status.get("phase"), status.get("nominatedNodeName")
+    priority = spec.get("priority")
+    texts = (
+        namespace,
+        uid,
+        node_name,
+        scheduler_name,
+        phase,
+        nominated,
+        spec.get("priorityClassName"),
     )
+    if (
+        not name
+        or type(name) is not str
+        or {*map(type, texts)} - _TEXT_OR_NONE
+        or {type(priority), type(spec.get("terminationGracePeriodSeconds"))} - _INTEGER_OR_NONE
+    ):
+        return None
+    group = annotations.get(GROUP_NAME_ANNOTATION)
+    if not group:  # (the upstream PodGroup is read only when the annotation names none)
+        scheduling = spec.get("schedulingGroup")
+        if scheduling is not None:
+            group = scheduling.get("podGroupName") if type(scheduling) is dict else 0
+            if group is not None and type(group) is not str:
+                return None
+        group = group or None
+    namespace = namespace or "default"
+    start_time = status.get("startTime")
+    return _PodFields(
+        namespace, name, spec, labels, annotations, node_name, scheduler_name, priority,
+        phase, nominated, uid or f"{namespace}/{name}",
+        timestamp(meta.get("creationTimestamp")),
+        timestamp(start_time, "status.startTime") if start_time else None,
+        bool(meta.get("deletionTimestamp")), group, conditions,
+    )  # fmt: skip
 
 
 def parse_pod(
@@ -114,47 +217,44 @@ def parse_pod(
     more (the state's own copy): when what the spec is parsed from equals its, the
     spec is the same without keying it again (``Shortcuts.pod_spec_of_equal_inputs``),
     and a write of its status and node alone keeps the rest of ``previous``
-    (``Shortcuts.pod_record_of_status_writes``; off: parsed whole)."""
+    (``Shortcuts.pod_record_of_status_writes``; off: parsed whole). A bad pod is
+    refused naming it and the field (the pod named only then: ``ref_of`` once a pod
+    was a tenth of a list's parse)."""
     if previous is not None and previous_raw is not None and shortcuts.pod_record_of_status_writes:
         kept = _pod_of_status_write(obj, previous, previous_raw)
         if kept is not None:
             return kept
-    ref = ref_of(obj)
-    with naming(ref):
-        namespace, name = object_name(obj, namespaced=True)
-        spec = fields.mapping(obj, "spec")
-        if not fields.mappings(obj, "spec.containers"):
-            raise ObjectError(ref, "spec.containers", "a pod needs at least one container")
+    try:
         pod = _pod_fields(obj)
-        uid = fields.string(obj, "metadata.uid") or f"{namespace}/{name}"
-        created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
-        start_time = fields.value(obj, "status.startTime")
-        started = timestamp(start_time, "status.startTime") if start_time else None
-        deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
-        group = pod.annotations.get(GROUP_NAME_ANNOTATION) or scheduling_group(obj)
+        uid, namespace, labels, spec = pod.uid, pod.namespace, pod.labels, pod.spec
         if previous is not None and (
             (shortcuts.pod_spec_of_equal_inputs and _same_inputs(previous, previous_raw, obj, uid))
-            or _same_spec(previous, uid, namespace, pod.labels, spec)
+            or _same_spec(previous, uid, namespace, labels, spec)
         ):
             parsed = previous.spec
         else:
-            parsed = _parsed_spec(ref, namespace, pod.labels, spec)
+            parsed = _parsed_spec(obj, namespace, labels, spec)
+        conditions = pod.conditions
+        condition = _scheduled_condition(obj) if conditions is None else _scheduled_of(conditions)
+    except ValueError:
+        with naming(ref_of(obj)):  # (an ObjectError, named already, passes as it is)
+            raise
     return PodRecord(
         uid=uid,
         namespace=namespace,
-        name=name,
-        created=created,
+        name=pod.name,
+        created=pod.created,
         scheduler_name=pod.scheduler_name or "default-scheduler",
-        group=group,
+        group=pod.group,
         node_name=pod.node_name or None,
         phase=pod.phase or "Pending",
-        deleting=deleting,
+        deleting=pod.deleting,
         priority=pod.priority,
         spec=parsed,
         nominated_node=pod.nominated_node or None,
-        started=started,
+        started=pod.started,
         role=role_of(pod.annotations),
-        scheduled_condition=_scheduled_condition(obj),
+        scheduled_condition=condition,
     )
 
 
@@ -333,7 +433,7 @@ def role_of(annotations: Mapping[str, str]) -> str:
 
 
 def _parsed_spec(
-    ref: str, namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+    obj: Mapping[str, Any], namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]
 ) -> ParsedSpec:
     """``parse_spec``, whose field errors read 'spec.x: why'; a field of a shape it does
     not expect (a KeyError, TypeError, ...) is refused naming ``spec``."""
@@ -342,7 +442,9 @@ def _parsed_spec(
     except ValueError:
         raise  # 'field: why', named by _naming
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ObjectError(ref, "spec", f"not a valid pod spec ({type(exc).__name__})") from exc
+        raise ObjectError(
+            ref_of(obj), "spec", f"not a valid pod spec ({type(exc).__name__})"
+        ) from exc
 
 
 def _same_inputs(
