@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.cluster import pod_records
+from kbatch.cluster import pod_fields, pod_records
 from kbatch.cluster.errors import ObjectError
 
 
@@ -156,5 +156,5 @@ def test_a_listed_pod_is_read_plainly() -> None:
     """The pods the other tests compare take the plain reading (else they compare
     the field-by-field reading with itself)."""
     for case in ("as listed", "no status", "null status", "bare", "upstream group", "deleting"):
-        assert pod_records._plain_fields(GOOD[case]) is not None, case
-    assert pod_records._plain_fields(GOOD["a label of another string type"]) is None
+        assert pod_fields.plain_fields(GOOD[case]) is not None, case
+    assert pod_fields.plain_fields(GOOD["a label of another string type"]) is None
