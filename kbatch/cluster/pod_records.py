@@ -13,6 +13,8 @@ from typing import Any
 from kbatch.api import GROUP_NAME_ANNOTATION, TASK_ROLE_ANNOTATION, VOLCANO_TASK_ANNOTATION
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.pod_fields import PodFields
+from kbatch.cluster.pod_fields import plain_fields as _plain_fields
 from kbatch.cluster.podspec import SHARED_SPECS, SPEC_KEY_FIELDS, ParsedSpec, spec_key
 from kbatch.cluster.record_parsing import naming, object_name, ref_of, timestamp
 from kbatch.operators.scheduler.core.framework.info import TaskInfo, TaskStatus
@@ -74,32 +76,35 @@ def task_status(pod: PodRecord) -> TaskStatus | None:
     return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
 
 
-@dataclass(frozen=True, slots=True)
-class _PodFields:
-    """The scalar fields of a pod the scheduler reads, type-checked."""
-
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    node_name: str | None
-    scheduler_name: str | None
-    priority: int | None
-    phase: str | None
-    nominated_node: str | None
-
-
-def _pod_fields(obj: Mapping[str, Any]) -> _PodFields:
+def _pod_fields(obj: Mapping[str, Any]) -> PodFields:
+    """The fields of ``obj`` (not yet named: FieldError or ObjectError names the field)."""
+    plain = _plain_fields(obj)
+    if plain is not None:
+        return plain
+    namespace, name = object_name(obj, namespaced=True)
+    spec = fields.mapping(obj, "spec")
+    if not fields.mappings(obj, "spec.containers"):
+        raise ObjectError(ref_of(obj), "spec.containers", "a pod needs at least one container")
     fields.mapping(obj, "status")
     fields.integer(obj, "spec.terminationGracePeriodSeconds")
     fields.string(obj, "spec.priorityClassName")
-    return _PodFields(
-        labels=fields.string_map(obj, "metadata.labels"),
-        annotations=fields.string_map(obj, "metadata.annotations"),
-        node_name=fields.string(obj, "spec.nodeName"),
-        scheduler_name=fields.string(obj, "spec.schedulerName"),
-        priority=fields.integer(obj, "spec.priority"),
-        phase=fields.string(obj, "status.phase"),
-        nominated_node=fields.string(obj, "status.nominatedNodeName"),
-    )
+    labels = fields.string_map(obj, "metadata.labels")
+    annotations = fields.string_map(obj, "metadata.annotations")
+    node_name = fields.string(obj, "spec.nodeName")
+    scheduler_name = fields.string(obj, "spec.schedulerName")
+    priority = fields.integer(obj, "spec.priority")
+    phase = fields.string(obj, "status.phase")
+    nominated_node = fields.string(obj, "status.nominatedNodeName")
+    uid = fields.string(obj, "metadata.uid") or f"{namespace}/{name}"
+    created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
+    start_time = fields.value(obj, "status.startTime")
+    started = timestamp(start_time, "status.startTime") if start_time else None
+    deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
+    group = annotations.get(GROUP_NAME_ANNOTATION) or scheduling_group(obj)
+    return PodFields(
+        namespace, name, spec, labels, annotations, node_name, scheduler_name, priority,
+        phase, nominated_node, uid, created, started, deleting, group, None,
+    )  # fmt: skip
 
 
 def parse_pod(
@@ -114,47 +119,44 @@ def parse_pod(
     more (the state's own copy): when what the spec is parsed from equals its, the
     spec is the same without keying it again (``Shortcuts.pod_spec_of_equal_inputs``),
     and a write of its status and node alone keeps the rest of ``previous``
-    (``Shortcuts.pod_record_of_status_writes``; off: parsed whole)."""
+    (``Shortcuts.pod_record_of_status_writes``; off: parsed whole). A bad pod is
+    refused naming it and the field (the pod named only then: ``ref_of`` once a pod
+    was a tenth of a list's parse)."""
     if previous is not None and previous_raw is not None and shortcuts.pod_record_of_status_writes:
         kept = _pod_of_status_write(obj, previous, previous_raw)
         if kept is not None:
             return kept
-    ref = ref_of(obj)
-    with naming(ref):
-        namespace, name = object_name(obj, namespaced=True)
-        spec = fields.mapping(obj, "spec")
-        if not fields.mappings(obj, "spec.containers"):
-            raise ObjectError(ref, "spec.containers", "a pod needs at least one container")
+    try:
         pod = _pod_fields(obj)
-        uid = fields.string(obj, "metadata.uid") or f"{namespace}/{name}"
-        created = timestamp(fields.value(obj, "metadata.creationTimestamp"))
-        start_time = fields.value(obj, "status.startTime")
-        started = timestamp(start_time, "status.startTime") if start_time else None
-        deleting = bool(fields.value(obj, "metadata.deletionTimestamp"))
-        group = pod.annotations.get(GROUP_NAME_ANNOTATION) or scheduling_group(obj)
+        uid, namespace, labels, spec = pod.uid, pod.namespace, pod.labels, pod.spec
         if previous is not None and (
             (shortcuts.pod_spec_of_equal_inputs and _same_inputs(previous, previous_raw, obj, uid))
-            or _same_spec(previous, uid, namespace, pod.labels, spec)
+            or _same_spec(previous, uid, namespace, labels, spec)
         ):
             parsed = previous.spec
         else:
-            parsed = _parsed_spec(ref, namespace, pod.labels, spec)
+            parsed = _parsed_spec(obj, namespace, labels, spec)
+        conditions = pod.conditions
+        condition = _scheduled_condition(obj) if conditions is None else _scheduled_of(conditions)
+    except ValueError:
+        with naming(ref_of(obj)):  # (an ObjectError, named already, passes as it is)
+            raise
     return PodRecord(
         uid=uid,
         namespace=namespace,
-        name=name,
-        created=created,
+        name=pod.name,
+        created=pod.created,
         scheduler_name=pod.scheduler_name or "default-scheduler",
-        group=group,
+        group=pod.group,
         node_name=pod.node_name or None,
         phase=pod.phase or "Pending",
-        deleting=deleting,
+        deleting=pod.deleting,
         priority=pod.priority,
         spec=parsed,
         nominated_node=pod.nominated_node or None,
-        started=started,
+        started=pod.started,
         role=role_of(pod.annotations),
-        scheduled_condition=_scheduled_condition(obj),
+        scheduled_condition=condition,
     )
 
 
@@ -333,7 +335,7 @@ def role_of(annotations: Mapping[str, str]) -> str:
 
 
 def _parsed_spec(
-    ref: str, namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+    obj: Mapping[str, Any], namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any]
 ) -> ParsedSpec:
     """``parse_spec``, whose field errors read 'spec.x: why'; a field of a shape it does
     not expect (a KeyError, TypeError, ...) is refused naming ``spec``."""
@@ -342,7 +344,9 @@ def _parsed_spec(
     except ValueError:
         raise  # 'field: why', named by _naming
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ObjectError(ref, "spec", f"not a valid pod spec ({type(exc).__name__})") from exc
+        raise ObjectError(
+            ref_of(obj), "spec", f"not a valid pod spec ({type(exc).__name__})"
+        ) from exc
 
 
 def _same_inputs(
