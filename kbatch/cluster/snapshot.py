@@ -25,7 +25,7 @@ from kbatch.cluster.reuse.next_jobs import NextJobs, changed_uids, next_jobs
 from kbatch.cluster.reuse.per_object import PerObjectCaches
 from kbatch.cluster.reuse.pod_units import ShownPods
 from kbatch.cluster.reuse.settled import OrderChanges
-from kbatch.cluster.snapshot_inputs import QueueInfos, resource_names
+from kbatch.cluster.snapshot_inputs import queue_info, resource_names
 from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import OrphanPod, Snapshot
@@ -55,7 +55,6 @@ class SnapshotBuilder:
         # The last snapshot's Node set's static version and Queue objects, for its delta.
         self._last_nodes: object = None
         self._last_queues: Mapping[str, Queue] = {}
-        self._queue_infos = QueueInfos(shortcuts.queue_vectors)
 
     def _forget_kept(self) -> None:
         """Drop the last snapshot's jobs and nodes (the resource dimensions changed)."""
@@ -101,7 +100,7 @@ class SnapshotBuilder:
         resolver = Priorities(priority_classes)
         self.objects.made_under(TaskContext(dims, dict(node_set.index), resolver, scheduler_names))
         context = JobContext.of(dims, node_set.names, resolver, scheduler_names)
-        queue_infos = self._queue_infos.of(queues, dims)
+        queue_infos = {name: queue_info(q, dims) for name, q in queues.items()}
         self.objects.forget_groups_but(pod_groups)
         self.objects.forget_templates_but(pods)
         walk = self._next_jobs(context, changed_units, pod_groups, group_order, dims, resolver)

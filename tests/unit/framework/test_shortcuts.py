@@ -11,7 +11,7 @@ from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
 def test_all_on_by_default_and_all_off_by_none() -> None:
     names = Shortcuts.names()
-    assert len(names) == 45 and len(set(names)) == 45
+    assert len(names) == 44 and len(set(names)) == 44
     assert all(getattr(Shortcuts(), name) is True for name in names)
     assert all(getattr(Shortcuts.none(), name) is False for name in names)
     assert Shortcuts() == ALL

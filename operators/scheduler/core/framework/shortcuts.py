@@ -51,10 +51,7 @@ class Shortcuts:
       nodes_of_known_units_only: those nodes found from the units that changed (off:
         from every unit);
       task_places: a task's place in snapshot order kept on it once looked up (off:
-        looked up at every sort of a node's tasks);
-      queue_vectors: a snapshot's queues take their spec's vectors (capability,
-        guarantee, deserved, limits) from the last snapshot's while the spec and the
-        dimensions are the same objects (off: read from the spec every snapshot).
+        looked up at every sort of a node's tasks).
     The scheduler's sessions (``kbatch.operators.scheduler.core``):
       refused_queue_stays_first: enqueue's queue first in line keeps its turn through its
         refusals (off: a turn through the heap each);
@@ -127,7 +124,6 @@ class Shortcuts:
     unchanged_nodes: bool = True
     nodes_of_known_units_only: bool = True
     task_places: bool = True
-    queue_vectors: bool = True
     refused_queue_stays_first: bool = True
     refuse_alike_at_once: bool = True
     statuses_of_untouched_jobs: bool = True
