@@ -1,5 +1,5 @@
 """The live backend's binder: a session's binds, sent on worker threads once the session
-ends (its first few as they are committed), each pod *assumed* bound in the cache
+ends (the first session's first few as they are committed), each pod *assumed* bound in the cache
 meanwhile (so the next session does not place it again); a failed bind forgets the
 assumption and says why in an event. Statuses and events wait (bounded) for the binds
 in flight (``BindsInFlight``)."""
@@ -20,10 +20,10 @@ from kbatch.operators.scheduler.runtime import outage
 
 log = logging.getLogger("kbatch.kube")
 EVENT_WAIT_FOR_BINDS = 30.0  # a status or event waits at most this long for binds in flight
-# A session sends the binds of its statements as they commit until it has sent this
-# many so (a whole statement's at a time, so it may send a few more): the first gangs
-# of a long session (a backlog after a restart) start at once, not after the session
-# has placed every other gang; the rest wait for its end (``Binder``).
+# The binder's first session sends the binds of its statements as they commit until it
+# has sent this many so (a whole statement's at a time, so it may send a few more): the
+# first gangs of the backlog found at a start (a restart) start at once, not after the
+# session has placed every other gang; the rest wait for its end (``Binder``).
 EARLY_BINDS = 100
 
 # How an event is recorded: (object, type, reason, message, when it happened).
@@ -72,7 +72,13 @@ def still_leading(
 
 class Binder:
     """A session's binds: assumed at once, sent when it ends (``flush``), but for the
-    first ``early`` or so, sent as their statements commit (``committed``)."""
+    first session's first ``early`` or so, sent as their statements commit
+    (``committed``). Only the first session's: the binds a session sends while it runs
+    compete with it for the CPU and go several times slower, so a gang of a hundred
+    pods sent so is partly bound for over a second; the first session (after a start,
+    on a backlog) may run for seconds, so its first gangs are worth that, while every
+    later one is short and starts only once the binds before it are answered
+    (``SchedulerLoop``), with no bind to overlap."""
 
     def __init__(
         self,
@@ -96,9 +102,9 @@ class Binder:
         # against a bare loop (tests/e2e/bench_binds.py, 2 cores): median 0.72 over 9
         # rounds when sent at once, 0.83 over 13 rounds when sent at the end.
         self._unsent: list[tuple[TaskInfo, str]] = []
-        # The session's first ``early`` binds go at once: so few compete little.
+        # The first session's first ``early`` binds go at once: so few compete little.
         self.early = early
-        self._early_left = early  # of the session running
+        self._early_left = early  # of the session running: none after the first
         self._taken = 0  # binds the session running has committed (``committed``)
 
     def shutdown(self) -> None:
@@ -113,8 +119,8 @@ class Binder:
 
     def committed(self, binds: list[decided.Bind]) -> None:
         """A statement's binds, committed before its session ends: assumed at once, and
-        sent at once, all of them, while the session has sent fewer than ``early`` so
-        (the rest wait for ``flush``). ``session_ended`` says how many came so: its
+        sent at once, all of them, while the first session has sent fewer than ``early``
+        so (the rest wait for ``flush``). ``session_ended`` says how many came so: its
         outcome lists them too."""
         for bind in binds:
             self.bind(bind.task, bind.node)
@@ -126,7 +132,7 @@ class Binder:
     def session_ended(self) -> int:
         """How many of the ended session's binds came as committed (``committed``):
         the first ones of its outcome, not to be bound again."""
-        taken, self._taken, self._early_left = self._taken, 0, self.early
+        taken, self._taken, self._early_left = self._taken, 0, 0
         return taken
 
     def flush(self) -> None:

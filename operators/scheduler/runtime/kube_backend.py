@@ -2,7 +2,7 @@
 evictions, nominations, statuses, events: ``apply``, in that order).
 
 Each runs on a worker thread, so a session never waits for the API server: binds
-concurrently, a long session's first ones as it commits them (``binder``), evictions on
+concurrently, the first session's first ones as it commits them (``binder``), evictions on
 their own workers, not queued behind a bind burst (``evictor``), status writes in order
 on one thread (``status_writer``), events on another (``event_recorder``); statuses and
 events wait, bounded, for the binds in flight.
@@ -54,7 +54,7 @@ class KubeBackend:
         may_write: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,  # when failures are told
         upstream: UpstreamGroups | None = None,  # upstream's PodGroups, where watched
-        early_binds: int = EARLY_BINDS,  # a session's binds sent as it commits them
+        early_binds: int = EARLY_BINDS,  # the first session's binds sent as it commits them
     ) -> None:
         self.api = api
         self.state = state
@@ -118,7 +118,7 @@ class KubeBackend:
 
     def committed(self, binds: list[decided.Bind]) -> None:
         """A statement's binds as its session commits them (``Session.committed_binds``):
-        the session's first few are sent at once (``Binder.committed``)."""
+        the first session's first few are sent at once (``Binder.committed``)."""
         self.binder.committed(binds)
 
     def bind(self, task: TaskInfo, node: str) -> None:

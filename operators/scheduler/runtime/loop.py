@@ -6,6 +6,9 @@ good one kept).
 
 ``wake`` ends the wait for the next period at once: the caches are synced (at start,
 or after taking the lead), so the first session need not wait up to a period more.
+
+A session that is due waits (bounded) until the last one's binds are answered
+(``SchedulerLoop._binds_answered``).
 """
 
 import hashlib
@@ -26,6 +29,10 @@ from kbatch.record.store import hooks
 from kbatch.record.store.recorder import Recorder
 
 log = logging.getLogger("kbatch.loop")
+# A session that is due waits at most this long for the binds in flight to be answered
+# (``SchedulerLoop._binds_answered``), and checks this often whether they are.
+BINDS_WAIT = 10.0
+BINDS_POLL = 0.01
 
 
 class ConfSource:
@@ -86,6 +93,7 @@ class SchedulerLoop:
         clock: Callable[[], float] = time.time,
         recorder: Recorder | None = None,
         committed_binds: Callable[[list[Bind]], None] | None = None,
+        binds_wait: float = BINDS_WAIT,
     ) -> None:
         self.cluster = cluster
         self.conf = conf
@@ -101,6 +109,7 @@ class SchedulerLoop:
         self.recorder = recorder  # the flight recorder (``kbatch run --record``), if any
         # told each statement's binds as a session commits them (``Session.committed_binds``)
         self.committed_binds = committed_binds
+        self.binds_wait = binds_wait  # at most, for the binds in flight (``_binds_answered``)
         self.sessions = 0
         self._idle_periods = 0
         self._seen_generation = -1
@@ -208,12 +217,27 @@ class SchedulerLoop:
             self._woken.wait(max(self.period - (time.monotonic() - started), 0.0))
             self._woken.clear()
 
+    def _binds_answered(self) -> None:
+        """Until no bind is in flight (``busy``), ``binds_wait`` seconds at most, or the
+        loop stops. A session's CPU, taken while the last one's binds are sent, slows
+        them several times over, in kbatch (the interpreter) and on the machine (the
+        API server's CPU): a gang's binds, sent one after another, then spread over
+        seconds, its first pods bound long before its last. Waiting costs no binds:
+        they are what the cluster waits for, and the session after the wait places
+        all that came meanwhile, with the binds' answers seen."""
+        deadline = time.monotonic() + self.binds_wait
+        while self.busy() and time.monotonic() < deadline and not self._stop.is_set():
+            self._stop.wait(BINDS_POLL)
+
     def period_once(self) -> None:
         """One period: a session if this replica may schedule and one is due."""
         if not self.may_schedule():
             # What it settled on, and what rested, may be stale when it leads again.
             self._settled_under = self._scheduler = None
         elif self._due():
+            self._binds_answered()
+            if self._stop.is_set():
+                return
             try:
                 self.run_once()
             except Exception:
