@@ -102,9 +102,9 @@ class Binder:
         # against a bare loop (tests/e2e/bench_binds.py, 2 cores): median 0.72 over 9
         # rounds when sent at once, 0.83 over 13 rounds when sent at the end.
         self._unsent: list[tuple[TaskInfo, str]] = []
-        # The first session's first ``early`` binds go at once: so few compete little.
-        self.early = early
-        self._early_left = early  # of the session running: none after the first
+        # The first session's first ``early`` binds go at once: so few compete little;
+        # none of a later session's (``session_ended``).
+        self._early_left = early
         self._taken = 0  # binds the session running has committed (``committed``)
 
     def shutdown(self) -> None:
