@@ -7,8 +7,8 @@ from a kubeconfig or the in-cluster service account, sends one JSON request
 (``request``), opens a streamed GET (``raw_get``, for list+watch), and turns an
 HTTP error into ``ApiError`` with the server's own message, and no answer at all into
 ``Unreachable``. It does not retry a failed connection itself: its callers back off
-(an outage must not cost one log line per try), and ``EXCHANGES`` tells them when the
-server answers again.
+(an outage must not cost one log line per try), and the client's ``exchanges`` tell them
+when the server answers again.
 
 Raw JSON over the client's ApiClient: no model deserialisation, which would cost
 more than the scheduling itself on a large cluster.
@@ -82,8 +82,21 @@ class Exchanges:
         return self.answered > sent
 
 
-# One per process: kbatch run talks to one API server.
-EXCHANGES = Exchanges()
+class Client(client.ApiClient):
+    """The kubernetes ApiClient kbatch talks through, with the requests sent through it
+    numbered (``exchanges``): a bind that got no answer is held until a request sent after
+    it, by any of the threads sharing this client, is answered. Each client counts its
+    own: another client's answers (another server, a test's) tell nothing of this one's."""
+
+    def __init__(self, configuration: Configuration) -> None:
+        super().__init__(configuration)
+        self.exchanges = Exchanges()
+
+
+def exchanges_of(api: Any) -> Exchanges:
+    """The requests sent through ``api`` and answered: its own if it is a ``Client``,
+    else a new count (a client made elsewhere, or a test's stand-in, is never told)."""
+    return api.exchanges if isinstance(api, Client) else Exchanges()
 
 
 class Gone(ApiError):
@@ -134,7 +147,7 @@ def refresh_tokens_at_most_every_second(api: ApiClient) -> ApiClient:
     return api
 
 
-def api_client(kubeconfig: str | None) -> ApiClient:
+def api_client(kubeconfig: str | None) -> Client:
     """A client for ``kubeconfig``; without one, in-cluster credentials, else the
     default kubeconfig."""
     configuration = client.Configuration()
@@ -147,12 +160,14 @@ def api_client(kubeconfig: str | None) -> ApiClient:
             config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     configuration.connection_pool_maxsize = CONNECTION_POOL
     configuration.retries = RETRIES
-    return refresh_tokens_at_most_every_second(client.ApiClient(configuration))
+    api = Client(configuration)
+    refresh_tokens_at_most_every_second(api)
+    return api
 
 
-def client_for(host: str) -> ApiClient:
+def client_for(host: str) -> Client:
     """A client for a plain-HTTP API server at ``host`` (a local stub in tools and tests)."""
-    return client.ApiClient(client.Configuration(host=host, retries=RETRIES))
+    return Client(client.Configuration(host=host, retries=RETRIES))
 
 
 def request(
@@ -219,7 +234,8 @@ def _call(
     api: ApiClient, method: str, url: str, headers: Any, body: Any, post: Any, timeout: Timeout
 ) -> Any:
     """The raw response; Unreachable when none came (a failed or timed-out connection)."""
-    number = EXCHANGES.send()
+    exchanges = exchanges_of(api)
+    number = exchanges.send()
     try:
         response = api.call_api(method, url, headers, body, post, _request_timeout=timeout)
     except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -228,7 +244,7 @@ def _call(
         if exc.status == 0 and "SSLError" in str(exc.reason):  # a TLS handshake cut short
             raise Unreachable(f"{method} {url}: {exc.reason}") from exc
         raise
-    EXCHANGES.answer(number)
+    exchanges.answer(number)
     return response.response
 
 

@@ -150,9 +150,25 @@ def test_the_hold_ends_once_the_server_answers_again(api: OutageApi, clock: Cloc
     assert len(api.binds) == 9
     api.down = False
     assert session(cluster) == 0, "not before its back-off, while nothing answered"
-    kubeapi.EXCHANGES.answer(kubeapi.EXCHANGES.send())  # e.g. an informer listed again
+    cluster.exchanges.answer(cluster.exchanges.send())  # e.g. an informer listed again
     assert session(cluster) == 3, "once the server answers, the session binds them again"
     assert not state.has_work()
+    cluster.shutdown()
+
+
+def test_only_an_answer_to_the_same_client_ends_a_hold(api: OutageApi, clock: Clock) -> None:
+    """Another client's answers (another API server, or a thread a test left running)
+    say nothing of this one's server: its held pods stay held for their back-off."""
+    cluster, _ = cluster_of(clock, 3)
+    session(cluster)
+    assert len(api.binds) == 3
+    api.down = False
+    other = kubeapi.Client(kubeapi.Configuration())
+    other.exchanges.answer(other.exchanges.send())
+    clock.now += 0.5  # within the 1 s back-off
+    assert session(cluster) == 0, "still held: nothing this client sent was answered"
+    cluster.exchanges.answer(cluster.exchanges.send())
+    assert session(cluster) == 3
     cluster.shutdown()
 
 
@@ -163,7 +179,7 @@ def test_an_outage_of_many_sessions_is_told_once_per_interval(
     caplog.set_level(logging.DEBUG, logger="kbatch")
     sessions(cluster, clock, until=120.0, period=1.0)
     api.down = False
-    kubeapi.EXCHANGES.answer(kubeapi.EXCHANGES.send())
+    cluster.exchanges.answer(cluster.exchanges.send())
     assert session(cluster) == 100
     cluster.shutdown()
     told = [r for r in caplog.records if r.levelno >= logging.INFO]
@@ -287,12 +303,12 @@ def test_a_refused_connection_is_unreachable_at_once_without_retry_warnings(
         port = probe.getsockname()[1]
     api = kubeapi.client_for(f"http://127.0.0.1:{port}")
     caplog.set_level(logging.DEBUG)
-    sent, answered = kubeapi.EXCHANGES.sent, kubeapi.EXCHANGES.answered
+    sent, answered = api.exchanges.sent, api.exchanges.answered
     for _ in range(5):
         with pytest.raises(kubeapi.Unreachable):
             kubeapi.request(api, "POST", "/api/v1/namespaces/default/pods/a/binding", {})
-    assert kubeapi.EXCHANGES.sent == sent + 5
-    assert kubeapi.EXCHANGES.answered == answered
+    assert api.exchanges.sent == sent + 5
+    assert api.exchanges.answered == answered
     assert not [r for r in caplog.records if "Retrying" in r.getMessage()]
 
 
@@ -312,12 +328,12 @@ def test_an_answer_of_any_status_tells_the_server_is_back() -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         api = kubeapi.client_for(f"http://127.0.0.1:{server.server_address[1]}")
-        failed_at = kubeapi.EXCHANGES.sent
-        assert not kubeapi.EXCHANGES.answered_since(failed_at)
+        failed_at = api.exchanges.sent
+        assert not api.exchanges.answered_since(failed_at)
         with pytest.raises(kubeapi.ApiError) as refused:
             kubeapi.request(api, "GET", "/api/v1/nodes")
         assert refused.value.status == 503
-        assert kubeapi.EXCHANGES.answered_since(failed_at)
+        assert api.exchanges.answered_since(failed_at)
     finally:
         server.shutdown()
         server.server_close()

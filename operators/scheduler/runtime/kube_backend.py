@@ -61,7 +61,10 @@ class KubeBackend:
         self.upstream = upstream
         self.may_write = may_write
         failures = outage.FailureReport(log, clock=clock)
-        self._holds = outage.Holds(state, failures)
+        # the api's count of requests answered: a held pod is let go once one sent after
+        # its bind or eviction is answered
+        self.exchanges = kubeapi.exchanges_of(api)
+        self._holds = outage.Holds(state, failures, self.exchanges)
         self.binder = Binder(
             api, state, bind_workers, may_write, self._holds, self.record, early_binds
         )

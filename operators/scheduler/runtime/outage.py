@@ -95,9 +95,12 @@ class Holds:
     meanwhile), or until the server answers a request sent after the failure (it is
     back); then the pod is as the watch shows it and a session decides about it anew."""
 
-    def __init__(self, state: ClusterState, failures: FailureReport) -> None:
+    def __init__(
+        self, state: ClusterState, failures: FailureReport, exchanges: kubeapi.Exchanges
+    ) -> None:
         self.state = state
         self.failures = failures
+        self.exchanges = exchanges  # the requests sent to the server, and those answered
         self.backoff = Backoff()
         # by pod: what got no answer, and how many requests had been sent by then
         self._held: dict[PodKey, tuple[str, int]] = {}
@@ -112,7 +115,7 @@ class Holds:
         with self._lock:
             self._held.pop(pod, None)
             held = sum(1 for kind, _ in self._held.values() if kind == what)
-            self._held[pod] = (what, kubeapi.EXCHANGES.sent)
+            self._held[pod] = (what, self.exchanges.sent)
         self.failures.failed(
             what, "%s: %d %ss waiting, retrying with back-off", exc, held + sending, what
         )
@@ -132,9 +135,7 @@ class Holds:
         answered a later request; the back-off of a pod gone or bound is forgotten."""
         with self._lock:
             answered = [
-                key
-                for key, (_, sent) in self._held.items()
-                if kubeapi.EXCHANGES.answered_since(sent)
+                key for key, (_, sent) in self._held.items() if self.exchanges.answered_since(sent)
             ]
             for key in answered:
                 del self._held[key]
