@@ -121,10 +121,16 @@ class Replay:
         start: float | None = None,
         end: float | None = None,
         warn: Callable[[str], None] = lambda _: None,
+        share: range | None = None,
     ) -> None:
+        """``share``: of the recorded sessions (numbered from 0 in the recording's order,
+        every ``out`` record one), those to replay, within ``start`` and ``end``: the
+        changes before the first are applied with no session run (``replay_split``)."""
         self.reading = segments.Reading(directory)
         self.result = Result(str(directory), start=start, end=end)
         self.warn = warn
+        self.share = share
+        self.recorded_sessions = 0  # the ``out`` records taken so far
         self.t = 0.0
         self.now = 0.0
         self.t0: float | None = None
@@ -158,7 +164,10 @@ class Replay:
 
     def _records(self) -> Iterator[dict[str, Any]]:
         end = self.result.end
+        last = None if self.share is None else self.share.stop
         for record in self.reading.records():
+            if last is not None and self.recorded_sessions >= last:
+                return  # (the rest is another share's)
             if self.state is None:
                 self._begin(record)
             self.t = float(record.get("t", self.t))
@@ -208,12 +217,14 @@ class Replay:
             if self.held is not None:
                 self._session(record)
             self._end_session()
+            self.recorded_sessions += 1
         elif op == "conf":
             self.conf = self._load_conf(record)
         elif op == "sched":
             self.scheduler = None
         elif op == "gap":
-            self._warning(f"{record.get('n')} records were dropped while recording here")
+            at = self.t - (self.t0 or 0.0)
+            self._warning(f"{record.get('n')} records were dropped while recording, at {at:.3f} s")
         else:
             self._change(record)
 
@@ -265,8 +276,10 @@ class Replay:
             state.keep_assumed(namespace, name, float(record["s"]))
 
     def _session(self, recorded: dict[str, Any]) -> None:
-        start = self.result.start
-        if start is not None and self.t - (self.t0 or 0.0) < start:
+        start, share = self.result.start, self.share
+        if (start is not None and self.t - (self.t0 or 0.0) < start) or (
+            share is not None and self.recorded_sessions < share.start
+        ):
             self.scheduler = None  # the replay's first session begins afresh
             return
         backend = self.backend
@@ -291,7 +304,7 @@ class Replay:
         self.frozen()
 
     def _session_id(self) -> str:
-        return self.session_uid or f"replay-{self.result.sessions + 1}"
+        return self.session_uid or f"replay-{self.recorded_sessions + 1}"
 
     def _published_status(self, kind: str, obj: dict[str, Any]) -> BaseModel | None:
         """The status model the last session published for ``obj`` (a PodGroup or

@@ -1,0 +1,95 @@
+"""A replay shared between processes finds what one replay finds: the sessions are
+counted from the recording's lines, each share applies the changes before its first
+session without running them, and the shares' results add up to the whole's."""
+
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbatch.cli.main import main
+from kbatch.record import replay, replay_split
+from kbatch.record.store import segments
+from tests.unit.record.test_replay import _copy, recording
+
+__all__ = ["recording"]  # the fixture, used by name
+
+
+def _recorded_sessions(directory: Path) -> int:
+    return sum(1 for r in segments.Reading(directory).records() if r.get("op") == "out")
+
+
+def _same(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "wall_seconds"}
+
+
+def test_the_sessions_are_counted_from_the_lines(recording: Path, tmp_path: Path) -> None:
+    counted = replay_split.sessions_in(recording)
+    assert counted == _recorded_sessions(recording) > 50
+    spaced = _copy(recording, tmp_path / "spaced", lambda _: None)  # json.dumps' ", " and ": "
+    assert replay_split.sessions_in(spaced) == counted
+
+
+def test_shares_are_consecutive_and_the_last_runs_on() -> None:
+    parts = replay_split.shares(1000, 3)
+    assert [p.start for p in parts] == [0, parts[0].stop, parts[1].stop]
+    assert parts[-1].stop == sys.maxsize
+    sizes = [len(parts[0]), len(parts[1]), 1000 - parts[2].start]
+    assert sizes[0] > sizes[1] > sizes[2] > 250, "later shares apply more before theirs"
+    assert replay_split.shares(5, 1) == [range(0, sys.maxsize)]
+    few = replay_split.shares(1, 4)
+    assert few[0].start == 0 and all(a.stop == b.start for a, b in itertools.pairwise(few))
+
+
+def test_shares_add_up_to_the_whole_replay(recording: Path) -> None:
+    whole = replay.replay(recording)
+    parts = replay_split.shares(replay_split.sessions_in(recording), 3)
+    results = [replay.Replay(recording, share=part).run() for part in parts]
+    assert all(r.sessions > 10 for r in results), "each share replays sessions of its own"
+    added = replay_split.added_up(str(recording), None, None, results)
+    assert added.total().differing == 0
+    assert _same(added.as_json()) == _same(whole.as_json())
+
+
+def test_a_difference_is_numbered_as_one_replay_numbers_it(recording: Path, tmp_path: Path) -> None:
+    total = replay_split.sessions_in(recording)
+    seen = {"out": 0, "moved": 0}
+
+    def move_a_late_bind(record: dict[str, Any]) -> None:
+        if record.get("op") != "out":
+            return
+        seen["out"] += 1
+        if seen["out"] > total * 3 // 4 and record["binds"] and not seen["moved"]:
+            record["binds"][0][1] = "nowhere"
+            seen["moved"] = 1
+
+    changed = _copy(recording, tmp_path / "late", move_a_late_bind)
+    whole = replay.replay(changed).as_json()
+    split = replay_split.replay_split(changed, None, None, workers=2).as_json()
+    assert whole["decisions"]["differing"] == 2
+    assert _same(split) == _same(whole)
+    assert split["differences"][0]["session"] > total // 2, "counted from the first session"
+
+
+def test_a_window_replayed_in_shares_is_the_window_replayed_once(recording: Path) -> None:
+    window = replay.replay(recording, start=300.0, end=900.0)
+    split = replay_split.replay_split(recording, 300.0, 900.0, workers=2)
+    assert window.total().differing == 0 and window.sessions > 0
+    assert _same(split.as_json()) == _same(window.as_json())
+
+
+def test_the_command_line_splits_when_asked(
+    recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", str(recording), "--jobs", "2", "-o", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["decisions"]["differing"] == 0 and shown["sessions"] > 50
+    assert replay_split.workers_for(recording, None) == 1, "a small recording: one process"
+    with pytest.raises(SystemExit):
+        main(["replay", str(recording), "--jobs", "0"])
+    assert "--jobs: '0' is not a whole number of 1 or more" in capsys.readouterr().err
+    assert main(["replay", str(recording), "--jobs", "2", "--eta-accuracy"]) == 2
+    assert "--jobs goes without --eta-accuracy" in capsys.readouterr().err
