@@ -11,8 +11,8 @@ start, applies the changes before its first session without running the sessions
 up in order, the differences numbered as one replay numbers them.
 
 The sessions are counted first, from the recording's lines (a decompression, no JSON
-decoding), to give each process as many. Small recordings replay in one process: the
-start of another would cost more than it saves.
+decoding), to give each process about as many of those to replay. Small recordings
+replay in one process: the start of another would cost more than it saves.
 """
 
 import itertools
@@ -35,9 +35,11 @@ SPLIT_FROM_BYTES = 4 << 20
 # The later shares also apply the changes before their first session: each gets this
 # much less than the one before it (of an even share), so that they end together.
 LATER_SHARE_LESS = 0.1
-# A session's record as the recorder writes it (its operation first); one written
-# otherwise is missed by the count, which shares the sessions unevenly then, no more.
-_SESSION_LINE = re.compile(rb'^\{\s*"op"\s*:\s*"out"', re.MULTILINE)
+# A session's record and any record, as the recorder writes them (operation, then time,
+# first); one written otherwise is missed by the count, which then shares the sessions
+# unevenly, no more.
+_SESSION_LINE = re.compile(rb'^\{\s*"op"\s*:\s*"out"\s*,\s*"t"\s*:\s*([-+.0-9eE]+)', re.M)
+_RECORD_LINE = re.compile(rb'^\{\s*"op"\s*:\s*"[a-z]+"\s*,\s*"t"\s*:\s*([-+.0-9eE]+)', re.M)
 _CHUNK = 1 << 20
 
 
@@ -52,13 +54,21 @@ def workers_for(directory: Path, jobs: int | None) -> int:
     size = sum(path.stat().st_size for _, path in segments.segment_files(directory))
     if size < SPLIT_FROM_BYTES:
         return 1
-    return max(1, min(4, len(os.sched_getaffinity(0))))
+    return max(1, min(4, _cores()))
 
 
-def sessions_in(directory: Path) -> int:
-    """The sessions recorded in ``directory`` (its ``out`` records), read up to the
-    first break in a segment's compressed stream."""
-    count = 0
+def _cores() -> int:
+    """The cores this process may run on (all the machine's where that is not told)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def session_times(directory: Path) -> tuple[float, list[float]]:
+    """The time of the recording's first record, and of each session recorded (its
+    ``out`` record), read up to the first break in a segment's compressed stream."""
+    first: float | None = None
+    times: list[float] = []
     for _, path in segments.segment_files(directory):
         decompress = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip
         tail = b""  # a line not ended yet
@@ -67,22 +77,37 @@ def sessions_in(directory: Path) -> int:
                 while chunk := raw.read(_CHUNK):
                     text = tail + decompress.decompress(chunk)
                     ended = text.rfind(b"\n") + 1
-                    count += len(_SESSION_LINE.findall(text, 0, ended))
+                    if first is None and (found := _RECORD_LINE.search(text, 0, ended)):
+                        first = float(found.group(1))
+                    times += map(float, _SESSION_LINE.findall(text, 0, ended))
                     tail = text[ended:]
-        except (OSError, zlib.error):
+        except (OSError, zlib.error, ValueError):
             break  # (the replay says where it stopped)
-    return count
+    return first or 0.0, times
 
 
-def shares(sessions: int, workers: int) -> list[range]:
-    """``sessions`` cut into ``workers`` runs of consecutive ones, each later one
-    ``LATER_SHARE_LESS`` of an even share smaller than the one before it; the last
-    runs on past ``sessions`` (a count that missed some leaves none out)."""
+def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:
+    """The recorded sessions (numbered from 0 in the recording's order) that a replay
+    from ``start`` to ``end`` seconds after the recording's first record replays."""
+    first, times = session_times(directory)
+    low = 0.0 if start is None else start
+    high = float("inf") if end is None else end
+    inside = [n for n, t in enumerate(times) if low <= t - first <= high]
+    return range(inside[0], inside[-1] + 1) if inside else range(0)
+
+
+def shares(sessions: range, workers: int) -> list[range]:
+    """The recorded sessions cut into ``workers`` runs of consecutive ones, each with
+    as many of ``sessions`` (those to replay) as the one before it less
+    ``LATER_SHARE_LESS`` of an even share; the first runs from the recording's first
+    session, the last on past ``sessions`` (a count that missed some leaves none out)."""
     weights = [1.0 - LATER_SHARE_LESS * i for i in range(workers)]
     total = sum(weights)
     bounds = [0]
+    taken = 0.0
     for weight in weights[:-1]:
-        bounds.append(min(sessions, bounds[-1] + round(sessions * weight / total)))
+        taken += len(sessions) * weight / total
+        bounds.append(sessions.start + round(taken))
     bounds.append(sys.maxsize)
     return [range(a, b) for a, b in itertools.pairwise(bounds)]
 
@@ -97,7 +122,7 @@ def replay_split(
     """``directory`` replayed from ``start`` to ``end`` by ``workers`` processes, the
     results added up as one replay's; ``warn`` is told each warning once, at the end."""
     began = time.perf_counter()
-    parts = shares(sessions_in(directory), workers)
+    parts = shares(sessions_in(directory, start, end), workers)
     context = multiprocessing.get_context("spawn")  # (no fork of a threaded process)
     with ProcessPoolExecutor(len(parts), mp_context=context) as pool:
         futures = [pool.submit(_replay_share, directory, start, end, part) for part in parts]
