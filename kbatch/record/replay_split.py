@@ -18,7 +18,6 @@ replay in one process: the start of another would cost more than it saves.
 import itertools
 import multiprocessing
 import os
-import re
 import sys
 import time
 import zlib
@@ -35,12 +34,12 @@ SPLIT_FROM_BYTES = 4 << 20
 # The later shares also apply the changes before their first session: each gets this
 # much less than the one before it (of an even share), so that they end together.
 LATER_SHARE_LESS = 0.1
-# A session's record and any record, as the recorder writes them (operation, then time,
-# first); one written otherwise is missed by the count, which then shares the sessions
-# unevenly, no more.
-_SESSION_LINE = re.compile(rb'^\{\s*"op"\s*:\s*"out"\s*,\s*"t"\s*:\s*([-+.0-9eE]+)', re.M)
-_RECORD_LINE = re.compile(rb'^\{\s*"op"\s*:\s*"[a-z]+"\s*,\s*"t"\s*:\s*([-+.0-9eE]+)', re.M)
-_CHUNK = 1 << 20
+# A session's record, and the first record's time, as the recorder writes them (a
+# line each, the operation then the time first, no spaces): a recording written
+# otherwise is counted short, which shares its sessions unevenly, no more.
+_SESSION = b'\n{"op":"out","t":'
+_RECORD = b'\n{"op":"'  # (the header comes first, its own line)
+_CHUNK = 1 << 18
 
 
 def workers_for(directory: Path, jobs: int | None) -> int:
@@ -71,19 +70,27 @@ def session_times(directory: Path) -> tuple[float, list[float]]:
     times: list[float] = []
     for _, path in segments.segment_files(directory):
         decompress = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip
-        tail = b""  # a line not ended yet
+        tail = b""  # from the last line break on: a line not ended yet
         try:
             with path.open("rb") as raw:
                 while chunk := raw.read(_CHUNK):
                     text = tail + decompress.decompress(chunk)
-                    ended = text.rfind(b"\n") + 1
-                    if first is None and (found := _RECORD_LINE.search(text, 0, ended)):
-                        first = float(found.group(1))
-                    times += map(float, _SESSION_LINE.findall(text, 0, ended))
-                    tail = text[ended:]
+                    ended = text.rfind(b"\n")  # the lines before it are whole
+                    if first is None and (at := text.find(_RECORD, 0, max(ended, 0))) >= 0:
+                        first = _time_at(text, text.index(b'"t":', at) + 4)
+                    at = text.find(_SESSION, 0, max(ended, 0))
+                    while at >= 0:
+                        times.append(_time_at(text, at + len(_SESSION)))
+                        at = text.find(_SESSION, at + 1, ended)
+                    tail = text[max(ended, 0) :]
         except (OSError, zlib.error, ValueError):
             break  # (the replay says where it stopped)
     return first or 0.0, times
+
+
+def _time_at(text: bytes, at: int) -> float:
+    """The number written at ``at`` in ``text``, up to the comma after it."""
+    return float(text[at : text.index(b",", at)])
 
 
 def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:

@@ -29,8 +29,11 @@ def _same(result: dict[str, Any]) -> dict[str, Any]:
 def test_the_sessions_are_counted_from_the_lines(recording: Path, tmp_path: Path) -> None:
     counted = replay_split.sessions_in(recording)
     assert counted == range(_recorded_sessions(recording)) and len(counted) > 50
+    first, times = replay_split.session_times(recording)
+    assert first <= times[0] and times == sorted(times)
     spaced = _copy(recording, tmp_path / "spaced", lambda _: None)  # json.dumps' ", " and ": "
-    assert replay_split.sessions_in(spaced) == counted
+    assert replay_split.sessions_in(spaced) == range(0), "not as the recorder writes it"
+    assert replay_split.replay_split(spaced, None, None, 2).sessions == len(counted)
 
 
 def test_shares_are_consecutive_and_the_last_runs_on() -> None:
