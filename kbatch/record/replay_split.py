@@ -15,6 +15,7 @@ decoding), to give each process about as many of those to replay. Small recordin
 replay in one process: the start of another would cost more than it saves.
 """
 
+import bisect
 import itertools
 import multiprocessing
 import os
@@ -31,9 +32,10 @@ from kbatch.record.store import segments
 # One process below this many compressed bytes (``workers_for``): the half-hour trace's
 # recording (0.57 MB) replays in about 10 s, a process starts in about 1 s.
 SPLIT_FROM_BYTES = 4 << 20
-# The later shares also apply the changes before their first session: each gets this
-# much less than the one before it (of an even share), so that they end together.
-LATER_SHARE_LESS = 0.1
+# What applying a recorded change without its session costs, against replaying it with
+# its session, by the bytes of their lines (the simulated day's recording: 105 CPU s to
+# apply every change, 1.7 GB of lines, against about 400 s to replay it all).
+APPLIED_COST = 0.25
 # A session's record, and the first record's time, as the recorder writes them (a
 # line each, the operation then the time first, no spaces): a recording written
 # otherwise is counted short, which shares its sessions unevenly, no more.
@@ -63,11 +65,14 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
-def session_times(directory: Path) -> tuple[float, list[float]]:
+def session_marks(directory: Path) -> tuple[float, list[float], list[int]]:
     """The time of the recording's first record, and of each session recorded (its
-    ``out`` record), read up to the first break in a segment's compressed stream."""
+    ``out`` record) its time and the bytes of lines before it (all segments'), read
+    up to the first break in a segment's compressed stream."""
     first: float | None = None
     times: list[float] = []
+    offsets: list[int] = []
+    read = 0  # the lines' bytes before ``text``
     for _, path in segments.segment_files(directory):
         decompress = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip
         tail = b""  # from the last line break on: a line not ended yet
@@ -75,17 +80,20 @@ def session_times(directory: Path) -> tuple[float, list[float]]:
             with path.open("rb") as raw:
                 while chunk := raw.read(_CHUNK):
                     text = tail + decompress.decompress(chunk)
-                    ended = text.rfind(b"\n")  # the lines before it are whole
-                    if first is None and (at := text.find(_RECORD, 0, max(ended, 0))) >= 0:
+                    ended = max(text.rfind(b"\n"), 0)  # the lines before it are whole
+                    if first is None and (at := text.find(_RECORD, 0, ended)) >= 0:
                         first = _time_at(text, text.index(b'"t":', at) + 4)
-                    at = text.find(_SESSION, 0, max(ended, 0))
+                    at = text.find(_SESSION, 0, ended)
                     while at >= 0:
                         times.append(_time_at(text, at + len(_SESSION)))
+                        offsets.append(read + at)
                         at = text.find(_SESSION, at + 1, ended)
-                    tail = text[max(ended, 0) :]
+                    read += ended
+                    tail = text[ended:]
         except (OSError, zlib.error, ValueError):
             break  # (the replay says where it stopped)
-    return first or 0.0, times
+        read += len(tail)
+    return first or 0.0, times, offsets
 
 
 def _time_at(text: bytes, at: int) -> float:
@@ -93,28 +101,47 @@ def _time_at(text: bytes, at: int) -> float:
     return float(text[at : text.index(b",", at)])
 
 
-def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:
+def window(first: float, times: list[float], start: float | None, end: float | None) -> range:
     """The recorded sessions (numbered from 0 in the recording's order) that a replay
     from ``start`` to ``end`` seconds after the recording's first record replays."""
-    first, times = session_times(directory)
     low = 0.0 if start is None else start
     high = float("inf") if end is None else end
     inside = [n for n, t in enumerate(times) if low <= t - first <= high]
     return range(inside[0], inside[-1] + 1) if inside else range(0)
 
 
-def shares(sessions: range, workers: int) -> list[range]:
-    """The recorded sessions cut into ``workers`` runs of consecutive ones, each with
-    as many of ``sessions`` (those to replay) as the one before it less
-    ``LATER_SHARE_LESS`` of an even share; the first runs from the recording's first
-    session, the last on past ``sessions`` (a count that missed some leaves none out)."""
-    weights = [1.0 - LATER_SHARE_LESS * i for i in range(workers)]
-    total = sum(weights)
+def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:
+    """The recorded sessions a replay from ``start`` to ``end`` replays (``window``)."""
+    first, times, _ = session_marks(directory)
+    return window(first, times, start, end)
+
+
+def shares(sessions: range, offsets: list[int], workers: int) -> list[range]:
+    """The recorded sessions cut into ``workers`` runs of consecutive ones that cost
+    about the same: a share's cost taken as the bytes of lines from its first session
+    of ``sessions`` (those to replay) to its last, and ``APPLIED_COST`` of the bytes
+    before (applied without their sessions); ``offsets``: the bytes before each
+    recorded session. The first share runs from the recording's first session, the
+    last on past ``sessions`` (a count that missed some leaves none out)."""
+    if workers <= 1 or not sessions:
+        return [range(0, sys.maxsize)]
+    low = offsets[sessions.start - 1] if sessions.start else 0
+    high = offsets[sessions.stop - 1]
+
+    def ends(cost: float) -> list[float]:
+        at, found = float(low), []
+        for _ in range(workers):
+            at = at + cost - APPLIED_COST * at
+            found.append(at)
+        return found
+
+    cheap, dear = 0.0, float(high) + 1.0
+    for _ in range(60):  # the cost at which the last share ends at the window's end
+        cost = (cheap + dear) / 2
+        cheap, dear = (cost, dear) if ends(cost)[-1] < high else (cheap, cost)
     bounds = [0]
-    taken = 0.0
-    for weight in weights[:-1]:
-        taken += len(sessions) * weight / total
-        bounds.append(sessions.start + round(taken))
+    for end in ends(dear)[:-1]:
+        bounds.append(min(max(bounds[-1], bisect.bisect_left(offsets, end)), sessions.stop))
     bounds.append(sys.maxsize)
     return [range(a, b) for a, b in itertools.pairwise(bounds)]
 
@@ -129,7 +156,8 @@ def replay_split(
     """``directory`` replayed from ``start`` to ``end`` by ``workers`` processes, the
     results added up as one replay's; ``warn`` is told each warning once, at the end."""
     began = time.perf_counter()
-    parts = shares(sessions_in(directory, start, end), workers)
+    first, times, offsets = session_marks(directory)
+    parts = shares(window(first, times, start, end), offsets, workers)
     context = multiprocessing.get_context("spawn")  # (no fork of a threaded process)
     with ProcessPoolExecutor(len(parts), mp_context=context) as pool:
         futures = [pool.submit(_replay_share, directory, start, end, part) for part in parts]

@@ -2,6 +2,7 @@
 counted from the recording's lines, each share applies the changes before its first
 session without running them, and the shares' results add up to the whole's."""
 
+import gzip
 import itertools
 import json
 import sys
@@ -29,29 +30,38 @@ def _same(result: dict[str, Any]) -> dict[str, Any]:
 def test_the_sessions_are_counted_from_the_lines(recording: Path, tmp_path: Path) -> None:
     counted = replay_split.sessions_in(recording)
     assert counted == range(_recorded_sessions(recording)) and len(counted) > 50
-    first, times = replay_split.session_times(recording)
+    first, times, offsets = replay_split.session_marks(recording)
     assert first <= times[0] and times == sorted(times)
+    lines = b"".join(gzip.decompress(p.read_bytes()) for _, p in segments.segment_files(recording))
+    assert all(lines[at : at + 13] == b'\n{"op":"out",' for at in offsets)
     spaced = _copy(recording, tmp_path / "spaced", lambda _: None)  # json.dumps' ", " and ": "
     assert replay_split.sessions_in(spaced) == range(0), "not as the recorder writes it"
     assert replay_split.replay_split(spaced, None, None, 2).sessions == len(counted)
 
 
-def test_shares_are_consecutive_and_the_last_runs_on() -> None:
-    parts = replay_split.shares(range(1000), 3)
+def test_shares_cost_about_the_same_and_the_last_runs_on() -> None:
+    even = [100 * n for n in range(1, 1001)]  # 100 bytes of lines per session
+    parts = replay_split.shares(range(1000), even, 3)
     assert [p.start for p in parts] == [0, parts[0].stop, parts[1].stop]
     assert parts[-1].stop == sys.maxsize
     sizes = [len(parts[0]), len(parts[1]), 1000 - parts[2].start]
-    assert sizes[0] > sizes[1] > sizes[2] > 250, "later shares apply more before theirs"
-    assert replay_split.shares(range(5), 1) == [range(0, sys.maxsize)]
-    window = replay_split.shares(range(100, 200), 2)
-    assert window == [range(0, 153), range(153, sys.maxsize)], "the window's sessions shared"
-    few = replay_split.shares(range(1), 4)
+    assert sizes[0] > sizes[1] > sizes[2] > 200, "later shares apply more before theirs"
+    applied = replay_split.APPLIED_COST
+    costs = [size + applied * p.start for size, p in zip(sizes, parts, strict=True)]
+    assert max(costs) - min(costs) <= 2, costs
+    dearer_late = [100 * n + n * n // 10 for n in range(1, 1001)]  # later sessions longer
+    assert replay_split.shares(range(1000), dearer_late, 2)[0].stop > parts[0].stop
+    assert replay_split.shares(range(5), even, 1) == [range(0, sys.maxsize)]
+    window = replay_split.shares(range(100, 200), even, 2)
+    assert 100 < window[0].stop < 200 and window[1].stop == sys.maxsize
+    few = replay_split.shares(range(1), even, 4)
     assert few[0].start == 0 and all(a.stop == b.start for a, b in itertools.pairwise(few))
 
 
 def test_shares_add_up_to_the_whole_replay(recording: Path) -> None:
     whole = replay.replay(recording)
-    parts = replay_split.shares(replay_split.sessions_in(recording), 3)
+    _, _, offsets = replay_split.session_marks(recording)
+    parts = replay_split.shares(replay_split.sessions_in(recording), offsets, 3)
     results = [replay.Replay(recording, share=part).run() for part in parts]
     assert all(r.sessions > 10 for r in results), "each share replays sessions of its own"
     added = replay_split.added_up(str(recording), None, None, results)
