@@ -42,6 +42,10 @@ from kbatch.sim import runner
 
 KINDS = ("binds", "evictions", "nominations", "groups", "queues")
 SHOWN_DIFFERENCES = 20
+# A share of the sessions (``Replay``'s ``share``) runs this many before its first,
+# within the window, uncompared: their scheduler then keeps what the whole replay's
+# does (the gangs resting), and its first session decides as that one's.
+WARM_UP_SESSIONS = 3
 
 
 @dataclass(slots=True)
@@ -125,7 +129,8 @@ class Replay:
     ) -> None:
         """``share``: of the recorded sessions (numbered from 0 in the recording's order,
         every ``out`` record one), those to replay, within ``start`` and ``end``: the
-        changes before the first are applied with no session run (``replay_split``)."""
+        changes before the first are applied with no session run but the last
+        ``WARM_UP_SESSIONS`` (``replay_split``)."""
         self.reading = segments.Reading(directory)
         self.result = Result(str(directory), start=start, end=end)
         self.warn = warn
@@ -277,8 +282,12 @@ class Replay:
 
     def _session(self, recorded: dict[str, Any]) -> None:
         start, share = self.result.start, self.share
+        # a share's first sessions before its own are run, not compared: a new scheduler
+        # asks the gangs resting in the old one again, which the whole replay does not
+        first = 0 if share is None else share.start
+        warming = self.recorded_sessions < first
         if (start is not None and self.t - (self.t0 or 0.0) < start) or (
-            share is not None and self.recorded_sessions < share.start
+            self.recorded_sessions < first - WARM_UP_SESSIONS
         ):
             self.scheduler = None  # the replay's first session begins afresh
             return
@@ -299,8 +308,9 @@ class Replay:
         # (already JSON's types: lists, strings, numbers, None; compared as they are)
         replayed = recorder.decisions_json(decisions)
         self.published = replay_parts.published(decisions, replayed)
-        self.result.sessions += 1
-        self._compare(recorded, replayed)
+        if not warming:
+            self.result.sessions += 1
+            self._compare(recorded, replayed)
         self.frozen()
 
     def _session_id(self) -> str:
