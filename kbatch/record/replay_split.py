@@ -7,12 +7,12 @@ next only saves work (``Shortcuts``: a session without it decides the same, as a
 ``--from`` a time shows). So the recording's sessions can be cut into runs of
 consecutive ones, each replayed by a process of its own: it reads the recording from the
 start, applies the changes before its first session without running the sessions there
-(a small part of a session's cost), then replays its own. The shares' results are added
+(about a quarter of what replaying them costs), then replays its own. The shares' results are added
 up in order, the differences numbered as one replay numbers them.
 
-The sessions are counted first, from the recording's lines (a decompression, no JSON
-decoding), to give each process about as many of those to replay. Small recordings
-replay in one process: the start of another would cost more than it saves.
+The sessions are found first in the recording's lines (decompressed, not decoded), to
+cut the shares where they cost about the same. Small recordings replay in one process:
+the start of another would cost more than it saves.
 """
 
 import bisect
@@ -33,8 +33,8 @@ from kbatch.record.store import segments
 # recording (0.57 MB) replays in about 10 s, a process starts in about 1 s.
 SPLIT_FROM_BYTES = 4 << 20
 # What applying a recorded change without its session costs, against replaying it with
-# its session, by the bytes of their lines (the simulated day's recording: 105 CPU s to
-# apply every change, 1.7 GB of lines, against about 400 s to replay it all).
+# its session, by the bytes of their lines (the simulated day's recording, 1.7 GB of
+# lines: 105 CPU s to apply every change, 480 s to replay it all).
 APPLIED_COST = 0.25
 # A session's record, and the first record's time, as the recorder writes them (a
 # line each, the operation then the time first, no spaces): a recording written
