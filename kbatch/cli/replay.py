@@ -28,9 +28,8 @@ def replay(args: argparse.Namespace) -> int:
     end = None if args.end is None else duration.parse_duration(args.end, "--to")
     if args.eta_accuracy:
         return _eta_accuracy(args, start, end)
-    workers = replay_split.workers_for(args.recording, args.jobs)
-    if workers > 1:
-        result = replay_split.replay_split(args.recording, start, end, workers, warn=_warn)
+    if args.jobs > 1:
+        result = replay_split.replay_split(args.recording, start, end, args.jobs, warn=_warn)
     else:
         result = replaying.replay(args.recording, start, end, warn=_warn)
     shown = result.as_json()
@@ -50,7 +49,7 @@ def _play_forward(args: argparse.Namespace) -> int:
 
     if args.fail_on_difference:
         raise argparse.ArgumentTypeError("--fail-on-difference goes without --config")
-    if args.jobs is not None:
+    if args.jobs > 1:
         raise argparse.ArgumentTypeError("--jobs goes without --config")
     start = None if args.start is None else duration.parse_duration(args.start, "--from")
     end = None if args.end is None else duration.parse_duration(args.end, "--to")
@@ -70,7 +69,7 @@ def _eta_accuracy(args: argparse.Namespace, start: float | None, end: float | No
     really started (``kbatch.record.eta_accuracy``)."""
     from kbatch.record import eta_accuracy
 
-    if args.jobs is not None:
+    if args.jobs > 1:
         raise argparse.ArgumentTypeError("--jobs goes without --eta-accuracy")
     settings = eta_settings(args)
     shown = eta_accuracy.backtest(args.recording, settings, start, end, warn=_warn)
@@ -193,10 +192,10 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument(
         "--jobs",
         type=_positive,
+        default=1,
         metavar="N",
-        help="replay in N processes, each a share of the sessions (default: one per core, "
-        "at most 4, for a recording of 4 MiB or more, else 1); the bind-for-bind replay "
-        "only",
+        help="replay in N processes, each a run of consecutive sessions (each holds a "
+        "cluster state of its own); the bind-for-bind replay only",
     )
     _config_options(parser)
     add_eta_options(parser)

@@ -11,14 +11,16 @@ start, applies the changes before its first session without running the sessions
 up in order, the differences numbered as one replay numbers them.
 
 The sessions are found first in the recording's lines (decompressed, not decoded), to
-cut the shares where they cost about the same. Small recordings replay in one process:
-the start of another would cost more than it saves.
+cut the shares where they cost about the same. It is asked for, not the default: a
+process applying changes without their sessions takes no snapshot, so it holds every
+pod finished meanwhile until its first (on the simulated day, the second of two
+processes peaks at 725 MiB against one replay's 265), which on a week's recording
+would grow with the week.
 """
 
 import bisect
 import itertools
 import multiprocessing
-import os
 import sys
 import time
 import zlib
@@ -29,9 +31,6 @@ from pathlib import Path
 from kbatch.record.replay import KINDS, SHOWN_DIFFERENCES, Replay, Result
 from kbatch.record.store import segments
 
-# One process below this many compressed bytes (``workers_for``): the half-hour trace's
-# recording (0.57 MB) replays in about 10 s, a process starts in about 1 s.
-SPLIT_FROM_BYTES = 4 << 20
 # What applying a recorded change without its session costs, against replaying it with
 # its session, by the bytes of their lines (the simulated day's recording, 1.7 GB of
 # lines: 105 CPU s to apply every change, 480 s to replay it all).
@@ -42,27 +41,6 @@ APPLIED_COST = 0.25
 _SESSION = b'\n{"op":"out","t":'
 _RECORD = b'\n{"op":"'  # (the header comes first, its own line)
 _CHUNK = 1 << 18
-
-
-def workers_for(directory: Path, jobs: int | None) -> int:
-    """How many processes replay ``directory``: ``jobs`` when given, else one per
-    core this process may use (at most 4) for a recording of ``SPLIT_FROM_BYTES`` or
-    more, one for a smaller one."""
-    if jobs is not None:
-        return max(1, jobs)
-    if not directory.is_dir():
-        return 1  # (the replay says what is wrong with it)
-    size = sum(path.stat().st_size for _, path in segments.segment_files(directory))
-    if size < SPLIT_FROM_BYTES:
-        return 1
-    return max(1, min(4, _cores()))
-
-
-def _cores() -> int:
-    """The cores this process may run on (all the machine's where that is not told)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def session_marks(directory: Path) -> tuple[float, list[float], list[int]]:
