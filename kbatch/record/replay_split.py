@@ -88,12 +88,6 @@ def window(first: float, times: list[float], start: float | None, end: float | N
     return range(inside[0], inside[-1] + 1) if inside else range(0)
 
 
-def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:
-    """The recorded sessions a replay from ``start`` to ``end`` replays (``window``)."""
-    first, times, _ = session_marks(directory)
-    return window(first, times, start, end)
-
-
 def shares(sessions: range, offsets: list[int], workers: int) -> list[range]:
     """The recorded sessions cut into ``workers`` runs of consecutive ones that cost
     about the same: a share's cost taken as the bytes of lines from its first session

@@ -170,6 +170,10 @@ def test_only_an_answer_to_the_same_client_ends_a_hold(api: OutageApi, clock: Cl
     cluster.exchanges.answer(cluster.exchanges.send())
     assert session(cluster) == 3
     cluster.shutdown()
+    api_client = kubeapi.client_for("http://127.0.0.1:1")
+    live = KubeBackend(api_client, ClusterState())
+    assert live.exchanges is api_client.exchanges, "the holds read what its requests count"
+    live.shutdown()
 
 
 def test_an_outage_of_many_sessions_is_told_once_per_interval(

@@ -23,19 +23,26 @@ def _recorded_sessions(directory: Path) -> int:
     return sum(1 for r in segments.Reading(directory).records() if r.get("op") == "out")
 
 
+def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:
+    """The recorded sessions a replay from ``start`` to ``end`` replays, as the split
+    finds them."""
+    first, times, _ = replay_split.session_marks(directory)
+    return replay_split.window(first, times, start, end)
+
+
 def _same(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "wall_seconds"}
 
 
 def test_the_sessions_are_counted_from_the_lines(recording: Path, tmp_path: Path) -> None:
-    counted = replay_split.sessions_in(recording)
+    counted = sessions_in(recording)
     assert counted == range(_recorded_sessions(recording)) and len(counted) > 50
     first, times, offsets = replay_split.session_marks(recording)
     assert first <= times[0] and times == sorted(times)
     lines = b"".join(gzip.decompress(p.read_bytes()) for _, p in segments.segment_files(recording))
     assert all(lines[at : at + 13] == b'\n{"op":"out",' for at in offsets)
     spaced = _copy(recording, tmp_path / "spaced", lambda _: None)  # json.dumps' ", " and ": "
-    assert replay_split.sessions_in(spaced) == range(0), "not as the recorder writes it"
+    assert sessions_in(spaced) == range(0), "not as the recorder writes it"
     assert replay_split.replay_split(spaced, None, None, 2).sessions == len(counted)
 
 
@@ -61,7 +68,7 @@ def test_shares_cost_about_the_same_and_the_last_runs_on() -> None:
 def test_shares_add_up_to_the_whole_replay(recording: Path) -> None:
     whole = replay.replay(recording)
     _, _, offsets = replay_split.session_marks(recording)
-    parts = replay_split.shares(replay_split.sessions_in(recording), offsets, 3)
+    parts = replay_split.shares(sessions_in(recording), offsets, 3)
     results = [replay.Replay(recording, share=part).run() for part in parts]
     assert all(r.sessions > 10 for r in results), "each share replays sessions of its own"
     added = replay_split.added_up(str(recording), None, None, results)
@@ -70,7 +77,7 @@ def test_shares_add_up_to_the_whole_replay(recording: Path) -> None:
 
 
 def test_a_difference_is_numbered_as_one_replay_numbers_it(recording: Path, tmp_path: Path) -> None:
-    total = len(replay_split.sessions_in(recording))
+    total = len(sessions_in(recording))
     seen = {"out": 0, "moved": 0}
 
     def move_a_late_bind(record: dict[str, Any]) -> None:
@@ -91,7 +98,7 @@ def test_a_difference_is_numbered_as_one_replay_numbers_it(recording: Path, tmp_
 
 def test_a_window_replayed_in_shares_is_the_window_replayed_once(recording: Path) -> None:
     window = replay.replay(recording, start=300.0, end=900.0)
-    within = replay_split.sessions_in(recording, 300.0, 900.0)
+    within = sessions_in(recording, 300.0, 900.0)
     assert len(within) == window.sessions > 0 and within.start > 0
     split = replay_split.replay_split(recording, 300.0, 900.0, workers=2)
     assert window.total().differing == 0
