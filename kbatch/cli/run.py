@@ -65,7 +65,13 @@ def _recorder(args: argparse.Namespace, names: frozenset[str]) -> "Recorder | No
     from kbatch.record.store import recorder
 
     header = recorder.state_header(names, False, ASSUMED_TTL, "monotonic")
-    return recorder.Recorder(args.record, args.record_max_bytes, time.monotonic, header)
+    return recorder.Recorder(
+        args.record,
+        args.record_max_bytes,
+        time.monotonic,
+        header,
+        checkpoint_bytes=args.record_checkpoint_every,
+    )
 
 
 def byte_size(text: str) -> int:
@@ -189,6 +195,15 @@ def _add_record_and_eta_options(parser: argparse.ArgumentParser) -> None:
         default="256M",
         metavar="SIZE",
         help="the recording's bound on disk; the oldest segments go first (default 256M)",
+    )
+    parser.add_argument(
+        "--record-checkpoint-every",
+        type=byte_size,
+        default="16M",
+        metavar="SIZE",
+        help="start a new segment from a checkpoint (the state then) at least every SIZE "
+        "of compressed records, so that kbatch replay --from or --jobs reads from the "
+        "last one before it (default 16M)",
     )
     parser.add_argument(
         "--eta-interval",

@@ -48,6 +48,17 @@ SHOWN_DIFFERENCES = 20
 WARM_UP_SESSIONS = 3
 
 
+@dataclass(frozen=True)
+class Begin:
+    """Where a replay starts reading a recording other than at its start: a segment's
+    checkpoint (``segment``, its number), the sessions recorded before it, and the time
+    of the recording's first record (what ``--from`` and ``--to`` count from)."""
+
+    segment: int
+    sessions: int
+    first: float
+
+
 @dataclass(slots=True)
 class Counts:
     recorded: int = 0
@@ -126,19 +137,24 @@ class Replay:
         end: float | None = None,
         warn: Callable[[str], None] = lambda _: None,
         share: range | None = None,
+        begin: Begin | None = None,
     ) -> None:
         """``share``: of the recorded sessions (numbered from 0 in the recording's order,
         every ``out`` record one), those to replay, within ``start`` and ``end``: the
         changes before the first are applied with no session run but the last
-        ``WARM_UP_SESSIONS`` (``replay_split``)."""
-        self.reading = segments.Reading(directory)
+        ``WARM_UP_SESSIONS`` (``replay_split``). ``begin``: read from a checkpoint
+        before the first session to run instead of from the start (the state it holds
+        is the one the changes before it build)."""
+        first_segment = 0 if begin is None else begin.segment
+        self.reading = segments.Reading(directory, first_segment=first_segment)
         self.result = Result(str(directory), start=start, end=end)
         self.warn = warn
         self.share = share
-        self.recorded_sessions = 0  # the ``out`` records taken so far
+        # the ``out`` records taken so far (those before ``begin`` counted)
+        self.recorded_sessions = 0 if begin is None else begin.sessions
         self.t = 0.0
         self.now = 0.0
-        self.t0: float | None = None
+        self.t0: float | None = None if begin is None else begin.first
         self.conf: SchedulerConf | None = None
         self.state: ClusterState | None = None
         self.backend: _Collecting | None = None
@@ -189,7 +205,8 @@ class Replay:
                 f"the recording was made by kbatch {version}; this is kbatch {__version__}: "
                 "decisions may differ where the two differ"
             )
-        self.t0 = float(first.get("t", 0.0))
+        if self.t0 is None:
+            self.t0 = float(first.get("t", 0.0))
         self.state = ClusterState(
             frozenset(header.get("scheduler_names") or DEFAULT_SCHEDULER_NAMES),
             clock=lambda: self.t,
@@ -375,6 +392,15 @@ def replay(
     warn: Callable[[str], None] = lambda _: None,
 ) -> Result:
     """Replay the recording in ``directory``, from ``start`` to ``end`` seconds after its
-    first record. RecordingError: nothing there to replay; ConfigError: its conf cannot
-    be loaded (naming the field)."""
-    return Replay(directory, start, end, warn).run()
+    first record (read from the last checkpoint before ``start``: the sessions before it
+    are not run, and the state there is the one the changes before it build).
+    RecordingError: nothing there to replay; ConfigError: its conf cannot be loaded
+    (naming the field)."""
+    begin = None
+    if start is not None:
+        from kbatch.record import replay_split  # (it imports this module)
+
+        marks = replay_split.session_marks(directory)
+        sessions = replay_split.window(marks.first, marks.times, start, end)
+        begin = replay_split.begin_for(marks, sessions.start) if sessions else None
+    return Replay(directory, start, end, warn, begin=begin).run()

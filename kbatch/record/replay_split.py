@@ -24,11 +24,12 @@ import multiprocessing
 import sys
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbatch.record.replay import KINDS, SHOWN_DIFFERENCES, Replay, Result
+from kbatch.record.replay import KINDS, SHOWN_DIFFERENCES, WARM_UP_SESSIONS, Begin, Replay, Result
 from kbatch.record.store import segments
 
 # What applying a recorded change without its session costs, against replaying it with
@@ -43,35 +44,80 @@ _RECORD = b'\n{"op":"'  # (the header comes first, its own line)
 _CHUNK = 1 << 18
 
 
-def session_marks(directory: Path) -> tuple[float, list[float], list[int]]:
-    """The time of the recording's first record, and of each session recorded (its
-    ``out`` record) its time and the bytes of lines before it (all segments'), read
-    up to the first break in a segment's compressed stream."""
-    first: float | None = None
-    times: list[float] = []
-    offsets: list[int] = []
+@dataclass(frozen=True)
+class Checkpoint:
+    """A segment after the first, which starts from a checkpoint (the state then): its
+    number, the bytes of lines before it, the sessions recorded before it, and its time."""
+
+    segment: int
+    offset: int
+    sessions: int
+    t: float
+
+
+@dataclass
+class Marks:
+    """Where a recording's sessions are: the time of its first record, and of each
+    session recorded (its ``out`` record) its time and the bytes of lines before it (all
+    segments'); and the checkpoints a replay can start from."""
+
+    first: float = 0.0
+    times: list[float] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+
+    def checkpoint_before(self, session: int) -> Checkpoint | None:
+        return checkpoint_before(self.checkpoints, session)
+
+
+def checkpoint_before(checkpoints: Sequence[Checkpoint], session: int) -> Checkpoint | None:
+    """The last of ``checkpoints`` from which the recorded session ``session`` is read
+    whole (a checkpoint may fall between a session's beginning and its decisions: the
+    session its decisions follow is not); None: read from the start."""
+    found = None
+    for checkpoint in checkpoints:
+        if checkpoint.sessions + 1 > session:
+            break
+        found = checkpoint
+    return found
+
+
+def session_marks(directory: Path) -> Marks:
+    """The marks of the recording in ``directory`` (``Marks``), read up to the first break
+    in a segment's compressed stream."""
+    marks = Marks()
+    found_first = False
     read = 0  # the lines' bytes before ``text``
-    for _, path in segments.segment_files(directory):
+    for index, (number, path) in enumerate(segments.segment_files(directory)):
         decompress = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip
         tail = b""  # from the last line break on: a line not ended yet
+        begins = read  # the bytes of lines before this segment
+        opened = index == 0  # its first record seen (the first segment has no checkpoint)
         try:
             with path.open("rb") as raw:
                 while chunk := raw.read(_CHUNK):
                     text = tail + decompress.decompress(chunk)
                     ended = max(text.rfind(b"\n"), 0)  # the lines before it are whole
-                    if first is None and (at := text.find(_RECORD, 0, ended)) >= 0:
-                        first = _time_at(text, text.index(b'"t":', at) + 4)
+                    if not (opened and found_first) and (at := text.find(_RECORD, 0, ended)) >= 0:
+                        t = _time_at(text, text.index(b'"t":', at) + 4)
+                        if not found_first:
+                            marks.first, found_first = t, True
+                        if not opened:
+                            marks.checkpoints.append(
+                                Checkpoint(number, begins, len(marks.times), t)
+                            )
+                            opened = True
                     at = text.find(_SESSION, 0, ended)
                     while at >= 0:
-                        times.append(_time_at(text, at + len(_SESSION)))
-                        offsets.append(read + at)
+                        marks.times.append(_time_at(text, at + len(_SESSION)))
+                        marks.offsets.append(read + at)
                         at = text.find(_SESSION, at + 1, ended)
                     read += ended
                     tail = text[ended:]
         except (OSError, zlib.error, ValueError):
             break  # (the replay says where it stopped)
         read += len(tail)
-    return first or 0.0, times, offsets
+    return marks
 
 
 def _time_at(text: bytes, at: int) -> float:
@@ -88,22 +134,30 @@ def window(first: float, times: list[float], start: float | None, end: float | N
     return range(inside[0], inside[-1] + 1) if inside else range(0)
 
 
-def shares(sessions: range, offsets: list[int], workers: int) -> list[range]:
+def shares(
+    sessions: range, offsets: list[int], workers: int, checkpoints: Sequence[Checkpoint] = ()
+) -> list[range]:
     """The recorded sessions cut into ``workers`` runs of consecutive ones that cost
     about the same: a share's cost taken as the bytes of lines from its first session
     of ``sessions`` (those to replay) to its last, and ``APPLIED_COST`` of the bytes
-    before (applied without their sessions); ``offsets``: the bytes before each
-    recorded session. The first share runs from the recording's first session, the
-    last on past ``sessions`` (a count that missed some leaves none out)."""
+    before it from where it starts reading (applied without their sessions): the last
+    of ``checkpoints`` before its warm-up, else the recording's start. ``offsets``: the
+    bytes before each recorded session. The first share runs from the recording's first
+    session, the last on past ``sessions`` (a count that missed some leaves none out)."""
     if workers <= 1 or not sessions:
         return [range(0, sys.maxsize)]
     low = offsets[sessions.start - 1] if sessions.start else 0
     high = offsets[sessions.stop - 1]
 
+    def read_from(at: float) -> int:
+        first = bisect.bisect_left(offsets, at) - WARM_UP_SESSIONS
+        checkpoint = checkpoint_before(checkpoints, first)
+        return 0 if checkpoint is None else checkpoint.offset
+
     def ends(cost: float) -> list[float]:
         at, found = float(low), []
         for _ in range(workers):
-            at = at + cost - APPLIED_COST * at
+            at = at + cost - APPLIED_COST * (at - read_from(at))
             found.append(at)
         return found
 
@@ -128,11 +182,12 @@ def replay_split(
     """``directory`` replayed from ``start`` to ``end`` by ``workers`` processes, the
     results added up as one replay's; ``warn`` is told each warning once, at the end."""
     began = time.perf_counter()
-    first, times, offsets = session_marks(directory)
-    parts = shares(window(first, times, start, end), offsets, workers)
+    marks = session_marks(directory)
+    sessions = window(marks.first, marks.times, start, end)
+    parts = shares(sessions, marks.offsets, workers, marks.checkpoints)
     context = multiprocessing.get_context("spawn")  # (no fork of a threaded process)
     with ProcessPoolExecutor(len(parts), mp_context=context) as pool:
-        futures = [pool.submit(_replay_share, directory, start, end, part) for part in parts]
+        futures = [pool.submit(_replay_share, directory, start, end, part, marks) for part in parts]
         results = [future.result() for future in futures]
     merged = added_up(str(directory), start, end, results)
     merged.wall_seconds = time.perf_counter() - began
@@ -143,8 +198,20 @@ def replay_split(
     return merged
 
 
-def _replay_share(directory: Path, start: float | None, end: float | None, share: range) -> Result:
-    return Replay(directory, start, end, share=share).run()
+def _replay_share(
+    directory: Path, start: float | None, end: float | None, share: range, marks: Marks
+) -> Result:
+    return Replay(directory, start, end, share=share, begin=begin_for(marks, share.start)).run()
+
+
+def begin_for(marks: Marks, first: int) -> Begin | None:
+    """Where a replay whose first session to run is the recorded session ``first``
+    (counting the warm-up before a share's own) starts reading: the last checkpoint
+    before it, with the recording's first time (None: the recording's start)."""
+    checkpoint = marks.checkpoint_before(first - WARM_UP_SESSIONS)
+    if checkpoint is None:
+        return None
+    return Begin(checkpoint.segment, checkpoint.sessions, marks.first)
 
 
 def added_up(directory: str, start: float | None, end: float | None, parts: list[Result]) -> Result:

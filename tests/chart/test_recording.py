@@ -46,6 +46,7 @@ def test_on_records_on_an_empty_dir_with_the_bound() -> None:
     c = container(objects)
     assert c["command"][:2] == ["/bin/sh", "-c"]
     assert "--record-max-bytes=64M" in c["args"]
+    assert "--record-checkpoint-every=16M" in c["args"]
     assert f'dir="{MOUNT}/$POD_NAME"' in c["command"][2]
     assert any(e["name"] == "POD_NAME" for e in c["env"])
     assert recording_volume(objects) == {"name": "recording", "emptyDir": {}}

@@ -5,7 +5,8 @@ few nodes of the test's own, the e2e kubelet running and finishing the pods (so 
 that wait get the room of those that end); once every pod has run, the run is killed
 (SIGKILL: no clean-up, the recording is as its last flush left it), and ``kbatch replay
 DIR -o json`` must read it up to there, say where it stopped, and find every recorded
-bind, eviction, nomination and status made again, with none differing.
+bind, eviction, nomination and status made again, with none differing; and so must a
+replay shared by two processes, the second starting from a checkpoint.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from e2e.cluster_backend import poll
 from kbatch.api import GROUP, VERSION
 from kbatch.kubeapi import ApiError, request
+from kbatch.record.store import segments
 from kbatch.record.store.recorder import FLUSH_SECONDS
 
 pytestmark = pytest.mark.e2e
@@ -74,7 +76,7 @@ def test_a_recorded_run_replays_bind_for_bind(
         f"record-{corner.suffix}",
         scheduler_names=(corner.scheduler_name,),
         leader_elect=False,
-        extra=("--record", str(recording)),
+        extra=("--record", str(recording), "--record-checkpoint-every", "4K"),
     )
     try:
         corner.add_pods(pods)
@@ -111,7 +113,25 @@ def test_a_recorded_run_replays_bind_for_bind(
     assert shown["decisions"]["differing"] == 0
     assert shown["decisions"]["replayed"] == shown["decisions"]["recorded"]
     assert done.returncode == 0, done.stderr
+    _replayed_in_shares(recording, shown)
     _played_forward(recording, len(pods))
+
+
+def _replayed_in_shares(recording: Path, whole: dict[str, Any]) -> None:
+    """The same recording, its segments each starting from a checkpoint (every 4 KiB),
+    replayed by two processes: the second reads from the last checkpoint before its
+    sessions, and the two find what the whole replay finds."""
+    assert len(segments.segment_files(recording)) > 2, "a checkpoint every 4 KiB"
+    done = subprocess.run(
+        [str(KBATCH), "replay", str(recording), "--jobs", "2", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["decisions"] == whole["decisions"] and shown["differences"] == []
+    assert shown["sessions"] == whole["sessions"]
 
 
 def _played_forward(recording: Path, pods: int) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from kbatch import __version__
 from kbatch.config import SchedulerConf
 from kbatch.record.store import segments
+from kbatch.record.store.checkpoint import Checkpoint
 
 log = logging.getLogger("kbatch.record")
 
@@ -49,7 +50,9 @@ _CLOSE = ("close",)
 class Recorder:
     """Queues what it is told; its writer thread writes it to ``directory`` under
     ``max_bytes``. ``clock``: the time each record carries. ``limit``: the items that
-    may wait for the writer (None: no limit; the simulator's, which may wait for it)."""
+    may wait for the writer (None: no limit; the simulator's, which may wait for it).
+    ``checkpoint_bytes``: a new segment, starting from a checkpoint, at least every so
+    many compressed bytes (None: ``segments.CHECKPOINT_BYTES``)."""
 
     def __init__(
         self,
@@ -58,6 +61,7 @@ class Recorder:
         clock: Callable[[], float] = time.monotonic,
         header: dict[str, Any] | None = None,
         limit: int | None = QUEUE_LIMIT,
+        checkpoint_bytes: int | None = None,
     ) -> None:
         self.clock = clock
         self.limit = limit
@@ -69,8 +73,7 @@ class Recorder:
         self._put_lock = threading.Lock()
         self._written = 0
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._held: dict[str, dict[str, Any]] = {}  # kind -> key -> object, as the state
-        self._conf: dict[str, Any] | None = None
+        self._state = Checkpoint()  # what the records written so far build
         self._last_conf: SchedulerConf | None = None
         # Clear while a session runs (``session`` to ``ended``): the writer waits for it, so
         # that it takes the interpreter between sessions rather than from one (on a busy
@@ -84,7 +87,9 @@ class Recorder:
             "started": time.time(),
             **(header or {}),
         }
-        self.writer = segments.SegmentWriter(directory, max_bytes, full_header, self._checkpoint)
+        self.writer = segments.SegmentWriter(
+            directory, max_bytes, full_header, self._checkpoint, checkpoint_bytes
+        )
         self._thread = threading.Thread(target=self._run, name="kbatch-recorder", daemon=True)
         self._thread.start()
 
@@ -210,25 +215,27 @@ class Recorder:
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
         op, t = item[0], item[1]
+        self._state.last_t = t
         if op == "a":
             _, _, kind, key, obj = item
-            self._held.setdefault(kind, {})[key] = obj
+            self._state.applied(kind, key, obj)
             return {"op": "a", "t": t, "o": obj}
         if op == "d":
-            self._held.get(item[2], {}).pop(item[3], None)
+            self._state.dropped(item[2], item[3])
             return {"op": "d", "t": t, "k": item[2], "key": item[3]}
         if op == "r":
             return {"op": "r", "t": t, "o": item[2]}
-        if op in ("as", "ar", "c", "f"):
+        if op in ("as", "ar", "c", "f", "k"):
+            self._state.assumed(op, t, item[2], item[3])
             record = {"op": op, "t": t, "key": item[2]}
-            if item[3] is not None:
+            if op == "k":
+                record["s"] = item[3]
+            elif item[3] is not None:
                 record["node"] = item[3]
             return record
-        if op == "k":
-            return {"op": "k", "t": t, "key": item[2], "s": item[3]}
         if op == "conf":
-            self._conf = item[2].model_dump(mode="json", exclude_defaults=True)
-            return {"op": "conf", "t": t, "conf": self._conf}
+            self._state.conf = item[2].model_dump(mode="json", exclude_defaults=True)
+            return {"op": "conf", "t": t, "conf": self._state.conf}
         if op == "now":
             return {"op": "now", "t": t, "now": item[2]}
         if op == "out":
@@ -238,13 +245,11 @@ class Recorder:
         return {"op": op, "t": t}
 
     def _checkpoint(self) -> Iterator[dict[str, Any]]:
-        """A new segment's first records: the conf, then every object held."""
-        t = self.clock()
-        if self._conf is not None:
-            yield {"op": "conf", "t": t, "conf": self._conf}
-        for held in self._held.values():
-            for obj in held.values():
-                yield {"op": "a", "t": t, "o": obj}
+        """A new segment's first records (``Checkpoint.records``), at the time of the
+        last record written (the writer may run behind the clock: the simulator's by
+        whole simulated hours)."""
+        last = self._state.last_t
+        return self._state.records(self.clock() if last is None else last)
 
 
 def decisions_json(decisions: tuple[Any, ...]) -> dict[str, Any]:

@@ -4,10 +4,12 @@
 header line (``{"kbatch": version, "format": 1, "segment": n, ...}``), then the
 records of a checkpoint (every object held when the segment began, each marked
 ``"b": 1``; none in the first), then the records as they come. Once a segment's
-compressed bytes reach a quarter of the bound, the next begins; while the segments
-together are over the bound, the oldest are deleted. So a recording keeps the last
-three to four quarters of its bound, and any segment can be replayed from: its
-checkpoint is the state it starts from.
+compressed bytes reach a quarter of the bound, or ``CHECKPOINT_BYTES`` when that is
+less, the next begins; while the segments together are over the bound, the oldest are
+deleted. So a recording keeps about its bound less a segment, and any segment can be
+replayed from: its checkpoint is the state it starts from (``Reading(first_segment=)``:
+a replay from late in a long recording, or a share of one, reads no segment before
+the last checkpoint it needs).
 
 The writer ends its lines on a gzip sync flush (``flush``): the bytes on disk then
 decompress to whole lines, so a run killed at any moment leaves a recording readable
@@ -31,6 +33,11 @@ FORMAT = 1
 PATTERN = re.compile(r"segment-(\d{6})\.jsonl\.gz")
 SEGMENTS_PER_BOUND = 4
 MIN_BYTES = 4096  # the smallest bound: below it a segment cannot hold its header
+# The compressed bytes after which a segment ends even under a large bound, so that a
+# replay from late in a recording starts from a checkpoint near it. On the simulated day
+# (1,000 nodes, 67 MB in all) a checkpoint comes every few hours and holds about a
+# megabyte: the state then, against the tens of megabytes of changes between two.
+CHECKPOINT_BYTES = 16 << 20
 COMPRESS_LEVEL = 5
 
 
@@ -59,9 +66,15 @@ class SegmentWriter:
         max_bytes: int,
         header: dict[str, Any],
         checkpoint: Callable[[], Iterable[dict[str, Any]]],
+        checkpoint_bytes: int | None = None,
     ) -> None:
+        """``checkpoint_bytes``: the compressed bytes after which a segment ends under
+        any bound (None: ``CHECKPOINT_BYTES``)."""
         if max_bytes < MIN_BYTES:
             raise RecordingError(f"--record-max-bytes: {max_bytes} is below {MIN_BYTES}")
+        every = CHECKPOINT_BYTES if checkpoint_bytes is None else checkpoint_bytes
+        if every < MIN_BYTES:
+            raise RecordingError(f"--record-checkpoint-every: {every} is below {MIN_BYTES}")
         directory.mkdir(parents=True, exist_ok=True)
         existing = segment_files(directory)
         if existing:
@@ -71,7 +84,7 @@ class SegmentWriter:
             )
         self.directory = directory
         self.max_bytes = max_bytes
-        self.segment_bytes = max_bytes // SEGMENTS_PER_BOUND
+        self.segment_bytes = min(max_bytes // SEGMENTS_PER_BOUND, every)
         self.header = header
         self.checkpoint = checkpoint
         self.number = 0
@@ -160,11 +173,14 @@ class Stop:
 @dataclass(slots=True)
 class Reading:
     """The records of a recording, oldest first (``records``), with each segment's
-    header (``headers``) and where reading stopped early (``stopped``, else None)."""
+    header (``headers``) and where reading stopped early (``stopped``, else None).
+    ``first_segment``: the number of the segment to start from (its checkpoint read as
+    the first segment's); those before it are not read. 0: the first there is."""
 
     directory: Path
     headers: list[dict[str, Any]] = field(default_factory=list)
     stopped: Stop | None = None
+    first_segment: int = 0
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Each record once: the first segment's checkpoint, then every segment's
@@ -172,6 +188,7 @@ class Reading:
         files = segment_files(self.directory)
         if not files:
             raise RecordingError(f"{self.directory}: no recording here (no segment-*.jsonl.gz)")
+        files = [(n, path) for n, path in files if n >= self.first_segment] or files[-1:]
         for index, (_, path) in enumerate(files):
             yield from self._segment(path, first=index == 0)
             if self.stopped is not None:

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from kbatch.cli.main import main
+from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.record import replay, replay_split
 from kbatch.record.store import segments
+from kbatch.sim import manifests, runner, trace
 from tests.unit.record.test_replay import _copy, recording
 
 __all__ = ["recording"]  # the fixture, used by name
@@ -26,8 +28,8 @@ def _recorded_sessions(directory: Path) -> int:
 def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:
     """The recorded sessions a replay from ``start`` to ``end`` replays, as the split
     finds them."""
-    first, times, _ = replay_split.session_marks(directory)
-    return replay_split.window(first, times, start, end)
+    marks = replay_split.session_marks(directory)
+    return replay_split.window(marks.first, marks.times, start, end)
 
 
 def _same(result: dict[str, Any]) -> dict[str, Any]:
@@ -37,8 +39,9 @@ def _same(result: dict[str, Any]) -> dict[str, Any]:
 def test_the_sessions_are_counted_from_the_lines(recording: Path, tmp_path: Path) -> None:
     counted = sessions_in(recording)
     assert counted == range(_recorded_sessions(recording)) and len(counted) > 50
-    first, times, offsets = replay_split.session_marks(recording)
-    assert first <= times[0] and times == sorted(times)
+    marks = replay_split.session_marks(recording)
+    first, times, offsets = marks.first, marks.times, marks.offsets
+    assert first <= times[0] and times == sorted(times) and marks.checkpoints == []
     lines = b"".join(gzip.decompress(p.read_bytes()) for _, p in segments.segment_files(recording))
     assert all(lines[at : at + 13] == b'\n{"op":"out",' for at in offsets)
     spaced = _copy(recording, tmp_path / "spaced", lambda _: None)  # json.dumps' ", " and ": "
@@ -67,7 +70,7 @@ def test_shares_cost_about_the_same_and_the_last_runs_on() -> None:
 
 def test_shares_add_up_to_the_whole_replay(recording: Path) -> None:
     whole = replay.replay(recording)
-    _, _, offsets = replay_split.session_marks(recording)
+    offsets = replay_split.session_marks(recording).offsets
     parts = replay_split.shares(sessions_in(recording), offsets, 3)
     results = [replay.Replay(recording, share=part).run() for part in parts]
     assert all(r.sessions > 10 for r in results), "each share replays sessions of its own"
@@ -116,3 +119,66 @@ def test_the_command_line_splits_when_asked(
     assert "--jobs: '0' is not a whole number of 1 or more" in capsys.readouterr().err
     assert main(["replay", str(recording), "--jobs", "2", "--eta-accuracy"]) == 2
     assert "--jobs goes without --eta-accuracy" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def checkpointed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The recording of ``recording``'s simulation, its segments cut every 4 KiB:
+    each after the first starts from a checkpoint."""
+    spec = trace.TraceSpec(30, 1 / 3, 0)
+    loaded = manifests.load_documents(trace.trace_objects(spec), "<trace>")
+    directory = tmp_path_factory.mktemp("checkpointed") / "recording"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(segments, "CHECKPOINT_BYTES", segments.MIN_BYTES)
+        options = runner.Options(until=spec.seconds, record=(directory, 64 << 20))
+        runner.Simulation(loaded, default_conf(), options).run()
+    return directory
+
+
+def test_checkpoints_are_found_with_the_sessions_before_them(checkpointed: Path) -> None:
+    marks = replay_split.session_marks(checkpointed)
+    files = segments.segment_files(checkpointed)
+    assert len(files) > 4 and [c.segment for c in marks.checkpoints] == [n for n, _ in files[1:]]
+    for checkpoint in marks.checkpoints:
+        reading = segments.Reading(checkpointed, first_segment=checkpoint.segment)
+        records = list(reading.records())
+        assert records[0]["t"] == checkpoint.t and records[0]["op"] in ("a", "conf")
+        outs = sum(1 for r in records if r.get("op") == "out")
+        assert checkpoint.sessions + outs == len(marks.times), "every session counted once"
+    assert marks.checkpoint_before(0) is None
+    last = marks.checkpoints[-1]
+    assert marks.checkpoint_before(last.sessions + 1) == last
+    assert marks.checkpoint_before(last.sessions) != last, "its first session may be cut"
+
+
+def test_shares_from_checkpoints_add_up_to_the_whole_replay(
+    checkpointed: Path, recording: Path
+) -> None:
+    whole = replay.replay(checkpointed)
+    assert whole.total().differing == 0
+    assert whole.total() == replay.replay(recording).total(), "the same run, recorded alike"
+    marks = replay_split.session_marks(checkpointed)
+    parts = replay_split.shares(sessions_in(checkpointed), marks.offsets, 3, marks.checkpoints)
+    begins = [replay_split.begin_for(marks, part.start) for part in parts]
+    assert begins[0] is None and all(b is not None for b in begins[1:]), begins
+    results = [
+        replay.Replay(checkpointed, share=part, begin=begin).run()
+        for part, begin in zip(parts, begins, strict=True)
+    ]
+    added = replay_split.added_up(str(checkpointed), None, None, results)
+    assert _same(added.as_json()) == _same(whole.as_json())
+    split = replay_split.replay_split(checkpointed, None, None, workers=2)
+    assert _same(split.as_json()) == _same(whole.as_json())
+
+
+def test_a_window_replayed_from_a_checkpoint_is_the_window_replayed_from_the_start(
+    checkpointed: Path,
+) -> None:
+    from_checkpoint = replay.replay(checkpointed, start=600.0, end=1000.0)
+    from_start = replay.Replay(checkpointed, start=600.0, end=1000.0).run()
+    assert from_checkpoint.sessions == from_start.sessions > 0
+    assert _same(from_checkpoint.as_json()) == _same(from_start.as_json())
+    marks = replay_split.session_marks(checkpointed)
+    window = replay_split.window(marks.first, marks.times, 600.0, 1000.0)
+    begin = replay_split.begin_for(marks, window.start)
+    assert begin is not None and begin.segment > 1, "read from a checkpoint"
