@@ -3,6 +3,7 @@ process against a cluster (``kbatch.operators.process``), until interrupted."""
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,8 @@ from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
 
 if TYPE_CHECKING:
     from kbatch.record.store.recorder import Recorder
+
+EXIT_NO_CLUSTER = 1  # no kubeconfig or in-cluster credentials to schedule with
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,10 +29,16 @@ def run(args: argparse.Namespace) -> int:
     period = duration.parse_duration(args.schedule_period, "--schedule-period")
     lease = duration.parse_duration(args.lease_duration, "--lease-duration")
     names = frozenset(args.scheduler_name or DEFAULT_SCHEDULER_NAMES)
+    try:
+        api = kubeapi.api_client(args.kubeconfig)
+    except Exception as exc:  # the client's ConfigException, or a kubeconfig file's error
+        where = f" (--kubeconfig {args.kubeconfig})" if args.kubeconfig else ""
+        print(f"kbatch: error: no cluster to schedule{where}: {exc}", file=sys.stderr)
+        return EXIT_NO_CLUSTER
+    recorder = _recorder(args, names)  # (a recording refused before anything starts)
     # The lists start before kopf and the scheduler load (about a second): the API
     # server prepares them meanwhile (10,000 pods take it seconds).
-    watches = Watches(kubeapi.api_client(args.kubeconfig), names)
-    recorder = _recorder(args, names)
+    watches = Watches(api, names)
     if recorder is not None:
         watches.state.observer = recorder  # before the first list: every object recorded
     watches.start()
