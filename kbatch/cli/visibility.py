@@ -53,6 +53,11 @@ class Source(Protocol):
 
     def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects: ...
 
+    def held_jobs(self) -> list[dict[str, Any]]:
+        """The batch/v1 Jobs (what ``objects(jobs=True)`` adds), listed on their own: a
+        forecast needs them, a published estimate does not."""
+        ...
+
     def conf(self) -> tuple[SchedulerConf, str]: ...
 
 
@@ -69,7 +74,7 @@ class LiveSource:
 
         read = {kind: self._list(kind) for kind in COLLECTIONS if kind != "Job"}
         if jobs:
-            read["Job"] = self._list("Job", optional="held Jobs' pods are not foreseen")
+            read["Job"] = self.held_jobs()
         events = []
         if events_in is not None:
             path = f"/api/v1/namespaces/{events_in}/events"
@@ -85,6 +90,9 @@ class LiveSource:
             jobs=read.get("Job", []),
             events=events,
         )
+
+    def held_jobs(self) -> list[dict[str, Any]]:
+        return self._list("Job", optional="held Jobs' pods are not foreseen")
 
     def _list(self, kind: str, optional: str = "") -> list[dict[str, Any]]:
         return self._items(COLLECTIONS[kind], kind, optional)
@@ -179,7 +187,7 @@ def jobs(args: argparse.Namespace) -> int:
 
     source = source_for(args)
     conf, conf_source = source.conf()
-    objects = source.objects(jobs=args.eta, events_in=None)
+    objects = source.objects(jobs=False, events_in=None)
     session, warnings = standing.open_session(objects, conf, _names(args))
     line = standing.line_of(session, warnings)
     _warn_all(line.warnings)
@@ -192,7 +200,7 @@ def jobs(args: argparse.Namespace) -> int:
     estimates = None
     if args.eta:
         targets = [out.job_uid(row) for row in rows]
-        estimates = _estimates(args, session, objects, conf, targets)
+        estimates = _estimates(args, source, session, objects, conf, targets)
     if args.output == "table":
         out.show(sys.stdout, out.jobs_table(rows, objects.now, estimates))
         if not rows:
@@ -216,7 +224,7 @@ def explain(args: argparse.Namespace) -> int:
     namespace = namespace or args.namespace
     source = source_for(args)
     conf, conf_source = source.conf()
-    objects = source.objects(jobs=args.eta, events_in=namespace)
+    objects = source.objects(jobs=False, events_in=namespace)
     session, warnings = standing.open_session(objects, conf, _names(args))
     line = standing.line_of(session, warnings)
     _warn_all(line.warnings)
@@ -227,7 +235,7 @@ def explain(args: argparse.Namespace) -> int:
     estimate = None
     if args.eta:
         uid = out.job_uid(story.job)
-        estimate = _estimates(args, session, objects, conf, [uid]).get(uid)
+        estimate = _estimates(args, source, session, objects, conf, [uid]).get(uid)
     if args.output == "table":
         out.show(sys.stdout, out.explanation(story, objects.now, estimate, conf_source))
     else:
@@ -238,13 +246,17 @@ def explain(args: argparse.Namespace) -> int:
 
 def _estimates(
     args: argparse.Namespace,
+    source: Source,
     session: Session,
     objects: standing.ClusterObjects,
     conf: SchedulerConf,
     targets: list[str],
 ) -> dict[str, eta.Estimate]:
     """The estimates of ``targets``: those the scheduler published on the PodGroups, when
-    at most ``--eta-max-age`` old (``kbatch.visibility.published``), the rest forecast."""
+    at most ``--eta-max-age`` old (``kbatch.visibility.published``), the rest forecast
+    (the Jobs kbatch holds listed for it then: a held Job's pods are foreseen)."""
+    import dataclasses
+
     from kbatch.visibility import published
 
     max_age = duration.parse_duration(args.eta_max_age, "--eta-max-age")
@@ -260,6 +272,7 @@ def _estimates(
             found[uid] = read.estimate
     rest = [uid for uid in targets if uid not in found]
     if rest:
+        objects = dataclasses.replace(objects, jobs=source.held_jobs())
         found.update(_forecast(args, session, objects, conf, rest).estimates)
     return found
 

@@ -35,11 +35,15 @@ class StaticSource:
 
     def __init__(self, objects: visibility.ClusterObjects) -> None:
         self._objects = objects
-        self.asked: list[tuple[bool, str | None]] = []
+        self.asked: list[tuple[bool | str, str | None]] = []
 
     def objects(self, *, jobs: bool, events_in: str | None) -> visibility.ClusterObjects:
         self.asked.append((jobs, events_in))
         return self._objects
+
+    def held_jobs(self) -> list[dict]:
+        self.asked.append(("jobs", None))
+        return list(self._objects.jobs)
 
     def conf(self):
         return default_conf(), "the default (a test's)"
@@ -148,7 +152,7 @@ def test_jobs_of_one_queue_keep_their_place_in_the_cluster(cluster, capsys) -> N
 
 def test_jobs_with_eta(cluster, capsys) -> None:
     code, out, _ = kbatch(capsys, "jobs", "--eta")
-    assert code == 0 and cluster.asked == [(True, None)]
+    assert code == 0 and cluster.asked == [(False, None), ("jobs", None)]  # for the forecast
     header, second, third = out.splitlines()
     assert header.split()[8] == "ETA"
     # the line as it stands now puts research first (its share is 0); once the running
@@ -163,7 +167,7 @@ def test_jobs_with_eta(cluster, capsys) -> None:
 
 def test_explain_with_eta(cluster, capsys) -> None:
     code, out, _ = kbatch(capsys, "explain", "default/third", "--eta")
-    assert code == 0 and cluster.asked == [(True, "default")]
+    assert code == 0 and cluster.asked == [(False, "default"), ("jobs", None)]
     facts = dict(
         re.split(r"\s{2,}", line, maxsplit=1) for line in out.split("\n\n")[0].splitlines()
     )

@@ -153,9 +153,15 @@ def test_later_than_and_unknown_are_published_as_unknown() -> None:
 class Source:
     def __init__(self, objects: standing.ClusterObjects) -> None:
         self._objects = objects
+        self.jobs_listed = 0
 
     def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects:
+        assert not jobs, "Jobs are listed only for a forecast"
         return self._objects
+
+    def held_jobs(self) -> list[dict]:
+        self.jobs_listed += 1
+        return list(self._objects.jobs)
 
     def conf(self):
         return default_conf(), "the default"
@@ -194,6 +200,7 @@ def test_explain_eta_reads_a_fresh_published_estimate_and_computes_otherwise(
     assert code == 0
     shown = json.loads(out)["eta"]
     assert (shown["seconds"], shown.get("publishedAt")) == (seconds, published_at)
+    assert source.jobs_listed == (published_at is None), "Jobs listed only to forecast"
 
 
 def test_no_round_runs_while_the_schedulers_binds_are_in_flight() -> None:

@@ -28,6 +28,9 @@ class Source:
     def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects:
         return self._objects
 
+    def held_jobs(self) -> list[dict]:
+        return list(self._objects.jobs)
+
     def conf(self):
         return default_conf(), "the default (a test's)"
 
