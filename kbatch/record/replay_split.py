@@ -6,16 +6,17 @@ replay applies none of its own), and what the scheduler keeps from one session t
 next only saves work (``Shortcuts``: a session without it decides the same, as a replay
 ``--from`` a time shows). So the recording's sessions can be cut into runs of
 consecutive ones, each replayed by a process of its own: it reads the recording from the
-start, applies the changes before its first session without running the sessions there
-(about a quarter of what replaying them costs), then replays its own. The shares' results are added
-up in order, the differences numbered as one replay numbers them.
+last checkpoint before its first session (a segment's first records: the state then;
+the recording's start for the first run), applies the changes up to that session
+without running the sessions there (about a quarter of what replaying them costs), then
+replays its own. The shares' results are added up in order, the differences numbered as
+one replay numbers them.
 
-The sessions are found first in the recording's lines (decompressed, not decoded), to
-cut the shares where they cost about the same. It is asked for, not the default: a
-process applying changes without their sessions takes no snapshot, so it holds every
-pod finished meanwhile until its first (on the simulated day, the second of two
-processes peaks at 725 MiB against one replay's 265), which on a week's recording
-would grow with the week.
+The sessions and checkpoints are found first in the recording's lines (decompressed,
+not decoded), to cut the shares where they cost about the same. A process holds the
+state its checkpoint holds and what follows: what is alive, not the history before it.
+It is asked for, not the default (a recording made before checkpoints, one segment,
+would have every process but the first apply, and hold, all that came before its run).
 """
 
 import bisect
@@ -86,27 +87,26 @@ def session_marks(directory: Path) -> Marks:
     """The marks of the recording in ``directory`` (``Marks``), read up to the first break
     in a segment's compressed stream."""
     marks = Marks()
-    found_first = False
     read = 0  # the lines' bytes before ``text``
     for index, (number, path) in enumerate(segments.segment_files(directory)):
         decompress = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip
         tail = b""  # from the last line break on: a line not ended yet
         begins = read  # the bytes of lines before this segment
-        opened = index == 0  # its first record seen (the first segment has no checkpoint)
+        looking = True  # for the segment's first record (after its header)
         try:
             with path.open("rb") as raw:
                 while chunk := raw.read(_CHUNK):
                     text = tail + decompress.decompress(chunk)
                     ended = max(text.rfind(b"\n"), 0)  # the lines before it are whole
-                    if not (opened and found_first) and (at := text.find(_RECORD, 0, ended)) >= 0:
+                    if looking and (at := text.find(_RECORD, 0, ended)) >= 0:
+                        looking = False
                         t = _time_at(text, text.index(b'"t":', at) + 4)
-                        if not found_first:
-                            marks.first, found_first = t, True
-                        if not opened:
+                        if index == 0:
+                            marks.first = t
+                        else:  # (the oldest segment kept is where a replay starts anyway)
                             marks.checkpoints.append(
                                 Checkpoint(number, begins, len(marks.times), t)
                             )
-                            opened = True
                     at = text.find(_SESSION, 0, ended)
                     while at >= 0:
                         marks.times.append(_time_at(text, at + len(_SESSION)))
