@@ -149,6 +149,11 @@ def _text(shown: dict[str, Any]) -> str:
         lines.append(
             f"  {kind:<12} {counts['recorded']:>8} {counts['replayed']:>8} {counts['differing']:>8}"
         )
+    for number, share in enumerate(shown.get("shares") or (), start=1):
+        lines.append(
+            f"process {number}: {share['sessions']} sessions from segment "
+            f"{share['fromSegment']} in {share['wall_seconds']} s ({share['cpu_seconds']} s CPU)"
+        )
     for difference in shown["differences"]:
         lines.append(
             f"session {difference['session']} at {difference['at']} s: {difference['kind']} "

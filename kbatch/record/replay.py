@@ -78,6 +78,11 @@ class Result:
     stopped: segments.Stop | None = None
     warnings: list[str] = field(default_factory=list)
     wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's
+    first_segment: int = 0  # the segment it read from (its checkpoint, after the first)
+    # Of a replay shared between processes (``replay_split``): each share's sessions,
+    # first segment, wall and CPU seconds, in order.
+    shares: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self) -> Counts:
         return Counts(
@@ -107,6 +112,7 @@ class Result:
             "stopped": None if self.stopped is None else _stop_json(self.stopped),
             "warnings": self.warnings,
             "wall_seconds": round(self.wall_seconds, 3),
+            **({"shares": self.shares} if self.shares else {}),
         }
 
 
@@ -168,7 +174,7 @@ class Replay:
         self.session_uid = ""  # the recorded session's, when its decisions tell it
 
     def run(self) -> Result:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         # As the simulator runs (``runner.collector_paused_for_run``): what outlives a
         # session is frozen out of the cyclic collector's sight, which would otherwise walk
         # the whole cluster state again and again to free nothing (a session leaves no
@@ -181,6 +187,9 @@ class Replay:
         if self.reading.stopped is not None:
             self.warn(f"the recording stops early: {self.reading.stopped}")
         self.result.wall_seconds = time.perf_counter() - started
+        self.result.cpu_seconds = time.process_time() - cpu
+        headers = self.reading.headers
+        self.result.first_segment = int(headers[0].get("segment", 1)) if headers else 0
         return self.result
 
     def _records(self) -> Iterator[dict[str, Any]]:

@@ -230,6 +230,14 @@ def added_up(directory: str, start: float | None, end: float | None, parts: list
                 numbered = {**difference, "session": difference["session"] + total.sessions}
                 total.differences.append(numbered)
         total.sessions += part.sessions
+        total.shares.append(
+            {
+                "sessions": part.sessions,
+                "fromSegment": part.first_segment,
+                "wall_seconds": round(part.wall_seconds, 3),
+                "cpu_seconds": round(part.cpu_seconds, 3),
+            }
+        )
         total.warnings += [w for w in part.warnings if w not in total.warnings]
         total.stopped = total.stopped or part.stopped
     return total

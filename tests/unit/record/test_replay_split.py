@@ -5,6 +5,7 @@ session without running them, and the shares' results add up to the whole's."""
 import gzip
 import itertools
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ def sessions_in(directory: Path, start: float | None = None, end: float | None =
 
 
 def _same(result: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in result.items() if k != "wall_seconds"}
+    """What a replay found, less its cost (and how it was shared)."""
+    return {k: v for k, v in result.items() if k not in ("wall_seconds", "shares")}
 
 
 def test_the_sessions_are_counted_from_the_lines(recording: Path, tmp_path: Path) -> None:
@@ -114,6 +116,12 @@ def test_the_command_line_splits_when_asked(
     assert main(["replay", str(recording), "--jobs", "2", "-o", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["decisions"]["differing"] == 0 and shown["sessions"] > 50
+    assert sum(share["sessions"] for share in shown["shares"]) == shown["sessions"]
+    assert main(["replay", str(recording), "--jobs", "2"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(
+        r"^process 2: \d+ sessions from segment 1 in [\d.]+ s \([\d.]+ s CPU\)$", text, re.M
+    )
     with pytest.raises(SystemExit):
         main(["replay", str(recording), "--jobs", "0"])
     assert "--jobs: '0' is not a whole number of 1 or more" in capsys.readouterr().err
@@ -167,8 +175,11 @@ def test_shares_from_checkpoints_add_up_to_the_whole_replay(
     ]
     added = replay_split.added_up(str(checkpointed), None, None, results)
     assert _same(added.as_json()) == _same(whole.as_json())
-    split = replay_split.replay_split(checkpointed, None, None, workers=2)
-    assert _same(split.as_json()) == _same(whole.as_json())
+    split = replay_split.replay_split(checkpointed, None, None, workers=2).as_json()
+    assert _same(split) == _same(whole.as_json())
+    first, second = split["shares"]
+    assert first["fromSegment"] == 1 and second["fromSegment"] > 1, split["shares"]
+    assert first["sessions"] + second["sessions"] == whole.sessions
 
 
 def test_a_window_replayed_from_a_checkpoint_is_the_window_replayed_from_the_start(
