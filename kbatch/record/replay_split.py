@@ -150,8 +150,7 @@ def shares(
     high = offsets[sessions.stop - 1]
 
     def read_from(at: float) -> int:
-        first = bisect.bisect_left(offsets, at) - WARM_UP_SESSIONS
-        checkpoint = checkpoint_before(checkpoints, first)
+        checkpoint = _read_from(checkpoints, bisect.bisect_left(offsets, at))
         return 0 if checkpoint is None else checkpoint.offset
 
     def ends(cost: float) -> list[float]:
@@ -187,7 +186,10 @@ def replay_split(
     parts = shares(sessions, marks.offsets, workers, marks.checkpoints)
     context = multiprocessing.get_context("spawn")  # (no fork of a threaded process)
     with ProcessPoolExecutor(len(parts), mp_context=context) as pool:
-        futures = [pool.submit(_replay_share, directory, start, end, part, marks) for part in parts]
+        futures = [
+            pool.submit(_replay_share, directory, start, end, part, begin_for(marks, part.start))
+            for part in parts
+        ]
         results = [future.result() for future in futures]
     merged = added_up(str(directory), start, end, results)
     merged.wall_seconds = time.perf_counter() - began
@@ -199,19 +201,25 @@ def replay_split(
 
 
 def _replay_share(
-    directory: Path, start: float | None, end: float | None, share: range, marks: Marks
+    directory: Path, start: float | None, end: float | None, share: range, begin: Begin | None
 ) -> Result:
-    return Replay(directory, start, end, share=share, begin=begin_for(marks, share.start)).run()
+    return Replay(directory, start, end, share=share, begin=begin).run()
 
 
 def begin_for(marks: Marks, first: int) -> Begin | None:
-    """Where a replay whose first session to run is the recorded session ``first``
-    (counting the warm-up before a share's own) starts reading: the last checkpoint
-    before it, with the recording's first time (None: the recording's start)."""
-    checkpoint = marks.checkpoint_before(first - WARM_UP_SESSIONS)
+    """Where a replay whose own sessions begin at the recorded session ``first`` starts
+    reading (``_read_from``), with the recording's first time; None: at its start."""
+    checkpoint = _read_from(marks.checkpoints, first)
     if checkpoint is None:
         return None
     return Begin(checkpoint.segment, checkpoint.sessions, marks.first)
+
+
+def _read_from(checkpoints: Sequence[Checkpoint], first: int) -> Checkpoint | None:
+    """The checkpoint a replay whose own sessions begin at the recorded session ``first``
+    reads from: the last before the ``WARM_UP_SESSIONS`` a share runs first (a replay
+    ``--from`` runs none, and reads those few sessions' changes for nothing)."""
+    return checkpoint_before(checkpoints, first - WARM_UP_SESSIONS)
 
 
 def added_up(directory: str, start: float | None, end: float | None, parts: list[Result]) -> Result:
