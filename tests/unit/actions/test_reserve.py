@@ -23,6 +23,15 @@ def test_the_head_of_a_queue_within_its_share_keeps_the_node_cheapest_to_drain()
     assert sent.nominations == {"big-0": "n2"}, "n2 has less in the way"
 
 
+def test_another_schedulers_pod_is_not_counted_on_to_end() -> None:
+    """Half of n2's free core is taken by a pod that is not ours (it may never end):
+    drained, n2 holds 3.5 cpu, though it has less in the way."""
+    cluster = two_full_nodes().pod("theirs", node="n2", cpu=0.5)
+    cluster.job("big", queue="b", created=2.0).tasks(1, cpu=4)
+    sent = run_actions(cluster.open(), "allocate", "reserve")
+    assert sent.nominations == {"big-0": "n1"}
+
+
 def test_a_queue_over_its_share_keeps_no_room() -> None:
     """a holds 7 of its deserved 4: its own whole-node job keeps nothing, b's does."""
     cluster = two_full_nodes()

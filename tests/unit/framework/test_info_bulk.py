@@ -54,7 +54,7 @@ def tasks(rnd: random.Random, count: int, statuses: list[TaskStatus]) -> list[Ta
             uid=f"t{i}",
             namespace="ns",
             name=f"t{i}",
-            job="",
+            job=rnd.choice(("", "j")),  # (a task of no job: another scheduler's pod)
             # Most share a template (one request array), as a gang's pods do; some not.
             template=rnd.choice(shared) if rnd.random() < 0.7 else templates(rnd, 1)[0],
             status=rnd.choice(statuses),
@@ -140,7 +140,8 @@ def rng_order(rnd: random.Random, count: int) -> list[int]:
 
 
 NODE_STATES = (
-    "used", "releasing", "pipelined", "nominated", "free", "future", "_waits", "anti_required"
+    "used", "releasing", "pipelined", "nominated", "free", "future", "_waits", "jobless",
+    "anti_required",
 )  # fmt: skip
 
 
@@ -252,3 +253,20 @@ def test_the_count_of_anti_affinity_pods_follows_the_tasks_on_each_node() -> Non
         for info in nodes.infos
     ]
     assert nodes.count_anti_required() == sum(walked) > 0
+
+
+def test_the_nodes_holding_tasks_of_no_job_follow_the_tasks_on_each_node() -> None:
+    rnd = random.Random(11)
+    nodes = node_set(rnd, 6)
+    placed = tasks(rnd, 80, [TaskStatus.RUNNING, TaskStatus.RELEASING])
+    for i, task in enumerate(placed):
+        task.uid, task.node = f"u{i}", rnd.randrange(6)
+    nodes.place_all(placed[:40])
+    for task in placed[40:]:
+        nodes.place(task, task.node)
+    for task in rnd.sample(placed, 70):
+        nodes.remove(task, task.node)
+        nodes.remove(task, task.node)  # (a second time: it is gone already)
+    walked = [sum(1 for task in info.tasks.values() if not task.job) for info in nodes.infos]
+    assert nodes.jobless.tolist() == walked and 0 < sum(walked) < 10
+    assert nodes.jobless_nodes() == [i for i, count in enumerate(walked) if count]

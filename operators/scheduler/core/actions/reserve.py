@@ -65,8 +65,8 @@ def _room_when_drained(session: Session) -> np.ndarray:
     schedulers' pods hold (they may never end) and the room kept for others."""
     nodes = session.nodes
     room = nodes.allocatable - nodes.nominated
-    for i, info in enumerate(nodes.infos):
-        for task in info.tasks.values():
+    for i in nodes.jobless_nodes():  # (most nodes hold none: only ours, which end)
+        for task in nodes.infos[i].tasks.values():
             if not task.job and task.status in OCCUPYING_STATUSES:
                 room[i] -= task.request
     return room
@@ -112,15 +112,16 @@ def _best_node(session: Session, placer: Placer, task: TaskInfo, room: np.ndarra
     if not candidates.size:
         return NO_NODE
     nodes = session.nodes
-    still_needed = np.maximum(task.request - np.maximum(nodes.free, 0), 0)
-    capacity = nodes.allocatable
+    still_needed = np.maximum(task.request - np.maximum(nodes.free[candidates], 0), 0)
+    capacity = nodes.allocatable[candidates]
     share = np.divide(still_needed, capacity, out=np.zeros_like(still_needed), where=capacity > 0)
     in_the_way = share[:, counted].max(axis=1)
-
-    def cost(i: int) -> tuple[float, int, int]:
-        return (float(in_the_way[i]), len(nodes.infos[i].tasks), int(i))
-
-    return int(min(candidates.tolist(), key=cost))
+    # Least in the way first; among those (mostly one), fewest tasks, then node order.
+    least = candidates[in_the_way == in_the_way.min()].tolist()
+    if len(least) == 1:
+        return int(least[0])
+    infos = nodes.infos
+    return int(min(least, key=lambda i: (len(infos[i].tasks), i)))
 
 
 def _waiting_message(session: Session, job: JobInfo, nodes: list[int]) -> str:

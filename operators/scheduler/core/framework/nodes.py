@@ -100,6 +100,9 @@ class NodeSet:
         # Per node: its tasks whose pods carry required anti-affinity terms, as placed
         # (``place_all``, ``place_again``; ``count_anti_required`` counts them now).
         self.anti_required = np.zeros(len(self.infos), dtype=np.int64)
+        # Per node: its tasks of no job (other schedulers' pods), kept current by every
+        # placement and removal: most nodes have none, and ``jobless_nodes`` skips them.
+        self.jobless = np.zeros(len(self.infos), dtype=np.int64)
         # Per node: is anything pipelined, nominated or releasing there (a row of those
         # not all zero)? Most nodes have none, and their room is simply what is idle.
         self._waits = np.zeros(len(self.infos), dtype=bool)
@@ -137,6 +140,8 @@ class NodeSet:
     def place(self, task: TaskInfo, node: int) -> None:
         """Account ``task`` (in its current status) on ``node``."""
         self.infos[node].tasks[task.uid] = task
+        if not task.job:
+            self.jobless[node] += 1
         status = task.status
         if status in PLACED_STATUSES and not self._waits[node]:
             # ``_account`` of an allocation where nothing waits, inline (once per task a
@@ -184,6 +189,7 @@ class NodeSet:
         for matrix, before in zip(self._placed_matrices(), placed_before.matrices, strict=True):
             np.copyto(matrix, before)
         np.copyto(self.anti_required, placed_before.anti_required)
+        np.copyto(self.jobless, placed_before.jobless)
         # What the rows give (``_refresh_rows``) is row by row: the others' is copied too.
         for derived, before in zip(self._derived(), placed_before.derived, strict=True):
             np.copyto(derived, before)
@@ -192,6 +198,7 @@ class NodeSet:
             for matrix in self._placed_matrices():
                 matrix[at] = 0.0
             self.anti_required[at] = 0
+            self.jobless[at] = 0
             infos = self.infos
             for node in nodes:
                 infos[node].tasks = {}
@@ -212,6 +219,7 @@ class NodeSet:
         return PlacedRows(
             (used.copy(), releasing.copy(), pipelined.copy(), nominated.copy()),
             self.anti_required.copy(),
+            self.jobless.copy(),
             (waits.copy(), free.copy(), future.copy()),
         )
 
@@ -227,6 +235,9 @@ class NodeSet:
         anti = [task.node for task in placed if task.template.affinity.anti_required]
         if anti:
             np.add.at(self.anti_required, np.fromiter(anti, np.intp, len(anti)), 1)
+        jobless = [task.node for task in placed if not task.job]
+        if jobless:
+            np.add.at(self.jobless, np.fromiter(jobless, np.intp, len(jobless)), 1)
         # The tasks each matrix adds, in order (a comprehension each: a busy cluster's
         # snapshot places every running pod, every session).
         using = [task for task in placed if task.status in OCCUPYING_STATUSES]
@@ -262,7 +273,12 @@ class NodeSet:
 
     def remove(self, task: TaskInfo, node: int) -> None:
         self._account(task, node, -1.0)
-        self.infos[node].tasks.pop(task.uid, None)
+        if self.infos[node].tasks.pop(task.uid, None) is not None and not task.job:
+            self.jobless[node] -= 1
+
+    def jobless_nodes(self) -> list[int]:
+        """The nodes holding a task of no job (another scheduler's pod), in order."""
+        return np.flatnonzero(self.jobless).tolist()
 
     def reserve(self, task: TaskInfo, sign: float) -> None:
         """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""
@@ -344,6 +360,7 @@ class PlacedRows:
 
     matrices: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     anti_required: np.ndarray
+    jobless: np.ndarray  # per node: its tasks of no job
     derived: tuple[np.ndarray, np.ndarray, np.ndarray]  # what waits, free and future
 
 
