@@ -383,10 +383,11 @@ class Session(TieredFunctions):
         if not self.any_room_kept():
             return
         # (nothing is kept for a job with no task pending: most of a busy cluster's, whose
-        # tasks this skips without a look; the rest in their order, as ever)
+        # tasks this skips without a look, and every resting one, which this does not
+        # walk; the rest in their order, as ever)
         leaving = np.any(self.nodes.releasing, axis=1).tolist()
         drain_tasks = self._drain_tasks
-        for job in self.jobs.values():
+        for job in self.active_jobs():
             if not job.counts[_PENDING]:
                 continue
             for task in job.tasks.values():
