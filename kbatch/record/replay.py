@@ -36,27 +36,13 @@ from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 from kbatch.operators.scheduler.core.runner import Scheduler, default_conf, load_conf
-from kbatch.record import replay_parts
+from kbatch.record import replay_marks, replay_parts
+from kbatch.record.replay_marks import WARM_UP_SESSIONS, Begin
 from kbatch.record.store import hooks, recorder, segments
 from kbatch.sim import runner
 
 KINDS = ("binds", "evictions", "nominations", "groups", "queues")
 SHOWN_DIFFERENCES = 20
-# A share of the sessions (``Replay``'s ``share``) runs this many before its first,
-# within the window, uncompared: their scheduler then keeps what the whole replay's
-# does (the gangs resting), and its first session decides as that one's.
-WARM_UP_SESSIONS = 3
-
-
-@dataclass(frozen=True)
-class Begin:
-    """Where a replay starts reading a recording other than at its start: a segment's
-    checkpoint (``segment``, its number), the sessions recorded before it, and the time
-    of the recording's first record (what ``--from`` and ``--to`` count from)."""
-
-    segment: int
-    sessions: int
-    first: float
 
 
 @dataclass(slots=True)
@@ -407,9 +393,7 @@ def replay(
     (naming the field)."""
     begin = None
     if start is not None:
-        from kbatch.record import replay_split  # (it imports this module)
-
-        marks = replay_split.session_marks(directory)
-        sessions = replay_split.window(marks.first, marks.times, start, end)
-        begin = replay_split.begin_for(marks, sessions.start) if sessions else None
+        marks = replay_marks.session_marks(directory)
+        sessions = replay_marks.window(marks.first, marks.times, start, end)
+        begin = replay_marks.begin_for(marks, sessions.start) if sessions else None
     return Replay(directory, start, end, warn, begin=begin).run()

@@ -14,7 +14,7 @@ import pytest
 
 from kbatch.cli.main import main
 from kbatch.operators.scheduler.core.runner import default_conf
-from kbatch.record import replay, replay_split
+from kbatch.record import replay, replay_marks, replay_split
 from kbatch.record.store import segments
 from kbatch.sim import manifests, runner, trace
 from tests.unit.record.test_replay import _copy, recording
@@ -29,8 +29,8 @@ def _recorded_sessions(directory: Path) -> int:
 def sessions_in(directory: Path, start: float | None = None, end: float | None = None) -> range:
     """The recorded sessions a replay from ``start`` to ``end`` replays, as the split
     finds them."""
-    marks = replay_split.session_marks(directory)
-    return replay_split.window(marks.first, marks.times, start, end)
+    marks = replay_marks.session_marks(directory)
+    return replay_marks.window(marks.first, marks.times, start, end)
 
 
 def _same(result: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def _same(result: dict[str, Any]) -> dict[str, Any]:
 def test_the_sessions_are_counted_from_the_lines(recording: Path, tmp_path: Path) -> None:
     counted = sessions_in(recording)
     assert counted == range(_recorded_sessions(recording)) and len(counted) > 50
-    marks = replay_split.session_marks(recording)
+    marks = replay_marks.session_marks(recording)
     first, times, offsets = marks.first, marks.times, marks.offsets
     assert first <= times[0] and times == sorted(times) and marks.checkpoints == []
     lines = b"".join(gzip.decompress(p.read_bytes()) for _, p in segments.segment_files(recording))
@@ -72,7 +72,7 @@ def test_shares_cost_about_the_same_and_the_last_runs_on() -> None:
 
 def test_shares_add_up_to_the_whole_replay(recording: Path) -> None:
     whole = replay.replay(recording)
-    offsets = replay_split.session_marks(recording).offsets
+    offsets = replay_marks.session_marks(recording).offsets
     parts = replay_split.shares(sessions_in(recording), offsets, 3)
     results = [replay.Replay(recording, share=part).run() for part in parts]
     assert all(r.sessions > 10 for r in results), "each share replays sessions of its own"
@@ -144,7 +144,7 @@ def checkpointed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_checkpoints_are_found_with_the_sessions_before_them(checkpointed: Path) -> None:
-    marks = replay_split.session_marks(checkpointed)
+    marks = replay_marks.session_marks(checkpointed)
     files = segments.segment_files(checkpointed)
     assert len(files) > 4 and [c.segment for c in marks.checkpoints] == [n for n, _ in files[1:]]
     for checkpoint in marks.checkpoints:
@@ -165,9 +165,9 @@ def test_shares_from_checkpoints_add_up_to_the_whole_replay(
     whole = replay.replay(checkpointed)
     assert whole.total().differing == 0
     assert whole.total() == replay.replay(recording).total(), "the same run, recorded alike"
-    marks = replay_split.session_marks(checkpointed)
+    marks = replay_marks.session_marks(checkpointed)
     parts = replay_split.shares(sessions_in(checkpointed), marks.offsets, 3, marks.checkpoints)
-    begins = [replay_split.begin_for(marks, part.start) for part in parts]
+    begins = [replay_marks.begin_for(marks, part.start) for part in parts]
     assert begins[0] is None and all(b is not None for b in begins[1:]), begins
     results = [
         replay.Replay(checkpointed, share=part, begin=begin).run()
@@ -189,7 +189,7 @@ def test_a_window_replayed_from_a_checkpoint_is_the_window_replayed_from_the_sta
     from_start = replay.Replay(checkpointed, start=600.0, end=1000.0).run()
     assert from_checkpoint.sessions == from_start.sessions > 0
     assert _same(from_checkpoint.as_json()) == _same(from_start.as_json())
-    marks = replay_split.session_marks(checkpointed)
-    window = replay_split.window(marks.first, marks.times, 600.0, 1000.0)
-    begin = replay_split.begin_for(marks, window.start)
+    marks = replay_marks.session_marks(checkpointed)
+    window = replay_marks.window(marks.first, marks.times, 600.0, 1000.0)
+    begin = replay_marks.begin_for(marks, window.start)
     assert begin is not None and begin.segment > 1, "read from a checkpoint"
