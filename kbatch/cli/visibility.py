@@ -51,11 +51,14 @@ COLLECTIONS = {
 class Source(Protocol):
     """Where the commands read a cluster from (the API server; a test's objects)."""
 
-    def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects: ...
+    def objects(self, *, events_in: str | None) -> standing.ClusterObjects:
+        """Everything the commands read but the batch/v1 Jobs (``held_jobs``), and the
+        events of namespace ``events_in`` (None: none)."""
+        ...
 
     def held_jobs(self) -> list[dict[str, Any]]:
-        """The batch/v1 Jobs (what ``objects(jobs=True)`` adds), listed on their own: a
-        forecast needs them, a published estimate does not."""
+        """The batch/v1 Jobs kbatch may hold, listed on their own: a forecast needs
+        them, a published estimate does not."""
         ...
 
     def conf(self) -> tuple[SchedulerConf, str]: ...
@@ -69,12 +72,10 @@ class LiveSource:
     conf_file: Path | None
     warn: Callable[[str], None]
 
-    def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects:
+    def objects(self, *, events_in: str | None) -> standing.ClusterObjects:
         from kbatch.visibility import standing
 
         read = {kind: self._list(kind) for kind in COLLECTIONS if kind != "Job"}
-        if jobs:
-            read["Job"] = self.held_jobs()
         events = []
         if events_in is not None:
             path = f"/api/v1/namespaces/{events_in}/events"
@@ -87,7 +88,6 @@ class LiveSource:
             queues=read["Queue"],
             priority_classes=read["PriorityClass"],
             quotas=read["ResourceQuota"],
-            jobs=read.get("Job", []),
             events=events,
         )
 
@@ -169,7 +169,7 @@ def queues(args: argparse.Namespace) -> int:
 
     source = source_for(args)
     conf, _ = source.conf()
-    line = standing.line(source.objects(jobs=False, events_in=None), conf, _names(args))
+    line = standing.line(source.objects(events_in=None), conf, _names(args))
     _warn_all(line.warnings)
     if args.output == "table":
         out.show(sys.stdout, out.queues_table(line.queues))
@@ -187,7 +187,7 @@ def jobs(args: argparse.Namespace) -> int:
 
     source = source_for(args)
     conf, conf_source = source.conf()
-    objects = source.objects(jobs=False, events_in=None)
+    objects = source.objects(events_in=None)
     session, warnings = standing.open_session(objects, conf, _names(args))
     line = standing.line_of(session, warnings)
     _warn_all(line.warnings)
@@ -224,7 +224,7 @@ def explain(args: argparse.Namespace) -> int:
     namespace = namespace or args.namespace
     source = source_for(args)
     conf, conf_source = source.conf()
-    objects = source.objects(jobs=False, events_in=namespace)
+    objects = source.objects(events_in=namespace)
     session, warnings = standing.open_session(objects, conf, _names(args))
     line = standing.line_of(session, warnings)
     _warn_all(line.warnings)

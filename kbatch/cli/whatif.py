@@ -5,6 +5,7 @@ kubeconfig (the rules of ``kbatch jobs``: ``--kubeconfig``, else ``$KUBECONFIG``
 ``--config FILE``, else the chart's ConfigMap, else the default."""
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -39,7 +40,8 @@ def what_if(args: argparse.Namespace) -> int:
         args.scheduler_conf, args.scheduler_name = args.config, None
         source = cli_visibility.source_for(args)
         conf, conf_source = source.conf()
-        objects = source.objects(jobs=True, events_in=None)
+        objects = source.objects(events_in=None)
+        objects = dataclasses.replace(objects, jobs=source.held_jobs())
         answers, warnings = whatif.answer(objects, documents, conf, period=period, budget=budget)
     except whatif.WhatIfError as exc:
         print(f"kbatch: error: {exc}", file=sys.stderr)

@@ -35,10 +35,10 @@ class StaticSource:
 
     def __init__(self, objects: visibility.ClusterObjects) -> None:
         self._objects = objects
-        self.asked: list[tuple[bool | str, str | None]] = []
+        self.asked: list[tuple[str, str | None]] = []
 
-    def objects(self, *, jobs: bool, events_in: str | None) -> visibility.ClusterObjects:
-        self.asked.append((jobs, events_in))
+    def objects(self, *, events_in: str | None) -> visibility.ClusterObjects:
+        self.asked.append(("objects", events_in))
         return self._objects
 
     def held_jobs(self) -> list[dict]:
@@ -136,7 +136,7 @@ def test_jobs_in_line_with_positions_and_reasons(cluster, capsys) -> None:
         ["2", "default", "1", "default", "third", "Pending", "0/2", "9s"],
     ]
     assert rows[1][8].startswith("4/4 tasks in gang unschedulable: not admitted")
-    assert cluster.asked == [(False, None)]  # no Jobs, no events: nothing asked for them
+    assert cluster.asked == [("objects", None)]  # no Jobs, no events: nothing asked for them
 
 
 def test_jobs_of_one_queue_keep_their_place_in_the_cluster(cluster, capsys) -> None:
@@ -152,7 +152,7 @@ def test_jobs_of_one_queue_keep_their_place_in_the_cluster(cluster, capsys) -> N
 
 def test_jobs_with_eta(cluster, capsys) -> None:
     code, out, _ = kbatch(capsys, "jobs", "--eta")
-    assert code == 0 and cluster.asked == [(False, None), ("jobs", None)]  # for the forecast
+    assert code == 0 and cluster.asked == [("objects", None), ("jobs", None)]  # for the forecast
     header, second, third = out.splitlines()
     assert header.split()[8] == "ETA"
     # the line as it stands now puts research first (its share is 0); once the running
@@ -167,7 +167,7 @@ def test_jobs_with_eta(cluster, capsys) -> None:
 
 def test_explain_with_eta(cluster, capsys) -> None:
     code, out, _ = kbatch(capsys, "explain", "default/third", "--eta")
-    assert code == 0 and cluster.asked == [(False, "default"), ("jobs", None)]
+    assert code == 0 and cluster.asked == [("objects", "default"), ("jobs", None)]
     facts = dict(
         re.split(r"\s{2,}", line, maxsplit=1) for line in out.split("\n\n")[0].splitlines()
     )
@@ -202,7 +202,7 @@ def test_explain_of_nothing_is_an_error(cluster, capsys) -> None:
 
 def test_an_api_server_that_refuses_is_one_line(monkeypatch, capsys) -> None:
     class Refusing(StaticSource):
-        def objects(self, *, jobs, events_in):
+        def objects(self, *, events_in):
             raise kubeapi.ApiError(403, 'pods is forbidden: User "me" cannot list pods')
 
     monkeypatch.setattr(cli_visibility, "source_for", lambda args: Refusing(None))
@@ -279,9 +279,9 @@ def test_listed_items_get_their_kind_and_jobs_are_optional(monkeypatch) -> None:
     for item in answers["/api/v1/nodes"]:
         del item["kind"]
     source, warnings, _ = live_source(monkeypatch, answers)
-    objects = source.objects(jobs=True, events_in="team")
+    objects = source.objects(events_in="team")
     assert [n["kind"] for n in objects.nodes] == ["Node"]
-    assert objects.jobs == [] and [e["kind"] for e in objects.events] == ["Event"]
+    assert source.held_jobs() == [] and [e["kind"] for e in objects.events] == ["Event"]
     assert warnings == [
         "cannot list Jobs (HTTP 403: jobs.batch is forbidden): held Jobs' pods are not foreseen"
     ]
@@ -290,7 +290,7 @@ def test_listed_items_get_their_kind_and_jobs_are_optional(monkeypatch) -> None:
 def test_a_required_list_that_fails_fails_the_command(monkeypatch) -> None:
     source, _, _ = live_source(monkeypatch, {"/api/v1/pods": kubeapi.ApiError(403, "no")})
     with pytest.raises(kubeapi.ApiError):
-        source.objects(jobs=False, events_in=None)
+        source.objects(events_in=None)
 
 
 def test_it_is_also_a_kubectl_plugin() -> None:

@@ -155,8 +155,7 @@ class Source:
         self._objects = objects
         self.jobs_listed = 0
 
-    def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects:
-        assert not jobs, "Jobs are listed only for a forecast"
+    def objects(self, *, events_in: str | None) -> standing.ClusterObjects:
         return self._objects
 
     def held_jobs(self) -> list[dict]:

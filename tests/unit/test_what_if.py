@@ -25,7 +25,7 @@ class Source:
     def __init__(self, objects: standing.ClusterObjects) -> None:
         self._objects = objects
 
-    def objects(self, *, jobs: bool, events_in: str | None) -> standing.ClusterObjects:
+    def objects(self, *, events_in: str | None) -> standing.ClusterObjects:
         return self._objects
 
     def held_jobs(self) -> list[dict]:
