@@ -264,6 +264,10 @@ def test_the_nodes_holding_tasks_of_no_job_follow_the_tasks_on_each_node() -> No
     nodes.place_all(placed[:40])
     for task in placed[40:]:
         nodes.place(task, task.node)
+    for task in placed[40:50]:
+        nodes.remove(task, task.node)
+        nodes.place(task, task.node)
+        nodes.place(task, task.node)  # (again: its node holds it once, and counts it once)
     for task in rnd.sample(placed, 70):
         nodes.remove(task, task.node)
         nodes.remove(task, task.node)  # (a second time: it is gone already)

@@ -139,9 +139,10 @@ class NodeSet:
 
     def place(self, task: TaskInfo, node: int) -> None:
         """Account ``task`` (in its current status) on ``node``."""
-        self.infos[node].tasks[task.uid] = task
-        if not task.job:
+        tasks = self.infos[node].tasks
+        if not task.job and task.uid not in tasks:
             self.jobless[node] += 1
+        tasks[task.uid] = task
         status = task.status
         if status in PLACED_STATUSES and not self._waits[node]:
             # ``_account`` of an allocation where nothing waits, inline (once per task a
