@@ -59,9 +59,6 @@ class Marks:
     offsets: list[int] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
 
-    def checkpoint_before(self, session: int) -> Checkpoint | None:
-        return checkpoint_before(self.checkpoints, session)
-
 
 def checkpoint_before(checkpoints: Sequence[Checkpoint], session: int) -> Checkpoint | None:
     """The last of ``checkpoints`` from which the recorded session ``session`` is read

@@ -153,10 +153,12 @@ def test_checkpoints_are_found_with_the_sessions_before_them(checkpointed: Path)
         assert records[0]["t"] == checkpoint.t and records[0]["op"] in ("a", "conf")
         outs = sum(1 for r in records if r.get("op") == "out")
         assert checkpoint.sessions + outs == len(marks.times), "every session counted once"
-    assert marks.checkpoint_before(0) is None
+    assert replay_marks.checkpoint_before(marks.checkpoints, 0) is None
     last = marks.checkpoints[-1]
-    assert marks.checkpoint_before(last.sessions + 1) == last
-    assert marks.checkpoint_before(last.sessions) != last, "its first session may be cut"
+    assert replay_marks.checkpoint_before(marks.checkpoints, last.sessions + 1) == last
+    assert replay_marks.checkpoint_before(marks.checkpoints, last.sessions) != last, (
+        "its first session may be cut"
+    )
 
 
 def test_shares_from_checkpoints_add_up_to_the_whole_replay(
