@@ -9,6 +9,7 @@ the other jobs (``_pods_to_pass``), and says what changed since the last snapsho
 its ``Delta``.
 """
 
+import functools
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 
@@ -40,13 +41,16 @@ class SnapshotBuilder:
 
     def __init__(self, shortcuts: Shortcuts = ALL) -> None:
         self._shortcuts = shortcuts
-        # What each object works out to, kept per object and worked out as it arrives: the
-        # state hands pods, groups and nodes to ``objects`` as they are applied.
-        self.objects = PerObjectCaches(self._forget_kept, shortcuts)
         # The last snapshot's jobs, kept unchanged while nothing changed them (kept_jobs), and
         # its nodes, while no Node was written (kept_nodes).
         self._kept_jobs = KeptJobs(shortcuts)
         self._kept_nodes = KeptNodes(shortcuts)
+        # What each object works out to, kept per object and worked out as it arrives: the
+        # state hands pods, groups and nodes to ``objects`` as they are applied. (Told
+        # to forget the kept jobs and nodes by a function of those, not of the builder:
+        # no cycle, so a state is freed as soon as nothing refers to it.)
+        forget = functools.partial(_forget_kept, self._kept_jobs, self._kept_nodes)
+        self.objects = PerObjectCaches(forget, shortcuts)
         # The units of pods of the last snapshot that are in no job (an orphan, a pod of
         # no group of ours on a node): no job kept unchanged holds them, so every pass
         # walks them.
@@ -55,11 +59,6 @@ class SnapshotBuilder:
         # The last snapshot's Node set's static version and Queue objects, for its delta.
         self._last_nodes: object = None
         self._last_queues: Mapping[str, Queue] = {}
-
-    def _forget_kept(self) -> None:
-        """Drop the last snapshot's jobs and nodes (the resource dimensions changed)."""
-        self._kept_jobs.forget()
-        self._kept_nodes.forget()
 
     def build(
         self,
@@ -312,6 +311,12 @@ class SnapshotBuilder:
             return job_info(group, parts, resolver, self._shortcuts.jobs_without_tasks)
         job.phase = parts.tail[3]
         return job
+
+
+def _forget_kept(jobs: KeptJobs, nodes: KeptNodes) -> None:
+    """Drop the last snapshot's jobs and nodes (the resource dimensions changed)."""
+    jobs.forget()
+    nodes.forget()
 
 
 def _unchanged(

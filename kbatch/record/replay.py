@@ -34,12 +34,12 @@ from kbatch.cluster.assumed import ASSUMED_TTL
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
+from kbatch.operators.scheduler.core.framework.collector import collector_paused_for_run
 from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
 from kbatch.operators.scheduler.core.runner import Scheduler, default_conf, load_conf
 from kbatch.record import replay_marks, replay_parts
 from kbatch.record.replay_marks import WARM_UP_SESSIONS, Begin
 from kbatch.record.store import hooks, recorder, segments
-from kbatch.sim import runner
 
 KINDS = ("binds", "evictions", "nominations", "groups", "queues")
 SHOWN_DIFFERENCES = 20
@@ -161,11 +161,11 @@ class Replay:
 
     def run(self) -> Result:
         started, cpu = time.perf_counter(), time.process_time()
-        # As the simulator runs (``runner.collector_paused_for_run``): what outlives a
+        # As the simulator runs (``collector.collector_paused_for_run``): what outlives a
         # session is frozen out of the cyclic collector's sight, which would otherwise walk
         # the whole cluster state again and again to free nothing (a session leaves no
         # cycles: ``tests/unit/record/test_replay_lean.py``).
-        with runner.collector_paused_for_run(True) as frozen:
+        with collector_paused_for_run(True) as frozen:
             self.frozen = frozen
             for record in self._records():
                 self._take(record)

@@ -21,6 +21,7 @@ a PodGroup created before it without minResources, the PodGroup is filled from i
 (an update that goes through the PodGroup's admission, quota included).
 """
 
+import functools
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -39,20 +40,14 @@ class SimAdmission:
     def __init__(self, cluster: SimBackend, controller: jobs.JobController) -> None:
         self.cluster = cluster
         self.controller = controller
-        self.view = StateView(cluster.state, self._group_jobs)
         self.held: set[JobKey] = set()
         self.to_group: set[JobKey] = set()  # labelled Jobs whose PodGroup is to be made
         self._refused_why: dict[JobKey, str] = {}  # why a Job's PodGroup was last refused
         self._jobs_of_group: dict[tuple[str, str], set[JobKey]] = {}
+        # (a function of the Jobs, not of this admission: no cycle through the view)
+        group_jobs = functools.partial(_group_jobs, self._jobs_of_group, controller.jobs)
+        self.view = StateView(cluster.state, group_jobs)
         self._group_of_job: dict[JobKey, tuple[str, str]] = {}  # (the other way round)
-
-    def _group_jobs(self, namespace: str, group: str) -> list[Object]:
-        found: list[Object] = []
-        for key in sorted(self._jobs_of_group.get((namespace, group), ())):
-            record = self.controller.jobs.get(key)
-            if record is not None and job.group_of(record.obj) == group:
-                found.append(record.obj)
-        return found
 
     def forget_jobs(self, keys: Iterable[JobKey]) -> None:
         """These Jobs are gone (``jobs.JobController.forget_complete``): nothing of them
@@ -142,7 +137,11 @@ class SimAdmission:
         meta = group_obj["metadata"]
         namespace, name = str(meta.get("namespace") or "default"), str(meta["name"])
         group = job.Group.of(PodGroup.model_validate(group_obj), None)
-        held = [r for r in self._group_jobs(namespace, name) if job.is_held(r)]
+        held = [
+            r
+            for r in _group_jobs(self._jobs_of_group, self.controller.jobs, namespace, name)
+            if job.is_held(r)
+        ]
         self._release(job.to_release(held, self.view, group))
 
     def release(self, groups: Collection[tuple[str, str]] | None = None) -> None:
@@ -206,3 +205,18 @@ class SimAdmission:
             self.held.discard((meta["namespace"], meta["name"]))
             ref = ObjectRef("Job", meta["namespace"], meta["name"])
             self.cluster.record(ref, "Normal", "Released", f"Job resumed: {why}")
+
+
+def _group_jobs(
+    jobs_of_group: dict[tuple[str, str], set[JobKey]],
+    records: dict[JobKey, jobs.JobRecord],
+    namespace: str,
+    group: str,
+) -> list[Object]:
+    """The Jobs of the PodGroup ``namespace/group``, in name order."""
+    found: list[Object] = []
+    for key in sorted(jobs_of_group.get((namespace, group), ())):
+        record = records.get(key)
+        if record is not None and job.group_of(record.obj) == group:
+            found.append(record.obj)
+    return found

@@ -25,6 +25,7 @@ the pods' finish and removal times in a heap (``kbatch.sim.timers``), and its
 events know when one may be recorded again (``kbatch.sim.events``).
 """
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -105,8 +106,13 @@ class SimBackend:
         self._uids_by_ref: dict[tuple[str, str], dict[str, str]] = {}
         self.events = EventLog(history)
         self.event_log = self.events.entries
-        self._finishing = timers.Alarms[PodKey](self._finish_at, self._order)
-        self._releasing = timers.Alarms[PodKey](self._release_at, self._order)
+        # (the alarms read the pods' times, not the backend: no cycle through a bound
+        # method, so a simulation is freed as soon as nothing refers to it)
+        order = functools.partial(_order_of, self.pods)
+        finish_at = functools.partial(_time_of, "finish_at", self.pods)
+        self._finishing = timers.Alarms[PodKey](finish_at, order)
+        release_at = functools.partial(_time_of, "release_at", self.pods)
+        self._releasing = timers.Alarms[PodKey](release_at, order)
 
     def changed(self) -> None:
         """Count a write (the runner does not jump over a tick that made one)."""
@@ -119,17 +125,6 @@ class SimBackend:
             times = self.pods[key] = PodTimes(order=self._seen)
             self._seen += 1
         return times
-
-    def _order(self, key: PodKey) -> int:
-        return self.pods[key].order
-
-    def _finish_at(self, key: PodKey) -> float | None:
-        times = self.pods.get(key)
-        return None if times is None else times.finish_at
-
-    def _release_at(self, key: PodKey) -> float | None:
-        times = self.pods.get(key)
-        return None if times is None else times.release_at
 
     def let_go_settled(self, may_go: Callable[[Object], bool]) -> set[str]:
         """Finished work the snapshots leave out leaves the state (``departures``); the
@@ -443,3 +438,13 @@ class SimBackend:
         ever has (they count up), or by its name where its kind has none."""
         uid = self._uid_of(ref)
         self.events.record(uid or ref, ref, type_, reason, message, self.clock.now)
+
+
+def _order_of(pods: dict[PodKey, PodTimes], key: PodKey) -> int:
+    return pods[key].order
+
+
+def _time_of(name: str, pods: dict[PodKey, PodTimes], key: PodKey) -> float | None:
+    """The pod's ``finish_at`` or ``release_at`` (``name``); None for a pod not known."""
+    times = pods.get(key)
+    return None if times is None else getattr(times, name)

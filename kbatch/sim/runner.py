@@ -46,7 +46,6 @@ session's snapshot, and each full one the whole cluster, to free nothing — a t
 a long run. When the run ends, all is handed back to the collector.
 """
 
-import gc
 import math
 import operator
 import uuid
@@ -63,7 +62,7 @@ from kbatch.cluster.assumed import ASSUMED_TTL
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ConfigError, SchedulerConf
-from kbatch.operators.scheduler.core.framework.collector import collector_paused
+from kbatch.operators.scheduler.core.framework.collector import collector_paused_for_run
 from kbatch.operators.scheduler.core.framework.info import SHARE_STATUSES, TaskStatus
 from kbatch.operators.scheduler.core.framework.interface import Backend
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
@@ -125,6 +124,19 @@ class Totals:
     evictions: int = 0
 
 
+class SessionIds:
+    """The simulator's session ids, counted: the same on every run. (An object of its
+    own, not a method of the simulation, whose scheduler would then refer back to it:
+    a cycle that only the cyclic collector frees.)"""
+
+    def __init__(self) -> None:
+        self.made = 0
+
+    def __call__(self) -> str:
+        self.made += 1
+        return str(uuid.UUID(int=_SESSION_ID_BASE + self.made))
+
+
 @dataclass(slots=True)
 class Outcome:
     time: float
@@ -166,7 +178,6 @@ class Simulation:
         self.arriving = arrivals.Arrivals(arriving)
         self.totals = Totals()
         self.timeline = Timeline(shortcuts=shortcuts)
-        self._sessions = 0
         self.flight = self._recorder(state, conf)  # the flight recorder, if one is asked for
         backend: Backend = self.cluster
         now: Callable[[], float] = self.clock
@@ -174,7 +185,7 @@ class Simulation:
             from kbatch.record.store import hooks
 
             backend, now = hooks.recorded(self.cluster, self.clock, self.flight)
-        self.scheduler = Scheduler(backend, conf, now, self._session_id, shortcuts)
+        self.scheduler = Scheduler(backend, conf, now, SessionIds(), shortcuts)
         _make_defaults(self.cluster)
 
     def _recorder(self, state: ClusterState, conf: SchedulerConf) -> "Recorder | None":
@@ -192,10 +203,6 @@ class Simulation:
         state.observer = made
         made.conf(conf)
         return made
-
-    def _session_id(self) -> str:
-        self._sessions += 1
-        return str(uuid.UUID(int=_SESSION_ID_BASE + self._sessions))
 
     def run(self) -> Outcome:
         try:
@@ -358,22 +365,6 @@ def create(
     if obj["kind"] == "PriorityClass":
         controller.touch_all()  # Jobs whose pods it refused may create them now
     return None
-
-
-@contextmanager
-def collector_paused_for_run(pause: bool) -> Iterator[Callable[[], None]]:
-    """Within it, the cyclic collector is off, and a function that freezes every object
-    alive (``gc.freeze``: the collector will not walk them; they are still freed when
-    nothing refers to them); on leaving, all are handed back to it and it is on again
-    (if it was). ``pause`` False: it does nothing."""
-    if not pause:
-        yield lambda: None
-        return
-    with collector_paused():
-        try:
-            yield gc.freeze
-        finally:
-            gc.unfreeze()
 
 
 def _make_defaults(cluster: SimBackend) -> None:

@@ -84,25 +84,23 @@ def pod_group(name: str, size: int, queue: str, phase: str, created: float) -> O
     }
 
 
-def synthetic_cluster() -> standing.ClusterObjects:
+def synthetic_cluster(nodes: int = NODES, gangs: int = GANGS) -> standing.ClusterObjects:
     """Full nodes whose pods end within two hours (their deadlines), and gangs waiting
-    in 10 queues of weights 1 to 10, the first 300 admitted."""
+    in 10 queues of weights 1 to 10, the first 3 in 10 admitted (300 of 1,000)."""
     rng = random.Random(13)
     pods, groups = [], []
-    for i in range(NODES):
+    for i in range(nodes):
         group = f"running-{i}"
         groups.append(pod_group(group, RUNNING_PER_NODE, f"q{i % QUEUES}", "Running", 7200))
         for k in range(RUNNING_PER_NODE):
             deadline = 600 + rng.randint(60, 7200)
             pods.append(pod(f"{group}-{k}", group, "8", 7200, f"node-{i:04d}", deadline))
-    for i in range(GANGS):
+    admitted = gangs * 3 // 10
+    for i in range(gangs):
         group = f"waiting-{i}"
         created = 3000 - i
-        groups.append(
-            pod_group(
-                group, GANG_SIZE, f"q{i % QUEUES}", "Inqueue" if i < 300 else "Pending", created
-            )
-        )
+        phase = "Inqueue" if i < admitted else "Pending"
+        groups.append(pod_group(group, GANG_SIZE, f"q{i % QUEUES}", phase, created))
         pods += [pod(f"{group}-{k}", group, "1", created) for k in range(GANG_SIZE)]
     queues = [
         {
@@ -112,9 +110,8 @@ def synthetic_cluster() -> standing.ClusterObjects:
         }
         for i in range(QUEUES)
     ]
-    nodes = [node(i) for i in range(NODES)]
     return standing.ClusterObjects(
-        now=NOW, nodes=nodes, pods=pods, pod_groups=groups, queues=queues
+        now=NOW, nodes=[node(i) for i in range(nodes)], pods=pods, pod_groups=groups, queues=queues
     )
 
 

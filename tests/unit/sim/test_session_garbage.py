@@ -1,4 +1,5 @@
-"""A simulated session leaves no garbage for the cyclic collector.
+"""A simulated session leaves no garbage for the cyclic collector, nor does a
+simulation or an ETA's forecast once nothing refers to it.
 
 The plugins' functions hold their session, so a session that kept them would take all
 it reaches (its snapshot's jobs, statuses, events) into a reference cycle; the
@@ -8,6 +9,7 @@ look-ahead keeps a function of the session, not of its Placer.
 """
 
 import gc
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import manifests, runner, trace
+from kbatch.visibility import eta, eta_bench, standing
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
@@ -105,3 +108,36 @@ def test_forgetting_sets_what_compile_makes_of_no_function() -> None:
     assert {"_job_keys", "_predicates", "_preemptable_key", "_lenders"} <= set(made)
     for name in made:
         assert _shown(forgotten[name]) == _shown(getattr(session, name)), name
+
+
+def test_a_simulation_dropped_is_freed_at_once(collector_off: None) -> None:
+    """Nothing in it refers back to it (a bound method kept by what it owns would): a
+    run of ``kbatch simulate`` or an ETA's forecast is freed whole as its last reference
+    goes, not left, millions of objects on a large cluster, for the collector's next
+    pass to walk in whichever thread it falls (``kbatch run``'s bind workers)."""
+    simulation = _trace()
+    for k in range(0, 600, 7):
+        simulation.tick(float(k))
+    assert simulation.totals.binds > 0
+    kept = [weakref.ref(x) for x in (simulation, simulation.cluster, simulation.cluster.state)]
+    kept.append(weakref.ref(simulation.admission))
+    del simulation
+    assert [ref() for ref in kept] == [None] * len(kept)
+
+
+def test_a_forecast_leaves_no_cluster_for_the_cyclic_collector(collector_off: None) -> None:
+    objects = eta_bench.synthetic_cluster(nodes=20, gangs=20)
+    conf = default_conf()
+    session, _ = standing.open_session(objects, conf)
+    done = eta.forecast(session, objects, conf, ["bench/waiting-5"], budget=60.0)
+    assert done.sessions > 0
+    session.forget_functions()
+    del session
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        left = {type(obj).__name__ for obj in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert not left & {"ClusterState", "SimBackend", "Simulation", "_Forward", "TaskInfo"}

@@ -1,7 +1,7 @@
 """The cyclic garbage collector, paused while a snapshot is built or a session runs."""
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -19,3 +19,21 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def collector_paused_for_run(pause: bool) -> Iterator[Callable[[], None]]:
+    """Within it, the cyclic collector is off, and a function that freezes every object
+    alive (``gc.freeze``: the collector will not walk them; they are still freed when
+    nothing refers to them); on leaving, all are handed back to it and it is on again
+    (if it was). ``pause`` False: it does nothing. For a process that runs a
+    simulation and nothing else (``kbatch simulate``, ``kbatch replay``): the freeze
+    and the thaw are of every object of the process."""
+    if not pause:
+        yield lambda: None
+        return
+    with collector_paused():
+        try:
+            yield gc.freeze
+        finally:
+            gc.unfreeze()
