@@ -30,6 +30,7 @@ from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.state import ClusterState
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.queue import controller as queues
+from kbatch.operators.scheduler.runtime.collector_schedule import CollectorSchedule
 from kbatch.operators.scheduler.runtime.health import HealthServer
 from kbatch.operators.scheduler.runtime.informer import Watches
 from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
@@ -144,6 +145,7 @@ class Runtime:
             busy=self.cluster.binds_in_flight,
             recorder=recorder,
             committed_binds=self.cluster.committed,
+            collector=CollectorSchedule(),
         )
         self.recorder = recorder
         self.background = [make(self) for make in background]

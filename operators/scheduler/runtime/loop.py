@@ -11,6 +11,7 @@ A session that is due waits (bounded) until the last one's binds are answered
 (``SchedulerLoop._binds_answered``).
 """
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -25,6 +26,7 @@ from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.interface import Backend
 from kbatch.operators.scheduler.core.framework.outcome import Bind
+from kbatch.operators.scheduler.runtime.collector_schedule import CollectorSchedule
 from kbatch.record.store import hooks
 from kbatch.record.store.recorder import Recorder
 
@@ -94,6 +96,7 @@ class SchedulerLoop:
         recorder: Recorder | None = None,
         committed_binds: Callable[[list[Bind]], None] | None = None,
         binds_wait: float = BINDS_WAIT,
+        collector: CollectorSchedule | None = None,
     ) -> None:
         self.cluster = cluster
         self.conf = conf
@@ -110,6 +113,9 @@ class SchedulerLoop:
         # told each statement's binds as a session commits them (``Session.committed_binds``)
         self.committed_binds = committed_binds
         self.binds_wait = binds_wait  # at most, for the binds in flight (``_binds_answered``)
+        # What freezes what outlives a session out of the cyclic collector's sight, and
+        # when it walks it all (``collector_schedule``); None: the collector as it is.
+        self.collector = collector
         self.sessions = 0
         self._idle_periods = 0
         self._seen_generation = -1
@@ -238,9 +244,16 @@ class SchedulerLoop:
             self._binds_answered()
             if self._stop.is_set():
                 return
-            try:
-                self.run_once()
-            except Exception:
-                log.exception("scheduling session failed")
-            finally:
-                self.first_session.set()
+            collector = self.collector
+            around = (
+                collector.around_session(self.busy())
+                if collector is not None
+                else contextlib.nullcontext()
+            )
+            with around:  # (the session is gone when it ends: ``run_once`` returned)
+                try:
+                    self.run_once()
+                except Exception:
+                    log.exception("scheduling session failed")
+                finally:
+                    self.first_session.set()
