@@ -30,7 +30,7 @@ its own; what has not started by then is "later than" the time reached.
 import math
 import statistics
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,32 +136,40 @@ def forecast(
     budget: float = BUDGET,
     scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
     shortcuts: Shortcuts = ALL,
+    hold_while: Callable[[], bool] = lambda: False,
 ) -> Forecast:
     """When the jobs ``targets`` (uids of ``session``'s jobs) start. ``session`` is
     opened on ``objects`` (``standing.open_session``, with the same
     ``scheduler_names``) and is only read; ``period`` is the scheduler's; ``shortcuts``:
-    which the forward run takes (``Shortcuts.none()``: the straightforward way)."""
+    which the forward run takes (``Shortcuts.none()``: the straightforward way).
+    ``hold_while``: before each simulated session, the run waits while it holds
+    (``kbatch run``'s binds in flight, which it would slow); the wait is not counted
+    in ``budget``."""
     began = time.perf_counter()
     waiting = {uid for uid, job in session.jobs.items() if standing.is_waiting(job)}
     asked = {uid for uid in targets if uid in waiting}
-    # The cyclic collector stays paused until the run is over: all the plan and the
-    # import make outlives them, and a collection set off between the import and the run
-    # (on 1,000 nodes and 10,000 pods, some tenth of a second) would walk it all to free
-    # nothing. (The run itself freezes what each tick leaves: ``runner.Options``.)
+    # The cyclic collector stays paused until the run is over and gone: all the plan and
+    # the import make outlives them, and a collection set off between the import and the
+    # run, or before the run is freed (at once: nothing in it refers back to it), would
+    # walk it all (on 1,000 nodes and 10,000 pods, some tenth of a second) to free nothing.
     with collector_paused():
         plan = eta_input.plan_of(session, objects)
         step = step_for(plan, period)
         limits = _Limits(max_sessions, began + budget)
         # (no history, ``Shortcuts.forward_without_history``: a forecast reads the state,
         # the clock and the session count, and a run without history decides the same)
+        # (the collector is paused already, here; the run's own pause would freeze and
+        # at its end thaw every object of the process, ``kbatch run``'s frozen cache too)
         options = runner.Options(
             period=step,
             until=horizon,
             scheduler_names=scheduler_names,
             shortcuts=shortcuts,
             history=not shortcuts.forward_without_history,
+            pause_collector=False,
         )
         forward = _Forward(plan, conf, options, limits, session.jobs, asked, objects.loaded.state)
+        forward.hold_while = hold_while
         stopped = "started"
         if asked:
             try:
@@ -169,27 +177,29 @@ def forecast(
                 stopped = "horizon" if forward.clock.now + step > horizon else "settled"
             except _Stop as stop:
                 stopped = stop.why
-    estimates = {}
-    for uid in targets:
-        job = session.jobs.get(uid)
-        if job is None:
-            continue
-        if uid not in waiting:
-            started = f"started already ({job.phase.value})"
-            estimates[uid] = Estimate(0.0, "started", started, "high")
-            continue
-        reason = standing.reason_of(session, job)
-        estimates[uid] = _estimate(job, forward, plan, stopped, reason, period)
-    return Forecast(
-        estimates,
-        forward.clock.now,
-        forward.totals.sessions,
-        time.perf_counter() - began,
-        stopped,
-        step,
-        forward.first,
-        forward.nodes,
-    )
+        estimates = {}
+        for uid in targets:
+            job = session.jobs.get(uid)
+            if job is None:
+                continue
+            if uid not in waiting:
+                started = f"started already ({job.phase.value})"
+                estimates[uid] = Estimate(0.0, "started", started, "high")
+                continue
+            reason = standing.reason_of(session, job)
+            estimates[uid] = _estimate(job, forward, plan, stopped, reason, period)
+        made = Forecast(
+            estimates,
+            forward.clock.now,
+            forward.totals.sessions,
+            time.perf_counter() - began,
+            stopped,
+            step,
+            forward.first,
+            forward.nodes,
+        )
+        del forward, plan  # (freed here, by their references alone)
+    return made
 
 
 def step_for(plan: Plan, period: float) -> float:
@@ -209,7 +219,19 @@ def step_for(plan: Plan, period: float) -> float:
 @dataclass(frozen=True)
 class _Limits:
     sessions: int
-    deadline: float  # time.perf_counter() by which to stop
+    deadline: float  # time.perf_counter() by which to stop (less the time held)
+
+
+HOLD_POLL = 0.01  # seconds between two looks at ``hold_while``
+HOLD_MOST = 30.0  # seconds a forecast waits at most, each time, while it holds
+
+
+def _hold(hold_while: Callable[[], bool]) -> float:
+    """Wait while ``hold_while`` holds, ``HOLD_MOST`` seconds at most; the seconds waited."""
+    began = time.perf_counter()
+    while hold_while() and time.perf_counter() - began < HOLD_MOST:
+        time.sleep(HOLD_POLL)
+    return time.perf_counter() - began
 
 
 # ----------------------------------------------------------------------------- the run
@@ -237,6 +259,8 @@ class _Forward(runner.Simulation):
         self.started: dict[str, float] = {}
         self.first: dict[str, tuple[str, str]] = {}
         self.nodes: dict[str, list[str]] = {}
+        self.hold_while: Callable[[], bool] = lambda: False
+        self._held = 0.0  # seconds spent waiting while ``hold_while`` held
         if asked:
             self._import(plan, listed)
 
@@ -257,6 +281,7 @@ class _Forward(runner.Simulation):
             state.records_from(None)
 
     def tick(self, now: float) -> bool:
+        self._held += _hold(self.hold_while)
         changed = super().tick(now)
         for uid, job in self.watched.items():
             if uid not in self.started and self._has_started(job):
@@ -269,7 +294,7 @@ class _Forward(runner.Simulation):
             raise _Stop("started")
         if (
             self.totals.sessions >= self.limits.sessions
-            or time.perf_counter() > self.limits.deadline
+            or time.perf_counter() - self._held > self.limits.deadline
         ):
             raise _Stop("budget")
         return changed

@@ -18,8 +18,10 @@ Jobs), and publishes:
   reached (confidence ``none``); +Inf when unknown.
 
 Rate: a round at most every ``interval`` seconds, counted from the end of the last one,
-and a forecast stops after ``budget`` seconds. The forecast shares the interpreter with
-the sessions: at most ``budget / (budget + interval)`` of it. Each write moves the
+and a forecast stops after ``budget`` seconds. While the scheduler's binds are in flight
+a round does not start, and a forecast waits before its next simulated session (a
+gang's binds, slowed by its CPU, would spread over seconds). The forecast shares the
+interpreter with the sessions: at most ``budget / (budget + interval)`` of it. Each write moves the
 PodGroup, so the next session sees a change (at most one extra session a round).
 """
 
@@ -148,6 +150,7 @@ class EtaPublisher:
             period=self.settings.period,
             budget=self.settings.budget,
             scheduler_names=names,
+            hold_while=self.busy,
         )
         written, self._failures = 0, []
         waiting = set(targets)

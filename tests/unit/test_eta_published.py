@@ -2,6 +2,7 @@
 by ``kbatch jobs / explain --eta`` when fresh (``kbatch.visibility.published``)."""
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -212,3 +213,23 @@ def test_no_round_runs_while_the_schedulers_binds_are_in_flight() -> None:
     binding[0] = False
     assert made.turn() == 30.0
     assert made.rounds == 1
+
+
+def test_a_round_s_forecast_waits_while_binds_are_in_flight() -> None:
+    """A round that started while no bind was in flight waits, before each simulated
+    session, for the binds that went out meanwhile: its CPU would slow them."""
+    cluster, metrics = Cluster(), SchedulerMetrics(CollectorRegistry())
+    looked: list[float] = []
+
+    def binding() -> bool:
+        looked.append(time.monotonic())
+        return len(looked) in range(2, 30)  # free to start; then binds, for 28 looks
+
+    made = publisher(cluster, metrics)
+    made.busy = binding
+    started = time.monotonic()
+    assert made.turn() == 30.0 and made.rounds == 1
+    assert len(looked) > 30, "the forecast looked, and waited while they were"
+    assert time.monotonic() - started >= 28 * eta.HOLD_POLL
+    [condition] = [c for c in cluster.conditions("second") if c["type"] == CONDITION]
+    assert condition["reason"] == "HighConfidence", "held: not counted against the budget"
