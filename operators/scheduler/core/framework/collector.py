@@ -1,8 +1,38 @@
 """The cyclic garbage collector, paused while a snapshot is built or a session runs."""
 
 import gc
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+
+class _Pauses:
+    """The pauses in force in every thread of the process, as the collector is the
+    process's: it resumes when the last one ends (if it was on when the first began),
+    not when the first ends while another thread's still runs (``kbatch run``'s ETA
+    forecast beside a session)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._resume = False
+
+    def begin(self) -> None:
+        with self._lock:
+            if self._count == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._count += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._count -= 1
+            if self._count == 0 and self._resume:
+                gc.enable()
+
+
+# (one per process, like the collector it pauses)
+_PAUSES = _Pauses()
 
 
 @contextmanager
@@ -11,14 +41,12 @@ def collector_paused() -> Iterator[None]:
     objects that all outlive it, and a session as many that live until it ends; a
     collection their allocations set off walks every one of them and of the cache
     (some 0.4 s at 50,000 pods) to free nothing. The collector runs again, at its usual
-    pace, once the block is over (if it was on)."""
-    enabled = gc.isenabled()
-    gc.disable()
+    pace, once the last pause in force in any thread is over (if it was on)."""
+    _PAUSES.begin()
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        _PAUSES.end()
 
 
 @contextmanager
