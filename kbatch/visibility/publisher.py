@@ -163,6 +163,10 @@ class EtaPublisher:
                 series[labels] = _value(estimate, now)
             written += self._publish(group, estimate, now, forecast.step)
         self.metrics.record_estimates(series)
+        # its plugins' functions refer back to it: dropped, the session and its snapshot
+        # go with the round, not at a pass of the collector (``kbatch run`` freezes what
+        # a pass has not reached: ``collector_schedule``)
+        session.forget_functions()
         if self._failures:
             log.warning(
                 "%d PodGroup ETA conditions not written (the next round writes again): %s",

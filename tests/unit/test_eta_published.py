@@ -1,6 +1,7 @@
 """The ETA published on waiting PodGroups (``kbatch.visibility.publisher``) and read back
 by ``kbatch jobs / explain --eta`` when fresh (``kbatch.visibility.published``)."""
 
+import gc
 import json
 import time
 from typing import Any
@@ -11,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from kbatch.cli import main as cli
 from kbatch.cli import visibility as cli_visibility
 from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.visibility import eta, published, standing
 from kbatch.visibility.publisher import FIRST_ROUND, EtaPublisher, PublisherSettings
@@ -233,3 +235,21 @@ def test_a_round_s_forecast_waits_while_binds_are_in_flight() -> None:
     assert time.monotonic() - started >= 28 * eta.HOLD_POLL
     [condition] = [c for c in cluster.conditions("second") if c["type"] == CONDITION]
     assert condition["reason"] == "HighConfidence", "held: not counted against the budget"
+
+
+def test_a_round_leaves_nothing_for_the_cyclic_collector() -> None:
+    """The round's session and its snapshot go with it: ``kbatch run`` freezes what
+    the collector has not reached, so a cycle would keep them until its next full pass."""
+    cluster, metrics = Cluster(), SchedulerMetrics(CollectorRegistry())
+    made = publisher(cluster, metrics)
+    gc.collect()
+    with collector_paused():
+        made.run_once()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            left = {type(obj).__name__ for obj in gc.garbage}
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    assert not left & {"Session", "JobInfo", "TaskInfo", "ClusterState"}, left
