@@ -38,6 +38,7 @@ from kbatch.cluster import records, upstream_groups, volcano
 from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
 from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.visibility import eta, published, standing
 
 log = logging.getLogger("kbatch.eta")
@@ -127,7 +128,14 @@ class EtaPublisher:
         return self.settings.interval
 
     def run_once(self) -> Round:
-        """Forecast every waiting PodGroup and publish what moved."""
+        """Forecast every waiting PodGroup and publish what moved. The cyclic collector
+        stays paused for the round: its session, snapshot and forecast outlive each
+        step, so a pass in between would walk them all to free nothing; they are freed
+        with the round (nothing in them refers back to them)."""
+        with collector_paused():
+            return self._round()
+
+    def _round(self) -> Round:
         began = time.perf_counter()
         now = self.clock()
         objects = standing.ClusterObjects(now, *(self.state.list(kind) for kind in KINDS))

@@ -99,6 +99,9 @@ class Told:
         yield
         self.calls.append("ended")
 
+    def between_sessions(self) -> None:
+        self.calls.append("between")
+
 
 class Broken:
     def snapshot(self) -> Any:
@@ -117,10 +120,10 @@ def test_the_loop_tells_the_schedule_around_each_session_even_a_failed_one() -> 
         collector=told,  # type: ignore[arg-type]
     )
     loop.period_once()
-    assert told.calls == [("before", False), "ended"]
+    assert told.calls == ["between", ("before", False), "ended"]
 
 
-def test_no_session_due_tells_it_nothing() -> None:
+def test_no_session_due_tells_it_only_of_the_time_between() -> None:
     told = Told()
     loop = SchedulerLoop(
         Broken(),  # type: ignore[arg-type]
@@ -131,4 +134,47 @@ def test_no_session_due_tells_it_nothing() -> None:
         collector=told,  # type: ignore[arg-type]
     )
     loop.period_once()
-    assert told.calls == []
+    assert told.calls == ["between"], "what came in is frozen all the same"
+
+
+def test_what_comes_in_between_sessions_is_frozen_at_most_every_half_second() -> None:
+    clock = Clock()
+    schedule = CollectorSchedule(full_every=600.0, clock=clock, freeze_every=0.5)
+    gc.unfreeze()
+    clock.now = 0.4
+    schedule.between_sessions()
+    assert gc.get_freeze_count() == 0
+    clock.now = 0.5
+    schedule.between_sessions()
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    kept = [Cycle() for _ in range(10)]
+    clock.now = 0.9
+    schedule.between_sessions()
+    assert gc.get_freeze_count() == frozen, "not again so soon"
+    clock.now = 1.0
+    schedule.between_sessions()
+    assert gc.get_freeze_count() >= frozen + len(kept)
+
+
+def test_a_loop_waiting_for_binds_freezes_what_comes_in_meanwhile() -> None:
+    told = Told()
+    in_flight = [True]
+
+    def busy() -> bool:
+        if len(told.calls) >= 3:
+            in_flight[0] = False
+        return in_flight[0]
+
+    loop = SchedulerLoop(
+        Broken(),  # type: ignore[arg-type]
+        ConfSource(None),
+        1.0,
+        SchedulerMetrics(),
+        lambda: True,
+        busy=busy,
+        collector=told,  # type: ignore[arg-type]
+        binds_wait=5.0,
+    )
+    loop.period_once()
+    assert told.calls == ["between", "between", "between", ("before", False), "ended"]

@@ -234,9 +234,15 @@ class SchedulerLoop:
         deadline = time.monotonic() + self.binds_wait
         while self.busy() and time.monotonic() < deadline and not self._stop.is_set():
             self._stop.wait(BINDS_POLL)
+            self._between_sessions()
+
+    def _between_sessions(self) -> None:
+        if self.collector is not None:
+            self.collector.between_sessions()
 
     def period_once(self) -> None:
         """One period: a session if this replica may schedule and one is due."""
+        self._between_sessions()
         if not self.may_schedule():
             # What it settled on, and what rested, may be stale when it leads again.
             self._settled_under = self._scheduler = None
