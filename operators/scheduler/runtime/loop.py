@@ -8,7 +8,8 @@ good one kept).
 or after taking the lead), so the first session need not wait up to a period more.
 
 A session that is due waits (bounded) until the last one's binds are answered
-(``SchedulerLoop._binds_answered``).
+(``SchedulerLoop._binds_answered``). What outlives a session, and what comes in between
+sessions, is frozen out of the cyclic collector's sight (``collector_schedule``).
 """
 
 import contextlib
