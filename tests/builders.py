@@ -360,3 +360,17 @@ def assert_node_by_node(session: Session, task: TaskInfo) -> None:
     back_ok, _ = session.predicate(task, backwards)
     assert np.array_equal(back_ok, ok[backwards])
     assert np.allclose(session.node_scores(task, backwards), scores[backwards])
+
+
+def cyclic_garbage_types() -> set[str]:
+    """The type names of what only the cyclic collector would free now: a full pass
+    whose findings are looked at, then let go."""
+    import gc
+
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        return {type(obj).__name__ for obj in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()

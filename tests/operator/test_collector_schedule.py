@@ -108,32 +108,28 @@ class Broken:
         raise RuntimeError("no snapshot")
 
 
-def test_the_loop_tells_the_schedule_around_each_session_even_a_failed_one() -> None:
-    told = Told()
-    loop = SchedulerLoop(
+def told_loop(told: Told, leads: bool = True, **options: Any) -> SchedulerLoop:
+    """A loop whose sessions fail at once (no snapshot), telling ``told``."""
+    return SchedulerLoop(
         Broken(),  # type: ignore[arg-type]
         ConfSource(None),
         1.0,
         SchedulerMetrics(),
-        lambda: True,
-        busy=lambda: False,
+        lambda: leads,
         collector=told,  # type: ignore[arg-type]
+        **options,
     )
-    loop.period_once()
+
+
+def test_the_loop_tells_the_schedule_around_each_session_even_a_failed_one() -> None:
+    told = Told()
+    told_loop(told, busy=lambda: False).period_once()
     assert told.calls == ["between", ("before", False), "ended"]
 
 
 def test_no_session_due_tells_it_only_of_the_time_between() -> None:
     told = Told()
-    loop = SchedulerLoop(
-        Broken(),  # type: ignore[arg-type]
-        ConfSource(None),
-        1.0,
-        SchedulerMetrics(),
-        lambda: False,  # this replica does not lead
-        collector=told,  # type: ignore[arg-type]
-    )
-    loop.period_once()
+    told_loop(told, leads=False).period_once()
     assert told.calls == ["between"], "what came in is frozen all the same"
 
 
@@ -166,15 +162,5 @@ def test_a_loop_waiting_for_binds_freezes_what_comes_in_meanwhile() -> None:
             in_flight[0] = False
         return in_flight[0]
 
-    loop = SchedulerLoop(
-        Broken(),  # type: ignore[arg-type]
-        ConfSource(None),
-        1.0,
-        SchedulerMetrics(),
-        lambda: True,
-        busy=busy,
-        collector=told,  # type: ignore[arg-type]
-        binds_wait=5.0,
-    )
-    loop.period_once()
+    told_loop(told, busy=busy, binds_wait=5.0).period_once()
     assert told.calls == ["between", "between", "between", ("before", False), "ended"]

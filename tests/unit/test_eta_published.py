@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from builders import cyclic_garbage_types
 from kbatch.cli import main as cli
 from kbatch.cli import visibility as cli_visibility
 from kbatch.metrics import SchedulerMetrics
@@ -245,11 +246,5 @@ def test_a_round_leaves_nothing_for_the_cyclic_collector() -> None:
     gc.collect()
     with collector_paused():
         made.run_once()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
-            gc.collect()
-            left = {type(obj).__name__ for obj in gc.garbage}
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
+        left = cyclic_garbage_types()
     assert not left & {"Session", "JobInfo", "TaskInfo", "ClusterState"}, left

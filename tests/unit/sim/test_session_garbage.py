@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import cyclic_garbage_types
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import manifests, runner, trace
@@ -133,11 +134,5 @@ def test_a_forecast_leaves_no_cluster_for_the_cyclic_collector(collector_off: No
     assert done.sessions > 0
     session.forget_functions()
     del session
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        left = {type(obj).__name__ for obj in gc.garbage}
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
+    left = cyclic_garbage_types()
     assert not left & {"ClusterState", "SimBackend", "Simulation", "_Forward", "TaskInfo"}
