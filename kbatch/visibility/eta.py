@@ -155,7 +155,7 @@ def forecast(
     with collector_paused():
         plan = eta_input.plan_of(session, objects)
         step = step_for(plan, period)
-        limits = _Limits(max_sessions, began + budget)
+        limits = _Limits(max_sessions, began + budget, hold_while)
         # (no history, ``Shortcuts.forward_without_history``: a forecast reads the state,
         # the clock and the session count, and a run without history decides the same)
         # (the collector is paused already, here; the run's own pause would freeze and
@@ -169,7 +169,6 @@ def forecast(
             pause_collector=False,
         )
         forward = _Forward(plan, conf, options, limits, session.jobs, asked, objects.loaded.state)
-        forward.hold_while = hold_while
         stopped = "started"
         if asked:
             try:
@@ -220,6 +219,8 @@ def step_for(plan: Plan, period: float) -> float:
 class _Limits:
     sessions: int
     deadline: float  # time.perf_counter() by which to stop (less the time held)
+    # before each simulated session, waits while this holds (``forecast``'s ``hold_while``)
+    hold_while: Callable[[], bool] = lambda: False
 
 
 HOLD_POLL = 0.01  # seconds between two looks at ``hold_while``
@@ -259,7 +260,6 @@ class _Forward(runner.Simulation):
         self.started: dict[str, float] = {}
         self.first: dict[str, tuple[str, str]] = {}
         self.nodes: dict[str, list[str]] = {}
-        self.hold_while: Callable[[], bool] = lambda: False
         self._held = 0.0  # seconds spent waiting while ``hold_while`` held
         if asked:
             self._import(plan, listed)
@@ -281,7 +281,7 @@ class _Forward(runner.Simulation):
             state.records_from(None)
 
     def tick(self, now: float) -> bool:
-        self._held += _hold(self.hold_while)
+        self._held += _hold(self.limits.hold_while)
         changed = super().tick(now)
         for uid, job in self.watched.items():
             if uid not in self.started and self._has_started(job):
