@@ -14,7 +14,6 @@ Raw JSON over the client's ApiClient: no model deserialisation, which would cost
 more than the scheduling itself on a large cluster.
 """
 
-import json
 import threading
 import time
 import urllib.parse
@@ -23,6 +22,8 @@ from typing import Any
 
 import urllib3
 from kubernetes import client, config
+
+from kbatch import json_codec
 
 ApiClient = client.ApiClient
 Configuration = client.Configuration
@@ -193,11 +194,11 @@ def request(
     data = _body(response, method, url)
     if response.status >= 400:
         try:
-            message = json.loads(data).get("message", "")
+            message = json_codec.loads(data).get("message", "")
         except ValueError:
             message = data.decode(errors="replace")[:300]
         raise ApiError(response.status, message)
-    return json.loads(data) if data else {}
+    return json_codec.loads(data) if data else {}
 
 
 def _body(response: Any, method: str, url: str) -> bytes:
@@ -279,7 +280,7 @@ def list_items(
     def get(params: dict[str, str]) -> dict[str, Any]:
         response = raw_get(api, path, params, timeout)
         try:
-            body: dict[str, Any] = json.loads(response.data)
+            body: dict[str, Any] = json_codec.loads(response.data)
         finally:
             response.release_conn()
         return body

@@ -19,7 +19,6 @@ holds a line that is not a record.
 """
 
 import gzip
-import json
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kbatch import json_codec
 from kbatch.record.store.errors import RecordingError as RecordingError  # (re-exported)
 
 FORMAT = 1
@@ -111,7 +111,7 @@ class SegmentWriter:
 
     def _put(self, record: dict[str, Any]) -> int:
         assert self._gzip is not None
-        return self._gzip.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+        return self._gzip.write(json_codec.dumps(record) + b"\n")
 
     def write(self, record: dict[str, Any]) -> None:
         self._unsynced += self._put(record)
@@ -197,13 +197,10 @@ class Reading:
     def _segment(self, path: Path, first: bool) -> Iterator[dict[str, Any]]:
         offset = 0
         line = b""
-        # (a decoder's own decode of the line as text: json.loads of bytes first guesses
-        # their encoding, a tenth of reading a recording; the writer writes UTF-8)
-        decode = json.JSONDecoder().decode
         try:
             with gzip.open(path, "rb") as stream:
                 for line in stream:
-                    record = self._parse(path, offset, line, decode)
+                    record = self._parse(path, offset, line)
                     if record is None:
                         return
                     offset += len(line)
@@ -216,14 +213,12 @@ class Reading:
             last = f"after {_named(line)}" if line else "before its first record"
             self.stopped = Stop(str(path), offset, last, f"the segment ends early ({exc})")
 
-    def _parse(
-        self, path: Path, offset: int, line: bytes, decode: Callable[[str], Any]
-    ) -> dict[str, Any] | None:
+    def _parse(self, path: Path, offset: int, line: bytes) -> dict[str, Any] | None:
         if not line.endswith(b"\n"):
             self.stopped = Stop(str(path), offset, _named(line), "the last line is cut short")
             return None
         try:
-            record = decode(line.decode())
+            record = json_codec.loads(line)
         except ValueError as exc:
             self.stopped = Stop(str(path), offset, _named(line), f"not a JSON record ({exc})")
             return None

@@ -14,7 +14,6 @@ which would cost more than the scheduling itself on a large cluster.
 
 import contextlib
 import gc
-import json
 import logging
 import queue
 import threading
@@ -22,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kbatch import kubeapi
+from kbatch import json_codec, kubeapi
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
 from kbatch.cluster import upstream_groups
 from kbatch.cluster import volcano as volcano_api
@@ -283,13 +282,13 @@ class Informer:
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        yield json.loads(line)
+                        yield json_codec.loads(line)
         finally:
             self._response = None
             response.release_conn()
 
     def _get(self, query: dict[str, str]) -> dict[str, Any]:
-        return json.loads(self._call(query, timeout=60).data)
+        return json_codec.loads(self._call(query, timeout=60).data)
 
     def _call(self, query: dict[str, str], timeout: kubeapi.Timeout) -> Any:
         """GET the resource's collection; the raw urllib3 response (not read yet)."""
