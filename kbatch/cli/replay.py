@@ -28,7 +28,9 @@ def replay(args: argparse.Namespace) -> int:
     end = None if args.end is None else duration.parse_duration(args.end, "--to")
     if args.eta_accuracy:
         return _eta_accuracy(args, start, end)
-    if args.jobs > 1:
+    if args.jobs is None:
+        result = replay_split.replay_auto(args.recording, start, end, warn=_warn)
+    elif args.jobs > 1:
         result = replay_split.replay_split(args.recording, start, end, args.jobs, warn=_warn)
     else:
         result = replaying.replay(args.recording, start, end, warn=_warn)
@@ -49,7 +51,7 @@ def _play_forward(args: argparse.Namespace) -> int:
 
     if args.fail_on_difference:
         raise argparse.ArgumentTypeError("--fail-on-difference goes without --config")
-    if args.jobs > 1:
+    if args.jobs is not None and args.jobs > 1:
         raise argparse.ArgumentTypeError("--jobs goes without --config")
     start = None if args.start is None else duration.parse_duration(args.start, "--from")
     end = None if args.end is None else duration.parse_duration(args.end, "--to")
@@ -69,7 +71,7 @@ def _eta_accuracy(args: argparse.Namespace, start: float | None, end: float | No
     really started (``kbatch.record.eta_accuracy``)."""
     from kbatch.record import eta_accuracy
 
-    if args.jobs > 1:
+    if args.jobs is not None and args.jobs > 1:
         raise argparse.ArgumentTypeError("--jobs goes without --eta-accuracy")
     settings = eta_settings(args)
     shown = eta_accuracy.backtest(args.recording, settings, start, end, warn=_warn)
@@ -197,10 +199,12 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument(
         "--jobs",
         type=_positive,
-        default=1,
+        default=None,
         metavar="N",
         help="replay in N processes, each a run of consecutive sessions (each holds a "
-        "cluster state of its own); the bind-for-bind replay only",
+        "cluster state of its own); the bind-for-bind replay only. Default: one per core "
+        "when the recording has checkpoints (more than one segment), one per checkpoint "
+        "in the window and per 64 MB of its lines at most; else 1",
     )
     _config_options(parser)
     add_eta_options(parser)

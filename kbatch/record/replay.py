@@ -385,15 +385,16 @@ def replay(
     start: float | None = None,
     end: float | None = None,
     warn: Callable[[str], None] = lambda _: None,
+    marks: replay_marks.Marks | None = None,
 ) -> Result:
     """Replay the recording in ``directory``, from ``start`` to ``end`` seconds after its
     first record (read from the last checkpoint before ``start``: the sessions before it
-    are not run, and the state there is the one the changes before it build).
-    RecordingError: nothing there to replay; ConfigError: its conf cannot be loaded
-    (naming the field)."""
+    are not run, and the state there is the one the changes before it build; ``marks``:
+    the recording's, when found already). RecordingError: nothing there to replay;
+    ConfigError: its conf cannot be loaded (naming the field)."""
     begin = None
     if start is not None:
-        marks = replay_marks.session_marks(directory)
+        marks = marks or replay_marks.session_marks(directory)
         sessions = replay_marks.window(marks.first, marks.times, start, end)
         begin = replay_marks.begin_for(marks, sessions.start) if sessions else None
     return Replay(directory, start, end, warn, begin=begin).run()

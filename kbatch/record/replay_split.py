@@ -16,33 +16,43 @@ The sessions and checkpoints are found first in the recording's lines
 (``replay_marks``: decompressed, not decoded), to cut the shares where they cost about
 the same. A process holds the state its checkpoint holds and what follows: what is
 alive, not the history before it.
-It is asked for, not the default (a recording made before checkpoints, one segment,
-would have every process but the first apply, and hold, all that came before its run).
+Without ``--jobs`` (``replay_auto``) a replay is shared between the cores this process
+may use, one process per ``AUTO_SPLIT_BYTES`` of the window's lines and per checkpoint
+in it at most; a short window, or a recording without checkpoints (one segment, as
+recordings were made before them), is replayed by one process: another would cost
+more to start than it saves, or apply, and hold, all that came before its run.
 """
 
 import bisect
 import itertools
 import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from kbatch.record.replay import KINDS, SHOWN_DIFFERENCES, Replay, Result
+from kbatch.record.replay import KINDS, SHOWN_DIFFERENCES, Replay, Result, replay
 from kbatch.record.replay_marks import (
     Begin,
     Checkpoint,
+    Marks,
     begin_for,
     reads_from,
     session_marks,
     window,
 )
+from kbatch.record.store import segments
 
 # What applying a recorded change without its session costs, against replaying it with
 # its session, by the bytes of their lines (the simulated day's recording, 1.7 GB of
 # lines: 105 CPU s to apply every change, 480 s to replay it all).
 APPLIED_COST = 0.25
+# Without ``--jobs``: a window of fewer bytes of lines than this is replayed by one
+# process. Each other process starts an interpreter, imports kbatch and reads from a
+# checkpoint (a second or so); 64 MB of the simulated day's lines replay in about 14 s.
+AUTO_SPLIT_BYTES = 64 << 20
 
 
 def shares(
@@ -82,6 +92,49 @@ def shares(
     return [range(a, b) for a, b in itertools.pairwise(bounds)]
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on every system)
+        return os.cpu_count() or 1
+
+
+def replay_auto(
+    directory: Path,
+    start: float | None,
+    end: float | None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> Result:
+    """``kbatch replay`` without ``--jobs``: ``directory`` replayed from ``start`` to
+    ``end`` by as many processes as ``usable_cores``, and ``auto_workers`` at most
+    (none but this one for a recording without checkpoints, or a short window), the
+    results added up as one replay's; by this one alone it is read from the last
+    checkpoint before ``start``, as ``replay.replay`` reads."""
+    began = time.perf_counter()
+    cores = usable_cores()
+    checkpointed = len(segments.segment_files(directory)) > 1  # (each after the first)
+    if start is None and (cores < 2 or not checkpointed):
+        return replay(directory, start, end, warn)
+    marks = session_marks(directory)
+    workers = min(cores, auto_workers(marks, window(marks.first, marks.times, start, end)))
+    if workers < 2:
+        return replay(directory, start, end, warn, marks)
+    return _split(directory, start, end, workers, warn, marks, began)
+
+
+def auto_workers(marks: Marks, sessions: range) -> int:
+    """How many processes are worth starting for ``sessions``, cores aside: one per
+    ``AUTO_SPLIT_BYTES`` of their lines, and at most one more than the checkpoints
+    among them (more would read from the same checkpoint, and apply what lies between
+    it and their first session for nothing)."""
+    if not sessions:
+        return 1
+    lines = marks.offsets[sessions.stop - 1] - marks.offsets[sessions.start]
+    inside = sum(1 for c in marks.checkpoints if sessions.start < c.sessions < sessions.stop)
+    return max(1, min(lines // AUTO_SPLIT_BYTES, inside + 1))
+
+
 def replay_split(
     directory: Path,
     start: float | None,
@@ -92,7 +145,19 @@ def replay_split(
     """``directory`` replayed from ``start`` to ``end`` by ``workers`` processes, the
     results added up as one replay's; ``warn`` is told each warning once, at the end."""
     began = time.perf_counter()
-    marks = session_marks(directory)
+    return _split(directory, start, end, workers, warn, session_marks(directory), began)
+
+
+def _split(
+    directory: Path,
+    start: float | None,
+    end: float | None,
+    workers: int,
+    warn: Callable[[str], None],
+    marks: Marks,
+    began: float,
+) -> Result:
+    """``replay_split`` with the recording's ``marks`` found, since ``began``."""
     sessions = window(marks.first, marks.times, start, end)
     parts = shares(sessions, marks.offsets, workers, marks.checkpoints)
     context = multiprocessing.get_context("spawn")  # (no fork of a threaded process)

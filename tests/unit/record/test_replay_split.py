@@ -195,3 +195,46 @@ def test_a_window_replayed_from_a_checkpoint_is_the_window_replayed_from_the_sta
     window = replay_marks.window(marks.first, marks.times, 600.0, 1000.0)
     begin = replay_marks.begin_for(marks, window.start)
     assert begin is not None and begin.segment > 1, "read from a checkpoint"
+
+
+def test_how_many_processes_a_replay_is_worth() -> None:
+    offsets = [n * (1 << 20) for n in range(1000)]  # a MB of lines per session
+    at = [replay_marks.Checkpoint(k + 2, offsets[s], s, float(s)) for k, s in enumerate((300, 600))]
+    marks = replay_marks.Marks(0.0, [float(n) for n in range(1000)], offsets, at)
+    assert replay_split.auto_workers(marks, range(1000)) == 3, "one more than its checkpoints"
+    assert replay_split.auto_workers(marks, range(400, 1000)) == 2, "one before it: no matter"
+    assert replay_split.auto_workers(marks, range(610, 1000)) == 1
+    assert replay_split.auto_workers(marks, range(250, 350)) == 1, "100 MB of lines"
+    assert replay_split.auto_workers(marks, range(250, 400)) == 2
+    assert replay_split.auto_workers(marks, range(0)) == 1
+    assert (
+        replay_split.auto_workers(replay_marks.Marks(0.0, marks.times, offsets), range(1000)) == 1
+    )
+
+
+def test_without_jobs_a_replay_is_shared_when_it_is_worth_it(
+    checkpointed: Path,
+    recording: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    whole = replay.replay(checkpointed).as_json()
+    monkeypatch.setattr(replay_split, "usable_cores", lambda: 2)
+    assert "shares" not in replay_split.replay_auto(checkpointed, None, None).as_json(), (
+        "the window is short: one process"
+    )
+    monkeypatch.setattr(replay_split, "AUTO_SPLIT_BYTES", 1)
+    shared = replay_split.replay_auto(checkpointed, None, None).as_json()
+    assert len(shared["shares"]) == 2 and _same(shared) == _same(whole)
+    window = replay_split.replay_auto(checkpointed, 600.0, 1000.0).as_json()
+    assert _same(window) == _same(replay.replay(checkpointed, 600.0, 1000.0).as_json())
+    assert "shares" not in replay_split.replay_auto(recording, None, None).as_json(), (
+        "one segment: no checkpoint to start a second process from"
+    )
+    assert main(["replay", str(checkpointed), "-o", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["shares"]) == 2
+    assert main(["replay", str(checkpointed), "--jobs", "1", "-o", "json"]) == 0
+    assert "shares" not in json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(replay_split, "usable_cores", lambda: 1)
+    alone = replay_split.replay_auto(checkpointed, None, None).as_json()
+    assert "shares" not in alone and _same(alone) == _same(whole)
