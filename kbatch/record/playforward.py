@@ -217,8 +217,8 @@ def to_text(shown: Json, table: str) -> str:
         f"recording {shown['recording']}: {work['pods']} pods in {work['groups']} groups over "
         f"{shown['seconds']:g} s, played forward under the recorded conf and {shown['config']}",
         f"pods of unknown runtime (running at the end, or evicted), run until the end or "
-        f"an eviction: {work.get('runtimeUnknown', 0)}; left out (over before the window, "
-        f"or withdrawn before starting): {work.get('podsLeftOut', 0)}",
+        f"an eviction: {work.get('runtimeUnknown', 0)}; left out (withdrawn before "
+        f"starting): {work.get('podsLeftOut', 0)}",
         "",
         "BASELINE AGAINST THE RECORDING (how far to trust the comparison)",
         f"binds: recorded {fid['binds']['recorded']}, simulated {fid['binds']['simulated']}; "

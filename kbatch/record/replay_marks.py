@@ -132,6 +132,19 @@ def begin_for(marks: Marks, first: int) -> Begin | None:
     return Begin(checkpoint.segment, checkpoint.sessions, marks.first)
 
 
+def checkpoint_at(marks: Marks, seconds: float) -> Begin | None:
+    """The last checkpoint taken before ``seconds`` after the recording's first record,
+    where a reader that needs the state then and every record from then on starts
+    (None: the recording's start). Before, not at: a record of that very time may come
+    before the checkpoint, which holds only what it changed."""
+    found = None
+    for checkpoint in marks.checkpoints:
+        if checkpoint.t - marks.first >= seconds:
+            break
+        found = checkpoint
+    return None if found is None else Begin(found.segment, found.sessions, marks.first)
+
+
 def reads_from(checkpoints: Sequence[Checkpoint], first: int) -> Checkpoint | None:
     """The checkpoint a replay whose own sessions begin at the recorded session ``first``
     reads from: the last before the ``WARM_UP_SESSIONS`` a share runs first (a replay

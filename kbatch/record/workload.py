@@ -15,8 +15,8 @@ times relative to ``start``:
   it gets no duration, so it runs to the end of the window in both runs, as it did
   in the recording; so does a pod the scheduler evicted (its eviction is the conf's
   decision, to be made again or not); the count is ``runtimeUnknown``. A pod deleted before
-  it ever started is left out (the simulator cannot withdraw a pod); so is one over
-  before ``start``. A pod running at ``start`` keeps its node and the rest of its
+  it ever started is left out (the simulator cannot withdraw a pod); one over before
+  ``start`` is not in the window. A pod running at ``start`` keeps its node and the rest of its
   runtime; a pod or group submitted before ``start`` is submitted at 0. A pod
   another scheduler served comes bound to its node when it was bound there (it is
   not in the figures: the simulator schedules its own only).
@@ -29,6 +29,12 @@ times relative to ``start``:
   a Node deleted while recording is cordoned from then on (the simulator removes no
   nodes); a deleted Queue, PriorityClass or Namespace stays.
 - the recorded conf in force at ``start`` (``conf``; a later change is noted).
+
+The records are read from the last checkpoint before ``start`` (the state then,
+``replay_marks.checkpoint_at``): what happened before it is either there or over
+before the window, so the workload is the one the records from the recording's start
+give. (A pod made again under the name of one before it in the window is named
+``NAME-again-1``, and so on; pods over before the window do not count.)
 
 What was recorded before the recording's first session (a live run's first lists,
 which come in any order) is all there at the start.
@@ -49,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
-from kbatch.record import as_submitted
+from kbatch.record import as_submitted, replay_marks
 from kbatch.record.store import segments
 from kbatch.sim import compare
 
@@ -63,7 +69,7 @@ CLUSTER_KINDS = ("Namespace", "PriorityClass", "Queue", "Node", "ResourceQuota")
 class _Pod:
     obj: Object  # as first seen
     first: float  # seconds after ``start`` (negative: before it)
-    name: str  # its name in the manifests (a name used again gets a suffix)
+    name: str  # its name in the manifests (a name used again in them gets a suffix)
     node: str | None = None
     bound: float | None = None
     ended: float | None = None
@@ -115,7 +121,6 @@ class _Deriving:
     binds: int = 0
     pods: list[_Pod] = field(default_factory=list)
     current: dict[str, _Pod] = field(default_factory=dict)  # "ns/name" -> its pod now
-    names_used: dict[str, int] = field(default_factory=dict)
     groups: dict[str, tuple[Object, float]] = field(default_factory=dict)
     at_start: dict[tuple[str, str], Object] = field(default_factory=dict)
     latest: dict[tuple[str, str], Object] = field(default_factory=dict)
@@ -189,9 +194,7 @@ class _Deriving:
         uid = (obj.get("metadata") or {}).get("uid") or key
         pod = self.current.get(key)
         if pod is None or (pod.obj.get("metadata") or {}).get("uid", key) != uid:
-            used = self.names_used[key] = self.names_used.get(key, 0) + 1
-            name = str(obj["metadata"]["name"]) + ("" if used == 1 else f"-again-{used - 1}")
-            pod = self.current[key] = _Pod(obj, at, name)
+            pod = self.current[key] = _Pod(obj, at, str(obj["metadata"]["name"]))
             self.pods.append(pod)
         node = (obj.get("spec") or {}).get("nodeName")
         if node and pod.bound is None:
@@ -298,9 +301,18 @@ def derive(
     warn: Callable[[str], None] = lambda _: None,
 ) -> Workload:
     """The workload recorded in ``directory`` between ``start`` and ``end`` seconds after
-    its first record. RecordingError: no recording there, or nothing in it to replay."""
-    reading = segments.Reading(directory)
+    its first record, read from the last checkpoint before ``start`` (the state
+    then; the records before it are not read). RecordingError: no recording there, or
+    nothing in it to replay."""
+    begin = (
+        None
+        if not start
+        else replay_marks.checkpoint_at(replay_marks.session_marks(directory), start)
+    )
+    reading = segments.Reading(directory, first_segment=0 if begin is None else begin.segment)
     deriving = _Deriving(start or 0.0, end)
+    if begin is not None:  # (its times count from the recording's first record)
+        deriving.t0, deriving.opened = begin.first, begin.sessions > 0
     for record in reading.records():
         if not deriving.take(record):
             break
@@ -347,16 +359,23 @@ def _kept_pods(
     deriving: _Deriving, seconds: float, names: frozenset[str]
 ) -> tuple[list[Object], Kept]:
     """The pods' manifests, and what the recorded figures need of each of those that
-    schedulers ``names`` serve; counted."""
+    schedulers ``names`` serve; counted (those over before the window are not in it,
+    and not counted: how many there were depends on where the recording was read from)."""
     pods: list[Object] = []
     kept: Kept = []
+    used: dict[tuple[str, str], int] = {}  # pods made of each namespace and name so far
     for pod in deriving.pods:
         ours = (pod.obj.get("spec") or {}).get("schedulerName", DEFAULT_SCHEDULER) in names
         made = _pod_manifest(pod, seconds, ours)
         if made is None:
-            deriving.count("podsLeftOut")
+            if pod.gone is None or pod.gone > 0:
+                deriving.count("podsLeftOut")
             continue
         obj, submitted, bound = made
+        key = (str(obj["metadata"].get("namespace") or ""), pod.name)
+        again = used[key] = used.get(key, 0) + 1
+        if again > 1:  # (a pod made again under the name of one in the window before it)
+            pod.name = obj["metadata"]["name"] = f"{pod.name}-again-{again - 1}"
         pods.append(obj)
         if not ours:
             deriving.count("otherSchedulersPods")
@@ -372,7 +391,10 @@ def _kept_pods(
 def _cluster_documents(deriving: _Deriving, groups: set[str]) -> list[Object]:
     """What the pods run on and in, as it stood at the start and as it changed, and
     the kept pods' PodGroups."""
-    documents = [as_submitted.at(obj, 0.0) for obj in deriving.at_start.values()]
+    # (by kind, each in the order first seen: as the simulator creates them, whether the
+    # recording was read from its start or from a checkpoint, which lists kind by kind)
+    at_start = sorted(deriving.at_start.items(), key=lambda item: CLUSTER_KINDS.index(item[0][0]))
+    documents = [as_submitted.at(obj, 0.0) for _, obj in at_start]
     documents += [as_submitted.at(obj, at) for at, obj in deriving.changes]
     for key, (obj, at) in deriving.groups.items():
         if key in groups:

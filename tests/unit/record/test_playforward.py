@@ -13,10 +13,13 @@ import yaml
 
 from kbatch import __version__
 from kbatch.cli.main import main
-from kbatch.record import playforward, workload
+from kbatch.record import playforward, replay_marks, workload
 from kbatch.record.store import segments
 from kbatch.record.store.segments import RecordingError
 from kbatch.sim import manifests, runner
+from tests.unit.record.test_replay_split import checkpointed
+
+__all__ = ["checkpointed"]  # the fixture, used by name
 
 ROOT = Path(__file__).parents[3]
 KUBE_BATCH = ROOT / "examples" / "conf" / "kube-batch.yaml"
@@ -167,7 +170,8 @@ def test_a_window_starts_with_what_ran_then_and_leaves_out_what_was_over(
 
     # On 2 cpu: p0 ran 0-31 s, p1 0-50, p2 31-51, p3 50-90, p4 51-58.
     assert set(pods) == {"p1", "p2", "p3", "p4"}
-    assert work.counts["podsLeftOut"] == 1 and work.counts["runningAtStart"] == 2
+    assert "podsLeftOut" not in work.counts, "p0, over before the window, is not in it"
+    assert work.counts["runningAtStart"] == 2
     assert pods["p1"]["spec"]["nodeName"] == pods["p2"]["spec"]["nodeName"] == "n1"
     assert annotation("p1", manifests.DURATION) == "10.000s"
     assert annotation("p2", manifests.DURATION) == "11.000s"
@@ -358,3 +362,52 @@ def test_a_window_with_nothing_to_replay_says_so(
         workload.derive(reclaimed, start=3600.0)
     assert main(["replay", str(reclaimed), "--config", str(KUBE_BATCH), "--from", "1h"]) == 2
     assert "nothing to replay" in capsys.readouterr().err
+
+
+def test_a_window_read_from_a_checkpoint_is_the_window_read_from_the_start(
+    checkpointed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marks = replay_marks.session_marks(checkpointed)
+    taken = [c.t - marks.first for c in marks.checkpoints]
+    read_from: list[int] = []
+    found = replay_marks.checkpoint_at
+
+    def noted(marks: replay_marks.Marks, seconds: float) -> replay_marks.Begin | None:
+        begin = found(marks, seconds)
+        read_from.append(0 if begin is None else begin.segment)
+        return begin
+
+    monkeypatch.setattr(replay_marks, "checkpoint_at", noted)
+    starts = (taken[1], taken[1] + 7.5, taken[-2] + 1.0, 300.0, 0.5 * (taken[0] + taken[1]))
+    for start in starts:
+        from_checkpoint = workload.derive(checkpointed, start, start + 200.0)
+        with monkeypatch.context() as patch:
+            patch.setattr(replay_marks, "checkpoint_at", lambda marks, seconds: None)
+            from_start = workload.derive(checkpointed, start, start + 200.0)
+        assert from_checkpoint == from_start, start
+        assert from_start.counts["runningAtStart"] > 0 and from_start.binds > 0
+    assert len(read_from) == len(starts) and all(n > 1 for n in read_from), read_from
+
+
+def test_a_pod_made_again_under_a_name_in_the_window_is_told_apart() -> None:
+    def pod(uid: str) -> dict[str, Any]:
+        meta = {"name": "p", "namespace": "ns", "uid": uid}
+        return {"kind": "Pod", "metadata": meta, "spec": {"schedulerName": "kbatch"}}
+
+    def life(uid: str, made: float, bound: float, deleted: float | None) -> list[Any]:
+        records = [
+            {"op": "a", "t": made, "o": pod(uid)},
+            {"op": "as", "t": bound, "key": "ns/p", "node": "n1"},
+        ]
+        return records + (
+            [] if deleted is None else [{"op": "d", "t": deleted, "k": "Pod", "key": "ns/p"}]
+        )
+
+    deriving = workload._Deriving(start=100.0, end=None)
+    records = [{"op": "sess", "t": 0.0}, *life("u1", 1, 2, 50), *life("u2", 60, 110, 150)]
+    for record in [*records, *life("u3", 160, 170, None)]:
+        deriving.take(record)
+    pods, kept = workload._kept_pods(deriving, 100.0, frozenset({"kbatch"}))
+    # u1 was over before the window: u2 keeps the name, u3 is told apart from it
+    assert [p["metadata"]["name"] for p in pods] == ["p", "p-again-1"]
+    assert [k[0].name for k in kept] == ["p", "p-again-1"]
