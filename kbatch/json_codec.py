@@ -18,6 +18,7 @@ import orjson
 
 # keys that are not strings (numbers, None, booleans) written as strings, as json does
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
+_CANONICAL_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
 
 
 def loads(data: bytes | str) -> Any:
@@ -37,3 +38,12 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value, option=_DUMP_OPTIONS)
     except orjson.JSONEncodeError:
         return json.dumps(value, separators=(",", ":")).encode()
+
+
+def canonical(value: Any) -> str:
+    """``value`` as one text that is the same for equal values and differs for different
+    ones (to key a cache by): compact JSON, keys sorted, and what JSON cannot hold as
+    its ``str``. TypeError for what it cannot write even so (an integer beyond 64 bits),
+    as ``json.dumps(value, sort_keys=True, default=str)`` raises it for keys of types
+    that do not compare (which this writes)."""
+    return orjson.dumps(value, default=str, option=_CANONICAL_OPTIONS).decode()

@@ -2,12 +2,12 @@
 placement constraints the predicates read (selectors, affinity, tolerations, ports).
 """
 
-import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kbatch import json_codec
 from kbatch.cluster import fields
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.core.framework.podspec import (
@@ -114,14 +114,9 @@ def spec_key(namespace: str, labels: Mapping[str, str], spec: Mapping[str, Any])
     return _owner_key(namespace, labels) + shape_key(spec)
 
 
-# What writes a key: ``json.dumps(value, sort_keys=True, default=str)``, with its encoder
-# made once (``json.dumps`` makes one per call when given any argument: a third of it).
-_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
-
-
 def _owner_key(namespace: str, labels: Mapping[str, str]) -> str:
     """The part of a spec's key that names its pod's namespace and labels."""
-    return _KEY_ENCODER.encode([namespace, labels])
+    return json_codec.canonical([namespace, labels])
 
 
 def _read_of(container: object) -> object:
@@ -136,7 +131,7 @@ def shape_key(spec: Mapping[str, Any]) -> str:
     and labels): the pods of one Job differ only in their labels (``job-name``,
     ``controller-uid``), those of two Jobs of one template in these too."""
     containers, inits = spec.get("containers"), spec.get("initContainers")
-    return _KEY_ENCODER.encode(
+    return json_codec.canonical(
         [
             [_read_of(c) for c in containers] if isinstance(containers, list) else containers,
             [_read_of(c) for c in inits] if isinstance(inits, list) else inits,

@@ -92,3 +92,29 @@ def test_what_json_cannot_hold_is_a_type_error() -> None:
 
 def test_a_float_that_is_not_a_number_is_written_as_null() -> None:
     assert json_codec.dumps([math.nan, 1.5]) == b"[null,1.5]"
+
+
+@given(VALUES)
+def test_a_canonical_text_reads_back_and_ignores_key_order(value: Any) -> None:
+    text = json_codec.canonical(value)
+    assert json.loads(text) == value
+    if isinstance(value, dict):
+        assert json_codec.canonical(dict(reversed(value.items()))) == text
+
+
+@given(VALUES, VALUES)
+def test_different_values_have_different_canonical_texts(a: Any, b: Any) -> None:
+    same_json = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert (json_codec.canonical(a) == json_codec.canonical(b)) == same_json
+
+
+def test_a_canonical_text_writes_what_json_cannot_hold_as_its_str() -> None:
+    class Odd:
+        def __str__(self) -> str:
+            return "odd"
+
+    assert json_codec.canonical({"b": Odd(), "a": {2: "x", 1: "y"}}) == (
+        '{"a":{"1":"y","2":"x"},"b":"odd"}'
+    )
+    with pytest.raises(TypeError):
+        json_codec.canonical({"n": 2**70})

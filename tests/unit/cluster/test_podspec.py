@@ -159,7 +159,8 @@ def test_a_pod_with_other_labels_is_parsed_again() -> None:
     ],
 )
 def test_a_spec_key_is_the_json_of_what_it_names(spec: dict[str, Any]) -> None:
-    """The key's text: sorted keys, anything else as str (one encoder for every key)."""
+    """The key's text: compact JSON, sorted keys, anything else as str (one encoder for
+    every key)."""
 
     def read_of(c: object) -> object:
         return (
@@ -176,7 +177,9 @@ def test_a_spec_key_is_the_json_of_what_it_names(spec: dict[str, Any]) -> None:
         spec.get("priorityClassName", ""),
     ]
     labels = {"b": "x", "a": "y"}
-    expected = json.dumps(["ns", labels], sort_keys=True, default=str) + json.dumps(
-        named, sort_keys=True, default=str
-    )
+
+    def compact(value: object) -> str:
+        return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+
+    expected = compact(["ns", labels]) + compact(named)
     assert podspec.spec_key("ns", labels, spec) == expected
