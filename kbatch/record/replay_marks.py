@@ -1,8 +1,9 @@
 """Where a recording's sessions and checkpoints are, and where a replay starts reading.
 
-The sessions and checkpoints are found in the recording's lines (decompressed, not
-decoded): a replay ``--from`` a time reads from the last checkpoint before it, and a
-replay shared between processes (``replay_split``) cuts its shares by them.
+The sessions and checkpoints are found in the index the writer keeps beside each closed
+segment, else in its lines (decompressed, not decoded): a replay ``--from`` a time
+reads from the last checkpoint before it, and a replay shared between processes
+(``replay_split``) cuts its shares by them.
 """
 
 import zlib
@@ -74,39 +75,52 @@ def checkpoint_before(checkpoints: Sequence[Checkpoint], session: int) -> Checkp
 
 def session_marks(directory: Path) -> Marks:
     """The marks of the recording in ``directory`` (``Marks``), read up to the first break
-    in a segment's compressed stream."""
+    in a segment's compressed stream: of each segment, from the index the writer kept
+    beside it (``segments.SegmentIndex``), else from its lines."""
     marks = Marks()
-    read = 0  # the lines' bytes before ``text``
-    for index, (number, path) in enumerate(segments.segment_files(directory)):
-        decompress = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip
-        tail = b""  # from the last line break on: a line not ended yet
-        begins = read  # the bytes of lines before this segment
-        looking = True  # for the segment's first record (after its header)
-        try:
-            with path.open("rb") as raw:
-                while chunk := raw.read(_CHUNK):
-                    text = tail + decompress.decompress(chunk)
-                    ended = max(text.rfind(b"\n"), 0)  # the lines before it are whole
-                    if looking and (at := text.find(_RECORD, 0, ended)) >= 0:
-                        looking = False
-                        t = _time_at(text, text.index(b'"t":', at) + 4)
-                        if index == 0:
-                            marks.first = t
-                        else:  # (the oldest segment kept is where a replay starts anyway)
-                            marks.checkpoints.append(
-                                Checkpoint(number, begins, len(marks.times), t)
-                            )
-                    at = text.find(_SESSION, 0, ended)
-                    while at >= 0:
-                        marks.times.append(_time_at(text, at + len(_SESSION)))
-                        marks.offsets.append(read + at)
-                        at = text.find(_SESSION, at + 1, ended)
-                    read += ended
-                    tail = text[ended:]
-        except (OSError, zlib.error, ValueError):
+    read = 0  # the lines' bytes before the segment
+    for position, (number, path) in enumerate(segments.segment_files(directory)):
+        found = segments.SegmentIndex.of(path)
+        whole = found is not None
+        if found is None:
+            found, whole = _scanned(path)
+        if found.first is not None:
+            if position == 0:
+                marks.first = found.first
+            else:  # (the oldest segment kept is where a replay starts anyway)
+                marks.checkpoints.append(Checkpoint(number, read, len(marks.times), found.first))
+        marks.times += found.times
+        marks.offsets += [read + at for at in found.offsets]
+        read += found.lines
+        if not whole:
             break  # (the replay says where it stopped)
-        read += len(tail)
     return marks
+
+
+def _scanned(path: Path) -> tuple[segments.SegmentIndex, bool]:
+    """The segment's marks, found in its decompressed lines, and whether it was read to
+    its end (not: the compressed stream breaks, and what was found before counts)."""
+    found = segments.SegmentIndex()
+    decompress = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip
+    tail = b""  # from the last line break on: a line not ended yet
+    try:
+        with path.open("rb") as raw:
+            while chunk := raw.read(_CHUNK):
+                text = tail + decompress.decompress(chunk)
+                ended = max(text.rfind(b"\n"), 0)  # the lines before it are whole
+                if found.first is None and (at := text.find(_RECORD, 0, ended)) >= 0:
+                    found.first = _time_at(text, text.index(b'"t":', at) + 4)
+                at = text.find(_SESSION, 0, ended)
+                while at >= 0:
+                    found.times.append(_time_at(text, at + len(_SESSION)))
+                    found.offsets.append(found.lines + at)
+                    at = text.find(_SESSION, at + 1, ended)
+                found.lines += ended
+                tail = text[ended:]
+    except (OSError, zlib.error, ValueError):
+        return found, False
+    found.lines += len(tail)
+    return found, True
 
 
 def _time_at(text: bytes, at: int) -> float:

@@ -45,6 +45,84 @@ def segment_name(number: int) -> str:
     return f"segment-{number:06d}.jsonl.gz"
 
 
+def index_path(segment: Path) -> Path:
+    """Where the writer notes what ``segment`` holds (``SegmentIndex``): beside it."""
+    return segment.with_name(segment.name.removesuffix(".jsonl.gz") + ".marks.json.gz")
+
+
+@dataclass(slots=True)
+class SegmentIndex:
+    """What a segment holds, noted by the writer as it writes and kept beside it once it
+    is closed, so that a reader finds the sessions without decompressing it: the bytes
+    of its lines, the time of its first record after the header (None: none), and of
+    each session's record (``out``) its time and the offset of the line break before
+    it in the segment's lines. ``size`` and ``trailer``: the closed file's bytes and
+    its last 8 (gzip's CRC-32 and length of the lines): an index of another file, or
+    of this one before it changed, is not trusted. ``whole``: False once a record
+    without a time was written (no index is kept then)."""
+
+    size: int = 0
+    trailer: str = ""
+    lines: int = 0
+    first: float | None = None
+    times: list[float] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    whole: bool = True
+
+    def note(self, record: dict[str, Any], length: int) -> None:
+        """A record written (its line ``length`` bytes long, after those noted)."""
+        op, t = record.get("op"), record.get("t")
+        if op is not None:  # (not the header)
+            if not isinstance(t, int | float) or isinstance(t, bool):
+                self.whole = False
+            else:
+                self.first = float(t) if self.first is None else self.first
+                if op == "out":
+                    self.times.append(float(t))
+                    self.offsets.append(self.lines - 1)
+        self.lines += length
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "trailer": self.trailer,
+            "lines": self.lines,
+            "first": self.first,
+            "times": self.times,
+            "offsets": self.offsets,
+        }
+
+    @staticmethod
+    def of(segment: Path) -> "SegmentIndex | None":
+        """The index kept beside ``segment``, if it is whole and of this very file; None:
+        none to trust (a run killed before the segment closed leaves none)."""
+        try:
+            data = json_codec.loads(gzip.decompress(index_path(segment).read_bytes()))
+            first = data["first"]
+            index = SegmentIndex(
+                int(data["size"]),
+                str(data["trailer"]),
+                int(data["lines"]),
+                None if first is None else float(first),
+                [float(t) for t in data["times"]],
+                [int(at) for at in data["offsets"]],
+            )
+            size, trailer = _size_and_trailer(segment)
+        except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError):
+            return None
+        if (index.size, index.trailer) != (size, trailer):
+            return None
+        return index if len(index.times) == len(index.offsets) else None
+
+
+def _size_and_trailer(segment: Path) -> tuple[int, str]:
+    """The file's bytes, and its last 8 (hex)."""
+    with segment.open("rb") as raw:
+        size = raw.seek(0, 2)
+        raw.seek(max(size - 8, 0))
+        return size, raw.read(8).hex()
+
+
 def segment_files(directory: Path) -> list[tuple[int, Path]]:
     """The segments in ``directory``, oldest first."""
     found = []
@@ -93,6 +171,7 @@ class SegmentWriter:
         self._gzip: gzip.GzipFile | None = None
         self._unsynced = 0  # uncompressed bytes written since the last sync flush
         self._checkpoint_end = 0  # the compressed bytes of the segment's header and checkpoint
+        self._index = SegmentIndex()  # of the segment being written
         self._open_next(first=True)
 
     def _open_next(self, first: bool = False) -> None:
@@ -102,6 +181,7 @@ class SegmentWriter:
         self._raw = open(path, "wb")  # noqa: SIM115 (closed at rotation and close)
         self._gzip = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=COMPRESS_LEVEL)
         self.segments.append((self.number, path))
+        self._index = SegmentIndex()
         self._put({**self.header, "segment": self.number})
         if not first:
             for record in self.checkpoint():
@@ -111,7 +191,9 @@ class SegmentWriter:
 
     def _put(self, record: dict[str, Any]) -> int:
         assert self._gzip is not None
-        return self._gzip.write(json_codec.dumps(record) + b"\n")
+        line = json_codec.dumps(record) + b"\n"
+        self._index.note(record, len(line))
+        return self._gzip.write(line)
 
     def write(self, record: dict[str, Any]) -> None:
         self._unsynced += self._put(record)
@@ -141,16 +223,30 @@ class SegmentWriter:
         while len(self.segments) > 1 and self._total() > self.max_bytes:
             _, oldest = self.segments.pop(0)
             oldest.unlink(missing_ok=True)
+            index_path(oldest).unlink(missing_ok=True)
 
     def _total(self) -> int:
-        return sum(path.stat().st_size for _, path in self.segments if path.exists())
+        """The bytes the recording holds: its segments, and their indexes."""
+        paths = [p for _, path in self.segments for p in (path, index_path(path))]
+        return sum(path.stat().st_size for path in paths if path.exists())
 
     def _close_current(self) -> None:
         if self._gzip is not None:
             self._gzip.close()
         if self._raw is not None:
             self._raw.close()
+            self._keep_index(self.segments[-1][1])
         self._gzip = self._raw = None
+
+    def _keep_index(self, path: Path) -> None:
+        """The closed segment's index, beside it (``SegmentIndex``); a reader that finds
+        none, or one it cannot read, decompresses the segment instead."""
+        index = self._index
+        if not index.whole:
+            return
+        index.size, index.trailer = _size_and_trailer(path)
+        text = json_codec.dumps(index.to_json())
+        index_path(path).write_bytes(gzip.compress(text, COMPRESS_LEVEL, mtime=0))
 
     def close(self) -> None:
         self._close_current()

@@ -6,6 +6,7 @@ import gzip
 import itertools
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,22 @@ def test_checkpoints_are_found_with_the_sessions_before_them(checkpointed: Path)
     assert replay_marks.checkpoint_before(marks.checkpoints, last.sessions) != last, (
         "its first session may be cut"
     )
+
+
+def test_the_indexes_beside_the_segments_give_the_marks_their_lines_give(
+    checkpointed: Path, tmp_path: Path
+) -> None:
+    indexed = replay_marks.session_marks(checkpointed)
+    files = segments.segment_files(checkpointed)
+    assert all(segments.SegmentIndex.of(path) is not None for _, path in files)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for _, path in files:
+        shutil.copy(path, bare / path.name)
+    assert replay_marks.session_marks(bare) == indexed, "found in the lines"
+    stale = files[2][1]
+    shutil.copy(segments.index_path(files[1][1]), bare / segments.index_path(stale).name)
+    assert replay_marks.session_marks(bare) == indexed, "another segment's index is not used"
 
 
 def test_shares_from_checkpoints_add_up_to_the_whole_replay(

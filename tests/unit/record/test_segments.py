@@ -65,6 +65,49 @@ def test_rotation_keeps_the_bound_and_each_segment_starts_from_its_checkpoint(
     assert records[-1]["t"] == 2999.0
     times = [r["t"] for r in records[1:]]
     assert times == sorted(times) and len(set(times)) == len(times), "each record once"
+    indexes = sorted(segments.index_path(path).name for _, path in files)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [path.name for _, path in files] + indexes
+    ), "each segment kept has its index beside it, and a dropped one's went with it"
+
+
+def test_an_index_is_kept_of_a_closed_segment_only_and_trusted_for_that_file(
+    tmp_path: Path,
+) -> None:
+    writer = _writer(tmp_path)
+    for i in range(20):
+        writer.write({"op": "out" if i % 3 else "a", "t": float(i), "o": _pod(i)})
+    writer.flush()
+    path = segments.segment_files(tmp_path)[0][1]
+    assert segments.SegmentIndex.of(path) is None, "not closed yet (a run killed now)"
+    writer.close()
+    index = segments.SegmentIndex.of(path)
+    assert (
+        index is not None
+        and index.first == 0.0
+        and index.times == [float(i) for i in range(20) if i % 3]
+    )
+    lines = gzip.decompress(path.read_bytes())
+    assert index.lines == len(lines)
+    assert all(lines[at : at + 13] == b'\n{"op":"out",' for at in index.offsets)
+    kept = segments.index_path(path).read_bytes()
+    other = gzip.decompress(kept).replace(b'"size":', b'"size":1')
+    segments.index_path(path).write_bytes(gzip.compress(other))
+    assert segments.SegmentIndex.of(path) is None, "of another file"
+    segments.index_path(path).write_bytes(kept[:-5])
+    assert segments.SegmentIndex.of(path) is None, "cut short"
+    segments.index_path(path).write_bytes(gzip.compress(gzip.decompress(kept)[:-5]))
+    assert segments.SegmentIndex.of(path) is None, "not JSON"
+    segments.index_path(path).write_bytes(kept)
+    assert segments.SegmentIndex.of(path) == index
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1  # the same size, another length in the trailer
+    path.write_bytes(bytes(data))
+    assert segments.SegmentIndex.of(path) is None, "of the file before it changed"
+    untimed = _writer(tmp_path / "untimed")
+    untimed.write({"op": "a", "o": _pod(1)})
+    untimed.close()
+    assert not segments.index_path(segments.segment_files(tmp_path / "untimed")[0][1]).exists()
 
 
 def _cut(source: Path, target: Path, keep: int) -> None:
