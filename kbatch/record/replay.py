@@ -394,7 +394,8 @@ def replay(
     ConfigError: its conf cannot be loaded (naming the field)."""
     begin = None
     if start is not None:
-        marks = marks or replay_marks.session_marks(directory)
+        if marks is None:
+            marks = replay_marks.session_marks(directory)
         sessions = replay_marks.window(marks.first, marks.times, start, end)
         begin = replay_marks.begin_for(marks, sessions.start) if sessions else None
     return Replay(directory, start, end, warn, begin=begin).run()

@@ -12,9 +12,9 @@ without running the sessions there (about a quarter of what replaying them costs
 replays its own. The shares' results are added up in order, the differences numbered as
 one replay numbers them.
 
-The sessions and checkpoints are found first in the recording's lines
-(``replay_marks``: decompressed, not decoded), to cut the shares where they cost about
-the same. A process holds the state its checkpoint holds and what follows: what is
+The sessions and checkpoints are found first (``replay_marks``: in the index beside
+each segment, else in its lines, decompressed, not decoded), to cut the shares where
+they cost about the same. A process holds the state its checkpoint holds and what follows: what is
 alive, not the history before it.
 Without ``--jobs`` (``replay_auto``) a replay is shared between the cores this process
 may use, one process per ``AUTO_SPLIT_BYTES`` of the window's lines and per checkpoint
@@ -107,10 +107,9 @@ def replay_auto(
     warn: Callable[[str], None] = lambda _: None,
 ) -> Result:
     """``kbatch replay`` without ``--jobs``: ``directory`` replayed from ``start`` to
-    ``end`` by as many processes as ``usable_cores``, and ``auto_workers`` at most
-    (none but this one for a recording without checkpoints, or a short window), the
-    results added up as one replay's; by this one alone it is read from the last
-    checkpoint before ``start``, as ``replay.replay`` reads."""
+    ``end`` by as many processes as ``usable_cores``, ``auto_workers`` at most, the
+    results added up as one replay's. A recording without checkpoints, or a short
+    window, is replayed by this process alone, as ``replay.replay`` replays it."""
     began = time.perf_counter()
     cores = usable_cores()
     checkpointed = len(segments.segment_files(directory)) > 1  # (each after the first)
