@@ -43,7 +43,6 @@ def dumps(value: Any) -> bytes:
 def canonical(value: Any) -> str:
     """``value`` as one text that is the same for equal values and differs for different
     ones (to key a cache by): compact JSON, keys sorted, and what JSON cannot hold as
-    its ``str``. TypeError for what it cannot write even so (an integer beyond 64 bits),
-    as ``json.dumps(value, sort_keys=True, default=str)`` raises it for keys of types
-    that do not compare (which this writes)."""
+    its ``str``. TypeError for what it cannot write even so (an integer beyond 64 bits,
+    a lone surrogate)."""
     return orjson.dumps(value, default=str, option=_CANONICAL_OPTIONS).decode()
