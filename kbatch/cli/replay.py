@@ -202,9 +202,9 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
         default=None,
         metavar="N",
         help="replay in N processes, each a run of consecutive sessions (each holds a "
-        "cluster state of its own); the bind-for-bind replay only. Default: one per core "
-        "when the recording has checkpoints (more than one segment), one per checkpoint "
-        "in the window and per 64 MB of its lines at most; else 1",
+        "cluster state of its own); the bind-for-bind replay only. Default: one per core, "
+        "but at most one per 64 MB of the window's lines and one more than the "
+        "checkpoints in it (1 for a recording of one segment, which has none)",
     )
     _config_options(parser)
     add_eta_options(parser)
