@@ -43,11 +43,13 @@ def test_it_reads_what_json_writes(value: Any) -> None:
     [
         b'{"a": NaN, "b": Infinity, "c": -Infinity}',  # refused by orjson
         b'["\\ud800"]',  # a lone surrogate: refused by orjson
-        b'{"name": "caf\xc3\xa9", "n": 3}',
+        b'{"name": "caf\xc3\xa9", "n": 3}',  # UTF-8, as bytes and as text
         '{"name": "café"}',
     ],
 )
-def test_what_orjson_refuses_json_reads(document: bytes | str) -> None:
+def test_it_reads_what_json_reads_as_json_reads_it_what_orjson_refuses_too(
+    document: bytes | str,
+) -> None:
     got, want = json_codec.loads(document), json.loads(document)
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
 
@@ -76,6 +78,7 @@ def test_it_writes_what_orjson_refuses_as_json_writes_it() -> None:
     big = 2**70  # beyond 64 bits
     assert json_codec.dumps({"n": big}) == b'{"n":1180591620717411303424}'
     assert json.loads(json_codec.dumps({"n": big})) == {"n": big}
+    assert json_codec.dumps(["\ud800"]) == b'["\\ud800"]'  # a lone surrogate, escaped
 
 
 def test_keys_that_are_not_strings_are_written_as_json_writes_them() -> None:
