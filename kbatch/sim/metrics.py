@@ -91,10 +91,12 @@ def _point(now: float, snapshot: Snapshot, present: set[str], shortcuts: Shortcu
         if index is None or not len(nodes):
             used.append(0.0)
             continue
-        totals[i] = float(nodes.allocatable[:, index].sum())
-        if totals[i] > 0:
+        total = totals[i] = float(nodes.allocatable[:, index].sum())
+        if total > 0:
             present.add(resource)
-        used.append(float(nodes.used[:, index].sum()) / totals[i] if totals[i] > 0 else 0.0)
+        # (over a plain float: a fraction over numpy's would be numpy's, and so would the
+        # JSON's means made of it, which only ``json`` writes and YAML's safe dump refuses)
+        used.append(float(nodes.used[:, index].sum()) / total if total > 0 else 0.0)
     active: set[str] = set()
     waits: set[str] = set()
     to_add, idle = _held_and_idle(snapshot.jobs.values(), shortcuts.count_jobs_that_never_held)

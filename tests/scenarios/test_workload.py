@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kbatch.api import LIFETIME_ANNOTATION
 from kbatch.cli import main as cli
@@ -304,3 +305,27 @@ def test_the_outcome_carries_the_metrics_points() -> None:
     assert isinstance(outcome, MeasuredOutcome)
     assert outcome.recorder.resources == {"cpu", "memory", "nvidia.com/gpu"}
     assert outcome.recorder.points[0].time == 0.0
+
+
+def json_types(value: Any) -> set[type]:
+    """The types of ``value`` and of everything in it."""
+    found = {type(value)}
+    if isinstance(value, dict):
+        found |= {t for key in value for t in json_types(key)}
+        found |= {t for item in value.values() for t in json_types(item)}
+    elif isinstance(value, list):
+        found |= {t for item in value for t in json_types(item)}
+    return found
+
+
+def test_the_json_contract_holds_json_types_alone() -> None:
+    """The metrics' means were numpy's floats, which only ``json`` writes (a subclass of
+    float): YAML's safe dump and orjson refused them."""
+    result = simulate(
+        workload=TESTDATA / "workloads/small-long_big-long/preemptible.yaml",
+        cluster=TESTDATA / "clusters/cpu_1_1_2.yaml",
+        until="45m",
+    )
+    assert json_types(result) <= {dict, list, str, int, float, bool, type(None)}
+    assert result["metrics"]["utilisation"]["cpu"]["mean"] > 0
+    yaml.safe_dump(result)
