@@ -12,6 +12,7 @@ int32 and int64), and a float that is not a number is written as ``null`` (valid
 where ``json`` writes ``NaN`` (which is not)."""
 
 import json
+import re
 from typing import Any
 
 import orjson
@@ -19,6 +20,10 @@ import orjson
 # keys that are not strings (numbers, None, booleans) written as strings, as json does
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
 _CANONICAL_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
+_INDENTED_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2
+# What orjson writes as it is and ``json`` (its ``ensure_ascii``) escapes: DEL and
+# every character beyond ASCII (in a JSON text, only ever inside a string).
+_BEYOND_ASCII = re.compile("[\x7f-\U0010ffff]")
 
 
 def loads(data: bytes | str) -> Any:
@@ -38,6 +43,27 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value, option=_DUMP_OPTIONS)
     except orjson.JSONEncodeError:
         return json.dumps(value, separators=(",", ":")).encode()
+
+
+def dumps_indented(value: Any) -> str:
+    """``value`` as ``json.dumps(value, indent=2)`` writes it (what the command line
+    prints with ``-o json``), but for the module's two differences and how a float of
+    less than 1e-4 is spelled (``1e-7`` for ``1e-07``, ``0.00001`` for ``1e-05``: the
+    same number). TypeError for what JSON cannot hold."""
+    try:
+        text = orjson.dumps(value, option=_INDENTED_OPTIONS).decode()
+    except orjson.JSONEncodeError:  # (a lone surrogate, an integer beyond 64 bits, ...)
+        return json.dumps(value, indent=2)
+    return text if text.isascii() and "\x7f" not in text else _BEYOND_ASCII.sub(_escaped, text)
+
+
+def _escaped(character: re.Match[str]) -> str:
+    """A character as ``json`` escapes it: ``\\u`` and its UTF-16 code unit(s)."""
+    code = ord(character.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
 
 
 def canonical(value: Any) -> str:

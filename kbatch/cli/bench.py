@@ -102,14 +102,13 @@ def _trace_eta_accuracy(args: argparse.Namespace, spec: "TraceSpec") -> int:
     """``kbatch bench --trace --eta-accuracy``: the ETA backtested on the simulated day as
     it runs (``kbatch.record.eta_day``), printed as ``kbatch replay --eta-accuracy``
     prints it (``-o json``: one JSON object)."""
-    import json
-
+    from kbatch import json_codec
     from kbatch.record import eta_accuracy, eta_day
 
     if args.record is not None:
         raise argparse.ArgumentTypeError("--eta-accuracy goes without --record")
     shown = eta_day.backtest(spec, eta_settings(args))
-    print(json.dumps(shown, indent=2) if args.output == "json" else eta_accuracy.text(shown))
+    print(json_codec.dumps_indented(shown) if args.output == "json" else eta_accuracy.text(shown))
     return 0
 
 

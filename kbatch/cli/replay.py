@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbatch import json_codec
 from kbatch.api import duration
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def replay(args: argparse.Namespace) -> int:
         result = replaying.replay(args.recording, start, end, warn=_warn)
     shown = result.as_json()
     if args.output == "json":
-        print(json.dumps(shown, indent=2))
+        print(json_codec.dumps_indented(shown))
     else:
         print(_text(shown))
     if args.fail_on_difference and shown["decisions"]["differing"]:
@@ -60,7 +61,7 @@ def _play_forward(args: argparse.Namespace) -> int:
         playforward.write_report(played, args.report)
     shown = played.as_json()
     if args.output == "json":
-        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
+        sys.stdout.write(json_codec.dumps_indented(shown) + "\n")
     else:
         sys.stdout.write(playforward.to_text(shown, played.comparison().to_table()))
     return 0
@@ -76,7 +77,7 @@ def _eta_accuracy(args: argparse.Namespace, start: float | None, end: float | No
     settings = eta_settings(args)
     shown = eta_accuracy.backtest(args.recording, settings, start, end, warn=_warn)
     if args.output == "json":
-        print(json.dumps(shown, indent=2))
+        print(json_codec.dumps_indented(shown))
     else:
         print(eta_accuracy.text(shown))
     return 0

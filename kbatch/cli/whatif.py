@@ -6,10 +6,10 @@ kubeconfig (the rules of ``kbatch jobs``: ``--kubeconfig``, else ``$KUBECONFIG``
 
 import argparse
 import dataclasses
-import json
 import sys
 from typing import Any
 
+from kbatch import json_codec
 from kbatch.api import duration
 from kbatch.cli import visibility as cli_visibility
 
@@ -54,7 +54,7 @@ def what_if(args: argparse.Namespace) -> int:
             "schedulerConf": conf_source,
             "groups": [a.to_json(objects.now) for a in answers],
         }
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json_codec.dumps_indented(data) + "\n")
     else:
         out.show(sys.stdout, out.what_if_table(answers))
         print(f"(scheduler conf: {conf_source})")

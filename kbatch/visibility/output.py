@@ -6,7 +6,6 @@ Piped output is not wrapped: a table row stays one line, as ``kubectl get`` keep
 so that ``grep`` and ``awk`` see whole rows.
 """
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kbatch import json_codec
 from kbatch.api.queue import rfc3339
 from kbatch.visibility.eta import Estimate
 from kbatch.visibility.standing import Explanation, JobRow, QueueRow
@@ -51,8 +51,7 @@ def print_data(stream: IO[str], data: Any, output: str) -> None:
     if output == "yaml":
         yaml.safe_dump(data, stream, sort_keys=False, allow_unicode=True)
     else:
-        json.dump(data, stream, indent=2)
-        stream.write("\n")
+        stream.write(json_codec.dumps_indented(data) + "\n")
 
 
 # ----------------------------------------------------------------------------- data

@@ -121,3 +121,44 @@ def test_a_canonical_text_writes_what_json_cannot_hold_as_its_str() -> None:
     )
     with pytest.raises(TypeError):
         json_codec.canonical({"n": 2**70})
+
+
+# JSON's values whose text ``json`` and orjson spell alike (floats aside: below 1e-4
+# the two spell the same number differently)
+EXACT_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.text()
+    | st.sampled_from([0.0, -0.0, 1.5, 2.0, 0.1, 1e16, 1.23e300, 123456.789]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(EXACT_VALUES)
+def test_an_indented_text_is_the_one_json_writes(value: Any) -> None:
+    assert json_codec.dumps_indented(value) == json.dumps(value, indent=2)
+
+
+@given(VALUES)
+def test_an_indented_text_reads_back(value: Any) -> None:
+    assert json.loads(json_codec.dumps_indented(value)) == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"message": "phase Pending \u2192 Inqueue"},  # the simulator's events say so
+        ["\x7f", "caf\u00e9", "\u2028", "\U0001f600", "\ue000\uffff"],  # escaped by json
+        {"n": 2**70, "s": "\ud800"},  # refused by orjson: written by json
+        {1: [], None: {}, 2.5: "x"},  # keys that are not strings
+    ],
+)
+def test_an_indented_text_escapes_and_falls_back_as_json_writes(value: Any) -> None:
+    assert json_codec.dumps_indented(value) == json.dumps(value, indent=2)
+
+
+def test_an_indented_text_of_what_json_cannot_hold_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        json_codec.dumps_indented({"a": {1, 2}})
