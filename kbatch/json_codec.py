@@ -47,9 +47,11 @@ def dumps(value: Any) -> bytes:
 
 def dumps_indented(value: Any) -> str:
     """``value`` as ``json.dumps(value, indent=2)`` writes it (what the command line
-    prints with ``-o json``), but for the module's two differences and how a float of
-    less than 1e-4 is spelled (``1e-7`` for ``1e-07``, ``0.00001`` for ``1e-05``: the
-    same number). TypeError for what JSON cannot hold."""
+    prints with ``-o json``), but for a float that is not a number (``null``, as
+    ``dumps`` writes it) and how a float under 1e-4 is spelled (``1e-7`` for ``1e-07``,
+    ``0.00001`` for ``1e-05``: the same number). orjson also writes some of what
+    ``json`` refuses (a dataclass, a datetime, a UUID, an Enum's member); TypeError
+    for the rest of what JSON cannot hold."""
     try:
         text = orjson.dumps(value, option=_INDENTED_OPTIONS).decode()
     except orjson.JSONEncodeError:  # (a lone surrogate, an integer beyond 64 bits, ...)

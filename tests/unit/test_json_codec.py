@@ -162,3 +162,7 @@ def test_an_indented_text_escapes_and_falls_back_as_json_writes(value: Any) -> N
 def test_an_indented_text_of_what_json_cannot_hold_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         json_codec.dumps_indented({"a": {1, 2}})
+
+
+def test_an_indented_text_of_a_float_that_is_not_a_number_is_null() -> None:
+    assert json_codec.dumps_indented([math.nan]) == "[\n  null\n]"
