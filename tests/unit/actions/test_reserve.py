@@ -1,6 +1,7 @@
 """reserve: room kept for a queue's head job only while its queue is within its share."""
 
 from builders import Cluster, run_actions
+from kbatch.config import KUBE_BATCH_CONF
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 
 R = TaskStatus.RUNNING
@@ -49,3 +50,21 @@ def test_room_no_session_keeps_again_is_given_back() -> None:
     cluster.job("first", queue="b", created=1.5).tasks(1, cpu=5)  # now the head; fits nowhere
     sent = run_actions(cluster.open(), "allocate", "reserve")
     assert sent.nominations.get("big-0", "kept") is None
+
+
+def test_room_a_preemptor_was_promised_this_session_is_not_kept_for_another() -> None:
+    """preempt pipelines high-1 on n1 (5 of its 8 cpu, once its victims are gone): that
+    room is high-1's, nominated to it as the session ends. reserve must not keep it for
+    the queue's head, big, as well: two nominations that do not both fit n1 would wait
+    for each other for ever (found by tests/property/test_invariants.py). high is ready
+    (high-0 runs on n2), so big is the head."""
+    full = KUBE_BATCH_CONF.replace('"enqueue, allocate, backfill"', '"allocate, preempt, reserve"')
+    cluster = Cluster().node("n1", cpu=8).node("n2", cpu=1)
+    for name in ("low", "lower"):
+        cluster.job(name, priority=1, created=1.0).tasks(1, cpu=4, status=R, node="n1")
+    cluster.job("big", priority=1, created=2.0).tasks(1, cpu=4)
+    high = cluster.job("high", priority=100, created=3.0)
+    high.tasks(1, cpu=1, status=R, node="n2").tasks(1, cpu=5)
+    sent = run_actions(cluster.open(full), "allocate", "preempt", "reserve")
+    assert sorted(victim for victim, _ in sent.evictions) == ["low-0", "lower-0"]
+    assert sent.nominations == {"high-1": "n1"}

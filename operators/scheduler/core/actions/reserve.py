@@ -62,9 +62,11 @@ class _Plan:
 
 def _room_when_drained(session: Session) -> np.ndarray:
     """Each node's room once every task of ours there has ended: less what other
-    schedulers' pods hold (they may never end) and the room kept for others."""
+    schedulers' pods hold (they may never end) and the room kept for others: nominated
+    to them, or promised to them this session (pipelined: a preemptor's room is
+    nominated to it only as the session ends, its nomination given up meanwhile)."""
     nodes = session.nodes
-    room = nodes.allocatable - nodes.nominated
+    room = nodes.allocatable - nodes.nominated - nodes.pipelined
     for i in nodes.jobless_nodes():  # (most nodes hold none: only ours, which end)
         for task in nodes.infos[i].tasks.values():
             if not task.job and task.status in OCCUPYING_STATUSES:
