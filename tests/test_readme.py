@@ -142,7 +142,10 @@ def test_the_readme_command_parser_sees_a_command_that_fails(tmp_path: Path) -> 
 # docs/using/waiting.md: "Why is a job waiting? Its PodGroup's Unschedulable condition says so, in words — e.g.
 # `3/6 tasks in gang unschedulable: 0/4 nodes are available: 2 Insufficient cpu, ...`
 # — and so do the FailedScheduling events on its pods." (kube-scheduler's words)
-WHY = r"\d+/\d+ tasks in gang unschedulable: 0/\d+ nodes are available: \d+ [^,]+(, \d+ [^,]+)*"
+WHY = (
+    r"\d+/\d+ tasks in gang unschedulable: 0/\d+ nodes are available: \d+ [^,;]+(, \d+ [^,;]+)*"
+    r"(; \d+ pods of [^;]+ never fit on the nodes, even empty: they hold \d+ of them)?"
+)
 
 
 def test_why_a_job_waits_is_said_as_the_docs_say() -> None:
@@ -182,6 +185,9 @@ def test_why_a_job_waits_is_said_as_the_docs_say() -> None:
     assert condition["status"] == "True"
     assert re.fullmatch(WHY, condition["message"]), condition["message"]
     assert "Insufficient cpu" in condition["message"]
+    assert condition["message"].endswith(
+        "; 3 pods of cpu 5 never fit on the nodes, even empty: they hold 2 of them"
+    )
     failed = [e for e in result["events"] if e["reason"] == "FailedScheduling"]
     assert {e["name"] for e in failed} == {"wide-0", "wide-1", "wide-2"}
     assert all("Insufficient cpu" in e["message"] for e in failed)

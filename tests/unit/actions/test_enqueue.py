@@ -157,3 +157,26 @@ def test_a_group_with_no_pods_says_why_it_was_not_admitted() -> None:
     assert condition.message == (
         "gang of 3 not admitted: minResources exceed the cluster's free resources: cpu 3 > 2 free"
     )
+
+
+def test_an_admitted_gang_whose_pods_never_fit_the_nodes_holds_no_room() -> None:
+    """12 cpu in all, but nodes of 4 and 8 hold only 1 + 2 of the gang's 3-cpu pods: it
+    could never use the 12 cpu it was promised, and would keep everyone out for ever."""
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=8)
+    cluster.job("never", min_member=4, min_resources=vec(12), created=1.0).tasks(4, cpu=3)
+    cluster.job("late", phase=PENDING, min_resources=vec(1), created=2.0).tasks(1)
+    assert phases(cluster)["late"] == "Inqueue"
+
+
+def test_an_admitted_gang_that_fits_the_empty_nodes_keeps_its_room() -> None:
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=8)
+    cluster.job("fits", min_member=3, min_resources=vec(9), created=1.0).tasks(3, cpu=3)
+    cluster.job("late", phase=PENDING, min_resources=vec(4), created=2.0).tasks(1, cpu=4)
+    assert phases(cluster)["late"] == "Pending"
+
+
+def test_an_admitted_pod_that_fits_no_node_holds_no_room() -> None:
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4)
+    cluster.job("wide", min_resources=vec(6), created=1.0).tasks(1, cpu=6)
+    cluster.job("late", phase=PENDING, min_resources=vec(2), created=2.0).tasks(1, cpu=2)
+    assert phases(cluster)["late"] == "Inqueue"

@@ -8,6 +8,8 @@ when a plugin rejects it (proportion: past the queue's capability; a Closed
 queue), nor when it requires one topology domain and no domain of that level is
 large enough for its minResources, even empty (it would hold its promised room
 for ever, and keep others out). A group without minResources is admitted at once.
+An admitted group whose pods never fit on the nodes, even all empty, holds no room
+(``node_fit``).
 """
 
 import heapq
@@ -17,7 +19,7 @@ import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.api.quantity import format_quantity
-from kbatch.operators.scheduler.core.framework import topology
+from kbatch.operators.scheduler.core.framework import node_fit, topology
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TopologyRequest
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, less_equal, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
@@ -31,12 +33,15 @@ NAME = "enqueue"
 _PENDING, _INQUEUE = PodGroupPhase.PENDING, PodGroupPhase.INQUEUE
 
 
-def reserved(session: Session) -> np.ndarray:
+def reserved(session: Session, verdicts: node_fit.Verdicts) -> np.ndarray:
     """What Inqueue groups have been promised and do not hold yet (a resting job is a
-    Running one: ``framework.resting``)."""
+    Running one: ``framework.resting``), but for those whose pods never fit on the
+    nodes (``node_fit``): they could never use it."""
     total = session.dims.zeros()
     for job in session.active_jobs():
         if job.phase is _INQUEUE and (unplaced := job.minimum_unplaced()) is not None:
+            if job.ready_count == 0 and node_fit.never_fits(session, job, verdicts):
+                continue
             total += unplaced
     return total
 
@@ -54,7 +59,8 @@ def execute(session: Session) -> None:
     if not waiting:
         return  # (most sessions of a cluster keeping up: no idle room worked out)
     mask = shareable(session.dims)
-    idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
+    verdicts: node_fit.Verdicts = {}
+    idle = (session.nodes.idle().sum(axis=0) - reserved(session, verdicts)) * mask
     # (``Shortcuts.refuse_alike_at_once`` off: the groups always taken in line, even
     # when none of them may be admitted)
     shortcuts = session.shortcuts

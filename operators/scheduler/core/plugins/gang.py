@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from kbatch.api.podgroup import ConditionType, PodGroupCondition
 from kbatch.config import PluginOption
+from kbatch.operators.scheduler.core.framework import node_fit
 from kbatch.operators.scheduler.core.framework.fit_errors import FitError, nodes_unavailable
 from kbatch.operators.scheduler.core.framework.info import (
     READY_STATUSES,
@@ -179,6 +180,7 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
     pending = TaskStatus.PENDING  # read once: an Enum member off its class is slow (3.11)
     events = session.outcome.events
     quiet = session.quiet
+    verdicts: node_fit.Verdicts = {}  # (``node_fit``: alike gangs asked once)
     for job in session.active_jobs():  # a resting job is given its kept condition as it is
         if session.invalid_reason(job) is not None:
             if not job.tasks:
@@ -206,7 +208,7 @@ def close(session: Session, attempts: RoleAttempts | None = None) -> None:
         if not job.has_pod_group:
             _report_pods(session, job, tasks, "waiting")
         else:
-            _report_unschedulable(session, job, tasks, attempts)
+            _report_unschedulable(session, job, tasks, attempts, verdicts)
 
 
 def _report_scheduled(session: Session, job: JobInfo) -> None:
@@ -238,7 +240,11 @@ def _was_unschedulable(job: JobInfo) -> bool:
 
 
 def _report_unschedulable(
-    session: Session, job: JobInfo, pending: list[TaskInfo], attempts: RoleAttempts | None
+    session: Session,
+    job: JobInfo,
+    pending: list[TaskInfo],
+    attempts: RoleAttempts | None,
+    verdicts: node_fit.Verdicts,
 ) -> None:
     errors = session.fit_errors_of(job)
     waiting = session.waiting_reason(job)
@@ -248,6 +254,12 @@ def _report_unschedulable(
     elif errors:
         why = nodes_unavailable(len(session.nodes), next(iter(errors.values())))
         reason = "NotEnoughResources"
+        # A gang none of whose pods run: where its last pod found no room, and, when no
+        # packing of its pods exists at all, that too (of one pod, the nodes' reasons
+        # say it as kube-scheduler does).
+        if not job.ready_count and job.min_member > 1:
+            never = node_fit.never_fits(session, job, verdicts)
+            why = why if never is None else f"{why}; {never}"
     else:
         why = waiting or "waiting for other gang members to be placed"
         reason = "NotEnoughResources" if waiting is not None else "Unschedulable"

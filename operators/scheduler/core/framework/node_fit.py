@@ -1,0 +1,66 @@
+"""Gangs whose pods never fit on the cluster's nodes, even all empty.
+
+Enqueue promises an admitted group its minResources out of the cluster's idle room,
+and holds that room for it until its pods are placed. The cluster's room added up may
+hold a gang that no packing of its pods onto the nodes does: four pods of 3 cpu on
+nodes of 4 and 8 cpu (12 in all, but 1 + 2 pods). Such a gang would hold its promised
+room for ever and keep every other group out, the cluster idle. So an admitted gang
+whose pods cannot all run at once on the empty nodes holds no room. Its pods are known
+only once they exist, after it is admitted when a Job is held for it (delayed pod
+creation); enqueue asks only of the admitted gangs not placed yet, a few each session,
+not of every pending one.
+
+The check is sound, never refusing a gang that fits: each node holds at most as many
+of the gang's pods as it has room for its smallest request in every resource (and as
+its pod count allows); if the nodes together hold fewer than minMember so, no packing
+exists. For pods alike (a Job's, a gang's template) it is exact.
+"""
+
+import numpy as np
+
+from kbatch.api.quantity import format_quantity
+from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
+from kbatch.operators.scheduler.core.framework.session import Session
+
+# The verdict on a gang's smallest pod request and minMember, for the nodes of a session
+# (its allocatable does not change within one): alike gangs are asked once.
+Verdicts = dict[tuple[bytes, int], str | None]
+
+
+def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
+    """Why ``job``'s minMember pods can never run at once on the session's nodes, even
+    all empty, e.g. '4 pods of cpu 3 never fit on the nodes, even empty: they hold 3 of
+    them'; None when they may, or when its pods are not known yet."""
+    if not job.tasks:
+        return None
+    requests = {id(task.request): task.request for task in job.tasks.values()}
+    alike = len(requests) == 1
+    if alike:
+        (smallest,) = requests.values()
+    else:
+        smallest = np.min(np.stack(list(requests.values())), axis=0)
+    key = (smallest.tobytes(), job.min_member)
+    if key not in verdicts:
+        verdicts[key] = _verdict(session, smallest, job.min_member, alike)
+    return verdicts[key]
+
+
+def _verdict(session: Session, request: np.ndarray, count: int, alike: bool) -> str | None:
+    allocatable = session.nodes.allocatable
+    counted = np.flatnonzero(session.room_dims & (request > EPSILON))
+    if not len(allocatable) or not counted.size:
+        return None
+    per_node = np.floor((allocatable[:, counted] + EPSILON) / request[counted]).min(axis=1)
+    slots = allocatable[:, session.dims.index[PODS]]
+    # (a node whose allocatable gives no pod count takes pods all the same)
+    per_node = np.where(slots > 0, np.minimum(per_node, slots), per_node)
+    held = int(per_node.sum())
+    if held >= count:
+        return None
+    dims = session.dims.names
+    asked = ", ".join(f"{dims[i]} {format_quantity(dims[i], request[i])}" for i in counted)
+    asked = asked if alike else f"at least {asked}"
+    if count == 1:
+        return f"a pod of {asked} fits on no node, even empty"
+    return f"{count} pods of {asked} never fit on the nodes, even empty: they hold {held} of them"
