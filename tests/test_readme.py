@@ -141,10 +141,12 @@ def test_the_readme_command_parser_sees_a_command_that_fails(tmp_path: Path) -> 
 
 # docs/using/waiting.md: "Why is a job waiting? Its PodGroup's Unschedulable condition says so, in words — e.g.
 # `3/6 tasks in gang unschedulable: 0/4 nodes are available: 2 Insufficient cpu, ...`
-# — and so do the FailedScheduling events on its pods." (kube-scheduler's words)
+# — and so do the FailedScheduling events on its pods." (kube-scheduler's words); and a
+# gang whose pods never fit on the nodes, even empty, says that.
+NEVER = r"\d+ pods of [^;]+ never fit on the nodes, even empty: they hold \d+ of them"
 WHY = (
-    r"\d+/\d+ tasks in gang unschedulable: 0/\d+ nodes are available: \d+ [^,;]+(, \d+ [^,;]+)*"
-    r"(; \d+ pods of [^;]+ never fit on the nodes, even empty: they hold \d+ of them)?"
+    r"\d+/\d+ tasks in gang unschedulable: (0/\d+ nodes are available: \d+ [^,;]+"
+    rf"(, \d+ [^,;]+)*(; {NEVER})?|not admitted: {NEVER})"
 )
 
 
@@ -158,12 +160,22 @@ def test_why_a_job_waits_is_said_as_the_docs_say() -> None:
     assert examples, "no doc gives an example of why a job waits"
     for example in examples:
         assert re.fullmatch(WHY, example), example
+    # node-1 runs a 4-cpu pod for ever: 12 cpu free, but one 5-cpu pod per node
+    busy = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "busy"},
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}],
+        },
+    }
     wide = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "wide"},
         "spec": {
-            "parallelism": 3,
+            "parallelism": 2,
             "template": {
                 "metadata": {"annotations": {"scheduling.k8s.io/group-name": "wide"}},
                 "spec": {
@@ -177,17 +189,27 @@ def test_why_a_job_waits_is_said_as_the_docs_say() -> None:
         "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
         "kind": "PodGroup",
         "metadata": {"name": "wide"},
-        "spec": {"minMember": 3},  # 15 cpu fit the 16 free, but not 5 on each 8-cpu node
+        "spec": {"minMember": 2},
     }
-    result = simulate([ROOT / "examples" / "sim-cluster.yaml"], documents=[wide, group])
+    documents = [busy, wide, group]
+    result = simulate([ROOT / "examples" / "sim-cluster.yaml"], documents=documents)
     (row,) = result["podGroups"]
     (condition,) = [c for c in row["conditions"] if c["type"] == "Unschedulable"]
     assert condition["status"] == "True"
     assert re.fullmatch(WHY, condition["message"]), condition["message"]
     assert "Insufficient cpu" in condition["message"]
-    assert condition["message"].endswith(
-        "; 3 pods of cpu 5 never fit on the nodes, even empty: they hold 2 of them"
-    )
+    assert "never fit" not in condition["message"]
     failed = [e for e in result["events"] if e["reason"] == "FailedScheduling"]
-    assert {e["name"] for e in failed} == {"wide-0", "wide-1", "wide-2"}
+    assert {e["name"] for e in failed} == {"wide-0", "wide-1"}
     assert all("Insufficient cpu" in e["message"] for e in failed)
+    # three such pods never fit the two empty nodes (15 cpu of the 16, but one pod each)
+    wide["spec"]["parallelism"] = group["spec"]["minMember"] = 3
+    result = simulate([ROOT / "examples" / "sim-cluster.yaml"], documents=[wide, group])
+    (row,) = result["podGroups"]
+    (condition,) = [c for c in row["conditions"] if c["type"] == "Unschedulable"]
+    assert row["phase"] == "Pending"
+    assert re.fullmatch(WHY, condition["message"]), condition["message"]
+    assert condition["message"] == (
+        "3/3 tasks in gang unschedulable: not admitted: 3 pods of cpu 5 never fit on the "
+        "nodes, even empty: they hold 2 of them"
+    )

@@ -234,8 +234,9 @@ def test_a_group_with_no_pods_yet_is_admitted_but_not_one_with_too_few() -> None
 def test_a_held_gang_whose_pods_never_fit_the_nodes_keeps_no_one_out() -> None:
     """12 cpu in all fit the gang's minResources, so it is admitted before its pods
     exist (its Job is held); once they do, nodes of 4 and 8 cpu hold only 1 + 2 of its
-    3-cpu pods. It then holds no room: the 1-cpu job after it runs, not waits for ever
-    on an idle cluster (found by tests/property/test_invariants.py)."""
+    3-cpu pods. It then goes back to Pending, saying why, and holds no room: the 1-cpu
+    job after it runs, not waits for ever on an idle cluster (found by
+    tests/property/test_invariants.py)."""
     documents = [
         node("n1", cpu="4"),
         node("n2", cpu="8"),
@@ -245,9 +246,9 @@ def test_a_held_gang_whose_pods_never_fit_the_nodes_keeps_no_one_out() -> None:
         at(job("small", cpu="1", group="small", duration="5s"), "6s"),
     ]
     outcome = run(documents=documents, until="1m")
-    assert outcome.group("never")["phase"] == "Inqueue"
+    assert outcome.group("never")["phase"] == "Pending"
     assert outcome.condition("never", "Unschedulable")["message"] == (
-        "4/4 tasks in gang unschedulable: 0/2 nodes are available: 2 Insufficient cpu; 4 "
-        "pods of cpu 3 never fit on the nodes, even empty: they hold 3 of them"
+        "4/4 tasks in gang unschedulable: not admitted: 4 pods of cpu 3 never fit on the "
+        "nodes, even empty: they hold 3 of them"
     )
     assert outcome.group("small")["phase"] == "Completed"

@@ -66,17 +66,17 @@ def test_a_role_short_of_its_minimum_keeps_the_gang_waiting_and_is_named() -> No
 
 
 def test_the_condition_says_how_far_the_short_role_got() -> None:
-    """Workers of 3 cpu on two 4-cpu nodes and a 1-cpu one (9 cpu: admitted): two are
-    placed, the third of the three the role needs is not, nor ever will be."""
+    """Workers of 3 cpu on two 4-cpu nodes and a 1-cpu one (9 cpu: admitted): two could
+    be placed, the third of the three the role needs never: the group waits, Pending,
+    and says so."""
     group = with_roles(pod_group("train", min_member=3), {"worker": 3})
     docs = [node("n1"), node("n2"), node("n3", cpu="1"), group]
     docs += [role_pod(f"worker-{i}", "worker", cpu="3") for i in range(3)]
     outcome = Outcome(simulate(documents=docs, until="1m"))
     message = outcome.condition("train", "Unschedulable")["message"]
     assert message == (
-        "3/3 tasks in gang unschedulable: role worker: 2/3 placed: 0/3 nodes are available: "
-        "3 Insufficient cpu; 3 pods of cpu 3 never fit on the nodes, even empty: they hold 2 "
-        "of them"
+        "3/3 tasks in gang unschedulable: not admitted: 3 pods of cpu 3 never fit on the "
+        "nodes, even empty: they hold 2 of them"
     )
 
 

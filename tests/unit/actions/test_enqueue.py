@@ -159,13 +159,25 @@ def test_a_group_with_no_pods_says_why_it_was_not_admitted() -> None:
     )
 
 
-def test_an_admitted_gang_whose_pods_never_fit_the_nodes_holds_no_room() -> None:
+def test_an_admitted_gang_whose_pods_never_fit_the_nodes_goes_back_to_pending() -> None:
     """12 cpu in all, but nodes of 4 and 8 hold only 1 + 2 of the gang's 3-cpu pods: it
     could never use the 12 cpu it was promised, and would keep everyone out for ever."""
     cluster = Cluster().node("n1", cpu=4).node("n2", cpu=8)
     cluster.job("never", min_member=4, min_resources=vec(12), created=1.0).tasks(4, cpu=3)
     cluster.job("late", phase=PENDING, min_resources=vec(1), created=2.0).tasks(1)
-    assert phases(cluster)["late"] == "Inqueue"
+    assert phases(cluster) == {"never": "Pending", "late": "Inqueue"}
+
+
+def test_a_pending_gang_whose_pods_never_fit_the_nodes_is_not_admitted() -> None:
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=8)
+    cluster.job("never", phase=PENDING, min_member=4, min_resources=vec(12)).tasks(4, cpu=3)
+    sent = run_actions(cluster.open(CONF), "enqueue")
+    status = sent.pod_groups["default/never"]
+    assert status.phase is PENDING
+    assert status.conditions[0].message == (
+        "4/4 tasks in gang unschedulable: not admitted: 4 pods of cpu 3, memory 1Gi never fit "
+        "on the nodes, even empty: they hold 3 of them"
+    )
 
 
 def test_an_admitted_gang_that_fits_the_empty_nodes_keeps_its_room() -> None:
@@ -179,4 +191,4 @@ def test_an_admitted_pod_that_fits_no_node_holds_no_room() -> None:
     cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4)
     cluster.job("wide", min_resources=vec(6), created=1.0).tasks(1, cpu=6)
     cluster.job("late", phase=PENDING, min_resources=vec(2), created=2.0).tasks(1, cpu=2)
-    assert phases(cluster)["late"] == "Inqueue"
+    assert phases(cluster) == {"wide": "Pending", "late": "Inqueue"}

@@ -7,9 +7,12 @@ deserved share, so that reclaim can make room for a starving queue); never
 when a plugin rejects it (proportion: past the queue's capability; a Closed
 queue), nor when it requires one topology domain and no domain of that level is
 large enough for its minResources, even empty (it would hold its promised room
-for ever, and keep others out). A group without minResources is admitted at once.
-An admitted group whose pods never fit on the nodes, even all empty, holds no room
-(``node_fit``).
+for ever, and keep others out), nor when its pods never fit on the nodes, even all
+empty (``node_fit``: the same). A group without minResources is admitted at once.
+
+With delayed pod creation a group's pods exist only once it is admitted; an admitted
+group none of whose pods run whose pods then show they never fit goes back to Pending,
+so that its promise (here and in the plugins' reservations) is no longer kept.
 """
 
 import heapq
@@ -33,15 +36,12 @@ NAME = "enqueue"
 _PENDING, _INQUEUE = PodGroupPhase.PENDING, PodGroupPhase.INQUEUE
 
 
-def reserved(session: Session, verdicts: node_fit.Verdicts) -> np.ndarray:
+def reserved(session: Session) -> np.ndarray:
     """What Inqueue groups have been promised and do not hold yet (a resting job is a
-    Running one: ``framework.resting``), but for those whose pods never fit on the
-    nodes (``node_fit``): they could never use it."""
+    Running one: ``framework.resting``)."""
     total = session.dims.zeros()
     for job in session.active_jobs():
         if job.phase is _INQUEUE and (unplaced := job.minimum_unplaced()) is not None:
-            if job.ready_count == 0 and node_fit.never_fits(session, job, verdicts):
-                continue
             total += unplaced
     return total
 
@@ -59,8 +59,7 @@ def execute(session: Session) -> None:
     if not waiting:
         return  # (most sessions of a cluster keeping up: no idle room worked out)
     mask = shareable(session.dims)
-    verdicts: node_fit.Verdicts = {}
-    idle = (session.nodes.idle().sum(axis=0) - reserved(session, verdicts)) * mask
+    idle = (session.nodes.idle().sum(axis=0) - reserved(session)) * mask
     # (``Shortcuts.refuse_alike_at_once`` off: the groups always taken in line, even
     # when none of them may be admitted)
     shortcuts = session.shortcuts
@@ -106,19 +105,39 @@ def execute(session: Session) -> None:
 
 
 def _waiting(session: Session) -> list[JobInfo]:
-    """The Pending groups that may be admitted, in the session's order. A group with no
-    pods yet may be admitted although it is not valid (too few pods for minMember):
-    with delayed pod creation its pods only exist once it is Inqueue. (A resting job is
-    a Running one.)"""
+    """The Pending groups that may be admitted, in the session's order, once those whose
+    pods never fit on the nodes are sent back or kept waiting (``_never_fits``). A group
+    with no pods yet may be admitted although it is not valid (too few pods for
+    minMember): with delayed pod creation its pods only exist once it is Inqueue. (A
+    resting job is a Running one.)"""
+    verdicts: node_fit.Verdicts = {}
     return [
         job
         for job in session.active_jobs()
-        if job.phase is _PENDING
+        if (job.phase is _PENDING or job.phase is _INQUEUE)
         and job.has_pod_group
+        and not _never_fits(session, job, verdicts)
+        and job.phase is _PENDING
         and job.queue in session.queues
         and (not job.tasks or session.invalid_reason(job) is None)
         and job.uid not in session.barred
     ]
+
+
+def _never_fits(session: Session, job: JobInfo, verdicts: node_fit.Verdicts) -> bool:
+    """Do the pods of ``job``, Pending or admitted with none running, never fit on the
+    nodes (``node_fit``)? If so it waits, Pending, and is told why."""
+    if (
+        not job.tasks
+        or job.ready_count
+        or (never := node_fit.never_fits(session, job, verdicts)) is None
+    ):
+        return False
+    if job.phase is _INQUEUE:
+        job.phase = _PENDING
+        job.changed()
+    session.note_waiting(job, f"not admitted: {never}")
+    return True
 
 
 def _all_refused(
