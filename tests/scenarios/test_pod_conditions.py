@@ -34,7 +34,9 @@ def test_a_gang_the_cluster_cannot_hold_yet_is_unschedulable_for_the_autoscaler(
     outcome = run(documents=docs, until="30s")
     condition = scheduled_condition(outcome, "g-0")
     assert condition is not None and condition["reason"] == "Unschedulable"
-    assert "not admitted: minResources" in condition["message"]
+    assert condition["message"].endswith(
+        "not admitted: 3 pods of cpu 1 never fit on the nodes, even empty: they hold 2 of them"
+    )
 
 
 CAPPED = """

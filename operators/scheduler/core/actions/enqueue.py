@@ -8,12 +8,11 @@ when a plugin rejects it (proportion: past the queue's capability; a Closed
 queue), nor when it requires one topology domain and no domain of that level is
 large enough for its minResources, even empty (it would hold its promised room
 for ever, and keep others out), nor when its pods never fit on the nodes, even all
-empty (``node_fit``: the same; a group refused as one alike to it was is told that
-reason instead). A group without minResources is admitted at once.
+empty (``node_fit``: the same). A group without minResources is admitted at once.
 
-With delayed pod creation a group's pods exist only once it is admitted; an admitted
-group none of whose pods run whose pods then show they never fit goes back to Pending,
-so that its promise (here and in the plugins' reservations) is no longer kept.
+With delayed pod creation a group's pods exist only once it is admitted: an admitted
+group none of whose pods run goes back to Pending once they show they never fit, and
+its promise (here and in the plugins' reservations) is kept no longer.
 """
 
 import heapq
@@ -106,33 +105,37 @@ def execute(session: Session) -> None:
 
 
 def _waiting(session: Session) -> list[JobInfo]:
-    """The Pending groups that may be admitted, in the session's order, once admitted
-    ones whose pods never fit on the nodes are sent back (``_sent_back``). A group with
-    no pods yet may be admitted although it is not valid (too few pods for minMember):
-    with delayed pod creation its pods only exist once it is Inqueue. (A resting job is
-    a Running one.)"""
+    """The Pending groups that may be admitted, in the session's order, less those whose
+    pods never fit on the nodes (``_never_fits``: admitted ones sent back too). A group
+    with no pods yet may be admitted although it is not valid (too few pods for
+    minMember): with delayed pod creation its pods only exist once it is Inqueue. (A
+    resting job is a Running one.)"""
     verdicts: node_fit.Verdicts = {}
     return [
         job
         for job in session.active_jobs()
-        if (job.phase is _PENDING or (job.phase is _INQUEUE and _sent_back(session, job, verdicts)))
+        if (job.phase is _PENDING or job.phase is _INQUEUE)
         and job.has_pod_group
+        and not _never_fits(session, job, verdicts)
+        and job.phase is _PENDING
         and job.queue in session.queues
         and (not job.tasks or session.invalid_reason(job) is None)
         and job.uid not in session.barred
     ]
 
 
-def _sent_back(session: Session, job: JobInfo, verdicts: node_fit.Verdicts) -> bool:
-    """Is ``job``, admitted with none of its pods running, sent back to Pending because
-    they never fit on the nodes (``node_fit``)? Its promise is then kept no longer, here
-    or in the plugins' reservations (from the next session on: they summed it at open)."""
-    if not job.tasks or job.ready_count or not job.has_pod_group:
+def _never_fits(session: Session, job: JobInfo, verdicts: node_fit.Verdicts) -> bool:
+    """Do the pods of ``job``, Pending or admitted with none running, never fit on the
+    nodes (``node_fit``)? If so it waits, told why, Pending: one admitted is sent back,
+    its promise kept no longer, here or in the plugins' reservations (from the next
+    session on: they summed it at open). Asked before any other reason to wait, so
+    that the one that holds for good is the one told."""
+    if job.ready_count or (never := node_fit.never_fits(session, job, verdicts)) is None:
         return False
-    if node_fit.never_fits(session, job, verdicts) is None:
-        return False
-    job.phase = _PENDING
-    job.changed()
+    if job.phase is _INQUEUE:
+        job.phase = _PENDING
+        job.changed()
+    session.note_waiting(job, f"not admitted: {never}")
     return True
 
 
@@ -189,12 +192,7 @@ def _try_admit(
     session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray
 ) -> tuple[np.ndarray | None, Refusal | None]:
     """Admit ``job`` if it may be: the idle room left after it, or None and why not (as
-    noted on the job; none when it is the job's own: its pods never fit on the nodes,
-    which alike jobs, read by ``_refusal_key`` only, may not share)."""
-    never = node_fit.never_fits(session, job, {})
-    if never is not None:
-        session.note_waiting(job, f"not admitted: {never}")
-        return None, None
+    noted on the job)."""
     refusal = _refusal(session, job, idle, mask)
     if refusal is not None:
         session.note_waiting(job, refusal[0], by_queue=refusal[1])

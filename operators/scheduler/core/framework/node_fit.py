@@ -4,11 +4,11 @@ Enqueue promises an admitted group its minResources out of the cluster's idle ro
 and holds that room for it until its pods are placed. The cluster's room added up may
 hold a gang that no packing of its pods onto the nodes does: four pods of 3 cpu on
 nodes of 4 and 8 cpu (12 in all, but 1 + 2 pods). Such a gang would hold its promised
-room for ever and keep every other group out, the cluster idle. So an admitted gang
-whose pods cannot all run at once on the empty nodes holds no room. Its pods are known
-only once they exist, after it is admitted when a Job is held for it (delayed pod
-creation); enqueue asks only of the admitted gangs not placed yet, a few each session,
-not of every pending one.
+room for ever and keep every other group out, the cluster idle. So enqueue admits no
+gang whose pods cannot all run at once on the empty nodes, and sends one admitted
+before its pods existed (a Job held for it: delayed pod creation) back to Pending once
+they show it; the gang plugin says so of a gang that is tried all the same (a conf
+without enqueue).
 
 The check is sound, never refusing a gang that fits: each node holds at most as many
 of the gang's pods as it has room for its smallest request in every resource (and as
@@ -23,26 +23,40 @@ from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
 
-# The verdict on a gang's smallest pod request and minMember, for the nodes of a session
-# (its allocatable does not change within one): alike gangs are asked once.
-Verdicts = dict[tuple[bytes, int], str | None]
+# The verdicts given in a session (its nodes' allocatable does not change within one),
+# by a gang's pod template (its id: the pods of a Job or a gang share one) or smallest
+# request (pods unlike), and its minMember: alike gangs are asked once.
+Verdicts = dict[tuple[int | bytes, int], str | None]
 
 
 def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
     """Why ``job``'s minMember pods can never run at once on the session's nodes, even
     all empty, e.g. '4 pods of cpu 3 never fit on the nodes, even empty: they hold 3 of
-    them'; None when they may, or when its pods are not known yet."""
-    if not job.tasks:
+    them'; None when they may, or when its pods are not known yet. (Asked of every
+    gang waiting, every session: alike pods are told by their shared template, a look
+    at each.)"""
+    tasks = iter(job.tasks.values())
+    first = next(tasks, None)
+    if first is None:
         return None
+    template = first.template
+    for task in tasks:
+        if task.template is not template:
+            return _unlike(session, job, verdicts)
+    key = (id(template), job.min_member)
+    if key not in verdicts:
+        verdicts[key] = _verdict(session, template.request, job.min_member, alike=True)
+    return verdicts[key]
+
+
+def _unlike(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
+    """``never_fits`` of a gang whose pods have templates of their own: judged by their
+    smallest request, resource by resource."""
     requests = {id(task.request): task.request for task in job.tasks.values()}
-    alike = len(requests) == 1
-    if alike:
-        (smallest,) = requests.values()
-    else:
-        smallest = np.min(np.stack(list(requests.values())), axis=0)
+    smallest = np.min(np.stack(list(requests.values())), axis=0)
     key = (smallest.tobytes(), job.min_member)
     if key not in verdicts:
-        verdicts[key] = _verdict(session, smallest, job.min_member, alike)
+        verdicts[key] = _verdict(session, smallest, job.min_member, alike=len(requests) == 1)
     return verdicts[key]
 
 
