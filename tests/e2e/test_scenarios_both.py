@@ -88,7 +88,7 @@ def check_gangs(outcome: Outcome) -> None:
 
 # A gang the cluster cannot hold, its PodGroup without minResources (no webhook filled
 # them: kbatch run here has none, the simulator has no Job to fill them from): enqueue
-# takes its minimum from its pods, so it is never admitted onto the full cluster.
+# reads its pods, which the node could never hold all at once, so it is never admitted.
 FULL = """
 apiVersion: v1
 kind: Node
@@ -119,7 +119,9 @@ def check_full(outcome: Outcome) -> None:
     group = outcome.group("wide")
     assert group["phase"] == "Pending", "not admitted onto a cluster that cannot hold it"
     (waiting,) = [c for c in group["conditions"] if c["type"] == "Unschedulable"]
-    assert "minResources exceed the cluster's free resources: cpu 3 > 2 free" in waiting["message"]
+    assert waiting["message"].endswith(
+        "not admitted: 3 pods of cpu 1 never fit on the nodes, even empty: they hold 2 of them"
+    )
     assert outcome.bound(group="wide") == []
 
 
