@@ -10,11 +10,12 @@ arrival times, under the default conf and with ``preempt`` added.
   the empty cluster, all the work is done in the end.
 
 Run with more examples (``KBATCH_PROPERTY_EXAMPLES=1000``, and under random seeds) it
-found two deadlocks, each now a test of its own: a gang whose pods never fit the nodes
-held its promised room for ever (tests/unit/actions/test_enqueue.py,
-tests/scenarios/test_admission.py), and reserve kept room a preemptor had been promised
-that session, two nominations that did not both fit then waiting on each other
-(tests/unit/actions/test_reserve.py).
+found two deadlocks, and its gangs over queue trees a third, each now a test of its
+own: a gang whose pods never fit the nodes held its promised room for ever
+(tests/unit/actions/test_enqueue.py, tests/scenarios/test_admission.py), in a queue tree
+against the other subtrees' guarantees too (test_admission.py), and reserve kept room
+a preemptor had been promised that session, two nominations that did not both fit then
+waiting on each other (tests/unit/actions/test_reserve.py).
 """
 
 import os

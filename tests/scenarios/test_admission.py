@@ -252,3 +252,22 @@ def test_a_held_gang_whose_pods_never_fit_the_nodes_keeps_no_one_out() -> None:
         "nodes, even empty: they hold 3 of them"
     )
     assert outcome.group("small")["phase"] == "Completed"
+
+
+def test_in_a_queue_tree_too_a_gang_whose_pods_never_fit_keeps_no_one_out() -> None:
+    """Queue a's children a1 and a2, a2 guaranteed 1 cpu: a1 may have 15 of the 16 cpu,
+    enough for a1's gang of three 5-cpu pods, which two 8-cpu nodes hold only two of.
+    The tree counts an admitted gang against the other subtrees' guarantees, so while
+    that gang was admitted a1's 1-cpu job was told a2's guarantee kept its cpu free, for
+    ever (found by the property test's gangs over queue trees). Sent back to Pending, it
+    counts no more."""
+    a1, a2 = queue("a1"), queue("a2")
+    a1["spec"]["parent"] = a2["spec"]["parent"] = "a"
+    a2["spec"]["guarantee"] = {"resource": {"cpu": "1"}}
+    documents = [node("n0", cpu="8"), node("n1", cpu="8"), queue("a"), queue("b"), a1, a2]
+    documents += [pod_group("wide", min_member=3, queue="a1"), pod_group("one", queue="a1")]
+    documents += [job("wide", parallelism=3, cpu="5", group="wide", duration="5s")]
+    documents += [job("one", cpu="1", group="one", duration="5s")]
+    outcome = run(documents=documents, until="1m")
+    assert outcome.group("wide")["phase"] == "Pending"
+    assert outcome.group("one")["phase"] == "Completed"
