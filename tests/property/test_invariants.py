@@ -19,13 +19,15 @@ waiting on each other (tests/unit/actions/test_reserve.py).
 """
 
 import os
+from collections import Counter
 from collections.abc import Iterable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property.gangs import GROUP_NAME, Obj, Workload, workloads
 
-from kbatch.api.quantity import parse_quantity
+from kbatch.cluster import quantity
+from kbatch.cluster.podspec import pod_request
 from kbatch.config import DEFAULT_CONF
 from kbatch.operators.scheduler.core.runner import load_conf
 from kbatch.sim import manifests, output, runner
@@ -64,29 +66,24 @@ class CheckedSimulation(runner.Simulation):
         return changed
 
 
-def _cpu(pod: Obj) -> float:
-    total = 0.0
-    for container in pod["spec"]["containers"]:
-        requests = (container.get("resources") or {}).get("requests") or {}
-        total += float(parse_quantity(str(requests.get("cpu", "0"))))
-    return total
-
-
 def _holds_room(pod: Obj) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     return bool(pod["spec"].get("nodeName")) and phase not in ("Succeeded", "Failed")
 
 
 def _overcommitted(now: float, nodes: Iterable[Obj], pods: list[Obj]) -> list[str]:
+    """The nodes whose pods holding room ask for more than their allocatable, in any
+    resource it names (cpu, memory, pods), by Kubernetes' rule (``pod_request``)."""
     out = []
     for node in nodes:
         name = node["metadata"]["name"]
-        on_it = [p for p in pods if p["spec"].get("nodeName") == name and _holds_room(p)]
-        cpu = float(parse_quantity(node["status"]["allocatable"]["cpu"]))
-        slots = int(node["status"]["allocatable"]["pods"])
-        used = sum(_cpu(p) for p in on_it)
-        if used > cpu + 1e-9 or len(on_it) > slots:
-            out.append(f"at {now}: node {name} holds {used} cpu in {len(on_it)} pods")
+        used: Counter[str] = Counter()
+        for pod in pods:
+            if pod["spec"].get("nodeName") == name and _holds_room(pod):
+                used.update(pod_request(pod["spec"]))
+        for resource, text in node["status"]["allocatable"].items():
+            if used[resource] > quantity.amount(resource, text) + 1e-9:
+                out.append(f"at {now}: node {name} holds {dict(used)}, more {resource} than {text}")
     return out
 
 
