@@ -271,3 +271,22 @@ def test_in_a_queue_tree_too_a_gang_whose_pods_never_fit_keeps_no_one_out() -> N
     outcome = run(documents=documents, until="1m")
     assert outcome.group("wide")["phase"] == "Pending"
     assert outcome.group("one")["phase"] == "Completed"
+
+
+def test_a_gang_for_nodes_the_cluster_lacks_keeps_no_one_out() -> None:
+    """Two 4-cpu pods for nodes labelled gpu=yes, on a cluster without one: 8 of its 16
+    cpu fit the gang's minResources, and, once admitted, it held them for ever, so the
+    gang after it (10 cpu) was told the cluster's free room was too small, on an idle
+    cluster. The pods never fit, so the gang is not admitted and says why."""
+    picky = job("picky", parallelism=2, cpu="4", group="picky")
+    picky["spec"]["template"]["spec"]["nodeSelector"] = {"gpu": "yes"}
+    documents = [node("n1", cpu="8"), node("n2", cpu="8"), pod_group("picky", min_member=2)]
+    documents += [picky, at(pod_group("small", min_member=2), "3s")]
+    documents += [at(job("small", parallelism=2, cpu="5", group="small", duration="5s"), "3s")]
+    outcome = run(documents=documents, until="1m")
+    assert outcome.group("picky")["phase"] == "Pending"
+    assert outcome.condition("picky", "Unschedulable")["message"] == (
+        "2/2 tasks in gang unschedulable: not admitted: 2 pods of cpu 4 never fit on the "
+        "nodes, even empty: they hold 0 of them (2 node(s) didn't match node selector)"
+    )
+    assert outcome.group("small")["phase"] == "Completed"

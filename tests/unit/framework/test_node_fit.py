@@ -3,6 +3,16 @@ fits is never said not to)."""
 
 from builders import Cluster
 from kbatch.operators.scheduler.core.framework import node_fit
+from kbatch.operators.scheduler.core.framework.podspec import (
+    Affinity,
+    NodeSelectorTerm,
+    Operator,
+    Requirement,
+    Taint,
+    Toleration,
+)
+
+GANG_ONLY = 'actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n'
 
 
 def verdict(cluster: Cluster, job: str) -> str | None:
@@ -46,3 +56,78 @@ def test_a_nodes_pod_count_is_counted_and_a_group_without_pods_is_not_judged() -
     assert verdict(cluster, "wide") == "a pod of cpu 100, memory 1Gi fits on no node, even empty"
     assert verdict(cluster, "fits") is None
     assert verdict(cluster, "held") is None
+
+
+def test_nodes_whose_labels_or_lasting_taints_bar_the_pods_hold_none_of_them() -> None:
+    """A gang's pods go on no node that their node selector or required node affinity
+    does not match, nor on one with a taint an admin set that they do not tolerate."""
+    gpu = Taint("nvidia.com/gpu", "present", "NoSchedule")
+    cluster = Cluster().node("n1", cpu=8).node("n2", cpu=8, labels={"zone": "b"}, taints=(gpu,))
+    cluster.job("zoned", min_member=2).tasks(2, cpu=4, node_selector={"zone": "a"})
+    cluster.job("tainted", min_member=3).tasks(3, cpu=4, node_selector={"zone": "b"})
+    tolerant = (Toleration("nvidia.com/gpu", "Exists"),)
+    cluster.job("tolerant", min_member=2).tasks(2, cpu=4, tolerations=tolerant)
+    zone_b = NodeSelectorTerm((Requirement("zone", Operator.IN, ("b",)),))
+    required = Affinity(node_required=(zone_b,))
+    cluster.job("affine", min_member=3).tasks(3, cpu=4, affinity=required, tolerations=tolerant)
+    assert verdict(cluster, "zoned") == (
+        "2 pods of cpu 4, memory 1Gi never fit on the nodes, even empty: they hold 0 of them "
+        "(2 node(s) didn't match node selector)"
+    )
+    assert verdict(cluster, "tainted") == (
+        "3 pods of cpu 4, memory 1Gi never fit on the nodes, even empty: they hold 0 of them "
+        "(1 node(s) didn't match node selector; 1 node(s) had taints that the pod didn't "
+        "tolerate)"
+    )
+    assert verdict(cluster, "tolerant") is None  # (4 pods' room on the two nodes)
+    assert verdict(cluster, "affine") == (
+        "3 pods of cpu 4, memory 1Gi never fit on the nodes, even empty: they hold 2 of them "
+        "(1 node(s) didn't match node selector)"
+    )
+
+
+def test_what_comes_and_goes_is_not_held_against_a_gang() -> None:
+    """A node not ready, cordoned, or with a taint Kubernetes or an autoscaler set
+    (its conditions, a cloud provider not done with it, a node being taken away) may
+    take the pods later: it counts."""
+    passing = [
+        Taint("node.kubernetes.io/not-ready", effect="NoSchedule"),
+        Taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule"),
+        Taint("ToBeDeletedByClusterAutoscaler", "1700000000", "NoSchedule"),
+    ]
+    cluster = Cluster()
+    for i, taint in enumerate(passing):
+        cluster.node(f"n{i}", cpu=4, taints=(taint,))
+    cluster.node("cordoned", cpu=4, unschedulable=True)
+    cluster.node("down", cpu=4, conditions={"Ready": "False"})
+    cluster.job("five", min_member=5).tasks(5, cpu=4)
+    assert verdict(cluster, "five") is None
+    cluster.job("six", min_member=6).tasks(6, cpu=4)
+    assert verdict(cluster, "six") == (
+        "6 pods of cpu 4, memory 1Gi never fit on the nodes, even empty: they hold 5 of them"
+    )
+
+
+def test_pods_unlike_count_a_node_some_of_them_may_go_on() -> None:
+    """Pods of two templates, one for zone a and one for any zone: a node of zone b
+    counts (the second may go there), a node barred to both does not."""
+    cluster = Cluster().node("a", cpu=4, labels={"zone": "a"}).node("b", cpu=4)
+    gang = cluster.job("mixed", min_member=2)
+    gang.tasks(1, cpu=4, node_selector={"zone": "a"}).tasks(1, cpu=4)
+    assert verdict(cluster, "mixed") is None
+    cluster = (
+        Cluster().node("a", cpu=4, labels={"zone": "a"}).node("c", cpu=4, labels={"zone": "c"})
+    )
+    gang = cluster.job("mixed", min_member=2)
+    gang.tasks(1, cpu=4, node_selector={"zone": "a"}).tasks(1, cpu=4, node_selector={"zone": "b"})
+    assert verdict(cluster, "mixed") == (
+        "2 pods of at least cpu 4, memory 1Gi never fit on the nodes, even empty: they hold 1 of them "
+        "(1 node(s) didn't match node selector)"
+    )
+
+
+def test_without_the_predicates_plugin_labels_and_taints_bar_nothing() -> None:
+    cluster = Cluster().node("n1", cpu=8)
+    cluster.job("zoned", min_member=2).tasks(2, cpu=4, node_selector={"zone": "a"})
+    session = cluster.open(GANG_ONLY)
+    assert node_fit.never_fits(session, session.jobs["default/zoned"], {}) is None

@@ -119,7 +119,7 @@ def test_unschedulable_condition_names_counts_and_reasons_then_clears() -> None:
         cond.message
         == "3/3 tasks in gang unschedulable: 0/2 nodes are available: 1 Insufficient cpu, "
         "1 node(s) didn't match node selector; 3 pods of cpu 2, memory 1Gi never fit on the "
-        "nodes, even empty: they hold 2 of them"
+        "nodes, even empty: they hold 1 of them (1 node(s) didn't match node selector)"
     )
     events = {(ref.name, reason) for ref, _, reason, _ in sent.recorded}
     assert ("big", "Unschedulable") in events and ("big-0", "FailedScheduling") in events

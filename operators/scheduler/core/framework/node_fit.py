@@ -13,7 +13,12 @@ without enqueue).
 The check is sound, never refusing a gang that fits: each node holds at most as many
 of the gang's pods as it has room for its smallest request in every resource (and as
 its pod count allows); if the nodes together hold fewer than minMember so, no packing
-exists. For pods alike (a Job's, a gang's template) it is exact.
+exists. For pods alike (a Job's, a gang's template) it is exact. A node the pods may
+never go on as the nodes stand (``Session.lasting_failures``: their node selector or
+required node affinity matches none of its labels, or it has a taint an admin set that
+they do not tolerate) holds none of them: a gang for nodes the cluster lacks would
+otherwise hold the room it was promised for ever too. What comes and goes (a node not
+ready, cordoned, its conditions' taints) is not held against a gang.
 """
 
 import numpy as np
@@ -22,10 +27,12 @@ from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.framework.info import JobInfo
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.operators.scheduler.core.framework.signatures import Failures
 
-# The verdicts given in a session (its nodes' allocatable does not change within one),
-# by a gang's pod template (its id: the pods of a Job or a gang share one) or smallest
-# request (pods unlike), and its minMember: alike gangs are asked once.
+# The verdicts given in a session (its nodes' allocatable, labels and taints do not
+# change within one), by a gang's pod template (its id: the pods of a Job or a gang
+# share one) or smallest request and the nodes barred to all its templates (pods
+# unlike), and its minMember: alike gangs are asked once.
 Verdicts = dict[tuple[int | bytes, int], str | None]
 
 
@@ -45,22 +52,41 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
             return _unlike(session, job, verdicts)
     key = (id(template), job.min_member)
     if key not in verdicts:
-        verdicts[key] = _verdict(session, template.request, job.min_member, alike=True)
+        barred = session.lasting_failures(template)
+        verdicts[key] = _verdict(session, template.request, job.min_member, barred, alike=True)
     return verdicts[key]
 
 
 def _unlike(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
     """``never_fits`` of a gang whose pods have templates of their own: judged by their
-    smallest request, resource by resource."""
-    requests = {id(task.request): task.request for task in job.tasks.values()}
+    smallest request, resource by resource, on the nodes some of them may go on."""
+    tasks = job.tasks.values()
+    requests = {id(task.request): task.request for task in tasks}
     smallest = np.min(np.stack(list(requests.values())), axis=0)
-    key = (smallest.tobytes(), job.min_member)
+    templates = {id(task.template): task.template for task in tasks}
+    failures = [session.lasting_failures(template) for template in templates.values()]
+    barred = np.ones(len(session.nodes), dtype=bool)  # (to every template)
+    for failed in failures:
+        barred &= _any_of(failed, len(barred))
+    key = (smallest.tobytes() + np.packbits(barred).tobytes(), job.min_member)
     if key not in verdicts:
-        verdicts[key] = _verdict(session, smallest, job.min_member, alike=len(requests) == 1)
+        reasons = [(reason, mask & barred) for reason, mask in failures[0]]
+        alike = len(requests) == 1
+        verdicts[key] = _verdict(session, smallest, job.min_member, reasons, alike)
     return verdicts[key]
 
 
-def _verdict(session: Session, request: np.ndarray, count: int, alike: bool) -> str | None:
+def _any_of(failures: Failures, size: int) -> np.ndarray:
+    """The nodes that fail any of ``failures``."""
+    barred = np.zeros(size, dtype=bool)
+    for _, failed in failures:
+        barred |= failed
+    return barred
+
+
+def _verdict(
+    session: Session, request: np.ndarray, count: int, barred: Failures, alike: bool
+) -> str | None:
     allocatable = session.nodes.allocatable
     counted = np.flatnonzero(session.room_dims & (request > EPSILON))
     if not len(allocatable) or not counted.size:
@@ -69,12 +95,16 @@ def _verdict(session: Session, request: np.ndarray, count: int, alike: bool) -> 
     slots = allocatable[:, session.dims.index[PODS]]
     # (a node whose allocatable gives no pod count takes pods all the same)
     per_node = np.where(slots > 0, np.minimum(per_node, slots), per_node)
+    per_node[_any_of(barred, len(per_node))] = 0
     held = int(per_node.sum())
     if held >= count:
         return None
     dims = session.dims.names
     asked = ", ".join(f"{dims[i]} {format_quantity(dims[i], request[i])}" for i in counted)
     asked = asked if alike else f"at least {asked}"
+    why = "; ".join(f"{int(mask.sum())} {reason}" for reason, mask in barred if mask.any())
+    why = f" ({why})" if why else ""
     if count == 1:
-        return f"a pod of {asked} fits on no node, even empty"
-    return f"{count} pods of {asked} never fit on the nodes, even empty: they hold {held} of them"
+        return f"a pod of {asked} fits on no node, even empty{why}"
+    held_of = f"they hold {held} of them{why}"
+    return f"{count} pods of {asked} never fit on the nodes, even empty: {held_of}"

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 
 Key = Any
 OrderKeyFn = Callable[[Any], Key]
@@ -16,6 +17,10 @@ OrderKeyFn = Callable[[Any], Key]
 # (reason, mask over idx); nodes failing none of them pass.
 Failures = list[tuple[str, np.ndarray]]
 PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
+# The nodes a template's pods may never go on as the nodes stand, over all of them, and
+# why: what an admin set (labels, taints), not what comes and goes (conditions, cordons,
+# room, the pods on them).
+LastingFn = Callable[[PodTemplate], Failures]
 NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
 VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 # What a victims function reads of the preemptor: two preemptors with equal keys get

@@ -22,6 +22,7 @@ import numpy as np
 from kbatch.config import PluginOption, SchedulerConf
 from kbatch.operators.scheduler.core.framework import victims
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.signatures import (
     AllocatableFn,
     CloseFn,
@@ -31,6 +32,7 @@ from kbatch.operators.scheduler.core.framework.signatures import (
     JobEventFn,
     JobValidFn,
     Key,
+    LastingFn,
     LenderFn,
     NodeOrderFn,
     OrderKeyFn,
@@ -101,6 +103,10 @@ class TieredFunctions:
 
     def add_predicate_fn(self, fn: PredicateFn) -> None:
         self._register("Predicate", fn)
+
+    def add_lasting_fn(self, fn: LastingFn) -> None:
+        """Switched on and off with the plugin's predicates (``enablePredicate``)."""
+        self._register("Lasting", fn)
 
     def add_node_order_fn(self, fn: NodeOrderFn) -> None:
         self._register("NodeOrder", fn)
@@ -212,6 +218,8 @@ class TieredFunctions:
         self._queue_keys_alone = None if weighing else _calling(self._queue_keys)
         self._task_keys = _calling([r.fn for r in self._enabled("TaskOrder")])
         self._predicates: list[PredicateFn] = [r.fn for r in self._enabled("Predicate")]
+        lasting = self._fns.get("Lasting", [])
+        self._lasting: list[LastingFn] = [r.fn for r in lasting if r.plugin.enables("Predicate")]
         self._node_orders: list[NodeOrderFn] = [r.fn for r in self._enabled("NodeOrder")]
         self._overused: list[OverusedFn] = [r.fn for r in self._enabled("Overused")]
         self._ready: list[JobCheckFn] = [r.fn for r in self._enabled("JobReady")]
@@ -260,6 +268,7 @@ class TieredFunctions:
         self._job_keys = self._queue_keys_alone = self._task_keys = nothing
         self._queue_keys = []
         self._predicates, self._node_orders, self._overused = [], [], []
+        self._lasting = []
         self._ready, self._pipelined, self._valid = [], [], []
         self._allocatable, self._enqueueable, self._reclaimers = [], [], []
         self._victim_queues, self._queue_shares, self._lenders = [], [], []
@@ -306,6 +315,11 @@ class TieredFunctions:
         for _, failed in failures:
             ok &= ~failed
         return ok, failures
+
+    def lasting_failures(self, template: PodTemplate) -> Failures:
+        """The nodes, of all, that pods of ``template`` may never go on as the nodes
+        stand (their labels and taints), and why (``LastingFn``)."""
+        return [failure for fn in self._lasting for failure in fn(template)]
 
     def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx))

@@ -76,6 +76,23 @@ def _column(values: list[str | None]) -> LabelColumn:
     return LabelColumn(codes, tuple(vocab), vocab)
 
 
+# Taints that come and go by themselves: Kubernetes' own, set from a node's conditions
+# and cordon (``node.kubernetes.io/not-ready``, ``.../unschedulable``, ...) or until a
+# cloud provider initializes it, and the autoscalers' on nodes they are taking away.
+# Every other taint an admin or a provisioner set, and it lasts.
+PASSING_TAINTS = (
+    "node.kubernetes.io/",
+    "node.cloudprovider.kubernetes.io/",
+    "ToBeDeletedByClusterAutoscaler",
+    "karpenter.sh/",
+)
+
+
+def lasting(taint: Taint) -> bool:
+    """Does ``taint`` stay until someone takes it off (not ``PASSING_TAINTS``)?"""
+    return not taint.key.startswith(PASSING_TAINTS)
+
+
 class TaintTable:
     """The taints of some effects over all nodes, as (node, distinct taint) pairs."""
 
@@ -94,12 +111,19 @@ class TaintTable:
         self._taints = np.array(pair_taints, dtype=np.int64)
         self.counts = np.bincount(self._nodes, minlength=self.size)
 
-    def untolerated(self, tolerations: tuple[Toleration, ...]) -> np.ndarray:
-        """Per node: how many of its taints none of ``tolerations`` tolerates."""
+    def untolerated(
+        self, tolerations: tuple[Toleration, ...], lasting_only: bool = False
+    ) -> np.ndarray:
+        """Per node: how many of its taints (``lasting`` ones only, or all) none of
+        ``tolerations`` tolerates."""
         if not self.taints:
             return np.zeros(self.size, dtype=np.int64)
         left = np.array(
-            [not any(t.tolerates(taint) for t in tolerations) for taint in self.taints],
+            [
+                not any(t.tolerates(taint) for t in tolerations)
+                and (not lasting_only or lasting(taint))
+                for taint in self.taints
+            ],
             dtype=np.int64,
         )
         return np.bincount(self._nodes, weights=left[self._taints], minlength=self.size).astype(

@@ -92,6 +92,8 @@ class StaticChecks:
         self.pid_pressure = index.condition_is("PIDPressure", "True")
         self._by_template: dict[PodTemplate, Failures] = {}
         self._by_value: dict[StaticKey, Failures] = {}
+        self._lasting_by_template: dict[PodTemplate, Failures] = {}
+        self._lasting_by_value: dict[StaticKey, Failures] = {}
 
     @classmethod
     def of(cls, session: Session, args: PredicatesArguments) -> "StaticChecks":
@@ -108,34 +110,49 @@ class StaticChecks:
         """Templates are told apart by object only within a session; by value the answers
         are kept (forgotten once there are more than ``node_index.MASKS_KEPT``)."""
         self._by_template = {}
-        if len(self._by_value) > node_index.MASKS_KEPT:
+        self._lasting_by_template = {}
+        if len(self._by_value) + len(self._lasting_by_value) > node_index.MASKS_KEPT:
             self._by_value.clear()
+            self._lasting_by_value.clear()
 
     def failures(self, template: PodTemplate) -> Failures:
         """(reason, mask over all nodes) for the failing static checks, each node once."""
         found = self._by_template.get(template)
         if found is None:
-            key: StaticKey = (
-                template.node_selector,
-                template.affinity.node_required,
-                template.tolerations,
-                template.best_effort,
-            )
-            found = self._by_value.get(key)
+            found = self._by_value.get(key := _static_key(template))
             if found is None:
                 found = first_failures(self._evaluate(template))
                 self._by_value[key] = found
             self._by_template[template] = found
         return found
 
+    def lasting_failures(self, template: PodTemplate) -> Failures:
+        """Of ``failures``, those that last (``LastingFn``): the node selector and
+        required node affinity, and the taints an admin set (``node_index.lasting``)."""
+        found = self._lasting_by_template.get(template)
+        if found is None:
+            found = self._lasting_by_value.get(key := _static_key(template))
+            if found is None:
+                untolerated = self.index.no_schedule.untolerated(template.tolerations, True)
+                checks = [(NODE_SELECTOR, ~self._node_match(template)), (TAINTS, untolerated > 0)]
+                found = first_failures(checks)
+                self._lasting_by_value[key] = found
+            self._lasting_by_template[template] = found
+        return found
+
+    def _node_match(self, template: PodTemplate) -> np.ndarray:
+        """The nodes whose labels match the template's node selector and affinity."""
+        node_match = self.index.selector_mask(template.node_selector)
+        required = template.affinity.node_required
+        if required is not None:
+            node_match = node_match & self.index.terms_mask(required)
+        return node_match
+
     def _evaluate(self, template: PodTemplate) -> list[tuple[str, np.ndarray]]:
         index, args = self.index, self.args
         tolerations = template.tolerations
         tolerates_cordon = any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations)
-        node_match = index.selector_mask(template.node_selector)
-        required = template.affinity.node_required
-        if required is not None:
-            node_match = node_match & index.terms_mask(required)
+        node_match = self._node_match(template)
         checks = [
             (NOT_READY, self.not_ready),
             (NETWORK_UNAVAILABLE, self.network_unavailable),
@@ -150,6 +167,16 @@ class StaticChecks:
         if args.pid_pressure:
             checks.append((PID_PRESSURE, self.pid_pressure))
         return checks
+
+
+def _static_key(template: PodTemplate) -> StaticKey:
+    """What the static checks of ``template`` depend on."""
+    return (
+        template.node_selector,
+        template.affinity.node_required,
+        template.tolerations,
+        template.best_effort,
+    )
 
 
 def first_failures(
@@ -194,6 +221,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
         return fixed + first_failures(dynamic, taken)
 
     session.add_predicate_fn(predicate)
+    session.add_lasting_fn(static.lasting_failures)
 
 
 def _pod_affinity(
