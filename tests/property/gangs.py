@@ -1,5 +1,7 @@
 """Random gangs for the property tests that run the simulator: nodes, weighted queues,
-two priority classes, and gangs of random sizes, minimums, runtimes and arrivals."""
+two priority classes, and gangs of random sizes, minimums, runtimes and arrivals; and,
+asked for, where their pods may go (node labels and taints, node selectors and
+tolerations)."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +15,21 @@ GROUPS = "scheduling.incubator.k8s.io/v1alpha1"
 GROUP_NAME = "scheduling.k8s.io/group-name"
 NODE_CPU = (4, 8)
 NODE_PODS = 8
+ZONES = ("a", "b")  # a node's; a gang may ask for zone c, which no node is in
+DEDICATED = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a node is (its zone, its taint) or where a gang's pods may go."""
+
+    zone: str | None = None  # a node's zone; a gang's node selector (None: any)
+    dedicated: bool = False  # a node tainted DEDICATED; a gang tolerating it
+
+    def takes(self, gang: "Place") -> bool:
+        """Does a node here take pods of a gang that asks for ``gang``?"""
+        zone = gang.zone is None or gang.zone == self.zone
+        return zone and (gang.dedicated or not self.dedicated)
 
 
 @dataclass(frozen=True)
@@ -20,15 +37,19 @@ class Workload:
     docs: list[Obj]
     node_cpus: list[int]
     gangs: list[tuple[int, int]]  # each gang's size and cpu per pod, in order (g0, g1, ...)
+    node_places: list[Place]
+    gang_places: list[Place]
 
     def fits_empty(self, gang: int) -> bool:
-        """Can gang ``gang``'s pods all run at once on the empty nodes?"""
+        """Can gang ``gang``'s pods all run at once on the empty nodes it may go on?"""
         size, cpu = self.gangs[gang]
-        return sum(min(free // cpu, NODE_PODS) for free in self.node_cpus) >= size
+        wanted = self.gang_places[gang]
+        nodes = zip(self.node_cpus, self.node_places, strict=True)
+        return sum(min(free // cpu, NODE_PODS) for free, p in nodes if p.takes(wanted)) >= size
 
 
-def node(name: str, cpu: int) -> Obj:
-    return {
+def node(name: str, cpu: int, place: Place = Place()) -> Obj:
+    obj: Obj = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name},
@@ -37,6 +58,11 @@ def node(name: str, cpu: int) -> Obj:
             "conditions": [{"type": "Ready", "status": "True"}],
         },
     }
+    if place.zone is not None:
+        obj["metadata"]["labels"] = {"zone": place.zone}
+    if place.dedicated:
+        obj["spec"] = {"taints": [DEDICATED]}
+    return obj
 
 
 def priority_class(name: str, value: int) -> Obj:
@@ -48,7 +74,9 @@ def priority_class(name: str, value: int) -> Obj:
     }
 
 
-def pod_spec(cpu: int, priority: str | None, deadline: int | None = None) -> Obj:
+def pod_spec(
+    cpu: int, priority: str | None, deadline: int | None = None, place: Place = Place()
+) -> Obj:
     spec: Obj = {
         "schedulerName": "kbatch",
         "containers": [
@@ -63,11 +91,21 @@ def pod_spec(cpu: int, priority: str | None, deadline: int | None = None) -> Obj
         spec["priorityClassName"] = priority
     if deadline is not None:
         spec["activeDeadlineSeconds"] = deadline
+    if place.zone is not None:
+        spec["nodeSelector"] = {"zone": place.zone}
+    if place.dedicated:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
     return spec
 
 
 def job(
-    name: str, size: int, cpu: int, priority: str | None, annotations: Obj, pod_annotations: Obj
+    name: str,
+    size: int,
+    cpu: int,
+    priority: str | None,
+    annotations: Obj,
+    pod_annotations: Obj,
+    place: Place = Place(),
 ) -> Obj:
     return {
         "apiVersion": "batch/v1",
@@ -78,22 +116,37 @@ def job(
             "completions": size,
             "template": {
                 "metadata": {"annotations": pod_annotations},
-                "spec": {**pod_spec(cpu, priority), "restartPolicy": "Never"},
+                "spec": {**pod_spec(cpu, priority, place=place), "restartPolicy": "Never"},
             },
         },
     }
 
 
 @st.composite
+def places(draw: st.DrawFn, zones: tuple[str, ...]) -> Place:
+    return Place(draw(st.one_of(st.none(), st.sampled_from(zones))), draw(st.booleans()))
+
+
+@st.composite
 def workloads(
-    draw: st.DrawFn, jobs: bool = False, arrive_by: int = 60, deadlines: bool = False
+    draw: st.DrawFn,
+    jobs: bool = False,
+    arrive_by: int = 60,
+    deadlines: bool = False,
+    placed: bool = False,
 ) -> Workload:
     """Nodes of 4 or 8 cpu, queues q0.. of weights 1-4, and gangs of 1-5 pods of 1-4 cpu
     (each fits the smallest node), arriving by ``arrive_by`` s and running 5-200 s; as
     PodGroups with bare pods, or (``jobs``) with a batch/v1 Job each; ``deadlines``: each
-    bare pod's activeDeadlineSeconds its runtime (a runtime known ahead)."""
+    bare pod's activeDeadlineSeconds its runtime (a runtime known ahead); ``placed``:
+    nodes in zones ``ZONES`` or none, some tainted ``DEDICATED``, and gangs asking for a
+    zone (c: none is there) or tolerating the taint, or not."""
     node_cpus = draw(st.lists(st.sampled_from(NODE_CPU), min_size=1, max_size=3))
-    docs: list[Obj] = [node(f"n{i}", cpu) for i, cpu in enumerate(node_cpus)]
+    node_places = [draw(places(ZONES)) if placed else Place() for _ in node_cpus]
+    docs: list[Obj] = [
+        node(f"n{i}", cpu, place)
+        for i, (cpu, place) in enumerate(zip(node_cpus, node_places, strict=True))
+    ]
     docs += [priority_class("low", 10), priority_class("high", 1000)]
     queues = draw(st.integers(1, 3))
     for q in range(queues):
@@ -103,8 +156,11 @@ def workloads(
              "spec": {"weight": weight}}
         )  # fmt: skip
     gangs: list[tuple[int, int]] = []
+    gang_places: list[Place] = []
     for g in range(draw(st.integers(1, 8))):
         size = draw(st.integers(1, 5))
+        place = draw(places((*ZONES, "c"))) if placed else Place()
+        gang_places.append(place)
         minimums = st.one_of(st.just(size), st.integers(1, size))  # whole gangs, often
         cpu = draw(st.integers(1, min(node_cpus)))
         gangs.append((size, cpu))
@@ -122,7 +178,7 @@ def workloads(
         runtime = draw(st.integers(5, 200))
         pod_annotations = {GROUP_NAME: f"g{g}", manifests.DURATION: f"{runtime}s"}
         if jobs:
-            docs.append(job(f"g{g}", size, cpu, priority, {**annotations}, pod_annotations))
+            docs.append(job(f"g{g}", size, cpu, priority, {**annotations}, pod_annotations, place))
             continue
         for k in range(size):
             metadata = {
@@ -130,6 +186,6 @@ def workloads(
                 "namespace": "default",
                 "annotations": {**annotations, **pod_annotations},
             }
-            spec = pod_spec(cpu, priority, runtime if deadlines else None)
+            spec = pod_spec(cpu, priority, runtime if deadlines else None, place)
             docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
-    return Workload(docs, node_cpus, gangs)
+    return Workload(docs, node_cpus, gangs, node_places, gang_places)

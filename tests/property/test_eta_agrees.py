@@ -9,6 +9,7 @@ not know is for a job that never starts (its pods evicted for good, or never fit
 import os
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from property.gangs import Workload, workloads
 
 from kbatch.operators.scheduler.core.runner import default_conf
@@ -54,7 +55,7 @@ def started(documents: list[dict]) -> dict[str, float]:
 
 
 @SETTINGS
-@given(workloads(arrive_by=20, deadlines=True))
+@given(st.booleans().flatmap(lambda placed: workloads(arrive_by=20, deadlines=True, placed=placed)))
 def test_a_sure_estimate_is_when_the_simulation_starts_the_job(workload: Workload) -> None:
     conf = default_conf()
     objects = live.cluster_at(workload.docs, NOW)
