@@ -72,15 +72,46 @@ def test_required_waits_rather_than_spreads_and_says_which_racks_came_closest() 
 
 def test_a_gang_no_domain_can_ever_hold_is_not_admitted_and_keeps_no_one_out() -> None:
     """12 cpu in one rack of 8: never. Admitted, it would hold 12 cpu of the cluster's
-    promises for ever, and the gang after it (8 cpu) would never be admitted."""
+    promises for ever, and the gang after it (8 cpu) would never be admitted. Without
+    its pods yet (they come once it is admitted: a Job held for it), its minResources
+    say so."""
     after = [at(obj, "10s") for obj in gang("after", 4)]
     outcome = run(*racks(2), *gang("big", 6, required=RACK), *after)
     assert outcome.group("big")["phase"] == "Pending"
     message = outcome.condition("big", "Unschedulable")["message"]
     assert message.endswith(
+        "not admitted: 6 pods of cpu 2 never fit in one kbatch.io/rack domain, even empty: "
+        "the largest holds 4 of them"
+    ), message
+    assert len(outcome.bound(group="after")) == 4
+    big, *_ = gang("big", 6, required=RACK)
+    big["spec"]["minResources"] = {"cpu": "12"}
+    outcome = run(*racks(2), big, *after)
+    message = outcome.condition("big", "Unschedulable")["message"]
+    assert message.endswith(
         "not admitted: minResources cpu 12 fit in no kbatch.io/rack domain: the largest has cpu 8"
     ), message
     assert len(outcome.bound(group="after")) == 4
+
+
+def test_a_gang_whose_pods_no_domain_can_pack_is_not_admitted_either() -> None:
+    """Rack r1 has nodes of 4 and 8 cpu, 12 in all: enough for the minResources of four
+    3-cpu pods, but it holds 1 + 2 of them (r2 one more: the cluster as a whole holds
+    them all). Admitted, the gang held its 12 cpu for ever and the gang after it was
+    told the cluster's free room was too small (found by reading node_fit beside
+    topology's own check, which sums a domain's room)."""
+    nodes = [rack_node("r1-n1", "r1"), rack_node("r1-n2", "r1", cpu="8"), rack_node("r2-n1", "r2")]
+    big, *pods = gang("big", 4, cpu="3", required=RACK)
+    big["spec"]["minResources"] = {"cpu": "12"}
+    after = [at(obj, "10s") for obj in gang("after", 2, cpu="4")]
+    outcome = run(*nodes, big, *pods, *after)
+    assert outcome.group("big")["phase"] == "Pending"
+    message = outcome.condition("big", "Unschedulable")["message"]
+    assert message.endswith(
+        "not admitted: 4 pods of cpu 3 never fit in one kbatch.io/rack domain, even empty: "
+        "the largest holds 3 of them"
+    ), message
+    assert len(outcome.bound(group="after")) == 2
 
 
 def test_without_a_topology_request_the_same_gang_spreads() -> None:
@@ -174,3 +205,11 @@ def test_the_output_names_each_group_s_domains() -> None:
     assert "TOPOLOGY" in table
     assert f"preferred {RACK}: {rack}" in table
     assert f"required {RACK}: none yet" in table
+
+
+def test_a_gang_for_a_level_no_node_is_labelled_with_says_so() -> None:
+    """Counting its pods per domain finds no domain at all: the words say why."""
+    outcome = run(node("n1", cpu="8"), *gang("g", 2, required=RACK))
+    assert outcome.group("g")["phase"] == "Pending"
+    message = outcome.condition("g", "Unschedulable")["message"]
+    assert message.endswith("not admitted: no node has the label kbatch.io/rack"), message

@@ -21,10 +21,13 @@ otherwise hold the room it was promised for ever too. What comes and goes (a nod
 ready, cordoned, its conditions' taints) is not held against a gang.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from kbatch.api.quantity import format_quantity
-from kbatch.operators.scheduler.core.framework.info import JobInfo
+from kbatch.operators.scheduler.core.framework import topology
+from kbatch.operators.scheduler.core.framework.info import REQUIRED, JobInfo
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.signatures import Failures
@@ -33,15 +36,16 @@ from kbatch.operators.scheduler.core.framework.signatures import Failures
 # change within one), by a gang's pod template (its id: the pods of a Job or a gang
 # share one) or smallest request and the nodes barred to all its templates (pods
 # unlike), and its minMember: alike gangs are asked once.
-Verdicts = dict[tuple[int | bytes, int], str | None]
+# (and the level of which it requires one domain, if it does)
+Verdicts = dict[tuple[int | bytes, int, str | None], str | None]
 
 
 def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
     """Why ``job``'s minMember pods can never run at once on the session's nodes, even
     all empty, e.g. '4 pods of cpu 3 never fit on the nodes, even empty: they hold 3 of
-    them'; None when they may, or when its pods are not known yet. (Asked of every
-    gang waiting, every session: alike pods are told by their shared template, a look
-    at each.)"""
+    them' (in one domain of the level it requires, if it does); None when they may, or
+    when its pods are not known yet. (Asked of every gang waiting, every session: alike
+    pods are told by their shared template, a look at each.)"""
     tasks = iter(job.tasks.values())
     first = next(tasks, None)
     if first is None:
@@ -50,10 +54,12 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
     for task in tasks:
         if task.template is not template:
             return _unlike(session, job, verdicts)
-    key = (id(template), job.min_member)
+    level = _required_level(job)
+    key = (id(template), job.min_member, level)
     if key not in verdicts:
         barred = session.lasting_failures(template)
-        verdicts[key] = _verdict(session, template.request, job.min_member, barred, alike=True)
+        asked = _Asked(template.request, job.min_member, barred, True, level)
+        verdicts[key] = _verdict(session, asked)
     return verdicts[key]
 
 
@@ -68,12 +74,19 @@ def _unlike(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
     barred = np.ones(len(session.nodes), dtype=bool)  # (to every template)
     for failed in failures:
         barred &= _any_of(failed, len(barred))
-    key = (smallest.tobytes() + np.packbits(barred).tobytes(), job.min_member)
+    level = _required_level(job)
+    key = (smallest.tobytes() + np.packbits(barred).tobytes(), job.min_member, level)
     if key not in verdicts:
         reasons = [(reason, mask & barred) for reason, mask in failures[0]]
-        alike = len(requests) == 1
-        verdicts[key] = _verdict(session, smallest, job.min_member, reasons, alike)
+        asked = _Asked(smallest, job.min_member, reasons, len(requests) == 1, level)
+        verdicts[key] = _verdict(session, asked)
     return verdicts[key]
+
+
+def _required_level(job: JobInfo) -> str | None:
+    """The level of which the job's pods must all be in one domain, if one is."""
+    request = job.topology
+    return request.level if request is not None and request.mode == REQUIRED else None
 
 
 def _any_of(failures: Failures, size: int) -> np.ndarray:
@@ -84,10 +97,21 @@ def _any_of(failures: Failures, size: int) -> np.ndarray:
     return barred
 
 
-def _verdict(
-    session: Session, request: np.ndarray, count: int, barred: Failures, alike: bool
-) -> str | None:
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What is asked of the nodes: ``count`` pods of ``request`` (the smallest, when
+    ``alike`` is False), on no node ``barred``, in one domain of ``level`` (if given)."""
+
+    request: np.ndarray
+    count: int
+    barred: Failures
+    alike: bool
+    level: str | None
+
+
+def _verdict(session: Session, asked: _Asked) -> str | None:
     allocatable = session.nodes.allocatable
+    request = asked.request
     counted = np.flatnonzero(session.room_dims & (request > EPSILON))
     if not len(allocatable) or not counted.size:
         return None
@@ -95,16 +119,23 @@ def _verdict(
     slots = allocatable[:, session.dims.index[PODS]]
     # (a node whose allocatable gives no pod count takes pods all the same)
     per_node = np.where(slots > 0, np.minimum(per_node, slots), per_node)
-    per_node[_any_of(barred, len(per_node))] = 0
-    held = int(per_node.sum())
-    if held >= count:
+    per_node[_any_of(asked.barred, len(per_node))] = 0
+    if asked.level is None:
+        held, where, holds = int(per_node.sum()), "on the nodes", "they hold"
+    else:  # (a level no node has a label of: topology's own check says so)
+        ids, names = topology.levels_of(session).ids(asked.level)
+        inside = ids >= 0
+        domains = np.bincount(ids[inside], weights=per_node[inside], minlength=len(names))
+        held = int(domains.max()) if len(names) else 0
+        where, holds = f"in one {asked.level} domain", "the largest holds"
+    if held >= asked.count or (asked.level is not None and not len(names)):
         return None
     dims = session.dims.names
-    asked = ", ".join(f"{dims[i]} {format_quantity(dims[i], request[i])}" for i in counted)
-    asked = asked if alike else f"at least {asked}"
-    why = "; ".join(f"{int(mask.sum())} {reason}" for reason, mask in barred if mask.any())
+    pods = ", ".join(f"{dims[i]} {format_quantity(dims[i], request[i])}" for i in counted)
+    pods = pods if asked.alike else f"at least {pods}"
+    why = "; ".join(f"{int(mask.sum())} {reason}" for reason, mask in asked.barred if mask.any())
     why = f" ({why})" if why else ""
-    if count == 1:
-        return f"a pod of {asked} fits on no node, even empty{why}"
-    held_of = f"they hold {held} of them{why}"
-    return f"{count} pods of {asked} never fit on the nodes, even empty: {held_of}"
+    if asked.count == 1:
+        return f"a pod of {pods} fits on no node, even empty{why}"
+    held_of = f"{holds} {held} of them{why}"
+    return f"{asked.count} pods of {pods} never fit {where}, even empty: {held_of}"
