@@ -125,10 +125,51 @@ def check_full(outcome: Outcome) -> None:
     assert outcome.bound(group="wide") == []
 
 
+# A gang for nodes labelled gpu=yes, on a cluster without one: never admitted, saying
+# which nodes its node selector rules out, on a real cluster as in the simulator.
+ELSEWHERE = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-1, labels: {gpu: "no"}}
+status:
+  allocatable: {cpu: "8", memory: 8Gi, pods: "110"}
+---
+apiVersion: scheduling.incubator.k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: elsewhere}
+spec: {minMember: 2}
+""" + "".join(
+    f"""---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: elsewhere-{i}
+  annotations: {{scheduling.k8s.io/group-name: elsewhere}}
+spec:
+  schedulerName: kbatch
+  nodeSelector: {{gpu: "yes"}}
+  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+    for i in range(2)
+)
+
+
+def check_elsewhere(outcome: Outcome) -> None:
+    group = outcome.group("elsewhere")
+    assert group["phase"] == "Pending", "not admitted: no node takes its pods"
+    (waiting,) = [c for c in group["conditions"] if c["type"] == "Unschedulable"]
+    assert waiting["message"].endswith(
+        "not admitted: 2 pods of cpu 1 never fit on the nodes, even empty: they hold 0 of "
+        "them (1 node(s) didn't match node selector)"
+    ), waiting["message"]
+    assert outcome.bound(group="elsewhere") == []
+
+
 SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {
     "finishing": (FINISHING, check_finishing),
     "gangs": (GANGS, check_gangs),
     "full": (FULL, check_full),
+    "elsewhere": (ELSEWHERE, check_elsewhere),
 }
 
 

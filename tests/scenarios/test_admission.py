@@ -290,3 +290,23 @@ def test_a_gang_for_nodes_the_cluster_lacks_keeps_no_one_out() -> None:
         "nodes, even empty: they hold 0 of them (2 node(s) didn't match node selector)"
     )
     assert outcome.group("small")["phase"] == "Completed"
+
+
+def test_a_gang_with_a_pod_that_fits_no_node_keeps_no_one_out() -> None:
+    """A gang needs both its pods, of 9 cpu and 1 cpu, on nodes of 4 and 8: its 9 cpu of
+    minResources fit the cluster's 12, but the big pod fits no node. Judged by its
+    smallest pod alone it was admitted and held 9 cpu for ever, and the gang after it
+    (8 cpu) was told only 3 were free."""
+    big = pod_group("g", min_member=2)
+    big["spec"]["minResources"] = {"cpu": "9"}
+    documents = [node("n1", cpu="4"), node("n2", cpu="8"), big]
+    documents += [pod("g-big", cpu="9", group="g"), pod("g-small", cpu="1", group="g")]
+    documents += [at(pod_group("after", min_member=2), "3s")]
+    documents += [at(pod(f"after-{i}", cpu="4", group="after"), "3s") for i in range(2)]
+    outcome = run(documents=documents, until="1m")
+    assert outcome.group("g")["phase"] == "Pending"
+    assert outcome.condition("g", "Unschedulable")["message"] == (
+        "2/2 tasks in gang unschedulable: not admitted: 1 of its 2 pods (cpu 9) fits on no "
+        "node, even empty: 1 left of the 2 it needs at once"
+    )
+    assert len(outcome.bound(group="after")) == 2

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kbatch.config import DEFAULT_CONF
 from kbatch.sim import output, simulate
 from scenarios.objects import Obj, at, conf_map, job, node, pod, pod_group, queue
 from scenarios.runner import Outcome
@@ -51,17 +52,31 @@ def test_the_short_role_goes_first_so_the_gang_fits() -> None:
 
 
 def test_a_role_short_of_its_minimum_keeps_the_gang_waiting_and_is_named() -> None:
-    """Two 4-cpu nodes: three workers would make minMember; the 5-cpu launcher fits
-    no node, and the gang waits for it, saying so."""
+    """Two 4-cpu nodes, 1.5 cpu of each taken: three workers would make minMember; the
+    3-cpu launcher fits no node now, and the gang waits for it, saying so. A 5-cpu
+    launcher would fit no node even empty: the gang is not admitted, saying that."""
     group = with_roles(pod_group("train", min_member=3), {"launcher": 1, "worker": 2})
-    docs = [node("n1"), node("n2"), group, role_pod("launcher", "launcher", cpu="5")]
-    docs += [role_pod(f"worker-{i}", "worker") for i in range(3)]
-    outcome = Outcome(simulate(documents=docs, until="1m"))
+    busy = [pod(f"busy-{n}", cpu="1500m") for n in ("n1", "n2")]
+    for taken, name in zip(busy, ("n1", "n2"), strict=True):
+        taken["spec"]["nodeName"] = name
+    workers = [role_pod(f"worker-{i}", "worker") for i in range(3)]
+    docs = [node("n1"), node("n2"), *busy, group, role_pod("launcher", "launcher", cpu="3")]
+    # (without reserve, which would drain the two nodes for it and say that instead)
+    unreserved = conf_map(DEFAULT_CONF.replace(", reserve", ""))
+    outcome = Outcome(simulate(documents=[unreserved, *docs, *workers], until="1m"))
     assert outcome.bound(group="train") == []
     message = outcome.condition("train", "Unschedulable")["message"]
     assert message == (
         "4/4 tasks in gang unschedulable: role launcher: 0/1 placed: "
         "0/2 nodes are available: 2 Insufficient cpu"
+    ), message
+    docs = [node("n1"), node("n2"), group, role_pod("launcher", "launcher", cpu="5")]
+    outcome = Outcome(simulate(documents=[*docs, *workers], until="1m"))
+    assert outcome.group("train")["phase"] == "Pending"
+    message = outcome.condition("train", "Unschedulable")["message"]
+    assert message == (
+        "4/4 tasks in gang unschedulable: not admitted: role launcher: 1 of its 1 pods "
+        "(cpu 5) fits on no node, even empty: 0 left of the 1 it needs at once"
     ), message
 
 

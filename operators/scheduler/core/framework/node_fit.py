@@ -13,14 +13,19 @@ without enqueue).
 The check is sound, never refusing a gang that fits: each node holds at most as many
 of the gang's pods as it has room for its smallest request in every resource (and as
 its pod count allows); if the nodes together hold fewer than minMember so, no packing
-exists. For pods alike (a Job's, a gang's template) it is exact. A node the pods may
-never go on as the nodes stand (``Session.lasting_failures``: their node selector or
-required node affinity matches none of its labels, or it has a taint an admin set that
-they do not tolerate) holds none of them: a gang for nodes the cluster lacks would
-otherwise hold the room it was promised for ever too. What comes and goes (a node not
-ready, cordoned, its conditions' taints) is not held against a gang.
+exists. For pods alike (a Job's, a gang's template) it is exact. Pods unlike are
+first counted by whether each fits on some node at all: a gang whose pods that do are
+fewer than minMember, or fewer than a role's minimum, never runs either. A node the
+pods may never go on as the nodes stand (``Session.lasting_failures``: their node
+selector or required node affinity matches none of its labels, or it has a taint an
+admin set that they do not tolerate) holds none of them: a gang for nodes the cluster
+lacks would otherwise hold the room it was promised for ever too. What comes and goes
+(a node not ready, cordoned, its conditions' taints) is not held against a gang. A
+gang that requires one domain of a level is counted domain by domain.
 """
 
+from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,16 +33,17 @@ import numpy as np
 from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.framework import topology
 from kbatch.operators.scheduler.core.framework.info import REQUIRED, JobInfo
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.signatures import Failures
 
 # The verdicts given in a session (its nodes' allocatable, labels and taints do not
-# change within one), by a gang's pod template (its id: the pods of a Job or a gang
-# share one) or smallest request and the nodes barred to all its templates (pods
-# unlike), and its minMember: alike gangs are asked once.
-# (and the level of which it requires one domain, if it does)
-Verdicts = dict[tuple[int | bytes, int, str | None], str | None]
+# change within one), by what they were asked of: a gang's pod template (its id: the
+# pods of a Job or a gang share one) or its templates and roles with their pod counts
+# (pods unlike), its minMember, and the level of which it requires one domain, if it
+# does: alike gangs are asked once.
+Verdicts = dict[Hashable, str | None]
 
 
 def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
@@ -64,23 +70,84 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
 
 
 def _unlike(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
-    """``never_fits`` of a gang whose pods have templates of their own: judged by their
-    smallest request, resource by resource, on the nodes some of them may go on."""
-    tasks = job.tasks.values()
-    requests = {id(task.request): task.request for task in tasks}
-    smallest = np.min(np.stack(list(requests.values())), axis=0)
-    templates = {id(task.template): task.template for task in tasks}
-    failures = [session.lasting_failures(template) for template in templates.values()]
-    barred = np.ones(len(session.nodes), dtype=bool)  # (to every template)
-    for failed in failures:
-        barred &= _any_of(failed, len(barred))
+    """``never_fits`` of a gang whose pods have templates of their own: the pods that
+    fit on no node (alone, empty) left out, against minMember and each role's minimum;
+    then the rest judged by their smallest request, resource by resource, on the nodes
+    some of them may go on."""
+    kinds = Counter((id(task.template), task.role) for task in job.tasks.values())
     level = _required_level(job)
-    key = (smallest.tobytes() + np.packbits(barred).tobytes(), job.min_member, level)
-    if key not in verdicts:
-        reasons = [(reason, mask & barred) for reason, mask in failures[0]]
-        asked = _Asked(smallest, job.min_member, reasons, len(requests) == 1, level)
+    roles = tuple(sorted(job.min_task_member.items()))
+    key = (tuple(sorted(kinds.items())), job.min_member, level, roles)
+    if key in verdicts:
+        return verdicts[key]
+    templates = {id(task.template): task.template for task in job.tasks.values()}
+    barred = {tid: session.lasting_failures(t) for tid, t in templates.items()}
+    # (a pod fits on some node unless none holds one: -1, nothing tells, is not none)
+    fits = {tid: _held(session, t.request, barred[tid], level) != 0 for tid, t in templates.items()}
+    verdicts[key] = _too_few_fit(job, kinds, fits, templates, barred, session)
+    if verdicts[key] is None:
+        fitting = [tid for tid in templates if fits[tid]]
+        smallest = np.min(np.stack([templates[tid].request for tid in fitting]), axis=0)
+        everywhere = np.ones(len(session.nodes), dtype=bool)  # (to every template)
+        for tid in fitting:
+            everywhere &= _any_of(barred[tid], len(everywhere))
+        reasons = [(reason, mask & everywhere) for reason, mask in barred[fitting[0]]]
+        alike = len({templates[tid].request.tobytes() for tid in fitting}) == 1
+        asked = _Asked(smallest, job.min_member, reasons, alike, level)
         verdicts[key] = _verdict(session, asked)
     return verdicts[key]
+
+
+def _too_few_fit(
+    job: JobInfo,
+    kinds: Counter[tuple[int, str]],
+    fits: dict[int, bool],
+    templates: dict[int, PodTemplate],
+    barred: dict[int, Failures],
+    session: Session,
+) -> str | None:
+    """Why too few of the pods fit on some node to make minMember, or a role's minimum:
+    '1 of its 2 pods (cpu 9) fits on no node, even empty: 1 left of the 2 it needs at
+    once'; None when enough do."""
+    unfit = [tid for tid in templates if not fits[tid]]
+    if not unfit:
+        return None
+    fitting = sum(count for (tid, _), count in kinds.items() if fits[tid])
+    if fitting < job.min_member:
+        shown = _unfit(session, unfit, templates, barred)
+        return _too_few(len(job.tasks), shown, fitting, job.min_member)
+    for role, minimum in sorted(job.min_task_member.items()):
+        pods = sum(count for (_, r), count in kinds.items() if r == role)
+        of_role = sum(count for (tid, r), count in kinds.items() if r == role and fits[tid])
+        if of_role < minimum:
+            shown = _unfit(
+                session, [tid for tid in unfit if (tid, role) in kinds], templates, barred
+            )
+            return f"role {role}: {_too_few(pods, shown, of_role, minimum)}"
+    return None
+
+
+def _too_few(pods: int, shown: str, fitting: int, minimum: int) -> str:
+    """'1 of its 2 pods (cpu 9) fits on no node, even empty: 1 left of the 2 it needs at
+    once'."""
+    verb = "fits" if pods - fitting == 1 else "fit"
+    return (
+        f"{pods - fitting} of its {pods} pods ({shown}) {verb} on no node, even empty: "
+        f"{fitting} left of the {minimum} it needs at once"
+    )
+
+
+def _unfit(
+    session: Session,
+    unfit: list[int],
+    templates: dict[int, PodTemplate],
+    barred: dict[int, Failures],
+) -> str:
+    """'cpu 9', or 'at least cpu 4; 2 node(s) didn't match node selector': what the
+    pods that fit on no node ask for (the smallest), and why the first is barred."""
+    requests = {templates[tid].request.tobytes(): templates[tid].request for tid in unfit}
+    smallest = np.min(np.stack(list(requests.values())), axis=0)
+    return _words(session, smallest, alike=len(requests) == 1) + _why(barred[unfit[0]], "; ")
 
 
 def _required_level(job: JobInfo) -> str | None:
@@ -109,33 +176,55 @@ class _Asked:
     level: str | None
 
 
-def _verdict(session: Session, asked: _Asked) -> str | None:
+def _held(session: Session, request: np.ndarray, barred: Failures, level: str | None) -> int:
+    """How many pods of ``request`` the empty nodes hold, none ``barred`` (in the
+    largest domain of ``level``, if given); -1 when nothing tells (no node, no
+    resource asked, no domain of the level: topology's own check says so)."""
     allocatable = session.nodes.allocatable
-    request = asked.request
     counted = np.flatnonzero(session.room_dims & (request > EPSILON))
     if not len(allocatable) or not counted.size:
-        return None
+        return -1
     per_node = np.floor((allocatable[:, counted] + EPSILON) / request[counted]).min(axis=1)
     slots = allocatable[:, session.dims.index[PODS]]
     # (a node whose allocatable gives no pod count takes pods all the same)
     per_node = np.where(slots > 0, np.minimum(per_node, slots), per_node)
-    per_node[_any_of(asked.barred, len(per_node))] = 0
-    if asked.level is None:
-        held, where, holds = int(per_node.sum()), "on the nodes", "they hold"
-    else:  # (a level no node has a label of: topology's own check says so)
-        ids, names = topology.levels_of(session).ids(asked.level)
-        inside = ids >= 0
-        domains = np.bincount(ids[inside], weights=per_node[inside], minlength=len(names))
-        held = int(domains.max()) if len(names) else 0
-        where, holds = f"in one {asked.level} domain", "the largest holds"
-    if held >= asked.count or (asked.level is not None and not len(names)):
+    per_node[_any_of(barred, len(per_node))] = 0
+    if level is None:
+        return int(per_node.sum())
+    ids, names = topology.levels_of(session).ids(level)
+    if not names:
+        return -1
+    inside = ids >= 0
+    return int(np.bincount(ids[inside], weights=per_node[inside], minlength=len(names)).max())
+
+
+def _verdict(session: Session, asked: _Asked) -> str | None:
+    held = _held(session, asked.request, asked.barred, asked.level)
+    if held < 0 or held >= asked.count:
         return None
-    dims = session.dims.names
-    pods = ", ".join(f"{dims[i]} {format_quantity(dims[i], request[i])}" for i in counted)
-    pods = pods if asked.alike else f"at least {pods}"
-    why = "; ".join(f"{int(mask.sum())} {reason}" for reason, mask in asked.barred if mask.any())
-    why = f" ({why})" if why else ""
+    pods = _words(session, asked.request, asked.alike)
+    why = _why(asked.barred, " (")
+    why = f"{why})" if why else ""
     if asked.count == 1:
         return f"a pod of {pods} fits on no node, even empty{why}"
-    held_of = f"{holds} {held} of them{why}"
-    return f"{asked.count} pods of {pods} never fit {where}, even empty: {held_of}"
+    if asked.level is None:
+        where, holds = "on the nodes", "they hold"
+    else:
+        where, holds = f"in one {asked.level} domain", "the largest holds"
+    return (
+        f"{asked.count} pods of {pods} never fit {where}, even empty: {holds} {held} of them{why}"
+    )
+
+
+def _why(barred: Failures, before: str) -> str:
+    """'2 node(s) didn't match node selector' after ``before``; '' when none is barred."""
+    why = "; ".join(f"{int(mask.sum())} {reason}" for reason, mask in barred if mask.any())
+    return f"{before}{why}" if why else ""
+
+
+def _words(session: Session, request: np.ndarray, alike: bool) -> str:
+    """'cpu 3, memory 1Gi' (what a pod asks for, of the room enqueue counts)."""
+    dims = session.dims.names
+    counted = np.flatnonzero(session.room_dims & (request > EPSILON))
+    asked = ", ".join(f"{dims[i]} {format_quantity(dims[i], request[i])}" for i in counted)
+    return asked if alike else f"at least {asked}"
