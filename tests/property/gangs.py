@@ -25,6 +25,7 @@ class Place:
 
     zone: str | None = None  # a node's zone; a gang's node selector (None: any)
     dedicated: bool = False  # a node tainted DEDICATED; a gang tolerating it
+    spread: bool = False  # a gang's pods asking for host port 80: one a node
 
     def takes(self, gang: "Place") -> bool:
         """Does a node here take pods of a gang that asks for ``gang``?"""
@@ -45,7 +46,8 @@ class Workload:
         size, cpu = self.gangs[gang]
         wanted = self.gang_places[gang]
         nodes = zip(self.node_cpus, self.node_places, strict=True)
-        return sum(min(free // cpu, NODE_PODS) for free, p in nodes if p.takes(wanted)) >= size
+        most = 1 if wanted.spread else NODE_PODS
+        return sum(min(free // cpu, most) for free, p in nodes if p.takes(wanted)) >= size
 
 
 def node(name: str, cpu: int, place: Place = Place()) -> Obj:
@@ -95,6 +97,8 @@ def pod_spec(
         spec["nodeSelector"] = {"zone": place.zone}
     if place.dedicated:
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    if place.spread:
+        spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
     return spec
 
 
@@ -123,8 +127,9 @@ def job(
 
 
 @st.composite
-def places(draw: st.DrawFn, zones: tuple[str, ...]) -> Place:
-    return Place(draw(st.one_of(st.none(), st.sampled_from(zones))), draw(st.booleans()))
+def places(draw: st.DrawFn, zones: tuple[str, ...], spread: bool = False) -> Place:
+    zone = draw(st.one_of(st.none(), st.sampled_from(zones)))
+    return Place(zone, draw(st.booleans()), spread and draw(st.booleans()))
 
 
 @st.composite
@@ -140,7 +145,7 @@ def workloads(
     PodGroups with bare pods, or (``jobs``) with a batch/v1 Job each; ``deadlines``: each
     bare pod's activeDeadlineSeconds its runtime (a runtime known ahead); ``placed``:
     nodes in zones ``ZONES`` or none, some tainted ``DEDICATED``, and gangs asking for a
-    zone (c: none is there) or tolerating the taint, or not."""
+    zone (c: none is there), tolerating the taint, or a host port, or not."""
     node_cpus = draw(st.lists(st.sampled_from(NODE_CPU), min_size=1, max_size=3))
     node_places = [draw(places(ZONES)) if placed else Place() for _ in node_cpus]
     docs: list[Obj] = [
@@ -159,7 +164,7 @@ def workloads(
     gang_places: list[Place] = []
     for g in range(draw(st.integers(1, 8))):
         size = draw(st.integers(1, 5))
-        place = draw(places((*ZONES, "c"))) if placed else Place()
+        place = draw(places((*ZONES, "c"), spread=True)) if placed else Place()
         gang_places.append(place)
         minimums = st.one_of(st.just(size), st.integers(1, size))  # whole gangs, often
         cpu = draw(st.integers(1, min(node_cpus)))

@@ -1,8 +1,8 @@
 """The scheduler's promises, checked after every simulated session on random workloads:
 gangs in weighted queues at two priorities, of random sizes, minimums, runtimes and
 arrival times, and in half the examples nodes in zones, some tainted, and gangs asking
-for a zone (one no node is in) or tolerating the taint; under the default conf and
-with ``preempt`` added.
+for a zone (one no node is in), tolerating the taint or asking for a host port; under
+the default conf and with ``preempt`` added.
 
 - no node ever holds more than it can (cpu, memory, pods), deleting pods counted;
 - a gang is never partly bound: its pods running or done are none or at least its
@@ -18,7 +18,8 @@ own: a gang whose pods never fit the nodes held its promised room for ever
 against the other subtrees' guarantees too (test_admission.py), and reserve kept room
 a preemptor had been promised that session, two nominations that did not both fit then
 waiting on each other (tests/unit/actions/test_reserve.py). With zones and taints it
-found a fourth: a gang for nodes the cluster lacks held its room for ever too
+found a fourth and a fifth: a gang for nodes the cluster lacks, and one of more pods
+asking for one host port than there are nodes, held their room for ever too
 (tests/unit/framework/test_node_fit.py, test_admission.py).
 """
 

@@ -310,3 +310,27 @@ def test_a_gang_with_a_pod_that_fits_no_node_keeps_no_one_out() -> None:
         "node, even empty: 1 left of the 2 it needs at once"
     )
     assert len(outcome.bound(group="after")) == 2
+
+
+def test_a_gang_whose_pods_keep_each_other_off_a_node_is_counted_a_node_each() -> None:
+    """Three pods asking for host port 80 on two 8-cpu nodes: their 3 cpu fit many
+    times over, but one of them a node. Admitted, the gang held its 3 cpu for ever and
+    the gang after it (14 cpu) was told only 13 of the 16 were free, on an idle
+    cluster. On three nodes it runs, a pod on each."""
+    ports = pod_group("ports", min_member=3)
+    ports["spec"]["minResources"] = {"cpu": "3"}
+    pods = [pod(f"ports-{i}", group="ports") for i in range(3)]
+    for p in pods:
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
+    after = [at(pod_group("after", min_member=2), "3s")]
+    after += [at(pod(f"after-{i}", cpu="7", group="after"), "3s") for i in range(2)]
+    outcome = run(documents=[node("n1", cpu="8"), node("n2", cpu="8"), ports, *pods, *after])
+    assert outcome.group("ports")["phase"] == "Pending"
+    assert outcome.condition("ports", "Unschedulable")["message"] == (
+        "3/3 tasks in gang unschedulable: not admitted: 3 pods of cpu 1 never fit on the "
+        "nodes, even empty: they hold 2 of them (at most one per node)"
+    )
+    assert len(outcome.bound(group="after")) == 2
+    three = [node(f"n{i}", cpu="8") for i in range(3)]
+    outcome = run(documents=[*three, ports, *pods])
+    assert sorted(p["node"] for p in outcome.bound(group="ports")) == ["n0", "n1", "n2"]

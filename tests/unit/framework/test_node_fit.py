@@ -5,8 +5,11 @@ from builders import Cluster
 from kbatch.operators.scheduler.core.framework import node_fit
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
+    HostPort,
+    LabelSelector,
     NodeSelectorTerm,
     Operator,
+    PodAffinityTerm,
     Requirement,
     Taint,
     Toleration,
@@ -162,3 +165,39 @@ def test_without_the_predicates_plugin_labels_and_taints_bar_nothing() -> None:
     cluster.job("zoned", min_member=2).tasks(2, cpu=4, node_selector={"zone": "a"})
     session = cluster.open(GANG_ONLY)
     assert node_fit.never_fits(session, session.jobs["default/zoned"], {}) is None
+
+
+def test_pods_alike_with_host_ports_or_anti_affinity_to_their_kind_spread_out() -> None:
+    """Two 8-cpu nodes in one zone hold eight 1-cpu pods, but two only of those that
+    ask for a host port (each conflicts with the next), or keep their own kind off
+    their node, and one of those that keep it out of their zone."""
+    host = "kubernetes.io/hostname"
+    cluster = Cluster()
+    for name in ("n1", "n2"):
+        cluster.node(name, cpu=8, labels={host: name, "zone": "a"})
+    mine = LabelSelector((("app", "mine"),))
+    not_mine = LabelSelector((("app", "theirs"),))
+
+    def shy(key: str, selector: LabelSelector = mine) -> Affinity:
+        return Affinity(anti_required=(PodAffinityTerm(selector, key),))
+
+    cluster.job("ports", min_member=3).tasks(3, host_ports=(HostPort(80),))
+    labels = {"app": "mine"}
+    cluster.job("by-node", min_member=3).tasks(3, labels=labels, affinity=shy(host))
+    cluster.job("by-zone", min_member=2).tasks(2, labels=labels, affinity=shy("zone"))
+    cluster.job("by-rack", min_member=3).tasks(3, labels=labels, affinity=shy("rack"))
+    cluster.job("others", min_member=3).tasks(3, labels=labels, affinity=shy(host, not_mine))
+    held = "never fit on the nodes, even empty: they hold"
+    assert verdict(cluster, "ports") == (
+        f"3 pods of cpu 1, memory 1Gi {held} 2 of them (at most one per node)"
+    )
+    assert verdict(cluster, "by-node") == (
+        f"3 pods of cpu 1, memory 1Gi {held} 2 of them (at most one per {host})"
+    )
+    assert verdict(cluster, "by-zone") == (
+        f"2 pods of cpu 1, memory 1Gi {held} 1 of them (at most one per zone)"
+    )
+    assert verdict(cluster, "by-rack") is None  # (no node has a rack: none keeps it out)
+    assert verdict(cluster, "others") is None
+    session = cluster.open(GANG_ONLY)  # (no predicates: nothing keeps them apart)
+    assert node_fit.never_fits(session, session.jobs["default/ports"], {}) is None

@@ -16,11 +16,13 @@ its pod count allows); if the nodes together hold fewer than minMember so, no pa
 exists. For pods alike (a Job's, a gang's template) it is exact. Pods unlike are
 first counted by whether each fits on some node at all: a gang whose pods that do are
 fewer than minMember, or fewer than a role's minimum, never runs either. A node the
-pods may never go on as the nodes stand (``Session.lasting_failures``: their node
+pods may never go on as the nodes stand (``Session.lasting``: their node
 selector or required node affinity matches none of its labels, or it has a taint an
 admin set that they do not tolerate) holds none of them: a gang for nodes the cluster
 lacks would otherwise hold the room it was promised for ever too. What comes and goes
-(a node not ready, cordoned, its conditions' taints) is not held against a gang. A
+(a node not ready, cordoned, its conditions' taints) is not held against a gang. Pods
+alike that ask for host ports, or have a required anti-affinity to their own kind,
+count one at most on a node, or in a domain of the anti-affinity's topology key. A
 gang that requires one domain of a level is counted domain by domain.
 """
 
@@ -63,8 +65,9 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
     level = _required_level(job)
     key = (id(template), job.min_member, level)
     if key not in verdicts:
-        barred = session.lasting_failures(template)
-        asked = _Asked(template.request, job.min_member, barred, True, level)
+        lasting = session.lasting(template)
+        asked = _Asked(template.request, job.min_member, lasting.barred, True, level)
+        asked.one_per = lasting.one_per
         verdicts[key] = _verdict(session, asked)
     return verdicts[key]
 
@@ -81,7 +84,7 @@ def _unlike(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
     if key in verdicts:
         return verdicts[key]
     templates = {id(task.template): task.template for task in job.tasks.values()}
-    barred = {tid: session.lasting_failures(t) for tid, t in templates.items()}
+    barred = {tid: session.lasting(t).barred for tid, t in templates.items()}
     # (a pod fits on some node unless none holds one: -1, nothing tells, is not none)
     fits = {tid: _held(session, t.request, barred[tid], level) != 0 for tid, t in templates.items()}
     verdicts[key] = _too_few_fit(job, kinds, fits, templates, barred, session)
@@ -164,22 +167,31 @@ def _any_of(failures: Failures, size: int) -> np.ndarray:
     return barred
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Asked:
     """What is asked of the nodes: ``count`` pods of ``request`` (the smallest, when
-    ``alike`` is False), on no node ``barred``, in one domain of ``level`` (if given)."""
+    ``alike`` is False), on no node ``barred``, in one domain of ``level`` (if given),
+    one at most in a domain of each key of ``one_per`` ('': a node; pods alike only)."""
 
     request: np.ndarray
     count: int
     barred: Failures
     alike: bool
     level: str | None
+    one_per: tuple[str, ...] = ()
 
 
-def _held(session: Session, request: np.ndarray, barred: Failures, level: str | None) -> int:
-    """How many pods of ``request`` the empty nodes hold, none ``barred`` (in the
-    largest domain of ``level``, if given); -1 when nothing tells (no node, no
-    resource asked, no domain of the level: topology's own check says so)."""
+def _held(
+    session: Session,
+    request: np.ndarray,
+    barred: Failures,
+    level: str | None,
+    one_per: tuple[str, ...] = (),
+) -> int:
+    """How many pods of ``request`` the empty nodes hold, none ``barred``, one at most
+    in a domain of each key of ``one_per`` (in the largest domain of ``level``, if
+    given); -1 when nothing tells (no node, no resource asked, no domain of the level:
+    topology's own check says so)."""
     allocatable = session.nodes.allocatable
     counted = np.flatnonzero(session.room_dims & (request > EPSILON))
     if not len(allocatable) or not counted.size:
@@ -189,22 +201,39 @@ def _held(session: Session, request: np.ndarray, barred: Failures, level: str | 
     # (a node whose allocatable gives no pod count takes pods all the same)
     per_node = np.where(slots > 0, np.minimum(per_node, slots), per_node)
     per_node[_any_of(barred, len(per_node))] = 0
+    if "" in one_per:
+        per_node = np.minimum(per_node, 1)
+    levels = topology.levels_of(session)
+    spread = [levels.ids(key)[0] for key in one_per if key]
     if level is None:
-        return int(per_node.sum())
-    ids, names = topology.levels_of(session).ids(level)
+        return _capped(per_node, spread)
+    ids, names = levels.ids(level)
     if not names:
         return -1
-    inside = ids >= 0
-    return int(np.bincount(ids[inside], weights=per_node[inside], minlength=len(names)).max())
+    return max(
+        _capped(per_node[ids == d], [c[ids == d] for c in spread]) for d in range(len(names))
+    )
+
+
+def _capped(per_node: np.ndarray, spread: list[np.ndarray]) -> int:
+    """The pods ``per_node`` hold, one at most in a domain of each of ``spread`` (per
+    node, its domain's number; -1: it has none, and holds as many as it has room for)."""
+    held = float(per_node.sum())
+    for ids in spread:
+        inside = ids >= 0
+        domains = np.bincount(ids[inside], weights=per_node[inside])
+        held = min(held, float(np.minimum(domains, 1).sum() + per_node[~inside].sum()))
+    return int(held)
 
 
 def _verdict(session: Session, asked: _Asked) -> str | None:
-    held = _held(session, asked.request, asked.barred, asked.level)
+    held = _held(session, asked.request, asked.barred, asked.level, asked.one_per)
     if held < 0 or held >= asked.count:
         return None
     pods = _words(session, asked.request, asked.alike)
-    why = _why(asked.barred, " (")
-    why = f"{why})" if why else ""
+    spread = [f"at most one per {key or 'node'}" for key in asked.one_per]
+    why = "; ".join(filter(None, [_why(asked.barred, ""), *spread]))
+    why = f" ({why})" if why else ""
     if asked.count == 1:
         return f"a pod of {pods} fits on no node, even empty{why}"
     if asked.level is None:

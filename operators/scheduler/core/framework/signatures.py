@@ -2,7 +2,7 @@
 as types, and the small answers some of them give (``Invalid``, ``Vote``)."""
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -17,10 +17,21 @@ OrderKeyFn = Callable[[Any], Key]
 # (reason, mask over idx); nodes failing none of them pass.
 Failures = list[tuple[str, np.ndarray]]
 PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
-# The nodes a template's pods may never go on as the nodes stand, over all of them, and
-# why: what an admin set (labels, taints), not what comes and goes (conditions, cordons,
-# room, the pods on them).
-LastingFn = Callable[[PodTemplate], Failures]
+
+
+@dataclass(frozen=True, slots=True)
+class Lasting:
+    """Where a template's pods may go, of what lasts as the nodes stand (what an admin
+    set, not what comes and goes: conditions, cordons, room, the pods on them): the
+    nodes, of all, they may never go on, and why (labels, taints); and the node label
+    keys of which a domain takes at most one of them ('': a node; host ports, or a
+    required anti-affinity to their own kind)."""
+
+    barred: Failures = field(default_factory=list)
+    one_per: tuple[str, ...] = ()
+
+
+LastingFn = Callable[[PodTemplate], Lasting]
 NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
 VictimsFn = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 # What a victims function reads of the preemptor: two preemptors with equal keys get

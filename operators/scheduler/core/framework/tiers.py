@@ -32,6 +32,7 @@ from kbatch.operators.scheduler.core.framework.signatures import (
     JobEventFn,
     JobValidFn,
     Key,
+    Lasting,
     LastingFn,
     LenderFn,
     NodeOrderFn,
@@ -316,10 +317,14 @@ class TieredFunctions:
             ok &= ~failed
         return ok, failures
 
-    def lasting_failures(self, template: PodTemplate) -> Failures:
-        """The nodes, of all, that pods of ``template`` may never go on as the nodes
-        stand (their labels and taints), and why (``LastingFn``)."""
-        return [failure for fn in self._lasting for failure in fn(template)]
+    def lasting(self, template: PodTemplate) -> Lasting:
+        """Where pods of ``template`` may never go, as the nodes stand (``Lasting``)."""
+        found = [fn(template) for fn in self._lasting]
+        if len(found) == 1:
+            return found[0]
+        return Lasting(
+            [f for it in found for f in it.barred], sum((it.one_per for it in found), ())
+        )
 
     def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx))

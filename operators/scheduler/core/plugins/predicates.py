@@ -26,7 +26,7 @@ from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate, Taint, Toleration
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.operators.scheduler.core.framework.signatures import Failures
+from kbatch.operators.scheduler.core.framework.signatures import Failures, Lasting
 from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
 
 NAME = "predicates"
@@ -92,7 +92,7 @@ class StaticChecks:
         self.pid_pressure = index.condition_is("PIDPressure", "True")
         self._by_template: dict[PodTemplate, Failures] = {}
         self._by_value: dict[StaticKey, Failures] = {}
-        self._lasting_by_template: dict[PodTemplate, Failures] = {}
+        self._lasting_by_template: dict[PodTemplate, Lasting] = {}
         self._lasting_by_value: dict[StaticKey, Failures] = {}
 
     @classmethod
@@ -126,17 +126,20 @@ class StaticChecks:
             self._by_template[template] = found
         return found
 
-    def lasting_failures(self, template: PodTemplate) -> Failures:
-        """Of ``failures``, those that last (``LastingFn``): the node selector and
-        required node affinity, and the taints an admin set (``node_index.lasting``)."""
+    def lasting(self, template: PodTemplate) -> Lasting:
+        """What lasts of where pods of ``template`` may go (``LastingFn``): the nodes
+        their node selector and required node affinity rule out, or a taint an admin set
+        (``node_index.lasting``) they do not tolerate; and one of them a node when they
+        ask for host ports, one a domain of each key their required anti-affinity to
+        their own kind names."""
         found = self._lasting_by_template.get(template)
         if found is None:
-            found = self._lasting_by_value.get(key := _static_key(template))
-            if found is None:
+            barred = self._lasting_by_value.get(key := _static_key(template))
+            if barred is None:
                 untolerated = self.index.no_schedule.untolerated(template.tolerations, True)
                 checks = [(NODE_SELECTOR, ~self._node_match(template)), (TAINTS, untolerated > 0)]
-                found = first_failures(checks)
-                self._lasting_by_value[key] = found
+                barred = self._lasting_by_value[key] = first_failures(checks)
+            found = Lasting(barred, _one_per(template))
             self._lasting_by_template[template] = found
         return found
 
@@ -167,6 +170,18 @@ class StaticChecks:
         if args.pid_pressure:
             checks.append((PID_PRESSURE, self.pid_pressure))
         return checks
+
+
+def _one_per(template: PodTemplate) -> tuple[str, ...]:
+    """The label keys of which a domain takes one pod of ``template`` at most ('': a
+    node): its host ports conflict with its own, and a required anti-affinity term
+    that selects its own kind keeps a second out of the first's domain."""
+    keys = [""] if template.host_ports else []
+    for term in template.affinity.anti_required:
+        kind = (template, template.namespace)
+        if pod_affinity.term_matches(term, template.namespace, kind):
+            keys.append(term.topology_key)
+    return tuple(keys)
 
 
 def _static_key(template: PodTemplate) -> StaticKey:
@@ -221,7 +236,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
         return fixed + first_failures(dynamic, taken)
 
     session.add_predicate_fn(predicate)
-    session.add_lasting_fn(static.lasting_failures)
+    session.add_lasting_fn(static.lasting)
 
 
 def _pod_affinity(
