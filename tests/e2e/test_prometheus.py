@@ -3,7 +3,7 @@
 Debian's ``prometheus`` (scripts/install-tools.sh) scrapes ``kbatch run`` every
 second while it schedules a small cluster: one Node, a queue with a
 capability, a gang of three that fits (cpu and a GPU each) and a gang that
-never fits (it asks for a node that does not exist). Then every query of every panel of the chart's dashboards goes
+never fits (its pods must join pods that do not exist). Then every query of every panel of the chart's dashboards goes
 through Prometheus's HTTP API (/api/v1/query, with Grafana's variables filled
 in as Grafana would) and must parse and return data.
 
@@ -39,6 +39,7 @@ require_control_plane()
 NAMESPACE = "kbatch-prometheus"
 SCHEDULER = "kbatch-prometheus"
 NODE = "kbatch-prometheus-node"
+NODE_KEY = "kubernetes.io/hostname"
 QUEUE = "prometheus-q"
 TAINT = {"key": "kbatch.io/prometheus-test", "value": "true", "effect": "NoSchedule"}
 PG_PATH = f"/apis/{GROUP}/{VERSION}"
@@ -94,9 +95,16 @@ def create_cluster(api: Any) -> None:
         "spec": {"weight": 2, "capability": {"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "3"}},
     }
     kube.ensure(api, f"{PG_PATH}/queues", queue)
-    # the gang that never fits is admitted (its 2 cpu are free) and then fits no node:
-    # the unschedulable counts need a gang that allocate tries
-    nowhere = gang("never-fits", 2, "1", 0, "default", node="kbatch-prometheus-nowhere")
+    # the gang that never fits is admitted (its 2 cpu are free, on a node it may go on)
+    # and then fits no node: its pods must join pods that do not exist. The unschedulable
+    # counts need a gang that allocate tries (one for a node the cluster lacks is not
+    # even admitted).
+    nowhere = gang("never-fits", 2, "1", 0, "default")
+    alone = {"labelSelector": {"matchLabels": {"app": "absent"}}, "topologyKey": NODE_KEY}
+    for _, obj in nowhere[1:]:
+        obj["spec"]["affinity"] = {
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [alone]}
+        }
     for path, obj in gang("fits", 3, "1", gpu=1) + nowhere:
         kube.ensure(api, path, obj)
 
