@@ -213,3 +213,21 @@ def test_a_gang_for_a_level_no_node_is_labelled_with_says_so() -> None:
     assert outcome.group("g")["phase"] == "Pending"
     message = outcome.condition("g", "Unschedulable")["message"]
     assert message.endswith("not admitted: no node has the label kbatch.io/rack"), message
+
+
+def test_room_reserve_kept_for_a_gang_counts_as_its_own_when_a_domain_is_chosen() -> None:
+    """Rack r1's two 8-cpu nodes are busy a while (9 cpu of 16), so reserve keeps room for a
+    gang of two 5-cpu pods that requires one rack. Choosing the rack, allocate held
+    that kept room against the gang as against everyone else: the rack seemed full, the
+    gang waited, reserve kept the room again, for ever, on an idle rack (found by
+    random gangs on racks)."""
+    reserving = CONF.replace("backfill", "backfill, reserve")
+    busy = [pod(f"busy-{i}", duration="5s") for i in range(5)] + [pod("wide", "4", duration="7s")]
+    later = [at(obj, "1s") for obj in gang("g", 2, cpu="5", required=RACK)]
+    docs = [
+        conf_map(reserving),
+        rack_node("r1-n1", "r1", cpu="8"),
+        rack_node("r1-n2", "r1", cpu="8"),
+    ]
+    outcome = Outcome(simulate(documents=[*docs, *busy, *later], until="1m"))
+    assert len(outcome.bound(group="g")) == 2

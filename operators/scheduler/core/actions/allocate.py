@@ -158,11 +158,27 @@ def _allocate_job(session: Session, placer: Placer, job: JobInfo, borrowing: boo
     turn, until one works. ``borrowing``: its queue is over its share, each task placed
     only on room a plugin lends (``_borrow``)."""
     requested = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort]
-    for within in topology.where(session, placer, job, requested):
+    for within in _domains(session, placer, job, requested):
         kept = _attempt(session, placer, job, requested, within, borrowing)
         if kept is not None:
             return kept
     return False
+
+
+def _domains(
+    session: Session, placer: Placer, job: JobInfo, requested: list[TaskInfo]
+) -> list[np.ndarray | None]:
+    """``topology.where``, the room kept for the job's own tasks counted as theirs, as
+    ``_attempt`` counts it: reserve keeps it for them, and held against them it made
+    the domain it lies in seem full for as long as it was kept, which was for ever."""
+    if job.topology is None:
+        return [None]
+    claimed = Statement(session)
+    claimed.claim_kept_room(job)
+    try:
+        return topology.where(session, placer, job, requested)
+    finally:
+        claimed.discard()
 
 
 def _attempt(
