@@ -16,6 +16,10 @@ GROUP_NAME = "scheduling.k8s.io/group-name"
 NODE_CPU = (4, 8)
 NODE_PODS = 8
 ZONES = ("a", "b")  # a node's; a gang may ask for zone c, which no node is in
+RACKS = ("r1", "r2")  # a node's, under RACK; a gang may require one (the conf's level)
+RACK = "kbatch.io/rack"
+TOPOLOGY = f"\ntopology:\n  levels: [{RACK}]\n"  # (for a conf: the level gangs require)
+ONE_RACK = "one"
 DEDICATED = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
 
 
@@ -26,6 +30,7 @@ class Place:
     zone: str | None = None  # a node's zone; a gang's node selector (None: any)
     dedicated: bool = False  # a node tainted DEDICATED; a gang tolerating it
     spread: bool = False  # a gang's pods asking for host port 80: one a node
+    rack: str | None = None  # a node's rack; a gang's ONE_RACK: it requires one
 
     def takes(self, gang: "Place") -> bool:
         """Does a node here take pods of a gang that asks for ``gang``?"""
@@ -45,9 +50,14 @@ class Workload:
         """Can gang ``gang``'s pods all run at once on the empty nodes it may go on?"""
         size, cpu = self.gangs[gang]
         wanted = self.gang_places[gang]
-        nodes = zip(self.node_cpus, self.node_places, strict=True)
         most = 1 if wanted.spread else NODE_PODS
-        return sum(min(free // cpu, most) for free, p in nodes if p.takes(wanted)) >= size
+        holds = [
+            (min(free // cpu, most) if place.takes(wanted) else 0, place.rack)
+            for free, place in zip(self.node_cpus, self.node_places, strict=True)
+        ]
+        if wanted.rack is None:
+            return sum(count for count, _ in holds) >= size
+        return any(sum(n for n, r in holds if r == rack) >= size for rack in RACKS)
 
 
 def node(name: str, cpu: int, place: Place = Place()) -> Obj:
@@ -60,8 +70,9 @@ def node(name: str, cpu: int, place: Place = Place()) -> Obj:
             "conditions": [{"type": "Ready", "status": "True"}],
         },
     }
-    if place.zone is not None:
-        obj["metadata"]["labels"] = {"zone": place.zone}
+    labels = {"zone": place.zone, RACK: place.rack}
+    if place.zone is not None or place.rack is not None:
+        obj["metadata"]["labels"] = {k: v for k, v in labels.items() if v is not None}
     if place.dedicated:
         obj["spec"] = {"taints": [DEDICATED]}
     return obj
@@ -127,9 +138,12 @@ def job(
 
 
 @st.composite
-def places(draw: st.DrawFn, zones: tuple[str, ...], spread: bool = False) -> Place:
+def places(draw: st.DrawFn, zones: tuple[str, ...], gang: bool = False) -> Place:
+    """A node's place (``gang`` False), or where a gang's pods may go."""
     zone = draw(st.one_of(st.none(), st.sampled_from(zones)))
-    return Place(zone, draw(st.booleans()), spread and draw(st.booleans()))
+    spread = gang and draw(st.booleans())
+    rack = (ONE_RACK if draw(st.booleans()) else None) if gang else draw(st.sampled_from(RACKS))
+    return Place(zone, draw(st.booleans()), spread, rack)
 
 
 @st.composite
@@ -144,8 +158,9 @@ def workloads(
     (each fits the smallest node), arriving by ``arrive_by`` s and running 5-200 s; as
     PodGroups with bare pods, or (``jobs``) with a batch/v1 Job each; ``deadlines``: each
     bare pod's activeDeadlineSeconds its runtime (a runtime known ahead); ``placed``:
-    nodes in zones ``ZONES`` or none, some tainted ``DEDICATED``, and gangs asking for a
-    zone (c: none is there), tolerating the taint, or a host port, or not."""
+    nodes in zones ``ZONES`` or none, in racks ``RACKS``, some tainted ``DEDICATED``, and
+    gangs asking for a zone (c: none is there), tolerating the taint, a host port, or one
+    rack (a conf with ``TOPOLOGY``), or not."""
     node_cpus = draw(st.lists(st.sampled_from(NODE_CPU), min_size=1, max_size=3))
     node_places = [draw(places(ZONES)) if placed else Place() for _ in node_cpus]
     docs: list[Obj] = [
@@ -164,7 +179,7 @@ def workloads(
     gang_places: list[Place] = []
     for g in range(draw(st.integers(1, 8))):
         size = draw(st.integers(1, 5))
-        place = draw(places((*ZONES, "c"), spread=True)) if placed else Place()
+        place = draw(places((*ZONES, "c"), gang=True)) if placed else Place()
         gang_places.append(place)
         minimums = st.one_of(st.just(size), st.integers(1, size))  # whole gangs, often
         cpu = draw(st.integers(1, min(node_cpus)))
@@ -179,6 +194,9 @@ def workloads(
         }
         if priority is not None:
             group["spec"]["priorityClassName"] = priority
+        if place.rack is not None:
+            required = {"kbatch.io/topology-required": RACK}
+            group["metadata"]["annotations"] = {**annotations, **required}
         docs.append(group)
         runtime = draw(st.integers(5, 200))
         pod_annotations = {GROUP_NAME: f"g{g}", manifests.DURATION: f"{runtime}s"}

@@ -10,14 +10,16 @@ import os
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from property.gangs import Workload, workloads
+from property.gangs import TOPOLOGY, Workload, workloads
 
-from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.config import DEFAULT_CONF
+from kbatch.operators.scheduler.core.runner import load_conf
 from kbatch.sim import manifests, runner
 from kbatch.visibility import eta, standing
 from scenarios import live
 
 NOW = 25.0
+CONF = load_conf(DEFAULT_CONF + TOPOLOGY)  # (the rack level, for gangs that require one)
 SETTINGS = settings(
     max_examples=int(os.environ.get("KBATCH_PROPERTY_EXAMPLES", 25)),
     deadline=None,
@@ -33,7 +35,7 @@ class Watched(runner.Simulation):
 
     def __init__(self, documents: list[dict]) -> None:
         loaded = manifests.load_documents(documents)
-        super().__init__(loaded, default_conf(), runner.Options())
+        super().__init__(loaded, CONF, runner.Options())
         self.started: dict[str, float] = {}
 
     def tick(self, now: float) -> bool:
@@ -57,7 +59,7 @@ def started(documents: list[dict]) -> dict[str, float]:
 @SETTINGS
 @given(st.booleans().flatmap(lambda placed: workloads(arrive_by=20, deadlines=True, placed=placed)))
 def test_a_sure_estimate_is_when_the_simulation_starts_the_job(workload: Workload) -> None:
-    conf = default_conf()
+    conf = CONF
     objects = live.cluster_at(workload.docs, NOW)
     session, _ = standing.open_session(objects, conf)
     waiting = sorted(uid for uid, job in session.jobs.items() if standing.is_waiting(job))

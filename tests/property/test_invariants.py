@@ -1,8 +1,8 @@
 """The scheduler's promises, checked after every simulated session on random workloads:
 gangs in weighted queues at two priorities, of random sizes, minimums, runtimes and
-arrival times, and in half the examples nodes in zones, some tainted, and gangs asking
-for a zone (one no node is in), tolerating the taint or asking for a host port; under
-the default conf and with ``preempt`` added.
+arrival times, and in half the examples nodes in zones and racks, some tainted, and
+gangs asking for a zone (one no node is in), tolerating the taint, asking for a host
+port or requiring one rack; under the default conf and with ``preempt`` added.
 
 - no node ever holds more than it can (cpu, memory, pods), deleting pods counted;
 - a gang is never partly bound: its pods running or done are none or at least its
@@ -20,7 +20,9 @@ a preemptor had been promised that session, two nominations that did not both fi
 waiting on each other (tests/unit/actions/test_reserve.py). With zones and taints it
 found a fourth and a fifth: a gang for nodes the cluster lacks, and one of more pods
 asking for one host port than there are nodes, held their room for ever too
-(tests/unit/framework/test_node_fit.py, test_admission.py).
+(tests/unit/framework/test_node_fit.py, test_admission.py); with racks a sixth: room
+reserve kept for a gang that requires one rack made its rack seem full to it
+(tests/scenarios/test_topology.py).
 """
 
 import os
@@ -29,7 +31,7 @@ from collections.abc import Iterable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from property.gangs import GROUP_NAME, Obj, Workload, workloads
+from property.gangs import GROUP_NAME, TOPOLOGY, Obj, Workload, workloads
 
 from kbatch.cluster import quantity
 from kbatch.cluster.podspec import pod_request
@@ -46,7 +48,8 @@ SETTINGS = settings(
     database=None,
 )
 WITH_PREEMPT = DEFAULT_CONF.replace("reclaim, allocate", "reclaim, allocate, preempt")
-CONFS = {"default": DEFAULT_CONF, "preempt": WITH_PREEMPT}
+# (the rack level for the gangs that require one rack: a conf without it refuses them)
+CONFS = {"default": DEFAULT_CONF + TOPOLOGY, "preempt": WITH_PREEMPT + TOPOLOGY}
 DISRUPTION = "DisruptionTarget"
 
 
