@@ -68,3 +68,24 @@ def test_room_a_preemptor_was_promised_this_session_is_not_kept_for_another() ->
     sent = run_actions(cluster.open(full), "allocate", "preempt", "reserve")
     assert sorted(victim for victim, _ in sent.evictions) == ["low-0", "lower-0"]
     assert sent.nominations == {"high-1": "n1"}
+
+
+def test_a_gang_that_requires_one_rack_has_its_room_kept_in_one_rack() -> None:
+    """Racks r1 (n1, n2) and r2 (n3, n4), 4 cpu each, full. The nodes least in the way
+    are n1 (r1) and n3 (r2): room kept there, across racks, would never make a gang of
+    two whole nodes that requires one rack ready. It is kept in r2, whose nodes have
+    less in the way in all than r1's (n1 and n2: 3 and 4 cpu still to be freed)."""
+    from kbatch.config import DEFAULT_CONF
+    from kbatch.operators.scheduler.core.framework.info import REQUIRED, TopologyRequest
+
+    cluster = Cluster().queue("a").queue("b")
+    for name, rack in (("n1", "r1"), ("n2", "r1"), ("n3", "r2"), ("n4", "r2")):
+        cluster.node(name, cpu=4, labels={"kbatch.io/rack": rack})
+    small = cluster.job("small", queue="a", created=1.0)
+    for node, running in (("n1", 3), ("n2", 4), ("n3", 3), ("n4", 3)):
+        small.tasks(running, cpu=1, status=R, node=node)
+    big = cluster.job("big", queue="b", min_member=2, created=2.0).tasks(2, cpu=4).job
+    big.topology = TopologyRequest(REQUIRED, "kbatch.io/rack")
+    conf = DEFAULT_CONF + "\ntopology:\n  levels: [kbatch.io/rack]\n"
+    sent = run_actions(cluster.open(conf), "allocate", "reserve")
+    assert sent.nominations == {"big-0": "n3", "big-1": "n4"}

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from kbatch.api.quantity import format_quantity
+from kbatch.operators.scheduler.core.framework import topology
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     OCCUPYING_STATUSES,
+    REQUIRED,
     JobInfo,
     TaskInfo,
     TaskStatus,
@@ -58,6 +60,7 @@ def execute(session: Session) -> None:
 class _Plan:
     task: TaskInfo
     node: int
+    share: float = 0.0  # of the node still to be freed for the task (``_in_the_way``)
 
 
 def _room_when_drained(session: Session) -> np.ndarray:
@@ -75,7 +78,8 @@ def _room_when_drained(session: Session) -> np.ndarray:
 
 
 def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.ndarray) -> None:
-    """Keep room for the tasks ``job`` needs to become ready, or for none of them."""
+    """Keep room for the tasks ``job`` needs to become ready, or for none of them; all
+    in one domain of the level it requires, if it does (``_within``)."""
     need = max(job.min_member - job.ready_count, 1)
     waiting = sorted(
         (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
@@ -87,43 +91,98 @@ def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.nda
     for task in waiting:  # its own kept room is its own to plan with
         if task.nominated != NO_NODE:
             room[task.nominated] += task.request
-    plans = []
-    for task in waiting:
-        node = _best_node(session, placer, task, room)
-        if node == NO_NODE:
-            return
-        room[node] -= task.request
-        plans.append(_Plan(task, node))
+    found = [_plan(session, placer, waiting, room, nodes) for nodes in _within(session, job)]
+    plans = min((p for p in found if p is not None), key=_in_the_way, default=None)
+    if plans is None:
+        return
     why = _waiting_message(session, job, sorted({p.node for p in plans}))
     statement = Statement(session)
     for plan in plans:
         statement.drain(plan.task, plan.node, why)
+        room[plan.node] -= plan.task.request
     statement.commit()
     drained[:] = room
 
 
-def _best_node(session: Session, placer: Placer, task: TaskInfo, room: np.ndarray) -> int:
-    """The node that holds ``task`` once drained and has least in the way; the task's
-    own node from an earlier session while it still can."""
+def _within(session: Session, job: JobInfo) -> list[np.ndarray | None]:
+    """The node sets to keep ``job``'s room in: each domain of the level it requires
+    (room kept across domains would not make it ready), else all nodes (None)."""
+    request = job.topology
+    if request is None or request.mode != REQUIRED:
+        return [None]
+    levels = topology.levels_of(session)
+    inside = []
+    for members in levels.members(request.level):
+        mask = np.zeros(len(session.nodes), dtype=bool)
+        mask[members] = True
+        inside.append(mask)
+    return inside
+
+
+def _plan(
+    session: Session,
+    placer: Placer,
+    waiting: list[TaskInfo],
+    room: np.ndarray,
+    within: np.ndarray | None,
+) -> list[_Plan] | None:
+    """A node for each of ``waiting`` once drained (``room``), on ``within`` only if
+    given; None when one finds none."""
+    room = room.copy()
+    plans = []
+    for task in waiting:
+        node = _best_node(session, placer, task, room, within)
+        if node == NO_NODE:
+            return None
+        share = _share_in_the_way(session, task, np.array([node]))[0]
+        room[node] -= task.request
+        plans.append(_Plan(task, node, share))
+    return plans
+
+
+def _in_the_way(plans: list[_Plan]) -> tuple[bool, float]:
+    """How a plan ranks: the one keeping the nodes already kept first (a job's room
+    stays where it was kept while it still can), then least in the way in all."""
+    moved = any(p.node != p.task.nominated for p in plans)
+    return moved, sum(p.share for p in plans)
+
+
+def _best_node(
+    session: Session,
+    placer: Placer,
+    task: TaskInfo,
+    room: np.ndarray,
+    within: np.ndarray | None = None,
+) -> int:
+    """The node that holds ``task`` once drained and has least in the way (of
+    ``within``, if given); the task's own node from an earlier session while it still
+    can."""
     counted = session.room_dims
     ok = placer.view(task).ok
     holds = ok & np.all((task.request <= room + EPSILON)[:, counted], axis=1)
+    if within is not None:
+        holds &= within
     if task.nominated != NO_NODE and holds[task.nominated]:
         return task.nominated
     candidates = np.flatnonzero(holds)
     if not candidates.size:
         return NO_NODE
-    nodes = session.nodes
-    still_needed = np.maximum(task.request - np.maximum(nodes.free[candidates], 0), 0)
-    capacity = nodes.allocatable[candidates]
-    share = np.divide(still_needed, capacity, out=np.zeros_like(still_needed), where=capacity > 0)
-    in_the_way = share[:, counted].max(axis=1)
+    in_the_way = _share_in_the_way(session, task, candidates)
     # Least in the way first; among those (mostly one), fewest tasks, then node order.
     least = candidates[in_the_way == in_the_way.min()].tolist()
     if len(least) == 1:
         return int(least[0])
-    infos = nodes.infos
+    infos = session.nodes.infos
     return int(min(least, key=lambda i: (len(infos[i].tasks), i)))
+
+
+def _share_in_the_way(session: Session, task: TaskInfo, candidates: np.ndarray) -> np.ndarray:
+    """Per node of ``candidates``: the largest share of it still to be freed for ``task``."""
+    nodes = session.nodes
+    still_needed = np.maximum(task.request - np.maximum(nodes.free[candidates], 0), 0)
+    capacity = nodes.allocatable[candidates]
+    share = np.divide(still_needed, capacity, out=np.zeros_like(still_needed), where=capacity > 0)
+    return share[:, session.room_dims].max(axis=1)
 
 
 def _waiting_message(session: Session, job: JobInfo, nodes: list[int]) -> str:
