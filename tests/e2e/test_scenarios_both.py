@@ -86,6 +86,39 @@ def check_gangs(outcome: Outcome) -> None:
     assert outcome.bound(group="too-big") == []
 
 
+def gang(name: str, members: int, spec: str = "") -> str:
+    """A PodGroup of ``members`` and as many 1-cpu pods (``spec``: more of their spec,
+    as YAML lines), as documents to follow others."""
+    group = f"""---
+apiVersion: scheduling.incubator.k8s.io/v1alpha1
+kind: PodGroup
+metadata: {{name: {name}}}
+spec: {{minMember: {members}}}
+"""
+    return group + "".join(
+        f"""---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}-{i}
+  annotations: {{scheduling.k8s.io/group-name: {name}}}
+spec:
+  schedulerName: kbatch
+{spec}  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+        for i in range(members)
+    )
+
+
+def check_never_admitted(outcome: Outcome, name: str, why: str) -> None:
+    """The gang ``name`` stays Pending, unbound, its condition ending with ``why``."""
+    group = outcome.group(name)
+    assert group["phase"] == "Pending", "not admitted onto a cluster that cannot hold it"
+    (waiting,) = [c for c in group["conditions"] if c["type"] == "Unschedulable"]
+    assert waiting["message"].endswith(why), waiting["message"]
+    assert outcome.bound(group=name) == []
+
+
 # A gang the cluster cannot hold, its PodGroup without minResources (no webhook filled
 # them: kbatch run here has none, the simulator has no Job to fill them from): enqueue
 # reads its pods, which the node could never hold all at once, so it is never admitted.
@@ -95,34 +128,12 @@ kind: Node
 metadata: {name: node-1}
 status:
   allocatable: {cpu: "2", memory: 8Gi, pods: "110"}
----
-apiVersion: scheduling.incubator.k8s.io/v1alpha1
-kind: PodGroup
-metadata: {name: wide}
-spec: {minMember: 3}
-""" + "".join(
-    f"""---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: wide-{i}
-  annotations: {{scheduling.k8s.io/group-name: wide}}
-spec:
-  schedulerName: kbatch
-  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
-"""
-    for i in range(3)
-)
+""" + gang("wide", 3)
 
 
 def check_full(outcome: Outcome) -> None:
-    group = outcome.group("wide")
-    assert group["phase"] == "Pending", "not admitted onto a cluster that cannot hold it"
-    (waiting,) = [c for c in group["conditions"] if c["type"] == "Unschedulable"]
-    assert waiting["message"].endswith(
-        "not admitted: 3 pods of cpu 1 never fit on the nodes, even empty: they hold 2 of them"
-    )
-    assert outcome.bound(group="wide") == []
+    why = "not admitted: 3 pods of cpu 1 never fit on the nodes, even empty: they hold 2 of them"
+    check_never_admitted(outcome, "wide", why)
 
 
 # A gang for nodes labelled gpu=yes, on a cluster without one: never admitted, saying
@@ -133,36 +144,15 @@ kind: Node
 metadata: {name: node-1, labels: {gpu: "no"}}
 status:
   allocatable: {cpu: "8", memory: 8Gi, pods: "110"}
----
-apiVersion: scheduling.incubator.k8s.io/v1alpha1
-kind: PodGroup
-metadata: {name: elsewhere}
-spec: {minMember: 2}
-""" + "".join(
-    f"""---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: elsewhere-{i}
-  annotations: {{scheduling.k8s.io/group-name: elsewhere}}
-spec:
-  schedulerName: kbatch
-  nodeSelector: {{gpu: "yes"}}
-  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
-"""
-    for i in range(2)
-)
+""" + gang("elsewhere", 2, spec='  nodeSelector: {gpu: "yes"}\n')
 
 
 def check_elsewhere(outcome: Outcome) -> None:
-    group = outcome.group("elsewhere")
-    assert group["phase"] == "Pending", "not admitted: no node takes its pods"
-    (waiting,) = [c for c in group["conditions"] if c["type"] == "Unschedulable"]
-    assert waiting["message"].endswith(
+    why = (
         "not admitted: 2 pods of cpu 1 never fit on the nodes, even empty: they hold 0 of "
         "them (1 node(s) didn't match node selector)"
-    ), waiting["message"]
-    assert outcome.bound(group="elsewhere") == []
+    )
+    check_never_admitted(outcome, "elsewhere", why)
 
 
 SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {

@@ -111,7 +111,7 @@ def _within(session: Session, job: JobInfo) -> list[np.ndarray | None]:
     if request is None or request.mode != REQUIRED:
         return [None]
     levels = topology.levels_of(session)
-    inside = []
+    inside: list[np.ndarray | None] = []
     for members in levels.members(request.level):
         mask = np.zeros(len(session.nodes), dtype=bool)
         mask[members] = True

@@ -67,8 +67,7 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
     if key not in verdicts:
         lasting = session.lasting(template)
         asked = _Asked(template.request, job.min_member, lasting.barred, True, level)
-        asked.one_per = lasting.one_per
-        verdicts[key] = _verdict(session, asked)
+        verdicts[key] = _verdict(session, asked, lasting.one_per)
     return verdicts[key]
 
 
@@ -167,18 +166,16 @@ def _any_of(failures: Failures, size: int) -> np.ndarray:
     return barred
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Asked:
     """What is asked of the nodes: ``count`` pods of ``request`` (the smallest, when
-    ``alike`` is False), on no node ``barred``, in one domain of ``level`` (if given),
-    one at most in a domain of each key of ``one_per`` ('': a node; pods alike only)."""
+    ``alike`` is False), on no node ``barred``, in one domain of ``level`` (if given)."""
 
     request: np.ndarray
     count: int
     barred: Failures
     alike: bool
     level: str | None
-    one_per: tuple[str, ...] = ()
 
 
 def _held(
@@ -226,12 +223,14 @@ def _capped(per_node: np.ndarray, spread: list[np.ndarray]) -> int:
     return int(held)
 
 
-def _verdict(session: Session, asked: _Asked) -> str | None:
-    held = _held(session, asked.request, asked.barred, asked.level, asked.one_per)
+def _verdict(session: Session, asked: _Asked, one_per: tuple[str, ...] = ()) -> str | None:
+    """Why ``asked`` never fits (None: it may), ``one_per`` as ``_held`` takes it (pods
+    alike only)."""
+    held = _held(session, asked.request, asked.barred, asked.level, one_per)
     if held < 0 or held >= asked.count:
         return None
     pods = _words(session, asked.request, asked.alike)
-    spread = [f"at most one per {key or 'node'}" for key in asked.one_per]
+    spread = [f"at most one per {key or 'node'}" for key in one_per]
     why = "; ".join(filter(None, [_why(asked.barred, ""), *spread]))
     why = f" ({why})" if why else ""
     if asked.count == 1:
