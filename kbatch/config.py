@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kbatch.api import yaml_text
+from kbatch.api.duration import parse_duration
 from kbatch.api.errors import explain
 
 # Seconds of wall time after which an ETA forecast stops simulating (kbatch.visibility.eta),
@@ -22,6 +23,11 @@ ETA_BUDGET_SECONDS = 30.0
 # How old an estimate published on a PodGroup (kbatch.visibility.published) may be for
 # kbatch jobs/explain --eta to read it rather than compute one.
 ETA_FRESH_SECONDS = 120.0
+
+# Seconds a group its own queue's work keeps out waits before it is admitted ahead of
+# the room (``ReserveConf``): long enough that a job soon let in anyway keeps no room
+# idle for it, short beside the jobs that starve (a whole-node job behind a flood).
+DEFAULT_STARVING_AFTER = "30s"
 
 # kube-batch's default, exactly: a queue's deserved share is a cap while it is over it,
 # nothing is taken back, and a whole-node job can wait behind a flood of small ones for
@@ -138,12 +144,35 @@ class TopologyConf(BaseModel):
         return levels
 
 
+class ReserveConf(BaseModel):
+    """The reserve action's rule (DESIGN §11): how long a group that its own queue's
+    running work keeps out waits Pending before enqueue admits it ahead of the idle room,
+    for reserve to keep room for it as nodes drain (``starvingAfter``, a duration; 0: at
+    once). Read only where ``reserve`` is among the actions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    # As written (a recorded conf is dumped and read back), checked when read.
+    starving_after: str = Field(DEFAULT_STARVING_AFTER, alias="starvingAfter")
+
+    @field_validator("starving_after", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        parse_duration(value, "starvingAfter")
+        return value
+
+    @property
+    def starving_after_seconds(self) -> float:
+        return parse_duration(self.starving_after, "reserve.starvingAfter")
+
+
 class SchedulerConf(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     actions: tuple[str, ...]
     tiers: Annotated[tuple[Tier, ...], Field(min_length=1)]
     topology: TopologyConf | None = None
+    reserve: ReserveConf = ReserveConf()
 
     @field_validator("actions", mode="before")
     @classmethod

@@ -2,9 +2,11 @@
 
 from typing import Any
 
+import pytest
+
 from kbatch.sim import simulate
 from scenarios.objects import at, conf_map, job, node, pod, pod_group, queue
-from scenarios.runner import Outcome
+from scenarios.runner import HERE, Outcome
 
 PLACING = "enqueue, allocate, backfill"
 TIERS = """
@@ -59,3 +61,55 @@ def test_the_condition_says_which_node_drains() -> None:
     assert said, outcome.events("Unschedulable")
     assert said[0].startswith("1/1 tasks in gang unschedulable: waiting for 1 node to drain: n")
     assert "cpu still in use)" in said[0]
+
+
+def flood_in_its_own_queue(one_pod_groups: bool, config: str | None = None) -> Outcome:
+    """Four 4-cpu nodes, all full (n1 and n2 until 60 s, but for one of n1's cores free at
+    10 s; n3 and n4 until 20 s). At 1 s a gang of two 4-cpu pods comes; from 2 s to 300 s
+    a 1-cpu, 15-s job each second, in the same queue, as one-pod PodGroups or bare pods.
+    Its queue is at its deserved share the whole time, so proportion never lets the gang
+    in past the idle room, which the flood takes core by core as it frees."""
+    docs: list[Any] = [conf_map(config)] if config is not None else []
+    ends = {"n1": [10, 60, 60, 60], "n2": [60] * 4, "n3": [10, 20, 20, 20], "n4": [20] * 4}
+    for name, durations in ends.items():
+        docs.append(node(name))
+        for i, lasts in enumerate(durations):
+            docs.append(pod(f"{name}-busy-{i}", duration=f"{lasts}s", nodeName=name))
+    docs.append(at(pod_group("big", min_member=2), "1s"))
+    docs += [at(pod(f"big-{i}", cpu="4", group="big"), "1s") for i in range(2)]
+    for t in range(2, 300):
+        group = f"flood-{t}" if one_pod_groups else None
+        if group is not None:
+            docs.append(at(pod_group(group), f"{t}s"))
+        docs.append(at(pod(f"flood-{t}", duration="15s", group=group), f"{t}s"))
+    return Outcome(simulate(documents=docs, until="10m"))
+
+
+@pytest.mark.parametrize("one_pod_groups", [True, False], ids=["groups", "bare-pods"])
+def test_a_gang_behind_a_flood_in_its_own_queue_starts_once_its_nodes_drain(
+    one_pod_groups: bool,
+) -> None:
+    """With the default conf the gang, first in its queue's line and within its share once
+    the queue's running work ends, is admitted ahead of the room once it has waited 30 s
+    (``reserve.starvingAfter``) while later jobs of its queue took the cores it waits for;
+    reserve keeps two nodes for it, and it starts as they drain, not after the flood
+    (315 s)."""
+    outcome = flood_in_its_own_queue(one_pod_groups)
+    admitted = [
+        e["time"]
+        for e in outcome.events(kind="PodGroup")
+        if e["name"] == "big" and e["message"] == "phase Pending → Inqueue"
+    ]
+    assert len(admitted) == 1 and 31.0 <= admitted[0] <= 36.0, admitted
+    at_start = started(outcome, "big-0")
+    assert at_start is not None and at_start <= 61.0, at_start  # n1 and n2 are busy to 60 s
+    assert started(outcome, "big-1") == at_start
+    flood = [name for name in outcome.pods() if name["name"].startswith("flood-")]
+    assert all(pod["node"] is not None for pod in flood), "every small job ran too"
+    assert outcome.summary["evictions"] == 0
+
+
+def test_kube_batchs_conf_lets_the_flood_starve_it() -> None:
+    kube_batch = (HERE.parents[1] / "examples" / "conf" / "kube-batch.yaml").read_text()
+    at_start = started(flood_in_its_own_queue(True, kube_batch), "big-0")
+    assert at_start is not None and at_start >= 300.0, at_start

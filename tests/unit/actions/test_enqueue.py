@@ -192,3 +192,118 @@ def test_an_admitted_pod_that_fits_no_node_holds_no_room() -> None:
     cluster.job("wide", min_resources=vec(6), created=1.0).tasks(1, cpu=6)
     cluster.job("late", phase=PENDING, min_resources=vec(2), created=2.0).tasks(1, cpu=2)
     assert phases(cluster) == {"wide": "Pending", "late": "Inqueue"}
+
+
+RESERVE_CONF = (
+    'actions: "enqueue, allocate, reserve"\n'
+    "tiers:\n- plugins:\n  - name: gang\n  - name: proportion\n"
+    "reserve: {starvingAfter: 0s}\n"
+)
+
+
+def full_of_its_own_queue(cluster: Cluster, idle: int = 0) -> Cluster:
+    """Two 4-cpu nodes held by one-cpu tasks of queue q (its deserved share: all), but
+    for ``idle`` cpu of n2."""
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
+
+    cluster.node("n1", cpu=4).node("n2", cpu=4).queue("q")
+    for node, busy in (("n1", 4), ("n2", 4 - idle)):
+        cluster.job(f"small-{node}", queue="q").tasks(
+            busy, cpu=1, status=TaskStatus.RUNNING, node=node
+        )
+    return cluster
+
+
+def big_then_tiny(cluster: Cluster) -> Cluster:
+    cluster.job("big", queue="q", phase=PENDING, min_resources=vec(8), created=1.0).tasks(2, cpu=4)
+    cluster.job("tiny", queue="q", phase=PENDING, min_resources=vec(1), created=2.0).tasks(1)
+    return cluster
+
+
+@pytest.mark.parametrize(
+    ("conf", "big", "tiny"),
+    [
+        (RESERVE_CONF, "Inqueue", "Pending"),
+        (CONF, "Pending", "Inqueue"),
+        (RESERVE_CONF.replace("0s", "1h"), "Pending", "Inqueue"),
+    ],
+    ids=["reserve", "without", "not-starving-yet"],
+)
+def test_a_group_its_own_queue_keeps_out_goes_ahead_of_a_later_one_that_fits(
+    conf: str, big: str, tiny: str
+) -> None:
+    """With reserve, once it has waited ``starvingAfter``, the room its queue's work holds
+    is kept for it as it drains: the later group of its queue does not take the cpu it
+    waits for."""
+    cluster = big_then_tiny(full_of_its_own_queue(Cluster(), idle=1))
+    sent = run_actions(cluster.open(conf), "enqueue")
+    assert sent.pod_groups["default/big"].phase.value == big
+    assert sent.pod_groups["default/tiny"].phase.value == tiny
+
+
+def test_not_ahead_of_the_room_while_nothing_later_would_take_it() -> None:
+    cluster = big_then_tiny(full_of_its_own_queue(Cluster()))
+    sent = run_actions(cluster.open(RESERVE_CONF), "enqueue")
+    assert sent.pod_groups["default/big"].phase.value == "Pending"
+
+
+def test_ahead_of_the_room_when_later_pods_without_a_group_wait_in_its_queue() -> None:
+    """Pods without a PodGroup are never held at admission: they would take the room."""
+    cluster = full_of_its_own_queue(Cluster())
+    cluster.job("big", queue="q", phase=PENDING, min_resources=vec(8), created=1.0).tasks(2, cpu=4)
+    cluster.job("bare", queue="q", created=2.0).tasks(1).job.has_pod_group = False
+    sent = run_actions(cluster.open(RESERVE_CONF), "enqueue")
+    assert sent.pod_groups["default/big"].phase.value == "Inqueue"
+
+
+def test_not_ahead_of_the_room_when_its_queue_already_has_a_group_waiting() -> None:
+    cluster = full_of_its_own_queue(Cluster(), idle=1)
+    cluster.job("first", queue="q", phase=INQUEUE, min_resources=vec(4), created=0.5).tasks(
+        1, cpu=4
+    )
+    big_then_tiny(cluster)
+    sent = run_actions(cluster.open(RESERVE_CONF), "enqueue")
+    assert sent.pod_groups["default/big"].phase.value == "Pending"
+
+
+def test_not_ahead_of_the_room_past_the_queue_s_share_nor_what_the_nodes_hold() -> None:
+    """A group larger than its queue's deserved share, or than the nodes, waits Pending:
+    no drain makes that room its own."""
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
+
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4).queue("q").queue("other")
+    cluster.job("theirs", queue="other").tasks(7, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("past-share", queue="q", phase=PENDING, min_resources=vec(6), created=1.0)
+    cluster.job("tiny", queue="q", phase=PENDING, min_resources=vec(1), created=2.0)
+    sent = run_actions(cluster.open(RESERVE_CONF), "enqueue")
+    assert sent.pod_groups["default/past-share"].phase.value == "Pending"
+
+    # another scheduler's pod holds 2 of the 8 cpu: no drain of ours frees them
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4).queue("q").pod("theirs", "n1", cpu=2)
+    cluster.job("s1", queue="q").tasks(2, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("s2", queue="q").tasks(3, cpu=1, status=TaskStatus.RUNNING, node="n2")
+    cluster.job("huge", queue="q", phase=PENDING, min_resources=vec(7), created=1.0)
+    cluster.job("tiny", queue="q", phase=PENDING, min_resources=vec(1), created=2.0)
+    sent = run_actions(cluster.open(RESERVE_CONF), "enqueue")
+    assert sent.pod_groups["default/huge"].phase.value == "Pending"
+    assert sent.pod_groups["default/tiny"].phase.value == "Inqueue"
+
+
+@pytest.mark.parametrize(("idle_on_kept", "admitted"), [(0, True), (2, False)])
+def test_room_kept_for_a_group_is_withheld_only_where_it_is_idle(
+    idle_on_kept: int, admitted: bool
+) -> None:
+    """ "big" waits for n1 to drain (its pod nominated there): of its 4 cpu promised, only
+    what is idle on n1 now is withheld from the 2 cpu idle in all."""
+    from kbatch.operators.scheduler.core.framework.info import TaskStatus
+
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4).queue("q")
+    busy_n1, busy_n2 = 4 - idle_on_kept, 2 + idle_on_kept
+    cluster.job("on-n1", queue="q").tasks(busy_n1, cpu=1, status=TaskStatus.RUNNING, node="n1")
+    cluster.job("on-n2", queue="q").tasks(busy_n2, cpu=1, status=TaskStatus.RUNNING, node="n2")
+    cluster.job("big", queue="q", phase=INQUEUE, min_resources=vec(4), created=0.5).tasks(
+        1, cpu=4, nominated="n1"
+    )
+    cluster.job("next", queue="q", phase=PENDING, min_resources=vec(2), created=1.0).tasks(2)
+    sent = run_actions(cluster.open(CONF), "enqueue")
+    assert (sent.pod_groups["default/next"].phase.value == "Inqueue") is admitted

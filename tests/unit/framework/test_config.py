@@ -1,5 +1,6 @@
 """Scheduler configuration: parsed strictly, errors name the line and the field."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,16 @@ def test_proportion_refuses_an_unknown_argument_or_a_bad_borrowing() -> None:
             'actions: "allocate"\ntiers:\n- plugins:\n  - name: nodeorder\n    arguments: {leastrequested.weight: -1}\n',
             "plugin nodeorder: arguments: leastrequested.weight",
         ),
+        (
+            'actions: "enqueue, reserve"\ntiers:\n- plugins:\n  - name: gang\n'
+            "reserve: {starvingAfter: 30}\n",
+            "line 5: reserve.starvingAfter: starvingAfter: 30 is not a duration",
+        ),
+        (
+            'actions: "enqueue, reserve"\ntiers:\n- plugins:\n  - name: gang\n'
+            "reserve: {after: 30s}\n",
+            "line 5: reserve.after: unknown field",
+        ),
     ],
 )
 def test_bad_configs_are_refused_with_a_clear_error(text: str, message: str) -> None:
@@ -109,3 +120,12 @@ def test_bad_configs_are_refused_with_a_clear_error(text: str, message: str) -> 
         runner.load_conf(text, "conf.yaml")
     assert message in str(caught.value)
     assert str(caught.value).startswith("conf.yaml")
+
+
+def test_reserve_waits_30s_before_a_group_goes_ahead_of_the_room_unless_told() -> None:
+    assert runner.default_conf().reserve.starving_after_seconds == 30.0
+    told = runner.load_conf(KUBE_BATCH_CONF + "reserve:\n  starvingAfter: 2m\n")
+    assert told.reserve.starving_after_seconds == 120.0
+    # as a recording keeps it, and reads it back
+    dumped = json.dumps(told.model_dump(mode="json", exclude_defaults=True))
+    assert runner.load_conf(dumped) == told

@@ -13,17 +13,36 @@ empty (``node_fit``: the same). A group without minResources is admitted at once
 With delayed pod creation a group's pods exist only once it is admitted: an admitted
 group none of whose pods run goes back to Pending once they show they never fit, and
 its promise (here and in the plugins' reservations) is kept no longer.
+
+With the reserve action configured, the first group of a queue refused only for idle
+room is admitted all the same (DESIGN §11) once it has waited ``reserve.starvingAfter``
+and a later job of its queue would take the room it waits for, when a plugin says its
+queue's own work holds that room (``Vote.WAIT``; proportion: it fits the queue's
+deserved share once the queue's running work ends), unless its queue is over its
+deserved share, already has an admitted group waiting, or the nodes could not hold it
+even with all our pods ended. Reserve then keeps the nodes that drain soonest for it,
+and the later, smaller groups of its queue take only the room left elsewhere: a large
+job is not starved at admission by a flood of small ones that each fit the idle room.
+Room kept for an admitted group (reserve, preempt, reclaim) is what it takes as
+its nodes free, so of its promise only what is idle on those nodes now is withheld
+from the rest (``reserved``).
 """
 
 import heapq
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.framework import node_fit, topology
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TopologyRequest
+from kbatch.operators.scheduler.core.framework.info import (
+    NO_NODE,
+    JobInfo,
+    TaskStatus,
+    TopologyRequest,
+)
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, less_equal, shareable
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.tiers import Vote
@@ -38,20 +57,130 @@ _PENDING, _INQUEUE = PodGroupPhase.PENDING, PodGroupPhase.INQUEUE
 
 def reserved(session: Session) -> np.ndarray:
     """What Inqueue groups have been promised and do not hold yet (a resting job is a
-    Running one: ``framework.resting``)."""
+    Running one: ``framework.resting``). Of a group with room kept for it on nodes
+    still draining, only that room's idle part now, and what its kept room does not
+    cover."""
     total = session.dims.zeros()
+    kept = _kept_room(session) if session.any_room_kept() else {}
+    idle = np.maximum(session.nodes.idle(), 0.0) if kept else None
     for job in session.active_jobs():
         if job.phase is _INQUEUE and (unplaced := job.minimum_unplaced()) is not None:
-            total += unplaced
+            on_nodes = kept.get(job.uid) if kept else None
+            if on_nodes is None or idle is None:
+                total += unplaced
+                continue
+            covered = sum(on_nodes.values(), session.dims.zeros())
+            total += np.maximum(unplaced - covered, 0.0)
+            for node, room in on_nodes.items():
+                total += np.minimum(idle[node], room)
     return total
+
+
+def _kept_room(session: Session) -> dict[str, dict[int, np.ndarray]]:
+    """Per Inqueue group with pending pods nominated to nodes: the room kept for them,
+    by node."""
+    kept: dict[str, dict[int, np.ndarray]] = {}
+    for job in session.active_jobs():
+        if job.phase is not _INQUEUE or not job.counts[TaskStatus.PENDING]:
+            continue
+        for task in job.tasks_with(TaskStatus.PENDING):
+            if task.nominated != NO_NODE:
+                on_nodes = kept.setdefault(job.uid, {})
+                on_nodes[task.nominated] = on_nodes.get(task.nominated, 0.0) + task.request
+    return kept
 
 
 # What an admission verdict reads of a job: its queue, its priority (the priority plugin
 # weighs what lower-priority jobs of the queue hold), its minResources and the topology
 # domain it requires.
 RefusalKey = tuple[str, int, bytes, TopologyRequest | None]
-# A refusal as ``note_waiting`` takes it: why, and whether the queue (not the cluster) holds it.
-Refusal = tuple[str, bool]
+# A queue's waiting groups by job order, the first in line last (taken with pop()).
+Line = list[tuple[tuple[object, ...], int, JobInfo]]
+
+
+class Refusal(NamedTuple):
+    """Why a group is not admitted, as ``note_waiting`` takes it."""
+
+    why: str
+    by_queue: bool  # its queue holds it (not the cluster)
+    # Only the idle room is too small for this (``_AheadOfRoom``); None: not only that.
+    need: np.ndarray | None = None
+
+
+class _AheadOfRoom:
+    """The groups admitted ahead of the idle room (reserve keeps room for each as its
+    nodes drain), with the reserve action configured: a queue's first group refused only
+    for idle room that has waited ``reserve.starvingAfter``, once a later job of its
+    queue would take room it waits for (a later group of its line admitted, or a pod of
+    its queue without a PodGroup, which is never held at admission, waiting). One a
+    session per queue within its deserved share with no admitted group waiting (reserve
+    serves that one)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._closed: set[str] | None = None  # queues that may not, worked out when asked
+        self._drained: np.ndarray | None = None  # the cluster's room with ours all ended
+        self._pods_since: dict[str, float] | None = None  # per queue: its latest such pod
+        self._first: dict[str, JobInfo] = {}  # per queue: the group that may go ahead
+
+    def eligible(self, job: JobInfo, refusal: Refusal) -> bool:
+        """May ``job``, refused so, go ahead of the room? Only if the idle room was all
+        it lacked, and not if it needs more than the nodes hold once all our pods there
+        end: no draining would ever make that room."""
+        need = refusal.need
+        if need is None or not self._may(job.queue) or not self._starving(job):
+            return False
+        if self._drained is None:
+            nodes = self._session.nodes
+            self._drained = (nodes.allocatable - nodes.held_by_others()).sum(axis=0)
+        return less_equal(need, self._drained)
+
+    def _starving(self, job: JobInfo) -> bool:
+        """Has ``job`` waited ``reserve.starvingAfter`` since it was made? If not, the
+        session is woken when it has (the simulator's clock as the live one)."""
+        session = self._session
+        starving_from = job.created + session.conf.reserve.starving_after_seconds
+        if session.now >= starving_from:
+            return True
+        session.wake_at(starving_from)
+        return False
+
+    def at_once(self, job: JobInfo) -> bool:
+        """Do pods of ``job``'s queue without a PodGroup, come after it, wait to be placed?"""
+        if self._pods_since is None:
+            self._pods_since = {}
+            for other in self._session.active_jobs():
+                if not other.has_pod_group and other.counts[TaskStatus.PENDING]:
+                    since = self._pods_since.get(other.queue, other.created)
+                    self._pods_since[other.queue] = max(since, other.created)
+        return self._pods_since.get(job.queue, job.created) > job.created
+
+    def hold(self, job: JobInfo) -> None:
+        """``job`` goes ahead if a later group of its queue is to be admitted."""
+        self._first.setdefault(job.queue, job)
+
+    def overtaken(self, job: JobInfo) -> JobInfo | None:
+        """``job`` may be admitted: the group of its queue to go ahead of it (taken), if
+        any."""
+        first = self._first.pop(job.queue, None)
+        if first is not None:
+            self.take(job.queue)
+        return first
+
+    def take(self, queue: str) -> None:
+        self._may(queue)
+        assert self._closed is not None
+        self._closed.add(queue)
+
+    def _may(self, queue: str) -> bool:
+        if self._closed is None:
+            session = self._session
+            self._closed = {
+                job.queue
+                for job in session.active_jobs()
+                if job.phase is _INQUEUE and job.has_pod_group and not session.job_ready(job)
+            }
+        return queue not in self._closed and not self._session.overused(self._session.queues[queue])
 
 
 def execute(session: Session) -> None:
@@ -63,7 +192,8 @@ def execute(session: Session) -> None:
     # (``Shortcuts.refuse_alike_at_once`` off: the groups always taken in line, even
     # when none of them may be admitted)
     shortcuts = session.shortcuts
-    if shortcuts.refuse_alike_at_once and _all_refused(session, waiting, idle, mask):
+    ahead = _AheadOfRoom(session) if "reserve" in session.conf.actions else None
+    if shortcuts.refuse_alike_at_once and _all_refused(session, waiting, idle, mask, ahead):
         return
     lines = _lines(session, waiting)
     tie = itertools.count()
@@ -85,23 +215,48 @@ def execute(session: Session) -> None:
         # are unique (they end with the queue's name). Its long line of refusals then
         # costs no turn through the heap each.
         while line:
-            _, _, job = line.pop()
-            key = _refusal_key(job)
-            refusal = refusals.get(key) if key is not None else None
-            if refusal is not None:
-                session.note_waiting(job, refusal[0], by_queue=refusal[1])
-            else:
-                admitted, refusal = _try_admit(session, job, idle, mask)
-                if admitted is not None:
-                    idle = admitted
-                    refusals.clear()
-                    break  # the queues' order may have moved: asked again
-                if key is not None and refusal is not None:
-                    refusals[key] = refusal
+            job = _next_to_admit(session, line, refusals, idle, mask, ahead)
+            if job is not None:
+                idle = _admit(session, job, idle, mask)
+                refusals.clear()
+                break  # the queues' order may have moved: asked again
             if not stays_first:
                 break
         if line:
             heapq.heappush(queues, (session.queue_order_key(session.queues[name]), next(tie), name))
+
+
+def _next_to_admit(
+    session: Session,
+    line: Line,
+    refusals: dict[RefusalKey, Refusal],
+    idle: np.ndarray,
+    mask: np.ndarray,
+    ahead: _AheadOfRoom | None,
+) -> JobInfo | None:
+    """Take the first of ``line``: the group to admit now (it, or the one of its queue
+    to go ahead of it, it then put back), or None, told why it waits."""
+    entry = line.pop()
+    job = entry[2]
+    key = _refusal_key(job)
+    refusal = refusals.get(key) if key is not None else None
+    if refusal is None:
+        refusal = _refusal(session, job, idle, mask)
+        if key is not None and refusal is not None:
+            refusals[key] = refusal
+    if refusal is None:
+        first = ahead.overtaken(job) if ahead is not None else None
+        if first is None:
+            return job
+        line.append(entry)  # asked again once ``first`` is admitted
+        return first
+    if ahead is not None and ahead.eligible(job, refusal):
+        if ahead.at_once(job):
+            ahead.take(job.queue)
+            return job
+        ahead.hold(job)
+    session.note_waiting(job, refusal.why, by_queue=refusal.by_queue)
+    return None
 
 
 def _waiting(session: Session) -> list[JobInfo]:
@@ -140,7 +295,11 @@ def _never_fits(session: Session, job: JobInfo, verdicts: node_fit.Verdicts) -> 
 
 
 def _all_refused(
-    session: Session, waiting: list[JobInfo], idle: np.ndarray, mask: np.ndarray
+    session: Session,
+    waiting: list[JobInfo],
+    idle: np.ndarray,
+    mask: np.ndarray,
+    ahead: _AheadOfRoom | None,
 ) -> bool:
     """If not one of ``waiting`` may be admitted, note why on each and say so. Nothing
     then moves the idle room or the plugins' reservations, so each is refused as the
@@ -156,23 +315,23 @@ def _all_refused(
             return False
         if key not in refusals:
             refusal = _refusal(session, job, idle, mask)
-            if refusal is None:
+            if refusal is None or (
+                ahead is not None and ahead.eligible(job, refusal) and ahead.at_once(job)
+            ):
                 return False
             refusals[key] = refusal
         alike.append((job, key))
     for job, key in alike:
-        why, by_queue = refusals[key]
-        session.note_waiting(job, why, by_queue=by_queue)
+        refusal = refusals[key]
+        session.note_waiting(job, refusal.why, by_queue=refusal.by_queue)
     return True
 
 
-def _lines(
-    session: Session, waiting: list[JobInfo]
-) -> dict[str, list[tuple[tuple[object, ...], int, JobInfo]]]:
+def _lines(session: Session, waiting: list[JobInfo]) -> dict[str, Line]:
     """Each queue's ``waiting`` groups, in job order, first in line last (to be taken
     with pop())."""
     tie = itertools.count()
-    lines: dict[str, list[tuple[tuple[object, ...], int, JobInfo]]] = {}
+    lines: dict[str, Line] = {}
     for job in waiting:
         lines.setdefault(job.queue, []).append((session.job_order_key(job), next(tie), job))
     for jobs in lines.values():
@@ -188,19 +347,12 @@ def _refusal_key(job: JobInfo) -> RefusalKey | None:
     return job.queue, job.priority, job.min_resources.tobytes(), job.topology
 
 
-def _try_admit(
-    session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray
-) -> tuple[np.ndarray | None, Refusal | None]:
-    """Admit ``job`` if it may be: the idle room left after it, or None and why not (as
-    noted on the job)."""
-    refusal = _refusal(session, job, idle, mask)
-    if refusal is not None:
-        session.note_waiting(job, refusal[0], by_queue=refusal[1])
-        return None, refusal
+def _admit(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Admit ``job``: the idle room left after it."""
     job.phase = PodGroupPhase.INQUEUE
     job.changed()
     session.enqueued(job)
-    return (idle - job.min_resources * mask if job.min_resources is not None else idle), None
+    return idle - job.min_resources * mask if job.min_resources is not None else idle
 
 
 def _refusal(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray) -> Refusal | None:
@@ -208,16 +360,17 @@ def _refusal(session: Session, job: JobInfo, idle: np.ndarray, mask: np.ndarray)
     if it may. Asking changes nothing."""
     queue = session.queues[job.queue]
     if not queue.open:
-        return f"queue {queue.name} is Closed", True
+        return Refusal(f"queue {queue.name} is Closed", True)
     vote, why = session.job_enqueueable(job)
     if vote is Vote.REJECT:
-        return f"not admitted: {why}", True
+        return Refusal(f"not admitted: {why}", True)
     never = topology.never_fits(session, job)
     if never is not None:
-        return f"not admitted: {never}", False
+        return Refusal(f"not admitted: {never}", False)
     need = job.min_resources * mask if job.min_resources is not None else None
     if need is not None and vote is not Vote.PERMIT and not less_equal(need, idle):
-        return "not admitted: minResources " + _shortfall(session, need, idle), False
+        why = "not admitted: minResources " + _shortfall(session, need, idle)
+        return Refusal(why, False, need if vote is Vote.WAIT else None)
     return None
 
 

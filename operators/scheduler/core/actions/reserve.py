@@ -27,7 +27,6 @@ from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.framework import topology
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
-    OCCUPYING_STATUSES,
     REQUIRED,
     JobInfo,
     TaskInfo,
@@ -69,12 +68,7 @@ def _room_when_drained(session: Session) -> np.ndarray:
     to them, or promised to them this session (pipelined: a preemptor's room is
     nominated to it only as the session ends, its nomination given up meanwhile)."""
     nodes = session.nodes
-    room = nodes.allocatable - nodes.nominated - nodes.pipelined
-    for i in nodes.jobless_nodes():  # (most nodes hold none: only ours, which end)
-        for task in nodes.infos[i].tasks.values():
-            if not task.job and task.status in OCCUPYING_STATUSES:
-                room[i] -= task.request
-    return room
+    return nodes.allocatable - nodes.nominated - nodes.pipelined - nodes.held_by_others()
 
 
 def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.ndarray) -> None:

@@ -281,6 +281,16 @@ class NodeSet:
         """The nodes holding a task of no job (another scheduler's pod), in order."""
         return np.flatnonzero(self.jobless).tolist()
 
+    def held_by_others(self) -> np.ndarray:
+        """Per node: what tasks of no job (other schedulers' pods, which may never end)
+        hold there."""
+        held = np.zeros_like(self.allocatable)
+        for i in self.jobless_nodes():  # (most nodes hold none)
+            for task in self.infos[i].tasks.values():
+                if not task.job and task.status in OCCUPYING_STATUSES:
+                    held[i] += task.request
+        return held
+
     def reserve(self, task: TaskInfo, sign: float) -> None:
         """Keep (+1) or give back (-1) the room of ``task`` on its nominated node."""
         self.nominated[task.nominated] += sign * task.request

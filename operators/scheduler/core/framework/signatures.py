@@ -79,6 +79,9 @@ class Vote(Enum):
 
     PERMIT = "permit"  # admit even if the idle resources do not cover it
     REJECT = "reject"  # never admit now
+    # Admit ahead of the idle room if room can be kept for it as nodes drain (the
+    # reserve action): its queue's own work holds the room it would have.
+    WAIT = "wait"
     ABSTAIN = "abstain"
 
 

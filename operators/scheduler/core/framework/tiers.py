@@ -394,13 +394,14 @@ class TieredFunctions:
         return max((fn(queue) for fn in self._queue_shares), default=0.0)
 
     def job_enqueueable(self, job: JobInfo) -> tuple[Vote, str]:
-        """REJECT if any plugin rejects (with its reason), else PERMIT if any permits."""
+        """REJECT if any plugin rejects (with its reason), else PERMIT if any permits,
+        else WAIT if any says so."""
         verdict: tuple[Vote, str] = (Vote.ABSTAIN, "")
         for fn in self._enqueueable:
             vote, reason = fn(job)
             if vote is Vote.REJECT:
                 return vote, reason
-            if vote is Vote.PERMIT:
+            if vote is Vote.PERMIT or (vote is Vote.WAIT and verdict[0] is Vote.ABSTAIN):
                 verdict = (vote, reason)
         return verdict
 

@@ -236,20 +236,26 @@ class _Proportion:
             not_a_leaf = self.tree.tree.not_a_leaf(job.queue)
             if not_a_leaf is not None:
                 return Vote.REJECT, not_a_leaf
-            capped, within = self.tree.enqueue_verdict(job.queue, job.min_resources * self.mask)
+            need = job.min_resources * self.mask
+            capped, within = self.tree.enqueue_verdict(job.queue, need)
             if capped is not None:
                 return Vote.REJECT, f"queue {capped} would exceed its capability"
             if within:
                 return Vote.PERMIT, f"within queue {job.queue}'s deserved share"
-            kept = self.tree.enqueue_into_guarantee(job.queue, job.min_resources * self.mask)
+            kept = self.tree.enqueue_into_guarantee(job.queue, need)
             if kept is not None:  # admitted on idle room only: not another team's
                 return Vote.REJECT, str(kept)
+            if self.tree.within_once_drained(job.queue, need):
+                return Vote.WAIT, _ONCE_DRAINED
             return Vote.ABSTAIN, ""
-        wanted = attr.allocated + attr.reserved + job.min_resources * self.mask
+        need = job.min_resources * self.mask
+        wanted = attr.allocated + attr.reserved + need
         if not less_equal(wanted, attr.capability):
             return Vote.REJECT, f"queue {job.queue} would exceed its capability"
         if less_equal(wanted, attr.deserved):
             return Vote.PERMIT, f"within queue {job.queue}'s deserved share"
+        if less_equal(attr.reserved + need, attr.deserved):
+            return Vote.WAIT, _ONCE_DRAINED
         return Vote.ABSTAIN, ""
 
     def enqueued(self, job: JobInfo) -> None:
@@ -330,6 +336,11 @@ class _Proportion:
 
     def close(self, session: Session) -> None:
         self.publish(session)
+
+
+# Why a job past its queue's deserved share may wait for room all the same: the queue's
+# own running work is what takes it past.
+_ONCE_DRAINED = "within its queue's deserved share once the queue's running work ends"
 
 
 def request_key(task: TaskInfo) -> bytes:

@@ -153,6 +153,15 @@ class TreeShares:
             within = within and less_equal(wanted, node.deserved)
         return None, within
 
+    def within_once_drained(self, name: str, need: np.ndarray) -> bool:
+        """Would a group of leaf ``name`` needing ``need`` be within the deserved shares
+        of the leaf and every ancestor once what they run now has ended (what admitted
+        groups are promised still counted)?"""
+        return name in self.paths and all(
+            less_equal(self.reserved[n] + need, self.tree.nodes[n].deserved)
+            for n in self.paths[name]
+        )
+
     def enqueue_into_guarantee(self, name: str, need: np.ndarray) -> queue_checks.HeldBack | None:
         """For a group of leaf ``name`` admitted on idle room alone (not within its
         shares): the subtree whose unused guarantee ``need`` would eat into, counting
