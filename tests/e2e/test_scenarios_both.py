@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kbatch.config import DEFAULT_CONF
 from scenarios.runner import Outcome, run
 
 pytestmark = pytest.mark.e2e
@@ -155,11 +156,81 @@ def check_elsewhere(outcome: Outcome) -> None:
     check_never_admitted(outcome, "elsewhere", why)
 
 
+def pod(name: str, cpu: int, lasts: int, at: int = 0, group: str | None = None) -> str:
+    """A pod of ``cpu`` that runs ``lasts`` seconds, made at ``at``, in ``group`` if any."""
+    annotations = f'kbatch.io/sim-duration: "{lasts}s", kbatch.io/sim-submit-at: "{at}s"'
+    if group is not None:
+        annotations += f", scheduling.k8s.io/group-name: {group}"
+    return f"""---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations: {{{annotations}}}
+spec:
+  schedulerName: kbatch
+  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+
+
+# Two 2-cpu nodes, full, a core freeing each second from 3 s; at 1 s a gang of two whole
+# nodes; from 2 s to 19 s a 1-cpu, 4-s pod each second in the same queue, which takes
+# each core as it frees (without the rule, the gang waits for the flood to end). The gang,
+# refused for idle room, goes ahead of it once it has waited reserve.starvingAfter (2 s
+# here) and reserve keeps nodes for it: it runs long before the flood ends.
+FLOOD = (
+    """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kbatch-conf
+  annotations: {kbatch.io/sim-scheduler-conf: "true"}
+data:
+  conf.yaml: |
+"""
+    + "".join(
+        f"    {line}\n" for line in (DEFAULT_CONF + "reserve: {starvingAfter: 2s}").splitlines()
+    )
+    + "".join(
+        f"""---
+apiVersion: v1
+kind: Node
+metadata: {{name: node-{n}}}
+status:
+  allocatable: {{cpu: "2", memory: 8Gi, pods: "110"}}
+"""
+        for n in (1, 2)
+    )
+    + "".join(pod(f"busy-{i}", 1, 3 + i) for i in range(4))
+    + """---
+apiVersion: scheduling.incubator.k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: big
+  annotations: {kbatch.io/sim-submit-at: "1s"}
+spec: {minMember: 2}
+"""
+    + "".join(pod(f"big-{i}", 2, 3, at=1, group="big") for i in range(2))
+    + "".join(pod(f"flood-{t}", 1, 4, at=t) for t in range(2, 20))
+)
+
+
+def check_flood(outcome: Outcome) -> None:
+    started = [
+        e["time"] for e in outcome.events(reason="Scheduled") if e["name"].startswith("big-")
+    ]
+    assert len(started) == 2 and max(started) - min(started) <= 1.0, started
+    last_flood = max(e["time"] for e in outcome.events(reason="Scheduled") if "flood" in e["name"])
+    assert max(started) < 16.0 < last_flood, (started, last_flood)
+    assert outcome.summary["evictions"] == 0
+
+
 SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {
     "finishing": (FINISHING, check_finishing),
     "gangs": (GANGS, check_gangs),
     "full": (FULL, check_full),
     "elsewhere": (ELSEWHERE, check_elsewhere),
+    "flood": (FLOOD, check_flood),
 }
 
 
