@@ -61,32 +61,26 @@ def reserved(session: Session) -> np.ndarray:
     still draining, only that room's idle part now, and what its kept room does not
     cover."""
     total = session.dims.zeros()
-    kept = _kept_room(session) if session.any_room_kept() else {}
-    idle = np.maximum(session.nodes.idle(), 0.0) if kept else None
+    idle = np.maximum(session.nodes.idle(), 0.0) if session.any_room_kept() else None
     for job in session.active_jobs():
-        if job.phase is _INQUEUE and (unplaced := job.minimum_unplaced()) is not None:
-            on_nodes = kept.get(job.uid) if kept else None
-            if on_nodes is None or idle is None:
-                total += unplaced
-                continue
-            covered = sum(on_nodes.values(), session.dims.zeros())
-            total += np.maximum(unplaced - covered, 0.0)
-            for node, room in on_nodes.items():
-                total += np.minimum(idle[node], room)
+        if job.phase is not _INQUEUE or (unplaced := job.minimum_unplaced()) is None:
+            continue
+        kept = _kept_room(job) if idle is not None and job.counts[TaskStatus.PENDING] else None
+        if not kept or idle is None:
+            total += unplaced
+            continue
+        total += np.maximum(unplaced - sum(kept.values(), session.dims.zeros()), 0.0)
+        for node, room in kept.items():
+            total += np.minimum(idle[node], room)
     return total
 
 
-def _kept_room(session: Session) -> dict[str, dict[int, np.ndarray]]:
-    """Per Inqueue group with pending pods nominated to nodes: the room kept for them,
-    by node."""
-    kept: dict[str, dict[int, np.ndarray]] = {}
-    for job in session.active_jobs():
-        if job.phase is not _INQUEUE or not job.counts[TaskStatus.PENDING]:
-            continue
-        for task in job.tasks_with(TaskStatus.PENDING):
-            if task.nominated != NO_NODE:
-                on_nodes = kept.setdefault(job.uid, {})
-                on_nodes[task.nominated] = on_nodes.get(task.nominated, 0.0) + task.request
+def _kept_room(job: JobInfo) -> dict[int, np.ndarray]:
+    """The room kept for ``job``'s pending pods (nominated to nodes), by node."""
+    kept: dict[int, np.ndarray] = {}
+    for task in job.tasks_with(TaskStatus.PENDING):
+        if task.nominated != NO_NODE:
+            kept[task.nominated] = kept.get(task.nominated, 0.0) + task.request
     return kept
 
 
