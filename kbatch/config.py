@@ -158,7 +158,7 @@ class ReserveConf(BaseModel):
     @field_validator("starving_after", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
-        parse_duration(value, "starvingAfter")
+        parse_duration(value, "")  # (pydantic's error names reserve.starvingAfter)
         return value
 
     @property

@@ -30,14 +30,16 @@ def parse_duration(text: object, where: str) -> float:
     """Seconds in ``text`` (Go duration syntax), or DurationError naming ``where``.
 
     ``where`` says what held the value, e.g. ``"--until"`` or
-    ``"Pod default/x: annotation kbatch.io/sim-duration"``.
+    ``"Pod default/x: annotation kbatch.io/sim-duration"``; "" where the caller names
+    it itself (a pydantic validator, whose error carries the field's path).
     """
     known = known_duration(text)
     if known is not None:
         return known
+    prefix = f"{where}: " if where else ""
     if not isinstance(text, str):
         raise DurationError(
-            f"{where}: {text!r} is not a duration: write it as a string with a unit ({_EXAMPLES})"
+            f"{prefix}{text!r} is not a duration: write it as a string with a unit ({_EXAMPLES})"
         )
     value = text.strip()
     if value == "0":
@@ -46,11 +48,11 @@ def parse_duration(text: object, where: str) -> float:
     while position < len(value):
         match = _PART.match(value, position)
         if match is None:
-            raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
+            raise DurationError(f"{prefix}{text!r} is not a duration ({_EXAMPLES})")
         total += float(match.group(1)) * _UNITS[match.group(2)]
         position = match.end()
     if position == 0:
-        raise DurationError(f"{where}: {text!r} is not a duration ({_EXAMPLES})")
+        raise DurationError(f"{prefix}{text!r} is not a duration ({_EXAMPLES})")
     if len(_READ) >= _READ_SIZE:  # (the oldest goes: most texts are read in a burst)
         # pop, not del: informers parse on several threads, which may drop it first
         _READ.pop(next(iter(_READ), ""), None)

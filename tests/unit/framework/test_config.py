@@ -106,7 +106,7 @@ def test_proportion_refuses_an_unknown_argument_or_a_bad_borrowing() -> None:
         (
             'actions: "enqueue, reserve"\ntiers:\n- plugins:\n  - name: gang\n'
             "reserve: {starvingAfter: 30}\n",
-            "line 5: reserve.starvingAfter: starvingAfter: 30 is not a duration",
+            "line 5: reserve.starvingAfter: 30 is not a duration: write it as a string",
         ),
         (
             'actions: "enqueue, reserve"\ntiers:\n- plugins:\n  - name: gang\n'
