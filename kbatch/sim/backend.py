@@ -5,7 +5,8 @@ backend (``operators/scheduler/runtime/kube_backend.py``) does:
 
 - bind: the pod gets ``spec.nodeName``, ``status.phase: Running`` and a
   ``startTime`` at once (simulated pods start the moment they are bound), and a
-  ``Scheduled`` event;
+  ``Scheduled`` event; it runs for its ``kbatch.io/sim-duration``, or fails
+  ``DeadlineExceeded`` once active for its ``spec.activeDeadlineSeconds``;
 - evict: the pod gets a ``deletionTimestamp`` (it is Releasing and still holds
   its node) and is removed ``spec.terminationGracePeriodSeconds`` later —
   **0 when the pod does not set it** (not Kubernetes' 30 s: a simulated
@@ -25,7 +26,6 @@ the pods' finish and removal times in a heap (``kbatch.sim.timers``), and its
 events know when one may be recorded again (``kbatch.sim.events``).
 """
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,7 +40,17 @@ from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outco
 from kbatch.sim import clock, departures, manifests, timers
 from kbatch.sim.events import REJECTED as REJECTED  # (the admission's and output's)
 from kbatch.sim.events import EventLog
-from kbatch.sim.pod_objects import Object, PodKey, group_of, object_ref, pod_key, with_condition
+from kbatch.sim.pod_objects import (
+    Object,
+    PodKey,
+    deadline_end,
+    deadline_exceeded,
+    group_of,
+    object_ref,
+    pod_key,
+    with_condition,
+)
+from kbatch.sim.timers import PodTimes as PodTimes  # (the backend's record of a pod)
 
 FINISHED = ("Succeeded", "Failed")
 
@@ -51,17 +61,6 @@ def uid_of(number: int) -> str:
     formatted directly, not through a UUID object made for each object created."""
     digits = f"{number:032x}"
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
-
-
-@dataclass(slots=True)
-class PodTimes:
-    """What the simulator knows of one pod beyond its object."""
-
-    duration: float | None = None  # from kbatch.io/sim-duration
-    finish_at: float | None = None  # set when it starts running with a duration
-    release_at: float | None = None  # set when it is being deleted
-    evictions: int = 0
-    order: int = 0  # when it was first seen, among the pods: the order due pods go in
 
 
 @dataclass(slots=True)
@@ -106,13 +105,8 @@ class SimBackend:
         self._uids_by_ref: dict[tuple[str, str], dict[str, str]] = {}
         self.events = EventLog(history)
         self.event_log = self.events.entries
-        # (the alarms read the pods' times, not the backend: no cycle through a bound
-        # method, so a simulation is freed as soon as nothing refers to it)
-        order = functools.partial(_order_of, self.pods)
-        finish_at = functools.partial(_time_of, "finish_at", self.pods)
-        self._finishing = timers.Alarms[PodKey](finish_at, order)
-        release_at = functools.partial(_time_of, "release_at", self.pods)
-        self._releasing = timers.Alarms[PodKey](release_at, order)
+        self._finishing = timers.pod_alarms(self.pods, "finish_at")
+        self._releasing = timers.pod_alarms(self.pods, "release_at")
 
     def changed(self) -> None:
         """Count a write (the runner does not jump over a tick that made one)."""
@@ -234,12 +228,18 @@ class SimBackend:
         if existing is None or times.duration is None:
             times.duration = manifests.annotation_duration(pod, manifests.DURATION, "simulator")
         if (pod.get("status") or {}).get("phase") == "Running" and times.finish_at is None:
-            self._start(key, times)
+            self._start(key, times, pod)
 
-    def _start(self, key: PodKey, times: PodTimes) -> None:
-        if times.duration is not None:
-            times.finish_at = self.clock.now + times.duration
-            self._finishing.set(key, times.finish_at)
+    def _start(self, key: PodKey, times: PodTimes, pod: Object) -> None:
+        """The pod runs for its sim-duration, or until its activeDeadlineSeconds if that
+        comes first (the kubelet then stops it: ``finish_due``)."""
+        ends = None if times.duration is None else self.clock.now + times.duration
+        cut = deadline_end(pod, self.clock.now)
+        times.exceeds = cut is not None and (ends is None or cut < ends)
+        ends = cut if times.exceeds else ends
+        if ends is not None:
+            times.finish_at = ends
+            self._finishing.set(key, ends)
 
     def delete_pod(self, pod: Object) -> None:
         """Delete a pod: at once if it holds no node, else after its grace period."""
@@ -298,13 +298,17 @@ class SimBackend:
 
     # ----------------------------------------------------------------- the kubelet
     def finish_due(self, now: float) -> None:
-        """Pods whose sim-duration has elapsed succeed."""
+        """Pods whose sim-duration has elapsed succeed; those past their
+        activeDeadlineSeconds first fail, as the kubelet stops them."""
         for key in self._finishing.pop_due(now):
-            self.pods[key].finish_at = None
+            times = self.pods[key]
+            times.finish_at = None
             pod = self.state.get("Pod", *key)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
                 continue
-            self._apply_pod({**pod, "status": {**pod["status"], "phase": "Succeeded"}})
+            status = pod["status"]
+            ended = deadline_exceeded(status) if times.exceeds else {**status, "phase": "Succeeded"}
+            self._apply_pod({**pod, "status": ended})
 
     def remove_released(self, now: float) -> None:
         """Pods being deleted whose grace period is over disappear."""
@@ -346,7 +350,7 @@ class SimBackend:
             status.get("conditions"), scheduled, self.clock.now, self.clock.keep_timestamps
         )
         self._apply_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
-        self._start(pod_key(pod), self._times(pod_key(pod)))
+        self._start(pod_key(pod), self._times(pod_key(pod)), pod)
         self.record(ref, "Normal", decided.SCHEDULED, decided.scheduled_message(task.key, node))
 
     def nominate(self, task: TaskInfo, node: str | None) -> None:
@@ -438,13 +442,3 @@ class SimBackend:
         ever has (they count up), or by its name where its kind has none."""
         uid = self._uid_of(ref)
         self.events.record(uid or ref, ref, type_, reason, message, self.clock.now)
-
-
-def _order_of(pods: dict[PodKey, PodTimes], key: PodKey) -> int:
-    return pods[key].order
-
-
-def _time_of(name: str, pods: dict[PodKey, PodTimes], key: PodKey) -> float | None:
-    """The pod's ``finish_at`` or ``release_at`` (``name``); None for a pod not known."""
-    times = pods.get(key)
-    return None if times is None else getattr(times, name)

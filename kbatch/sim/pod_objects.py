@@ -1,10 +1,12 @@
 """What the simulator reads of a Kubernetes object and writes into a pod's: the pod's key
-and group, an object's reference for its events, and a condition put in a status in
-place of the one of its type, as the API server merges it."""
+and group, an object's reference for its events, a condition put in a status in place
+of the one of its type, as the API server merges it, and the kubelet's stop of a pod
+past its ``activeDeadlineSeconds``."""
 
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.cluster import records
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock
 
@@ -51,3 +53,24 @@ def with_condition(
     )
     kept = [c for c in others if c.get("type") != condition["type"]]
     return [*kept, {**condition, "lastTransitionTime": when}]
+
+
+# What the kubelet writes of a pod active longer than its spec.activeDeadlineSeconds.
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+
+
+def deadline_end(pod: Object, now: float) -> float | None:
+    """When the kubelet stops a pod starting to run at ``now`` (unless its status says it
+    started before): its start plus ``spec.activeDeadlineSeconds``; None without one."""
+    deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    if not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0:
+        return None  # (none, or refused by the state naming the field)
+    start_time = (pod.get("status") or {}).get("startTime")
+    started = records.timestamp(start_time) if isinstance(start_time, str) else now
+    return min(started, now) + deadline
+
+
+def deadline_exceeded(status: Object) -> Object:
+    """``status`` of a pod the kubelet stopped at its deadline."""
+    return {**status, "phase": "Failed", "reason": DEADLINE_EXCEEDED, "message": DEADLINE_MESSAGE}

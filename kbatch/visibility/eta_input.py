@@ -16,6 +16,7 @@ PodGroup that does not exist. Not foreseen: a Job's later pods (completions beyo
 parallelism). A deleting pod holds its room until its grace period ends.
 """
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,7 +122,10 @@ def _pod(
         plan.running.setdefault(owner, []).append(runtime)
         plan.unknown_running += runtime.seconds is None
         started = _started(pod, now)
-        sim_status = {"phase": "Running", "startTime": clock.timestamp(started - now)}
+        # (rounded up to the whole second a timestamp holds: the simulator's kubelet stops
+        # a pod at startTime + activeDeadlineSeconds, never before its runtime above ends)
+        shifted = math.ceil(started - now)
+        sim_status = {"phase": "Running", "startTime": clock.timestamp(shifted)}
     converted = _stripped(pod, status=sim_status)
     if runtime.seconds is not None:
         converted["metadata"]["annotations"][manifests.DURATION] = f"{runtime.seconds:.3f}s"
