@@ -39,6 +39,7 @@ class PodRecord:
     role: str = ""  # kbatch.io/task (or volcano.sh/task-spec): its role in the gang
     # status.conditions' PodScheduled as (status, reason, message); None: none
     scheduled_condition: tuple[str, str, str] | None = None
+    walltime: float | None = None  # spec.activeDeadlineSeconds (None: none)
     # Worked out by __post_init__ (so by dataclasses.replace too) once per version of the
     # pod, not by every snapshot: ``task_status(pod)``, and the key of the job the
     # snapshot puts it in (its PodGroup's, or its own).
@@ -138,6 +139,7 @@ def parse_pod(
             parsed = _parsed_spec(obj, namespace, labels, spec)
         conditions = pod.conditions
         condition = _scheduled_condition(obj) if conditions is None else _scheduled_of(conditions)
+        walltime = _walltime(spec)
     except ValueError:
         with naming(ref_of(obj)):  # (an ObjectError, named already, passes as it is)
             raise
@@ -157,6 +159,7 @@ def parse_pod(
         started=pod.started,
         role=role_of(pod.annotations),
         scheduled_condition=condition,
+        walltime=walltime,
     )
 
 
@@ -210,6 +213,7 @@ def _pod_of_status_write(
         started=started,
         role=previous.role,
         scheduled_condition=condition,
+        walltime=previous.walltime,
     )
 
 
@@ -275,7 +279,21 @@ def pod_made_of(
         started=started,
         role=source.role,
         scheduled_condition=condition,
+        walltime=source.walltime,
     )
+
+
+def _walltime(spec: Mapping[str, Any]) -> float | None:
+    """``spec.activeDeadlineSeconds`` (None: none); ValueError unless a positive integer,
+    as the API server has it."""
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is None:
+        return None
+    if type(deadline) is not int or deadline <= 0:
+        raise fields.FieldError(
+            "spec.activeDeadlineSeconds", f"{deadline!r} is not a positive integer"
+        )
+    return float(deadline)
 
 
 def scheduling_group(obj: Mapping[str, Any]) -> str | None:

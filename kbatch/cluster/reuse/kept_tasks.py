@@ -126,4 +126,5 @@ def made_task(
         nominated,
         pod.role,
         pod.scheduled_condition,
+        pod.walltime,
     )

@@ -57,7 +57,12 @@ def tasks_of(*objects: dict[str, Any]) -> tuple[dict[str, TaskInfo], Any]:
 def test_every_field_of_a_task_is_its_pods() -> None:
     running = pod(
         "running",
-        spec={"nodeName": "b", "priority": 7, "priorityClassName": "system-node-critical"},
+        spec={
+            "nodeName": "b",
+            "priority": 7,
+            "priorityClassName": "system-node-critical",
+            "activeDeadlineSeconds": 600,
+        },
         status={"phase": "Running", "startTime": "2024-01-01T00:01:00Z"},
     )
     waiting = pod("waiting", status={"phase": "Pending", "nominatedNodeName": "a"})
@@ -67,10 +72,10 @@ def test_every_field_of_a_task_is_its_pods() -> None:
     expected = {
         "running": {"status": TaskStatus.RUNNING, "node": index["b"], "nominated": NO_NODE,
                     "priority": 7, "started": 1704067260.0, "critical": True,
-                    "scheduled_condition": None},
+                    "scheduled_condition": None, "walltime": 600.0},
         "waiting": {"status": TaskStatus.PENDING, "node": NO_NODE, "nominated": index["a"],
                     "priority": 0, "started": None, "critical": False,
-                    "scheduled_condition": ("False", "Unschedulable", "m")},
+                    "scheduled_condition": ("False", "Unschedulable", "m"), "walltime": None},
     }  # fmt: skip
     for name, fields in expected.items():
         task = tasks[name]

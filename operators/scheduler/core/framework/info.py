@@ -85,6 +85,9 @@ class TaskInfo:
     role: str = ""  # its role in the gang (kbatch.io/task), counted for minTaskMember
     # its pod's PodScheduled condition as (status, reason, message); None: it has none
     scheduled_condition: tuple[str, str, str] | None = None
+    # its pod's spec.activeDeadlineSeconds: the kubelet stops it this long after it
+    # started (None: it may run for ever); what reserve lets into kept room (DESIGN §11)
+    walltime: float | None = None
     # The FailedScheduling event last recorded for its pod (``outcome.failed_scheduling``):
     # a backlog's pod that waits for the same reason again is given the same (frozen)
     # event, not a new one every session. Not part of what the task is.
