@@ -153,11 +153,13 @@ def workloads(
     arrive_by: int = 60,
     deadlines: bool = False,
     placed: bool = False,
+    slack: bool = False,
 ) -> Workload:
     """Nodes of 4 or 8 cpu, queues q0.. of weights 1-4, and gangs of 1-5 pods of 1-4 cpu
     (each fits the smallest node), arriving by ``arrive_by`` s and running 5-200 s; as
     PodGroups with bare pods, or (``jobs``) with a batch/v1 Job each; ``deadlines``: each
-    bare pod's activeDeadlineSeconds its runtime (a runtime known ahead); ``placed``:
+    bare pod's activeDeadlineSeconds its runtime (a runtime known ahead), or with
+    ``slack`` up to a minute more (a walltime, as users overestimate it); ``placed``:
     nodes in zones ``ZONES`` or none, in racks ``RACKS``, some tainted ``DEDICATED``, and
     gangs asking for a zone (c: none is there), tolerating the taint, a host port, or one
     rack (a conf with ``TOPOLOGY``), or not."""
@@ -209,6 +211,7 @@ def workloads(
                 "namespace": "default",
                 "annotations": {**annotations, **pod_annotations},
             }
-            spec = pod_spec(cpu, priority, runtime if deadlines else None, place)
+            deadline = runtime + (draw(st.integers(0, 60)) if slack else 0)
+            spec = pod_spec(cpu, priority, deadline if deadlines else None, place)
             docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
     return Workload(docs, node_cpus, gangs, node_places, gang_places)

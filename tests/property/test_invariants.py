@@ -131,7 +131,10 @@ def _has_condition(pod: Obj, kind: str) -> bool:
 
 @SETTINGS
 @given(
-    st.booleans().flatmap(lambda placed: workloads(placed=placed)), st.sampled_from(sorted(CONFS))
+    st.tuples(st.booleans(), st.booleans()).flatmap(
+        lambda flags: workloads(placed=flags[0], deadlines=flags[1], slack=True)
+    ),
+    st.sampled_from(sorted(CONFS)),
 )
 def test_no_node_overcommitted_no_gang_partly_bound_every_eviction_told(
     workload: Workload, conf: str

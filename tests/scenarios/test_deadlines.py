@@ -1,10 +1,12 @@
 """Pods with ``spec.activeDeadlineSeconds``: the simulated kubelet stops them at their
-deadline, as a real one does (phase Failed, reason DeadlineExceeded)."""
+deadline, as a real one does (phase Failed, reason DeadlineExceeded); and reserve lends
+the room it keeps for a whole-node job to jobs whose walltime ends before that job
+could start (DESIGN §11, ``framework.lending``)."""
 
 from typing import Any
 
 from kbatch.sim import simulate
-from scenarios.objects import at, node, pod
+from scenarios.objects import at, node, pod, pod_group
 
 Json = dict[str, Any]
 
@@ -40,3 +42,54 @@ def test_a_pod_past_its_deadline_fails_then_and_one_within_it_succeeds() -> None
         "later": "Failed",  # made at 10 s: its deadline counts from its start, 40 s
     }
     assert phases("39s")["later"]["phase"] == "Running"
+
+
+def kept_room(walltimes: bool, groups: bool, long_deadlines: bool = True) -> dict[str, float]:
+    """Two 4-cpu nodes, each half held until 100 s by a pod whose walltime
+    (activeDeadlineSeconds) says so. At 1 s a gang of two 4-cpu pods comes: reserve
+    keeps both nodes for it. From 2 s, every 10 s, a 1-cpu job of 30 s comes, as a bare
+    pod or a one-pod PodGroup, with a 40 s walltime or none. When each pod first ran."""
+    deadline = {"activeDeadlineSeconds": 100} if long_deadlines else {}
+    docs = [node("n1", cpu="4"), node("n2", cpu="4")]
+    for i in (1, 2):
+        docs.append(pod(f"long-{i}", cpu="2", duration="100s", nodeName=f"n{i}", **deadline))
+    docs.append(at(pod_group("big", min_member=2), "1s"))
+    docs += [at(pod(f"big-{i}", cpu="4", group="big"), "1s") for i in range(2)]
+    walltime = {"activeDeadlineSeconds": 40} if walltimes else {}
+    for t in range(2, 80, 10):
+        group = f"small-{t}" if groups else None
+        if group is not None:
+            docs.append(at(pod_group(group), f"{t}s"))
+        docs.append(at(pod(f"small-{t}", duration="30s", group=group, **walltime), f"{t}s"))
+    run = simulate(documents=docs, until="5m")
+    return {e["name"]: e["time"] for e in run["events"] if e["reason"] == "Scheduled"}
+
+
+def test_reserve_lends_the_room_it_keeps_to_jobs_whose_walltime_ends_in_time() -> None:
+    """The gang's room is sure to be free at 100 s (the long pods' deadlines): a small job
+    whose 40 s walltime ends by then runs in it at once (those of 42 s and 52 s, which
+    waited without walltimes), one that would not (62 s, 72 s) waits, and the gang
+    starts at 100 s all the same."""
+    without = kept_room(walltimes=False, groups=False)
+    lent = kept_room(walltimes=True, groups=False)
+    assert without["big-0"] == lent["big-0"] == lent["big-1"] == 100.0
+    for t in (42, 52):
+        assert f"small-{t}" not in without
+        assert lent[f"small-{t}"] == t, (t, lent)
+    for t in (62, 72):
+        assert f"small-{t}" not in lent, (t, lent)  # it would still run at 100 s
+
+
+def test_a_pending_group_is_not_admitted_on_room_kept_for_another() -> None:
+    """Enqueue does not count kept room as idle, walltimes or not (``framework.lending``
+    says why): the small groups wait as they did."""
+    assert kept_room(walltimes=True, groups=True) == kept_room(walltimes=False, groups=True)
+
+
+def test_no_room_is_lent_while_the_kept_jobs_start_is_not_known() -> None:
+    """Without deadlines on the pods in the gang's way its start is not known: nothing
+    may be lent, whatever the small jobs' walltimes."""
+    lent = kept_room(walltimes=True, groups=False, long_deadlines=False)
+    unlent = kept_room(walltimes=False, groups=False, long_deadlines=False)
+    assert lent == unlent
+    assert "small-42" not in lent

@@ -11,6 +11,10 @@ head, or its queue went over its share). Like every action it changes the sessio
 through a Statement (``Statement.drain``): a job's room is kept for all the tasks it
 needs or for none.
 
+The room kept is lent meanwhile to jobs whose pods' walltimes
+(``activeDeadlineSeconds``) end them before the kept job could start
+(``reserve_fill``).
+
 Configure it after the placing actions, e.g. ``enqueue, allocate, backfill,
 reserve``: without it nothing changes (kube-batch's behaviour).
 
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kbatch.api.quantity import format_quantity
+from kbatch.operators.scheduler.core.actions import reserve_fill
 from kbatch.operators.scheduler.core.framework import topology
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
@@ -43,16 +48,22 @@ NAME = "reserve"
 def execute(session: Session) -> None:
     placer = Placer(session, score=False)
     by_queue: dict[str, list[JobInfo]] = {}
-    for job in sorted(session.jobs_to_place(), key=session.job_order_key):
+    ordered = sorted(session.jobs_to_place(), key=session.job_order_key)
+    for job in ordered:
         by_queue.setdefault(job.queue, []).append(job)
     drained: np.ndarray | None = None  # read off every node's tasks only if needed
+    kept: list[list[TaskInfo]] = []  # the tasks of each job room is kept for
     for name in sorted(by_queue, key=lambda q: session.queue_order_key(session.queues[q])):
         if session.overused(session.queues[name]):
             continue
         head = next((job for job in by_queue[name] if not session.job_ready(job)), None)
         if head is not None and not session.job_pipelined(head):
             drained = _room_when_drained(session) if drained is None else drained
-            _reserve_for(session, placer, head, drained)
+            tasks = _reserve_for(session, placer, head, drained)
+            if tasks:
+                kept.append(tasks)
+    if kept:
+        reserve_fill.fill(session, kept, ordered)
 
 
 @dataclass(slots=True)
@@ -71,16 +82,19 @@ def _room_when_drained(session: Session) -> np.ndarray:
     return nodes.allocatable - nodes.nominated - nodes.pipelined - nodes.held_by_others()
 
 
-def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.ndarray) -> None:
+def _reserve_for(
+    session: Session, placer: Placer, job: JobInfo, drained: np.ndarray
+) -> list[TaskInfo]:
     """Keep room for the tasks ``job`` needs to become ready, or for none of them; all
-    in one domain of the level it requires, if it does (``_within``)."""
+    in one domain of the level it requires, if it does (``_within``). The tasks room
+    is kept for (none: none)."""
     need = max(job.min_member - job.ready_count, 1)
     waiting = sorted(
         (t for t in job.tasks_with(TaskStatus.PENDING) if not t.template.best_effort),
         key=session.task_order_key,
     )[:need]
     if len(waiting) < need:
-        return  # not all its pods exist: nothing would make it ready
+        return []  # not all its pods exist: nothing would make it ready
     room = drained.copy()
     for task in waiting:  # its own kept room is its own to plan with
         if task.nominated != NO_NODE:
@@ -88,7 +102,7 @@ def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.nda
     found = [_plan(session, placer, waiting, room, nodes) for nodes in _within(session, job)]
     plans = min((p for p in found if p is not None), key=_in_the_way, default=None)
     if plans is None:
-        return
+        return []
     why = _waiting_message(session, job, sorted({p.node for p in plans}))
     statement = Statement(session)
     for plan in plans:
@@ -96,6 +110,7 @@ def _reserve_for(session: Session, placer: Placer, job: JobInfo, drained: np.nda
         room[plan.node] -= plan.task.request
     statement.commit()
     drained[:] = room
+    return [plan.task for plan in plans]
 
 
 def _within(session: Session, job: JobInfo) -> list[np.ndarray | None]:
