@@ -156,11 +156,20 @@ def check_elsewhere(outcome: Outcome) -> None:
     check_never_admitted(outcome, "elsewhere", why)
 
 
-def pod(name: str, cpu: int, lasts: int, at: int = 0, group: str | None = None) -> str:
-    """A pod of ``cpu`` that runs ``lasts`` seconds, made at ``at``, in ``group`` if any."""
+def pod(
+    name: str,
+    cpu: int,
+    lasts: int,
+    at: int = 0,
+    group: str | None = None,
+    walltime: int | None = None,
+) -> str:
+    """A pod of ``cpu`` that runs ``lasts`` seconds, made at ``at``, in ``group`` if any,
+    with ``walltime`` its activeDeadlineSeconds if given."""
     annotations = f'kbatch.io/sim-duration: "{lasts}s", kbatch.io/sim-submit-at: "{at}s"'
     if group is not None:
         annotations += f", scheduling.k8s.io/group-name: {group}"
+    deadline = f"\n  activeDeadlineSeconds: {walltime}" if walltime is not None else ""
     return f"""---
 apiVersion: v1
 kind: Pod
@@ -168,7 +177,7 @@ metadata:
   name: {name}
   annotations: {{{annotations}}}
 spec:
-  schedulerName: kbatch
+  schedulerName: kbatch{deadline}
   containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
 """
 
@@ -215,6 +224,57 @@ spec: {minMember: 2}
 )
 
 
+def conf_map(conf: str) -> str:
+    return """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kbatch-conf
+  annotations: {kbatch.io/sim-scheduler-conf: "true"}
+data:
+  conf.yaml: |
+""" + "".join(f"    {line}\n" for line in conf.splitlines())
+
+
+# Two 2-cpu nodes, each half held to 14 s by a pod whose walltime says so; at 1 s a gang
+# of two whole nodes, for which reserve keeps both; from 2 s to 5 s a 1-cpu, 3-s pod each
+# second, with a 5-s walltime: each is gone before the gang could start, so it runs at
+# once in the kept room, and the gang starts as the held pods end.
+LEND = (
+    conf_map(DEFAULT_CONF + "reserve: {starvingAfter: 0s}")
+    + "".join(
+        f"""---
+apiVersion: v1
+kind: Node
+metadata: {{name: node-{n}}}
+status:
+  allocatable: {{cpu: "2", memory: 8Gi, pods: "110"}}
+"""
+        for n in (1, 2)
+    )
+    + "".join(pod(f"held-{i}", 1, 14, walltime=14) for i in range(2))
+    + """---
+apiVersion: scheduling.incubator.k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: big
+  annotations: {kbatch.io/sim-submit-at: "1s"}
+spec: {minMember: 2}
+"""
+    + "".join(pod(f"big-{i}", 2, 3, at=1, group="big") for i in range(2))
+    + "".join(pod(f"small-{t}", 1, 3, at=t, walltime=5) for t in range(2, 6))
+)
+
+
+def check_lend(outcome: Outcome) -> None:
+    scheduled = {e["name"]: e["time"] for e in outcome.events(reason="Scheduled")}
+    small = [scheduled.get(f"small-{t}") for t in range(2, 6)]
+    assert all(at is not None and at < 12.0 for at in small), scheduled
+    big = [scheduled.get("big-0"), scheduled.get("big-1")]
+    assert all(at is not None and 13.0 <= at <= 18.0 for at in big), scheduled
+    assert outcome.summary["evictions"] == 0
+
+
 def check_flood(outcome: Outcome) -> None:
     started = [
         e["time"] for e in outcome.events(reason="Scheduled") if e["name"].startswith("big-")
@@ -231,6 +291,7 @@ SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {
     "full": (FULL, check_full),
     "elsewhere": (ELSEWHERE, check_elsewhere),
     "flood": (FLOOD, check_flood),
+    "lend": (LEND, check_lend),
 }
 
 
