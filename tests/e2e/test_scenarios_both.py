@@ -182,49 +182,8 @@ spec:
 """
 
 
-# Two 2-cpu nodes, full, a core freeing each second from 3 s; at 1 s a gang of two whole
-# nodes; from 2 s to 19 s a 1-cpu, 4-s pod each second in the same queue, which takes
-# each core as it frees (without the rule, the gang waits for the flood to end). The gang,
-# refused for idle room, goes ahead of it once it has waited reserve.starvingAfter (2 s
-# here) and reserve keeps nodes for it: it runs long before the flood ends.
-FLOOD = (
-    """
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: kbatch-conf
-  annotations: {kbatch.io/sim-scheduler-conf: "true"}
-data:
-  conf.yaml: |
-"""
-    + "".join(
-        f"    {line}\n" for line in (DEFAULT_CONF + "reserve: {starvingAfter: 2s}").splitlines()
-    )
-    + "".join(
-        f"""---
-apiVersion: v1
-kind: Node
-metadata: {{name: node-{n}}}
-status:
-  allocatable: {{cpu: "2", memory: 8Gi, pods: "110"}}
-"""
-        for n in (1, 2)
-    )
-    + "".join(pod(f"busy-{i}", 1, 3 + i) for i in range(4))
-    + """---
-apiVersion: scheduling.incubator.k8s.io/v1alpha1
-kind: PodGroup
-metadata:
-  name: big
-  annotations: {kbatch.io/sim-submit-at: "1s"}
-spec: {minMember: 2}
-"""
-    + "".join(pod(f"big-{i}", 2, 3, at=1, group="big") for i in range(2))
-    + "".join(pod(f"flood-{t}", 1, 4, at=t) for t in range(2, 20))
-)
-
-
 def conf_map(conf: str) -> str:
+    """The scheduler conf ``conf`` as the ConfigMap both backends read it from."""
     return """
 apiVersion: v1
 kind: ConfigMap
@@ -236,13 +195,9 @@ data:
 """ + "".join(f"    {line}\n" for line in conf.splitlines())
 
 
-# Two 2-cpu nodes, each half held to 14 s by a pod whose walltime says so; at 1 s a gang
-# of two whole nodes, for which reserve keeps both; from 2 s to 5 s a 1-cpu, 3-s pod each
-# second, with a 5-s walltime: each is gone before the gang could start, so it runs at
-# once in the kept room, and the gang starts as the held pods end.
-LEND = (
-    conf_map(DEFAULT_CONF + "reserve: {starvingAfter: 0s}")
-    + "".join(
+def two_nodes_and_a_gang_of_both() -> str:
+    """Two 2-cpu nodes, and a gang made at 1 s of two pods of a whole node, 3 s each."""
+    nodes = "".join(
         f"""---
 apiVersion: v1
 kind: Node
@@ -252,8 +207,7 @@ status:
 """
         for n in (1, 2)
     )
-    + "".join(pod(f"held-{i}", 1, 14, walltime=14) for i in range(2))
-    + """---
+    group = """---
 apiVersion: scheduling.incubator.k8s.io/v1alpha1
 kind: PodGroup
 metadata:
@@ -261,7 +215,30 @@ metadata:
   annotations: {kbatch.io/sim-submit-at: "1s"}
 spec: {minMember: 2}
 """
-    + "".join(pod(f"big-{i}", 2, 3, at=1, group="big") for i in range(2))
+    return nodes + group + "".join(pod(f"big-{i}", 2, 3, at=1, group="big") for i in range(2))
+
+
+# Two 2-cpu nodes, full, a core freeing each second from 3 s; at 1 s a gang of two whole
+# nodes; from 2 s to 19 s a 1-cpu, 4-s pod each second in the same queue, which takes
+# each core as it frees (without the rule, the gang waits for the flood to end). The gang,
+# refused for idle room, goes ahead of it once it has waited reserve.starvingAfter (2 s
+# here) and reserve keeps nodes for it: it runs long before the flood ends.
+FLOOD = (
+    conf_map(DEFAULT_CONF + "reserve: {starvingAfter: 2s}")
+    + two_nodes_and_a_gang_of_both()
+    + "".join(pod(f"busy-{i}", 1, 3 + i) for i in range(4))
+    + "".join(pod(f"flood-{t}", 1, 4, at=t) for t in range(2, 20))
+)
+
+
+# Two 2-cpu nodes, each half held to 14 s by a pod whose walltime says so; at 1 s a gang
+# of two whole nodes, for which reserve keeps both; from 2 s to 5 s a 1-cpu, 3-s pod each
+# second, with a 5-s walltime: each is gone before the gang could start, so it runs at
+# once in the kept room, and the gang starts as the held pods end.
+LEND = (
+    conf_map(DEFAULT_CONF + "reserve: {starvingAfter: 0s}")
+    + two_nodes_and_a_gang_of_both()
+    + "".join(pod(f"held-{i}", 1, 14, walltime=14) for i in range(2))
     + "".join(pod(f"small-{t}", 1, 3, at=t, walltime=5) for t in range(2, 6))
 )
 
