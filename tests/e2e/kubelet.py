@@ -9,7 +9,8 @@ What it does to every pod in the cluster, as a kubelet would:
 - bound (``spec.nodeName``) and Pending: status Running (phase, startTime,
   Ready conditions, one running status per container) through pods/status;
 - Running with the annotation ``kbatch.io/sim-duration``: Succeeded that long
-  after it started;
+  after it started; with ``spec.activeDeadlineSeconds`` too, or alone, Failed
+  (``DeadlineExceeded``) that long after it started if that comes first;
 - being deleted (a ``deletionTimestamp``): deleted with grace period 0, which a
   kubelet does once the containers have stopped. Without it an evicted pod
   would stay Terminating for its whole grace period.
@@ -36,6 +37,7 @@ from typing import Any
 
 from kbatch.kubeapi import ApiError, raw_get, request
 from kbatch.sim import clock
+from kbatch.sim.pod_objects import DEADLINE_EXCEEDED, DEADLINE_MESSAGE
 
 log = logging.getLogger("e2e.kubelet")
 RETRIES = 6  # a write the API server refused for a while (5xx, 429, a timeout)
@@ -163,7 +165,7 @@ class Kubelet:
         self._writes = ThreadPoolExecutor(workers, thread_name_prefix="e2e-kubelet")
         self._lock = threading.Lock()
         self._handled: set[tuple[str, str]] = set()  # (uid, what) already sent
-        self._finishes: list[tuple[float, str]] = []  # (when, pod uid)
+        self._finishes: list[tuple[float, str, bool]] = []  # (when, pod uid, at its deadline)
         self._wake = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._timer = threading.Thread(
@@ -206,11 +208,14 @@ class Kubelet:
             self._once(uid, "start", self._start, pod)
         elif phase == "Running":
             duration = (meta.get("annotations") or {}).get(DURATION)
-            if duration is not None and self._claim(uid, "finish"):
+            deadline = spec.get("activeDeadlineSeconds")
+            if (duration is not None or deadline is not None) and self._claim(uid, "finish"):
                 started = parse_time(status.get("startTime")) or time.time()
-                when = started + clock.parse_duration(duration, DURATION)
+                ends = [started + clock.parse_duration(duration, DURATION)] if duration else []
+                exceeds = deadline is not None and all(started + deadline < e for e in ends)
+                when = started + deadline if exceeds else ends[0]
                 with self._wake:
-                    heapq.heappush(self._finishes, (when, uid))
+                    heapq.heappush(self._finishes, (when, uid, exceeds))
                     self._wake.notify()
 
     def _claim(self, uid: str, what: str) -> bool:
@@ -255,7 +260,7 @@ class Kubelet:
                 if not self._finishes:
                     self._wake.wait(1.0)
                     continue
-                when, uid = self._finishes[0]
+                when, uid, exceeds = self._finishes[0]
                 delay = when - time.time()
                 if delay > 0:
                     self._wake.wait(min(delay, 1.0))
@@ -263,7 +268,7 @@ class Kubelet:
                 heapq.heappop(self._finishes)
             pod = self._current(uid)
             if pod is not None and (pod.get("status") or {}).get("phase") == "Running":
-                self._once(uid, "succeed", self._succeed, pod)
+                self._once(uid, "succeed", self._succeed, pod, exceeds)
 
     def _current(self, uid: str) -> Json | None:
         with self.watch.lock:
@@ -297,12 +302,16 @@ class Kubelet:
         }
         self._patch_status(pod, status)
 
-    def _succeed(self, pod: Json) -> None:
+    def _succeed(self, pod: Json, exceeds: bool = False) -> None:
+        """The pod's containers end: Succeeded, or (``exceeds``) Failed at its deadline."""
         now = rfc3339()
         started = (pod.get("status") or {}).get("startTime") or now
         containers = (pod.get("spec") or {}).get("containers") or []
+        ended = {"phase": "Succeeded"}
+        if exceeds:
+            ended = {"phase": "Failed", "reason": DEADLINE_EXCEEDED, "message": DEADLINE_MESSAGE}
         status = {
-            "phase": "Succeeded",
+            **ended,
             "conditions": [
                 {"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
                 for t in ("Ready", "ContainersReady")

@@ -243,6 +243,28 @@ LEND = (
 )
 
 
+# One 2-cpu node: a 1-cpu pod that would run 30 s stopped by its 3-s walltime, and at
+# 1 s a 2-cpu pod, which runs once the first is stopped.
+DEADLINE = (
+    """---
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status:
+  allocatable: {cpu: "2", memory: 8Gi, pods: "110"}
+"""
+    + pod("late", 1, 30, walltime=3)
+    + pod("next", 2, 2, at=1)
+)
+
+
+def check_deadline(outcome: Outcome) -> None:
+    phases = {p["name"]: p["phase"] for p in outcome.json["pods"]}
+    assert phases == {"late": "Failed", "next": "Succeeded"}, phases
+    scheduled = {e["name"]: e["time"] for e in outcome.events(reason="Scheduled")}
+    assert 3.0 <= scheduled["next"] <= 8.0, scheduled
+
+
 def check_lend(outcome: Outcome) -> None:
     scheduled = {e["name"]: e["time"] for e in outcome.events(reason="Scheduled")}
     small = [scheduled.get(f"small-{t}") for t in range(2, 6)]
@@ -269,6 +291,7 @@ SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {
     "elsewhere": (ELSEWHERE, check_elsewhere),
     "flood": (FLOOD, check_flood),
     "lend": (LEND, check_lend),
+    "deadline": (DEADLINE, check_deadline),
 }
 
 
