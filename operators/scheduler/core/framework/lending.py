@@ -37,9 +37,13 @@ _SAME_TIME = 1e-6  # seconds: an end this close to a start is at it
 def walltime_tasks(job: JobInfo) -> list[TaskInfo] | None:
     """The pending pods of ``job`` that ask for room, if there are some and all have a
     walltime; else None (nothing of it may be lent room)."""
+    if not job.counts[_PENDING]:
+        return None
     tasks = []
-    for task in job.tasks_with(_PENDING):  # (a loop: most jobs stop at their first task)
-        if not task.template.best_effort:
+    # (its tasks walked, not ``tasks_with``'s list made first: asked of every job to
+    # place in each session that keeps room, most stop at their first pending task)
+    for task in job.tasks.values():
+        if task.status is _PENDING and not task.template.best_effort:
             if task.walltime is None:
                 return None
             tasks.append(task)
