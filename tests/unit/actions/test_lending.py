@@ -68,3 +68,13 @@ def test_reserve_places_a_job_whose_pods_end_in_time_on_the_room_it_keeps(
     (big,) = session.jobs["default/big"].tasks.values()
     n1 = session.nodes.index["n1"]
     assert big.nominated == n1 and session.nodes.nominated[n1][0] == big.request[0]
+
+
+def test_a_job_asking_for_one_topology_domain_is_not_lent_room() -> None:
+    """allocate places such a job domain by domain; the lent placement would not."""
+    from kbatch.operators.scheduler.core.framework.info import REQUIRED, TopologyRequest
+
+    cluster = kept_for_big(40.0, next_phase=INQUEUE)
+    cluster.jobs["default/next"].topology = TopologyRequest(REQUIRED, "kbatch.io/rack")
+    sent = run_actions(cluster.open(CONF), "allocate", "reserve")
+    assert sent.binds == []

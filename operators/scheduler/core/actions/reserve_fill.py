@@ -2,9 +2,9 @@
 (``framework.lending``, DESIGN §11).
 
 A waiting job whose pods all have a walltime (``activeDeadlineSeconds``), admitted,
-not ready and not over its queue's share, is placed, all or nothing as allocate places
-it, on the room there is and on the kept room of the nodes lent past its longest
-walltime from now. Without walltimes, nothing changes.
+not ready, not over its queue's share and asking for no topology domain, is placed,
+all or nothing as allocate places it, on the room there is and on the kept room of the
+nodes lent past its longest walltime from now. Without walltimes, nothing changes.
 """
 
 from collections.abc import Sequence
@@ -27,7 +27,9 @@ def fill(session: Session, kept: Sequence[Sequence[TaskInfo]], jobs: Sequence[Jo
     heads = {task.job for task in kept_tasks}
     placer = Placer(session)
     for job in jobs:
-        if job.uid in heads or (tasks := lending.walltime_tasks(job)) is None:
+        if job.uid in heads or job.topology is not None:
+            continue  # (a job asking for one domain is placed by allocate's domains only)
+        if (tasks := lending.walltime_tasks(job)) is None:
             continue  # (the cheap tests first: most jobs have no walltime)
         if session.job_ready(job) or session.overused(session.queues[job.queue]):
             continue
