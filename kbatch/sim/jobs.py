@@ -12,10 +12,23 @@ creates none. Once ``completions`` pods have succeeded, the Job gets a
 ``Complete`` condition and a ``completionTime``.
 
 A ``kbatch.io/sim-duration`` on the Job itself is passed to pods whose
-template does not set one. ``backoffLimit`` is not modelled: the simulator
-never fails a pod.
+template does not set one.
+
+A Job fails as Kubernetes' job controller fails it: when more of its pods have
+failed than its ``backoffLimit`` (default 6), or once it has been active for its
+``activeDeadlineSeconds``, counted from ``status.startTime`` (set when it first runs,
+cleared while it is suspended: a Job kbatch holds starts when it is released). It
+gets a ``Failed`` condition and a Warning event with the reason
+(``BackoffLimitExceeded``, ``DeadlineExceeded``), its active pods are deleted, and it
+makes no more. A pod that failed is replaced after a backoff: 10 s, doubling with
+each failure since the last success, at most 10 minutes. In the simulator a pod fails
+only past its own ``activeDeadlineSeconds`` (the kubelet's ``DeadlineExceeded``); an
+evicted or deleted pod is replaced at once and not counted, as under a
+``podFailurePolicy`` that ignores the ``DisruptionTarget`` condition kbatch's
+evictions set (without one, Kubernetes counts it as failed).
 """
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,11 +36,31 @@ from typing import Any
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.sim import clock, manifests
+from kbatch.sim import clock, manifests, timers
 from kbatch.sim.backend import FINISHED, SimBackend
 from kbatch.webhooks.admission import job as holding
 
 Object = dict[str, Any]
+
+
+# The job controller's own pace (its DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff):
+# a pod that failed is replaced after 10 s, doubling with each failure since the last
+# success, at most 10 minutes.
+BACKOFF_FIRST, BACKOFF_MOST = 10.0, 600.0
+DEFAULT_BACKOFF_LIMIT = 6
+DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
+BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What the controller reads of a Job's spec (``job_spec``)."""
+
+    parallelism: int = 1
+    completions: int = 1
+    suspend: bool = False
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
+    deadline: int | None = None  # spec.activeDeadlineSeconds
 
 
 @dataclass(slots=True)
@@ -36,34 +69,49 @@ class JobRecord:
     next_index: int = 0
     complete: bool = False  # a complete Job is done with: it makes and deletes nothing more
     names: list[str] = field(default_factory=list)  # the pods it made that may still exist
-    spec_ints: tuple[int, int, bool] = (1, 1, False)  # ``job_spec_ints`` of ``obj``, as applied
+    spec: JobSpec = JobSpec()  # ``job_spec`` of ``obj``, as applied
+    order: int = 0  # when it was first seen, among the Jobs: the order due Jobs go in
+    started_at: float | None = None  # status.startTime: cleared while suspended
+    failures: int = 0  # its pods that failed, all told (status.failed)
+    failed_seen: int = 0  # its failed pods in the state when last reconciled
+    failures_in_row: int = 0  # failed pods since the last one succeeded
+    succeeded_seen: int = 0
+    backoff_until: float | None = None  # no pod is made before then
+    wake_at: float | None = None  # when it is to be reconciled on its own (its alarm)
 
 
-def job_spec_ints(job: Object) -> tuple[int, int, bool]:
-    """(parallelism, completions, suspend), or ObjectError naming the field; the pod
-    template must be well formed, too."""
+def job_spec(job: Object) -> JobSpec:
+    """What the controller reads of ``job``'s spec, or ObjectError naming the field, as
+    the API server's validation would refuse it; the pod template must be well formed."""
     ref = manifests.ref_of(job)
     try:
-        parallelism, completions = (
-            fields.integer(job, f"spec.{name}") for name in ("parallelism", "completions")
+        parallelism, completions, backoff_limit, deadline = (
+            fields.integer(job, f"spec.{name}")
+            for name in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds")
         )
         suspend = fields.value(job, "spec.suspend")
         _template_meta(job)
         template_spec = fields.value(job, "spec.template.spec")
     except fields.FieldError as exc:
         raise ObjectError(ref, exc.field, exc.why) from exc
-    for name, number in (("parallelism", parallelism), ("completions", completions)):
+    counts = (("parallelism", parallelism), ("completions", completions))
+    for name, number in (*counts, ("backoffLimit", backoff_limit)):
         if number is not None and number < 0:
             raise ObjectError(
                 ref, f"spec.{name}", f"expected a non-negative integer, not {number!r}"
             )
+    if deadline is not None and deadline <= 0:
+        raise ObjectError(
+            ref, "spec.activeDeadlineSeconds", f"expected a positive integer, not {deadline!r}"
+        )
     if not isinstance(suspend, bool | None):
         raise ObjectError(ref, "spec.suspend", f"expected true or false, not {suspend!r}")
     if not isinstance(template_spec, dict):
         raise ObjectError(ref, "spec.template.spec", "a Job needs a pod template")
     parallelism = 1 if parallelism is None else parallelism
     completions = parallelism if completions is None else completions
-    return parallelism, completions, bool(suspend)
+    limit = DEFAULT_BACKOFF_LIMIT if backoff_limit is None else backoff_limit
+    return JobSpec(parallelism, completions, bool(suspend), limit, deadline)
 
 
 def _template_meta(job: Object) -> tuple[dict[str, str], dict[str, str]]:
@@ -115,21 +163,29 @@ class JobController:
         self.cluster = cluster
         self.jobs: dict[tuple[str, str], JobRecord] = {}
         self._by_uid: dict[str, JobRecord] = {}
+        self._seen = 0
+        # Jobs due to be reconciled on their own: a backoff over, a deadline reached.
+        # (The alarms read the records, not the controller: no cycle through a bound
+        # method, so a simulation is freed as soon as nothing refers to it.)
+        self._alarms = timers.Alarms[str](
+            functools.partial(_wake_at, self._by_uid), functools.partial(_order_of, self._by_uid)
+        )
 
     def apply(self, job: Object) -> None:
         """Create or replace a Job (a replacement keeps its pods and its count)."""
-        spec_ints = job_spec_ints(job)
+        spec = job_spec(job)
         metadata = job["metadata"]
         key = (metadata["namespace"], metadata["name"])
         record = self.jobs.get(key)
         identity = self.cluster.identity(record.obj if record is not None else None)
         if record is None:
-            record = self.jobs[key] = JobRecord({})
+            self._seen += 1
+            record = self.jobs[key] = JobRecord({}, order=self._seen)
             if self.cluster.history:
                 self.cluster.created_at[manifests.ref_of(job)] = self.cluster.clock.now
         status = record.obj.get("status", {})
         record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
-        record.spec_ints = spec_ints  # (its spec changes here only)
+        record.spec = spec  # (its spec changes here only)
         self._by_uid[identity["uid"]] = record
         self.cluster.touched.jobs.add(identity["uid"])
         group = holding.group_of(job)
@@ -171,13 +227,19 @@ class JobController:
         self.cluster.touched.jobs.update(self._by_uid)
 
     def reconcile(self) -> None:
-        """Bring every Job whose pods or spec changed to what its spec asks."""
+        """Bring every Job whose pods or spec changed, or whose alarm is due, to what
+        its spec asks."""
+        self.cluster.touched.jobs.update(self._alarms.pop_due(self.cluster.clock.now))
         touched = sorted(self.cluster.touched.jobs)
         for uid in touched:
             record = self._by_uid.get(uid)
             if record is not None and not record.complete:
                 self._reconcile_one(record, self._pods_of(record))
         self.cluster.touched.jobs.difference_update(touched)
+
+    def next_event(self) -> float | None:
+        """When the next Job is due to be reconciled on its own (None: none is)."""
+        return self._alarms.next()
 
     def _pods_of(self, record: JobRecord) -> list[Object]:
         """The pods ``record`` made that still exist (and are still its own)."""
@@ -192,15 +254,71 @@ class JobController:
         return pods
 
     def _reconcile_one(self, record: JobRecord, pods: list[Object]) -> None:
-        job = record.obj
-        parallelism, completions, suspend = record.spec_ints
+        spec, now = record.spec, self.cluster.clock.now
         succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         active = [p for p in pods if _phase(p) not in FINISHED and not _deleting(p)]
-        complete = record.complete = succeeded >= completions
-        wanted = 0 if suspend or complete else min(parallelism, completions - succeeded)
+        self._count_finished(record, succeeded, failed, now)
+        if spec.suspend or record.started_at is None:
+            record.started_at = None if spec.suspend else now
+        complete = succeeded >= spec.completions
+        ended = None if complete else self._failure(record, now)
+        record.complete = complete or ended is not None
+        done = spec.suspend or record.complete
+        wanted = 0 if done else min(spec.parallelism, spec.completions - succeeded)
+        backing_off = record.backoff_until is not None and now < record.backoff_until
+        self._make_pods(record, 0 if backing_off else wanted - len(active))
+        ref = ObjectRef("Job", record.obj["metadata"]["namespace"], record.obj["metadata"]["name"])
+        for pod in _excess(active, len(active) - wanted):
+            self.cluster.delete_pod(pod)
+            message = f"Deleted pod: {pod['metadata']['name']}"
+            self.cluster.record(ref, "Normal", "SuccessfulDelete", message)
+        if ended is not None:
+            self.cluster.record(ref, "Warning", *ended)
+        self._write_status(record, max(wanted, 0), succeeded, complete, ended)
+        self._set_alarm(record, None if done else now)
+
+    def _count_finished(self, record: JobRecord, succeeded: int, failed: int, now: float) -> None:
+        """New failures count against the backoffLimit and put off the next pod (10 s,
+        doubling with each failure since the last success, at most 10 minutes)."""
+        if succeeded > record.succeeded_seen:
+            record.failures_in_row = 0
+        new_failures = failed - record.failed_seen
+        if new_failures > 0:
+            record.failures += new_failures
+            record.failures_in_row += new_failures
+            delay = BACKOFF_FIRST * 2 ** (record.failures_in_row - 1)
+            record.backoff_until = now + min(delay, BACKOFF_MOST)
+        record.succeeded_seen, record.failed_seen = succeeded, failed
+
+    def _failure(self, record: JobRecord, now: float) -> tuple[str, str] | None:
+        """(reason, message) when the Job fails now: past its backoffLimit, or active
+        (not suspended) for its activeDeadlineSeconds."""
+        spec, started = record.spec, record.started_at
+        if record.failures > spec.backoff_limit:
+            return BACKOFF_LIMIT_EXCEEDED
+        if spec.deadline is not None and started is not None and now >= started + spec.deadline:
+            return DEADLINE_EXCEEDED
+        return None
+
+    def _set_alarm(self, record: JobRecord, now: float | None) -> None:
+        """Wake the Job when its backoff is over or its deadline comes, whichever is
+        first (``now`` None: neither matters, it is suspended or done)."""
+        times = []
+        if now is not None and record.backoff_until is not None and record.backoff_until > now:
+            times.append(record.backoff_until)
+        if now is not None and record.spec.deadline is not None and record.started_at is not None:
+            times.append(record.started_at + record.spec.deadline)
+        wake = min(times, default=None)
+        if wake != record.wake_at:
+            record.wake_at = wake
+            if wake is not None:
+                self._alarms.set(record.obj["metadata"]["uid"], wake)
+
+    def _make_pods(self, record: JobRecord, count: int) -> None:
+        job = record.obj
         ref = ObjectRef("Job", job["metadata"]["namespace"], job["metadata"]["name"])
-        for _ in range(wanted - len(active)):
+        for _ in range(count):
             pod = pod_for(job, record.next_index)
             refused = self.cluster.missing_priority_class(pod)
             if refused is not None:
@@ -214,34 +332,43 @@ class JobController:
             record.next_index += 1
             message = f"Created pod: {pod['metadata']['name']}"
             self.cluster.record(ref, "Normal", "SuccessfulCreate", message)
-        for pod in _excess(active, len(active) - wanted):
-            self.cluster.delete_pod(pod)
-            message = f"Deleted pod: {pod['metadata']['name']}"
-            self.cluster.record(ref, "Normal", "SuccessfulDelete", message)
-        self._write_status(record, max(wanted, 0), succeeded, failed, complete, suspend)
 
     def _write_status(
         self,
         record: JobRecord,
         active: int,
         succeeded: int,
-        failed: int,
         complete: bool,
-        suspend: bool,
+        ended: tuple[str, str] | None,
     ) -> None:
         old = record.obj.get("status") or {}
-        now = clock.timestamp(self.cluster.clock.now, self.cluster.clock.keep_timestamps)
-        status: Object = {"active": active, "succeeded": succeeded, "failed": failed}
-        if "startTime" in old or not suspend:
-            status["startTime"] = old.get("startTime", now)
+        clock_ = self.cluster.clock
+        now = clock.timestamp(clock_.now, clock_.keep_timestamps)
+        status: Object = {"active": active, "succeeded": succeeded, "failed": record.failures}
+        if record.started_at is not None:
+            started = clock.timestamp(record.started_at, clock_.keep_timestamps)
+            status["startTime"] = started
         if complete:
             status["completionTime"] = old.get("completionTime", now)
             status["conditions"] = [{"type": "Complete", "status": "True"}]
-        elif suspend:
+        elif ended is not None:
+            reason, message = ended
+            failed_condition = {"type": "Failed", "status": "True", "reason": reason}
+            status["conditions"] = [{**failed_condition, "message": message}]
+        elif record.spec.suspend:
             status["conditions"] = [{"type": "Suspended", "status": "True"}]
         if status != old:
             record.obj = {**record.obj, "status": status}
             self.cluster.changed()
+
+
+def _wake_at(records: dict[str, JobRecord], uid: str) -> float | None:
+    record = records.get(uid)
+    return None if record is None else record.wake_at
+
+
+def _order_of(records: dict[str, JobRecord], uid: str) -> int:
+    return records[uid].order
 
 
 def _phase(pod: Object) -> str:

@@ -302,9 +302,8 @@ class Simulation:
         arriving = self.arriving.peek()
         if arriving is not None:
             times.append(arriving.submit_at)
-        upcoming = self.cluster.next_event()
-        if upcoming is not None:
-            times.append(upcoming)
+        upcoming = (self.cluster.next_event(), self.jobs.next_event())
+        times += (t for t in upcoming if t is not None)
         lifetime_ends = self._next_lifetime_end()
         if lifetime_ends is not None:
             times.append(lifetime_ends)

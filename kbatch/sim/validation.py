@@ -69,7 +69,7 @@ def _pod(obj: Object) -> None:
 
 def _job(obj: Object) -> None:
     """The Job's own fields, then the pod its controller would make from the template."""
-    jobs.job_spec_ints(dict(obj))
+    jobs.job_spec(dict(obj))
     annotations = manifests.template_annotations(dict(obj))
     if manifests.DURATION in annotations:
         where = f"spec.template.metadata.annotations.{manifests.DURATION}"

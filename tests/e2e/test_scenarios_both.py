@@ -265,6 +265,65 @@ def check_deadline(outcome: Outcome) -> None:
     assert 3.0 <= scheduled["next"] <= 8.0, scheduled
 
 
+def failing_job(name: str, pod_walltime: int | None = None, **spec: int) -> str:
+    """A Job of one 1-cpu pod that would run 30 s, with ``spec`` (backoffLimit,
+    activeDeadlineSeconds) and its pod's walltime."""
+    deadline = f"\n      activeDeadlineSeconds: {pod_walltime}" if pod_walltime else ""
+    limits = "".join(f"\n  {key}: {value}" for key, value in spec.items())
+    return f"""---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+spec:{limits}
+  template:
+    metadata:
+      annotations: {{kbatch.io/sim-duration: "30s"}}
+    spec:
+      schedulerName: kbatch
+      restartPolicy: Never{deadline}
+      containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+
+
+# One 2-cpu node. "retried": its pod stopped at 2 s by its walltime, replaced once after
+# the job controller's 10-s backoff, stopped again: past backoffLimit 1, the Job fails.
+# "capped": active past its own activeDeadlineSeconds (4 s): failed, its pod deleted.
+JOB_FAILURES = (
+    """---
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status:
+  allocatable: {cpu: "2", memory: 8Gi, pods: "110"}
+"""
+    + failing_job("retried", pod_walltime=2, backoffLimit=1)
+    + failing_job("capped", activeDeadlineSeconds=4)
+)
+
+
+def test_a_failing_job_ends_the_same_on_both(backend: Any, tmp_path: Path) -> None:
+    """The simulator's job controller fails a Job as Kubernetes' does: past its
+    backoffLimit (after a backoff before each new pod) or its activeDeadlineSeconds."""
+    path = tmp_path / "job-failures.yaml"
+    path.write_text(JOB_FAILURES, encoding="utf-8")
+    outcome = run(path, until="30s") if backend is None else run(path, backend=backend, until="30s")
+    pods = {p["name"]: p["phase"] for p in outcome.json["pods"]}
+    retried = sorted(name for name in pods if name.startswith("retried-"))
+    assert len(retried) == 2 and {pods[name] for name in pods} == {"Failed"}, pods
+    scheduled = sorted(
+        e["time"] for e in outcome.events(reason="Scheduled") if "retried" in e["name"]
+    )
+    assert len(scheduled) == 2 and 9.0 <= scheduled[1] - scheduled[0] <= 16.0, scheduled
+    failed = {(e["name"], e["reason"], e["message"]) for e in outcome.events(kind="Job")}
+    assert (
+        "retried",
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    ) in failed
+    assert ("capped", "DeadlineExceeded", "Job was active longer than specified deadline") in failed
+
+
 def check_lend(outcome: Outcome) -> None:
     scheduled = {e["name"]: e["time"] for e in outcome.events(reason="Scheduled")}
     small = [scheduled.get(f"small-{t}") for t in range(2, 6)]

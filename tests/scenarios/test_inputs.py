@@ -185,6 +185,21 @@ BAD_OBJECTS = [
         r"spec\.template\.spec: a Job needs a pod template",
     ),
     (
+        {**job("j"), "spec": {**job("j")["spec"], "backoffLimit": -1}},
+        "Job default/j",
+        r"spec\.backoffLimit: expected a non-negative integer, not -1",
+    ),
+    (
+        {**job("j"), "spec": {**job("j")["spec"], "activeDeadlineSeconds": 0}},
+        "Job default/j",
+        r"spec\.activeDeadlineSeconds: expected a positive integer, not 0",
+    ),
+    (
+        {**job("j"), "spec": {**job("j")["spec"], "activeDeadlineSeconds": "30"}},
+        "Job default/j",
+        r"spec\.activeDeadlineSeconds: expected an integer, not '30'",
+    ),
+    (
         {**node(), "status": {"allocatable": {"cpu": "4 cores"}}},
         "Node node-1",
         r"status\.allocatable\.cpu: '4 cores' is not a Kubernetes quantity",

@@ -1,0 +1,96 @@
+"""The simulated job controller ends a Job that fails as Kubernetes' does: past its
+``backoffLimit`` (pods that failed, each replaced after a backoff of 10 s doubling
+with each failure) or active for its ``activeDeadlineSeconds`` (counted from when it
+last started running: a Job kbatch holds until its group is admitted starts then).
+The Job gets a ``Failed`` condition and a Warning event with the reason, its pods
+still running are deleted, and it makes no more. (A bad backoffLimit or deadline is
+refused naming the field: ``test_inputs``.)"""
+
+from typing import Any
+
+from kbatch.sim import runner
+from kbatch.sim.manifests import load_documents
+from scenarios.objects import at, job, node, pod_group
+
+Json = dict[str, Any]
+
+
+def failing_job(name: str = "j", **spec: Any) -> Json:
+    """A one-pod Job whose pod would run 100 s, with ``spec`` added to the Job's."""
+    made = job(name, duration="100s")
+    made["spec"].update(spec)
+    return made
+
+
+def run(*docs: Json, until: float = 600.0) -> runner.Outcome:
+    loaded = load_documents([node("n1"), *docs])
+    options = runner.Options(until=until)
+    return runner.Simulation(loaded, runner.resolve_conf(None, loaded), options).run()
+
+
+def job_events(outcome: runner.Outcome, name: str = "j") -> list[tuple[float, str, str]]:
+    return [
+        (e.time, e.reason, e.message)
+        for e in outcome.cluster.event_log
+        if (e.kind, e.name) == ("Job", name)
+    ]
+
+
+def test_pods_past_their_deadline_are_replaced_after_a_backoff_until_the_limit() -> None:
+    """Each pod fails at 30 s (its activeDeadlineSeconds); the next comes 10 s, then
+    20 s later; the third failure is past backoffLimit 2: the Job fails at 120 s."""
+    made = failing_job(backoffLimit=2)
+    made["spec"]["template"]["spec"]["activeDeadlineSeconds"] = 30
+    outcome = run(made)
+    created = [t for t, reason, _ in job_events(outcome) if reason == "SuccessfulCreate"]
+    assert created == [0.0, 40.0, 90.0]
+    assert job_events(outcome)[-1] == (
+        120.0,
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    )
+    status = outcome.jobs.jobs[("default", "j")].obj["status"]
+    assert status["failed"] == 3 and status["active"] == 0
+    assert status["conditions"] == [
+        {
+            "type": "Failed",
+            "status": "True",
+            "reason": "BackoffLimitExceeded",
+            "message": "Job has reached the specified backoff limit",
+        }
+    ]
+
+
+def test_a_job_past_its_deadline_has_its_running_pods_deleted() -> None:
+    outcome = run(failing_job(activeDeadlineSeconds=50, parallelism=2))
+    events = job_events(outcome)
+    assert events[-1] == (50.0, "DeadlineExceeded", "Job was active longer than specified deadline")
+    deleted = sorted(m for t, reason, m in events if reason == "SuccessfulDelete" and t == 50.0)
+    assert deleted == ["Deleted pod: j-0", "Deleted pod: j-1"]
+    status = outcome.jobs.jobs[("default", "j")].obj["status"]
+    assert status["conditions"][0]["reason"] == "DeadlineExceeded"
+    assert status["startTime"] == "1970-01-01T00:00:00Z" and status["active"] == 0
+
+
+def test_a_job_within_its_deadline_and_limit_completes() -> None:
+    made = job("j", duration="30s")
+    made["spec"].update(activeDeadlineSeconds=31, backoffLimit=0)
+    outcome = run(made)
+    status = outcome.jobs.jobs[("default", "j")].obj["status"]
+    assert status["conditions"][0]["type"] == "Complete" and status["failed"] == 0
+
+
+def test_a_held_job_s_deadline_counts_from_its_release() -> None:
+    """The node is taken until 60 s by a gang; the second gang's Job, held until its group
+    is admitted (60 s), has a 50 s deadline: its pods run from 60 s and finish at 90 s.
+    Counted from its creation it would have failed at 50 s, before it ever ran."""
+    first = job("first", parallelism=4, group="first", duration="60s")
+    second = job("second", parallelism=4, group="second", duration="30s")
+    second["spec"]["activeDeadlineSeconds"] = 50
+    docs = [pod_group("first", min_member=4), first]
+    docs += [at(pod_group("second", min_member=4), "1s"), at(second, "1s")]
+    outcome = run(*docs)
+    status = outcome.jobs.jobs[("default", "second")].obj["status"]
+    assert status["conditions"][0]["type"] == "Complete", job_events(outcome, "second")
+    created = [t for t, r, _ in job_events(outcome, "second") if r == "SuccessfulCreate"]
+    assert min(created) >= 60.0
