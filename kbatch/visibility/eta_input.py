@@ -4,8 +4,9 @@ Times are shifted so that the simulator's 0 is now (a pod started 10 minutes ago
 at -600 s). The simulator stamps what it creates with its own creation time; the real
 ones are kept here (``Plan.stamps``) to be put back, so that order ties fall as they do
 on the cluster. Each pod gets ``kbatch.io/sim-duration``: a running pod what is left of
-its runtime, a waiting pod its whole runtime (``runtimes``); a pod with no known
-runtime gets none, and runs for ever.
+its runtime, a waiting pod its whole runtime (``runtimes``), neither past what its
+Job's activeDeadlineSeconds leaves it; a pod with no known runtime gets none, and runs
+for ever.
 
 Left in: nodes; the pods on them, whatever their scheduler (they hold room); PodGroups
 that hold or wait for room, their pods (finished ones too: they count for the group's
@@ -75,6 +76,7 @@ def plan_of(session: Session, objects: standing.ClusterObjects) -> Plan:
         plan.stamps[("Queue", "", queue["metadata"]["name"])] = _shifted_creation(queue, now)
     plan.objects.extend(_node(node) for node in objects.nodes)
     plan.objects.extend(_held(objects.jobs, session, history, plan))
+    cuts = runtimes.job_cuts(objects.jobs, now)
     for group in objects.pod_groups:
         if _key(group) in live:
             plan.objects.append(_stripped(group, status=group.get("status") or {}))
@@ -84,7 +86,7 @@ def plan_of(session: Session, objects: standing.ClusterObjects) -> Plan:
         job = job_of.get(key)
         if job is not None and job.uid not in live:
             continue  # a finished pod of a job that is over
-        converted = _pod(pod, job, now, history, plan)
+        converted = _pod(pod, job, now, history, plan, runtimes.job_cut_of(pod, cuts))
         if converted is not None:
             plan.objects.append(converted)
             if job is not None and not job.has_pod_group:
@@ -100,9 +102,15 @@ def _live(job: JobInfo) -> bool:
 
 
 def _pod(
-    pod: Object, job: JobInfo | None, now: float, history: runtimes.History, plan: Plan
+    pod: Object,
+    job: JobInfo | None,
+    now: float,
+    history: runtimes.History,
+    plan: Plan,
+    cut: float | None,
 ) -> Object | None:
-    """The pod as simulator input with its runtime (None: left out)."""
+    """The pod as simulator input with its runtime (None: left out); ``cut``: the seconds
+    by which its Job's activeDeadlineSeconds ends it, if it has one."""
     status = pod.get("status") or {}
     phase = status.get("phase") or "Pending"
     bound = bool((pod.get("spec") or {}).get("nodeName"))
@@ -112,12 +120,12 @@ def _pod(
     if not bound:
         if job is None:
             return None  # another scheduler's, or naming a PodGroup that does not exist
-        runtime = runtimes.pending_runtime(pod, job, history)
+        runtime = runtimes.capped(runtimes.pending_runtime(pod, job, history), cut)
         plan.pending.setdefault(job.uid, []).append(runtime)
         sim_status = {k: v for k, v in status.items() if k == "nominatedNodeName"}
         sim_status["phase"] = "Pending"
     else:
-        runtime = _running_runtime(pod, job, now, history)
+        runtime = runtimes.capped(_running_runtime(pod, job, now, history), cut)
         owner = job.uid if job is not None else f"other:{_key(pod)}"
         plan.running.setdefault(owner, []).append(runtime)
         plan.unknown_running += runtime.seconds is None
@@ -164,6 +172,8 @@ def _held(
             continue
         template = ((job.get("spec") or {}).get("template")) or {}
         runtime = runtimes.pending_runtime(template, waiting, history)
+        # (it starts when released: its whole deadline is ahead of its pods)
+        runtime = runtimes.capped(runtime, runtimes.deadline_of(job))
         plan.pending.setdefault(waiting.uid, []).extend([runtime] * held_jobs.pods_made(job))
         spec = dict(job.get("spec") or {})
         template_meta = dict(template.get("metadata") or {})

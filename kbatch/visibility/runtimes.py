@@ -11,6 +11,9 @@ For one pod, in this order of trust:
 
 1. ``spec.activeDeadlineSeconds``: the kubelet ends the pod that long after it started
    (an upper bound, met exactly by a job that runs to its deadline);
+   — or its batch/v1 Job's, when that ends it first or nothing else is known: the job
+   controller ends a Job's pods once the Job has been active that long (from its
+   ``status.startTime``; a Job still held starts when it is released) (``capped``);
 2. its PodGroup's ``kbatch.io/lifetime`` (DESIGN §11, when more than 0): the time it
    is meant to run for, from the group's first start — once it is over, it says
    nothing more;
@@ -38,6 +41,7 @@ from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 Object = dict[str, Any]
 
 DEADLINE = "activeDeadlineSeconds"
+JOB_DEADLINE = "job activeDeadlineSeconds"  # its batch/v1 Job's: the job controller's cut
 LIFETIME = "lifetime"
 GROUP = "group"  # history of the same PodGroup
 QUEUE = "queue"  # history of the same queue
@@ -61,6 +65,8 @@ class Runtime:
         """Where it comes from, as the ETA's explanation says it."""
         if self.source == DEADLINE:
             return "activeDeadlineSeconds"
+        if self.source == JOB_DEADLINE:
+            return "their Job's activeDeadlineSeconds"
         if self.source == LIFETIME:
             return "kbatch.io/lifetime"
         if self.source == DELETING:
@@ -138,6 +144,47 @@ def deadline_of(pod: Mapping[str, Any]) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         return None
     return float(value)
+
+
+def job_cuts(jobs: Iterable[Mapping[str, Any]], now: float) -> dict[str, float]:
+    """By batch/v1 Job uid, the seconds from ``now`` by which the job controller ends
+    the Job's pods: its ``status.startTime`` plus its ``spec.activeDeadlineSeconds``
+    (a Job without both, or suspended, has none)."""
+    cuts = {}
+    for job in jobs:
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        deadline = deadline_of(job)
+        started = _timestamp(status.get("startTime"))
+        uid = (job.get("metadata") or {}).get("uid")
+        if deadline is None or started is None or not uid or spec.get("suspend") is True:
+            continue
+        cuts[str(uid)] = max(started + deadline - now, 0.0)
+    return cuts
+
+
+def job_cut_of(pod: Mapping[str, Any], cuts: Mapping[str, float]) -> float | None:
+    """The cut (``job_cuts``) of the Job that owns ``pod``, if it has one."""
+    for owner in (pod.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(owner, Mapping) and owner.get("kind") == "Job":
+            return cuts.get(str(owner.get("uid")))
+    return None
+
+
+def capped(runtime: Runtime, cut: float | None) -> Runtime:
+    """``runtime``, or ``cut`` (its Job's activeDeadlineSeconds, from when the pod is
+    looked at) when that comes first or the runtime is unknown."""
+    if cut is None or (runtime.seconds is not None and runtime.seconds <= cut):
+        return runtime
+    return Runtime(cut, JOB_DEADLINE)
+
+
+def _timestamp(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return records.timestamp(value)
+    except ValueError:
+        return None
 
 
 def pending_runtime(pod: Mapping[str, Any], job: JobInfo, history: History) -> Runtime:

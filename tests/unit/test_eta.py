@@ -116,6 +116,38 @@ def test_a_group_whose_job_is_held_until_it_is_admitted() -> None:
     assert estimate.seconds == 16.0  # admitted at 25 s, its pods made and bound at the next session
 
 
+def test_a_job_behind_a_batch_job_with_a_deadline_starts_when_the_job_controller_ends_it() -> None:
+    """The running pods have no deadline of their own, but their Job has one (45 s): the job
+    controller ends them then (``Job.spec.activeDeadlineSeconds``, from its startTime)."""
+    first = o.job("first", parallelism=2, group="first", duration="100s")
+    first["spec"]["activeDeadlineSeconds"] = 45
+    documents = [o.node("n1", cpu="2"), o.pod_group("first", 2), first, *live.gang("second", 2)]
+    estimate = check_against_the_simulation(documents, "second")
+    assert estimate.text.endswith(
+        "runtimes from their Job's activeDeadlineSeconds of 2 pods; high confidence)"
+    ), estimate.text
+    suspended = live.cluster_at(documents, NOW)
+    for job in suspended.jobs:
+        job["spec"]["suspend"] = True  # (as if suspended by its owner since: no cut then)
+    unknown = forecast(suspended, "second").estimates["default/second"]
+    assert unknown.seconds is None and "2 running pods with no known runtime" in unknown.text
+
+
+def test_a_held_job_s_own_deadline_is_its_pods_runtime() -> None:
+    """The Job held for 'held' has a 20 s deadline and no other runtime: the job behind it
+    starts when that deadline, counted from its release, ends it."""
+    group = o.pod_group("held", 2)
+    group["spec"]["minResources"] = {"cpu": "2"}
+    job = o.job("held", parallelism=2, group="held")
+    job["spec"]["activeDeadlineSeconds"] = 20
+    running = live.gang("running", 2, duration="25s", deadline=25)
+    documents = [o.node("n1", cpu="2"), *running, o.at(job, "1s"), o.at(group, "1s")]
+    documents += live.gang("after", 2, duration="5s", submit_at="2s")
+    estimate = check_against_the_simulation(documents, "after")
+    assert "their Job's activeDeadlineSeconds of 2 pods" in estimate.text
+    assert estimate.confidence == "high"
+
+
 def test_one_forward_run_answers_for_every_waiting_job() -> None:
     documents = [o.node("n1", cpu="1"), *live.gang("a", 1, duration="10s", deadline=10)]
     for i, name in enumerate(("b", "c", "d"), start=1):

@@ -127,3 +127,43 @@ def test_a_pod_that_outlived_its_history_ends_after_the_history_s_tail() -> None
     assert runtimes.outlived([10.0, 20.0, 30.0, 40.0, 100.0]) == 60.0
     # all alike: overdue, given one more such runtime at most
     assert runtimes.outlived([50.0, 50.0, 50.0]) == 50.0
+
+
+def batch_job(
+    uid: str, deadline: object = 600, started: str | None = "2024-01-01T00:00:00Z", **spec
+):
+    status = {"startTime": started} if started is not None else {}
+    spec = {"activeDeadlineSeconds": deadline, **spec}
+    return {"metadata": {"uid": uid}, "spec": spec, "status": status}
+
+
+def test_a_job_s_deadline_cuts_its_pods_from_its_start_time() -> None:
+    """600 s from a start 100 s ago: 500 s left. No cut without a start, a deadline that
+    is a positive number, or for a suspended Job; a cut already past is 0."""
+    now = runtimes.records.timestamp("2024-01-01T00:01:40Z")
+    jobs = [
+        batch_job("a"),
+        batch_job("unstarted", started=None),
+        batch_job("no-deadline", deadline=None),
+        batch_job("bad-deadline", deadline="600"),
+        batch_job("suspended", suspend=True),
+        batch_job("past", deadline=60),
+    ]
+    assert runtimes.job_cuts(jobs, now) == {"a": 500.0, "past": 0.0}
+    pod = {"metadata": {"ownerReferences": [{"kind": "Job", "uid": "a"}]}}
+    assert runtimes.job_cut_of(pod, {"a": 500.0}) == 500.0
+    assert runtimes.job_cut_of({"metadata": {}}, {"a": 500.0}) is None
+
+
+@pytest.mark.parametrize(
+    ("runtime", "cut", "expected"),
+    [
+        (Runtime(300.0, runtimes.DEADLINE), 500.0, Runtime(300.0, runtimes.DEADLINE)),
+        (Runtime(900.0, runtimes.DEADLINE), 500.0, Runtime(500.0, runtimes.JOB_DEADLINE)),
+        (Runtime(None, runtimes.UNKNOWN), 500.0, Runtime(500.0, runtimes.JOB_DEADLINE)),
+        (Runtime(None, runtimes.UNKNOWN), None, Runtime(None, runtimes.UNKNOWN)),
+    ],
+    ids=["own-deadline-first", "job-first", "unknown-otherwise", "no-job-deadline"],
+)
+def test_a_pod_runs_no_longer_than_its_job_s_deadline_leaves_it(runtime, cut, expected) -> None:
+    assert runtimes.capped(runtime, cut) == expected
