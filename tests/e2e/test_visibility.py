@@ -41,6 +41,7 @@ LABEL = {"kbatch.io/e2e": "visibility"}
 RUNTIME = 20  # seconds: each pod's activeDeadlineSeconds, and when the kubelet ends it
 PERIOD = 1.0
 LATENCY = 0.5  # kubelet, watch and API round trips on a real (and busy) control plane
+JOB_SYNC = 1.0  # the job controller's batching of a Job's syncs (its syncJobBatchPeriod)
 BIN = Path(sys.executable).parent
 MERGE = "application/merge-patch+json"
 PG_API = "/apis/scheduling.incubator.k8s.io/v1alpha1"
@@ -194,6 +195,66 @@ def test_jobs_in_line_and_an_eta_that_comes_true(
         assert third["name"] == "third" and third["eta"]["seconds"] is not None
     finally:
         run.stop()
+
+
+def _job(group: str) -> dict[str, Any]:
+    """A batch/v1 Job of 2 pods in the gang ``group`` whose pods would run a minute but
+    have no deadline of their own: the Job has one (``RUNTIME``), which the job controller
+    enforces by deleting them."""
+    template = _pod(group, 0)
+    del template["spec"]["activeDeadlineSeconds"]
+    template["metadata"]["annotations"]["kbatch.io/sim-duration"] = "60s"
+    spec = {"restartPolicy": "Never", **template["spec"]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": group, "namespace": NAMESPACE},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": RUNTIME,
+            "template": {
+                "metadata": {"annotations": template["metadata"]["annotations"]},
+                "spec": spec,
+            },
+        },
+    }
+
+
+def test_an_eta_behind_a_job_reads_the_job_s_deadline(
+    control_plane: Cluster, own_corner: Any, kubelet: Any, kbatch_runs: KbatchRuns
+) -> None:
+    """The running gang is a Job's, its deadline on the Job: ``kbatch explain --eta`` says
+    the gang behind it starts when the job controller ends it, and it does."""
+    if not control_plane.controllers:
+        pytest.skip("e2e: this control plane runs no kube-controller-manager (no Job controller)")
+    api = own_corner
+    run = kbatch_runs.start("eta-job", scheduler_names=(SCHEDULER,), lock_namespace=NAMESPACE)
+    jobs = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
+    try:
+        request(api, "POST", f"{PG_API}/namespaces/{NAMESPACE}/podgroups", _pod_group("first"))
+        request(api, "POST", jobs, _job("first"))
+        poll("the Job's gang running", lambda: _phase(api, "first") == "Running", 30)
+        _submit(api, "second")
+        poll("second told why it waits", lambda: _conditions(api, "second"), 30)
+        story = _kbatch(
+            control_plane, "explain", f"{NAMESPACE}/second", "--eta", "--eta-max-age", "0"
+        )
+        eta = story["eta"]
+        assert eta["confidence"] == "high", eta
+        assert "their Job's activeDeadlineSeconds of 2 pods" in eta["runtimes"], eta
+        assert 0 < eta["seconds"] <= RUNTIME, eta
+        started = poll(
+            "second running", lambda: _phase(api, "second") == "Running" and time.time(), 60, 0.05
+        )
+        missed_by = started - _seconds(eta["startsAt"])
+        print(f"\nkbatch explain --eta: {eta['text']}; it started {missed_by:+.2f} s from that")
+        # (the job controller syncs a Job at most once a second: its deletes may wait that long)
+        assert abs(missed_by) <= PERIOD + LATENCY + JOB_SYNC, missed_by
+    finally:
+        run.stop()
+        request(api, "DELETE", f"{jobs}/first", {"propagationPolicy": "Background"})
 
 
 def _published(api: Any, group: str) -> dict[str, Any] | None:
