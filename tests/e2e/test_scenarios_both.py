@@ -243,19 +243,19 @@ LEND = (
 )
 
 
-# One 2-cpu node: a 1-cpu pod that would run 30 s stopped by its 3-s walltime, and at
-# 1 s a 2-cpu pod, which runs once the first is stopped.
-DEADLINE = (
-    """---
+# One node of 2 cpu.
+ONE_NODE = """---
 apiVersion: v1
 kind: Node
 metadata: {name: node-1}
 status:
   allocatable: {cpu: "2", memory: 8Gi, pods: "110"}
 """
-    + pod("late", 1, 30, walltime=3)
-    + pod("next", 2, 2, at=1)
-)
+
+
+# One 2-cpu node: a 1-cpu pod that would run 30 s stopped by its 3-s walltime, and at
+# 1 s a 2-cpu pod, which runs once the first is stopped.
+DEADLINE = ONE_NODE + pod("late", 1, 30, walltime=3) + pod("next", 2, 2, at=1)
 
 
 def check_deadline(outcome: Outcome) -> None:
@@ -290,13 +290,7 @@ spec:{limits}
 # the job controller's 10-s backoff, stopped again: past backoffLimit 1, the Job fails.
 # "capped": active past its own activeDeadlineSeconds (4 s): failed, its pod deleted.
 JOB_FAILURES = (
-    """---
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
-status:
-  allocatable: {cpu: "2", memory: 8Gi, pods: "110"}
-"""
+    ONE_NODE
     + failing_job("retried", pod_walltime=2, backoffLimit=1)
     + failing_job("capped", activeDeadlineSeconds=4)
 )
