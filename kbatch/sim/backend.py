@@ -47,7 +47,9 @@ from kbatch.sim.pod_objects import (
     deadline_exceeded,
     group_of,
     object_ref,
+    owning_jobs,
     pod_key,
+    told_disruption,
     with_condition,
 )
 from kbatch.sim.timers import PodTimes as PodTimes  # (the backend's record of a pod)
@@ -72,6 +74,8 @@ class Touched:
     groups: set[tuple[str, str]] = field(default_factory=set)
     jobs: set[str] = field(default_factory=set)
     holding: set[tuple[str, str]] = field(default_factory=set)
+    # Jobs by uid: their pods removed before they finished, (name, told DisruptionTarget)
+    lost: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
 
 
 class SimBackend:
@@ -279,9 +283,7 @@ class SimBackend:
                 members.discard(name)
             else:
                 members.add(name)
-        for owner in pod["metadata"].get("ownerReferences") or []:
-            if owner.get("kind") == "Job":
-                self.touched.jobs.add(str(owner.get("uid")))
+        self.touched.jobs.update(owning_jobs(pod))
 
     def _remove(self, pod: Object) -> None:
         metadata = pod["metadata"]
@@ -290,6 +292,9 @@ class SimBackend:
         status = pod.get("status") or {}
         if status.get("phase") not in FINISHED:
             pod = {**pod, "status": {**status, "phase": "Failed"}}
+            for job in owning_jobs(pod):  # for its Job to count as failed, or not
+                lost = self.touched.lost.setdefault(job, [])
+                lost.append((metadata["name"], told_disruption(pod)))
         times = self.pods.get(pod_key(pod))
         evictions = times.evictions if times is not None else 0
         self.departed.keep_removed(pod_key(pod), lambda: departures.pod_row(pod, evictions, None))

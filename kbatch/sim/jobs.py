@@ -20,12 +20,13 @@ failed than its ``backoffLimit`` (default 6), or once it has been active for its
 cleared while it is suspended: a Job kbatch holds starts when it is released). It
 gets a ``Failed`` condition and a Warning event with the reason
 (``BackoffLimitExceeded``, ``DeadlineExceeded``), its active pods are deleted, and it
-makes no more. A pod that failed is replaced after a backoff: 10 s, doubling with
-each failure since the last success, at most 10 minutes. In the simulator a pod fails
-only past its own ``activeDeadlineSeconds`` (the kubelet's ``DeadlineExceeded``); an
-evicted or deleted pod is replaced at once and not counted, as under a
-``podFailurePolicy`` that ignores the ``DisruptionTarget`` condition kbatch's
-evictions set (without one, Kubernetes counts it as failed).
+makes no more. A pod fails past its own ``activeDeadlineSeconds`` (the kubelet's
+``DeadlineExceeded``), and a pod removed before it finished (evicted) counts as failed
+too, as Kubernetes counts a deleted pod, but for the pods the controller deleted itself
+and for those evicted with the ``DisruptionTarget`` condition when the Job's
+``podFailurePolicy`` ignores it (``FailJob`` there fails the Job; rules on exit codes
+never match a simulated pod). Each failure, counted or not, puts off the next pod:
+10 s, doubling with each failure since the last success, at most 10 minutes.
 """
 
 import functools
@@ -34,10 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbatch.cluster import fields
-from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests, timers
 from kbatch.sim.backend import FINISHED, SimBackend
+from kbatch.sim.job_spec import JobSpec, job_spec
 from kbatch.webhooks.admission import job as holding
 
 Object = dict[str, Any]
@@ -47,20 +48,13 @@ Object = dict[str, Any]
 # a pod that failed is replaced after 10 s, doubling with each failure since the last
 # success, at most 10 minutes.
 BACKOFF_FIRST, BACKOFF_MOST = 10.0, 600.0
-DEFAULT_BACKOFF_LIMIT = 6
+# Why a Job failed: its condition's reason and message, and its Warning event's
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
-
-
-@dataclass(frozen=True, slots=True)
-class JobSpec:
-    """What the controller reads of a Job's spec (``job_spec``)."""
-
-    parallelism: int = 1
-    completions: int = 1
-    suspend: bool = False
-    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
-    deadline: int | None = None  # spec.activeDeadlineSeconds
+POD_FAILURE_POLICY = (
+    "PodFailurePolicy",
+    "Pod was evicted and its Job's podFailurePolicy fails the Job",
+)
 
 
 @dataclass(slots=True)
@@ -69,49 +63,17 @@ class JobRecord:
     next_index: int = 0
     complete: bool = False  # a complete Job is done with: it makes and deletes nothing more
     names: list[str] = field(default_factory=list)  # the pods it made that may still exist
-    spec: JobSpec = JobSpec()  # ``job_spec`` of ``obj``, as applied
+    spec: JobSpec = field(default_factory=JobSpec)  # ``job_spec`` of ``obj``, as applied
     order: int = 0  # when it was first seen, among the Jobs: the order due Jobs go in
     started_at: float | None = None  # status.startTime: cleared while suspended
     failures: int = 0  # its pods that failed, all told (status.failed)
+    own_deletes: set[str] = field(default_factory=set)  # pods it deleted itself
+    failed_job: bool = False  # a pod's failure fails the Job (podFailurePolicy FailJob)
     failed_seen: int = 0  # its failed pods in the state when last reconciled
     failures_in_row: int = 0  # failed pods since the last one succeeded
     succeeded_seen: int = 0
     backoff_until: float | None = None  # no pod is made before then
     wake_at: float | None = None  # when it is to be reconciled on its own (its alarm)
-
-
-def job_spec(job: Object) -> JobSpec:
-    """What the controller reads of ``job``'s spec, or ObjectError naming the field, as
-    the API server's validation would refuse it; the pod template must be well formed."""
-    ref = manifests.ref_of(job)
-    try:
-        parallelism, completions, backoff_limit, deadline = (
-            fields.integer(job, f"spec.{name}")
-            for name in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds")
-        )
-        suspend = fields.value(job, "spec.suspend")
-        _template_meta(job)
-        template_spec = fields.value(job, "spec.template.spec")
-    except fields.FieldError as exc:
-        raise ObjectError(ref, exc.field, exc.why) from exc
-    counts = (("parallelism", parallelism), ("completions", completions))
-    for name, number in (*counts, ("backoffLimit", backoff_limit)):
-        if number is not None and number < 0:
-            raise ObjectError(
-                ref, f"spec.{name}", f"expected a non-negative integer, not {number!r}"
-            )
-    if deadline is not None and deadline <= 0:
-        raise ObjectError(
-            ref, "spec.activeDeadlineSeconds", f"expected a positive integer, not {deadline!r}"
-        )
-    if not isinstance(suspend, bool | None):
-        raise ObjectError(ref, "spec.suspend", f"expected true or false, not {suspend!r}")
-    if not isinstance(template_spec, dict):
-        raise ObjectError(ref, "spec.template.spec", "a Job needs a pod template")
-    parallelism = 1 if parallelism is None else parallelism
-    completions = parallelism if completions is None else completions
-    limit = DEFAULT_BACKOFF_LIMIT if backoff_limit is None else backoff_limit
-    return JobSpec(parallelism, completions, bool(suspend), limit, deadline)
 
 
 def _template_meta(job: Object) -> tuple[dict[str, str], dict[str, str]]:
@@ -258,7 +220,8 @@ class JobController:
         succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         active = [p for p in pods if _phase(p) not in FINISHED and not _deleting(p)]
-        self._count_finished(record, succeeded, failed, now)
+        lost = self.cluster.touched.lost.pop(record.obj["metadata"]["uid"], ())
+        self._count_finished(record, succeeded, failed, self._lost_failures(record, lost), now)
         if spec.suspend or record.started_at is None:
             record.started_at = None if spec.suspend else now
         complete = succeeded >= spec.completions
@@ -270,6 +233,7 @@ class JobController:
         self._make_pods(record, 0 if backing_off else wanted - len(active))
         ref = ObjectRef("Job", record.obj["metadata"]["namespace"], record.obj["metadata"]["name"])
         for pod in _excess(active, len(active) - wanted):
+            record.own_deletes.add(pod["metadata"]["name"])
             self.cluster.delete_pod(pod)
             message = f"Deleted pod: {pod['metadata']['name']}"
             self.cluster.record(ref, "Normal", "SuccessfulDelete", message)
@@ -278,15 +242,38 @@ class JobController:
         self._write_status(record, max(wanted, 0), succeeded, complete, ended)
         self._set_alarm(record, None if done else now)
 
-    def _count_finished(self, record: JobRecord, succeeded: int, failed: int, now: float) -> None:
-        """New failures count against the backoffLimit and put off the next pod (10 s,
-        doubling with each failure since the last success, at most 10 minutes)."""
+    def _lost_failures(
+        self, record: JobRecord, lost: Iterable[tuple[str, bool]]
+    ) -> tuple[int, int]:
+        """Of its pods removed before they finished, but for those it deleted itself: how
+        many count against its backoffLimit (not those evicted with DisruptionTarget that
+        its podFailurePolicy ignores; one it says fail the Job, does), and how many
+        failed at all (each puts off its next pod, ignored or not, as Kubernetes' does)."""
+        counted = failed = 0
+        for name, disrupted in lost:
+            if name in record.own_deletes:
+                record.own_deletes.discard(name)
+                continue
+            action = record.spec.on_disruption if disrupted else "Count"
+            record.failed_job |= action == "FailJob"
+            counted += action != "Ignore"
+            failed += 1
+        return counted, failed
+
+    def _count_finished(
+        self, record: JobRecord, succeeded: int, failed: int, lost: tuple[int, int], now: float
+    ) -> None:
+        """New failures (``failed``: its failed pods in the state; ``lost``: of those
+        removed, how many count and how many failed) count against the backoffLimit and
+        put off the next pod (10 s, doubling with each failure since the last success,
+        at most 10 minutes)."""
         if succeeded > record.succeeded_seen:
             record.failures_in_row = 0
-        new_failures = failed - record.failed_seen
-        if new_failures > 0:
-            record.failures += new_failures
-            record.failures_in_row += new_failures
+        new_in_state = max(failed - record.failed_seen, 0)
+        counted, lost_failed = lost
+        record.failures += new_in_state + counted
+        if new_in_state + lost_failed > 0:
+            record.failures_in_row += new_in_state + lost_failed
             delay = BACKOFF_FIRST * 2 ** (record.failures_in_row - 1)
             record.backoff_until = now + min(delay, BACKOFF_MOST)
         record.succeeded_seen, record.failed_seen = succeeded, failed
@@ -295,6 +282,8 @@ class JobController:
         """(reason, message) when the Job fails now: past its backoffLimit, or active
         (not suspended) for its activeDeadlineSeconds."""
         spec, started = record.spec, record.started_at
+        if record.failed_job:
+            return POD_FAILURE_POLICY
         if record.failures > spec.backoff_limit:
             return BACKOFF_LIMIT_EXCEEDED
         if spec.deadline is not None and started is not None and now >= started + spec.deadline:

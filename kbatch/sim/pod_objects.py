@@ -1,13 +1,14 @@
 """What the simulator reads of a Kubernetes object and writes into a pod's: the pod's key
 and group, an object's reference for its events, a condition put in a status in place
 of the one of its type, as the API server merges it, and the kubelet's stop of a pod
-past its ``activeDeadlineSeconds``."""
+past its ``activeDeadlineSeconds``; the Jobs that own a pod, and whether it was evicted."""
 
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.cluster import records
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
+from kbatch.operators.scheduler.core.framework.outcome import DISRUPTION_TARGET
 from kbatch.sim import clock
 
 Object = dict[str, Any]
@@ -34,6 +35,18 @@ def group_of(pod: Object) -> str | None:
     scheduling = (pod.get("spec") or {}).get("schedulingGroup")
     name = scheduling.get("podGroupName") if isinstance(scheduling, dict) else None
     return name if isinstance(name, str) and name else None
+
+
+def owning_jobs(pod: Object) -> list[str]:
+    """The uids of the batch/v1 Jobs that own ``pod``."""
+    owners = pod["metadata"].get("ownerReferences") or ()
+    return [str(owner.get("uid")) for owner in owners if owner.get("kind") == "Job"]
+
+
+def told_disruption(pod: Object) -> bool:
+    """Does ``pod`` carry the DisruptionTarget condition (kbatch evicted it)?"""
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(condition.get("type") == DISRUPTION_TARGET for condition in conditions)
 
 
 def with_condition(

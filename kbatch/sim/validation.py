@@ -16,7 +16,7 @@ from typing import Any
 
 from kbatch.cluster import fields, records, upstream_groups, volcano
 from kbatch.cluster.errors import ObjectError
-from kbatch.sim import clock, jobs, manifests
+from kbatch.sim import clock, job_spec, jobs, manifests
 
 Object = Mapping[str, Any]
 # The highest value of a PriorityClass not named system-* (HighestUserDefinablePriority).
@@ -69,7 +69,7 @@ def _pod(obj: Object) -> None:
 
 def _job(obj: Object) -> None:
     """The Job's own fields, then the pod its controller would make from the template."""
-    jobs.job_spec(dict(obj))
+    job_spec.job_spec(dict(obj))
     annotations = manifests.template_annotations(dict(obj))
     if manifests.DURATION in annotations:
         where = f"spec.template.metadata.annotations.{manifests.DURATION}"

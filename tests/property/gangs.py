@@ -113,6 +113,9 @@ def pod_spec(
     return spec
 
 
+IGNORE_EVICTIONS = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+
+
 def job(
     name: str,
     size: int,
@@ -129,6 +132,9 @@ def job(
         "spec": {
             "parallelism": size,
             "completions": size,
+            # kbatch's evictions are not the Job's failures (as the docs advise): every gang
+            # that fits runs to its end however often it is evicted
+            "podFailurePolicy": {"rules": [IGNORE_EVICTIONS]},
             "template": {
                 "metadata": {"annotations": pod_annotations},
                 "spec": {**pod_spec(cpu, priority, place=place), "restartPolicy": "Never"},

@@ -6,8 +6,10 @@ The Job gets a ``Failed`` condition and a Warning event with the reason, its pod
 still running are deleted, and it makes no more. (A bad backoffLimit or deadline is
 refused naming the field: ``test_inputs``.)"""
 
+import itertools
 from typing import Any
 
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.sim import runner
 from kbatch.sim.manifests import load_documents
 from scenarios.objects import at, job, node, pod_group
@@ -94,3 +96,73 @@ def test_a_held_job_s_deadline_counts_from_its_release() -> None:
     assert status["conditions"][0]["type"] == "Complete", job_events(outcome, "second")
     created = [t for t, r, _ in job_events(outcome, "second") if r == "SuccessfulCreate"]
     assert min(created) >= 60.0
+
+
+IGNORE_DISRUPTIONS = {
+    "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+}
+
+
+def evicted_over_and_over(
+    policy: Json | None, evictions: int = 4
+) -> tuple[runner.Simulation, list[float]]:
+    """A one-pod Job with backoffLimit 2, its running pod evicted by kbatch (with the
+    DisruptionTarget condition) ``evictions`` times, each once its replacement runs; and
+    when each pod was seen running (the last one's too, if any is made)."""
+    made = failing_job(backoffLimit=2)
+    if policy is not None:
+        made["spec"]["podFailurePolicy"] = policy
+    loaded = load_documents([node("n1"), made])
+    simulation = runner.Simulation(loaded, runner.resolve_conf(None, loaded))
+    now, seen = 0.0, []
+    for evicted in range(evictions + 1):
+        while not (running := _running_tasks(simulation)) and now < 2000:
+            now += 1.0
+            simulation.tick(now)
+        if not running:
+            break
+        seen.append(now)
+        if evicted == evictions:
+            break
+        simulation.cluster.evict(running[0], "test", "kbatch: test")
+        now += 1.0
+        simulation.tick(now)
+    return simulation, seen
+
+
+def _running_tasks(simulation: runner.Simulation) -> list[Any]:
+    snapshot = simulation.cluster.snapshot()
+    return [
+        t
+        for j in snapshot.jobs.values()
+        for t in j.tasks.values()
+        if t.status == TaskStatus.RUNNING
+    ]
+
+
+def test_evicted_pods_count_against_the_backoff_limit_without_a_pod_failure_policy() -> None:
+    """As Kubernetes counts a pod deleted before it finished: the third eviction is past
+    backoffLimit 2, and the Job fails."""
+    simulation, _ = evicted_over_and_over(None)
+    record = simulation.jobs.jobs[("default", "j")]
+    assert record.obj["status"]["failed"] == 3
+    assert record.obj["status"]["conditions"][0]["reason"] == "BackoffLimitExceeded"
+    assert _running_tasks(simulation) == []
+
+
+def test_a_pod_failure_policy_that_ignores_disruptions_keeps_the_job() -> None:
+    """Four evictions, none counted; each replacement still waits the job controller's
+    backoff: 10, 20, 40, 80 s from when the evicted pod is gone, a tick after the
+    eviction (its replacement is bound in the tick it is made)."""
+    simulation, seen = evicted_over_and_over(IGNORE_DISRUPTIONS)
+    record = simulation.jobs.jobs[("default", "j")]
+    assert record.obj["status"]["failed"] == 0 and not record.complete
+    assert len(_running_tasks(simulation)) == 1  # the fifth pod runs
+    assert [b - a for a, b in itertools.pairwise(seen)] == [11.0, 21.0, 41.0, 81.0], seen
+
+
+def test_a_pod_failure_policy_may_fail_the_job_on_a_disruption() -> None:
+    policy = {"rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    simulation, _ = evicted_over_and_over(policy, evictions=1)
+    status = simulation.jobs.jobs[("default", "j")].obj["status"]
+    assert status["conditions"][0]["reason"] == "PodFailurePolicy"

@@ -152,10 +152,16 @@ def test_evicted_job_pods_are_removed_and_replaced() -> None:
     ]
     simulation.tick(1.0)
     assert simulation.cluster.state.get("Pod", "default", "victim-0") is None
+    # counted as failed (the Job has no podFailurePolicy): replaced after the job
+    # controller's 10-s backoff
+    simulation.tick(10.0)
+    assert simulation.cluster.state.get("Pod", "default", "victim-2") is None
+    simulation.tick(11.0)
     assert simulation.cluster.state.get("Pod", "default", "victim-2") is not None
-    simulation.tick(2.0)
+    simulation.tick(12.0)
     replacement = simulation.cluster.state.get("Pod", "default", "victim-2")
     assert replacement["spec"].get("nodeName") == "node-1"
+    assert simulation.jobs.jobs[("default", "victim")].obj["status"]["failed"] == 1
     pods = {(p["namespace"], p["name"]): p for p in _pods_json(simulation)}
     assert pods[("default", "victim-0")]["evictions"] == 1
     assert pods[("default", "victim-0")]["phase"] == "Failed"
