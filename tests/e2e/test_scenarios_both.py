@@ -318,6 +318,73 @@ def test_a_failing_job_ends_the_same_on_both(backend: Any, tmp_path: Path) -> No
     assert ("capped", "DeadlineExceeded", "Job was active longer than specified deadline") in failed
 
 
+PREEMPT_CONF = """actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def priority_class(name: str, value: int) -> str:
+    return f"""---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: {name}}}
+value: {value}
+"""
+
+
+# One 2-cpu node, preempt on. "victim", a Job's pod of the whole node (no podFailurePolicy),
+# runs from the start; at 2 s "urgent", of higher priority, evicts it and runs 5 s. The job
+# controller counts the evicted pod as failed and makes the next one after its 10-s
+# backoff, not as soon as the node is free again.
+EVICTED_JOB = (
+    conf_map(PREEMPT_CONF)  # (first: the map is a document without its "---")
+    + ONE_NODE
+    + priority_class("e2e-low", 10)
+    + priority_class("e2e-high", 1000)
+    + """---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: victim
+spec:
+  template:
+    metadata:
+      annotations: {kbatch.io/sim-duration: "60s"}
+    spec:
+      schedulerName: kbatch
+      priorityClassName: e2e-low
+      restartPolicy: Never
+      containers: [{name: main, image: busybox, resources: {requests: {cpu: "2"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: urgent
+  annotations: {kbatch.io/sim-duration: "5s", kbatch.io/sim-submit-at: "2s"}
+spec:
+  schedulerName: kbatch
+  priorityClassName: e2e-high
+  containers: [{name: main, image: busybox, resources: {requests: {cpu: "2"}}}]
+"""
+)
+
+
+def test_an_evicted_job_pod_is_replaced_after_the_backoff_on_both(
+    backend: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "evicted-job.yaml"
+    path.write_text(EVICTED_JOB, encoding="utf-8")
+    outcome = run(path, until="25s") if backend is None else run(path, backend=backend, until="25s")
+    (evicted,) = [e["time"] for e in outcome.events(reason="Evict", kind="Pod")]
+    scheduled = sorted(
+        (e["time"], e["name"]) for e in outcome.events(reason="Scheduled") if "victim" in e["name"]
+    )
+    assert len(scheduled) == 2, scheduled
+    assert 9.0 <= scheduled[1][0] - evicted <= 16.0, (evicted, scheduled)
+
+
 def check_lend(outcome: Outcome) -> None:
     scheduled = {e["name"]: e["time"] for e in outcome.events(reason="Scheduled")}
     small = [scheduled.get(f"small-{t}") for t in range(2, 6)]
