@@ -195,8 +195,9 @@ class JobController:
         touched = sorted(self.cluster.touched.jobs)
         for uid in touched:
             record = self._by_uid.get(uid)
+            lost = self.cluster.touched.lost.pop(uid, ())  # (a done Job's: nothing to count)
             if record is not None and not record.complete:
-                self._reconcile_one(record, self._pods_of(record))
+                self._reconcile_one(record, self._pods_of(record), lost)
         self.cluster.touched.jobs.difference_update(touched)
 
     def next_event(self) -> float | None:
@@ -215,12 +216,14 @@ class JobController:
         record.names = [pod["metadata"]["name"] for pod in pods]
         return pods
 
-    def _reconcile_one(self, record: JobRecord, pods: list[Object]) -> None:
+    def _reconcile_one(
+        self, record: JobRecord, pods: list[Object], lost: Iterable[tuple[str, bool]]
+    ) -> None:
+        """``lost``: its pods removed before they finished since it was last reconciled."""
         spec, now = record.spec, self.cluster.clock.now
         succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         active = [p for p in pods if _phase(p) not in FINISHED and not _deleting(p)]
-        lost = self.cluster.touched.lost.pop(record.obj["metadata"]["uid"], ())
         self._count_finished(record, succeeded, failed, self._lost_failures(record, lost), now)
         if spec.suspend or record.started_at is None:
             record.started_at = None if spec.suspend else now

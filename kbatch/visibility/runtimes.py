@@ -11,9 +11,9 @@ For one pod, in this order of trust:
 
 1. ``spec.activeDeadlineSeconds``: the kubelet ends the pod that long after it started
    (an upper bound, met exactly by a job that runs to its deadline);
-   — or its batch/v1 Job's, when that ends it first or nothing else is known: the job
-   controller ends a Job's pods once the Job has been active that long (from its
-   ``status.startTime``; a Job still held starts when it is released) (``capped``);
+   or its batch/v1 Job's, whichever ends it first: the job controller ends a Job's
+   pods once the Job has been active that long (from its ``status.startTime``; a Job
+   still held starts when it is released) (``capped``);
 2. its PodGroup's ``kbatch.io/lifetime`` (DESIGN §11, when more than 0): the time it
    is meant to run for, from the group's first start — once it is over, it says
    nothing more;
@@ -171,11 +171,13 @@ def job_cut_of(pod: Mapping[str, Any], cuts: Mapping[str, float]) -> float | Non
 
 
 def capped(runtime: Runtime, cut: float | None) -> Runtime:
-    """``runtime``, or ``cut`` (its Job's activeDeadlineSeconds, from when the pod is
-    looked at) when that comes first or the runtime is unknown."""
-    if cut is None or (runtime.seconds is not None and runtime.seconds <= cut):
+    """``cut`` (what its Job's activeDeadlineSeconds leaves the pod from when it is looked
+    at), a deadline trusted before a lifetime or history as the pod's own is; but the
+    pod's own deadline (or deletion) when that ends it first."""
+    if cut is None:
         return runtime
-    return Runtime(cut, JOB_DEADLINE)
+    own = runtime.seconds if runtime.source in (DEADLINE, DELETING) else None
+    return runtime if own is not None and own <= cut else Runtime(cut, JOB_DEADLINE)
 
 
 def _timestamp(value: object) -> float | None:

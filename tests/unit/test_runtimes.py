@@ -162,8 +162,17 @@ def test_a_job_s_deadline_cuts_its_pods_from_its_start_time() -> None:
         (Runtime(900.0, runtimes.DEADLINE), 500.0, Runtime(500.0, runtimes.JOB_DEADLINE)),
         (Runtime(None, runtimes.UNKNOWN), 500.0, Runtime(500.0, runtimes.JOB_DEADLINE)),
         (Runtime(None, runtimes.UNKNOWN), None, Runtime(None, runtimes.UNKNOWN)),
+        (Runtime(100.0, runtimes.GROUP, 5), 500.0, Runtime(500.0, runtimes.JOB_DEADLINE)),
+        (Runtime(20.0, runtimes.DELETING), 500.0, Runtime(20.0, runtimes.DELETING)),
     ],
-    ids=["own-deadline-first", "job-first", "unknown-otherwise", "no-job-deadline"],
+    ids=[
+        "own-deadline-first",
+        "job-first",
+        "unknown-otherwise",
+        "no-job-deadline",
+        "deadline-before-history",
+        "deleting-first",
+    ],
 )
 def test_a_pod_runs_no_longer_than_its_job_s_deadline_leaves_it(runtime, cut, expected) -> None:
     assert runtimes.capped(runtime, cut) == expected
