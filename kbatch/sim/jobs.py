@@ -243,7 +243,7 @@ class JobController:
         if ended is not None:
             self.cluster.record(ref, "Warning", *ended)
         self._write_status(record, max(wanted, 0), succeeded, complete, ended)
-        self._set_alarm(record, None if done else now)
+        self._set_alarm(record, now, done)
 
     def _lost_failures(
         self, record: JobRecord, lost: Iterable[tuple[str, bool]]
@@ -293,13 +293,13 @@ class JobController:
             return DEADLINE_EXCEEDED
         return None
 
-    def _set_alarm(self, record: JobRecord, now: float | None) -> None:
+    def _set_alarm(self, record: JobRecord, now: float, done: bool) -> None:
         """Wake the Job when its backoff is over or its deadline comes, whichever is
-        first (``now`` None: neither matters, it is suspended or done)."""
+        first (``done``: suspended or over, neither matters)."""
         times = []
-        if now is not None and record.backoff_until is not None and record.backoff_until > now:
+        if not done and record.backoff_until is not None and record.backoff_until > now:
             times.append(record.backoff_until)
-        if now is not None and record.spec.deadline is not None and record.started_at is not None:
+        if not done and record.spec.deadline is not None and record.started_at is not None:
             times.append(record.started_at + record.spec.deadline)
         wake = min(times, default=None)
         if wake != record.wake_at:

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbatch.cluster import records
 from kbatch.operators.scheduler.core.framework.info import FINISHED_STATUSES, JobInfo
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.sim import clock, manifests
@@ -143,7 +142,7 @@ def _pod(
 def _running_runtime(
     pod: Object, job: JobInfo | None, now: float, history: runtimes.History
 ) -> Runtime:
-    deleting = _time(pod["metadata"].get("deletionTimestamp"))
+    deleting = runtimes.time_of(pod["metadata"].get("deletionTimestamp"))
     if deleting is not None:  # the kubelet has until then to stop it
         return Runtime(max(deleting - now, 0.0), runtimes.DELETING)
     return runtimes.remaining_runtime(pod, job, _started(pod, now), now, history)
@@ -151,7 +150,7 @@ def _running_runtime(
 
 def _started(pod: Object, now: float) -> float:
     """When a bound pod started: its startTime; a pod bound but not started yet starts now."""
-    started = _time((pod.get("status") or {}).get("startTime"))
+    started = runtimes.time_of((pod.get("status") or {}).get("startTime"))
     return now if started is None else started
 
 
@@ -214,24 +213,15 @@ def _node(node: Mapping[str, Any]) -> Object:
 def _queue_status(queue: Mapping[str, Any], now: float) -> Object:
     """Its status, the flow's time shifted (the flow plugin decays it from then)."""
     status = dict(queue.get("status") or {})
-    updated = _time(status.get("flowUpdated"))
+    updated = runtimes.time_of(status.get("flowUpdated"))
     if updated is not None:
         status["flowUpdated"] = clock.timestamp(updated - now)
     return status
 
 
 def _shifted_creation(obj: Mapping[str, Any], now: float) -> str:
-    created = _time((obj.get("metadata") or {}).get("creationTimestamp"))
+    created = runtimes.time_of((obj.get("metadata") or {}).get("creationTimestamp"))
     return clock.timestamp((created if created is not None else now) - now)
-
-
-def _time(value: object) -> float | None:
-    if not value:
-        return None
-    try:
-        return records.timestamp(value)
-    except ValueError:
-        return None
 
 
 def _key(obj: Mapping[str, Any]) -> str:

@@ -154,7 +154,7 @@ def job_cuts(jobs: Iterable[Mapping[str, Any]], now: float) -> dict[str, float]:
     for job in jobs:
         spec, status = job.get("spec") or {}, job.get("status") or {}
         deadline = deadline_of(job)
-        started = _timestamp(status.get("startTime"))
+        started = time_of(status.get("startTime"))
         uid = (job.get("metadata") or {}).get("uid")
         if deadline is None or started is None or not uid or spec.get("suspend") is True:
             continue
@@ -180,8 +180,10 @@ def capped(runtime: Runtime, cut: float | None) -> Runtime:
     return runtime if own is not None and own <= cut else Runtime(cut, JOB_DEADLINE)
 
 
-def _timestamp(value: object) -> float | None:
-    if not isinstance(value, str) or not value:
+def time_of(value: object) -> float | None:
+    """An RFC 3339 time's epoch seconds; None when absent or not a time (a live object's
+    times are read leniently: a wrong one is not known)."""
+    if not value:
         return None
     try:
         return records.timestamp(value)

@@ -196,7 +196,7 @@ def _attempt(
     statement.claim_kept_room(job)
     lenders: set[str] | None = set() if borrowing else None
     held_before = job.ready_count
-    placed = _place_requested(session, placer, job, statement, requested, within, lenders)
+    placed = place_requested(session, placer, job, statement, requested, within, lenders)
     if requested and not session.job_ready(job):
         placed += backfill.place_best_effort(session, placer, job, statement, until_ready=True)
     if placed and (session.job_ready(job) or session.job_pipelined(job)):
@@ -219,7 +219,7 @@ def _attempt(
     return None
 
 
-def _place_requested(
+def place_requested(
     session: Session,
     placer: Placer,
     job: JobInfo,
@@ -227,16 +227,21 @@ def _place_requested(
     tasks: list[TaskInfo],
     within: np.ndarray | None = None,
     lenders: set[str] | None = None,
+    trial: bool = False,
 ) -> int:
     """Place ``tasks`` (by task order) until the job is ready or one does not fit.
     ``lenders`` (borrowing): each task only where a plugin lends room for it, the
-    lenders named added."""
+    lenders named added. ``trial`` (reserve lending kept room): every task that fits, not
+    only until ready, and only on room free now (nothing pipelined), with no note of why
+    it stopped (the job waits for what it waited for)."""
     queue = session.queues[job.queue]
     placed = 0
     ordered = sorted(tasks, key=session.task_order_key)
     ahead: list[Choice] = []  # nodes for the next alike tasks, chosen together, last first
     for i, task in enumerate(ordered):
         if not session.allocatable(queue, task):
+            if trial:
+                break
             why = f"queue {queue.name} has reached its capability"
             if queue.parent is not None:  # in a tree: the queue on its path that is,
                 # or else the room left is another subtree's unused guarantee
@@ -256,13 +261,15 @@ def _place_requested(
         choice = ahead.pop() if ahead else None
         if choice is None and lenders is not None:
             break  # no room to borrow: the job waits for its share, as it says then
+        if trial and (choice is None or choice.pipelined):
+            break
         if choice is None:
             session.note_fit_error(job, task, placer.explain(task))
             session.note_attempts(unschedulable=1)
             break
         statement.place(task, choice.node, choice.pipelined)
         placed += 1
-        if session.job_ready(job):
+        if not trial and session.job_ready(job):
             break
     return placed
 
