@@ -20,6 +20,7 @@ from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core import runner
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
+    JobDeadline,
     JobInfo,
     QueueInfo,
     TaskInfo,
@@ -148,6 +149,7 @@ class Cluster:
         self.pending_tasks: list[tuple[TaskInfo, str | None]] = []
         self.foreign: list[tuple[TaskInfo, str]] = []
         self.nominated: list[tuple[TaskInfo, str]] = []  # pending tasks and their kept node
+        self.job_deadlines: dict[str, JobDeadline] = {}  # batch/v1 Jobs' (TaskInfo.owner_job)
         self._clock = itertools.count(1)
 
     def node(
@@ -275,7 +277,13 @@ class Cluster:
         for task, node in self.nominated:
             task.nominated = nodes.index[node]
             nodes.reserve(task, 1.0)
-        return Snapshot(dims=DIMS, nodes=nodes, jobs=self.jobs, queues=self.queues)
+        return Snapshot(
+            dims=DIMS,
+            nodes=nodes,
+            jobs=self.jobs,
+            queues=self.queues,
+            job_deadlines=dict(self.job_deadlines),
+        )
 
     def open(
         self,

@@ -13,6 +13,7 @@ from typing import Any
 from kbatch.api import GROUP_NAME_ANNOTATION, TASK_ROLE_ANNOTATION, VOLCANO_TASK_ANNOTATION
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.job_records import owner_job
 from kbatch.cluster.pod_fields import PodFields
 from kbatch.cluster.pod_fields import plain_fields as _plain_fields
 from kbatch.cluster.podspec import SHARED_SPECS, SPEC_KEY_FIELDS, ParsedSpec, spec_key
@@ -40,6 +41,7 @@ class PodRecord:
     # status.conditions' PodScheduled as (status, reason, message); None: none
     scheduled_condition: tuple[str, str, str] | None = None
     walltime: float | None = None  # spec.activeDeadlineSeconds (None: none)
+    owner_job: str = ""  # the uid of the batch/v1 Job that controls it ('': none)
     # Worked out by __post_init__ (so by dataclasses.replace too) once per version of the
     # pod, not by every snapshot: ``task_status(pod)``, and the key of the job the
     # snapshot puts it in (its PodGroup's, or its own).
@@ -160,6 +162,7 @@ def parse_pod(
         role=role_of(pod.annotations),
         scheduled_condition=condition,
         walltime=walltime,
+        owner_job=owner_job(obj),
     )
 
 
@@ -214,6 +217,7 @@ def _pod_of_status_write(
         role=previous.role,
         scheduled_condition=condition,
         walltime=previous.walltime,
+        owner_job=previous.owner_job,
     )
 
 
@@ -280,6 +284,7 @@ def pod_made_of(
         role=source.role,
         scheduled_condition=condition,
         walltime=source.walltime,
+        owner_job=owner_job(obj),
     )
 
 

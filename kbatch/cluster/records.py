@@ -23,6 +23,7 @@ from kbatch.api.podgroup import PodGroup, PodGroupStatus
 from kbatch.api.queue import Queue, QueueStatus
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.job_records import parse_job
 from kbatch.cluster.pod_records import (
     PodRecord,
     parse_pod,
@@ -307,4 +308,5 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "PriorityClass": parse_priority_class,
     "ResourceQuota": parse_quota,
     "Namespace": parse_namespace,
+    "Job": parse_job,  # (batch/v1: its own deadline, ``job_records``)
 }

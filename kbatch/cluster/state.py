@@ -397,6 +397,11 @@ class ClusterState(StateAssumptions):
                 refused_queues=dict(self._refused["Queue"]),
                 refused_groups=dict(self._refused["PodGroup"]),
                 namespace_labels=dict(self._parsed["Namespace"]),
+                job_deadlines={
+                    job.uid: job.deadline
+                    for job in self._parsed["Job"].values()
+                    if job.deadline is not None
+                },
             )
 
     def _nodes_in_order(self) -> builtins.list[records.NodeRecord]:

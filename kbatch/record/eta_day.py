@@ -62,8 +62,7 @@ class _Day(runner.Simulation):
         """Forecast as the cluster stands at ``instant``: as the last tick left it (the
         ticks skipped since were those in which nothing was due)."""
         state = self.cluster.state
-        nodes, pods, groups, queues, classes, quotas = (state.list(kind) for kind in KINDS)
-        jobs = [record.obj for record in self.jobs.jobs.values()]
+        nodes, pods, groups, queues, classes, quotas, jobs = (state.list(k) for k in KINDS)
         objects = standing.ClusterObjects(
             instant, nodes, pods, groups, queues, classes, quotas, jobs
         )

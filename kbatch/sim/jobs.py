@@ -148,6 +148,7 @@ class JobController:
         status = record.obj.get("status", {})
         record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
         record.spec = spec  # (its spec changes here only)
+        self._show(record)
         self._by_uid[identity["uid"]] = record
         self.cluster.touched.jobs.add(identity["uid"])
         group = holding.group_of(job)
@@ -181,6 +182,7 @@ class JobController:
                 del self.jobs[key]
             self.cluster.touched.jobs.discard(uid)
             self.cluster.forget_object("Job", *key)
+            self.cluster.state.delete("Job", *key)
             forgotten.append(key)
         return forgotten
 
@@ -351,7 +353,13 @@ class JobController:
             status["conditions"] = [{"type": "Suspended", "status": "True"}]
         if status != old:
             record.obj = {**record.obj, "status": status}
+            self._show(record)
             self.cluster.changed()
+
+    def _show(self, record: JobRecord) -> None:
+        """Give the scheduler's state the Job as it is now, as its informer would: its
+        own deadline ends its pods (``kbatch.cluster.job_records``)."""
+        self.cluster.state.apply(record.obj)
 
 
 def _wake_at(records: dict[str, JobRecord], uid: str) -> float | None:

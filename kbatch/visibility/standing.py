@@ -84,6 +84,7 @@ class ClusterObjects:
             "ResourceQuota": self.quotas,
             "PodGroup": self.pod_groups,
             "Pod": self.pods,
+            "Job": self.jobs,  # (their own deadlines: ``kbatch.cluster.job_records``)
         }
 
 

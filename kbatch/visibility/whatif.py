@@ -96,7 +96,7 @@ def added(
         queues=by_kind["Queue"],
         priority_classes=by_kind["PriorityClass"],
         quotas=by_kind["ResourceQuota"],
-        jobs=objects.jobs,
+        jobs=by_kind["Job"],  # (none added: ``_new_object`` refuses a Job)
     )
     return merged, groups
 

@@ -6,7 +6,7 @@ could start (DESIGN §11, ``framework.lending``)."""
 from typing import Any
 
 from kbatch.sim import simulate
-from scenarios.objects import at, node, pod, pod_group
+from scenarios.objects import at, job, node, pod, pod_group
 
 Json = dict[str, Any]
 
@@ -93,3 +93,44 @@ def test_no_room_is_lent_while_the_kept_jobs_start_is_not_known() -> None:
     unlent = kept_room(walltimes=False, groups=False, long_deadlines=False)
     assert lent == unlent
     assert "small-42" not in lent
+
+
+def deadline_job(name: str, seconds: int | None, cpu: str = "1", **template: Any) -> Json:
+    """A one-pod Job of 30 s (100 s on a named node) with its own activeDeadlineSeconds."""
+    made = job(name, cpu=cpu, duration="100s" if template else "30s")
+    made["spec"]["template"]["spec"].update(template)
+    if seconds is not None:
+        made["spec"]["activeDeadlineSeconds"] = seconds
+    return made
+
+
+def kept_room_of_jobs(job_deadlines: bool) -> dict[str, float]:
+    """``kept_room``'s cluster with the long and the small pods made by Jobs, the
+    deadlines on the Jobs (100 s and 40 s) or nowhere: when each Job's pod first ran."""
+    docs = [node("n1", cpu="4"), node("n2", cpu="4")]
+    long_deadline, small_deadline = (100, 40) if job_deadlines else (None, None)
+    for i in (1, 2):
+        docs.append(deadline_job(f"long-{i}", long_deadline, cpu="2", nodeName=f"n{i}"))
+    docs.append(at(pod_group("big", min_member=2), "1s"))
+    docs += [at(pod(f"big-{i}", cpu="4", group="big"), "1s") for i in range(2)]
+    docs += [at(deadline_job(f"small-{t}", small_deadline), f"{t}s") for t in range(2, 80, 10)]
+    run = simulate(documents=docs, until="5m")
+    return {
+        e["name"].rpartition("-")[0] if e["name"].startswith("small") else e["name"]: e["time"]
+        for e in run["events"]
+        if e["reason"] == "Scheduled"
+    }
+
+
+def test_reserve_lends_kept_room_by_the_deadlines_of_jobs_as_of_pods() -> None:
+    """The deadlines on the Jobs, not their pods (how Jobs mostly carry them): the job
+    controller ends the pods by then, so the room is lent as in
+    ``test_reserve_lends_the_room_it_keeps_to_jobs_whose_walltime_ends_in_time``."""
+    without = kept_room_of_jobs(job_deadlines=False)
+    lent = kept_room_of_jobs(job_deadlines=True)
+    assert without["big-0"] == lent["big-0"] == lent["big-1"] == 100.0
+    for t in (42, 52):
+        assert f"small-{t}" not in without
+        assert lent[f"small-{t}"] == t, (t, lent)
+    for t in (62, 72):
+        assert f"small-{t}" not in lent, (t, lent)

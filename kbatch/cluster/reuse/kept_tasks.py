@@ -127,4 +127,5 @@ def made_task(
         pod.role,
         pod.scheduled_condition,
         pod.walltime,
+        pod.owner_job,
     )

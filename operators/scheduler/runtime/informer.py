@@ -67,6 +67,9 @@ RESOURCES = (
     Resource("ResourceQuota", "/api/v1/resourcequotas"),
     # Their labels, which a Queue's spec.namespaceSelector reads (DESIGN §14).
     Resource("Namespace", "/api/v1/namespaces"),
+    # Their own activeDeadlineSeconds, which ends their pods: what room may be lent to
+    # and when kept room frees (``kbatch.cluster.job_records``).
+    Resource("Job", "/apis/batch/v1/jobs"),
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(

@@ -5,7 +5,7 @@ import pytest
 
 from builders import Cluster, run_actions, vec
 from kbatch.api.podgroup import PodGroupPhase
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import JobDeadline, JobInfo, TaskStatus
 
 PENDING, INQUEUE = PodGroupPhase.PENDING, PodGroupPhase.INQUEUE
 NOW = 100.0  # the session's clock (``Cluster.open``)
@@ -68,6 +68,52 @@ def test_reserve_places_a_job_whose_pods_end_in_time_on_the_room_it_keeps(
     (big,) = session.jobs["default/big"].tasks.values()
     n1 = session.nodes.index["n1"]
     assert big.nominated == n1 and session.nodes.nominated[n1][0] == big.request[0]
+
+
+def owned_by_job(cluster: Cluster, job: str, deadline: float, started: float | None) -> None:
+    """``job``'s pods belong to a batch/v1 Job with its own ``deadline``, started then."""
+    for task in cluster.jobs[f"default/{job}"].tasks.values():
+        task.owner_job = f"uid-{job}"
+    cluster.job_deadlines[f"uid-{job}"] = JobDeadline(deadline, started)
+
+
+@pytest.mark.parametrize(
+    ("own", "job_deadline", "placed"),
+    [(None, 40.0, True), (None, 60.0, False), (60.0, 40.0, True), (40.0, 60.0, True)],
+    ids=["job-ends-before", "job-ends-after", "job-ends-first", "pod-ends-first"],
+)
+def test_a_job_s_own_deadline_lets_its_pods_be_lent_room(
+    own: float | None, job_deadline: float, placed: bool
+) -> None:
+    """ "next"'s pods end by its batch/v1 Job's activeDeadlineSeconds, counted from its
+    release (not started yet), or by their own if that is shorter: by 150 s (big's
+    latest start), they may run on n1's kept room."""
+    cluster = kept_for_big(own, next_phase=INQUEUE)
+    owned_by_job(cluster, "next", job_deadline, started=None)
+    sent = run_actions(cluster.open(CONF), "allocate", "reserve")
+    assert sorted(sent.binds) == ([("next-0", "n1"), ("next-1", "n1")] if placed else [])
+
+
+@pytest.mark.parametrize(
+    ("in_the_way_own", "job_started", "next_walltime", "placed"),
+    [
+        (None, 30.0, 30.0, True),  # in the way till 130 by their Job alone
+        (None, 30.0, 40.0, False),
+        (100.0, 30.0, 30.0, True),  # their Job's end (130) before their own (150)
+        (50.0, 30.0, 40.0, False),  # their own end (100) first; next's ends at 140
+        (None, None, 40.0, True),  # not started: they end by their own start plus 100
+    ],
+)
+def test_a_job_s_own_deadline_tells_when_the_pods_in_the_way_end(
+    in_the_way_own: float | None, job_started: float | None, next_walltime: float, placed: bool
+) -> None:
+    """The pods on n1 (started at 50 s) belong to a Job with a 100-s deadline that
+    started at ``job_started``: they are gone by its end, so big may start then, and
+    "next" may use n1's kept room if its pods end by that time."""
+    cluster = kept_for_big(next_walltime, in_the_way_own, next_phase=INQUEUE)
+    owned_by_job(cluster, "on-n1", 100.0, started=job_started)
+    sent = run_actions(cluster.open(CONF), "allocate", "reserve")
+    assert sorted(sent.binds) == ([("next-0", "n1"), ("next-1", "n1")] if placed else [])
 
 
 def test_a_job_asking_for_one_topology_domain_is_not_lent_room() -> None:

@@ -65,6 +65,9 @@ def test_every_field_of_a_task_is_its_pods() -> None:
         },
         status={"phase": "Running", "startTime": "2024-01-01T00:01:00Z"},
     )
+    running["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-uid", "controller": True}
+    ]
     waiting = pod("waiting", status={"phase": "Pending", "nominatedNodeName": "a"})
     waiting["status"]["conditions"] = [CONDITION]
     tasks, snap = tasks_of(GROUP, running, waiting)
@@ -72,10 +75,11 @@ def test_every_field_of_a_task_is_its_pods() -> None:
     expected = {
         "running": {"status": TaskStatus.RUNNING, "node": index["b"], "nominated": NO_NODE,
                     "priority": 7, "started": 1704067260.0, "critical": True,
-                    "scheduled_condition": None, "walltime": 600.0},
+                    "scheduled_condition": None, "walltime": 600.0, "owner_job": "job-uid"},
         "waiting": {"status": TaskStatus.PENDING, "node": NO_NODE, "nominated": index["a"],
                     "priority": 0, "started": None, "critical": False,
-                    "scheduled_condition": ("False", "Unschedulable", "m"), "walltime": None},
+                    "scheduled_condition": ("False", "Unschedulable", "m"), "walltime": None,
+                    "owner_job": ""},
     }  # fmt: skip
     for name, fields in expected.items():
         task = tasks[name]

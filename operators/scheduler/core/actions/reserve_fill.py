@@ -29,7 +29,7 @@ def fill(session: Session, kept: Sequence[Sequence[TaskInfo]], jobs: Sequence[Jo
     for job in jobs:
         if job.uid in heads or job.topology is not None:
             continue  # (a job asking for one domain is placed by allocate's domains only)
-        if (tasks := lending.walltime_tasks(job)) is None:
+        if (timed := lending.walltime_tasks(session, job)) is None:
             continue  # (the cheap tests first: most jobs have no walltime)
         if session.job_ready(job) or session.overused(session.queues[job.queue]):
             continue
@@ -37,8 +37,9 @@ def fill(session: Session, kept: Sequence[Sequence[TaskInfo]], jobs: Sequence[Jo
             lent_until = lending.lending(session, kept)
         if not lent_until:
             return  # nothing may be lent
-        lent = lending.lent_to(session, lent_until, tasks)
+        lent = lending.lent_to(session, lent_until, timed)
         if lent:
+            tasks = [task for task, _ in timed]
             _place_on_lent_room(session, placer, job, tasks, kept_tasks, lent)
 
 

@@ -59,6 +59,17 @@ REQUIRED, PREFERRED = "required", "preferred"
 
 
 @dataclass(frozen=True, slots=True)
+class JobDeadline:
+    """A batch/v1 Job's ``spec.activeDeadlineSeconds``: the job controller ends the Job's
+    pods ``seconds`` after the Job started (``started``: its ``status.startTime``; None
+    while it has none, as when suspended: the count starts at its release, which is
+    before any pod it then makes starts)."""
+
+    seconds: float
+    started: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class TopologyRequest:
     mode: str  # REQUIRED (one domain, or wait) or PREFERRED (one domain if one holds it)
     level: str  # a node label key
@@ -88,6 +99,9 @@ class TaskInfo:
     # its pod's spec.activeDeadlineSeconds: the kubelet stops it this long after it
     # started (None: it may run for ever); what reserve lets into kept room (DESIGN §11)
     walltime: float | None = None
+    # The uid of the batch/v1 Job that controls its pod ('' for none): the Job's own
+    # deadline (``Snapshot.job_deadlines``) ends it too.
+    owner_job: str = ""
     # The FailedScheduling event last recorded for its pod (``outcome.failed_scheduling``):
     # a backlog's pod that waits for the same reason again is given the same (frozen)
     # event, not a new one every session. Not part of what the task is.

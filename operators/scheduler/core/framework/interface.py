@@ -10,6 +10,7 @@ from typing import Protocol
 
 from kbatch.operators.scheduler.core.framework.delta import Delta
 from kbatch.operators.scheduler.core.framework.info import (
+    JobDeadline,
     JobInfo,
     QueueInfo,
 )
@@ -50,6 +51,8 @@ class Snapshot:
     # Namespace name -> its labels, for the queues' spec.namespaceSelector (a namespace
     # not here is read by its name alone: ``kbatch.api.selector.namespace_labels``).
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The deadlines of the batch/v1 Jobs that have one, by Job uid (``TaskInfo.owner_job``).
+    job_deadlines: dict[str, JobDeadline] = field(default_factory=dict)
     # What changed since the snapshot before it in its maker's line, for the caches
     # that reuse work across sessions (None: no snapshot before it to compare with).
     delta: Delta | None = None

@@ -3,15 +3,17 @@
 
 A kept job's start is known only from deadlines: the ``activeDeadlineSeconds`` of the
 pods still in its way (the kubelet stops a pod that long after it started, so it ends
-by then). Per node of kept room: the first time when the pods of ours ending by then
-free enough room for all that is kept or promised there (never, when that needs a pod
-with no deadline, not started, being deleted, or another scheduler's: its end is not
-known). A kept job could start once all its nodes are free so; a node's kept room may
-be lent until the earliest such start of the jobs it is kept for, and to nobody while
-one of them has no known start. A job whose pods all have a walltime may take the
-kept room of the nodes lent past its longest walltime from now: it is gone before the
-kept job's known start, so that start does not move (the kept job may start later than
-its pods' early ends would have let it, never later than their deadlines).
+by then), or of the batch/v1 Jobs that own them (the job controller ends a Job's pods
+that long after the Job started). Per node of kept room: the first time when the pods
+of ours ending by then free enough room for all that is kept or promised there (never,
+when that needs a pod with no deadline, not started, being deleted, or another
+scheduler's: its end is not known). A kept job could start once all its nodes are free
+so; a node's kept room may be lent until the earliest such start of the jobs it is kept
+for, and to nobody while one of them has no known start. A job whose pods all have a
+walltime (their own deadline, or their Job's) may take the kept room of the nodes lent
+past its longest walltime from now: it is gone before the kept job's known start, so
+that start does not move (the kept job may start later than its pods' early ends would
+have let it, never later than their deadlines).
 
 The reserve action lends what it kept this session to admitted jobs and pods without a
 PodGroup (``actions.reserve_fill``). Enqueue does not count lendable room as idle for a
@@ -20,11 +22,17 @@ walltime), that changed nothing measurable beside lending to admitted jobs (mean
 3.7 s against 3.6 s) for more code on the admission path.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from kbatch.operators.scheduler.core.framework.info import NO_NODE, JobInfo, TaskInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import (
+    NO_NODE,
+    JobDeadline,
+    JobInfo,
+    TaskInfo,
+    TaskStatus,
+)
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 
@@ -34,25 +42,41 @@ _RUNNING = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 _SAME_TIME = 1e-6  # seconds: an end this close to a start is at it
 
 
-def walltime_tasks(job: JobInfo) -> list[TaskInfo] | None:
-    """The pending pods of ``job`` that ask for room, if there are some and all have a
-    walltime; else None (nothing of it may be lent room)."""
+def walltime_tasks(session: Session, job: JobInfo) -> list[tuple[TaskInfo, float]] | None:
+    """The pending pods of ``job`` that ask for room, each with its walltime
+    (``walltime_of``), if there are some and all have one; else None (nothing of it may
+    be lent room)."""
     if not job.counts[_PENDING]:
         return None
     tasks = []
+    deadlines = session.job_deadlines
     # (its tasks walked, not ``tasks_with``'s list made first: asked of every job to
     # place in each session that keeps room, most stop at their first pending task)
     for task in job.tasks.values():
         if task.status is _PENDING and not task.template.best_effort:
-            if task.walltime is None:
+            walltime = walltime_of(deadlines, task)
+            if walltime is None:
                 return None
-            tasks.append(task)
+            tasks.append((task, walltime))
     return tasks or None
 
 
-def lent_to(session: Session, lent_until: dict[int, float], tasks: list[TaskInfo]) -> set[int]:
-    """The nodes whose kept room ``tasks``, started now, would give back in time."""
-    ends = session.now + max(t.walltime or 0.0 for t in tasks)
+def walltime_of(deadlines: Mapping[str, JobDeadline], task: TaskInfo) -> float | None:
+    """How long ``task`` runs at most once started: its pod's deadline, or its Job's
+    (in full: the Job started before its pods, so this bound holds whenever they
+    start); None: no deadline ends it."""
+    deadline = deadlines.get(task.owner_job) if task.owner_job else None
+    if deadline is None:
+        return task.walltime
+    return deadline.seconds if task.walltime is None else min(task.walltime, deadline.seconds)
+
+
+def lent_to(
+    session: Session, lent_until: dict[int, float], tasks: list[tuple[TaskInfo, float]]
+) -> set[int]:
+    """The nodes whose kept room ``tasks`` (with their walltimes), started now, would give
+    back in time."""
+    ends = session.now + max(walltime for _, walltime in tasks)
     return {node for node, until in lent_until.items() if ends <= until + _SAME_TIME}
 
 
@@ -88,8 +112,9 @@ def _kept_room_free_at(session: Session, node: int) -> float | None:
     if np.all(short <= EPSILON):
         return session.now
     ends = []  # (only running pods of ours with a deadline end when known)
+    deadlines = session.job_deadlines
     for task in nodes.infos[node].tasks.values():
-        end = _end_of(task) if task.job else None
+        end = _end_of(deadlines, task) if task.job else None
         if end is not None:
             ends.append((end, task.request))
     freed = np.zeros_like(short)
@@ -100,8 +125,16 @@ def _kept_room_free_at(session: Session, node: int) -> float | None:
     return None
 
 
-def _end_of(task: TaskInfo) -> float | None:
-    """When a running task of ours is sure to have ended: its start plus its walltime."""
-    if task.status not in _RUNNING or task.walltime is None or task.started is None:
+def _end_of(deadlines: Mapping[str, JobDeadline], task: TaskInfo) -> float | None:
+    """When a running task of ours is sure to have ended: its start plus its walltime,
+    or its Job's start plus the Job's deadline, whichever comes first."""
+    if task.status not in _RUNNING or task.started is None:
         return None
-    return task.started + task.walltime
+    walltime = walltime_of(deadlines, task)
+    if walltime is None:
+        return None
+    end = task.started + walltime
+    deadline = deadlines.get(task.owner_job) if task.owner_job else None
+    if deadline is not None and deadline.started is not None:
+        end = min(end, deadline.started + deadline.seconds)
+    return end

@@ -73,6 +73,7 @@ class Session(TieredFunctions):
         self.orphans = snapshot.orphans
         self.refused_groups = snapshot.refused_groups
         self.foreign_groups = snapshot.foreign_groups
+        self.job_deadlines = snapshot.job_deadlines
         # What changed since the snapshot before this one (None: none to compare with).
         self.delta = snapshot.delta
         self.now = now
