@@ -27,7 +27,7 @@ learns from them.
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,7 @@ from kbatch.record import eta_score
 from kbatch.record.eta_score import Asked
 from kbatch.record.replay import Replay
 from kbatch.sim import clock
-from kbatch.visibility import eta, standing
-from kbatch.webhooks.admission import job as held_jobs
+from kbatch.visibility import eta, eta_input, standing
 
 EVERY = 300.0  # seconds of recorded time between two sample instants
 SAMPLE = 50  # waiting jobs asked about at one instant, at most
@@ -167,7 +166,7 @@ class Backtest:
             objects.jobs,
         )
         session, _ = standing.open_session(objects, conf, names)
-        held = _held_for(objects.jobs)
+        held = eta_input.held_groups(objects.jobs)
         waiting = []
         for uid, job in session.jobs.items():
             if not standing.is_waiting(job):
@@ -211,16 +210,6 @@ class Backtest:
             **eta_score.score(self.asked, self.starts, self.last_at, self.seen),
             "forecast_seconds": round(self.forecast_seconds, 3),
         }
-
-
-def _held_for(jobs: Sequence[Object]) -> set[str]:
-    """The PodGroups (namespace/name) that a Job held by kbatch waits for."""
-    held = set()
-    for job in jobs:
-        group = held_jobs.group_of(job)
-        if group is not None and held_jobs.is_held(job):
-            held.add(f"{(job.get('metadata') or {}).get('namespace') or 'default'}/{group}")
-    return held
 
 
 def _with_finished_at(pod: Object, finished_at: float) -> Object:

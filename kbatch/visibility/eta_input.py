@@ -154,6 +154,17 @@ def _started(pod: Object, now: float) -> float:
     return now if started is None else started
 
 
+def held_groups(jobs: Iterable[Object]) -> set[str]:
+    """The PodGroups (namespace/name) that a Job held by kbatch waits for: though they
+    have no pods yet, what they will run is known (``_held``)."""
+    held = set()
+    for job in jobs:
+        group = held_jobs.group_of(job)
+        if group is not None and held_jobs.is_held(job):
+            held.add(f"{(job.get('metadata') or {}).get('namespace') or 'default'}/{group}")
+    return held
+
+
 def _held(
     jobs: Iterable[Object],
     session: Session,

@@ -39,7 +39,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
-from kbatch.visibility import eta, published, standing
+from kbatch.visibility import eta, eta_input, published, standing
 
 log = logging.getLogger("kbatch.eta")
 
@@ -143,12 +143,16 @@ class EtaPublisher:
         names = self.settings.scheduler_names
         session, _ = standing.open_session(objects, conf, names)
         groups = {_key(g): g for g in objects.pod_groups if _ours(g)}
-        # A group with no pods yet (a labelled Job's, held until it is admitted) is left
-        # out: the informers hold no Jobs, so its pods could not be foreseen.
+        # A group with no pods yet is forecast when a Job kbatch holds for it says what
+        # it will run (its pods are made when it is released), else left out.
+        held = eta_input.held_groups(objects.jobs)
         targets = [
             uid
             for uid, job in session.jobs.items()
-            if uid in groups and job.has_pod_group and job.tasks and standing.is_waiting(job)
+            if uid in groups
+            and job.has_pod_group
+            and (job.tasks or uid in held)
+            and standing.is_waiting(job)
         ]
         forecast = eta.forecast(
             session,

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from builders import cyclic_garbage_types
+from kbatch.api.queue import rfc3339
 from kbatch.cli import main as cli
 from kbatch.cli import visibility as cli_visibility
 from kbatch.metrics import SchedulerMetrics
@@ -89,11 +90,29 @@ def test_a_waiting_group_gets_its_estimate_as_a_condition_and_a_metric() -> None
 
 
 def test_a_group_without_pods_gets_none_its_pods_cannot_be_foreseen() -> None:
-    """(A labelled Job's group, whose Job kbatch holds: the informers hold no Jobs.)"""
+    """(No pods, and no Job kbatch holds for it: nothing says what it will run.)"""
     cluster = Cluster(documents=[*DOCUMENTS, o.pod_group("held", 2, None)])
     done = publisher(cluster, SchedulerMetrics(CollectorRegistry())).run_once()
     assert (done.estimated, done.written) == (1, 1)
     assert published.find(cluster.conditions("held")) is None
+
+
+def test_a_group_whose_job_kbatch_holds_gets_its_estimate() -> None:
+    """The informers hold the Jobs: a group whose Job is held until it is admitted (no
+    pods yet) is forecast from the Job, as ``explain --eta`` does, and starts then."""
+    group = o.pod_group("held", 4)
+    group["spec"]["minResources"] = {"cpu": "4"}
+    job = o.job("held", parallelism=4, group="held", duration="10s")
+    documents = [*DOCUMENTS, o.at(job, "1s"), o.at(group, "1s")]
+    cluster = Cluster(documents=documents)
+    assert any(j["spec"].get("suspend") for j in cluster.state.list("Job")), "the Job is held"
+    done = publisher(cluster, SchedulerMetrics(CollectorRegistry())).run_once()
+    assert (done.estimated, done.written) == (2, 2)
+    condition = published.find(cluster.conditions("held"))
+    assert condition is not None
+    started = live.start_of(documents, "held")
+    assert started is not None
+    assert condition["message"].startswith(f"starts at {rfc3339(started)}"), condition
 
 
 def test_an_estimate_that_has_not_moved_is_not_written_again_until_half_stale() -> None:
