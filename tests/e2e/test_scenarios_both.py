@@ -243,6 +243,38 @@ LEND = (
 )
 
 
+def deadline_job(name: str, lasts: int, deadline: int, at: int = 0) -> str:
+    """A Job made at ``at`` of one 1-cpu pod that runs ``lasts`` seconds, with its own
+    activeDeadlineSeconds ``deadline`` (its pod has none)."""
+    return f"""---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  annotations: {{kbatch.io/sim-submit-at: "{at}s"}}
+spec:
+  activeDeadlineSeconds: {deadline}
+  template:
+    metadata:
+      annotations: {{kbatch.io/sim-duration: "{lasts}s"}}
+    spec:
+      schedulerName: kbatch
+      restartPolicy: Never
+      containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+
+
+# LEND with the deadlines on batch/v1 Jobs, not on their pods (as Jobs mostly carry
+# them): the job controller ends the pods by then, and the scheduler, which watches the
+# Jobs, lends the kept room as before.
+LEND_JOBS = (
+    conf_map(DEFAULT_CONF + "reserve: {starvingAfter: 0s}")
+    + two_nodes_and_a_gang_of_both()
+    + "".join(deadline_job(f"held-{i}", 14, 14) for i in range(2))
+    + "".join(deadline_job(f"small-{t}", 3, 5, at=t) for t in range(2, 6))
+)
+
+
 # One node of 2 cpu.
 ONE_NODE = """---
 apiVersion: v1
@@ -386,7 +418,11 @@ def test_an_evicted_job_pod_is_replaced_after_the_backoff_on_both(
 
 
 def check_lend(outcome: Outcome) -> None:
-    scheduled = {e["name"]: e["time"] for e in outcome.events(reason="Scheduled")}
+    scheduled = {
+        # (a Job's pod by its Job's name: the job controller names it with a suffix)
+        e["name"].rpartition("-")[0] if e["name"].count("-") == 2 else e["name"]: e["time"]
+        for e in outcome.events(reason="Scheduled")
+    }
     small = [scheduled.get(f"small-{t}") for t in range(2, 6)]
     assert all(at is not None and at < 12.0 for at in small), scheduled
     big = [scheduled.get("big-0"), scheduled.get("big-1")]
@@ -411,6 +447,7 @@ SCENARIOS: dict[str, tuple[str, Callable[[Outcome], None]]] = {
     "elsewhere": (ELSEWHERE, check_elsewhere),
     "flood": (FLOOD, check_flood),
     "lend": (LEND, check_lend),
+    "lend-jobs": (LEND_JOBS, check_lend),
     "deadline": (DEADLINE, check_deadline),
 }
 
