@@ -110,6 +110,15 @@ def test_capability_caps_allocation() -> None:
     assert outcome.queue("capped")["deserved"]["cpu"] == "3"
 
 
+def test_room_kept_for_a_gang_is_lent_by_the_deadlines_of_jobs() -> None:
+    outcome = run("policy/lend-job-deadlines.yaml")
+    small = [scheduled_at(outcome, f"small-{t}") for t in range(2, 6)]
+    # each runs in the kept room as soon as the small Job before it on its node is done
+    assert small == [[2.0], [3.0], [5.0], [6.0]], small
+    assert scheduled_at(outcome, "big") == [14.0, 14.0]
+    assert outcome.summary["evictions"] == 0
+
+
 def test_best_effort_pods_are_backfilled() -> None:
     outcome = run("policy/backfill.yaml")
     assert [p["node"] for p in outcome.pods(job="be")] == ["n1", "n1", "n1"]

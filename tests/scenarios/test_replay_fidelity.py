@@ -18,6 +18,7 @@ SCENARIOS = [
     "policy/preempt-priority.yaml",
     "policy/reclaim-weights-13.yaml",
     "policy/reclaim-pingpong.yaml",
+    "policy/lend-job-deadlines.yaml",  # (its lending reads the recorded Jobs)
 ]
 
 
