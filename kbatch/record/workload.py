@@ -44,9 +44,14 @@ what really happened (``kbatch.sim.compare.RunFigures``): per job (a PodGroup, o
 a pod without one), its queue, when it was submitted (the first of its pods and
 group) and when it started (when its minMember-th pod was bound).
 
-The controllers behind the pods are not in the recording (the scheduler does not
-read Jobs): a pod a Job made again after an eviction comes as the submission it
-was, whether or not the other conf would have evicted the first.
+The controllers behind the pods are not replayed: a pod a Job made again after an
+eviction comes as the submission it was, whether or not the other conf would have
+evicted the first. The scheduler reads a batch/v1 Job for its own
+``activeDeadlineSeconds`` alone (what room may be lent to its pods), and the recorded
+Jobs give it to the pods they made, as their own ``activeDeadlineSeconds`` unless
+theirs is shorter (``jobDeadlinesOnPods``): counted from the pod's start rather than
+the Job's, so the pods are lent room as before and the room they hold frees no later
+than the recording's scheduler knew.
 """
 
 from collections.abc import Callable
@@ -55,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
+from kbatch.cluster.job_records import owner_job
 from kbatch.record import as_submitted, replay_marks
 from kbatch.record.store import segments
 from kbatch.sim import compare
@@ -128,6 +134,7 @@ class _Deriving:
     counts: dict[str, int] = field(default_factory=dict)
     opened: bool = False  # a session has begun
     first_seen: dict[tuple[str, str], float] = field(default_factory=dict)
+    job_deadlines: dict[str, int] = field(default_factory=dict)  # Job uid -> its deadline
 
     def take(self, record: dict[str, Any]) -> bool:
         """One record; False once past ``end``."""
@@ -189,6 +196,15 @@ class _Deriving:
             self.groups.setdefault(key, (obj, at))
         elif kind in CLUSTER_KINDS:
             self._cluster_object(str(kind), key, as_submitted.cluster_manifest(obj), at)
+        elif kind == "Job":
+            self._job(obj)
+
+    def _job(self, obj: Object) -> None:
+        """Note a Job's deadline (the state accepted it: a positive integer, or none)."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        deadline = (obj.get("spec") or {}).get("activeDeadlineSeconds")
+        if isinstance(uid, str) and isinstance(deadline, int):
+            self.job_deadlines[uid] = deadline
 
     def _pod(self, obj: Object, key: str, at: float) -> None:
         uid = (obj.get("metadata") or {}).get("uid") or key
@@ -239,7 +255,7 @@ class _Deriving:
 
 
 def _pod_manifest(
-    pod: _Pod, seconds: float, ours: bool
+    pod: _Pod, seconds: float, ours: bool, job_deadline: int | None = None
 ) -> tuple[Object, float, float | None] | None:
     """The pod's manifest, when it is submitted and when it starts in the recording
     (None: left out: over before the window, or withdrawn before it started). A pod
@@ -251,6 +267,9 @@ def _pod_manifest(
     if pod.bound is None and (pod.deleted is not None or not ours):
         return None
     spec = {k: v for k, v in (pod.obj.get("spec") or {}).items() if k != "nodeName"}
+    own = spec.get("activeDeadlineSeconds")
+    if job_deadline is not None and not (isinstance(own, int) and own <= job_deadline):
+        spec["activeDeadlineSeconds"] = job_deadline  # (its Job's: see the module's doc)
     obj = {k: v for k, v in pod.obj.items() if k != "status"}
     obj["metadata"] = {**as_submitted.own_metadata(pod.obj), "name": pod.name}
     bound = pod.bound if pod.bound is not None and pod.bound <= seconds else None
@@ -366,7 +385,8 @@ def _kept_pods(
     used: dict[tuple[str, str], int] = {}  # pods made of each namespace and name so far
     for pod in deriving.pods:
         ours = (pod.obj.get("spec") or {}).get("schedulerName", DEFAULT_SCHEDULER) in names
-        made = _pod_manifest(pod, seconds, ours)
+        job_deadline = deriving.job_deadlines.get(owner_job(pod.obj) or "")
+        made = _pod_manifest(pod, seconds, ours, job_deadline)
         if made is None:
             if pod.gone is None or pod.gone > 0:
                 deriving.count("podsLeftOut")
@@ -385,6 +405,7 @@ def _kept_pods(
         deriving.count("runtimeUnknown", int(bound is not None and pod.runtime_end is None))
         deriving.count("evicted", int(pod.evicted))
         deriving.count("runningAtStart", int(bound is not None and bound < 0))
+        deriving.count("jobDeadlinesOnPods", int(job_deadline is not None))
     return pods, kept
 
 
