@@ -9,6 +9,7 @@ import pytest
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import JobDeadline
+from tests.unit.cluster.test_snapshot_tasks import pod
 
 STARTED = "2024-01-01T00:00:10Z"  # 1704067210
 
@@ -25,16 +26,9 @@ def job(name: str = "j", **spec: Any) -> dict[str, Any]:
 
 
 def pod_of(name: str, owner: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": f"uid-{name}",
-            "ownerReferences": [owner],
-        },
-        "spec": {"schedulerName": "kbatch", "containers": [{"name": "c"}]},
-    }
+    made = pod(name)  # (not of a PodGroup: a job of its own)
+    made["metadata"] = {**made["metadata"], "annotations": {}, "ownerReferences": [owner]}
+    return made
 
 
 JOB_OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "uid-j",
