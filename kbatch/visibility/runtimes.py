@@ -35,7 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbatch.cluster import records
+from kbatch.cluster import job_records, records
+from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
 
 Object = dict[str, Any]
@@ -149,25 +150,25 @@ def deadline_of(pod: Mapping[str, Any]) -> float | None:
 def job_cuts(jobs: Iterable[Mapping[str, Any]], now: float) -> dict[str, float]:
     """By batch/v1 Job uid, the seconds from ``now`` by which the job controller ends
     the Job's pods: its ``status.startTime`` plus its ``spec.activeDeadlineSeconds``
-    (a Job without both, or suspended, has none)."""
+    (a Job without both, or suspended, has none: ``job_records``, as the scheduler
+    reads it; one it would refuse cuts nothing)."""
     cuts = {}
     for job in jobs:
-        spec, status = job.get("spec") or {}, job.get("status") or {}
-        deadline = deadline_of(job)
-        started = time_of(status.get("startTime"))
-        uid = (job.get("metadata") or {}).get("uid")
-        if deadline is None or started is None or not uid or spec.get("suspend") is True:
+        try:
+            record = job_records.parse_job(job)
+        except ObjectError:
             continue
-        cuts[str(uid)] = max(started + deadline - now, 0.0)
+        deadline = record.deadline
+        if deadline is None or deadline.started is None or not record.uid:
+            continue
+        cuts[record.uid] = max(deadline.started + deadline.seconds - now, 0.0)
     return cuts
 
 
 def job_cut_of(pod: Mapping[str, Any], cuts: Mapping[str, float]) -> float | None:
-    """The cut (``job_cuts``) of the Job that owns ``pod``, if it has one."""
-    for owner in (pod.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(owner, Mapping) and owner.get("kind") == "Job":
-            return cuts.get(str(owner.get("uid")))
-    return None
+    """The cut (``job_cuts``) of the Job that controls ``pod``, if it has one."""
+    owner = job_records.owner_job(pod)
+    return cuts.get(owner) if owner else None
 
 
 def capped(runtime: Runtime, cut: float | None) -> Runtime:

@@ -134,7 +134,8 @@ def batch_job(
 ):
     status = {"startTime": started} if started is not None else {}
     spec = {"activeDeadlineSeconds": deadline, **spec}
-    return {"metadata": {"uid": uid}, "spec": spec, "status": status}
+    meta = {"name": uid, "namespace": "default", "uid": uid}
+    return {"kind": "Job", "metadata": meta, "spec": spec, "status": status}
 
 
 def test_a_job_s_deadline_cuts_its_pods_from_its_start_time() -> None:
@@ -150,9 +151,12 @@ def test_a_job_s_deadline_cuts_its_pods_from_its_start_time() -> None:
         batch_job("past", deadline=60),
     ]
     assert runtimes.job_cuts(jobs, now) == {"a": 500.0, "past": 0.0}
-    pod = {"metadata": {"ownerReferences": [{"kind": "Job", "uid": "a"}]}}
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "uid": "a", "controller": True}
+    pod = {"metadata": {"ownerReferences": [owner]}}
     assert runtimes.job_cut_of(pod, {"a": 500.0}) == 500.0
     assert runtimes.job_cut_of({"metadata": {}}, {"a": 500.0}) is None
+    not_its_controller = {"metadata": {"ownerReferences": [{**owner, "controller": False}]}}
+    assert runtimes.job_cut_of(not_its_controller, {"a": 500.0}) is None
 
 
 @pytest.mark.parametrize(
