@@ -15,10 +15,13 @@ float in Armada, scaled to the smallest integers of the same ratios). Each job t
 is ``<queue>-<index>``) makes ``number`` Armada jobs in namespace ``armada``: one
 batch/v1 Job and one PodGroup per job, or per gang of ``gangCardinality`` jobs
 (``minMember`` = the cardinality), named ``<template id>-<n>``. The Job replaces an
-evicted pod, as Armada resubmits a preempted job. Runtimes are Armada's shifted
-exponential, ``minimum`` + Exp(mean ``tailMean``) — just ``minimum`` for gangs, whose
-jobs Armada ends together — drawn from ``random.Random(randomSeed)`` in input order
-(absent seed: 0, so a run repeats), as ``kbatch.io/sim-duration``;
+evicted pod, as Armada resubmits a preempted job: its ``podFailurePolicy`` ignores
+kbatch's evictions (the ``DisruptionTarget`` condition), so however often it is evicted
+it is not failed, and the replacement waits the job controller's backoff. Runtimes
+are Armada's shifted exponential, ``minimum`` + Exp(mean ``tailMean``) — just
+``minimum`` for gangs, whose jobs Armada ends together — drawn from
+``random.Random(randomSeed)`` in input order (absent seed: 0, so a run repeats), as
+``kbatch.io/sim-duration``;
 ``earliestSubmitTime`` is ``kbatch.io/sim-submit-at``. A template with ``dependencies``
 is submitted once every job of the templates it names has succeeded, after
 max(earliestSubmitTime, earliestSubmitTimeFromDependencyCompletion) (Armada's rule).
@@ -239,6 +242,9 @@ def job_objects(template: Template, name: str, seconds: float, submit_at: float)
         "spec": {
             "parallelism": size,
             "completions": size,
+            # (kbatch's evictions not counted against backoffLimit: any number of them
+            # is resubmitted)
+            "podFailurePolicy": {"rules": [IGNORE_EVICTIONS]},
             "template": {
                 "metadata": {"labels": dict(labels), "annotations": pod_annotations},
                 "spec": pod_spec,
@@ -254,6 +260,10 @@ def job_objects(template: Template, name: str, seconds: float, submit_at: float)
                  "priorityClassName": template.priority_class},
     }  # fmt: skip
     return [job, group]
+
+
+# A podFailurePolicy rule: a pod kbatch evicted (DisruptionTarget) is not a failure.
+IGNORE_EVICTIONS = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
 
 
 # --------------------------------------------------------------------------- dependencies

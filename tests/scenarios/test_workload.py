@@ -169,6 +169,11 @@ def test_gangs_dependencies_repeats_and_weights(tmp_path: Path) -> None:
     assert duration_of(outcome, "train-0") == duration_of(outcome, "train-1") == 300  # gangs
     created = outcome.cluster.created_at
     assert [created[f"PodGroup armada/tick-repeat-{i}-0"] for i in range(3)] == [0, 600, 1200]
+    # resubmitted however often it is preempted, as Armada does: no eviction fails it
+    policy = outcome.jobs.jobs[(workload.NAMESPACE, "train-0")].obj["spec"]["podFailurePolicy"]
+    assert policy == {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    }
 
 
 def duration_of(outcome: Outcome, job: str) -> float:
