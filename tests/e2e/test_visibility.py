@@ -226,11 +226,17 @@ def test_an_eta_behind_a_job_reads_the_job_s_deadline(
     control_plane: Cluster, own_corner: Any, kubelet: Any, kbatch_runs: KbatchRuns
 ) -> None:
     """The running gang is a Job's, its deadline on the Job: ``kbatch explain --eta`` says
-    the gang behind it starts when the job controller ends it, and it does."""
+    the gang behind it starts when the job controller ends it, and it does. The
+    scheduler, which watches Jobs, publishes the same basis on the waiting group."""
     if not control_plane.controllers:
         pytest.skip("e2e: this control plane runs no kube-controller-manager (no Job controller)")
     api = own_corner
-    run = kbatch_runs.start("eta-job", scheduler_names=(SCHEDULER,), lock_namespace=NAMESPACE)
+    run = kbatch_runs.start(
+        "eta-job",
+        scheduler_names=(SCHEDULER,),
+        lock_namespace=NAMESPACE,
+        extra=("--eta-interval", "2s"),
+    )
     jobs = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
     try:
         request(api, "POST", f"{PG_API}/namespaces/{NAMESPACE}/podgroups", _pod_group("first"))
@@ -238,6 +244,9 @@ def test_an_eta_behind_a_job_reads_the_job_s_deadline(
         poll("the Job's gang running", lambda: _phase(api, "first") == "Running", 30)
         _submit(api, "second")
         poll("second told why it waits", lambda: _conditions(api, "second"), 30)
+        condition = poll("second's estimate published", lambda: _published(api, "second"), 30)
+        assert "their Job's activeDeadlineSeconds of 2 pods" in condition["message"], condition
+        assert condition["reason"] == "HighConfidence", condition
         story = _kbatch(
             control_plane, "explain", f"{NAMESPACE}/second", "--eta", "--eta-max-age", "0"
         )
