@@ -205,6 +205,8 @@ class _Deriving:
         deadline = (obj.get("spec") or {}).get("activeDeadlineSeconds")
         if isinstance(uid, str) and isinstance(deadline, int):
             self.job_deadlines[uid] = deadline
+        elif isinstance(uid, str):
+            self.job_deadlines.pop(uid, None)  # (its deadline taken away)
 
     def _pod(self, obj: Object, key: str, at: float) -> None:
         uid = (obj.get("metadata") or {}).get("uid") or key

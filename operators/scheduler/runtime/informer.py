@@ -68,8 +68,10 @@ RESOURCES = (
     # Their labels, which a Queue's spec.namespaceSelector reads (DESIGN §14).
     Resource("Namespace", "/api/v1/namespaces"),
     # Their own activeDeadlineSeconds, which ends their pods: what room may be lent to
-    # and when kept room frees (``kbatch.cluster.job_records``).
-    Resource("Job", "/apis/batch/v1/jobs"),
+    # and when kept room frees (``kbatch.cluster.job_records``). Read where kbatch may
+    # list them: an RBAC made for an older kbatch leaves the scheduler without them
+    # (their pods are lent no room by the Jobs' deadlines), not without a start.
+    Resource("Job", "/apis/batch/v1/jobs", ("batch/v1",)),
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(
