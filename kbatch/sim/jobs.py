@@ -166,6 +166,19 @@ class JobController:
                     return False
         return True
 
+    def let_go(self, uids: Iterable[str]) -> None:
+        """Of the Jobs of ``uids``, take those complete with no pod left in the state out
+        of the scheduler's state (with history or without: its decisions and recording
+        are the same either way); their deadlines end nothing any more."""
+        for uid in sorted(uids):
+            record = self._by_uid.get(uid)
+            if record is None or not record.complete or self._pods_of(record):
+                continue
+            metadata = record.obj["metadata"]
+            key = (metadata["namespace"], metadata["name"])
+            if self.cluster.state.get("Job", *key) is not None:
+                self.cluster.state.delete("Job", *key)
+
     def forget_complete(self, uids: Iterable[str]) -> list[tuple[str, str]]:
         """Of the Jobs of ``uids``, forget those complete with no pod left in the state,
         as the API server's TTL-after-finished controller would delete them (a run that
@@ -181,8 +194,7 @@ class JobController:
             if self.jobs.get(key) is record:
                 del self.jobs[key]
             self.cluster.touched.jobs.discard(uid)
-            self.cluster.forget_object("Job", *key)
-            self.cluster.state.delete("Job", *key)
+            self.cluster.forget_object("Job", *key)  # (out of the state: ``let_go``)
             forgotten.append(key)
         return forgotten
 

@@ -251,6 +251,7 @@ class Simulation:
         self.cluster.remove_released(now)
         self.jobs.reconcile()
         gone = self.cluster.let_go_settled(self.jobs.done_with)
+        self.jobs.let_go(gone)
         if not self.options.history:
             self.admission.forget_jobs(self.jobs.forget_complete(gone))
         session = self.scheduler.run_once()

@@ -40,6 +40,7 @@ CLUSTER_RULES = {
     ("", "namespaces"): {"list", "watch"},
     ("", "events"): {"create"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
+    ("batch", "jobs"): {"list", "watch"},
     ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.k8s.io", "podgroups/status"): {"patch"},
     ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "patch"},
@@ -55,7 +56,7 @@ CLUSTER_RULES = {
 WEBHOOK_RULES = {
     ("scheduling.incubator.k8s.io", "queues"): {"get"},
     ("scheduling.incubator.k8s.io", "podgroups"): {"get", "patch", "create"},
-    ("batch", "jobs"): {"list", "watch", "patch"},
+    ("batch", "jobs"): {"patch"},
     ("jobset.x-k8s.io", "jobsets"): {"list", "watch", "patch"},
 }
 LEASE_RULES = {
