@@ -365,12 +365,15 @@ class JobController:
             status["conditions"] = [{"type": "Suspended", "status": "True"}]
         if status != old:
             record.obj = {**record.obj, "status": status}
-            self._show(record)
+            if status.get("startTime") != old.get("startTime"):
+                self._show(record)
             self.cluster.changed()
 
     def _show(self, record: JobRecord) -> None:
         """Give the scheduler's state the Job as it is now, as its informer would: its
-        own deadline ends its pods (``kbatch.cluster.job_records``)."""
+        own deadline ends its pods (``kbatch.cluster.job_records``). Only when what it
+        reads of a Job changes (its spec, its startTime): its counts and conditions,
+        written a few times a Job, would only lengthen recordings and replays."""
         self.cluster.state.apply(record.obj)
 
 
