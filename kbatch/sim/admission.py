@@ -50,7 +50,7 @@ class SimAdmission:
         self._group_of_job: dict[JobKey, tuple[str, str]] = {}  # (the other way round)
 
     def forget_jobs(self, keys: Iterable[JobKey]) -> None:
-        """These Jobs are gone (``jobs.JobController.forget_complete``): nothing of them
+        """These Jobs are gone (``jobs.JobController.let_go``): nothing of them
         is kept here either."""
         for key in keys:
             self.held.discard(key)

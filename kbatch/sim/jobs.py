@@ -166,10 +166,13 @@ class JobController:
                     return False
         return True
 
-    def let_go(self, uids: Iterable[str]) -> None:
-        """Of the Jobs of ``uids``, take those complete with no pod left in the state out
-        of the scheduler's state (with history or without: its decisions and recording
-        are the same either way); their deadlines end nothing any more."""
+    def let_go(self, uids: Iterable[str], forget: bool) -> list[tuple[str, str]]:
+        """Of the Jobs of ``uids``, those complete with no pod left in the state leave the
+        scheduler's state (their deadlines end nothing any more; with history or
+        without, so both record the same); with ``forget`` the controller forgets them
+        too, as the API server's TTL-after-finished controller would delete them (a run
+        that keeps no history: ``runner.Options.history``). The keys forgotten."""
+        forgotten = []
         for uid in sorted(uids):
             record = self._by_uid.get(uid)
             if record is None or not record.complete or self._pods_of(record):
@@ -178,23 +181,13 @@ class JobController:
             key = (metadata["namespace"], metadata["name"])
             if self.cluster.state.get("Job", *key) is not None:
                 self.cluster.state.delete("Job", *key)
-
-    def forget_complete(self, uids: Iterable[str]) -> list[tuple[str, str]]:
-        """Of the Jobs of ``uids``, forget those complete with no pod left in the state,
-        as the API server's TTL-after-finished controller would delete them (a run that
-        keeps no history: ``runner.Options.history``); their keys."""
-        forgotten = []
-        for uid in sorted(uids):
-            record = self._by_uid.get(uid)
-            if record is None or not record.complete or self._pods_of(record):
+            if not forget:
                 continue
-            metadata = record.obj["metadata"]
-            key = (metadata["namespace"], metadata["name"])
             del self._by_uid[uid]
             if self.jobs.get(key) is record:
                 del self.jobs[key]
             self.cluster.touched.jobs.discard(uid)
-            self.cluster.forget_object("Job", *key)  # (out of the state: ``let_go``)
+            self.cluster.forget_object("Job", *key)
             forgotten.append(key)
         return forgotten
 

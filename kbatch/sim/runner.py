@@ -251,9 +251,9 @@ class Simulation:
         self.cluster.remove_released(now)
         self.jobs.reconcile()
         gone = self.cluster.let_go_settled(self.jobs.done_with)
-        self.jobs.let_go(gone)
-        if not self.options.history:
-            self.admission.forget_jobs(self.jobs.forget_complete(gone))
+        forgotten = self.jobs.let_go(gone, forget=not self.options.history)
+        if forgotten:
+            self.admission.forget_jobs(forgotten)
         session = self.scheduler.run_once()
         session.forget_functions()  # its objects go with it, not at a collection
         stats = session.stats
