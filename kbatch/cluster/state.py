@@ -32,6 +32,7 @@ from kbatch.cluster.reuse.per_object import Inputs
 from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
 from kbatch.cluster.state_assumed import StateAssumptions
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
+from kbatch.operators.scheduler.core.framework.info import JobDeadline
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 
@@ -90,6 +91,7 @@ class ClusterState(StateAssumptions):
         # list, which tells its builder that the nodes are the same without comparing
         # each record (``KeptNodes.node_set``).
         self._node_list: builtins.list[records.NodeRecord] | None = None
+        self._job_deadlines: dict[str, JobDeadline] | None = None  # (``_deadlines``)
         self._shown = settled.Shown() if leave_out_settled else None
         # Units (PodGroup keys, PodRecord.unit) written since the last snapshot, and those
         # with a pod whose bind or eviction the last snapshot assumed: the builder keeps
@@ -204,6 +206,8 @@ class ClusterState(StateAssumptions):
         self._parsed[kind][key] = parsed
         if kind == "Node":
             self._node_list = None
+        elif kind == "Job":
+            self._job_deadlines = None
         if kind == "Pod":
             if parsed.group and parsed.scheduler_name not in self.scheduler_names:
                 self._theirs.add(key)
@@ -316,6 +320,8 @@ class ClusterState(StateAssumptions):
         self._refused[kind].pop(key, None)
         if kind == "Node":
             self._node_list = None
+        elif kind == "Job":
+            self._job_deadlines = None
         if kind == "Pod":
             self._assumed.forget(key)
             self._theirs.discard(key)
@@ -397,12 +403,19 @@ class ClusterState(StateAssumptions):
                 refused_queues=dict(self._refused["Queue"]),
                 refused_groups=dict(self._refused["PodGroup"]),
                 namespace_labels=dict(self._parsed["Namespace"]),
-                job_deadlines={
-                    job.uid: job.deadline
-                    for job in self._parsed["Job"].values()
-                    if job.deadline is not None
-                },
+                job_deadlines=self._deadlines(),
             )
+
+    def _deadlines(self) -> dict[str, JobDeadline]:
+        """The Jobs' deadlines by uid, the same dict while no Job is written (sessions
+        only read it): not walked over every Job at every snapshot."""
+        if self._job_deadlines is None:
+            self._job_deadlines = {
+                job.uid: job.deadline
+                for job in self._parsed["Job"].values()
+                if job.deadline is not None
+            }
+        return self._job_deadlines
 
     def _nodes_in_order(self) -> builtins.list[records.NodeRecord]:
         """The Node records, the same list object while no Node is written (nothing

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kbatch.cluster.pod_records import role_of
-from kbatch.sim.pod_objects import PodKey, group_of, pod_key
+from kbatch.sim.pod_objects import PodKey, group_of, owning_jobs, pod_key
 
 if TYPE_CHECKING:
     from kbatch.sim.backend import SimBackend
@@ -136,11 +136,7 @@ def let_go_settled(cluster: "SimBackend", may_go: Callable[[Object], bool]) -> s
         for pod in pods:
             assert pod is not None
             _let_go_pod(cluster, pod)
-            owners.update(
-                str(owner.get("uid"))
-                for owner in pod["metadata"].get("ownerReferences") or []
-                if owner.get("kind") == "Job"
-            )
+            owners.update(owning_jobs(pod))
         if has_group:
             namespace, name = unit.split("/", 1)
             group = state.get("PodGroup", namespace, name)

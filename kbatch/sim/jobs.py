@@ -39,6 +39,7 @@ from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests, timers
 from kbatch.sim.backend import FINISHED, SimBackend
 from kbatch.sim.job_spec import JobSpec, job_spec
+from kbatch.sim.pod_objects import owning_jobs
 from kbatch.webhooks.admission import job as holding
 
 Object = dict[str, Any]
@@ -159,11 +160,10 @@ class JobController:
     def done_with(self, pod: Object) -> bool:
         """May ``pod`` leave the state? Not while a Job that owns it is not complete (it
         counts its finished pods)."""
-        for owner in pod["metadata"].get("ownerReferences") or []:
-            if owner.get("kind") == "Job":
-                record = self._by_uid.get(str(owner.get("uid")))
-                if record is not None and not record.complete:
-                    return False
+        for uid in owning_jobs(pod):
+            record = self._by_uid.get(uid)
+            if record is not None and not record.complete:
+                return False
         return True
 
     def let_go(self, uids: Iterable[str], forget: bool) -> list[tuple[str, str]]:

@@ -100,3 +100,15 @@ def test_a_bad_job_is_refused_naming_the_field_and_the_rest_goes_on(
         state.apply(job("bad", **spec))
     assert set(state.refused("Job")) == {"ns/bad"}
     assert state.snapshot().job_deadlines == {"uid-good": JobDeadline(30.0, None)}
+
+
+def test_the_snapshot_follows_each_write_and_deletion_of_a_job() -> None:
+    """(The deadlines are kept between snapshots while no Job is written.)"""
+    state = ClusterState()
+    state.apply(job(activeDeadlineSeconds=60))
+    first = state.snapshot().job_deadlines
+    assert state.snapshot().job_deadlines is first
+    state.apply(job(activeDeadlineSeconds=60, status={"startTime": STARTED}))
+    assert state.snapshot().job_deadlines == {"uid-j": JobDeadline(60.0, 1704067210.0)}
+    state.delete("Job", "ns", "j")
+    assert state.snapshot().job_deadlines == {}
