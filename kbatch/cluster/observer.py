@@ -6,7 +6,9 @@ from typing import Any, Protocol
 
 class StateObserver(Protocol):
     def applied(self, kind: str, key: str, obj: dict[str, Any]) -> None:
-        """``obj`` is held at ``key`` now (the state's own, never changed in place)."""
+        """``obj`` is held at ``key`` now (the state's own, never changed in place). Not
+        told of a write that changes nothing kbatch reads (a Node's heartbeat, a Job's
+        counts: ``kbatch.cluster.kept_fields.reads_the_same``)."""
 
     def refused(self, obj: dict[str, Any]) -> None:
         """``obj`` was refused (a copy)."""

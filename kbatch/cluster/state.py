@@ -25,6 +25,7 @@ from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_
 from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
+from kbatch.cluster.kept_fields import reads_the_same
 from kbatch.cluster.observer import StateObserver
 from kbatch.cluster.pod_records import pod_made_of
 from kbatch.cluster.reuse import settled
@@ -136,8 +137,7 @@ class ClusterState(StateAssumptions):
         parsed = self._parse(kind, key, obj, status)
         raw = dict(obj) if owned else fields.copied(dict(obj))
         with self._lock:
-            self._record(kind, key, parsed, raw)
-            if self.observer is not None:
+            if self._record(kind, key, parsed, raw) and self.observer is not None:
                 self.observer.applied(kind, key, raw)
 
     def _parse(self, kind: str, key: str, obj: Mapping[str, Any], status: BaseModel | None) -> Any:
@@ -186,12 +186,13 @@ class ClusterState(StateAssumptions):
             return None
         return pod_made_of(obj, record, raw)
 
-    def _record(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> None:
+    def _record(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> bool:
         """Hold ``parsed`` and ``raw`` at ``key``, and note what they change: the
-        generation, names, indexes, what snapshots show, and the builder's early work."""
-        if kind == "Node" and self._same_node(key, parsed):
-            self._raw[kind][key] = raw  # (its resourceVersion, for what reads it)
-            return
+        generation, names, indexes, what snapshots show, and the builder's early work.
+        False: the write changes nothing kbatch reads (``_reads_the_same``)."""
+        if self._reads_the_same(kind, key, parsed, raw):
+            self._raw[kind][key] = raw  # (the newest, for what reads it)
+            return False
         self.generation += 1
         self._names.count(kind, key, parsed)
         if self._shown is not None:
@@ -222,14 +223,16 @@ class ClusterState(StateAssumptions):
                 self._waiting[kind].add(key)
             else:
                 self._waiting[kind].discard(key)
+        return True
 
-    def _same_node(self, key: str, parsed: records.NodeRecord) -> bool:
-        """Does the Node at ``key`` read as ``parsed`` already (and is it not refused)? Then a
-        write of it changes nothing a scheduler reads (a kubelet's status report with
-        the same allocatable, conditions, labels and taints): no generation, no node
-        row worked out again, so a snapshot keeps the node and the loop's backlog
-        that cannot move stays settled (``runtime.loop``)."""
-        return key not in self._refused["Node"] and self._parsed["Node"].get(key) == parsed
+    def _reads_the_same(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> bool:
+        """A Node or Job (not refused) that reads as it did: no generation, no node row
+        worked out again, so a snapshot keeps the node and the loop's backlog that
+        cannot move stays settled (``runtime.loop``); nor is it recorded."""
+        if (kind != "Node" and kind != "Job") or key in self._refused[kind]:
+            return False
+        old_parsed, old_raw = self._parsed[kind].get(key), self._raw[kind].get(key)
+        return reads_the_same(kind, old_parsed, parsed, old_raw, raw)
 
     def _snapshot_inputs(self) -> Inputs:
         """What a snapshot works its tasks, jobs and node rows out under, for those

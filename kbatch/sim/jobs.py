@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbatch.cluster import fields
+from kbatch.cluster import fields, kept_fields
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests, timers
 from kbatch.sim.backend import FINISHED, SimBackend
@@ -357,16 +357,16 @@ class JobController:
         elif record.spec.suspend:
             status["conditions"] = [{"type": "Suspended", "status": "True"}]
         if status != old:
-            record.obj = {**record.obj, "status": status}
-            if status.get("startTime") != old.get("startTime"):
+            before, record.obj = record.obj, {**record.obj, "status": status}
+            if not kept_fields.same_job(before, record.obj):  # (else the state drops it)
                 self._show(record)
             self.cluster.changed()
 
     def _show(self, record: JobRecord) -> None:
         """Give the scheduler's state the Job as it is now, as its informer would: its
-        own deadline ends its pods (``kbatch.cluster.job_records``). Only when what it
-        reads of a Job changes (its spec, its startTime): its counts and conditions,
-        written a few times a Job, would only lengthen recordings and replays."""
+        own deadline ends its pods (``kbatch.cluster.job_records``). Not its counts and
+        conditions alone: the state would take such a write as changing nothing it
+        reads, and record none of it (``kbatch.cluster.kept_fields``)."""
         self.cluster.state.apply(record.obj)
 
 

@@ -223,3 +223,25 @@ def test_a_page_that_fails_fails_the_list_which_is_listed_again(
     assert [c.get("continue") for c in api.calls[:3]] == [None, "t", None]
     assert api.calls[3]["resourceVersion"] == "9"
     assert [p["metadata"]["name"] for p in state.list("Pod")] == ["z"]
+
+
+def test_listed_and_watched_objects_are_held_without_their_managed_fields(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What no part of kbatch reads is not held (``kbatch.cluster.kept_fields``)."""
+    managed = [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}]
+
+    def managed_pod(name: str) -> dict[str, Any]:
+        made = pod(name)
+        made["metadata"]["managedFields"] = managed
+        return made
+
+    api = FakeApi(
+        [
+            FakeResponse({"metadata": {"resourceVersion": "1"}, "items": [managed_pod("a")]}),
+            FakeResponse(events=[{"type": "ADDED", "object": managed_pod("b")}]),
+        ]
+    )
+    state = informed(monkeypatch, api).state
+    held = {p["metadata"]["name"]: p["metadata"] for p in state.list("Pod")}
+    assert held == {"a": pod("a")["metadata"], "b": pod("b")["metadata"]}

@@ -9,7 +9,9 @@ outage is logged once per interval per kind, not once per try. A relist *replace
 the kind, so nothing deleted meanwhile lingers and nothing is counted twice.
 
 Raw JSON over the kubernetes client's ApiClient: no model deserialisation,
-which would cost more than the scheduling itself on a large cluster.
+which would cost more than the scheduling itself on a large cluster. Each object is
+held without what no part of kbatch reads (``kbatch.cluster.kept_fields``: its
+managedFields, a Node's images).
 """
 
 import contextlib
@@ -23,7 +25,7 @@ from typing import Any, Protocol
 
 from kbatch import json_codec, kubeapi
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION
-from kbatch.cluster import upstream_groups
+from kbatch.cluster import kept_fields, upstream_groups
 from kbatch.cluster import volcano as volcano_api
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
@@ -242,7 +244,7 @@ class Informer:
                 item["kind"] = self.resource.kind
                 if self._api_version:
                     item["apiVersion"] = self._api_version
-                yield item
+                yield kept_fields.trim(item)
 
     def _watch(self, version: str) -> str:
         """Apply events until the watch ends; the last resourceVersion seen."""
@@ -262,7 +264,7 @@ class Informer:
                 self.state.delete(self.resource.kind, meta.get("namespace") or "", meta["name"])
             else:
                 try:
-                    self.state.apply(obj, owned=True)
+                    self.state.apply(kept_fields.trim(obj), owned=True)
                 except ObjectError as exc:
                     log.warning("ignoring %s", exc)
             self.on_change()
