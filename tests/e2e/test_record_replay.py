@@ -25,11 +25,13 @@ from kbatch.api import GROUP, VERSION
 from kbatch.kubeapi import ApiError, request
 from kbatch.record.store import segments
 from kbatch.record.store.recorder import FLUSH_SECONDS
+from kbatch.record.store.segments import Reading
 
 pytestmark = pytest.mark.e2e
 
 KBATCH = Path(sys.executable).with_name("kbatch")
 DURATION = "kbatch.io/sim-duration"
+MERGE = "application/merge-patch+json"
 
 
 def _queue(api: Any, name: str, weight: int) -> None:
@@ -152,3 +154,56 @@ def _played_forward(recording: Path, pods: int) -> None:
     assert fidelity["binds"]["simulated"] == fidelity["binds"]["recorded"] >= pods
     assert fidelity["jobsStarted"]["simulated"] == fidelity["jobsStarted"]["recorded"] == 14
     assert shown["comparison"]["jobs"]["onlyBase"] == []
+
+
+def _node_status(api: Any, name: str, cpu: str, heartbeat: str) -> None:
+    """A kubelet's report of the node: its room, Ready, and the images it holds."""
+    resources = {"cpu": cpu, "memory": "256Gi", "pods": "110"}  # (as corner.add_nodes)
+    ready = {"type": "Ready", "status": "True", "reason": "E2E", "lastHeartbeatTime": heartbeat}
+    image = {"names": [f"registry.example/trainer:{cpu}"], "sizeBytes": 734003200}
+    status = {"capacity": resources, "allocatable": resources, "conditions": [ready],
+              "images": [image]}  # fmt: skip
+    request(api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
+
+
+def test_a_recording_holds_what_kbatch_reads_and_not_node_heartbeats(
+    corner: Any, kbatch_runs: Any, tmp_path: Path
+) -> None:
+    """On a real API server: a Node's heartbeats (a kubelet's reports that change
+    nothing kbatch reads) are not recorded, a change of its room is, and no recorded
+    object carries managedFields or a Node's images (``kbatch.cluster.kept_fields``)."""
+    corner.add_nodes(2, "4")
+    recording = tmp_path / "recording"
+    run = kbatch_runs.start(
+        f"kept-{corner.suffix}",
+        scheduler_names=(corner.scheduler_name,),
+        leader_elect=False,
+        extra=("--record", str(recording)),
+    )
+    try:
+        for beat in range(5):
+            for name in corner.nodes:
+                _node_status(corner.api, name, "4", f"2024-01-01T00:0{beat}:00Z")
+        _node_status(corner.api, corner.nodes[0], "8", "2024-01-01T00:06:00Z")
+        corner.add_pods([_finishing(corner.pod("single", "6"), 1)])  # (only the first fits)
+
+        def ran() -> bool:
+            return [(p.get("status") or {}).get("phase") for p in corner.pods()] == ["Succeeded"]
+
+        poll("the pod run to its end", ran, 60)
+        time.sleep(2 * FLUSH_SECONDS)  # its records flushed
+    finally:
+        run.kill()
+        run.stop()
+    applied = [r["o"] for r in Reading(recording).records() if r.get("op") == "a"]
+    assert applied, "nothing recorded"
+    assert [o["metadata"]["name"] for o in applied if "managedFields" in o["metadata"]] == []
+    nodes = {name: [o for o in applied if o["kind"] == "Node" and o["metadata"]["name"] == name]
+             for name in corner.nodes}  # fmt: skip
+    assert all("images" not in o["status"] for held in nodes.values() for o in held)
+    first, second = (nodes[name] for name in corner.nodes)
+    assert len(second) == 1, [o["status"]["conditions"] for o in second]  # (as listed)
+    assert len(first) == 2, [o["status"]["allocatable"] for o in first]
+    assert first[-1]["status"]["allocatable"]["cpu"] == "8"
+    pods = [o for o in applied if o["kind"] == "Pod" and o["metadata"]["name"] == "single"]
+    assert pods and pods[-1]["spec"]["nodeName"] == corner.nodes[0]
