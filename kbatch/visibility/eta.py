@@ -34,7 +34,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbatch.api import DEFAULT_SCHEDULER_NAMES
+from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP_NAME_ANNOTATION
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.cluster.state import ClusterState
 from kbatch.config import ETA_BUDGET_SECONDS, SchedulerConf
@@ -312,8 +312,18 @@ class _Forward(runner.Simulation):
         return phase, _message(group, "Unschedulable", "True")
 
     def _nodes_of(self, job: JobInfo) -> list[str]:
+        """Where the job's pods are; a group's pods that a Job held for it made in this
+        run (none when the session was opened) are found by their group."""
         state = self.cluster.state
         names = [job.name] if not job.has_pod_group else [t.name for t in job.tasks.values()]
+        if job.has_pod_group and not names:
+            names = [
+                pod["metadata"]["name"]
+                for pod in state.list("Pod")
+                if pod["metadata"].get("namespace") == job.namespace
+                and (pod["metadata"].get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+                == job.name
+            ]
         records = (state.pod_record(job.namespace, name) for name in names)
         return sorted({r.node_name for r in records if r is not None and r.node_name})
 

@@ -7,10 +7,10 @@ its own): whether the first session admits it and what it is told, on which node
 pods start, and when, with the ETA's confidence. Nothing is written anywhere: objects
 in, answers out.
 
-The files may hold Pods, PodGroups, Queues, Nodes, PriorityClasses and ResourceQuotas
-(a Node or a Queue asks "what if the cluster had it"). A batch/v1 Job is refused: its
-pods and its PodGroup are made by the admission webhooks and the Job controller,
-which a what-if does not run; its PodGroup and pods can be given instead.
+The files may hold Pods, PodGroups, Queues, Nodes, PriorityClasses, ResourceQuotas
+(a Node or a Queue asks "what if the cluster had it") and batch/v1 Jobs, admitted as
+kbatch's webhooks admit them: the PodGroup made for a labelled Job, the Job held for
+its group or its pods made (``kbatch.visibility.whatif_jobs``).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,11 +21,11 @@ from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroupPhase
 from kbatch.config import ETA_BUDGET_SECONDS, SchedulerConf
 from kbatch.sim import clock
-from kbatch.visibility import eta, standing
+from kbatch.visibility import eta, standing, whatif_jobs
 
 Object = dict[str, Any]
-KINDS = ("Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod")
-NAMESPACED = ("ResourceQuota", "PodGroup", "Pod")
+KINDS = ("Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod", "Job")
+NAMESPACED = ("ResourceQuota", "PodGroup", "Pod", "Job")
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 ADMITTED = (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
 
@@ -38,7 +38,7 @@ class WhatIfError(ValueError):
 class Answer:
     """What would become of one group of the files' objects."""
 
-    kind: str  # PodGroup | Pod (a pod of its own)
+    kind: str  # PodGroup | Pod (a pod of its own) | Job (a suspended Job of no group)
     namespace: str
     name: str
     queue: str
@@ -66,28 +66,42 @@ class Answer:
 
 
 def added(
-    objects: standing.ClusterObjects, documents: Iterable[tuple[str, Any]]
-) -> tuple[standing.ClusterObjects, list[str]]:
-    """``objects`` with the ``documents`` (source, object) added as created now, and the
-    uids of the groups they make, in the files' order; WhatIfError for one that cannot
-    be added (a kind kbatch does not read here, no name, a name taken)."""
+    objects: standing.ClusterObjects,
+    documents: Iterable[tuple[str, Any]],
+    scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
+) -> tuple[standing.ClusterObjects, list[str], dict[str, str]]:
+    """``objects`` with the ``documents`` (source, object) added as created now, the
+    uids of the groups they make, in the files' order, and why a labelled Job's group
+    would not be made (by uid); WhatIfError for one that cannot be added (a kind kbatch
+    does not read here, no name, a name taken, a Job refused)."""
     read = objects.by_kind()
     existing = {(kind, _key(obj)) for kind, items in read.items() for obj in items}
     by_kind: dict[str, list[Object]] = {kind: list(items) for kind, items in read.items()}
     groups: list[str] = []
     listed = list(documents)
+    admission = None
+    if any(isinstance(doc, Mapping) and doc.get("kind") == "Job" for _, doc in listed):
+        admission = whatif_jobs.JobAdmission(read, scheduler_names)
     for i, (source, document) in enumerate(listed):
         # created a second apart, in the files' order, the last now: ties of creation
         # time fall by name, and the first given should go first
         obj = _new_object(source, document, objects.now - (len(listed) - 1 - i))
-        kind, key = obj["kind"], _key(obj)
-        if (kind, key) in existing:
-            raise WhatIfError(f"{source}: {kind} {key}: metadata.name: in the cluster already")
-        existing.add((kind, key))
-        by_kind[kind].append(obj)
-        group = _group_of(obj)
-        if group is not None and group not in groups:
-            groups.append(group)
+        made: list[Object] = [obj]
+        made_groups: Sequence[str | None] = [_group_of(obj)]
+        if admission is not None and obj["kind"] == "Job":
+            try:
+                made, made_groups = admission.admit(obj, i)
+            except whatif_jobs.JobRefused as exc:
+                raise WhatIfError(f"{source}: Job {_key(obj)}: {exc}") from None
+        elif admission is not None:
+            admission.given(obj)
+        for new in made:
+            kind, key = new["kind"], _key(new)
+            if (kind, key) in existing:
+                raise WhatIfError(f"{source}: {kind} {key}: metadata.name: in the cluster already")
+            existing.add((kind, key))
+            by_kind[kind].append(new)
+        groups += [g for g in made_groups if g is not None and g not in groups]
     merged = standing.ClusterObjects(
         objects.now,
         nodes=by_kind["Node"],
@@ -96,9 +110,9 @@ def added(
         queues=by_kind["Queue"],
         priority_classes=by_kind["PriorityClass"],
         quotas=by_kind["ResourceQuota"],
-        jobs=by_kind["Job"],  # (none added: ``_new_object`` refuses a Job)
+        jobs=by_kind["Job"],  # (those the files add are held for their groups)
     )
-    return merged, groups
+    return merged, groups, admission.unmade if admission is not None else {}
 
 
 def _new_object(source: str, document: Any, now: float) -> Object:
@@ -110,11 +124,6 @@ def _new_object(source: str, document: Any, now: float) -> Object:
         meta = {}
     name = meta.get("name")
     where = f"{source}: {kind} {name or '?'}"
-    if kind == "Job":
-        raise WhatIfError(
-            f"{where}: kind: a batch/v1 Job is not simulated here (its PodGroup and pods "
-            "come from the webhooks and the Job controller); give its PodGroup and pods"
-        )
     if kind not in KINDS:
         raise WhatIfError(f"{where}: kind: expected one of {', '.join(KINDS)}")
     if not isinstance(name, str) or not name:
@@ -150,7 +159,7 @@ def answer(
 ) -> tuple[list[Answer], list[str]]:
     """Each group of ``documents`` added to ``objects``: what would become of it; and
     the lines to warn with (objects kbatch refuses)."""
-    merged, groups = added(objects, documents)
+    merged, groups, unmade = added(objects, documents, scheduler_names)
     session, warnings = standing.open_session(merged, conf, scheduler_names)
     targets = [uid for uid in groups if uid in session.jobs]
     forecast = eta.forecast(
@@ -159,14 +168,11 @@ def answer(
     )  # fmt: skip
     answers = []
     for uid in groups:
-        kind = "Pod" if uid.startswith("pod:") else "PodGroup"
-        namespace, name = uid.removeprefix("pod:").split("/", 1)
+        kind = {"pod": "Pod", "job": "Job"}.get(uid.partition(":")[0], "PodGroup")
+        namespace, name = uid.split(":")[-1].split("/", 1)
         job = session.jobs.get(uid)
         if job is None:
-            unseen = eta.Estimate(None, "never", "kbatch does not schedule it", "none")
-            why = "kbatch does not schedule it (a PodGroup without pods, or pods another "
-            why += "scheduler serves, or refused: see the warnings)"
-            answers.append(Answer(kind, namespace, name, "", False, "-", why, [], unseen))
+            answers.append(_unseen(kind, namespace, name, unmade.get(uid)))
             continue
         estimate = forecast.estimates[uid]
         phase, told = forecast.first.get(uid, ("Pending", ""))
@@ -178,6 +184,18 @@ def answer(
             Answer(kind, namespace, name, job.queue, admitted, phase, reason, nodes, estimate)
         )
     return answers, warnings
+
+
+def _unseen(kind: str, namespace: str, name: str, unmade: str | None) -> Answer:
+    """The answer for a group the session does not hold: ``unmade``, why a labelled
+    Job's group would not be made (the Job would wait, suspended)."""
+    if unmade is not None:
+        never = eta.Estimate(None, "never", "never while it waits so (see why)", "none")
+        return Answer(kind, namespace, name, "", False, "-", unmade, [], never)
+    unseen = eta.Estimate(None, "never", "kbatch does not schedule it", "none")
+    why = "kbatch does not schedule it (a PodGroup without pods, or pods another "
+    why += "scheduler serves, or refused: see the warnings)"
+    return Answer(kind, namespace, name, "", False, "-", why, [], unseen)
 
 
 def _key(obj: Mapping[str, Any]) -> str:

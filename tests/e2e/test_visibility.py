@@ -351,7 +351,9 @@ def test_what_if_answers_from_the_live_cluster_and_writes_nothing(
     control_plane: Cluster, own_corner: Any, tmp_path: Path
 ) -> None:
     """``kbatch simulate --from-cluster``: a gang of 2 fits the empty node at once, a second
-    waits for the first's deadline; nothing is made or changed on the cluster."""
+    waits for the first's deadline, and a Job labelled with the cluster's queue (its
+    PodGroup made as kbatch's webhooks would) waits for both; nothing is made or
+    changed on the cluster."""
     api = own_corner
     documents = []
     for group in ("now", "later"):
@@ -359,6 +361,14 @@ def test_what_if_answers_from_the_live_cluster_and_writes_nothing(
         for pod in pods:
             pod["spec"]["schedulerName"] = "kbatch"  # one the command serves by default
         documents += [_pod_group(group), *pods]
+    template = {"metadata": {}, "spec": {**_pod("job", 0)["spec"], "restartPolicy": "Never"}}
+    template["spec"]["schedulerName"] = "kbatch"
+    documents.append({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "labelled", "namespace": NAMESPACE,
+                     "labels": {"kbatch.io/queue": QUEUE}},
+        "spec": {"parallelism": 2, "template": template},
+    })  # fmt: skip
     path = tmp_path / "submit.yaml"
     path.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
     before = _versions(api)
@@ -366,15 +376,24 @@ def test_what_if_answers_from_the_live_cluster_and_writes_nothing(
     args += ["--kubeconfig", str(control_plane.kubeconfig), "-o", "json"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    now, later = json.loads(done.stdout)["groups"]
+    now, later, labelled = json.loads(done.stdout)["groups"]
     assert (now["name"], now["admitted"], now["nodes"]) == ("now", True, [NODE]), done.stdout
     assert now["eta"]["seconds"] == 0.0, now
     assert (later["name"], later["admitted"], later["nodes"]) == ("later", False, [NODE])
     assert later["eta"]["confidence"] == "high" and later["eta"]["seconds"] == RUNTIME, later
     assert "activeDeadlineSeconds of 2 pods" in later["eta"]["text"], later
     assert later["reason"], later
+    assert (labelled["kind"], labelled["name"], labelled["queue"]) == (
+        "PodGroup",
+        "labelled",
+        QUEUE,
+    )
+    assert labelled["eta"]["seconds"] > RUNTIME and labelled["nodes"] == [NODE], labelled
     assert _versions(api) == before  # nothing made, nothing changed
-    for group in ("now", "later"):
+    for path in (
+        *(f"{PG_API}/namespaces/{NAMESPACE}/podgroups/{g}" for g in ("now", "later", "labelled")),
+        f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/labelled",
+    ):
         with pytest.raises(ApiError) as missing:
-            request(api, "GET", f"{PG_API}/namespaces/{NAMESPACE}/podgroups/{group}")
+            request(api, "GET", path)
         assert missing.value.status == 404

@@ -47,6 +47,15 @@ def written(tmp_path: Path, name: str, documents: list[dict]) -> Path:
     return path
 
 
+def labelled(job: dict, queue: str, deadline: int | None = None) -> dict:
+    """``job`` labelled ``kbatch.io/queue: queue``; ``deadline``: its pods'
+    activeDeadlineSeconds."""
+    job["metadata"]["labels"] = {"kbatch.io/queue": queue}
+    if deadline is not None:
+        job["spec"]["template"]["spec"]["activeDeadlineSeconds"] = deadline
+    return job
+
+
 def what_if(capsys, *files: Path, output: str = "json"):
     code = cli.main(["simulate", "--from-cluster", *map(str, files), "-o", output])
     out, err = capsys.readouterr()
@@ -83,7 +92,9 @@ def test_the_table_names_each_group(tmp_path, capsys) -> None:
 @pytest.mark.parametrize(
     ("document", "message"),
     [
-        ({"kind": "Job", "metadata": {"name": "j"}}, "Job j: kind: a batch/v1 Job is not"),
+        ({"kind": "Foo", "metadata": {"name": "f"}}, "Foo f: kind: expected one of"),
+        (labelled(o.job("j", parallelism=0), "default"), "Job default/j: spec.parallelism: 0"),
+        ({**o.job("j"), "spec": {"template": {}}}, "Job default/j: spec.template"),
         (o.pod_group("first", 4, None), "PodGroup default/first: metadata.name: in the cluster"),
         ({"kind": "Pod", "metadata": {}}, "Pod ?: metadata.name: required"),
     ],
@@ -94,3 +105,72 @@ def test_what_cannot_be_added_is_refused_naming_the_object_and_field(
     path = written(tmp_path, "bad.yaml", [document])
     code, _, err = what_if(capsys, path)
     assert code == 2 and f"{path}: {message}" in err, err
+
+
+def test_a_labelled_job_gets_its_group_made_held_and_started_when_the_room_frees(
+    tmp_path, capsys
+) -> None:
+    """As kbatch's webhooks admit it: a PodGroup named as the Job, the Job held until
+    the group is admitted, its pods made then: a session (1 s) later than the gang of 4
+    pods of the first test, whose pods exist already (delayed pod creation)."""
+    job = labelled(o.job("train", parallelism=4), "default", deadline=30)
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", [job]))
+    assert code == 0, err
+    (train,) = data["groups"]
+    assert (train["kind"], train["namespace"], train["name"]) == ("PodGroup", "default", "train")
+    assert (train["admitted"], train["eta"]["seconds"], train["nodes"]) == (False, 36.0, ["n1"])
+    assert train["queue"] == "default" and train["reason"], train
+
+
+def test_a_job_of_a_given_podgroup_is_answered_for_the_group(tmp_path, capsys) -> None:
+    group = o.pod_group("sweep", 2, None)
+    job = o.job("sweep-workers", parallelism=2, group="sweep")
+    job["spec"]["template"]["spec"]["activeDeadlineSeconds"] = 30
+    fits = o.node("n2", cpu="2")
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", [fits, group, job]))
+    assert code == 0, err
+    (sweep,) = data["groups"]
+    # (admitted by the first session, which releases the Job: its pods bound by the next)
+    assert (sweep["name"], sweep["eta"]["seconds"], sweep["nodes"]) == ("sweep", 1.0, ["n2"])
+    assert sweep["admitted"] and sweep["phase"] == "Inqueue", sweep
+
+
+def test_a_job_without_a_group_is_answered_for_each_of_its_pods(tmp_path, capsys) -> None:
+    job = o.job("plain", parallelism=2)
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", [o.node("n2", "2"), job]))
+    assert code == 0, err
+    assert [(g["kind"], g["name"], g["nodes"]) for g in data["groups"]] == [
+        ("Pod", "plain-0", ["n2"]),
+        ("Pod", "plain-1", ["n2"]),
+    ]
+
+
+def test_a_job_labelled_with_a_queue_that_does_not_exist_waits_and_is_told_why(
+    tmp_path, capsys
+) -> None:
+    job = labelled(o.job("lost", parallelism=2), "nowhere")
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", [job]))
+    assert code == 0, err
+    (lost,) = data["groups"]
+    assert (lost["name"], lost["admitted"], lost["eta"]["seconds"]) == ("lost", False, None)
+    assert "queue 'nowhere' does not exist" in lost["reason"], lost
+    assert lost["reason"].startswith("metadata.labels[kbatch.io/queue]: PodGroup default/lost")
+
+
+def test_a_queue_given_before_a_job_in_the_files_takes_its_group(tmp_path, capsys) -> None:
+    """Created in the files' order, as ``kubectl apply`` creates them: the Job's
+    admission sees the Queue given before it."""
+    documents = [o.node("n2", "2"), o.queue("research", 2), labelled(o.job("r", 2), "research")]
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", documents))
+    assert code == 0, err
+    (research,) = data["groups"]
+    assert (research["name"], research["queue"], research["nodes"]) == ("r", "research", ["n2"])
+
+
+def test_a_job_its_owner_suspended_makes_no_pods_and_is_told_so(tmp_path, capsys) -> None:
+    documents = [o.job("paused", parallelism=2, suspend=True), o.node("n2", "2")]
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", documents))
+    assert code == 0, err
+    (paused,) = data["groups"]
+    assert (paused["kind"], paused["name"], paused["eta"]["seconds"]) == ("Job", "paused", None)
+    assert "suspended (spec.suspend)" in paused["reason"], paused
