@@ -26,7 +26,9 @@ too, as Kubernetes counts a deleted pod, but for the pods the controller deleted
 and for those evicted with the ``DisruptionTarget`` condition when the Job's
 ``podFailurePolicy`` ignores it (``FailJob`` there fails the Job; rules on exit codes
 never match a simulated pod). Each failure, counted or not, puts off the next pod:
-10 s, doubling with each failure since the last success, at most 10 minutes.
+10 s, doubling with each failure since the last success, at most 10 minutes. Indexed
+Jobs: ``kbatch.sim.job_indexes``. The pod replacement policy changes nothing here: a
+pod deleted is gone at once (grace 0), terminating or not.
 """
 
 import functools
@@ -38,6 +40,7 @@ from kbatch.cluster import fields, kept_fields
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests, timers
 from kbatch.sim.backend import FINISHED, SimBackend
+from kbatch.sim.job_indexes import Indexes, indexed
 from kbatch.sim.job_spec import JobSpec, job_spec
 from kbatch.sim.pod_objects import owning_jobs
 from kbatch.webhooks.admission import job as holding
@@ -75,6 +78,7 @@ class JobRecord:
     succeeded_seen: int = 0
     backoff_until: float | None = None  # no pod is made before then
     wake_at: float | None = None  # when it is to be reconciled on its own (its alarm)
+    indexes: Indexes | None = None  # an Indexed Job's (``job_indexes``)
 
 
 def _template_meta(job: Object) -> tuple[dict[str, str], dict[str, str]]:
@@ -149,6 +153,8 @@ class JobController:
         status = record.obj.get("status", {})
         record.obj = {**job, "metadata": {**metadata, **identity}, "status": status}
         record.spec = spec  # (its spec changes here only)
+        if spec.indexed and record.indexes is None:
+            record.indexes = Indexes()
         self._show(record)
         self._by_uid[identity["uid"]] = record
         self.cluster.touched.jobs.add(identity["uid"])
@@ -229,18 +235,24 @@ class JobController:
         """``lost``: its pods removed before they finished since it was last reconciled."""
         spec, now = record.spec, self.cluster.clock.now
         succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
-        failed = sum(1 for p in pods if _phase(p) == "Failed")
+        failed = [p["metadata"]["name"] for p in pods if _phase(p) == "Failed"]
         active = [p for p in pods if _phase(p) not in FINISHED and not _deleting(p)]
-        self._count_finished(record, succeeded, failed, self._lost_failures(record, lost), now)
+        counted, lost_failed = self._lost_failures(record, lost)
+        self._count_finished(record, succeeded, len(failed), (len(counted), lost_failed), now)
+        left = spec.completions - succeeded
+        if record.indexes is not None:  # (each failed pod once: those counted are gone)
+            new_failed = [name for name in failed if name in record.indexes.of_pod]
+            succeeded = record.indexes.observe(pods, [*new_failed, *counted], spec)
+            left = spec.completions - succeeded - len(record.indexes.failed)
         if spec.suspend or record.started_at is None:
             record.started_at = None if spec.suspend else now
         complete = succeeded >= spec.completions
         ended = None if complete else self._failure(record, now)
         record.complete = complete or ended is not None
         done = spec.suspend or record.complete
-        wanted = 0 if done else min(spec.parallelism, spec.completions - succeeded)
+        wanted = 0 if done else min(spec.parallelism, left)
         backing_off = record.backoff_until is not None and now < record.backoff_until
-        self._make_pods(record, 0 if backing_off else wanted - len(active))
+        self._make_pods(record, 0 if backing_off else wanted - len(active), active)
         ref = ObjectRef("Job", record.obj["metadata"]["namespace"], record.obj["metadata"]["name"])
         for pod in _excess(active, len(active) - wanted):
             record.own_deletes.add(pod["metadata"]["name"])
@@ -254,19 +266,21 @@ class JobController:
 
     def _lost_failures(
         self, record: JobRecord, lost: Iterable[tuple[str, bool]]
-    ) -> tuple[int, int]:
-        """Of its pods removed before they finished, but for those it deleted itself: how
-        many count against its backoffLimit (not those evicted with DisruptionTarget that
+    ) -> tuple[list[str], int]:
+        """Of its pods removed before they finished, but for those it deleted itself: those
+        that count against its backoffLimit (not those evicted with DisruptionTarget that
         its podFailurePolicy ignores; one it says fail the Job, does), and how many
         failed at all (each puts off its next pod, ignored or not, as Kubernetes' does)."""
-        counted = failed = 0
+        counted: list[str] = []
+        failed = 0
         for name, disrupted in lost:
             if name in record.own_deletes:
                 record.own_deletes.discard(name)
                 continue
             action = record.spec.on_disruption if disrupted else "Count"
             record.failed_job |= action == "FailJob"
-            counted += action != "Ignore"
+            if action != "Ignore":
+                counted.append(name)
             failed += 1
         return counted, failed
 
@@ -294,6 +308,9 @@ class JobController:
         spec, started = record.spec, record.started_at
         if record.failed_job:
             return POD_FAILURE_POLICY
+        failed_indexes = record.indexes.ended(spec) if record.indexes is not None else None
+        if failed_indexes is not None:
+            return failed_indexes
         if record.failures > spec.backoff_limit:
             return BACKOFF_LIMIT_EXCEEDED
         if spec.deadline is not None and started is not None and now >= started + spec.deadline:
@@ -314,11 +331,17 @@ class JobController:
             if wake is not None:
                 self._alarms.set(record.obj["metadata"]["uid"], wake)
 
-    def _make_pods(self, record: JobRecord, count: int) -> None:
+    def _make_pods(self, record: JobRecord, count: int, active: list[Object]) -> None:
         job = record.obj
         ref = ObjectRef("Job", job["metadata"]["namespace"], job["metadata"]["name"])
-        for _ in range(count):
+        indexes = record.indexes
+        for index in (
+            range(count) if indexes is None else indexes.to_make(active, record.spec, count)
+        ):
             pod = pod_for(job, record.next_index)
+            if indexes is not None:
+                pod = indexed(pod, ref.name, index)
+                indexes.made(pod["metadata"]["name"], index)
             refused = self.cluster.missing_priority_class(pod)
             if refused is not None:
                 message = (
