@@ -9,7 +9,9 @@ parallelism; the Job is complete once every index has a pod that succeeded.
 
 With ``spec.backoffLimitPerIndex`` a pod's failure counts against its index (and
 ``backoffLimit`` defaults to no limit): an index whose pods failed more times than that
-is failed, and gets no more pods. The Job fails, as Kubernetes fails it, once more
+is failed, and gets no more pods; so is the index of a pod evicted with the
+``DisruptionTarget`` condition when the Job's ``podFailurePolicy`` says ``FailIndex``.
+The Job fails, as Kubernetes fails it, once more
 indexes failed than ``spec.maxFailedIndexes`` (``MaxFailedIndexesExceeded``), or once
 every index succeeded or failed and one failed (``FailedIndexes``).
 """
@@ -59,6 +61,12 @@ class Indexes:
             if spec.per_index_limit is not None and self.failures[index] > spec.per_index_limit:
                 self.failed.add(index)
         return len(self.succeeded)
+
+    def fail_index_of(self, name: str) -> None:
+        """The pod ``name`` fails its index for good (podFailurePolicy ``FailIndex``)."""
+        index = self.of_pod.pop(name, None)
+        if index is not None and index not in self.succeeded:
+            self.failed.add(index)
 
     def to_make(self, active: Iterable[Object], spec: JobSpec, count: int) -> list[int]:
         """The ``count`` lowest indexes a new pod is made for (at most)."""

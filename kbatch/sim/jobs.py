@@ -269,7 +269,8 @@ class JobController:
     ) -> tuple[list[str], int]:
         """Of its pods removed before they finished, but for those it deleted itself: those
         that count against its backoffLimit (not those evicted with DisruptionTarget that
-        its podFailurePolicy ignores; one it says fail the Job, does), and how many
+        its podFailurePolicy ignores; one it says fail the Job, does; one whose index it
+        says fail, fails the index: ``job_indexes``), and how many
         failed at all (each puts off its next pod, ignored or not, as Kubernetes' does)."""
         counted: list[str] = []
         failed = 0
@@ -279,7 +280,9 @@ class JobController:
                 continue
             action = record.spec.on_disruption if disrupted else "Count"
             record.failed_job |= action == "FailJob"
-            if action != "Ignore":
+            if action == "FailIndex" and record.indexes is not None:
+                record.indexes.fail_index_of(name)
+            elif action != "Ignore":
                 counted.append(name)
             failed += 1
         return counted, failed

@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from kbatch.cluster.errors import ObjectError
+from kbatch.sim import runner
 from kbatch.sim.job_indexes import COMPLETION_INDEX
 from kbatch.sim.job_spec import job_spec
-from scenarios.objects import job
-from scenarios.test_job_failures import job_events, run
+from kbatch.sim.manifests import load_documents
+from scenarios.objects import job, node
+from scenarios.test_job_failures import _running_tasks, job_events, run
 
 Json = dict[str, Any]
 
@@ -88,3 +90,27 @@ def test_bad_indexing_is_refused_naming_the_field(spec: Json, field: str, why: s
     with pytest.raises(ObjectError) as refused:
         job_spec(made)
     assert refused.value.field == field and why in refused.value.why, refused.value
+
+
+def test_an_eviction_the_policy_says_fails_its_index_gets_no_new_pod() -> None:
+    """podFailurePolicy FailIndex on kbatch's DisruptionTarget: the evicted pod's index
+    fails at once (no replacement); the other index succeeds; the Job then fails with
+    FailedIndexes."""
+    made = indexed_job(2, 2, "50s", backoffLimitPerIndex=3)
+    rule = {"action": "FailIndex", "onPodConditions": [{"type": "DisruptionTarget"}]}
+    made["spec"]["podFailurePolicy"] = {"rules": [rule]}
+    loaded = load_documents([node("n1"), made])
+    simulation = runner.Simulation(loaded, runner.resolve_conf(None, loaded))
+    now = 0.0
+    while len(running := _running_tasks(simulation)) < 2:
+        now += 1.0
+        simulation.tick(now)
+    evicted = next(task for task in running if task.name == "j-1-1")
+    simulation.cluster.evict(evicted, "test", "kbatch: test")
+    while now < 120.0:
+        now += 1.0
+        simulation.tick(now)
+    record = simulation.jobs.jobs[("default", "j")]
+    made_pods = [e.message for e in simulation.cluster.event_log if e.reason == "SuccessfulCreate"]
+    assert made_pods == ["Created pod: j-0-0", "Created pod: j-1-1"]
+    assert record.obj["status"]["conditions"][0]["reason"] == "FailedIndexes"
