@@ -28,8 +28,8 @@ from typing import Any
 
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
+from kbatch.sim import job_indexes, validation
 from kbatch.sim import jobs as controller
-from kbatch.sim import validation
 from kbatch.webhooks.admission import chain, jobgroup
 from kbatch.webhooks.admission import job as holding
 from kbatch.webhooks.admission.view import StateView
@@ -116,8 +116,11 @@ class JobAdmission:
 
 
 def _pod(job: Object, index: int) -> Object:
-    """The ``index``-th pod the job controller makes for ``job``, created with it."""
+    """The ``index``-th pod the job controller makes for ``job``, created with it (of
+    completion index ``index`` in an Indexed Job)."""
     pod = controller.pod_for(job, index)
+    if job["spec"].get("completionMode") == "Indexed":
+        pod = job_indexes.indexed(pod, str(job["metadata"]["name"]), index)
     pod["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
     return pod
 

@@ -174,3 +174,11 @@ def test_a_job_its_owner_suspended_makes_no_pods_and_is_told_so(tmp_path, capsys
     (paused,) = data["groups"]
     assert (paused["kind"], paused["name"], paused["eta"]["seconds"]) == ("Job", "paused", None)
     assert "suspended (spec.suspend)" in paused["reason"], paused
+
+
+def test_an_indexed_job_s_pods_are_named_by_their_index(tmp_path, capsys) -> None:
+    job = o.job("ix", parallelism=2, completions=2)
+    job["spec"]["completionMode"] = "Indexed"
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", [o.node("n2", "2"), job]))
+    assert code == 0, err
+    assert [g["name"] for g in data["groups"]] == ["ix-0-0", "ix-1-1"]
