@@ -344,7 +344,6 @@ class JobController:
             pod = pod_for(job, record.next_index)
             if indexes is not None:
                 pod = indexed(pod, ref.name, index)
-                indexes.made(pod["metadata"]["name"], index)
             refused = self.cluster.missing_priority_class(pod)
             if refused is not None:
                 message = (
@@ -353,6 +352,8 @@ class JobController:
                 self.cluster.record(ref, "Warning", "FailedCreate", message)
                 break
             self.cluster.create(pod, owned=True)
+            if indexes is not None:
+                indexes.made(pod["metadata"]["name"], index)
             record.names.append(pod["metadata"]["name"])
             record.next_index += 1
             message = f"Created pod: {pod['metadata']['name']}"
