@@ -29,6 +29,7 @@ from kbatch.api.podgroup import PodGroup
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import jobs, validation
 from kbatch.sim.backend import REJECTED, SimBackend
+from kbatch.sim.jobsets import JobSetController
 from kbatch.webhooks.admission import chain, job, jobgroup, podgroup, result
 from kbatch.webhooks.admission.view import StateView
 
@@ -37,9 +38,12 @@ JobKey = tuple[str, str]  # namespace, name
 
 
 class SimAdmission:
-    def __init__(self, cluster: SimBackend, controller: jobs.JobController) -> None:
+    def __init__(
+        self, cluster: SimBackend, controller: jobs.JobController, jobsets: JobSetController
+    ) -> None:
         self.cluster = cluster
         self.controller = controller
+        self.jobsets = jobsets
         self.held: set[JobKey] = set()
         self.to_group: set[JobKey] = set()  # labelled Jobs whose PodGroup is to be made
         self._refused_why: dict[JobKey, str] = {}  # why a Job's PodGroup was last refused
@@ -72,6 +76,8 @@ class SimAdmission:
         if kind == "Job":
             existing = self.controller.jobs.get((namespace, name))
             old = existing.obj if existing is not None else None
+        elif kind == "JobSet":
+            old = self.jobsets.get(namespace, name)
         else:
             old = self.cluster.state.get(kind, namespace, name)
         answer = chain.admit(obj, old, self.view)

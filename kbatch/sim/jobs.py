@@ -181,7 +181,7 @@ class JobController:
         forgotten = []
         for uid in sorted(uids):
             record = self._by_uid.get(uid)
-            if record is None or not record.complete or self._pods_of(record):
+            if record is None or not record.complete or self.pods_of(record):
                 continue
             metadata = record.obj["metadata"]
             key = (metadata["namespace"], metadata["name"])
@@ -197,6 +197,25 @@ class JobController:
             forgotten.append(key)
         return forgotten
 
+    def delete(self, key: tuple[str, str]) -> bool:
+        """Delete the Job ``key`` as a foreground deletion does (a JobSet's restart or
+        end): its pods first, the Job once none is left. True once it is gone."""
+        record = self.jobs.get(key)
+        if record is None:
+            return True
+        record.complete = True  # it makes and deletes nothing more
+        for pod in self.pods_of(record):
+            self.cluster.delete_pod(pod)
+        if self.pods_of(record):
+            return False
+        del self.jobs[key]
+        self._by_uid.pop(record.obj["metadata"]["uid"], None)
+        if self.cluster.state.get("Job", *key) is not None:
+            self.cluster.state.delete("Job", *key)
+        self.cluster.forget_object("Job", *key)  # (its events: a new Job may take its name)
+        self.cluster.changed()
+        return True
+
     def touch_all(self) -> None:
         """Have every Job reconciled at the next call (something they may wait for came)."""
         self.cluster.touched.jobs.update(self._by_uid)
@@ -210,14 +229,14 @@ class JobController:
             record = self._by_uid.get(uid)
             lost = self.cluster.touched.lost.pop(uid, ())  # (a done Job's: nothing to count)
             if record is not None and not record.complete:
-                self._reconcile_one(record, self._pods_of(record), lost)
+                self._reconcile_one(record, self.pods_of(record), lost)
         self.cluster.touched.jobs.difference_update(touched)
 
     def next_event(self) -> float | None:
         """When the next Job is due to be reconciled on its own (None: none is)."""
         return self._alarms.next()
 
-    def _pods_of(self, record: JobRecord) -> list[Object]:
+    def pods_of(self, record: JobRecord) -> list[Object]:
         """The pods ``record`` made that still exist (and are still its own)."""
         metadata = record.obj["metadata"]
         pods = []

@@ -2,7 +2,8 @@
 
 Kinds the simulator models (by API group, so that Volcano's ``batch.volcano.sh``
 Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
-ResourceQuota, batch Job, PriorityClass, PodGroup, Queue, upstream's own PodGroup
+ResourceQuota, batch Job, JobSet (``jobset.x-k8s.io``), PriorityClass, PodGroup,
+Queue, upstream's own PodGroup
 (``scheduling.k8s.io/v1beta1`` or ``v1alpha3``, read as the kbatch PodGroup it is scheduled as:
 ``kbatch.cluster.upstream_groups``), Volcano's PodGroup and Queue
 (``scheduling.volcano.sh/v1beta1``, read as kbatch's own: ``kbatch.cluster.volcano``;
@@ -44,6 +45,7 @@ SCHEDULER_CONF = "kbatch.io/sim-scheduler-conf"
 MODELLED: dict[str, frozenset[str]] = {
     "": frozenset({"Namespace", "Node", "Pod", "ResourceQuota"}),
     "batch": frozenset({"Job"}),
+    "jobset.x-k8s.io": frozenset({"JobSet"}),
     "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup"}),
     "scheduling.incubator.k8s.io": frozenset({"PodGroup", "Queue"}),
     volcano.API_GROUP: volcano.KINDS,
@@ -60,6 +62,7 @@ CREATE_ORDER = (
     "Node",
     "ResourceQuota",
     "Job",
+    "JobSet",
     "PodGroup",
     "Pod",
 )

@@ -75,6 +75,7 @@ from kbatch.operators.scheduler.core.runner import (
 from kbatch.sim import arrivals, clock, jobs, manifests, podgroups
 from kbatch.sim.admission import SimAdmission
 from kbatch.sim.backend import SimBackend
+from kbatch.sim.jobsets import JobSetController
 from kbatch.sim.timeline import Timeline
 
 if TYPE_CHECKING:  # (the flight recorder is loaded only for a run that records)
@@ -173,7 +174,8 @@ class Simulation:
         )
         self.cluster = SimBackend(state, self.clock, options.history)
         self.jobs = jobs.JobController(self.cluster)
-        self.admission = SimAdmission(self.cluster, self.jobs)
+        self.jobsets = JobSetController(self.cluster, self.jobs)
+        self.admission = SimAdmission(self.cluster, self.jobs, self.jobsets)
         self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
         self.arriving = arrivals.Arrivals(arriving)
         self.totals = Totals()
@@ -249,6 +251,7 @@ class Simulation:
         self._materialise(now)
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
+        self.jobsets.reconcile(self.admission.view, self._create)
         self.jobs.reconcile()
         gone = self.cluster.let_go_settled(self.jobs.done_with)
         forgotten = self.jobs.let_go(gone, forget=not self.options.history)
@@ -265,6 +268,9 @@ class Simulation:
         if self.cluster.last_snapshot is not None and self.options.history:
             self.timeline.record(now, self.cluster.last_snapshot, self.cluster.created_at)
         return self.cluster.changes != before or stats.binds > 0 or stats.evictions > 0
+
+    def _create(self, obj: dict[str, Any]) -> str | None:
+        return create(self.cluster, self.jobs, obj, self.admission)
 
     def _release_held(self) -> None:
         """Delayed pod creation: Jobs of admitted groups resume. Whether a held Job is
@@ -360,6 +366,8 @@ def create(
         obj = admitted
     if obj["kind"] == "Job":
         controller.apply(obj)
+    elif obj["kind"] == "JobSet" and admission is not None:
+        admission.jobsets.apply(obj, admission.view)
     else:
         cluster.create(obj)
     if obj["kind"] == "PriorityClass":

@@ -6,6 +6,7 @@
 The checks are the cluster layer's own parsers (``kbatch.cluster.records``, which
 refuse the same object in ``kbatch run``), plus what only the simulator reads: a Job's
 spec and its pod template (the pod its controller makes must itself be acceptable), a
+JobSet's spec and the Jobs it makes (``kbatch.sim.jobset_spec``), a
 PriorityClass's fields, and the simulation annotations ``kbatch.io/sim-submit-at`` and
 ``kbatch.io/sim-duration``. A missing PriorityClass is the API server's priority
 admission (``SimBackend.refusal``); the webhooks' checks are ``kbatch.sim.admission``.
@@ -16,7 +17,7 @@ from typing import Any
 
 from kbatch.cluster import fields, records, upstream_groups, volcano
 from kbatch.cluster.errors import ObjectError
-from kbatch.sim import clock, job_spec, jobs, manifests
+from kbatch.sim import clock, job_spec, jobs, jobset_spec, manifests
 
 Object = Mapping[str, Any]
 # The highest value of a PriorityClass not named system-* (HighestUserDefinablePriority).
@@ -82,6 +83,19 @@ def _job(obj: Object) -> None:
         raise ObjectError(exc.ref, "", f"spec.template.{detail}") from exc
 
 
+def _jobset(obj: Object) -> None:
+    """The JobSet's own fields, then each Job it would make (their fields one level down,
+    under the replicated Job's template)."""
+    spec = jobset_spec.jobset_spec(dict(obj))
+    for which in range(len(spec.replicated)):
+        try:
+            _job(jobset_spec.child_job(dict(obj), spec, which, 0, 0))
+        except ObjectError as exc:
+            detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
+            at = f"spec.replicatedJobs[{which}].template"
+            raise ObjectError(exc.ref, "", f"{at}.{detail}") from exc
+
+
 def _priority_class(obj: Object) -> None:
     record = records.parse_priority_class(obj)
     ref = records.ref_of(obj)
@@ -126,4 +140,5 @@ _CHECKS: dict[str, Callable[[Object], object]] = {
     "ResourceQuota": records.parse_quota,
     "PriorityClass": _priority_class,
     "Job": _job,
+    "JobSet": _jobset,
 }

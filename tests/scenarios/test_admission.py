@@ -11,6 +11,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.sim import clock, jobs, output, runner
 from kbatch.sim.admission import SimAdmission
 from kbatch.sim.backend import SimBackend
+from kbatch.sim.jobsets import JobSetController
 from kbatch.webhooks.admission import job as job_admission
 from scenarios.objects import at, job, node, pod, pod_group, queue
 from scenarios.runner import HERE, Outcome, header, run
@@ -181,7 +182,7 @@ def test_a_group_created_before_its_job_is_filled_when_the_job_comes() -> None:
     simulator itself creates Jobs first when both are due at once)."""
     cluster = SimBackend(ClusterState(), clock.SimClock())
     controller = jobs.JobController(cluster)
-    admission = SimAdmission(cluster, controller)
+    admission = SimAdmission(cluster, controller, JobSetController(cluster, controller))
     cluster.create(queue("default"))
     for obj in (pod_group("g", min_member=2), job("j", parallelism=2, cpu="500m", group="g")):
         obj["metadata"]["namespace"] = "default"

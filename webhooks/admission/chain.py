@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kbatch.api import API_VERSION
-from kbatch.webhooks.admission import job, podgroup, queue, result
+from kbatch.webhooks.admission import job, jobsetgroup, podgroup, queue, result
 from kbatch.webhooks.admission.result import Admission
 from kbatch.webhooks.admission.view import ClusterView
 
@@ -27,4 +27,6 @@ def admit(
         return queue.validate(obj, view)
     if kind == "Job" and api_version == "batch/v1" and old is None:
         return job.mutate(obj, view, suspend_supported)
+    if kind == jobsetgroup.KIND and api_version == jobsetgroup.API_VERSION and old is None:
+        return jobsetgroup.mutate(obj, view, suspend_supported)
     return result.allow()
