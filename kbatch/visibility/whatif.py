@@ -8,9 +8,9 @@ pods start, and when, with the ETA's confidence. Nothing is written anywhere: ob
 in, answers out.
 
 The files may hold Pods, PodGroups, Queues, Nodes, PriorityClasses, ResourceQuotas
-(a Node or a Queue asks "what if the cluster had it") and batch/v1 Jobs, admitted as
-kbatch's webhooks admit them: the PodGroup made for a labelled Job, the Job held for
-its group or its pods made (``kbatch.visibility.whatif_jobs``).
+(a Node or a Queue asks "what if the cluster had it"), batch/v1 Jobs and JobSets,
+admitted as kbatch's webhooks admit them: the PodGroup made for a labelled Job or
+JobSet, the Job held for its group or its pods made (``kbatch.visibility.whatif_jobs``).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,8 +24,9 @@ from kbatch.sim import clock
 from kbatch.visibility import eta, standing, whatif_jobs
 
 Object = dict[str, Any]
-KINDS = ("Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod", "Job")
-NAMESPACED = ("ResourceQuota", "PodGroup", "Pod", "Job")
+KINDS = ("Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod", "Job", "JobSet")
+NAMESPACED = ("ResourceQuota", "PodGroup", "Pod", "Job", "JobSet")
+ADMITTED_KINDS = ("Job", "JobSet")  # through ``whatif_jobs``
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 ADMITTED = (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
 
@@ -80,7 +81,7 @@ def added(
     groups: list[str] = []
     listed = list(documents)
     admission = None
-    if any(isinstance(doc, Mapping) and doc.get("kind") == "Job" for _, doc in listed):
+    if any(isinstance(doc, Mapping) and doc.get("kind") in ADMITTED_KINDS for _, doc in listed):
         admission = whatif_jobs.JobAdmission(read, scheduler_names)
     for i, (source, document) in enumerate(listed):
         # created a second apart, in the files' order, the last now: ties of creation
@@ -88,11 +89,12 @@ def added(
         obj = _new_object(source, document, objects.now - (len(listed) - 1 - i))
         made: list[Object] = [obj]
         made_groups: Sequence[str | None] = [_group_of(obj)]
-        if admission is not None and obj["kind"] == "Job":
+        if admission is not None and obj["kind"] in ADMITTED_KINDS:
+            admit = admission.admit if obj["kind"] == "Job" else admission.admit_jobset
             try:
-                made, made_groups = admission.admit(obj, i)
+                made, made_groups = admit(obj, i)
             except whatif_jobs.JobRefused as exc:
-                raise WhatIfError(f"{source}: Job {_key(obj)}: {exc}") from None
+                raise WhatIfError(f"{source}: {obj['kind']} {_key(obj)}: {exc}") from None
         elif admission is not None:
             admission.given(obj)
         for new in made:
@@ -171,7 +173,7 @@ def answer(
         kind = {"pod": "Pod", "job": "Job"}.get(uid.partition(":")[0], "PodGroup")
         namespace, name = uid.split(":")[-1].split("/", 1)
         job = session.jobs.get(uid)
-        if job is None:
+        if job is None or uid in unmade:  # (a group made for a suspended owner: no pods)
             answers.append(_unseen(kind, namespace, name, unmade.get(uid)))
             continue
         estimate = forecast.estimates[uid]

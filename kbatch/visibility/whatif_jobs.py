@@ -19,6 +19,13 @@ it in the files (in their order, as ``kubectl apply`` creates them). Then:
 
 The answers are for the Job's group, or for each of its pods when they are jobs of
 their own; a Job its owner suspended makes no pods, and is answered so.
+
+A JobSet (``admit_jobset``) goes through the same checks and its own webhook. A labelled
+one gets the PodGroup kbatch makes for it, as a Job does; held for that group, its Jobs
+(those JobSet's controller makes, ``kbatch.sim.jobset_spec.child_job``) go into the
+forecast held with it, released together once the forward run admits the group, as
+kbatch releases the JobSet. Not held, each of its Jobs is admitted as a Job of the
+files; suspended by its owner, it makes no Jobs, and is answered so.
 """
 
 import contextlib
@@ -28,9 +35,9 @@ from typing import Any
 
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
-from kbatch.sim import job_indexes, validation
+from kbatch.sim import job_indexes, jobset_spec, validation
 from kbatch.sim import jobs as controller
-from kbatch.webhooks.admission import chain, jobgroup
+from kbatch.webhooks.admission import chain, jobgroup, jobsetgroup
 from kbatch.webhooks.admission import job as holding
 from kbatch.webhooks.admission.view import StateView
 
@@ -62,7 +69,7 @@ class JobAdmission:
             with contextlib.suppress(ObjectError):
                 self.state.apply(obj)
 
-    def admit(self, job: Object, number: int) -> tuple[list[Object], list[str]]:
+    def admit(self, job: Object, number: int | str) -> tuple[list[Object], list[str]]:
         """The objects the Job makes (a PodGroup, the held Job, or its pods) and the
         uids of the groups to answer for; JobRefused when it would be refused."""
         why = validation.refusal(job)
@@ -99,20 +106,81 @@ class JobAdmission:
             return [*made, *pods], [f"{namespace}/{group}"]
         return pods, [f"pod:{namespace}/{pod['metadata']['name']}" for pod in pods]
 
-    def _group_made(self, job: Object) -> tuple[str, Object | None]:
-        """The PodGroup kbatch makes for the labelled ``job``, as its admission leaves
-        it; or why it is not made (None)."""
-        not_leaf = jobgroup.queue_not_leaf(job, self.view)
+    def admit_jobset(self, jobset: Object, number: int) -> tuple[list[Object], list[str]]:
+        """The objects a JobSet makes (its PodGroup, its Jobs held with it, or what its
+        Jobs make) and the uids of the groups to answer for; JobRefused as ``admit``."""
+        why = validation.refusal(jobset)
+        if why is not None:
+            raise JobRefused(why)
+        meta = jobset["metadata"]
+        jobset = {**jobset, "metadata": {**meta, "uid": f"what-if-jobset-{number}"}}
+        answer = chain.admit(jobset, None, self.view)
+        if not answer.allowed:
+            raise JobRefused(answer.message)
+        admitted = answer.applied_to(jobset)
+        spec = jobset_spec.jobset_spec(admitted)
+        namespace, name = str(meta["namespace"]), str(meta["name"])
+        uid = f"{namespace}/{name}"
+        made: list[Object] = []
+        if (
+            jobsetgroup.makes_group(admitted, self.names)
+            and self.view.pod_group(namespace, name) is None
+        ):
+            why, made_group = self._group_made(admitted, "JobSet")
+            if made_group is None:
+                self.unmade[uid] = why
+                return [], [uid]
+            made.append(made_group)
+        held = holding.is_held(admitted)
+        if spec.suspend and not held:
+            why = "the JobSet is suspended (spec.suspend): it makes no pods until resumed"
+            self.unmade[uid] = why
+            return made, [uid]
+        uids = [uid] if held else []
+        for k, job in enumerate(_jobs_of(admitted, spec)):
+            if held:  # (released with the JobSet, as one: its group's)
+                job["metadata"]["annotations"][holding.HELD_ANNOTATION] = "its JobSet is held"
+                job["metadata"]["uid"] = f"what-if-jobset-{number}-{k}"
+                self.jobs.append(job)
+                made.append(job)
+                continue
+            objs, found = self.admit(job, f"{number}-{k}")
+            made += objs
+            uids += [u for u in found if u not in uids]
+        return made, uids
+
+    def _group_made(self, owner: Object, kind: str = "Job") -> tuple[str, Object | None]:
+        """The PodGroup kbatch makes for the labelled ``owner`` (a Job, or a JobSet:
+        ``kind``), as its admission leaves it; or why it is not made (None)."""
+        not_leaf = jobgroup.queue_not_leaf(owner, self.view, kind)
         if not_leaf is not None:
             return not_leaf, None
-        made = jobgroup.pod_group_for(job, holding.pods_made(job))
-        made["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
+        if kind == "Job":
+            made = jobgroup.pod_group_for(owner, holding.pods_made(owner))
+        else:
+            made = jobsetgroup.pod_group_for(owner)
+        made["metadata"]["creationTimestamp"] = owner["metadata"]["creationTimestamp"]
         answer = chain.admit(made, None, self.view)
         if not answer.allowed:
-            return jobgroup.refusal_message(job, answer.message), None
+            return jobgroup.refusal_message(owner, answer.message, kind), None
         group = answer.applied_to(made)
         self.state.apply(group)
         return "", group
+
+
+def _jobs_of(jobset: Object, spec: jobset_spec.JobSetSpec) -> list[Object]:
+    """The Jobs JobSet's controller makes for ``jobset`` when it is created (InOrder:
+    the first replicated Job's only, the rest once those run; a forecast of the rest
+    would need JobSet's controller, which it does not play)."""
+    made = []
+    for which, replicated in enumerate(spec.replicated):
+        for index in range(replicated.replicas):
+            job = jobset_spec.child_job(jobset, spec, which, index, 0)
+            job["metadata"]["creationTimestamp"] = jobset["metadata"]["creationTimestamp"]
+            made.append(job)
+        if spec.in_order:
+            break
+    return made
 
 
 def _pod(job: Object, index: int) -> Object:

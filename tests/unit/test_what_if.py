@@ -13,6 +13,7 @@ from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.visibility import standing
 from scenarios import live
 from scenarios import objects as o
+from scenarios.test_jobsets import jobset, replicated
 
 NOW = 10.0
 CLUSTER = [
@@ -182,3 +183,68 @@ def test_an_indexed_job_s_pods_are_named_by_their_index(tmp_path, capsys) -> Non
     code, data, err = what_if(capsys, written(tmp_path, "job.yaml", [o.node("n2", "2"), job]))
     assert code == 0, err
     assert [g["name"] for g in data["groups"]] == ["ix-0-0", "ix-1-1"]
+
+
+def test_a_labelled_jobset_is_answered_for_its_one_group_as_a_labelled_job_is(
+    tmp_path, capsys
+) -> None:
+    """Its Jobs held with it, released together once the forward run admits the group:
+    it starts when the labelled Job of four pods above does."""
+    made = jobset(
+        replicated("leader", 1, 1, activeDeadlineSeconds=30),
+        replicated("workers", 1, 3, activeDeadlineSeconds=30),
+        queue_name="default",
+    )
+    code, data, err = what_if(capsys, written(tmp_path, "jobset.yaml", [made]))
+    assert code == 0, err
+    (group,) = data["groups"]
+    assert (group["kind"], group["name"], group["queue"]) == ("PodGroup", "js", "default")
+    assert (group["admitted"], group["eta"]["seconds"], group["nodes"]) == (False, 36.0, ["n1"])
+
+
+def test_a_jobset_not_labelled_is_answered_for_what_its_jobs_make(tmp_path, capsys) -> None:
+    made = jobset(replicated("workers", 2, 1, schedulerName="kbatch"), queue_name=None)
+    code, data, err = what_if(capsys, written(tmp_path, "js.yaml", [o.node("n2", "2"), made]))
+    assert code == 0, err
+    assert [(g["kind"], g["name"], g["nodes"]) for g in data["groups"]] == [
+        ("Pod", "js-workers-0-0", ["n2"]),
+        ("Pod", "js-workers-1-0", ["n2"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "told"),
+    [
+        ({"queue_name": "nowhere"}, "queue 'nowhere' does not exist"),
+        ({"suspend": True}, "the JobSet is suspended (spec.suspend)"),
+    ],
+)
+def test_a_jobset_that_would_not_run_is_told_why(tmp_path, capsys, change, told) -> None:
+    made = jobset(replicated("workers", 2, 1), **{"queue_name": "default", **change})
+    code, data, err = what_if(capsys, written(tmp_path, "js.yaml", [made]))
+    assert code == 0, err
+    (group,) = data["groups"]
+    assert (group["name"], group["admitted"], group["eta"]["seconds"]) == ("js", False, None)
+    assert told in group["reason"], group
+
+
+def test_a_bad_jobset_is_refused_naming_its_field(tmp_path, capsys) -> None:
+    made = jobset(replicated("workers", 1, 1), successPolicy={"operator": "Some"})
+    path = written(tmp_path, "js.yaml", [made])
+    code, _, err = what_if(capsys, path)
+    assert code == 2 and "JobSet default/js: spec.successPolicy.operator: must be" in err, err
+
+
+def test_a_labelled_job_its_owner_suspended_is_told_so_not_why_its_group_waits(
+    tmp_path, capsys
+) -> None:
+    job = labelled(o.job("paused", parallelism=2, suspend=True), "default")
+    code, data, err = what_if(capsys, written(tmp_path, "job.yaml", [job]))
+    assert code == 0, err
+    (paused,) = data["groups"]
+    assert (paused["kind"], paused["name"], paused["eta"]["seconds"]) == (
+        "PodGroup",
+        "paused",
+        None,
+    )
+    assert "suspended (spec.suspend)" in paused["reason"], paused
