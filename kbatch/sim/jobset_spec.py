@@ -5,7 +5,8 @@ webhook would refuse it) and the Jobs it makes (``child_job``).
 A JobSet's Jobs are named ``<jobset>-<replicatedJob>-<index>``; each is its replicated
 Job's template with the JobSet's labels and annotations (``jobset.sigs.k8s.io/...``:
 the JobSet's name and uid, the replicated Job's name and replicas, the Job's index and
-global index, the restart attempt) on the Job and on its pod template, an owner
+global index, the restart attempt, its SHA-1 job key, its group's) on the Job and on
+its pod template, an owner
 reference to the JobSet, and ``spec.suspend`` the JobSet's.
 
 Read: ``replicatedJobs`` (``name``, ``replicas``, ``template``), ``suspend``,
@@ -19,6 +20,7 @@ finished, volume claims) is left out. ``dependsOn`` and the per-Job restart acti
 simulation that ignored them would tell the user a different story than the cluster.
 """
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +45,7 @@ class ReplicatedJob:
     name: str
     replicas: int
     template: Object  # the Job template: metadata and spec
+    group: str = "default"  # groupName
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +136,8 @@ def _replicated(entry: Any, at: str, names: set[str]) -> ReplicatedJob:
     template = fields.mapping(entry, "template", at=at)
     if not isinstance(fields.value(template, "spec.template.spec"), dict):
         raise fields.FieldError(f"{at}.template.spec.template.spec", "a Job needs a pod template")
-    return ReplicatedJob(name, 1 if replicas is None else replicas, dict(template))
+    group = fields.string(entry, "groupName", at=at) or "default"
+    return ReplicatedJob(name, 1 if replicas is None else replicas, dict(template), group)
 
 
 def _rule(rule: Any, at: str, names: set[str]) -> FailureRule:
@@ -174,30 +178,37 @@ def child_job(jobset: Object, spec: JobSetSpec, which: int, index: int, restarts
     """The ``index``-th Job of the ``which``-th replicated Job, at restart ``restarts``."""
     replicated = spec.replicated[which]
     meta = jobset["metadata"]
+    namespace = meta.get("namespace") or "default"
+    name = job_name(jobset, replicated.name, index)
     template = fields.copied(replicated.template)
-    global_index = sum(r.replicas for r in spec.replicated[:which]) + index
+    before = spec.replicated[:which]
+    same_group = [r for r in spec.replicated if r.group == replicated.group]
     marks = {
         "jobset-name": meta["name"],
         "jobset-uid": meta.get("uid", ""),
         "replicatedjob-name": replicated.name,
+        "restart-attempt": str(restarts),
         "replicatedjob-replicas": str(replicated.replicas),
         "global-replicas": str(sum(r.replicas for r in spec.replicated)),
         "job-index": str(index),
-        "job-global-index": str(global_index),
-        "restart-attempt": str(restarts),
+        "job-key": hashlib.sha1(f"{namespace}/{name}".encode(), usedforsecurity=False).hexdigest(),
+        "job-global-index": str(sum(r.replicas for r in before) + index),
+        "group-name": replicated.group,
+        "group-replicas": str(sum(r.replicas for r in same_group)),
+        "job-group-index": str(
+            sum(r.replicas for r in before if r.group == replicated.group) + index
+        ),
     }
     marks = {PREFIX + key: value for key, value in marks.items()}
-    job_meta = template.get("metadata") or {}
     pod_template = template["spec"]["template"]
-    pod_meta = pod_template.get("metadata") or {}
-    pod_template["metadata"] = _marked(pod_meta, marks)
+    pod_template["metadata"] = _marked(pod_template.get("metadata") or {}, marks)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            **_marked(job_meta, marks),
-            "name": job_name(jobset, replicated.name, index),
-            "namespace": meta.get("namespace") or "default",
+            **_marked(template.get("metadata") or {}, marks),
+            "name": name,
+            "namespace": namespace,
             "ownerReferences": [
                 {
                     "apiVersion": API_VERSION,

@@ -12,6 +12,7 @@ kube-controller-manager's Job controller makes the pods.
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,8 +23,10 @@ from e2e.controlplane import Cluster
 from e2e.test_job_groups import NODE_LABEL, QUEUE_LABEL, get_or_none, job_events
 from e2e.test_webhooks import SCHEDULER, Webhooks, eventually, pod_groups
 from e2e.test_webhooks import webhooks as webhooks  # the module's kbatch run (a fixture)
-from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.api import API_VERSION, GROUP_NAME_ANNOTATION
 from kbatch.kubeapi import ApiError, request
+from kbatch.sim import runner
+from kbatch.sim.manifests import load_documents
 
 pytestmark = pytest.mark.e2e
 
@@ -176,3 +179,66 @@ def test_replicas_zero_is_refused_naming_the_field(
     with pytest.raises(ApiError) as refused:
         request(webhooks.api, "POST", js.JOBSETS.format(namespace=ns), js.filled(body))
     assert "spec.replicatedJobs[0].replicas: 0 pods make no gang" in str(refused.value)
+
+
+def _marks(obj: dict[str, Any]) -> dict[str, str]:
+    """JobSet's labels on a Job and on its pod template (but the JobSet's uid)."""
+    found = {}
+    for where, meta in (("", obj["metadata"]), ("pod:", obj["spec"]["template"]["metadata"])):
+        for key, value in (meta.get("labels") or {}).items():
+            if key.startswith("jobset.sigs.k8s.io/") and key != "jobset.sigs.k8s.io/jobset-uid":
+                found[where + key] = value
+    return found
+
+
+def test_the_simulator_makes_the_jobs_and_the_group_jobset_and_kbatch_make_live(
+    jobset_controller: js.Controller, webhooks: Webhooks, node: str
+) -> None:
+    """The same JobSet, live and in ``kbatch simulate``: the same Jobs, named and
+    labelled as JobSet's controller names and labels them, and the same PodGroup."""
+    api, ns = webhooks.api, webhooks.namespace("jobset-sim")
+    queue = webhooks.queue("jobset-sim")
+    body = js.filled(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "pair", "labels": {QUEUE_LABEL: queue}},
+            "spec": {
+                "replicatedJobs": [
+                    replicated("leader", 1, 1, node),
+                    {**replicated("workers", 2, 2, node), "groupName": "workers"},
+                ]
+            },
+        }
+    )
+    request(api, "POST", js.JOBSETS.format(namespace=ns), copy.deepcopy(body))
+
+    def three_jobs() -> list[dict[str, Any]] | None:
+        jobs = request(api, "GET", f"/apis/batch/v1/namespaces/{ns}/jobs")["items"]
+        return jobs if len(jobs) == 3 else None
+
+    live = {j["metadata"]["name"]: j for j in eventually("its three Jobs", three_jobs)}
+    group = eventually("its PodGroup", lambda: get_or_none(api, f"{pod_groups(ns)}/pair"))
+
+    sim_node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node, "labels": {NODE_LABEL: node}},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+    }
+    sim_queue = {"apiVersion": API_VERSION, "kind": "Queue", "metadata": {"name": queue}}
+    submitted = {**body, "metadata": {**body["metadata"], "namespace": ns}}
+    loaded = load_documents([sim_node, sim_queue, submitted])
+    options = runner.Options(until=30.0)
+    outcome = runner.Simulation(loaded, runner.resolve_conf(None, loaded), options).run()
+    simulated = {name: r.obj for (space, name), r in outcome.jobs.jobs.items() if space == ns}
+
+    assert (
+        sorted(simulated) == sorted(live) == ["pair-leader-0", "pair-workers-0", "pair-workers-1"]
+    )
+    for name, job in live.items():
+        assert _marks(simulated[name]) == _marks(job), name
+    sim_group = outcome.cluster.state.get("PodGroup", ns, "pair")
+    assert sim_group is not None
+    for key in ("minMember", "minResources", "queue"):
+        assert sim_group["spec"][key] == group["spec"][key], key
