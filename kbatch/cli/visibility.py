@@ -46,6 +46,7 @@ COLLECTIONS = {
     "ResourceQuota": "/api/v1/resourcequotas",
     "Job": "/apis/batch/v1/jobs",
 }
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
 
 
 class Source(Protocol):
@@ -57,8 +58,9 @@ class Source(Protocol):
         ...
 
     def held_jobs(self) -> list[dict[str, Any]]:
-        """The batch/v1 Jobs kbatch may hold, listed on their own: a forecast needs
-        them, a published estimate does not."""
+        """The batch/v1 Jobs kbatch may hold (a JobSet's as held while kbatch holds the
+        JobSet), listed on their own: a forecast needs them, a published estimate does
+        not."""
         ...
 
     def conf(self) -> tuple[SchedulerConf, str]: ...
@@ -92,7 +94,19 @@ class LiveSource:
         )
 
     def held_jobs(self) -> list[dict[str, Any]]:
-        return self._list("Job", optional="held Jobs' pods are not foreseen")
+        from kbatch import kubeapi  # (see ``guarded``)
+        from kbatch.visibility import eta_input
+
+        jobs = self._list("Job", optional="held Jobs' pods are not foreseen")
+        try:
+            jobsets = kubeapi.list_items(self.api, JOBSETS)
+        except kubeapi.ApiError as exc:
+            if exc.status not in (403, 404):
+                raise
+            if exc.status == 403:  # (404: JobSet is not installed, nothing to say)
+                self.warn(f"cannot list JobSets ({exc}): held JobSets' pods are not foreseen")
+            jobsets = []
+        return eta_input.held_with_jobsets(jobs, jobsets)
 
     def _list(self, kind: str, optional: str = "") -> list[dict[str, Any]]:
         return self._items(COLLECTIONS[kind], kind, optional)

@@ -11,7 +11,8 @@ for ever.
 Left in: nodes; the pods on them, whatever their scheduler (they hold room); PodGroups
 that hold or wait for room, their pods (finished ones too: they count for the group's
 phase), their Jobs that kbatch holds until the group is admitted (their pods do not
-exist yet); queues with their status (the flow plugin's memory); priority classes.
+exist yet; a JobSet's Jobs count as held while kbatch holds the JobSet:
+``held_with_jobsets``); queues with their status (the flow plugin's memory); priority classes.
 Left out: what is over, pods of other schedulers that are still pending, a pod naming a
 PodGroup that does not exist. Not foreseen: a Job's later pods (completions beyond its
 parallelism). A deleting pod holds its room until its grace period ends.
@@ -152,6 +153,34 @@ def _started(pod: Object, now: float) -> float:
     """When a bound pod started: its startTime; a pod bound but not started yet starts now."""
     started = runtimes.time_of((pod.get("status") or {}).get("startTime"))
     return now if started is None else started
+
+
+JOBSET_KIND = "JobSet"
+
+
+def held_with_jobsets(jobs: Iterable[Object], jobsets: Iterable[Object]) -> list[Object]:
+    """``jobs``, those made by a JobSet kbatch holds (JobSet's controller makes them
+    suspended while the JobSet is) marked as held by kbatch: kbatch releases them with
+    the JobSet once their group is admitted, as the forecast then releases them."""
+    held = {
+        str((jobset.get("metadata") or {}).get("uid"))
+        for jobset in jobsets
+        if held_jobs.is_held(jobset)
+    }
+    marked = []
+    for job in jobs:
+        meta = job.get("metadata") or {}
+        owners = [
+            owner
+            for owner in meta.get("ownerReferences") or ()
+            if owner.get("controller") and owner.get("kind") == JOBSET_KIND
+        ]
+        if owners and owners[0].get("uid") in held and (job.get("spec") or {}).get("suspend"):
+            why = f"held with its JobSet {owners[0].get('name')}"
+            annotations = {**(meta.get("annotations") or {}), held_jobs.HELD_ANNOTATION: why}
+            job = {**job, "metadata": {**meta, "annotations": annotations}}
+        marked.append(job)
+    return marked
 
 
 def held_groups(jobs: Iterable[Object]) -> set[str]:

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +34,7 @@ from kbatch.sim import runner
 from kbatch.sim.manifests import load_documents
 
 pytestmark = pytest.mark.e2e
+MERGE = "application/merge-patch+json"
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +248,79 @@ def test_the_simulator_makes_the_jobs_and_the_group_jobset_and_kbatch_make_live(
     assert sim_group is not None
     for key in ("minMember", "minResources", "queue"):
         assert sim_group["spec"][key] == group["spec"][key], key
+
+
+def test_explain_eta_foresees_when_a_held_jobset_starts(
+    control_plane: Cluster, jobset_controller: js.Controller, webhooks: Webhooks
+) -> None:
+    """A labelled JobSet held behind a running gang whose deadline frees the only node big
+    enough in 10 minutes (the JobSet's group needs more than the cluster has left, so it
+    stays Pending and the JobSet held): its group has no pods, but ``kbatch explain
+    --eta`` knows its Jobs (held with it, as the JobSet's) and says when it starts."""
+    api, ns = webhooks.api, webhooks.namespace("jobset-eta")
+    queue = webhooks.queue("jobset-eta")
+    name = f"e2e-jobset-eta-{webhooks.suffix}"
+    resources = {"cpu": "200", "memory": "800Gi", "pods": "110"}
+    request(
+        api, "POST", "/api/v1/nodes", {"metadata": {"name": name, "labels": {NODE_LABEL: name}}}
+    )
+    try:
+        ready = {"type": "Ready", "status": "True", "reason": "E2E"}
+        status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
+        request(api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
+        gang = {"minMember": 1, "queue": queue, "minResources": {"cpu": "200"}}
+        request(api, "POST", pod_groups(ns), {"apiVersion": API_VERSION, "kind": "PodGroup",
+                "metadata": {"name": "blocker"}, "spec": gang})  # fmt: skip
+        blocker = {
+            "metadata": {"name": "blocker", "annotations": {GROUP_NAME_ANNOTATION: "blocker"}},
+            "spec": {
+                "schedulerName": SCHEDULER,
+                "nodeName": name,
+                "activeDeadlineSeconds": 600,
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "200"}}}
+                ],
+            },
+        }
+        request(api, "POST", f"/api/v1/namespaces/{ns}/pods", blocker)
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        running = {"status": {"phase": "Running", "startTime": started}}
+        request(api, "PATCH", f"/api/v1/namespaces/{ns}/pods/blocker/status", running, MERGE)
+
+        def blocker_runs() -> bool | None:
+            group = get_or_none(api, f"{pod_groups(ns)}/blocker") or {}
+            return (group.get("status") or {}).get("phase") == "Running" or None
+
+        eventually("the blocker's gang runs", blocker_runs)
+        body = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "later", "labels": {QUEUE_LABEL: queue}},
+            "spec": {"replicatedJobs": [replicated("workers", 2, 1, name)]},
+        }
+        pod_spec = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        pod_spec["containers"][0]["resources"]["requests"]["cpu"] = "100"
+        created = request(api, "POST", js.JOBSETS.format(namespace=ns), js.filled(body))
+        if not webhooks.job_suspend:
+            pytest.skip("e2e: this server serves no Job spec.suspend: nothing is held")
+        assert created["spec"]["suspend"] is True
+
+        def told_why() -> dict[str, Any] | None:
+            group = get_or_none(api, f"{pod_groups(ns)}/later")
+            return group if group and (group.get("status") or {}).get("conditions") else None
+
+        group = eventually("its group told why it waits", told_why)
+        assert group["status"].get("phase", "Pending") == "Pending", group["status"]
+        held = request(api, "GET", f"{js.JOBSETS.format(namespace=ns)}/later")
+        assert held["spec"]["suspend"] is True, "the JobSet is still held"
+        args = [str(Path(sys.executable).parent / "kbatch"), "explain", f"{ns}/later", "--eta"]
+        args += ["--eta-max-age", "0", "--kubeconfig", str(control_plane.kubeconfig)]
+        args += ["--scheduler-name", SCHEDULER, "-o", "json"]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        eta = json.loads(done.stdout)["eta"]
+        assert eta["seconds"] is not None and 540 < eta["seconds"] <= 610, eta
+        assert eta["confidence"] == "high", eta
+    finally:
+        with contextlib.suppress(ApiError):
+            request(api, "DELETE", f"/api/v1/nodes/{name}")

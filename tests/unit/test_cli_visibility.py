@@ -287,6 +287,26 @@ def test_listed_items_get_their_kind_and_jobs_are_optional(monkeypatch) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("jobsets", "warned"),
+    [
+        (kubeapi.ApiError(404, "the server could not find the requested resource"), []),
+        (kubeapi.ApiError(403, "jobsets is forbidden"), [
+            "cannot list JobSets (HTTP 403: jobsets is forbidden): held JobSets' pods are not "
+            "foreseen"
+        ]),
+    ],
+)  # fmt: skip
+def test_jobsets_are_optional_and_without_the_crd_nothing_is_said(
+    monkeypatch, jobsets, warned
+) -> None:
+    job = o.job("j")
+    answers = {"/apis/batch/v1/jobs": [job], cli_visibility.JOBSETS: jobsets}
+    source, warnings, _ = live_source(monkeypatch, answers)
+    assert [j["metadata"]["name"] for j in source.held_jobs()] == ["j"]
+    assert warnings == warned
+
+
 def test_a_required_list_that_fails_fails_the_command(monkeypatch) -> None:
     source, _, _ = live_source(monkeypatch, {"/api/v1/pods": kubeapi.ApiError(403, "no")})
     with pytest.raises(kubeapi.ApiError):
