@@ -183,6 +183,20 @@ def test_in_order_startup_makes_the_next_replicated_job_once_the_first_runs() ->
     assert bound["js-leader-0-0"] < bound["js-workers-0-0"] == bound["js-workers-0-1"]
 
 
+def test_a_labelled_in_order_jobset_starts_its_leader_then_its_workers() -> None:
+    """Its gang is the leader (JobSet's controller makes the workers' Jobs once the
+    leader runs): a gang of all three pods would wait for ever for the workers."""
+    made = jobset(
+        replicated("leader", 1, 1),
+        replicated("workers", 1, 2),
+        startupPolicy={"startupPolicyOrder": "InOrder"},
+    )
+    outcome = run(made)
+    bound = bound_at(outcome)
+    assert bound["js-leader-0-0"] < bound["js-workers-0-0"] == bound["js-workers-0-1"]
+    assert told(outcome)[-1][1] == "AllJobsCompleted"
+
+
 def test_a_jobset_managed_by_another_controller_gets_no_jobs() -> None:
     outcome = run(
         jobset(replicated("workers", 1, 1), queue_name=None, managedBy="kueue.x-k8s.io/multikueue")

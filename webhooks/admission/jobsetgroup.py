@@ -10,9 +10,12 @@ with kbatch's schedulerName, and holds the JobSet itself (``spec.suspend: true``
 suspended while the JobSet is, so no pod exists until kbatch releases the JobSet, whole.
 
 The group is made once the JobSet exists (the ownerReference needs its uid): named as
-the JobSet, owned by it, minMember the pods all its Jobs run at once (the sum over
-replicatedJobs of replicas × min(parallelism, completions)), minResources the sum of
-those pods' requests, queue the label's.
+the JobSet, owned by it, minMember the pods its Jobs start with, all at once (the sum
+over replicatedJobs of replicas × min(parallelism, completions); with
+``startupPolicyOrder: InOrder`` the first replicated Job's only, and without the
+replicated Jobs that ``dependsOn`` others: JobSet's controller makes those once the
+first run), minResources the requests of all those pods (its room is there when it is
+admitted), queue the label's.
 
 Bad input is refused naming the field: a JobSet without a name, no replicatedJobs,
 ``replicas``, ``parallelism`` or ``completions`` 0, an empty queue label, a queue label
@@ -57,15 +60,27 @@ def pod_templates(jobset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def min_member(jobset: Mapping[str, Any]) -> int:
-    """The pods all the JobSet's Jobs run at once."""
-    return sum(
-        replicas * job.pods_made(template) for _, replicas, template in replicated_jobs(jobset)
-    )
+    """The pods JobSet's controller starts first, which must start together: those all
+    its Jobs run at once; with ``startupPolicyOrder: InOrder``, the first replicated
+    Job's only (the next is made once those run); a replicated Job that ``dependsOn``
+    another comes later too. A gang of every pod would wait for ever for pods that come
+    only once the first have started."""
+    entries = fields.mappings(jobset, REPLICATED)
+    in_order = fields.string(jobset, "spec.startupPolicy.startupPolicyOrder") == "InOrder"
+    first = 0
+    for index, replicas, template in replicated_jobs(jobset):
+        if fields.value(entries[index], "dependsOn"):
+            continue
+        first += replicas * job.pods_made(template)
+        if in_order:
+            break
+    return first
 
 
 def min_resources(jobset: Mapping[str, Any]) -> dict[str, str] | None:
-    """The requests of the pods all its Jobs run at once (Kubernetes' rule per pod);
-    None for a template the API server would not have stored."""
+    """The requests of the pods all its Jobs run at once, those made later too
+    (Kubernetes' rule per pod); None for a template the API server would not have
+    stored."""
     total: dict[str, float] = {}
     try:
         for _, replicas, template in replicated_jobs(jobset):

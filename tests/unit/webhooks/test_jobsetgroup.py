@@ -89,6 +89,24 @@ def test_a_jobs_completions_below_its_parallelism_bound_its_pods() -> None:
     assert jobsetgroup.min_member(obj) == 6
 
 
+def test_in_order_the_gang_is_the_first_replicated_job_and_the_room_is_for_all() -> None:
+    """JobSet's controller makes the workers' Jobs only once the leader's pods run: a
+    gang of all five would wait for ever. The room asked for is still everyone's."""
+    obj = jobset()
+    obj["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    created = jobsetgroup.mutate(obj, World().view).applied_to(obj)
+    created["metadata"]["uid"] = "uid-train"
+    spec = jobsetgroup.pod_group_for(created)["spec"]
+    assert spec["minMember"] == 1
+    assert spec["minResources"] == {"cpu": "5", "memory": "5Gi", "pods": "5"}
+
+
+def test_replicated_jobs_that_depend_on_others_are_not_in_the_gang() -> None:
+    obj = jobset()
+    obj["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "leader", "status": "Ready"}]
+    assert jobsetgroup.min_member(obj) == 1
+
+
 def test_a_jobset_whose_group_is_admitted_is_not_held() -> None:
     world = World().pod_group("train", namespace="team", min_member=5, phase="Inqueue")
     answer = jobsetgroup.mutate(jobset(), world.view)
