@@ -324,3 +324,60 @@ def test_explain_eta_foresees_when_a_held_jobset_starts(
     finally:
         with contextlib.suppress(ApiError):
             request(api, "DELETE", f"/api/v1/nodes/{name}")
+
+
+def test_an_in_order_jobset_starts_its_leader_then_its_workers(
+    jobset_controller: js.Controller, webhooks: Webhooks
+) -> None:
+    """``startupPolicyOrder: InOrder``: JobSet's controller resumes the workers' Job only
+    once the leader's is ready, so the gang is the leader (a gang of all three pods
+    would wait for ever); the workers join the running group. The test plays the
+    kubelet for the leader's pod (Running and Ready)."""
+    api, ns = webhooks.api, webhooks.namespace("jobset-order")
+    queue = webhooks.queue("jobset-order")
+    name = f"e2e-jobset-order-{webhooks.suffix}"
+    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    request(
+        api, "POST", "/api/v1/nodes", {"metadata": {"name": name, "labels": {NODE_LABEL: name}}}
+    )
+    try:
+        ready = {"type": "Ready", "status": "True", "reason": "E2E"}
+        status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
+        request(api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
+        body = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "ordered", "labels": {QUEUE_LABEL: queue}},
+            "spec": {
+                "replicatedJobs": [
+                    replicated("leader", 1, 1, name),
+                    replicated("workers", 1, 2, name),
+                ],
+            },
+        }
+        body = js.filled(body)
+        body["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+        request(api, "POST", js.JOBSETS.format(namespace=ns), body)
+        group = eventually("its group", lambda: get_or_none(api, f"{pod_groups(ns)}/ordered"))
+        assert group["spec"]["minMember"] == 1
+        assert group["spec"]["minResources"]["cpu"] == "3", "room for all three pods"
+
+        def bound(prefix: str, count: int) -> list[dict[str, Any]] | None:
+            pods = request(api, "GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+            mine = [p for p in pods if p["metadata"]["name"].startswith(prefix)]
+            placed = [p for p in mine if p["spec"].get("nodeName") == name]
+            return placed if len(placed) == count else None
+
+        (leader,) = eventually("the leader is bound", lambda: bound("ordered-leader-", 1), 60)
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        running = {
+            "phase": "Running",
+            "startTime": started,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
+        }
+        path = f"/api/v1/namespaces/{ns}/pods/{leader['metadata']['name']}/status"
+        request(api, "PATCH", path, {"status": running}, MERGE)
+        eventually("the workers are bound", lambda: bound("ordered-workers-", 2), 90)
+    finally:
+        with contextlib.suppress(ApiError):
+            request(api, "DELETE", f"/api/v1/nodes/{name}")
