@@ -72,15 +72,8 @@ class JobAdmission:
     def admit(self, job: Object, number: int | str) -> tuple[list[Object], list[str]]:
         """The objects the Job makes (a PodGroup, the held Job, or its pods) and the
         uids of the groups to answer for; JobRefused when it would be refused."""
-        why = validation.refusal(job)
-        if why is not None:
-            raise JobRefused(why)
         meta = job["metadata"]
-        job = {**job, "metadata": {**meta, "uid": f"what-if-job-{number}"}}
-        answer = chain.admit(job, None, self.view)
-        if not answer.allowed:
-            raise JobRefused(answer.message)
-        admitted = answer.applied_to(job)
+        admitted = self._admitted(job, f"what-if-job-{number}")
         self.jobs.append(admitted)
         namespace = str(meta["namespace"])
         group = holding.kbatch_group_of(admitted, self.names)
@@ -109,15 +102,8 @@ class JobAdmission:
     def admit_jobset(self, jobset: Object, number: int) -> tuple[list[Object], list[str]]:
         """The objects a JobSet makes (its PodGroup, its Jobs held with it, or what its
         Jobs make) and the uids of the groups to answer for; JobRefused as ``admit``."""
-        why = validation.refusal(jobset)
-        if why is not None:
-            raise JobRefused(why)
         meta = jobset["metadata"]
-        jobset = {**jobset, "metadata": {**meta, "uid": f"what-if-jobset-{number}"}}
-        answer = chain.admit(jobset, None, self.view)
-        if not answer.allowed:
-            raise JobRefused(answer.message)
-        admitted = answer.applied_to(jobset)
+        admitted = self._admitted(jobset, f"what-if-jobset-{number}")
         spec = jobset_spec.jobset_spec(admitted)
         namespace, name = str(meta["namespace"]), str(meta["name"])
         uid = f"{namespace}/{name}"
@@ -148,6 +134,18 @@ class JobAdmission:
             made += objs
             uids += [u for u in found if u not in uids]
         return made, uids
+
+    def _admitted(self, obj: Object, uid: str) -> Object:
+        """``obj``, created with ``uid``, as the API server's checks and kbatch's
+        webhooks leave it; JobRefused (naming the field) when they would refuse it."""
+        why = validation.refusal(obj)
+        if why is not None:
+            raise JobRefused(why)
+        obj = {**obj, "metadata": {**obj["metadata"], "uid": uid}}
+        answer = chain.admit(obj, None, self.view)
+        if not answer.allowed:
+            raise JobRefused(answer.message)
+        return answer.applied_to(obj)
 
     def _group_made(self, owner: Object, kind: str = "Job") -> tuple[str, Object | None]:
         """The PodGroup kbatch makes for the labelled ``owner`` (a Job, or a JobSet:

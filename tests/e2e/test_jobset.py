@@ -56,33 +56,27 @@ def jobset_controller(
         pytest.skip(f"e2e: JobSet unavailable: {exc}")
 
 
-@pytest.fixture(scope="module")
-def node(jobset_controller: js.Controller, webhooks: Webhooks) -> Iterator[str]:
-    """A ready Node of 8 cpu for this module's pods (JobSet installed before kbatch starts)."""
-    name = f"e2e-jobset-{webhooks.suffix}"
-    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-    request(
-        webhooks.api,
-        "POST",
-        "/api/v1/nodes",
-        {"metadata": {"name": name, "labels": {NODE_LABEL: name}}},
-    )
-    status = {
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "E2E"}],
-        }
-    }
-    request(
-        webhooks.api, "PATCH", f"/api/v1/nodes/{name}/status", status,
-        "application/merge-patch+json",
-    )  # fmt: skip
+@contextlib.contextmanager
+def ready_node(api: Any, name: str, cpu: str) -> Iterator[str]:
+    """A ready Node of ``cpu`` cpu, labelled for the pods that select it (deleted after)."""
+    resources = {"cpu": cpu, "memory": "800Gi", "pods": "110"}
+    metadata = {"name": name, "labels": {NODE_LABEL: name}}
+    request(api, "POST", "/api/v1/nodes", {"metadata": metadata})
     try:
+        ready = {"type": "Ready", "status": "True", "reason": "E2E"}
+        status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
+        request(api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
         yield name
     finally:
         with contextlib.suppress(ApiError):
-            request(webhooks.api, "DELETE", f"/api/v1/nodes/{name}")
+            request(api, "DELETE", f"/api/v1/nodes/{name}")
+
+
+@pytest.fixture(scope="module")
+def node(jobset_controller: js.Controller, webhooks: Webhooks) -> Iterator[str]:
+    """A ready Node of 8 cpu for this module's pods (JobSet installed before kbatch starts)."""
+    with ready_node(webhooks.api, f"e2e-jobset-{webhooks.suffix}", "8") as name:
+        yield name
 
 
 def replicated(name: str, replicas: int, parallelism: int, node: str) -> dict[str, Any]:
@@ -111,23 +105,25 @@ def replicated(name: str, replicas: int, parallelism: int, node: str) -> dict[st
     }
 
 
+def labelled_jobset(name: str, queue: str, *jobs: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A JobSet labelled into ``queue``, with what JobSet's defaulting webhook sets."""
+    return js.filled(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": name, "labels": {QUEUE_LABEL: queue}},
+            "spec": {"replicatedJobs": list(jobs), **spec},
+        }
+    )
+
+
 def test_a_labelled_jobset_gets_one_group_is_held_and_released_whole(
     jobset_controller: js.Controller, webhooks: Webhooks, node: str
 ) -> None:
     api, ns = webhooks.api, webhooks.namespace("jobset")
     queue = webhooks.queue("jobset")
-    body = js.filled(
-        {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "metadata": {"name": "train", "labels": {QUEUE_LABEL: queue}},
-            "spec": {
-                "replicatedJobs": [
-                    replicated("leader", 1, 1, node),
-                    replicated("workers", 2, 2, node),
-                ]
-            },
-        }
+    body = labelled_jobset(
+        "train", queue, replicated("leader", 1, 1, node), replicated("workers", 2, 2, node)
     )
     path = js.JOBSETS.format(namespace=ns)
     created = request(api, "POST", path, body)
@@ -204,19 +200,8 @@ def test_the_simulator_makes_the_jobs_and_the_group_jobset_and_kbatch_make_live(
     labelled as JobSet's controller names and labels them, and the same PodGroup."""
     api, ns = webhooks.api, webhooks.namespace("jobset-sim")
     queue = webhooks.queue("jobset-sim")
-    body = js.filled(
-        {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "metadata": {"name": "pair", "labels": {QUEUE_LABEL: queue}},
-            "spec": {
-                "replicatedJobs": [
-                    replicated("leader", 1, 1, node),
-                    {**replicated("workers", 2, 2, node), "groupName": "workers"},
-                ]
-            },
-        }
-    )
+    workers = {**replicated("workers", 2, 2, node), "groupName": "workers"}
+    body = labelled_jobset("pair", queue, replicated("leader", 1, 1, node), workers)
     request(api, "POST", js.JOBSETS.format(namespace=ns), copy.deepcopy(body))
 
     def three_jobs() -> list[dict[str, Any]] | None:
@@ -260,14 +245,7 @@ def test_explain_eta_foresees_when_a_held_jobset_starts(
     api, ns = webhooks.api, webhooks.namespace("jobset-eta")
     queue = webhooks.queue("jobset-eta")
     name = f"e2e-jobset-eta-{webhooks.suffix}"
-    resources = {"cpu": "200", "memory": "800Gi", "pods": "110"}
-    request(
-        api, "POST", "/api/v1/nodes", {"metadata": {"name": name, "labels": {NODE_LABEL: name}}}
-    )
-    try:
-        ready = {"type": "Ready", "status": "True", "reason": "E2E"}
-        status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
-        request(api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
+    with ready_node(api, name, "200"):
         gang = {"minMember": 1, "queue": queue, "minResources": {"cpu": "200"}}
         request(api, "POST", pod_groups(ns), {"apiVersion": API_VERSION, "kind": "PodGroup",
                 "metadata": {"name": "blocker"}, "spec": gang})  # fmt: skip
@@ -292,15 +270,11 @@ def test_explain_eta_foresees_when_a_held_jobset_starts(
             return (group.get("status") or {}).get("phase") == "Running" or None
 
         eventually("the blocker's gang runs", blocker_runs)
-        body = {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "metadata": {"name": "later", "labels": {QUEUE_LABEL: queue}},
-            "spec": {"replicatedJobs": [replicated("workers", 2, 1, name)]},
-        }
-        pod_spec = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        workers = replicated("workers", 2, 1, name)
+        pod_spec = workers["template"]["spec"]["template"]["spec"]
         pod_spec["containers"][0]["resources"]["requests"]["cpu"] = "100"
-        created = request(api, "POST", js.JOBSETS.format(namespace=ns), js.filled(body))
+        body = labelled_jobset("later", queue, workers)
+        created = request(api, "POST", js.JOBSETS.format(namespace=ns), body)
         if not webhooks.job_suspend:
             pytest.skip("e2e: this server serves no Job spec.suspend: nothing is held")
         assert created["spec"]["suspend"] is True
@@ -321,9 +295,6 @@ def test_explain_eta_foresees_when_a_held_jobset_starts(
         eta = json.loads(done.stdout)["eta"]
         assert eta["seconds"] is not None and 540 < eta["seconds"] <= 610, eta
         assert eta["confidence"] == "high", eta
-    finally:
-        with contextlib.suppress(ApiError):
-            request(api, "DELETE", f"/api/v1/nodes/{name}")
 
 
 def test_an_in_order_jobset_starts_its_leader_then_its_workers(
@@ -336,27 +307,10 @@ def test_an_in_order_jobset_starts_its_leader_then_its_workers(
     api, ns = webhooks.api, webhooks.namespace("jobset-order")
     queue = webhooks.queue("jobset-order")
     name = f"e2e-jobset-order-{webhooks.suffix}"
-    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-    request(
-        api, "POST", "/api/v1/nodes", {"metadata": {"name": name, "labels": {NODE_LABEL: name}}}
-    )
-    try:
-        ready = {"type": "Ready", "status": "True", "reason": "E2E"}
-        status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
-        request(api, "PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, MERGE)
-        body = {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "metadata": {"name": "ordered", "labels": {QUEUE_LABEL: queue}},
-            "spec": {
-                "replicatedJobs": [
-                    replicated("leader", 1, 1, name),
-                    replicated("workers", 1, 2, name),
-                ],
-            },
-        }
-        body = js.filled(body)
-        body["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    with ready_node(api, name, "8"):
+        order = {"startupPolicyOrder": "InOrder"}
+        leader, workers = replicated("leader", 1, 1, name), replicated("workers", 1, 2, name)
+        body = labelled_jobset("ordered", queue, leader, workers, startupPolicy=order)
         request(api, "POST", js.JOBSETS.format(namespace=ns), body)
         group = eventually("its group", lambda: get_or_none(api, f"{pod_groups(ns)}/ordered"))
         assert group["spec"]["minMember"] == 1
@@ -378,6 +332,3 @@ def test_an_in_order_jobset_starts_its_leader_then_its_workers(
         path = f"/api/v1/namespaces/{ns}/pods/{leader['metadata']['name']}/status"
         request(api, "PATCH", path, {"status": running}, MERGE)
         eventually("the workers are bound", lambda: bound("ordered-workers-", 2), 90)
-    finally:
-        with contextlib.suppress(ApiError):
-            request(api, "DELETE", f"/api/v1/nodes/{name}")
