@@ -43,6 +43,15 @@ def parse_job(obj: Mapping[str, Any]) -> JobRecord:
         return JobRecord(uid, JobDeadline(float(seconds), started))
 
 
+def parse_jobset(obj: Mapping[str, Any]) -> str:
+    """A JobSet's uid. The scheduler holds JobSets for one thing: whether kbatch holds
+    one, which makes the Jobs JobSet's controller made suspended with it held too (its
+    group's estimate reads them: ``kbatch.visibility.eta_input.held_with_jobsets``)."""
+    with naming(ref_of(obj)):
+        object_name(obj, namespaced=True)
+        return fields.string(obj, "metadata.uid") or ""
+
+
 def owner_job(obj: Mapping[str, Any]) -> str:
     """The uid of the batch/v1 Job that controls the pod ``obj`` ('' for none, or for an
     owner reference too misshapen to read: it only ever adds a deadline)."""

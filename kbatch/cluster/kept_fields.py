@@ -39,15 +39,16 @@ def trim(obj: dict[str, Any]) -> dict[str, Any]:
 def reads_the_same(
     kind: str, old: Any, new: Any, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any]
 ) -> bool:
-    """Does a write of a Node or Job that was ``old`` (its record; None: new) and now is
-    ``new`` change nothing kbatch reads? A Node: its record (allocatable, conditions'
-    statuses, labels, taints) is the same, as after a kubelet's heartbeat. A Job: its
-    record, and what ``same_job`` compares. Other kinds: every write counts."""
+    """Does a write of a Node, Job or JobSet that was ``old`` (its record; None: new) and
+    now is ``new`` change nothing kbatch reads? A Node: its record (allocatable,
+    conditions' statuses, labels, taints) is the same, as after a kubelet's heartbeat.
+    A Job or a JobSet: its record, and what ``same_job`` compares (a JobSet's status is
+    its controller's counts). Other kinds: every write counts."""
     if old is None or old != new or old_raw is None:
         return False
     if kind == "Node":
         return True
-    return kind == "Job" and same_job(old_raw, new_raw)
+    return kind in ("Job", "JobSet") and same_job(old_raw, new_raw)
 
 
 def same_job(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -23,7 +23,7 @@ from kbatch.api.podgroup import PodGroup, PodGroupStatus
 from kbatch.api.queue import Queue, QueueStatus
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
-from kbatch.cluster.job_records import parse_job
+from kbatch.cluster.job_records import parse_job, parse_jobset
 from kbatch.cluster.pod_records import (
     PodRecord,
     parse_pod,
@@ -309,4 +309,5 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "ResourceQuota": parse_quota,
     "Namespace": parse_namespace,
     "Job": parse_job,  # (batch/v1: its own deadline, ``job_records``)
+    "JobSet": parse_jobset,  # (whether kbatch holds it, ``job_records``)
 }

@@ -40,6 +40,7 @@ from kbatch.operators.scheduler.core.framework.shortcuts import ALL, Shortcuts
 __all__ = ["ClusterState", "ObjectError"]
 
 _PARSERS: dict[str, Any] = dict(records.PARSERS)
+_READ_AGAIN = frozenset({"Node", "Job", "JobSet"})  # kinds whose writes may change nothing read
 
 
 def _reach(queue: Queue) -> tuple[str | None, LabelSelector | None]:
@@ -226,10 +227,10 @@ class ClusterState(StateAssumptions):
         return True
 
     def _reads_the_same(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> bool:
-        """A Node or Job (not refused) that reads as it did: no generation, no node row
-        worked out again, so a snapshot keeps the node and the loop's backlog that
-        cannot move stays settled (``runtime.loop``); nor is it recorded."""
-        if (kind != "Node" and kind != "Job") or key in self._refused[kind]:
+        """A Node, Job or JobSet (not refused) that reads as it did: no generation, no
+        node row worked out again, so a snapshot keeps the node and the loop's backlog
+        that cannot move stays settled (``runtime.loop``); nor is it recorded."""
+        if kind not in _READ_AGAIN or key in self._refused[kind]:
             return False
         old_parsed, old_raw = self._parsed[kind].get(key), self._raw[kind].get(key)
         return reads_the_same(kind, old_parsed, parsed, old_raw, raw)

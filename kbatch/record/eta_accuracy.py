@@ -44,7 +44,6 @@ EVERY = 300.0  # seconds of recorded time between two sample instants
 SAMPLE = 50  # waiting jobs asked about at one instant, at most
 SEED = 0
 BUDGET = 120.0  # wall seconds a forecast may take (it stops first at eta.MAX_SESSIONS)
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ResourceQuota", "Job")
 STARTED = ("Running", "Completed")
 GROUP_NAME = "scheduling.k8s.io/group-name"
 Object = dict[str, Any]
@@ -269,7 +268,7 @@ class EtaReplay(Replay):
         # The state is as it stood from the last record until this one: the instant is
         # in between, and the recorded clock then is the last session's and the time since.
         now = self.now + (at + (self.t0 or 0.0) - self.now_t)
-        objects = standing.ClusterObjects(now, *(state.list(kind) for kind in KINDS))
+        objects = eta_input.listed(state, now)
         self.backtest.ask(objects, self.conf or default_conf(), state.scheduler_names, at)
 
     def backtested(self) -> dict[str, Any]:

@@ -14,9 +14,9 @@ start cannot be foreseen; here its held Jobs go to the forecast, as ``kbatch exp
 from typing import Any
 
 from kbatch.operators.scheduler.core.runner import default_conf
-from kbatch.record.eta_accuracy import KINDS, Backtest, Settings
+from kbatch.record.eta_accuracy import Backtest, Settings
 from kbatch.sim import clock, manifests, runner, trace
-from kbatch.visibility import standing
+from kbatch.visibility import eta_input
 
 
 class _Watch:
@@ -62,10 +62,7 @@ class _Day(runner.Simulation):
         """Forecast as the cluster stands at ``instant``: as the last tick left it (the
         ticks skipped since were those in which nothing was due)."""
         state = self.cluster.state
-        nodes, pods, groups, queues, classes, quotas, jobs = (state.list(k) for k in KINDS)
-        objects = standing.ClusterObjects(
-            instant, nodes, pods, groups, queues, classes, quotas, jobs
-        )
+        objects = eta_input.listed(state, instant)
         self.backtest.ask(objects, self.conf, state.scheduler_names, instant)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework.info import FINISHED_STATUSES, JobInfo
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.sim import clock, manifests
@@ -156,6 +157,16 @@ def _started(pod: Object, now: float) -> float:
 
 
 JOBSET_KIND = "JobSet"
+# What a forecast reads of a ClusterState, in ``standing.ClusterObjects``' order
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ResourceQuota", "Job")
+
+
+def listed(state: ClusterState, now: float) -> standing.ClusterObjects:
+    """What ``state`` holds, as the commands list it at ``now``: the Jobs of the JobSets
+    kbatch holds count as held (``held_with_jobsets``)."""
+    nodes, pods, groups, queues, classes, quotas, jobs = (state.list(kind) for kind in KINDS)
+    jobs = held_with_jobsets(jobs, state.list(JOBSET_KIND))
+    return standing.ClusterObjects(now, nodes, pods, groups, queues, classes, quotas, jobs)
 
 
 def held_with_jobsets(jobs: Iterable[Object], jobsets: Iterable[Object]) -> list[Object]:

@@ -47,7 +47,6 @@ INTERVAL = 30.0  # seconds between rounds, by default
 BUDGET = 10.0  # seconds a round's forecast may simulate, by default
 FIRST_ROUND = 5.0  # seconds after the start, at most, of the first round
 MIN_TOLERANCE = 30.0  # seconds an estimate may move before it is written again
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ResourceQuota", "Job")
 
 Write = Callable[[str, str, dict[str, Any]], None]  # namespace, name, a merge patch
 
@@ -138,7 +137,7 @@ class EtaPublisher:
     def _round(self) -> Round:
         began = time.perf_counter()
         now = self.clock()
-        objects = standing.ClusterObjects(now, *(self.state.list(kind) for kind in KINDS))
+        objects = eta_input.listed(self.state, now)
         conf = self.conf()
         names = self.settings.scheduler_names
         session, _ = standing.open_session(objects, conf, names)

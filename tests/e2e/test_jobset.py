@@ -296,6 +296,16 @@ def test_explain_eta_foresees_when_a_held_jobset_starts(
         assert eta["seconds"] is not None and 540 < eta["seconds"] <= 610, eta
         assert eta["confidence"] == "high", eta
 
+        def published() -> str | None:  # kbatch run watches JobSets, and publishes it too
+            group = get_or_none(api, f"{pod_groups(ns)}/later") or {}
+            for condition in (group.get("status") or {}).get("conditions") or ():
+                if condition["type"] == "kbatch.io/EstimatedStart":
+                    return str(condition["message"])
+            return None
+
+        message = eventually("kbatch run publishes its estimate", published, timeout=45)
+        assert message.startswith("starts at "), message
+
 
 def test_an_in_order_jobset_starts_its_leader_then_its_workers(
     jobset_controller: js.Controller, webhooks: Webhooks

@@ -3,10 +3,15 @@ with it, so its group has no pods yet; its Jobs count as held by kbatch
 (``eta_input.held_with_jobsets``), and the forecast starts the group when kbatch would
 release the JobSet."""
 
+from prometheus_client import CollectorRegistry
+
+from kbatch.api.queue import rfc3339
+from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import runner
 from kbatch.sim.manifests import load_documents
-from kbatch.visibility import eta, eta_input, standing
+from kbatch.visibility import eta, eta_input, published, standing
+from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
 from kbatch.webhooks.admission import job as holding
 from scenarios import live
 from scenarios import objects as o
@@ -66,3 +71,29 @@ def test_a_held_jobset_s_group_starts_when_the_simulation_starts_it() -> None:
     assert started is not None
     assert known.seconds is not None and abs(known.seconds - (started - NOW)) <= 1.0, known
     assert known.confidence == "high", known
+
+
+def test_kbatch_run_publishes_the_estimate_of_a_held_jobset_s_group() -> None:
+    """The scheduler watches JobSets (where installed): its published estimate of the
+    group reads the JobSet's Jobs as held, as ``explain --eta`` does."""
+    objects, jobsets = cluster_now()
+    state, _ = standing.load_state(objects)
+    for held in jobsets:
+        state.apply({**held, "kind": "JobSet"})
+    writes: list[tuple[str, str, dict]] = []
+    publisher = EtaPublisher(
+        state,
+        default_conf,
+        lambda: True,
+        lambda namespace, name, patch: writes.append((namespace, name, patch)),
+        SchedulerMetrics(CollectorRegistry()),
+        PublisherSettings(interval=30.0, budget=30.0),
+        clock=lambda: NOW,
+    )
+    publisher.run_once()
+    conditions = {name: patch["status"]["conditions"] for _, name, patch in writes}
+    condition = published.find(conditions["js"])
+    assert condition is not None
+    started = live.start_of(DOCUMENTS, "js")
+    assert started is not None
+    assert condition["message"].startswith(f"starts at {rfc3339(started)}"), condition

@@ -74,6 +74,10 @@ RESOURCES = (
     # list them: an RBAC made for an older kbatch leaves the scheduler without them
     # (their pods are lent no room by the Jobs' deadlines), not without a start.
     Resource("Job", "/apis/batch/v1/jobs", ("batch/v1",)),
+    # Whether kbatch holds them, where JobSet's CRD is installed: the Jobs JobSet's
+    # controller made suspended with a held JobSet are held too, for its group's
+    # published estimate (``kbatch.visibility.eta_input.held_with_jobsets``).
+    Resource("JobSet", "/apis/jobset.x-k8s.io/v1alpha2/jobsets", ("jobset.x-k8s.io/v1alpha2",)),
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(

@@ -99,6 +99,31 @@ def test_a_job_s_counts_are_not_recorded_its_start_spec_and_metadata_are() -> No
     assert told == ["Job ns/j"] * 4
 
 
+def test_a_jobset_s_counts_are_not_recorded_its_hold_is() -> None:
+    """JobSet's controller writes its status at each change of its Jobs; kbatch reads
+    whether it holds it (an annotation and spec.suspend)."""
+    state, told = watched_state()
+    held = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "ns", "uid": "u1", "resourceVersion": "1",
+                     "annotations": {"kbatch.io/held": "its group waits"}},
+        "spec": {"suspend": True, "replicatedJobs": []},
+    }  # fmt: skip
+    state.apply(held)
+    generation = state.generation
+    counted = copy.deepcopy(held)
+    counted["metadata"]["resourceVersion"] = "2"
+    counted["status"] = {"replicatedJobsStatus": [{"name": "w", "active": 2}]}
+    state.apply(counted)
+    assert told == ["JobSet ns/js"] and state.generation == generation
+    released = copy.deepcopy(counted)
+    released["metadata"]["annotations"] = {}
+    released["spec"]["suspend"] = False
+    state.apply(released)
+    assert told == ["JobSet ns/js"] * 2 and state.generation > generation
+
+
 def test_a_job_refused_then_written_well_is_recorded_again() -> None:
     state, told = watched_state()
     state.apply(job(activeDeadlineSeconds=60))
