@@ -35,7 +35,15 @@ from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock, manifests
 from kbatch.sim.backend import SimBackend
 from kbatch.sim.jobs import JobController, JobRecord
-from kbatch.sim.jobset_spec import FAIL, RESTART_UNCOUNTED, JobSetSpec, child_job, jobset_spec
+from kbatch.sim.jobset_spec import (
+    FAIL,
+    RESTART,
+    RESTART_UNCOUNTED,
+    JobSetSpec,
+    child_job,
+    job_name,
+    jobset_spec,
+)
 from kbatch.webhooks.admission import chain, job, jobgroup, jobsetgroup, result
 from kbatch.webhooks.admission.view import ClusterView
 
@@ -44,13 +52,14 @@ Key = tuple[str, str]  # namespace, name
 Create = Callable[[Object], str | None]  # an object through the API server: why refused
 
 ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+STARTED = ("Running", "Succeeded")  # a pod's phases JobSet's InOrder startup counts
 REPLICATED = "jobset.sigs.k8s.io/replicatedjob-name"
 COMPLETED = ("AllJobsCompleted", "jobset completed successfully")
 FAILED_JOBS = "FailedJobs", "jobset failed due to one or more job failures"
 MAX_RESTARTS = "ReachedMaxRestarts", "jobset failed due to reaching max number of restarts"
 FAIL_ACTION = "FailJobSetFailurePolicyAction", "applying FailJobSet failure policy action"
 RESTART_ACTIONS = {
-    "RestartJobSet": "applying RestartJobSet failure policy action",
+    RESTART: "applying RestartJobSet failure policy action",
     RESTART_UNCOUNTED: "applying RestartJobSetAndIgnoreMaxRestarts failure policy action",
 }
 
@@ -147,7 +156,7 @@ class JobSetController:
 
     def _names(self, record: JobSetRecord) -> list[str]:
         return [
-            f"{record.obj['metadata']['name']}-{replicated.name}-{index}"
+            job_name(record.obj, replicated.name, index)
             for replicated in record.spec.replicated
             for index in range(replicated.replicas)
         ]
@@ -158,9 +167,8 @@ class JobSetController:
         """Its missing Jobs made, and its Jobs suspended or resumed as it is; InOrder, a
         replicated Job's only once the one before has started."""
         spec = record.spec
-        name = record.obj["metadata"]["name"]
         for which, replicated in enumerate(spec.replicated):
-            names = [f"{name}-{replicated.name}-{i}" for i in range(replicated.replicas)]
+            names = [job_name(record.obj, replicated.name, i) for i in range(replicated.replicas)]
             for index, child_name in enumerate(names):
                 child = current.get(child_name)
                 if child is None and child_name not in record.deleting:
@@ -179,7 +187,8 @@ class JobSetController:
                 return
 
     def _started(self, names: list[str], current: dict[str, JobRecord]) -> bool:
-        """Has every one of these Jobs all the pods it runs at once running?"""
+        """Has every one of these Jobs all the pods it runs at once running (or done), as
+        JobSet's controller counts a Job's ready and succeeded pods?"""
         for name in names:
             child = current.get(name)
             if child is None:
@@ -187,7 +196,7 @@ class JobSetController:
             if child.complete:
                 continue
             pods = self.jobs.pods_of(child)
-            running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+            running = sum(1 for p in pods if (p.get("status") or {}).get("phase") in STARTED)
             if running < min(child.spec.parallelism, child.spec.completions):
                 return False
         return True
@@ -202,7 +211,7 @@ class JobSetController:
         if not spec.has_failure_policy:
             self._end(record, "Failed", "Warning", _first(FAILED_JOBS, first), current)
             return
-        action, matched = "RestartJobSet", first
+        action, matched = RESTART, first
         for rule in spec.rules:
             found = [c for c in failed if rule.matches(_label(c.obj, REPLICATED), _reason(c))]
             if found:
