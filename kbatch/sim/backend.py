@@ -433,8 +433,9 @@ class SimBackend:
         return uid
 
     def _look_up_uid(self, ref: ObjectRef) -> str:
-        """The object's uid ('' for a kind the state does not keep, such as a JobSet:
-        the simulator's JobSets are made once and never again under the same name)."""
+        """The object's uid ('' for an object the state does not hold, such as a JobSet,
+        which the simulated JobSet controller keeps: made once, never again under the
+        same name)."""
         try:
             obj = self.state.get(ref.kind, ref.namespace, ref.name) or {}
         except KeyError:
