@@ -13,11 +13,12 @@ Read: ``replicatedJobs`` (``name``, ``replicas``, ``template``), ``suspend``,
 ``successPolicy`` (``operator`` All or Any, ``targetReplicatedJobs``),
 ``failurePolicy`` (``maxRestarts``, and ``rules``: ``action`` FailJobSet, RestartJobSet
 or RestartJobSetAndIgnoreMaxRestarts, ``onJobFailureReasons``,
-``targetReplicatedJobs``), ``startupPolicy.startupPolicyOrder`` (AnyOrder or InOrder)
-and ``managedBy``. What does not change when pods run (network, coordinator, TTL after
-finished, volume claims) is left out. ``dependsOn`` and the per-Job restart actions
-(feature-gated in JobSet) are refused as not simulated, naming the field: a
-simulation that ignored them would tell the user a different story than the cluster.
+``targetReplicatedJobs``), ``startupPolicy.startupPolicyOrder`` (AnyOrder or InOrder),
+each replicated Job's ``dependsOn`` (another before it, ``Ready`` or ``Complete``), and
+``managedBy``. What does not change when pods run (network, coordinator, TTL after
+finished, volume claims) is left out. The per-Job restart actions (feature-gated
+in JobSet) and rules on failure messages are refused as not simulated, naming the
+field: a simulation that ignored them would tell a different story than the cluster.
 """
 
 import hashlib
@@ -38,6 +39,7 @@ FAIL, RESTART = "FailJobSet", "RestartJobSet"
 RESTART_UNCOUNTED = "RestartJobSetAndIgnoreMaxRestarts"
 ACTIONS = (FAIL, RESTART, RESTART_UNCOUNTED)
 STARTUP_ORDERS = ("AnyOrder", "InOrder")
+DEPENDENCIES = ("Ready", "Complete")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,8 @@ class ReplicatedJob:
     replicas: int
     template: Object  # the Job template: metadata and spec
     group: str = "default"  # groupName
+    # dependsOn: (replicated Job, Ready or Complete) each, reached before its Jobs come
+    depends: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,9 @@ def _read(jobset: Object) -> JobSetSpec:
     )
     order = fields.string(jobset, "spec.startupPolicy.startupPolicyOrder") or "AnyOrder"
     _one_of("spec.startupPolicy.startupPolicyOrder", order, STARTUP_ORDERS)
+    if order == "InOrder" and any(r.depends for r in replicated):
+        why = "InOrder and a replicated Job's dependsOn exclude each other"
+        raise fields.FieldError("spec.startupPolicy.startupPolicyOrder", why)
     managed_by = fields.string(jobset, "spec.managedBy") or CONTROLLER
     return JobSetSpec(
         tuple(replicated), bool(suspend), operator == "Any", success_targets,
@@ -127,9 +134,8 @@ def _replicated(entry: Any, at: str, names: set[str]) -> ReplicatedJob:
         raise fields.FieldError(f"{at}.name", "required")
     if name in names:
         raise fields.FieldError(f"{at}.name", f"{name!r} names another replicated Job too")
+    depends = _depends(entry, at, names)
     names.add(name)
-    if fields.value(entry, "dependsOn", at=at) is not None:
-        raise fields.FieldError(f"{at}.dependsOn", "not simulated: kbatch simulate refuses it")
     replicas = fields.integer(entry, "replicas", at=at)
     if replicas is not None and replicas < 0:
         raise fields.FieldError(f"{at}.replicas", f"must be >= 0, not {replicas}")
@@ -137,7 +143,24 @@ def _replicated(entry: Any, at: str, names: set[str]) -> ReplicatedJob:
     if not isinstance(fields.value(template, "spec.template.spec"), dict):
         raise fields.FieldError(f"{at}.template.spec.template.spec", "a Job needs a pod template")
     group = fields.string(entry, "groupName", at=at) or "default"
-    return ReplicatedJob(name, 1 if replicas is None else replicas, dict(template), group)
+    replicas = 1 if replicas is None else replicas
+    return ReplicatedJob(name, replicas, dict(template), group, depends)
+
+
+def _depends(entry: Any, at: str, before: set[str]) -> tuple[tuple[str, str], ...]:
+    """Its ``dependsOn``: replicated Jobs before it, each Ready or Complete."""
+    found = []
+    for i, item in enumerate(fields.mappings(entry, "dependsOn", at=at)):
+        where = f"{at}.dependsOn[{i}]"
+        if not before:
+            raise fields.FieldError(where, "the first replicated Job depends on none")
+        name = fields.string(item, "name", at=where) or ""
+        if name not in before:
+            raise fields.FieldError(f"{where}.name", f"no replicated Job before it is {name!r}")
+        status = fields.string(item, "status", at=where) or ""
+        _one_of(f"{where}.status", status, DEPENDENCIES)
+        found.append((name, status))
+    return tuple(found)
 
 
 def _rule(rule: Any, at: str, names: set[str]) -> FailureRule:

@@ -7,7 +7,8 @@ reads and the Jobs it makes):
 - It makes each replicated Job's ``replicas`` Jobs, suspended while the JobSet is, and
   resumes them when the JobSet is resumed; with ``startupPolicyOrder: InOrder``, a
   replicated Job's Jobs are made (or resumed) once every Job of the one before has all
-  its pods running.
+  its pods running; one that ``dependsOn`` another, once every Job of that one has
+  (``Ready``) or has completed (``Complete``).
 - Once as many targeted Jobs have completed as its success policy asks (all of them, or
   one with ``Any``), the JobSet is ``Completed``.
 - When a Job fails: without a failure policy the JobSet fails (``FailedJobs``). With
@@ -168,6 +169,8 @@ class JobSetController:
         replicated Job's only once the one before has started."""
         spec = record.spec
         for which, replicated in enumerate(spec.replicated):
+            if not self._reached(record, replicated.depends, current):
+                continue
             names = [job_name(record.obj, replicated.name, i) for i in range(replicated.replicas)]
             for index, child_name in enumerate(names):
                 child = current.get(child_name)
@@ -185,6 +188,26 @@ class JobSetController:
                     self.jobs.apply(result.merge(child.obj, {"spec": {"suspend": spec.suspend}}))
             if spec.in_order and not spec.suspend and not self._started(names, current):
                 return
+
+    def _reached(
+        self,
+        record: JobSetRecord,
+        depends: tuple[tuple[str, str], ...],
+        current: dict[str, JobRecord],
+    ) -> bool:
+        """Has every replicated Job this one ``dependsOn`` reached its status: every Job
+        of it complete (Complete), or started or finished (Ready)?"""
+        for replicated in record.spec.replicated:
+            status = dict(depends).get(replicated.name)
+            if status is None:
+                continue
+            names = [job_name(record.obj, replicated.name, i) for i in range(replicated.replicas)]
+            if status == "Complete":
+                if not all(n in current and _finished(current[n]) == "Complete" for n in names):
+                    return False
+            elif not self._started(names, current):
+                return False
+        return True
 
     def _started(self, names: list[str], current: dict[str, JobRecord]) -> bool:
         """Has every one of these Jobs all the pods it runs at once running (or done), as

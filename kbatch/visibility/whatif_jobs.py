@@ -167,11 +167,14 @@ class JobAdmission:
 
 
 def _jobs_of(jobset: Object, spec: jobset_spec.JobSetSpec) -> list[Object]:
-    """The Jobs JobSet's controller makes for ``jobset`` when it is created (InOrder:
-    the first replicated Job's only, the rest once those run; a forecast of the rest
-    would need JobSet's controller, which it does not play)."""
+    """The Jobs JobSet's controller makes for ``jobset`` when it starts (InOrder: the
+    first replicated Job's only; never those that ``dependsOn`` another): the rest come
+    once those run, and a forecast of them would need JobSet's controller, which the
+    forecast does not play. The group's start is the first ones'."""
     made = []
     for which, replicated in enumerate(spec.replicated):
+        if replicated.depends:
+            continue
         for index in range(replicated.replicas):
             job = jobset_spec.child_job(jobset, spec, which, index, 0)
             job["metadata"]["creationTimestamp"] = jobset["metadata"]["creationTimestamp"]

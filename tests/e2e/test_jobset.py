@@ -307,20 +307,26 @@ def test_explain_eta_foresees_when_a_held_jobset_starts(
         assert message.startswith("starts at "), message
 
 
-def test_an_in_order_jobset_starts_its_leader_then_its_workers(
-    jobset_controller: js.Controller, webhooks: Webhooks
+@pytest.mark.parametrize("steps", ["InOrder", "dependsOn"])
+def test_a_jobset_in_steps_starts_its_leader_then_its_workers(
+    jobset_controller: js.Controller, webhooks: Webhooks, steps: str
 ) -> None:
-    """``startupPolicyOrder: InOrder``: JobSet's controller resumes the workers' Job only
-    once the leader's is ready, so the gang is the leader (a gang of all three pods
-    would wait for ever); the workers join the running group. The test plays the
-    kubelet for the leader's pod (Running and Ready)."""
-    api, ns = webhooks.api, webhooks.namespace("jobset-order")
-    queue = webhooks.queue("jobset-order")
-    name = f"e2e-jobset-order-{webhooks.suffix}"
+    """``startupPolicyOrder: InOrder``, or the workers' ``dependsOn`` the leader being
+    Ready: JobSet's controller resumes (or makes) the workers' Job only once the
+    leader's is ready, so the gang is the leader (a gang of all three pods would wait
+    for ever); the workers join the running group. The test plays the kubelet for the
+    leader's pod (Running and Ready)."""
+    api, ns = webhooks.api, webhooks.namespace(f"jobset-{steps.lower()}")
+    queue = webhooks.queue(f"jobset-{steps.lower()}")
+    name = f"e2e-jobset-{steps.lower()}-{webhooks.suffix}"
     with ready_node(api, name, "8"):
-        order = {"startupPolicyOrder": "InOrder"}
         leader, workers = replicated("leader", 1, 1, name), replicated("workers", 1, 2, name)
-        body = labelled_jobset("ordered", queue, leader, workers, startupPolicy=order)
+        if steps == "InOrder":
+            order = {"startupPolicyOrder": "InOrder"}
+            body = labelled_jobset("ordered", queue, leader, workers, startupPolicy=order)
+        else:
+            workers["dependsOn"] = [{"name": "leader", "status": "Ready"}]
+            body = labelled_jobset("ordered", queue, leader, workers)
         request(api, "POST", js.JOBSETS.format(namespace=ns), body)
         group = eventually("its group", lambda: get_or_none(api, f"{pod_groups(ns)}/ordered"))
         assert group["spec"]["minMember"] == 1

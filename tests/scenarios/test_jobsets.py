@@ -197,6 +197,23 @@ def test_a_labelled_in_order_jobset_starts_its_leader_then_its_workers() -> None
     assert told(outcome)[-1][1] == "AllJobsCompleted"
 
 
+@pytest.mark.parametrize(("status", "after"), [("Ready", 0.0), ("Complete", 30.0)])
+def test_a_replicated_job_that_depends_on_another_comes_once_it_is_ready_or_complete(
+    status: str, after: float
+) -> None:
+    """The gang is the driver's pod (the workers' Job comes later): the workers bind as
+    soon as the driver runs (Ready), or once it has completed, 30 s later (Complete)."""
+    driver = replicated("driver", 1, 1)
+    driver["template"]["metadata"] = {"annotations": {"kbatch.io/sim-duration": "30s"}}
+    workers = {**replicated("workers", 1, 2), "dependsOn": [{"name": "driver", "status": status}]}
+    outcome = run(jobset(driver, workers))
+    group = outcome.cluster.state.get("PodGroup", "default", "js")
+    assert group is not None and group["spec"]["minMember"] == 1
+    bound = bound_at(outcome)
+    assert bound["js-workers-0-0"] - bound["js-driver-0-0"] in (after + 1.0, after + 2.0), bound
+    assert told(outcome)[-1][1] == "AllJobsCompleted"
+
+
 def test_a_jobset_managed_by_another_controller_gets_no_jobs() -> None:
     outcome = run(
         jobset(replicated("workers", 1, 1), queue_name=None, managedBy="kueue.x-k8s.io/multikueue")
@@ -224,6 +241,21 @@ def test_a_jobset_managed_by_another_controller_gets_no_jobs() -> None:
             {"startupPolicy": {"startupPolicyOrder": "Random"}},
             "spec.startupPolicy.startupPolicyOrder",
             "AnyOrder or InOrder",
+        ),
+        (
+            {"replicatedJobs": [{**replicated("w", 1, 1), "dependsOn": [{"name": "x"}]}]},
+            "spec.replicatedJobs[0].dependsOn[0]",
+            "the first replicated Job depends on none",
+        ),
+        (
+            {
+                "replicatedJobs": [
+                    replicated("a", 1, 1),
+                    {**replicated("b", 1, 1), "dependsOn": [{"name": "a"}]},
+                ]
+            },
+            "spec.replicatedJobs[1].dependsOn[0].status",
+            "Ready or Complete",
         ),
     ],
 )
