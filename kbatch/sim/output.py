@@ -1,10 +1,11 @@
 """What a simulation ends with: the JSON contract of DESIGN §5, and a table for people.
 
 JSON: ``time``, ``pods``, ``podGroups``, ``queues``, ``events``, ``warnings``,
-``summary``, and ``metrics`` for a run of an Armada workload (``kbatch.sim.metrics``;
-the table shows them as METRICS). ``warnings`` lists every object refused (by the API
-server's checks or by admission), in the order refused: time, kind, namespace, name,
-and the message naming the field.
+``summary``, ``jobSets`` for a run with JobSets (``jobset_rows``; the table shows
+them as JOBSETS), and ``metrics`` for a run of an Armada workload
+(``kbatch.sim.metrics``; the table shows them as METRICS). ``warnings`` lists every
+object refused (by the API server's checks or by admission), in the order refused:
+time, kind, namespace, name, and the message naming the field.
 Lists of objects are sorted by namespace, then name; events are in time order
 (and, at one time, in the order they happened). Quantities are Kubernetes
 strings. ``pods`` also lists the pods removed during the run (evicted, or
@@ -27,6 +28,7 @@ from kbatch.cluster import records
 from kbatch.cluster.quantity import amounts
 from kbatch.sim import clock, departures, group_view, metrics
 from kbatch.sim.backend import REJECTED
+from kbatch.sim.jobsets import JobSetController
 from kbatch.sim.runner import Outcome
 
 Json = dict[str, Any]
@@ -57,9 +59,32 @@ def to_json(outcome: Outcome) -> Json:
             "evictions": outcome.totals.evictions,
         },
     }
+    if outcome.jobsets is not None and outcome.jobsets.sets:
+        result["jobSets"] = jobset_rows(outcome.jobsets)
     if isinstance(outcome, metrics.MeasuredOutcome):
         result["metrics"] = metrics.summary(outcome)
     return result
+
+
+def jobset_rows(controller: JobSetController) -> list[Json]:
+    """Each JobSet as it ended: phase (Completed, Failed, Suspended or Running), its
+    restarts, its Jobs per replicated Job, and why it ended."""
+    rows = []
+    for (namespace, name), record in sorted(controller.sets.items()):
+        status = record.obj.get("status") or {}
+        ended = [c for c in status.get("conditions") or () if c.get("type") == record.ended]
+        suspended = (record.obj.get("spec") or {}).get("suspend")
+        rows.append(
+            {
+                "namespace": namespace,
+                "name": name,
+                "phase": record.ended or ("Suspended" if suspended else "Running"),
+                "restarts": record.restarts,
+                "replicatedJobs": list(status.get("replicatedJobsStatus") or []),
+                "message": str(ended[-1].get("message") or "") if ended else "",
+            }
+        )
+    return rows
 
 
 def warnings(outcome: Outcome) -> list[Json]:
@@ -170,6 +195,8 @@ def to_table(result: Json) -> str:
     refused object, a Job that cannot create its pods, a pod that cannot be placed) gets
     a table of its own."""
     sections = [_pods_table(result), _groups_table(result), _queues_table(result)]
+    if result.get("jobSets"):
+        sections.append(_jobsets_table(result["jobSets"]))
     warnings = _last_warnings(result["events"])
     if warnings:
         sections.append(
@@ -234,6 +261,22 @@ def _groups_table(result: Json) -> str:
                 _unschedulable(g),
             ]
             for g in result["podGroups"]
+        ],
+    )
+
+
+def _jobsets_table(rows: list[Json]) -> str:
+    def jobs(row: Json) -> str:
+        counts = [(r["succeeded"], r["active"], r["failed"]) for r in row["replicatedJobs"]]
+        done, active, failed = (sum(c[i] for c in counts) for i in range(3))
+        return f"{done}/{active}/{failed}"
+
+    return _table(
+        "JOBSETS",
+        ["NAMESPACE", "NAME", "PHASE", "RESTARTS", "JOBS (DONE/ACTIVE/FAILED)", "WHY"],
+        [
+            [r["namespace"], r["name"], r["phase"], r["restarts"], jobs(r), r["message"] or None]
+            for r in rows
         ],
     )
 

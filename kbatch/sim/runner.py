@@ -146,6 +146,7 @@ class Outcome:
     totals: Totals
     timeline: Timeline
     settled: bool = True
+    jobsets: JobSetController | None = None  # (None: a run that played none)
 
 
 class Simulation:
@@ -240,8 +241,9 @@ class Simulation:
             k = next_k
         self.timeline.end = end if end is not None else self.clock.now
         return Outcome(
-            self.timeline.end, self.cluster, self.jobs, self.totals, self.timeline, settled
-        )
+            self.timeline.end, self.cluster, self.jobs, self.totals, self.timeline, settled,
+            self.jobsets,
+        )  # fmt: skip
 
     def tick(self, now: float) -> bool:
         """One tick at ``now``; True if anything changed."""

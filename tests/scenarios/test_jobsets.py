@@ -9,7 +9,7 @@ import pytest
 
 from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.cluster.errors import ObjectError
-from kbatch.sim import runner
+from kbatch.sim import output, runner
 from kbatch.sim.jobset_spec import jobset_spec
 from kbatch.sim.manifests import load_documents
 from scenarios.objects import node, queue
@@ -98,6 +98,19 @@ def test_a_labelled_jobset_is_held_then_runs_whole_as_one_group_and_completes() 
     pod = outcome.cluster.state.get("Pod", "default", "js-workers-1-0")
     assert pod is not None
     assert pod["metadata"]["annotations"][GROUP_NAME_ANNOTATION] == "js"
+
+
+def test_the_json_and_the_table_tell_how_each_jobset_ended() -> None:
+    made = jobset(
+        replicated("workers", 2, 1, activeDeadlineSeconds=30), failurePolicy={"maxRestarts": 1}
+    )
+    result = output.to_json(run(made))
+    (row,) = result["jobSets"]
+    assert (row["name"], row["phase"], row["restarts"]) == ("js", "Failed", 1)
+    assert row["message"].startswith("jobset failed due to reaching max number of restarts")
+    assert [r["name"] for r in row["replicatedJobs"]] == ["workers"]
+    assert "JOBSETS" in output.to_table(result)
+    assert "jobSets" not in output.to_json(run()), "a run without JobSets keeps DESIGN §5's keys"
 
 
 def test_a_jobset_that_does_not_fit_whole_makes_no_pod() -> None:
