@@ -241,6 +241,35 @@ def job(name: str = "j", group: str = "pg") -> Obj:
     }
 
 
+def jobset(name: str = "js") -> Obj:
+    """A labelled JobSet, held (as kbatch's webhook leaves one whose group waits)."""
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": "js-uid",
+            "labels": {"kbatch.io/queue": "q"},
+            "annotations": {"kbatch.io/held": "its group waits"},
+        },
+        "spec": {
+            "suspend": True,
+            "successPolicy": {"operator": "All"},
+            "failurePolicy": {"maxRestarts": 1},
+            "replicatedJobs": [
+                {"name": "leader", "replicas": 1, "template": job("leader")},
+                {
+                    "name": "workers",
+                    "replicas": 2,
+                    "template": job("workers"),
+                    "dependsOn": [{"name": "leader", "status": "Ready"}],
+                },
+            ],
+        },
+    }
+
+
 def node(name: str = "n1") -> Obj:
     return {
         "apiVersion": "v1",
@@ -294,6 +323,7 @@ BASES: dict[str, Callable[[], Obj]] = {
     "Queue": queue,
     "Pod": pod,
     "Job": job,
+    "JobSet": jobset,
     "Node": node,
     "ResourceQuota": quota,
     "PriorityClass": priority_class,
