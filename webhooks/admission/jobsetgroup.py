@@ -14,8 +14,8 @@ the JobSet, owned by it, minMember the pods its Jobs start with, all at once (th
 over replicatedJobs of replicas × min(parallelism, completions); with
 ``startupPolicyOrder: InOrder`` the first replicated Job's only, and without the
 replicated Jobs that ``dependsOn`` others: JobSet's controller makes those once the
-first run), minResources the requests of all those pods (its room is there when it is
-admitted), queue the label's.
+first run), minResources the requests of every pod of its Jobs, the later ones too
+(its room is there when it is admitted), queue the label's.
 
 Bad input is refused naming the field: a JobSet without a name, no replicatedJobs,
 ``replicas``, ``parallelism`` or ``completions`` 0, an empty queue label, a queue label
