@@ -94,24 +94,23 @@ class LiveSource:
         )
 
     def held_jobs(self) -> list[dict[str, Any]]:
-        from kbatch import kubeapi  # (see ``guarded``)
         from kbatch.visibility import eta_input
 
         jobs = self._list("Job", optional="held Jobs' pods are not foreseen")
-        try:
-            jobsets = kubeapi.list_items(self.api, JOBSETS)
-        except kubeapi.ApiError as exc:
-            if exc.status not in (403, 404):
-                raise
-            if exc.status == 403:  # (404: JobSet is not installed, nothing to say)
-                self.warn(f"cannot list JobSets ({exc}): held JobSets' pods are not foreseen")
-            jobsets = []
+        # (404: JobSet is not installed, nothing to say)
+        why = "held JobSets' pods are not foreseen"
+        jobsets = self._items(JOBSETS, "JobSet", optional=why, quiet_missing=True)
         return eta_input.held_with_jobsets(jobs, jobsets)
 
     def _list(self, kind: str, optional: str = "") -> list[dict[str, Any]]:
         return self._items(COLLECTIONS[kind], kind, optional)
 
-    def _items(self, path: str, kind: str, optional: str = "") -> list[dict[str, Any]]:
+    def _items(
+        self, path: str, kind: str, optional: str = "", quiet_missing: bool = False
+    ) -> list[dict[str, Any]]:
+        """The items listed at ``path``; when ``optional``, none (and a warning saying so)
+        where the server refuses or does not serve them (``quiet_missing``: no warning
+        where it does not serve them)."""
         from kbatch import kubeapi  # (see ``guarded``)
 
         try:
@@ -119,7 +118,8 @@ class LiveSource:
         except kubeapi.ApiError as exc:
             if not optional or exc.status not in (403, 404):
                 raise
-            self.warn(f"cannot list {kind}s ({exc}): {optional}")
+            if not (quiet_missing and exc.status == 404):
+                self.warn(f"cannot list {kind}s ({exc}): {optional}")
             return []
         for item in items:
             item["kind"] = kind  # a list's items do not say

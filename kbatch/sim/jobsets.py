@@ -342,18 +342,20 @@ def _finished(child: JobRecord) -> str | None:
     return None
 
 
-def _reason(child: JobRecord) -> str:
+def _failed(child: JobRecord) -> dict[str, Any]:
+    """The Job's Failed condition ({} when it has none)."""
     for condition in (child.obj.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "Failed":
-            return str(condition.get("reason") or "")
-    return ""
+            return dict(condition)
+    return {}
+
+
+def _reason(child: JobRecord) -> str:
+    return str(_failed(child).get("reason") or "")
 
 
 def _failure_order(child: JobRecord) -> tuple[str, str]:
-    for condition in (child.obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Failed":
-            return str(condition.get("lastTransitionTime") or ""), child.obj["metadata"]["name"]
-    return "", child.obj["metadata"]["name"]
+    return str(_failed(child).get("lastTransitionTime") or ""), child.obj["metadata"]["name"]
 
 
 def _first(why: tuple[str, str], child: JobRecord) -> tuple[str, str]:
