@@ -21,8 +21,6 @@ of the past — and when that was measured, kept here so that a restart or a
 failover of the scheduler keeps the history.
 """
 
-import math
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -32,6 +30,7 @@ from pydantic_core import InitErrorDetails
 from kbatch.api.meta import ObjectMeta
 from kbatch.api.quantity import ResourceList, parse_quantity
 from kbatch.api.selector import LabelSelector
+from kbatch.api.times import rfc3339_seconds
 
 # The tree's root, as Volcano names it: ``spec.parent: root`` is a top-level queue.
 ROOT_QUEUE = "root"
@@ -97,23 +96,6 @@ class QueueSpec(BaseModel):
     def parent_name(self) -> str:
         """The parent's name: ``root`` for a top-level queue (no ``spec.parent``)."""
         return self.parent or ROOT_QUEUE
-
-
-def rfc3339(seconds: float) -> str:
-    """A Kubernetes timestamp (RFC 3339, whole seconds, UTC) for epoch ``seconds``."""
-    return datetime.fromtimestamp(math.floor(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def rfc3339_seconds(text: str) -> float:
-    """Epoch seconds of an RFC 3339 time with a zone (``Z`` or an offset); ValueError
-    otherwise."""
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None or "T" not in text.upper():
-        raise ValueError(f"{text!r} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00Z)")
-    return parsed.timestamp()
 
 
 def _checked_time(text: str) -> str:

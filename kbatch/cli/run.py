@@ -4,11 +4,12 @@ process against a cluster (``kbatch.operators.process``), until interrupted."""
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
+from kbatch.cli import run_workers
+from kbatch.cli.run_workers import Workers
 
 if TYPE_CHECKING:
     from kbatch.record.store.recorder import Recorder
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         manage_webhooks=args.manage_webhooks,
     )
-    process.run(settings, watches, recorder, _eta_publisher(args, period, names))
+    process.run(settings, watches, recorder, Workers(args, period, names).makers())
     return 0
 
 
@@ -91,36 +92,6 @@ def byte_size(text: str) -> int:
         return int(float(number) * unit)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 256M)") from None
-
-
-def _eta_publisher(
-    args: argparse.Namespace, period: float, names: frozenset[str]
-) -> tuple[Callable[[Any], Any], ...]:
-    """The maker of the ETA publisher (``kbatch.visibility.publisher``), none when
-    ``--eta-interval`` is 0."""
-    interval = duration.parse_duration(args.eta_interval, "--eta-interval")
-    budget = duration.parse_duration(args.eta_budget, "--eta-budget")
-    if interval <= 0:
-        return ()
-
-    def make(runtime: Any) -> Any:
-        from kbatch import kubeapi
-        from kbatch.operators.scheduler.runtime.status_writer import status_path
-        from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
-
-        def write(namespace: str, name: str, patch: dict[str, Any]) -> None:
-            if not runtime.leads():
-                raise RuntimeError("this replica no longer leads")
-            path = status_path(namespace, name)
-            kubeapi.request(runtime.api, "PATCH", path, patch, kubeapi.MERGE_PATCH)
-
-        settings = PublisherSettings(interval, budget, period, names)
-        return EtaPublisher(
-            runtime.state, runtime.conf.current, runtime.may_schedule, write,
-            runtime.metrics, settings, busy=runtime.cluster.binds_in_flight,
-        )  # fmt: skip
-
-    return (make,)
 
 
 def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -183,6 +154,7 @@ def add_command(commands: "argparse._SubParsersAction[Any]") -> None:
     )
     _add_webhook_options(parser)
     _add_record_and_eta_options(parser)
+    run_workers.add_options(parser)
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error")
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION, duration
+from kbatch.cli import visibility_served
 from kbatch.config import ETA_BUDGET_SECONDS, ETA_FRESH_SECONDS, ConfigError, SchedulerConf
 
 # The commands load the scheduler and the simulator when they run, not when ``kbatch``
@@ -64,6 +65,11 @@ class Source(Protocol):
         ...
 
     def conf(self) -> tuple[SchedulerConf, str]: ...
+
+    def served(self, path: str) -> dict[str, Any] | None:
+        """What ``kbatch run``'s visibility API answers at ``path`` (None: it does not
+        answer, and the command computes the answer itself)."""
+        ...
 
 
 @dataclass
@@ -124,6 +130,20 @@ class LiveSource:
         for item in items:
             item["kind"] = kind  # a list's items do not say
         return items
+
+    def served(self, path: str) -> dict[str, Any] | None:
+        from kbatch import kubeapi  # (see ``guarded``)
+
+        try:
+            answer: dict[str, Any] = kubeapi.request(self.api, "GET", path)
+        except kubeapi.Unreachable:
+            raise
+        except kubeapi.ApiError as exc:
+            # 404: no visibility API here (or the scheduler does not hold the job yet)
+            if exc.status != 404:
+                self.warn(f"kbatch's visibility API did not answer ({exc}): computing here")
+            return None
+        return answer
 
     def conf(self) -> tuple[SchedulerConf, str]:
         from kbatch import kubeapi  # (see ``guarded``)
@@ -200,6 +220,8 @@ def jobs(args: argparse.Namespace) -> int:
     from kbatch.visibility import standing
 
     source = source_for(args)
+    if visibility_served.jobs(args, source):
+        return 0
     conf, conf_source = source.conf()
     objects = source.objects(events_in=None)
     session, warnings = standing.open_session(objects, conf, _names(args))
@@ -237,6 +259,8 @@ def explain(args: argparse.Namespace) -> int:
     namespace, _, name = args.podgroup.rpartition("/")
     namespace = namespace or args.namespace
     source = source_for(args)
+    if visibility_served.explain(args, source, namespace, name):
+        return 0
     conf, conf_source = source.conf()
     objects = source.objects(events_in=namespace)
     session, warnings = standing.open_session(objects, conf, _names(args))
@@ -357,6 +381,7 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("-q", "--queue", metavar="QUEUE", help="only the jobs of this queue")
     parser.add_argument("-n", "--namespace", metavar="NS", help="only the jobs of this namespace")
     _eta_options(parser, "add an ETA column: the simulator run forward from now")
+    visibility_served.add_option(parser)
     parser.set_defaults(command=guarded(jobs))
 
     parser = commands.add_parser(
@@ -369,6 +394,7 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("-n", "--namespace", default="default", metavar="NS")
     _common(parser)
     _eta_options(parser, "estimate when it starts: the simulator run forward from now")
+    visibility_served.add_option(parser)
     parser.set_defaults(command=guarded(explain))
 
 

@@ -47,6 +47,8 @@ from kbatch.sim import manifests, runner
 from kbatch.sim.timeline import Timeline
 from kbatch.visibility import eta_input, runtimes, standing
 from kbatch.visibility.eta_input import Plan
+from kbatch.visibility.rows import Estimate as Estimate  # (where its users find it)
+from kbatch.visibility.rows import human as human
 from kbatch.visibility.runtimes import Runtime
 
 HORIZON = 7 * 24 * 3600.0  # simulated seconds: later than this is "later than a week"
@@ -64,38 +66,6 @@ CONFIDENT_SAMPLES = 5  # a median of fewer finished pods is a weak guess
 # their whole wait (``kbatch bench --trace --eta-accuracy``).
 NARROW_SPREAD = 2.0
 STARTED_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """When one job starts: ``seconds`` from now (None: unknown, or not before
-    ``later_than`` seconds); ``when`` for a table's column ('~14 min', 'now', '>2h00m',
-    'unknown'), ``text`` the whole answer in words; and what it rests on."""
-
-    seconds: float | None
-    when: str
-    text: str
-    confidence: str  # high | medium | low | none
-    running_done: int = 0  # running jobs that finish by then
-    ahead_started: int = 0  # waiting jobs that start first
-    runtimes: str = ""  # where the runtimes it rests on came from
-    later_than: float | None = None
-    published: float | None = None  # read off the PodGroup: made then (epoch seconds)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "seconds": self.seconds,
-            "when": self.when,
-            "laterThan": self.later_than,
-            "text": self.text,
-            "confidence": self.confidence,
-            "runningJobsFinishing": self.running_done,
-            "waitingJobsStartingFirst": self.ahead_started,
-            "runtimes": self.runtimes,
-        }
-        if self.published is not None:
-            data["publishedAt"] = self.published
-        return data
 
 
 @dataclass(frozen=True)
@@ -434,17 +404,3 @@ def _verb(n: int, verb: str) -> str:
     if n != 1:
         return verb
     return verb + ("es" if verb.endswith(("sh", "ch", "s")) else "s")
-
-
-def human(seconds: float) -> str:
-    """'45s', '14 min', '3h05m', '2d4h': as precise as a wait is worth."""
-    if seconds < 120:
-        return f"{round(seconds)}s"
-    minutes = round(seconds / 60)
-    if minutes < 120:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours}h"

@@ -9,7 +9,7 @@ so that ``grep`` and ``awk`` see whole rows.
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console, Group, RenderableType
@@ -17,10 +17,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kbatch import json_codec
-from kbatch.api.queue import rfc3339
-from kbatch.visibility.eta import Estimate
-from kbatch.visibility.standing import Explanation, JobRow, QueueRow
-from kbatch.visibility.whatif import Answer as WhatIf
+from kbatch.api.times import rfc3339
+from kbatch.visibility.rows import Estimate, Explanation, JobRow, QueueRow
+
+# Printing imports no scheduler: a served answer (``kbatch.visibility.served``) is
+# printed without one.
+if TYPE_CHECKING:
+    from kbatch.visibility.whatif import Answer as WhatIf
 
 UNWRAPPED = 10_000  # the width of a console that is not a terminal: rows never wrap
 PHASE_STYLES = {"Pending": "yellow", "Inqueue": "cyan", "Running": "green", "Unknown": "red"}
@@ -177,7 +180,7 @@ def jobs_table(
     return table
 
 
-def what_if_table(answers: Sequence[WhatIf]) -> Table:
+def what_if_table(answers: "Sequence[WhatIf]") -> Table:
     """``kbatch simulate --from-cluster``: each group, admitted or not, where and when."""
     table = _table("NAMESPACE", "NAME", "QUEUE", "ADMITTED", "NODES", "STARTS", "WHY")
     for a in answers:

@@ -26,7 +26,7 @@ from typing import Any
 
 from kbatch.cluster import records
 from kbatch.config import ETA_FRESH_SECONDS
-from kbatch.visibility.eta import Estimate, human
+from kbatch.visibility.rows import Estimate, human
 
 CONDITION = "kbatch.io/EstimatedStart"
 FRESH_SECONDS = ETA_FRESH_SECONDS  # an estimate older than this is not read back

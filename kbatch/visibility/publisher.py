@@ -39,6 +39,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.config import SchedulerConf
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
+from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.visibility import eta, eta_input, published, standing
 
 log = logging.getLogger("kbatch.eta")
@@ -49,6 +50,7 @@ FIRST_ROUND = 5.0  # seconds after the start, at most, of the first round
 MIN_TOLERANCE = 30.0  # seconds an estimate may move before it is written again
 
 Write = Callable[[str, str, dict[str, Any]], None]  # namespace, name, a merge patch
+Offer = Callable[[Session, float, int], None]  # a session, as of when, of which generation
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,12 @@ class EtaPublisher:
         settings: PublisherSettings = PublisherSettings(),
         clock: Callable[[], float] = time.time,
         busy: Callable[[], bool] = lambda: False,
+        offer: Offer | None = None,
     ) -> None:
+        """``offer``: handed each round's session before its forecast (the visibility
+        API answers from it: ``kbatch.visibility.served``)."""
         self.state = state
+        self.offer = offer
         # While the scheduler's binds are in flight (a burst, a cold start with a
         # backlog) a round waits: it would take the interpreter from the binds, and what
         # it foresaw would be out of date by the time it was written.
@@ -137,10 +143,13 @@ class EtaPublisher:
     def _round(self) -> Round:
         began = time.perf_counter()
         now = self.clock()
+        generation = self.state.generation
         objects = eta_input.listed(self.state, now)
         conf = self.conf()
         names = self.settings.scheduler_names
         session, _ = standing.open_session(objects, conf, names)
+        if self.offer is not None:
+            self.offer(session, now, generation)
         groups = {_key(g): g for g in objects.pod_groups if _ours(g)}
         # A group with no pods yet is forecast when a Job kbatch holds for it says what
         # it will run (its pods are made when it is released), else left out.

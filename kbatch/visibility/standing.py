@@ -42,6 +42,7 @@ from kbatch.operators.scheduler.core.framework.info import (
 )
 from kbatch.operators.scheduler.core.framework.resources import Dims
 from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.visibility.rows import Explanation, JobRow, Line, QueueRow
 
 Object = dict[str, Any]
 # The phases of a PodGroup that has not started (Unknown: it ran, and fell below
@@ -86,65 +87,6 @@ class ClusterObjects:
             "Pod": self.pods,
             "Job": self.jobs,  # (their own deadlines: ``kbatch.cluster.job_records``)
         }
-
-
-@dataclass(frozen=True)
-class QueueRow:
-    name: str
-    weight: int
-    state: str  # Open | Closed
-    share: float
-    deserved: dict[str, str]
-    allocated: dict[str, str]
-    request: dict[str, str]
-    capability: dict[str, str] | None
-    pending: int  # PodGroups by phase
-    inqueue: int
-    running: int
-    waiting: int  # jobs in its line (PodGroups not started, and pods of their own)
-    position: int  # its turn among the queues (1: first)
-    # Its place in the queue tree (DESIGN §14): its parent (None: top level) and how deep
-    # it is (0: top level). Its amounts and PodGroups are its subtree's.
-    parent: str | None = None
-    depth: int = 0
-
-
-@dataclass(frozen=True)
-class JobRow:
-    namespace: str
-    name: str
-    kind: str  # PodGroup, or Pod for a pod of its own (a group of one)
-    queue: str
-    phase: str
-    min_member: int
-    pods: int  # not finished
-    scheduled: int  # bound or running
-    priority: int
-    created: float  # epoch seconds
-    queue_position: int | None  # 1: next in its queue; None: never considered
-    position: int | None  # the same across the cluster
-    reason: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-@dataclass(frozen=True)
-class Line:
-    """The queues in their order and the waiting jobs in the order kbatch considers
-    them; ``warnings`` name the objects kbatch would refuse (left out, as it does)."""
-
-    queues: list[QueueRow]
-    jobs: list[JobRow]
-    running: list[JobRow]  # jobs that hold their minimum, for "what is ahead"
-    warnings: list[str] = field(default_factory=list)
-
-    def find(self, namespace: str, name: str) -> JobRow | None:
-        for row in (*self.jobs, *self.running):
-            if (row.namespace, row.name) == (namespace, name):
-                return row
-        return None
 
 
 def load_state(
@@ -350,22 +292,12 @@ def quantities(dims: Dims, vector: np.ndarray | None) -> dict[str, str]:
     }
 
 
-# ----------------------------------------------------------------------------- explain
-@dataclass(frozen=True)
-class Explanation:
-    """The full story of one job: where it stands, why, what is ahead, what happened."""
-
-    job: JobRow
-    conditions: list[dict[str, str]]
-    min_resources: dict[str, str]
-    pods: dict[str, int]  # pod status -> count
-    ahead_in_queue: list[JobRow]  # waiting jobs its queue considers first, in order
-    ahead: int  # waiting jobs the cluster considers first
-    running_in_queue: list[JobRow]  # what its queue holds now
-    events: list[dict[str, str]]
-
-
 EVENTS_SHOWN = 10
+
+
+def find_job(session: Session, namespace: str, name: str) -> JobInfo | None:
+    """The PodGroup ``namespace/name``, else the pod of its own of that name."""
+    return session.jobs.get(f"{namespace}/{name}") or session.jobs.get(f"pod:{namespace}/{name}")
 
 
 def explain(
@@ -373,12 +305,43 @@ def explain(
 ) -> Explanation | None:
     """The story of the PodGroup ``namespace/name`` (or of a pod of its own of that
     name); None if there is neither."""
-    job = session.jobs.get(f"{namespace}/{name}") or session.jobs.get(f"pod:{namespace}/{name}")
-    row = line.find(namespace, name)
+    job = find_job(session, namespace, name)
     if job is None:
         return None
-    if row is None:
-        row = _job_row(session, job, None, None)
+    return story_of(line, facts_of(session, job, line.find(namespace, name)), objects.events)
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What one job's story reads of its session: its row, conditions, minimum, pods by
+    status and their names (``kbatch.visibility.served`` keeps them for every job)."""
+
+    row: JobRow
+    conditions: list[dict[str, str]]
+    min_resources: dict[str, str]
+    pods: dict[str, int]  # pod status -> count
+    pod_names: frozenset[str]
+
+
+def facts_of(session: Session, job: JobInfo, row: JobRow | None) -> JobFacts:
+    """``job``'s facts; ``row``: its row in the line, None when it has none there."""
+    counts: dict[str, int] = {}
+    for task in job.tasks.values():
+        counts[task.status.name.title()] = counts.get(task.status.name.title(), 0) + 1
+    return JobFacts(
+        row=row if row is not None else _job_row(session, job, None, None),
+        conditions=[
+            c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in job.conditions
+        ],
+        min_resources=quantities(session.dims, job.min_resources),
+        pods=counts,
+        pod_names=frozenset(task.name for task in job.tasks.values()),
+    )
+
+
+def story_of(line: Line, facts: JobFacts, events: Sequence[Object]) -> Explanation:
+    """The story of the job of ``facts`` in ``line``, with its last ``events``."""
+    row = facts.row
     ahead_in_queue = [
         other
         for other in line.jobs
@@ -387,25 +350,20 @@ def explain(
         and other.queue_position is not None
         and other.queue_position < row.queue_position
     ]
-    counts: dict[str, int] = {}
-    for task in job.tasks.values():
-        counts[task.status.name.title()] = counts.get(task.status.name.title(), 0) + 1
     return Explanation(
         job=row,
-        conditions=[
-            c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in job.conditions
-        ],
-        min_resources=quantities(session.dims, job.min_resources),
-        pods=counts,
+        conditions=facts.conditions,
+        min_resources=facts.min_resources,
+        pods=facts.pods,
         ahead_in_queue=ahead_in_queue,
         ahead=(row.position - 1) if row.position is not None else 0,
         running_in_queue=[r for r in line.running if r.queue == row.queue],
-        events=events_of(objects.events, namespace, name, {t.name for t in job.tasks.values()}),
+        events=events_of(events, row.namespace, row.name, facts.pod_names),
     )
 
 
 def events_of(
-    events: Sequence[Object], namespace: str, group: str, pods: set[str]
+    events: Sequence[Object], namespace: str, group: str, pods: frozenset[str]
 ) -> list[dict[str, str]]:
     """The last ``EVENTS_SHOWN`` events of the PodGroup and its pods, oldest first."""
     chosen = []

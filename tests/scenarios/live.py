@@ -10,7 +10,7 @@ same simulation, left to run on, starts the PodGroup: what an ETA is checked aga
 from typing import Any
 
 from kbatch import sim
-from kbatch.api.queue import rfc3339
+from kbatch.api.times import rfc3339
 from kbatch.cluster.records import timestamp
 from kbatch.sim import clock, manifests
 from kbatch.visibility import standing as visibility

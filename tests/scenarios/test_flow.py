@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kbatch.api.queue import rfc3339_seconds
+from kbatch.api.times import rfc3339_seconds
 from kbatch.sim import run
 from kbatch.sim.runner import Outcome
 from scenarios.objects import at, conf_map, job, node, pod_group, queue

@@ -45,6 +45,9 @@ class StaticSource:
         self.asked.append(("jobs", None))
         return list(self._objects.jobs)
 
+    def served(self, path: str) -> None:
+        return None  # no kbatch run: the command computes
+
     def conf(self):
         return default_conf(), "the default (a test's)"
 

@@ -5,7 +5,7 @@ release the JobSet."""
 
 from prometheus_client import CollectorRegistry
 
-from kbatch.api.queue import rfc3339
+from kbatch.api.times import rfc3339
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.sim import runner

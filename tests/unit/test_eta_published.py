@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from builders import cyclic_garbage_types
-from kbatch.api.queue import rfc3339
+from kbatch.api.times import rfc3339
 from kbatch.cli import main as cli
 from kbatch.cli import visibility as cli_visibility
 from kbatch.metrics import SchedulerMetrics
@@ -184,6 +184,9 @@ class Source:
     def held_jobs(self) -> list[dict]:
         self.jobs_listed += 1
         return list(self._objects.jobs)
+
+    def served(self, path: str) -> None:
+        return None  # no kbatch run: the command computes
 
     def conf(self):
         return default_conf(), "the default"

@@ -32,6 +32,9 @@ class Source:
     def held_jobs(self) -> list[dict]:
         return list(self._objects.jobs)
 
+    def served(self, path: str) -> None:
+        return None  # no kbatch run: the command computes
+
     def conf(self):
         return default_conf(), "the default (a test's)"
 

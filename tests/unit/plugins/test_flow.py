@@ -3,7 +3,8 @@
 import pytest
 
 from builders import Cluster, FakeCluster, run_actions
-from kbatch.api.queue import QueueStatus, rfc3339
+from kbatch.api.queue import QueueStatus
+from kbatch.api.times import rfc3339
 from kbatch.cluster.records import parse_queue
 from kbatch.config import ConfigError
 from kbatch.operators.scheduler.core import runner

@@ -18,7 +18,8 @@ import numpy as np
 
 from kbatch.api.podgroup import ConditionType, PodGroupCondition, PodGroupPhase, PodGroupStatus
 from kbatch.api.quantity import format_quantity
-from kbatch.api.queue import QueueStatus, rfc3339
+from kbatch.api.queue import QueueStatus
+from kbatch.api.times import rfc3339
 from kbatch.operators.scheduler.core.framework import pod_conditions, podgroup_status
 from kbatch.operators.scheduler.core.framework.info import (
     SCHEDULED_STATUSES,

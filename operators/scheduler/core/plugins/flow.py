@@ -68,7 +68,7 @@ import numpy as np
 
 from kbatch.api.duration import parse_duration
 from kbatch.api.quantity import scheduler_amount
-from kbatch.api.queue import rfc3339_seconds
+from kbatch.api.times import rfc3339_seconds
 from kbatch.config import PluginOption
 from kbatch.operators.scheduler.core.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from kbatch.operators.scheduler.core.framework.resources import CPU, Dims

@@ -1,0 +1,116 @@
+"""``kbatch explain`` and ``kbatch jobs`` answered by ``kbatch run``'s visibility API
+(``kbatch.visibility.api_server``, through the API server's aggregation): one request,
+no listing, no scheduler loaded here. Printed as the commands print what they compute
+themselves, from the same data (``-o json`` is the same document).
+
+Asked first unless the user wants another conf or other scheduler names than the
+scheduler's own (``--scheduler-conf``, ``--scheduler-name``) or ``--no-ask-scheduler``.
+The command computes the answer itself when the API is not there (404: not installed,
+or the scheduler does not hold the job yet), does not answer (a warning says why), or,
+with ``--eta``, when an estimate is not published or is older than ``--eta-max-age``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from kbatch.api import duration
+from kbatch.api.times import rfc3339_seconds
+
+if TYPE_CHECKING:
+    from kbatch.cli.visibility import Source
+
+ROOT = "/apis/visibility.kbatch.io/v1alpha1"
+clock = time.time  # what "fresh" is measured by (a test's clock in tests)
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    """``--ask-scheduler`` / ``--no-ask-scheduler``."""
+    parser.add_argument(
+        "--ask-scheduler",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ask kbatch run's visibility API first (one request; default on), and "
+        "compute the answer here only when it does not answer",
+    )
+
+
+def may_ask(args: argparse.Namespace) -> bool:
+    """Whether the scheduler's answer is the one asked for."""
+    return bool(args.ask_scheduler) and not args.scheduler_conf and not args.scheduler_name
+
+
+def explain(args: argparse.Namespace, source: Source, namespace: str, name: str) -> bool:
+    """Print ``kbatch explain``'s answer from the scheduler: True if it was printed."""
+    from kbatch.visibility import output as out
+    from kbatch.visibility import rows
+
+    data = _asked(args, source, f"{ROOT}/namespaces/{namespace}/podgroups/{name}/explanation")
+    if data is None:
+        return False
+    eta = data.pop("eta", None)
+    estimate = None
+    if args.eta:
+        estimate = rows.estimate_of(eta) if _fresh(args, eta) else None
+        if estimate is None:
+            return False  # forecast here
+    now = rfc3339_seconds(data["asOf"])
+    story = rows.explanation_of(data)
+    conf_source = str(data.get("schedulerConf") or "")
+    if args.output == "table":
+        answered = f"{conf_source}; answered by kbatch run, as of {_ago(now)}"
+        out.show(sys.stdout, out.explanation(story, now, estimate, answered))
+    else:
+        out.print_data(
+            sys.stdout, out.explanation_data(story, now, estimate, conf_source), args.output
+        )
+    return True
+
+
+def jobs(args: argparse.Namespace, source: Source) -> bool:
+    """Print ``kbatch jobs``' answer from the scheduler: True if it was printed."""
+    from kbatch.visibility import output as out
+    from kbatch.visibility import rows
+
+    where = f"/namespaces/{args.namespace}" if args.namespace else ""
+    data = _asked(args, source, f"{ROOT}{where}/waitingjobs")
+    if data is None:
+        return False
+    listed = [job for job in data.get("jobs") or () if args.queue in (None, job.get("queue"))]
+    if args.eta and not all(_fresh(args, job.get("eta")) for job in listed):
+        return False  # forecast here
+    now = rfc3339_seconds(data["asOf"])
+    found = [(rows.job_row_of(job), rows.estimate_of(job.get("eta"))) for job in listed]
+    if args.output == "table":
+        estimates = {out.job_uid(row): e for row, e in found if e is not None} if args.eta else None
+        out.show(sys.stdout, out.jobs_table([row for row, _ in found], now, estimates))
+        if not found:
+            print("no waiting jobs")
+        return True
+    shown = [out.job_data(row, estimate if args.eta else None, now) for row, estimate in found]
+    listing = {"asOf": data["asOf"], "schedulerConf": data.get("schedulerConf"), "jobs": shown}
+    out.print_data(sys.stdout, listing, args.output)
+    return True
+
+
+def _asked(args: argparse.Namespace, source: Source, path: str) -> dict[str, Any] | None:
+    if not may_ask(args):
+        return None
+    return source.served(path)
+
+
+def _fresh(args: argparse.Namespace, eta: dict[str, Any] | None) -> bool:
+    """Whether ``eta`` was published at most ``--eta-max-age`` ago."""
+    if not eta or eta.get("publishedAt") is None:
+        return False
+    max_age = duration.parse_duration(args.eta_max_age, "--eta-max-age")
+    return abs(clock() - float(eta["publishedAt"])) <= max_age
+
+
+def _ago(then: float) -> str:
+    from kbatch.visibility.rows import human
+
+    return f"{human(max(clock() - then, 0.0))} ago"

@@ -1,0 +1,169 @@
+"""What ``kbatch run`` answers on its visibility API (``kbatch.visibility.api_server``):
+``kbatch explain`` and ``kbatch jobs`` computed from what the scheduler holds, so that
+they cost one request instead of listing and parsing the whole cluster.
+
+The line is computed as the commands compute it (``standing``: a session opened on the
+informers' objects, sorted by the scheduler's own order keys), with each job's facts
+(row, conditions, minimum, pods), and kept: a ``ServedLine``. An answer comes from the
+last one while it is at most ``max_age`` seconds old, or while nothing has changed since
+it was made; else (and when the job asked about is not in it, at most every
+``MIN_REBUILD`` seconds) a new one is made first. The ETA publisher hands over the
+session each of its rounds opens (``offer``), so that with the publisher on, most
+answers cost no session at all. Each answer says when its line was made (``asOf``).
+
+The estimate in an answer is the one ``kbatch run`` published on the PodGroup
+(``published``), read off the state as it is when asked, whatever its age: the asker
+decides whether it is fresh enough (``publishedAt``). Events are read when asked for
+(the informers do not hold them).
+"""
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
+from kbatch.cluster.state import ClusterState
+from kbatch.config import SchedulerConf
+from kbatch.operators.scheduler.core.framework.session import Session
+from kbatch.visibility import eta_input, output, published, standing
+from kbatch.visibility.rows import Estimate, Line
+from kbatch.visibility.standing import JobFacts
+
+API_GROUP = "visibility.kbatch.io"
+API_VERSION = "v1alpha1"
+GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+MAX_AGE = 30.0  # seconds a line is answered from after the state changed (the publisher's interval)
+MIN_REBUILD = 1.0  # seconds between two lines made for a job the last one did not hold
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ServedLine:
+    """The line as of ``made`` (epoch seconds), made of the state at ``generation``,
+    with the facts of every job by its uid (``ns/name``; a pod of its own's
+    ``pod:ns/name``)."""
+
+    made: float
+    generation: int
+    line: Line
+    facts: dict[str, JobFacts]
+
+    def find(self, namespace: str, name: str) -> JobFacts | None:
+        """The PodGroup ``namespace/name``, else the pod of its own of that name."""
+        return self.facts.get(f"{namespace}/{name}") or self.facts.get(f"pod:{namespace}/{name}")
+
+
+def served_line(session: Session, made: float, generation: int) -> ServedLine:
+    """The line of ``session`` (opened at ``made`` on the state at ``generation``) and
+    the facts of each of its jobs."""
+    line = standing.line_of(session)
+    rows: dict[tuple[str, str], Any] = {}
+    for row in (*line.jobs, *line.running):
+        rows.setdefault((row.namespace, row.name), row)  # (the first, as ``Line.find``)
+    facts = {
+        uid: standing.facts_of(session, job, rows.get((job.namespace, job.name)))
+        for uid, job in session.jobs.items()
+    }
+    return ServedLine(made, generation, line, facts)
+
+
+class VisibilityView:
+    """The line ``kbatch run`` answers from: made of ``state`` with the conf of
+    ``conf`` (a function: the conf file may change), kept as the module docstring says.
+    Thread-safe: answers come from the API server's threads, offers from the publisher."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        conf: Callable[[], SchedulerConf],
+        conf_source: str,
+        scheduler_names: frozenset[str] = frozenset(DEFAULT_SCHEDULER_NAMES),
+        max_age: float = MAX_AGE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.state = state
+        self.conf = conf
+        self.conf_source = conf_source
+        self.scheduler_names = scheduler_names
+        self.max_age = max_age
+        self.clock = clock
+        self.lines_made = 0  # lines made here (not offered)
+        self._latest: ServedLine | None = None
+        self._lock = threading.Lock()
+
+    def offer(self, session: Session, made: float, generation: int) -> None:
+        """A session opened elsewhere on this state (the publisher's), as of ``made``."""
+        served = served_line(session, made, generation)
+        with self._lock:
+            if self._latest is None or self._latest.made <= made:
+                self._latest = served
+
+    def current(self, uid: str | None = None) -> ServedLine:
+        """The line to answer from (made now if the last one is too old, or holds no
+        job ``uid``: ``ns/name``)."""
+        with self._lock:
+            latest, now = self._latest, self.clock()
+            if latest is not None and self._answers(latest, now, uid):
+                return latest
+            generation = self.state.generation
+            objects = eta_input.listed(self.state, now)
+            session, _ = standing.open_session(objects, self.conf(), self.scheduler_names)
+            try:
+                self._latest = served_line(session, now, generation)
+            finally:
+                session.forget_functions()
+            self.lines_made += 1
+            return self._latest
+
+    def _answers(self, latest: ServedLine, now: float, uid: str | None) -> bool:
+        unchanged = latest.generation == self.state.generation
+        if not unchanged and now - latest.made > self.max_age:
+            return False
+        if uid is None or unchanged or now - latest.made < MIN_REBUILD:
+            return True
+        namespace, _, name = uid.partition("/")
+        return latest.find(namespace, name) is not None
+
+    def explanation(
+        self, namespace: str, name: str, events: Callable[[str], Sequence[Object]]
+    ) -> dict[str, Any] | None:
+        """``kbatch explain``'s data for the PodGroup (or pod of its own) ``namespace/
+        name``, with the events ``events(namespace)`` lists; None when there is none."""
+        served = self.current(f"{namespace}/{name}")
+        facts = served.find(namespace, name)
+        if facts is None:
+            return None
+        story = standing.story_of(served.line, facts, events(namespace))
+        estimate = self.published_estimate(facts, served.made)
+        return output.explanation_data(story, served.made, estimate, self.conf_source)
+
+    def published_estimate(self, facts: JobFacts, now: float) -> Estimate | None:
+        """The estimate published on the job's PodGroup now (the state's, not the line's:
+        the publisher writes after it offers its line), whatever its age, seen from
+        ``now``."""
+        row = facts.row
+        group = (
+            self.state.get("PodGroup", row.namespace, row.name) if row.kind == "PodGroup" else None
+        )
+        read = None if group is None else published.read(group, now, math.inf)
+        return None if read is None else read.estimate
+
+    def waiting_jobs(self, namespace: str | None = None) -> dict[str, Any]:
+        """``kbatch jobs``'s data: the waiting jobs (of ``namespace``; None: all), each
+        with the estimate published on it."""
+        served = self.current()
+        jobs = []
+        for row in served.line.jobs:
+            if namespace is not None and row.namespace != namespace:
+                continue
+            facts = served.find(row.namespace, row.name)
+            estimate = None if facts is None else self.published_estimate(facts, served.made)
+            jobs.append(output.job_data(row, estimate, served.made))
+        return {
+            "asOf": output.micro_time(served.made),
+            "schedulerConf": self.conf_source,
+            "jobs": jobs,
+        }

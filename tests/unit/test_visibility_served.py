@@ -1,0 +1,278 @@
+"""``kbatch explain`` and ``kbatch jobs`` answered by ``kbatch run``'s visibility API
+(``kbatch.visibility.served``, ``api_server``, ``kbatch.cli.visibility_served``): the
+same document as computed by the command itself, from one request; the command computes
+it itself when the API does not answer or an estimate is not fresh."""
+
+import dataclasses
+import datetime
+import http.client
+import json
+import ssl
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from prometheus_client import CollectorRegistry
+
+from kbatch.cli import main as cli
+from kbatch.cli import visibility as cli_visibility
+from kbatch.cli import visibility_served
+from kbatch.metrics import SchedulerMetrics
+from kbatch.operators.scheduler.core.runner import default_conf
+from kbatch.visibility import api_server, served, standing
+from kbatch.visibility.api_server import FrontProxy, VisibilityApi
+from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
+from scenarios import live
+from scenarios import objects as o
+
+NOW = 10.0
+DOCUMENTS = [
+    o.node("n1", cpu="4"),
+    o.queue("research", 2),
+    *live.gang("first", 4, duration="45s", deadline=45),
+    *live.gang("second", 4, duration="30s", deadline=30, queue="research"),
+    *live.gang("third", 2, duration="30s", deadline=30, submit_at="1s"),
+]
+EVENT = {
+    "metadata": {"name": "e1", "namespace": "default"},
+    "involvedObject": {"kind": "PodGroup", "name": "third", "namespace": "default"},
+    "type": "Normal", "reason": "Enqueued", "message": "admitted", "lastTimestamp": "1970-01-01T00:00:05Z",
+}  # fmt: skip
+
+
+class Clock:
+    def __init__(self, now: float = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Served:
+    """A cluster as the commands read it, and ``kbatch run``'s visibility API on it."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.listed = live.cluster_at(DOCUMENTS, NOW)
+        self.state, _ = standing.load_state(self.listed)
+        self.view = served.VisibilityView(
+            self.state, default_conf, "kbatch run's default", clock=clock
+        )
+        self.api = VisibilityApi(self.view, lambda ns: [EVENT], lambda: True)
+        self.asked: list[str] = []
+        self.answering = True
+
+    # the Source the commands read
+    def objects(self, *, events_in: str | None) -> Any:
+        self.asked.append("objects")
+        return dataclasses.replace(self.listed, events=[EVENT] if events_in else [])
+
+    def served(self, path: str) -> dict[str, Any] | None:
+        self.asked.append("served")
+        answer = self.api.get(path, "alice")
+        if not self.answering or answer.code != 200:
+            return None
+        return json.loads(json.dumps(answer.body))
+
+    def held_jobs(self) -> list[dict]:
+        self.asked.append("jobs")
+        return list(self.listed.jobs)
+
+    def conf(self):
+        return default_conf(), "kbatch run's default"
+
+    def publish(self, clock: Clock) -> None:
+        """One round of the ETA publisher, its session offered to the view."""
+
+        def write(namespace: str, name: str, patch: dict[str, Any]) -> None:
+            group = self.state.get("PodGroup", namespace, name)
+            assert group is not None
+            self.state.apply({**group, "status": {**group.get("status", {}), **patch["status"]}})
+
+        metrics = SchedulerMetrics(CollectorRegistry())
+        settings = PublisherSettings(interval=30.0, budget=30.0)
+        EtaPublisher(
+            self.state, default_conf, lambda: True, write, metrics, settings,
+            clock=clock, offer=self.view.offer,
+        ).run_once()  # fmt: skip
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> Served:
+    clock = Clock()
+    source = Served(clock)
+    monkeypatch.setattr(cli_visibility, "source_for", lambda args: source)
+    monkeypatch.setattr(visibility_served, "clock", clock)
+    return source
+
+
+def kbatch(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_explain_from_the_scheduler_is_the_document_computed_here(cluster, capsys) -> None:
+    code, answered = kbatch(capsys, "explain", "third", "-o", "json")
+    assert code == 0 and cluster.asked == ["served"]
+    code, computed = kbatch(capsys, "explain", "third", "-o", "json", "--no-ask-scheduler")
+    assert code == 0 and cluster.asked == ["served", "objects"]
+    assert json.loads(answered) == json.loads(computed)
+    assert json.loads(answered)["events"][0]["reason"] == "Enqueued"
+
+
+def test_jobs_from_the_scheduler_are_the_listing_computed_here(cluster, capsys) -> None:
+    _, answered = kbatch(capsys, "jobs", "-o", "json", "-q", "research")
+    _, computed = kbatch(capsys, "jobs", "-o", "json", "-q", "research", "--no-ask-scheduler")
+    assert cluster.asked == ["served", "objects"]
+    assert json.loads(answered) == json.loads(computed)
+    assert [job["name"] for job in json.loads(answered)["jobs"]] == ["second"]
+
+
+def test_a_table_says_who_answered_and_when(cluster, capsys) -> None:
+    cluster.view.current()  # the line as of NOW
+    visibility_served.clock.now = NOW + 12  # type: ignore[attr-defined]
+    _, out = kbatch(capsys, "explain", "default/third")
+    assert "kbatch run's default; answered by kbatch run, as of 12s ago" in out
+
+
+def test_a_fresh_published_estimate_is_read_from_the_scheduler(cluster, capsys) -> None:
+    cluster.publish(Clock(NOW))
+    _, out = kbatch(capsys, "explain", "third", "--eta", "-o", "json")
+    data = json.loads(out)
+    assert cluster.asked == ["served"] and cluster.view.lines_made == 0  # the publisher's line
+    assert data["eta"]["confidence"] == "high" and data["eta"]["publishedAt"] == NOW
+
+
+def test_a_stale_or_missing_estimate_is_forecast_here(cluster, capsys) -> None:
+    _, out = kbatch(capsys, "explain", "third", "--eta", "-o", "json")
+    assert cluster.asked == ["served", "objects", "jobs"] and json.loads(out)["eta"]
+    cluster.asked.clear()
+    cluster.publish(Clock(NOW))
+    visibility_served.clock.now = NOW + 301  # type: ignore[attr-defined]
+    kbatch(capsys, "explain", "third", "--eta", "--eta-max-age", "300s", "-o", "json")
+    assert cluster.asked == ["served", "objects", "jobs"]
+
+
+def test_another_conf_or_no_answer_is_computed_here(cluster, capsys, tmp_path: Path) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("actions: enqueue, allocate\n")
+    kbatch(capsys, "explain", "third", "--scheduler-conf", str(conf))
+    assert cluster.asked == ["objects"]
+    cluster.answering = False
+    kbatch(capsys, "explain", "third")
+    assert cluster.asked == ["objects", "served", "objects"]
+
+
+# ----------------------------------------------------------------------------- the view
+def test_a_line_is_kept_while_nothing_changed_or_it_is_young() -> None:
+    clock = Clock()
+    cluster = Served(clock)
+    view = cluster.view
+
+    def change(weight: int) -> None:
+        queue = cluster.state.get("Queue", "", "research")
+        assert queue is not None
+        cluster.state.apply({**queue, "spec": {"weight": weight}})
+
+    view.current()
+    clock.now += 1000
+    assert view.current() is view.current() and view.lines_made == 1  # nothing changed
+    change(3)
+    view.current()
+    assert view.lines_made == 2  # changed, and old
+    change(4)
+    clock.now += served.MAX_AGE - 1
+    kept = view.current("default/third")
+    assert view.lines_made == 2  # changed, but young
+    assert view.current("default/newcomer") is not kept  # not in it: made again
+    assert view.lines_made == 3
+    change(5)
+    clock.now += served.MAX_AGE + 1
+    view.current()
+    assert view.lines_made == 4
+
+
+def test_the_api_answers_only_the_front_proxy_and_only_when_synced() -> None:
+    cluster = Served(Clock())
+    path = f"{visibility_served.ROOT}/namespaces/default/podgroups/third/explanation"
+    assert cluster.api.get(path, None).code == 401
+    assert cluster.api.get(path, "alice").body["name"] == "third"
+    missing = cluster.api.get(path.replace("third", "nobody"), "alice")
+    assert (missing.code, missing.body["message"]) == (404, "no PodGroup or pod default/nobody")
+    not_synced = VisibilityApi(cluster.view, lambda ns: [], lambda: False)
+    assert not_synced.get(path, "alice").code == 503
+    discovery = cluster.api.get(visibility_served.ROOT, None).body
+    assert [r["name"] for r in discovery["resources"]] == ["podgroups/explanation", "waitingjobs"]
+
+
+# ----------------------------------------------------------------------------- TLS
+def _client_cert(tmp_path: Path, name: str, common_name: str) -> tuple[Path, Path, bytes]:
+    """A self-signed client certificate (its own CA) and its key, PEM files."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    ).public_bytes(serialization.Encoding.PEM)
+    (tmp_path / f"{name}.crt").write_bytes(cert)
+    (tmp_path / f"{name}.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    return tmp_path / f"{name}.crt", tmp_path / f"{name}.key", cert
+
+
+def test_https_takes_the_front_proxys_certificate_only(tmp_path: Path) -> None:
+    cluster = Served(Clock())
+    proxy_crt, proxy_key, proxy_ca = _client_cert(tmp_path, "proxy", "front-proxy-client")
+    other_crt, other_key, _ = _client_cert(tmp_path, "other", "front-proxy-client")
+    proxy = FrontProxy(proxy_ca.decode(), frozenset({"front-proxy-client"}))
+    context = api_server.tls_context(None, ["127.0.0.1"], proxy)
+    server = api_server.VisibilityServer("127.0.0.1:0", cluster.api, context, proxy)
+    server.start()
+    path = f"{visibility_served.ROOT}/namespaces/default/podgroups/third/explanation"
+    try:
+        assert _get(server.port, path, proxy_crt, proxy_key)[0] == 200
+        assert _get(server.port, path, None, None)[0] == 401
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            _get(server.port, path, other_crt, other_key)
+    finally:
+        server.stop()
+
+
+def _get(port: int, path: str, cert: Path | None, key: Path | None) -> tuple[int, Any]:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    if cert is not None:
+        context.load_cert_chain(cert, key)
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+    try:
+        connection.request("GET", path, headers={"X-Remote-User": "alice"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_a_certificate_of_the_ca_with_a_name_it_does_not_allow_is_no_caller() -> None:
+    proxy = FrontProxy("a CA", frozenset({"front-proxy-client"}))
+    peer = {"subject": ((("commonName", "someone-else"),),)}
+    assert api_server.caller_of(peer, {"X-Remote-User": "alice"}, proxy) is None
+    peer = {"subject": ((("commonName", "front-proxy-client"),),)}
+    assert api_server.caller_of(peer, {"X-Remote-User": "alice"}, proxy) == "alice"
+    assert api_server.caller_of({}, {"X-Remote-User": "alice"}, proxy) is None
