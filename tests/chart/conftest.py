@@ -1,10 +1,11 @@
 """The API server the chart's install tests use: the e2e suite's control plane
 (tests/e2e/controlplane.py), started here once for tests/chart with
 
-- its audit log on, so that tests see every request kbatch makes;
-- ``--enable-aggregator-routing``, so that the API server calls a webhook
-  Service at its Endpoints (there is no kube-proxy): a test can put kbatch, run
-  locally, behind the chart's webhook Service.
+- its audit log on, so that tests see every request kbatch makes.
+
+Like every control plane of controlplane.py, it calls a webhook Service (and an
+APIService's) at its Endpoints (there is no kube-proxy), with a front proxy: a
+test can put kbatch, run locally, behind the chart's webhook Service.
 
 It is separate from tests/e2e's control plane on purpose: the chart's webhook
 configurations (failurePolicy Fail) stay out of the other e2e tests' cluster.
@@ -53,7 +54,6 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
         extra_apiserver_args=[
             f"--audit-policy-file={work / 'audit-policy.yaml'}",
             f"--audit-log-path={audit_log}",
-            "--enable-aggregator-routing=true",
         ],
         workdir=work / "plane",
     )

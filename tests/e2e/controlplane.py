@@ -18,6 +18,13 @@ objects whose status the tests write). Everything listens on 127.0.0.1 on free
 ports and lives in one temp dir: data, certificates, a static token file, the
 kubeconfig the tests use, and one log file per process.
 
+The API server aggregates APIs as a real cluster's does: it proxies an APIService's
+requests with a front-proxy client certificate (CN ``front-proxy-client``), whose CA
+it publishes in ``kube-system/extension-apiserver-authentication``; with no
+kube-proxy here, it dials the Service's endpoint IPs itself
+(``--enable-aggregator-routing``). An endpoint IP may not be loopback, so a process
+on this machine serves an APIService (or a webhook) at ``host_ipv4()``.
+
 The same flags start every supported Kubernetes (1.20 to 1.37): a flag that
 only some releases know (the insecure ports, gone in 1.24) is passed when the
 binary accepts it, which the binary itself is asked (``accepts``).
@@ -61,6 +68,7 @@ SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 ADMIN_USER = "kbatch-e2e-admin"
 CM_USER = "system:kube-controller-manager"
 MASTERS = "system:masters"
+FRONT_PROXY_CLIENT = "front-proxy-client"
 
 START_TIMEOUT = 90.0  # seconds, per component
 STOP_TIMEOUT = 15.0
@@ -133,6 +141,9 @@ class Cluster:
     # False when we started a control plane without kube-controller-manager
     # (no garbage collector, no namespace cleanup, no default service accounts).
     controllers: bool = True
+    # The CA of the API server's front-proxy client certificate (what an aggregated
+    # API server trusts); None for a cluster we did not start.
+    front_proxy_ca: Path | None = None
 
     def api_client(self) -> Any:
         """A fresh kubernetes.client.ApiClient; use it as a context manager."""
@@ -281,6 +292,8 @@ class ControlPlane:
             "-keyout", str(client_ca_key), "-out", str(client_ca),
         )  # fmt: skip
 
+        front_proxy = _front_proxy_certs(pki / "front-proxy")
+
         admin_token = secrets.token_hex(16)
         cm_token = secrets.token_hex(16)
         tokens = work / "tokens.csv"
@@ -343,6 +356,7 @@ class ControlPlane:
                 # No kubelet: pods need no service-account token secret, and new
                 # Nodes get no not-ready taint that only node-lifecycle would lift.
                 "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                *aggregation_args(front_proxy),
                 *gang_api_args(self.binaries.kube_apiserver),
                 *self.extra_apiserver_args,
             ],
@@ -378,7 +392,7 @@ class ControlPlane:
             default_sa = f"{server}/api/v1/namespaces/default/serviceaccounts/default"
             self._wait(cm, lambda: _https_ok(default_sa, ca_file, admin_token))
 
-        return Cluster(kubeconfig, controllers=cm_bin is not None)
+        return Cluster(kubeconfig, cm_bin is not None, front_proxy.ca)
 
     def _spawn(self, name: str, argv: list[str]) -> _Proc:
         assert self.workdir is not None
@@ -436,6 +450,68 @@ def _openssl(*args: str) -> None:
     if exe is None:
         raise StartError("e2e control plane: openssl is needed to make the service-account key")
     subprocess.run([exe, *args], check=True, capture_output=True)
+
+
+@dataclass(frozen=True)
+class FrontProxyCerts:
+    ca: Path
+    client_cert: Path
+    client_key: Path
+
+
+def _front_proxy_certs(folder: Path) -> FrontProxyCerts:
+    """A front-proxy CA and the client certificate it signs for the API server."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ca, ca_key = folder / "ca.crt", folder / "ca.key"
+    cert, key, csr = folder / "client.crt", folder / "client.key", folder / "client.csr"
+    extensions = folder / "client.ext"
+    extensions.write_text(
+        "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
+    )
+    _openssl(
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7",
+        "-subj", "/CN=kbatch-e2e-front-proxy-ca", "-keyout", str(ca_key), "-out", str(ca),
+    )  # fmt: skip
+    _openssl(
+        "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={FRONT_PROXY_CLIENT}",
+        "-keyout", str(key), "-out", str(csr),
+    )  # fmt: skip
+    _openssl(
+        "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
+        "-CAcreateserial", "-days", "7", "-extfile", str(extensions), "-out", str(cert),
+    )  # fmt: skip
+    return FrontProxyCerts(ca, cert, key)
+
+
+def aggregation_args(front_proxy: FrontProxyCerts) -> list[str]:
+    """kube-apiserver's flags for API aggregation (every supported release knows them)."""
+    return [
+        f"--requestheader-client-ca-file={front_proxy.ca}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={front_proxy.client_cert}",
+        f"--proxy-client-key-file={front_proxy.client_key}",
+        # No kube-proxy: the API server calls an APIService's (and a webhook's)
+        # Service at its endpoints.
+        "--enable-aggregator-routing=true",
+    ]
+
+
+def host_ipv4() -> str | None:
+    """This machine's first IPv4 address that is not loopback (the one on its default
+    route, else one its host name resolves to), or None: the address at which the API
+    server reaches a process here through a Service's endpoints."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: a route is chosen
+            candidates = [str(probe.getsockname()[0])]
+        except OSError:
+            candidates = []
+    with contextlib.suppress(OSError):
+        candidates += socket.gethostbyname_ex(socket.gethostname())[2]
+    return next((a for a in candidates if not a.startswith(("127.", "0."))), None)
 
 
 def _etcd_healthy(url: str) -> bool:

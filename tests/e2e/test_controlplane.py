@@ -20,7 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from e2e import smoke
-from e2e.controlplane import Cluster, accepts, when_accepted
+from e2e.controlplane import FRONT_PROXY_CLIENT, Cluster, accepts, host_ipv4, when_accepted
 
 pytestmark = pytest.mark.e2e
 
@@ -142,6 +142,79 @@ def test_controllers_run(control_plane: Cluster, core: Any, names: dict[str, str
         return next((a.metadata.name for a in accounts if a.metadata.name == "default"), None)
 
     assert eventually(default_account) == "default"
+
+
+def test_the_api_server_publishes_its_front_proxy_for_aggregated_apis(
+    control_plane: Cluster, core: Any
+) -> None:
+    """What an aggregated API server (kbatch's visibility API) reads to trust the API
+    server's proxied requests: the front-proxy CA and the client names it allows."""
+
+    def published() -> dict[str, str] | None:
+        """kube-system/extension-apiserver-authentication names a front-proxy CA"""
+        try:
+            config = core.read_namespaced_config_map(
+                "extension-apiserver-authentication", "kube-system"
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return None
+        data = config.data or {}
+        return data if data.get("requestheader-client-ca-file") else None
+
+    data = eventually(published)
+    assert "BEGIN CERTIFICATE" in data["requestheader-client-ca-file"]
+    assert "requestheader-allowed-names" in data
+    if control_plane.front_proxy_ca is None:
+        return  # a cluster we did not start: its own front proxy
+    assert json.loads(data["requestheader-allowed-names"]) == [FRONT_PROXY_CLIENT]
+    assert data["requestheader-client-ca-file"].strip() == (
+        control_plane.front_proxy_ca.read_text().strip()
+    )
+    assert json.loads(data["requestheader-username-headers"]) == ["X-Remote-User"]
+    assert json.loads(data["requestheader-group-headers"]) == ["X-Remote-Group"]
+
+
+def test_the_front_proxy_client_certificate_is_signed_by_the_published_ca(
+    control_plane: Cluster,
+) -> None:
+    if control_plane.front_proxy_ca is None:
+        pytest.skip("e2e: a cluster we did not start")
+    folder = control_plane.front_proxy_ca.parent
+    verified = subprocess.run(
+        ["openssl", "verify", "-purpose", "sslclient", "-CAfile",
+         str(control_plane.front_proxy_ca), str(folder / "client.crt")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    subject = subprocess.run(
+        ["openssl", "x509", "-noout", "-subject", "-in", str(folder / "client.crt")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert subject.strip().endswith(f"CN = {FRONT_PROXY_CLIENT}"), subject
+
+
+def test_this_machines_address_can_be_an_endpoint(core: Any, names: dict[str, str]) -> None:
+    """The API server reaches a local process behind a Service at host_ipv4(): an
+    Endpoints' address may not be loopback, that one is taken."""
+    address = host_ipv4()
+    if address is None:
+        pytest.skip("e2e: this machine has no IPv4 address but loopback")
+    ns = names["namespace"]
+    core.create_namespace({"metadata": {"name": ns}})
+    endpoints = {
+        "metadata": {"name": "local"},
+        "subsets": [{"addresses": [{"ip": address}], "ports": [{"port": 8443}]}],
+    }
+    core.create_namespaced_endpoints(ns, endpoints)
+    (subset,) = core.read_namespaced_endpoints("local", ns).subsets
+    assert [a.ip for a in subset.addresses] == [address]
+    loopback = {**endpoints, "metadata": {"name": "loopback"}}
+    loopback["subsets"] = [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": 8443}]}]
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_endpoints(ns, loopback)
+    assert refused.value.status == 422
 
 
 # A stand-in for a Kubernetes command: it knows --secure-port and --version, and
