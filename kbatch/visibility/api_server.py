@@ -188,6 +188,7 @@ class VisibilityServer:
     ):
         host, _, port = address.rpartition(":")
         answer = api.get
+        self.view = api.view
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # http.server calls it by this name
@@ -215,8 +216,10 @@ class VisibilityServer:
         )
 
     def start(self) -> None:
+        self.view.start()
         self._thread.start()
 
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        self.view.stop()

@@ -195,6 +195,26 @@ def test_a_line_is_kept_while_nothing_changed_or_it_is_young() -> None:
     assert view.lines_made == 4
 
 
+def test_the_line_is_kept_fresh_only_while_it_is_asked_for() -> None:
+    clock = Clock()
+    cluster = Served(clock)
+    view = cluster.view
+    assert view.refresh() == view.max_age and view.lines_made == 0  # never asked
+    view.current()
+    clock.now += view.max_age + 1
+    view.refresh()
+    assert view.lines_made == 1  # nothing changed
+    queue = cluster.state.get("Queue", "", "research")
+    assert queue is not None
+    cluster.state.apply({**queue, "spec": {"weight": 3}})
+    assert view.refresh() == view.max_age and view.lines_made == 2
+    assert view.current().made == clock.now  # answered from it
+    cluster.state.apply({**queue, "spec": {"weight": 4}})
+    clock.now += served.WARM_FOR + 1
+    view.refresh()
+    assert view.lines_made == 2  # not asked for lately
+
+
 def test_the_api_answers_only_the_front_proxy_and_only_when_synced() -> None:
     cluster = Served(Clock())
     path = f"{visibility_served.ROOT}/namespaces/default/podgroups/third/explanation"
