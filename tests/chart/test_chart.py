@@ -29,6 +29,8 @@ from kbatch.webhooks import configuration
 require_tool("helm", module=True)
 
 NS = "kbatch-system"
+AUTH_READER = "kbatch-visibility-auth-reader"  # the RoleBinding in kube-system
+API_SERVICE = "v1alpha1.visibility.kbatch.io"
 
 # Exactly what `kbatch run` does against the API, as README.md lists it.
 CLUSTER_RULES = {
@@ -58,6 +60,13 @@ WEBHOOK_RULES = {
     ("scheduling.incubator.k8s.io", "podgroups"): {"get", "patch", "create"},
     ("batch", "jobs"): {"patch"},
     ("jobset.x-k8s.io", "jobsets"): {"list", "watch", "patch"},
+}
+# ... and with the visibility API on (the default).
+VISIBILITY_RULES = {("", "events"): {"list"}}
+# What the visibility API's readers get (aggregated to "view").
+READER_RULES = {
+    ("visibility.kbatch.io", "podgroups/explanation"): {"get"},
+    ("visibility.kbatch.io", "waitingjobs"): {"list"},
 }
 LEASE_RULES = {
     ("coordination.k8s.io", "leases", ()): {"create"},
@@ -124,17 +133,19 @@ def test_helm_lint_passes_with_default_and_other_values() -> None:
 def test_default_render_has_every_object(default) -> None:
     kinds = sorted(o["kind"] for o in default)
     assert kinds == sorted(
-        ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+        ["ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding",
+         "Role", "RoleBinding", "RoleBinding",
          "ConfigMap", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget",
          "Service", "Service", "Secret", "Queue",
-         "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+         "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService"]
     )  # fmt: skip
     for obj in default:
-        if (
-            obj["kind"] not in ("ClusterRole", "ClusterRoleBinding", "Queue")
-            and "Webhook" not in obj["kind"]
-        ):
-            assert obj["metadata"]["namespace"] == NS, obj["metadata"]["name"]
+        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Queue", "APIService"):
+            continue
+        if "Webhook" in obj["kind"]:
+            continue
+        expected = "kube-system" if obj["metadata"]["name"] == AUTH_READER else NS
+        assert obj["metadata"]["namespace"] == expected, obj["metadata"]["name"]
 
 
 def test_deployment_is_two_hardened_replicas_with_leader_election(default) -> None:
@@ -207,16 +218,24 @@ def rules_of(role: dict[str, Any]) -> dict[tuple[str, ...], set[str]]:
     return rules
 
 
+def joined(*parts: dict[tuple[str, ...], set[str]]) -> dict[tuple[str, ...], set[str]]:
+    rules: dict[tuple[str, ...], set[str]] = {}
+    for part in parts:
+        for key, verbs in part.items():
+            rules[key] = rules.get(key, set()) | verbs
+    return rules
+
+
 def test_cluster_role_has_exactly_the_verbs_kbatch_uses(default) -> None:
-    role = one(default, "ClusterRole")
+    role = one(default, "ClusterRole", "kbatch")
     text = json.dumps(role["rules"])
     assert "*" not in text
     assert "nonResourceURLs" not in text
-    assert rules_of(role) == CLUSTER_RULES | {
-        key: CLUSTER_RULES.get(key, set()) | verbs for key, verbs in WEBHOOK_RULES.items()
-    }
-    off = one(template("--set", "webhook.enabled=false"), "ClusterRole")
-    assert rules_of(off) == CLUSTER_RULES
+    assert rules_of(role) == joined(CLUSTER_RULES, WEBHOOK_RULES, VISIBILITY_RULES)
+    off = one(template("--set", "webhook.enabled=false"), "ClusterRole", "kbatch")
+    assert rules_of(off) == joined(CLUSTER_RULES, VISIBILITY_RULES)
+    both_off = template("--set", "webhook.enabled=false,visibility.enabled=false")
+    assert rules_of(one(both_off, "ClusterRole", "kbatch")) == CLUSTER_RULES
     binding = one(default, "ClusterRoleBinding")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kbatch", "namespace": NS}]
@@ -226,7 +245,7 @@ def test_lease_role_is_namespaced_and_named(default) -> None:
     role = one(default, "Role")
     assert role["metadata"]["namespace"] == NS
     assert rules_of(role) == LEASE_RULES
-    binding = one(default, "RoleBinding")
+    binding = one(default, "RoleBinding", "kbatch-leader")
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "Role",
@@ -243,9 +262,7 @@ def test_readme_lists_the_rbac_verbs() -> None:
     ):
         for resource in re.findall(r"`([^`]+)`", resources):
             listed.setdefault((group, resource), set()).update(re.findall(r"`([^`]+)`", verbs))
-    expected = CLUSTER_RULES | {
-        key: CLUSTER_RULES.get(key, set()) | verbs for key, verbs in WEBHOOK_RULES.items()
-    }
+    expected = joined(CLUSTER_RULES, WEBHOOK_RULES, VISIBILITY_RULES)
     expected[("coordination.k8s.io", "leases")] = {"create", "get", "update"}
     normalised = {("" if g == "core" else g, r): v for (g, r), v in listed.items()}
     assert normalised == expected
@@ -255,7 +272,7 @@ def test_webhook_configurations_are_kbatchs_own_definition(default) -> None:
     """The chart writes exactly what kbatch.webhooks.configuration defines (the paths,
     rules and failure policies of webhooks/README.md), with a Service clientConfig."""
     service = one(default, "Service", "kbatch-webhook")
-    (port,) = service["spec"]["ports"]
+    port = next(p for p in service["spec"]["ports"] if p["name"] == "webhook")
     assert port["targetPort"] == "webhook"
     ca = one(default, "MutatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["caBundle"]
     client_config = {
@@ -333,7 +350,7 @@ def test_metrics_service_and_dashboards(default) -> None:
 
 
 def test_webhook_off_renders_no_webhook_objects() -> None:
-    objects = template("--set", "webhook.enabled=false")
+    objects = template("--set", "webhook.enabled=false,visibility.enabled=false")
     assert not webhooks(objects)
     assert not by_kind(objects, "Secret")
     assert [s["metadata"]["name"] for s in by_kind(objects, "Service")] == ["kbatch-metrics"]

@@ -130,6 +130,18 @@ caBundle: {{ . }}
 {{- end }}
 {{- end -}}
 
+{{/* Fails the render when visibility.port is a port the container already listens on. */}}
+{{- define "kbatch.visibilityPortIsFree" -}}
+{{- $port := int .Values.visibility.port -}}
+{{- $taken := dict "metrics.port" .Values.metrics.port "health.port" .Values.health.port -}}
+{{- if .Values.webhook.enabled -}}{{- $_ := set $taken "webhook.port" .Values.webhook.port -}}{{- end -}}
+{{- range $name, $other := $taken -}}
+{{- if eq $port (int $other) -}}
+{{- fail (printf "visibility.port and %s are both %d: kbatch needs a port for each" $name $port) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
 Where the flight recorder's volume is mounted (record.enabled).
 */}}
