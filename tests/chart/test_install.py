@@ -4,7 +4,10 @@ the default Queue too although the webhooks (failing closed) have nobody to ask,
 an upgrade keeps the generated webhook certificate, a wrong value fails with the
 schema's message, the uninstall removes everything but the CRDs and the default
 Queue. There is no kubelet, so kbatch's pods never run: the objects are what is
-checked. NOTES.txt's first gang job is run through the simulator.
+checked. NOTES.txt's first gang job is run through the simulator. The visibility
+API's APIService is taken (and reported unavailable: nobody serves it), and its RBAC
+asked of the API server (SubjectAccessReviews): kbatch reads the front-proxy CA,
+viewers read explanations.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ require_tool("helm", module=True)
 require_control_plane()
 
 QUEUES = f"/apis/{GROUP}/{VERSION}/queues"
+API_SERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.visibility.kbatch.io"
+REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 DEFAULT_QUEUE = f"{QUEUES}/default"
 
 
@@ -52,6 +57,10 @@ def installed_paths(ns: str, release: str) -> list[str]:
         f"/api/v1/namespaces/{ns}/secrets/{release}-webhook-tls",
         "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kbatch-mutating",
         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kbatch-validating",
+        API_SERVICE,
+        f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{release}-visibility-reader",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/"
+        f"{release}-visibility-auth-reader",
     ]
 
 
@@ -244,3 +253,81 @@ def test_a_killed_local_runs_configurations_are_removed_the_charts_never(
         finally:
             helm("uninstall", release, "-n", ns, *plane.kubeconfig_args(), check=False)
             configuration.remove(api)
+
+
+def allowed(api: Any, user: str, groups: list[str], attributes: dict[str, str]) -> bool:
+    """The API server's answer to a SubjectAccessReview of ``user``."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": groups, "resourceAttributes": attributes},
+    }
+    return bool(request(api, "POST", REVIEWS, review)["status"].get("allowed"))
+
+
+def front_proxy_ca_readable(api: Any, ns: str, name: str) -> bool:
+    """kbatch's ServiceAccount may read the front-proxy CA's ConfigMap, and no other."""
+    account = (f"system:serviceaccount:{ns}:{name}",
+               ["system:serviceaccounts", f"system:serviceaccounts:{ns}"])  # fmt: skip
+    config_map = {"verb": "get", "resource": "configmaps", "namespace": "kube-system"}
+    other = allowed(api, *account, {**config_map, "name": "kube-proxy"})
+    assert not other, "kbatch may read other ConfigMaps of kube-system"
+    return allowed(api, *account, {**config_map, "name": "extension-apiserver-authentication"})
+
+
+def viewer_may_explain(api: Any, ns: str) -> bool:
+    """The user "viewer", bound to the built-in "view" in ``ns``, may get an explanation
+    and list the waiting jobs there (the readers' ClusterRole aggregated to view)."""
+    explanation = {"group": "visibility.kbatch.io", "resource": "podgroups",
+                   "subresource": "explanation", "verb": "get", "namespace": ns}  # fmt: skip
+    waiting = {"group": "visibility.kbatch.io", "resource": "waitingjobs", "verb": "list",
+               "namespace": ns}  # fmt: skip
+    return all(allowed(api, "viewer", [], attrs) for attrs in (explanation, waiting))
+
+
+def view_binding(ns: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "viewer", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": "viewer"}],
+    }  # fmt: skip
+
+
+def test_the_visibility_api_is_registered_and_its_rbac_granted(plane: Plane) -> None:
+    """The API server takes the chart's APIService (with the generated CA) and reports
+    it unavailable while no kbatch serves it; kbatch may read the front-proxy CA; whoever
+    may view a namespace may read its explanations; uninstalled, all of it is gone."""
+    ns, release = "kbatch-visibility", "kbatch-visibility"
+    bindings = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"
+    with plane.cluster.api_client() as api:
+        try:
+            helm("install", release, str(CHART), "-n", ns, "--create-namespace",
+                 "--set", "defaultQueue.create=false", *plane.kubeconfig_args())  # fmt: skip
+            service = get(api, API_SERVICE)
+            secret = get(api, f"/api/v1/namespaces/{ns}/secrets/{release}-webhook-tls")
+            assert service is not None and secret is not None
+            assert service["spec"]["caBundle"] == secret["data"]["ca.crt"]
+            assert service["spec"]["service"]["name"] == f"{release}-webhook"
+
+            def unavailable() -> bool:
+                conditions = (get(api, API_SERVICE) or {}).get("status", {}).get("conditions")
+                return any(c["type"] == "Available" and c["status"] == "False"
+                           for c in conditions or [])  # fmt: skip
+
+            kube.poll("the APIService reported unavailable", unavailable, 60)
+            assert front_proxy_ca_readable(api, ns, release)
+            kube.ensure(api, bindings, view_binding(ns))
+            if plane.cluster.controllers:  # the aggregation controller fills "view"
+                kube.poll("a viewer may read explanations", lambda: viewer_may_explain(api, ns))
+            helm("uninstall", release, "-n", ns, *plane.kubeconfig_args())
+            assert get(api, API_SERVICE) is None
+            assert not front_proxy_ca_readable(api, ns, release)
+            if plane.cluster.controllers:
+                kube.poll("a viewer no longer may", lambda: not viewer_may_explain(api, ns))
+        finally:
+            helm("uninstall", release, "-n", ns, *plane.kubeconfig_args(), check=False)
+            kube.delete(api, f"{bindings}/viewer")
