@@ -16,13 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kbatch.api import yaml_text
 from kbatch.api.duration import parse_duration
 from kbatch.api.errors import explain
-
-# Seconds of wall time after which an ETA forecast stops simulating (kbatch.visibility.eta),
-# here so that the command line can show it without loading the forecast and the simulator.
-ETA_BUDGET_SECONDS = 30.0
-# How old an estimate published on a PodGroup (kbatch.visibility.published) may be for
-# kbatch jobs/explain --eta to read it rather than compute one.
-ETA_FRESH_SECONDS = 120.0
+from kbatch.config_base import ETA_BUDGET_SECONDS as ETA_BUDGET_SECONDS
+from kbatch.config_base import ETA_FRESH_SECONDS as ETA_FRESH_SECONDS
+from kbatch.config_base import ConfigError as ConfigError
 
 # Seconds a group its own queue's work keeps out waits before it is admitted ahead of
 # the room (``ReserveConf``): long enough that a job soon let in anyway keeps no room
@@ -79,10 +75,6 @@ SWITCHES = (
     "Predicate",
     "NodeOrder",
 )
-
-
-class ConfigError(ValueError):
-    """A scheduler configuration that cannot be used; the message says where and why."""
 
 
 class PluginOption(BaseModel):

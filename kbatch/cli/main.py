@@ -17,7 +17,7 @@ from typing import NoReturn
 from kbatch.api import duration
 from kbatch.cli import bench, replay, run, simulate, visibility
 from kbatch.cluster.errors import ManifestError, ObjectError
-from kbatch.config import ConfigError
+from kbatch.config_base import ConfigError
 from kbatch.record.store.errors import RecordingError
 
 EXIT_USAGE = 2

@@ -5,7 +5,7 @@ session."""
 
 import argparse
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ log = logging.getLogger("kbatch.visibility")
 FRONT_PROXY_CONFIGMAP = (
     "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
 )
+EVENT_OBJECTS = 11  # a group and its pods whose events are asked for one by one, at most
 Maker = Callable[[Any], Any]  # the process's Runtime -> a worker with start() and stop()
 
 
@@ -84,7 +85,11 @@ class Workers:
         cert_dir: Path | None = self.args.visibility_cert_dir
         address = self.args.visibility_address
         context = api_server.tls_context(cert_dir, [address.rpartition(":")[0]], proxy)
-        api = api_server.VisibilityApi(view, lambda ns: events_in(runtime.api, ns), runtime.synced)
+
+        def events(namespace: str, group: str, pods: Collection[str]) -> list[dict[str, Any]]:
+            return events_of(runtime.api, namespace, group, pods)
+
+        api = api_server.VisibilityApi(view, events, runtime.synced)
         return api_server.VisibilityServer(address, api, context, proxy)
 
 
@@ -111,15 +116,28 @@ def front_proxy(api: Any) -> "FrontProxy":
     return FrontProxy(ca, frozenset(str(n) for n in names or ()))
 
 
-def events_in(api: Any, namespace: str) -> Sequence[dict[str, Any]]:
-    """The events of ``namespace`` (none, logged, when they cannot be listed)."""
+def events_of(api: Any, namespace: str, group: str, pods: Collection[str]) -> list[dict[str, Any]]:
+    """The events an explanation shows: of the PodGroup ``group`` and its ``pods``, each
+    asked for by a field selector while there are at most ``EVENT_OBJECTS`` objects;
+    else the whole namespace's (thousands, on a busy one: seconds to list). None, with a
+    warning logged, when they cannot be listed."""
     from kbatch import kubeapi
 
+    path = f"/api/v1/namespaces/{namespace}/events"
+    if len(pods) + 1 > EVENT_OBJECTS:
+        selectors = [""]
+    else:
+        objects = [("PodGroup", group), *(("Pod", pod) for pod in sorted(pods))]
+        selectors = [f"involvedObject.kind={k},involvedObject.name={n}" for k, n in objects]
+    found: list[dict[str, Any]] = []
     try:
-        return kubeapi.list_items(api, f"/api/v1/namespaces/{namespace}/events")
+        for selector in selectors:
+            query = {"fieldSelector": selector} if selector else {}
+            found += kubeapi.list_items(api, path, query)
     except kubeapi.ApiError as exc:
         log.warning("visibility API: cannot list the events of %s: %s", namespace, exc)
         return []
+    return found
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION, duration
 from kbatch.cli import visibility_served
-from kbatch.config import ETA_BUDGET_SECONDS, ETA_FRESH_SECONDS, ConfigError, SchedulerConf
+from kbatch.config_base import ETA_BUDGET_SECONDS, ETA_FRESH_SECONDS, ConfigError
 
 # The commands load the scheduler and the simulator when they run, not when ``kbatch``
 # builds its parser: ``kbatch run`` starts its lists before loading them (see
 # ``kbatch.cli.run``), and these took 0.15-0.3 s of that on a 2-core machine.
 if TYPE_CHECKING:
+    from kbatch.config import SchedulerConf
     from kbatch.operators.scheduler.core.framework.session import Session
     from kbatch.visibility import eta, standing
 
@@ -216,12 +217,13 @@ def queues(args: argparse.Namespace) -> int:
 
 def jobs(args: argparse.Namespace) -> int:
     """``kbatch jobs``: the waiting jobs in the order kbatch considers them."""
-    from kbatch.visibility import output as out  # rich: only when printing
-    from kbatch.visibility import standing
-
     source = source_for(args)
     if visibility_served.jobs(args, source):
         return 0
+    # (loaded only now: the scheduler's answer needs no scheduler here)
+    from kbatch.visibility import output as out  # rich: only when printing
+    from kbatch.visibility import standing
+
     conf, conf_source = source.conf()
     objects = source.objects(events_in=None)
     session, warnings = standing.open_session(objects, conf, _names(args))
@@ -253,14 +255,14 @@ def jobs(args: argparse.Namespace) -> int:
 
 def explain(args: argparse.Namespace) -> int:
     """``kbatch explain PODGROUP``: the full story of one job."""
-    from kbatch.visibility import output as out  # rich: only when printing
-    from kbatch.visibility import standing
-
     namespace, _, name = args.podgroup.rpartition("/")
     namespace = namespace or args.namespace
     source = source_for(args)
     if visibility_served.explain(args, source, namespace, name):
         return 0
+    from kbatch.visibility import output as out  # rich: only when printing
+    from kbatch.visibility import standing
+
     conf, conf_source = source.conf()
     objects = source.objects(events_in=namespace)
     session, warnings = standing.open_session(objects, conf, _names(args))

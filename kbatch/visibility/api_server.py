@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from kbatch.visibility.served import API_GROUP, API_VERSION, GROUP_VERSION, VisibilityView
+from kbatch.visibility.served import API_GROUP, API_VERSION, GROUP_VERSION, Events, VisibilityView
 from kbatch.webhooks.certificates import self_signed
 
 log = logging.getLogger("kbatch.visibility")
@@ -82,13 +82,13 @@ def status(code: int, reason: str, message: str) -> Answer:
 
 
 class VisibilityApi:
-    """The answers, by path; ``events(ns)`` lists a namespace's events, ``ready()`` says
-    whether the caches are synced."""
+    """The answers, by path; ``events`` lists an explanation's events
+    (``VisibilityView.explanation``), ``ready()`` says whether the caches are synced."""
 
     def __init__(
         self,
         view: VisibilityView,
-        events: Callable[[str], Sequence[Object]],
+        events: Events,
         ready: Callable[[], bool],
     ) -> None:
         self.view = view

@@ -25,7 +25,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ MAX_AGE = 5.0  # seconds a line is answered from after the state changed
 MIN_REBUILD = 1.0  # seconds between two lines made for a job the last one did not hold
 WARM_FOR = 300.0  # seconds after an answer during which the line is kept fresh
 Object = dict[str, Any]
+Events = Callable[[str, str, Collection[str]], Sequence[Object]]  # namespace, group, pods
 log = logging.getLogger("kbatch.visibility")
 
 
@@ -178,16 +179,15 @@ class VisibilityView:
         namespace, _, name = uid.partition("/")
         return latest.find(namespace, name) is not None
 
-    def explanation(
-        self, namespace: str, name: str, events: Callable[[str], Sequence[Object]]
-    ) -> dict[str, Any] | None:
+    def explanation(self, namespace: str, name: str, events: Events) -> dict[str, Any] | None:
         """``kbatch explain``'s data for the PodGroup (or pod of its own) ``namespace/
-        name``, with the events ``events(namespace)`` lists; None when there is none."""
+        name``, with the events ``events(namespace, name, its pods)`` lists (of them or
+        more); None when there is none."""
         served = self.current(f"{namespace}/{name}")
         facts = served.find(namespace, name)
         if facts is None:
             return None
-        story = standing.story_of(served.line, facts, events(namespace))
+        story = standing.story_of(served.line, facts, events(namespace, name, facts.pod_names))
         estimate = self.published_estimate(facts, served.made)
         return output.explanation_data(story, served.made, estimate, self.conf_source)
 

@@ -383,7 +383,8 @@ def events_of(
                     "count": str(event.get("count") or 1),
                 }
             )
-    chosen.sort(key=lambda e: e["time"])
+    # (in the same second, by object: the same whatever order they were listed in)
+    chosen.sort(key=lambda e: (e["time"], e["object"], e["reason"], e["message"]))
     return chosen[-EVENTS_SHOWN:]
 
 

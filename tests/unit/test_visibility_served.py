@@ -61,7 +61,7 @@ class Served:
         self.view = served.VisibilityView(
             self.state, default_conf, "kbatch run's default", clock=clock
         )
-        self.api = VisibilityApi(self.view, lambda ns: [EVENT], lambda: True)
+        self.api = VisibilityApi(self.view, lambda ns, group, pods: [EVENT], lambda: True)
         self.asked: list[str] = []
         self.answering = True
 
@@ -222,7 +222,7 @@ def test_the_api_answers_only_the_front_proxy_and_only_when_synced() -> None:
     assert cluster.api.get(path, "alice").body["name"] == "third"
     missing = cluster.api.get(path.replace("third", "nobody"), "alice")
     assert (missing.code, missing.body["message"]) == (404, "no PodGroup or pod default/nobody")
-    not_synced = VisibilityApi(cluster.view, lambda ns: [], lambda: False)
+    not_synced = VisibilityApi(cluster.view, lambda ns, group, pods: [], lambda: False)
     assert not_synced.get(path, "alice").code == 503
     discovery = cluster.api.get(visibility_served.ROOT, None).body
     assert [r["name"] for r in discovery["resources"]] == ["podgroups/explanation", "waitingjobs"]
@@ -296,3 +296,22 @@ def test_a_certificate_of_the_ca_with_a_name_it_does_not_allow_is_no_caller() ->
     peer = {"subject": ((("commonName", "front-proxy-client"),),)}
     assert api_server.caller_of(peer, {"X-Remote-User": "alice"}, proxy) == "alice"
     assert api_server.caller_of({}, {"X-Remote-User": "alice"}, proxy) is None
+
+
+def test_an_explanations_events_are_asked_for_by_object_unless_there_are_many(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kbatch import kubeapi
+    from kbatch.cli import run_workers
+
+    asked: list[dict[str, str]] = []
+    monkeypatch.setattr(kubeapi, "list_items", lambda api, path, query=None: asked.append(query) or [])
+    run_workers.events_of(None, "ns", "g", ["g-1", "g-0"])
+    assert asked == [
+        {"fieldSelector": "involvedObject.kind=PodGroup,involvedObject.name=g"},
+        {"fieldSelector": "involvedObject.kind=Pod,involvedObject.name=g-0"},
+        {"fieldSelector": "involvedObject.kind=Pod,involvedObject.name=g-1"},
+    ]
+    asked.clear()
+    run_workers.events_of(None, "ns", "g", [f"g-{i}" for i in range(run_workers.EVENT_OBJECTS)])
+    assert asked == [{}]  # the namespace's, all at once
