@@ -15,9 +15,12 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 VALID_DAYS = 365
 
 
-def self_signed(hostnames: Collection[str], password: str | None = None) -> tuple[bytes, bytes]:
+def self_signed(
+    hostnames: Collection[str], password: str | None = None, *, client: bool = False
+) -> tuple[bytes, bytes]:
     """A self-signed CA certificate for ``hostnames`` (IPs and DNS names as SANs; the first
-    DNS name, else the first IP, as common name) and its key, both PEM."""
+    DNS name, else the first IP, as common name) and its key, both PEM; a server's, or
+    with ``client`` a client's (a test's front proxy)."""
     names: list[str] = []
     ips: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
     for hostname in dict.fromkeys(hostnames):
@@ -29,6 +32,7 @@ def self_signed(hostnames: Collection[str], password: str | None = None) -> tupl
         if not ip.is_unspecified:
             ips.append(ip)
     common = names[0] if names else str(ips[0]) if ips else "localhost"
+    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
     now = datetime.datetime.now(datetime.UTC)
@@ -44,7 +48,7 @@ def self_signed(hostnames: Collection[str], password: str | None = None) -> tupl
         .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .sign(key, hashes.SHA256())
     )
     encryption: serialization.KeySerializationEncryption = (

@@ -4,7 +4,6 @@ same document as computed by the command itself, from one request; the command c
 it itself when the API does not answer or an estimate is not fresh."""
 
 import dataclasses
-import datetime
 import http.client
 import json
 import ssl
@@ -12,10 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from prometheus_client import CollectorRegistry
 
 from kbatch.cli import main as cli
@@ -26,6 +21,7 @@ from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.visibility import api_server, served, standing
 from kbatch.visibility.api_server import FrontProxy, VisibilityApi
 from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
+from kbatch.webhooks.certificates import self_signed
 from scenarios import live
 from scenarios import objects as o
 
@@ -231,29 +227,9 @@ def test_the_api_answers_only_the_front_proxy_and_only_when_synced() -> None:
 # ----------------------------------------------------------------------------- TLS
 def _client_cert(tmp_path: Path, name: str, common_name: str) -> tuple[Path, Path, bytes]:
     """A self-signed client certificate (its own CA) and its key, PEM files."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    ).public_bytes(serialization.Encoding.PEM)
+    cert, key = self_signed([common_name], client=True)
     (tmp_path / f"{name}.crt").write_bytes(cert)
-    (tmp_path / f"{name}.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-    )
+    (tmp_path / f"{name}.key").write_bytes(key)
     return tmp_path / f"{name}.crt", tmp_path / f"{name}.key", cert
 
 
@@ -305,7 +281,9 @@ def test_an_explanations_events_are_asked_for_by_object_unless_there_are_many(
     from kbatch.cli import run_workers
 
     asked: list[dict[str, str]] = []
-    monkeypatch.setattr(kubeapi, "list_items", lambda api, path, query=None: asked.append(query) or [])
+    monkeypatch.setattr(
+        kubeapi, "list_items", lambda api, path, query=None: asked.append(query) or []
+    )
     run_workers.events_of(None, "ns", "g", ["g-1", "g-0"])
     assert asked == [
         {"fieldSelector": "involvedObject.kind=PodGroup,involvedObject.name=g"},
