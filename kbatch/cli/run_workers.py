@@ -6,6 +6,7 @@ session."""
 import argparse
 import logging
 from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,6 @@ log = logging.getLogger("kbatch.visibility")
 FRONT_PROXY_CONFIGMAP = (
     "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
 )
-EVENT_OBJECTS = 11  # a group and its pods whose events are asked for one by one, at most
 Maker = Callable[[Any], Any]  # the process's Runtime -> a worker with start() and stop()
 
 
@@ -117,27 +117,24 @@ def front_proxy(api: Any) -> "FrontProxy":
 
 
 def events_of(api: Any, namespace: str, group: str, pods: Collection[str]) -> list[dict[str, Any]]:
-    """The events an explanation shows: of the PodGroup ``group`` and its ``pods``, each
-    asked for by a field selector while there are at most ``EVENT_OBJECTS`` objects;
-    else the whole namespace's (thousands, on a busy one: seconds to list). None, with a
-    warning logged, when they cannot be listed."""
+    """The events of the PodGroup ``group`` and of ``pods``, each object's asked for by a
+    field selector, at once (the namespace's may be thousands: seconds to list). None,
+    with a warning logged, when they cannot be listed."""
     from kbatch import kubeapi
 
     path = f"/api/v1/namespaces/{namespace}/events"
-    if len(pods) + 1 > EVENT_OBJECTS:
-        selectors = [""]
-    else:
-        objects = [("PodGroup", group), *(("Pod", pod) for pod in sorted(pods))]
-        selectors = [f"involvedObject.kind={k},involvedObject.name={n}" for k, n in objects]
-    found: list[dict[str, Any]] = []
+    objects = [("PodGroup", group), *(("Pod", pod) for pod in sorted(pods))]
+
+    def listed(kind_name: tuple[str, str]) -> list[dict[str, Any]]:
+        selector = "involvedObject.kind={},involvedObject.name={}".format(*kind_name)
+        return kubeapi.list_items(api, path, {"fieldSelector": selector})
+
     try:
-        for selector in selectors:
-            query = {"fieldSelector": selector} if selector else {}
-            found += kubeapi.list_items(api, path, query)
+        with ThreadPoolExecutor(len(objects)) as pool:
+            return [event for found in pool.map(listed, objects) for event in found]
     except kubeapi.ApiError as exc:
         log.warning("visibility API: cannot list the events of %s: %s", namespace, exc)
         return []
-    return found
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

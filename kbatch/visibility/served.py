@@ -181,13 +181,13 @@ class VisibilityView:
 
     def explanation(self, namespace: str, name: str, events: Events) -> dict[str, Any] | None:
         """``kbatch explain``'s data for the PodGroup (or pod of its own) ``namespace/
-        name``, with the events ``events(namespace, name, its pods)`` lists (of them or
-        more); None when there is none."""
+        name``, with the events ``events(namespace, name, pods)`` lists of it and of the
+        pods whose events it shows (``JobFacts.event_pods``); None when there is none."""
         served = self.current(f"{namespace}/{name}")
         facts = served.find(namespace, name)
         if facts is None:
             return None
-        story = standing.story_of(served.line, facts, events(namespace, name, facts.pod_names))
+        story = standing.story_of(served.line, facts, events(namespace, name, facts.event_pods))
         estimate = self.published_estimate(facts, served.made)
         return output.explanation_data(story, served.made, estimate, self.conf_source)
 

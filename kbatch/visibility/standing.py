@@ -293,6 +293,7 @@ def quantities(dims: Dims, vector: np.ndarray | None) -> dict[str, str]:
 
 
 EVENTS_SHOWN = 10
+EVENT_PODS = 3  # a gang of at most this many pods: its pods' events are shown too
 
 
 def find_job(session: Session, namespace: str, name: str) -> JobInfo | None:
@@ -321,6 +322,14 @@ class JobFacts:
     min_resources: dict[str, str]
     pods: dict[str, int]  # pod status -> count
     pod_names: frozenset[str]
+
+    @property
+    def event_pods(self) -> frozenset[str]:
+        """The pods whose events its story shows beside the PodGroup's: all of a gang of
+        at most ``EVENT_PODS`` (a pod of its own: itself), none of a larger one (the
+        scheduler tells the group what it tells each pod; asking a busy API server for
+        each pod's events costs a tenth of a second or more apiece)."""
+        return self.pod_names if len(self.pod_names) <= EVENT_PODS else frozenset()
 
 
 def facts_of(session: Session, job: JobInfo, row: JobRow | None) -> JobFacts:
@@ -358,14 +367,14 @@ def story_of(line: Line, facts: JobFacts, events: Sequence[Object]) -> Explanati
         ahead_in_queue=ahead_in_queue,
         ahead=(row.position - 1) if row.position is not None else 0,
         running_in_queue=[r for r in line.running if r.queue == row.queue],
-        events=events_of(events, row.namespace, row.name, facts.pod_names),
+        events=events_of(events, row.namespace, row.name, facts.event_pods),
     )
 
 
 def events_of(
     events: Sequence[Object], namespace: str, group: str, pods: frozenset[str]
 ) -> list[dict[str, str]]:
-    """The last ``EVENTS_SHOWN`` events of the PodGroup and its pods, oldest first."""
+    """The last ``EVENTS_SHOWN`` events of the PodGroup and of ``pods``, oldest first."""
     chosen = []
     for event in events:
         involved = event.get("involvedObject") or {}

@@ -227,6 +227,7 @@ def test_rbac_decides_who_may_ask_and_the_server_takes_only_the_api_server(
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(direct + path, context=context, timeout=10)
+    refused.value.close()
     assert refused.value.code == 401
 
 

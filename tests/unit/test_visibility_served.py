@@ -274,9 +274,7 @@ def test_a_certificate_of_the_ca_with_a_name_it_does_not_allow_is_no_caller() ->
     assert api_server.caller_of({}, {"X-Remote-User": "alice"}, proxy) is None
 
 
-def test_an_explanations_events_are_asked_for_by_object_unless_there_are_many(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_an_explanations_events_are_asked_for_by_object(monkeypatch: pytest.MonkeyPatch) -> None:
     from kbatch import kubeapi
     from kbatch.cli import run_workers
 
@@ -285,11 +283,15 @@ def test_an_explanations_events_are_asked_for_by_object_unless_there_are_many(
         kubeapi, "list_items", lambda api, path, query=None: asked.append(query) or []
     )
     run_workers.events_of(None, "ns", "g", ["g-1", "g-0"])
-    assert asked == [
-        {"fieldSelector": "involvedObject.kind=PodGroup,involvedObject.name=g"},
-        {"fieldSelector": "involvedObject.kind=Pod,involvedObject.name=g-0"},
-        {"fieldSelector": "involvedObject.kind=Pod,involvedObject.name=g-1"},
+    assert sorted(q["fieldSelector"] for q in asked) == [
+        "involvedObject.kind=Pod,involvedObject.name=g-0",
+        "involvedObject.kind=Pod,involvedObject.name=g-1",
+        "involvedObject.kind=PodGroup,involvedObject.name=g",
     ]
-    asked.clear()
-    run_workers.events_of(None, "ns", "g", [f"g-{i}" for i in range(run_workers.EVENT_OBJECTS)])
-    assert asked == [{}]  # the namespace's, all at once
+
+
+def test_a_large_gangs_story_shows_the_groups_events_not_each_pods() -> None:
+    facts = standing.JobFacts(None, [], {}, {}, frozenset({"g-0", "g-1", "g-2"}))  # type: ignore[arg-type]
+    assert facts.event_pods == {"g-0", "g-1", "g-2"}
+    more = dataclasses.replace(facts, pod_names=frozenset(f"g-{i}" for i in range(4)))
+    assert more.event_pods == frozenset()
