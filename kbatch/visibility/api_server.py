@@ -21,7 +21,6 @@ HTTPS with the certificate of ``--visibility-cert-dir`` (tls.crt, tls.key), else
 self-signed one.
 """
 
-import json
 import logging
 import re
 import ssl
@@ -33,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from kbatch import json_codec
 from kbatch.visibility.served import API_GROUP, API_VERSION, GROUP_VERSION, Events, VisibilityView
 from kbatch.webhooks.certificates import self_signed
 
@@ -199,7 +199,7 @@ class VisibilityServer:
                 except Exception as exc:  # a bug: answered, logged, the server goes on
                     log.exception("visibility API: GET %s failed", self.path)
                     reply = status(500, "InternalError", f"kbatch could not answer: {exc}")
-                body = json.dumps(reply.body).encode()
+                body = json_codec.dumps(reply.body)
                 self.send_response(reply.code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
