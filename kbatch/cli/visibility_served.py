@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from kbatch.cli.visibility import Source
 
 ROOT = "/apis/visibility.kbatch.io/v1alpha1"
+# what reading an answer of another shape raises (another kbatch's, say)
+UNREADABLE = (KeyError, TypeError, ValueError, AttributeError)
 clock = time.time  # what "fresh" is measured by (a test's clock in tests)
 
 
@@ -51,14 +53,15 @@ def explain(args: argparse.Namespace, source: Source, namespace: str, name: str)
     data = _asked(args, source, f"{ROOT}/namespaces/{namespace}/podgroups/{name}/explanation")
     if data is None:
         return False
-    eta = data.pop("eta", None)
-    estimate = None
-    if args.eta:
-        estimate = rows.estimate_of(eta) if _fresh(args, eta) else None
-        if estimate is None:
-            return False  # forecast here
-    now = rfc3339_seconds(data["asOf"])
-    story = rows.explanation_of(data)
+    try:
+        eta = data.pop("eta", None)
+        estimate = rows.estimate_of(eta) if args.eta and _fresh(args, eta) else None
+        now = rfc3339_seconds(data["asOf"])
+        story = rows.explanation_of(data)
+    except UNREADABLE as exc:
+        return _unreadable(exc)
+    if args.eta and estimate is None:
+        return False  # forecast here
     conf_source = str(data.get("schedulerConf") or "")
     if args.output == "table":
         answered = f"{conf_source}; answered by kbatch run, as of {_ago(now)}"
@@ -79,11 +82,14 @@ def jobs(args: argparse.Namespace, source: Source) -> bool:
     data = _asked(args, source, f"{ROOT}{where}/waitingjobs")
     if data is None:
         return False
-    listed = [job for job in data.get("jobs") or () if args.queue in (None, job.get("queue"))]
-    if args.eta and not all(_fresh(args, job.get("eta")) for job in listed):
-        return False  # forecast here
-    now = rfc3339_seconds(data["asOf"])
-    found = [(rows.job_row_of(job), rows.estimate_of(job.get("eta"))) for job in listed]
+    try:
+        listed = [job for job in data["jobs"] if args.queue in (None, job.get("queue"))]
+        if args.eta and not all(_fresh(args, job.get("eta")) for job in listed):
+            return False  # forecast here
+        now = rfc3339_seconds(data["asOf"])
+        found = [(rows.job_row_of(job), rows.estimate_of(job.get("eta"))) for job in listed]
+    except UNREADABLE as exc:
+        return _unreadable(exc)
     if args.output == "table":
         estimates = {out.job_uid(row): e for row, e in found if e is not None} if args.eta else None
         out.show(sys.stdout, out.jobs_table([row for row, _ in found], now, estimates))
@@ -100,6 +106,14 @@ def _asked(args: argparse.Namespace, source: Source, path: str) -> dict[str, Any
     if not may_ask(args):
         return None
     return source.served(path)
+
+
+def _unreadable(exc: Exception) -> bool:
+    """An answer this version cannot read (another kbatch's): said, and computed here."""
+    from kbatch.cli.visibility import warn
+
+    warn(f"kbatch run's answer cannot be read here ({exc!r}): computing here")
+    return False
 
 
 def _fresh(args: argparse.Namespace, eta: dict[str, Any] | None) -> bool:

@@ -35,7 +35,7 @@ from kbatch.config import SchedulerConf
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.visibility import eta_input, output, published, standing
-from kbatch.visibility.rows import Estimate, Line
+from kbatch.visibility.rows import Estimate, JobRow, Line
 from kbatch.visibility.standing import JobFacts
 
 API_GROUP = "visibility.kbatch.io"
@@ -188,14 +188,13 @@ class VisibilityView:
         if facts is None:
             return None
         story = standing.story_of(served.line, facts, events(namespace, name, facts.event_pods))
-        estimate = self.published_estimate(facts, served.made)
+        estimate = self.published_estimate(facts.row, served.made)
         return output.explanation_data(story, served.made, estimate, self.conf_source)
 
-    def published_estimate(self, facts: JobFacts, now: float) -> Estimate | None:
+    def published_estimate(self, row: JobRow, now: float) -> Estimate | None:
         """The estimate published on the job's PodGroup now (the state's, not the line's:
         the publisher writes after it offers its line), whatever its age, seen from
         ``now``."""
-        row = facts.row
         group = (
             self.state.get("PodGroup", row.namespace, row.name) if row.kind == "PodGroup" else None
         )
@@ -210,8 +209,7 @@ class VisibilityView:
         for row in served.line.jobs:
             if namespace is not None and row.namespace != namespace:
                 continue
-            facts = served.find(row.namespace, row.name)
-            estimate = None if facts is None else self.published_estimate(facts, served.made)
+            estimate = self.published_estimate(row, served.made)
             jobs.append(output.job_data(row, estimate, served.made))
         return {
             "asOf": output.micro_time(served.made),

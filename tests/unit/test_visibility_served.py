@@ -162,6 +162,15 @@ def test_another_conf_or_no_answer_is_computed_here(cluster, capsys, tmp_path: P
     assert cluster.asked == ["objects", "served", "objects"]
 
 
+def test_an_answer_of_another_shape_is_said_and_computed_here(cluster, capsys) -> None:
+    cluster.served = lambda path: {"asOf": "yesterday", "jobs": [{"name": 1}]}  # type: ignore[method-assign]
+    for command in ("explain", "jobs"):
+        code = cli.main([command, *(["third"] if command == "explain" else []), "-o", "json"])
+        out, err = capsys.readouterr()
+        assert code == 0 and json.loads(out), command
+        assert "kbatch run's answer cannot be read here" in err, command
+
+
 # ----------------------------------------------------------------------------- the view
 def test_a_line_is_kept_while_nothing_changed_or_it_is_young() -> None:
     clock = Clock()
