@@ -5,15 +5,16 @@ they cost one request instead of listing and parsing the whole cluster.
 The line is computed as the commands compute it (``standing``: a session opened on the
 informers' objects, sorted by the scheduler's own order keys), with each job's facts
 (row, conditions, minimum, pods), and kept: a ``ServedLine``. An answer comes from the
-last one while it is at most ``max_age`` seconds old, or while nothing has changed since
-it was made; else (and when the job asked about is not in it, at most every
-``MIN_REBUILD`` seconds) a new one is made first. While answers are asked for (in the
-last ``WARM_FOR`` seconds) a thread keeps the line that fresh, so that a user who asks
-again (``watch kbatch jobs``) does not wait for it; the ETA publisher also hands over
-the session each of its rounds opens (``offer``). Each answer says when its line was
-made (``asOf``). A line costs about a second on 1,000 nodes and 14,000 pods (the
-informers' objects parsed again into a state of its own: the scheduler's is the loop's),
-an answer from it about a millisecond.
+last one while it is at most ``max_age`` seconds old or nothing has changed since it was
+made. Older, it still answers, up to ``STALE_LIMIT``, while a thread makes a new one (such
+an answer does not wait for it); older than that, or without the job asked
+about (a second after it was made), a line is made first. While answers are asked for
+(in the last ``WARM_FOR`` seconds) that thread keeps the line fresh, so that a user who
+asks again (``watch kbatch jobs``) gets a line at most ``max_age`` and one making old;
+the ETA publisher also hands over the session each of its rounds opens (``offer``).
+Each answer says when its line was made (``asOf``). A line costs about a second on
+1,000 nodes and 14,000 pods (the informers' objects parsed again into a state of its
+own: the scheduler's is the loop's), an answer from it about a millisecond.
 
 The estimate in an answer is the one ``kbatch run`` published on the PodGroup
 (``published``), read off the state as it is when asked, whatever its age: the asker
@@ -44,6 +45,9 @@ GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 MAX_AGE = 5.0  # seconds a line is answered from after the state changed
 MIN_REBUILD = 1.0  # seconds between two lines made for a job the last one did not hold
 WARM_FOR = 300.0  # seconds after an answer during which the line is kept fresh
+# seconds a line that changed may still answer while it is made again (it is then the
+# publisher's interval: its rounds hand over a line that often)
+STALE_LIMIT = 30.0
 Object = dict[str, Any]
 Events = Callable[[str, str, Collection[str]], Sequence[Object]]  # namespace, group, pods
 log = logging.getLogger("kbatch.visibility")
@@ -103,8 +107,10 @@ class VisibilityView:
         self.lines_made = 0  # lines made here (not offered)
         self._latest: ServedLine | None = None
         self._asked = -math.inf  # when an answer was last asked for (clock)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the two above; never held while making
+        self._making = threading.Lock()  # one line made at a time
         self._stop = threading.Event()
+        self._wake = threading.Event()  # an answer came from a stale line: remake it now
         self._thread = threading.Thread(
             target=self._keep_warm, name="kbatch-visibility-line", daemon=True
         )
@@ -115,65 +121,85 @@ class VisibilityView:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
 
     def offer(self, session: Session, made: float, generation: int) -> None:
         """A session opened elsewhere on this state (the publisher's), as of ``made``."""
-        served = served_line(session, made, generation)
-        with self._lock:
-            if self._latest is None or self._latest.made <= made:
-                self._latest = served
+        self._keep(served_line(session, made, generation))
 
     def current(self, uid: str | None = None) -> ServedLine:
-        """The line to answer from (made now if the last one is too old, or holds no
-        job ``uid``: ``ns/name``)."""
+        """The line to answer from: the last one while it answers (``_answers``), else
+        one made now. A stale line that still answers wakes the thread to remake it."""
         with self._lock:
             latest, now = self._latest, self.clock()
             self._asked = now
-            if latest is not None and self._answers(latest, now, uid):
-                return latest
-            return self._make(now)
+        if latest is not None and self._answers(latest, now, uid):
+            if self._stale(latest, now):
+                self._wake.set()
+            return latest
+        return self._make(now)
 
     def refresh(self) -> float:
-        """One turn of the keep-warm thread: a new line when the last one is older than
-        ``max_age`` and the state changed since, while an answer was asked for in the
-        last ``WARM_FOR`` seconds. The seconds to wait before the next turn."""
+        """One turn of the keep-warm thread: a new line when the last one is stale,
+        while an answer was asked for in the last ``WARM_FOR`` seconds. The seconds to
+        wait before the next turn."""
         with self._lock:
-            latest, now = self._latest, self.clock()
-            if now - self._asked > WARM_FOR:
-                return self.max_age
-            if latest is None or self._stale(latest, now):
-                latest = self._make(now)
-            return max(latest.made + self.max_age - now, MIN_REBUILD)
+            latest, now, asked = self._latest, self.clock(), self._asked
+        if now - asked > WARM_FOR:
+            return self.max_age
+        if latest is None or self._stale(latest, now):
+            latest = self._make(now)
+        return max(latest.made + self.max_age - now, MIN_REBUILD)
 
     def _keep_warm(self) -> None:
         wait = self.max_age
-        while not self._stop.wait(wait):
+        while not self._stop.is_set():
+            self._wake.wait(wait)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
                 wait = self.refresh()
             except Exception:  # a bug: logged, the answers go on (made when asked)
                 log.exception("visibility API: the line could not be made")
                 wait = self.max_age
 
-    def _make(self, now: float) -> ServedLine:
-        """A line made now (the lock held)."""
-        with collector_paused():
-            generation = self.state.generation
-            objects = eta_input.listed(self.state, now)
-            session, _ = standing.open_session(objects, self.conf(), self.scheduler_names)
-            try:
-                self._latest = served_line(session, now, generation)
-            finally:
-                session.forget_functions()
-        self.lines_made += 1
-        return self._latest
+    def _make(self, asked: float) -> ServedLine:
+        """A line made now, unless one made since ``asked`` is there when this one's turn
+        comes (answers meanwhile come from the last line: the lock is not held)."""
+        with self._making:
+            with self._lock:
+                latest = self._latest
+            if latest is not None and latest.made >= asked:
+                return latest
+            with collector_paused():
+                now, generation = self.clock(), self.state.generation
+                objects = eta_input.listed(self.state, now)
+                session, _ = standing.open_session(objects, self.conf(), self.scheduler_names)
+                try:
+                    made = served_line(session, now, generation)
+                finally:
+                    session.forget_functions()
+            self.lines_made += 1
+            return self._keep(made)
+
+    def _keep(self, served: ServedLine) -> ServedLine:
+        """``served`` as the last line, unless a newer one is there already."""
+        with self._lock:
+            if self._latest is None or self._latest.made <= served.made:
+                self._latest = served
+            return self._latest
 
     def _stale(self, latest: ServedLine, now: float) -> bool:
         return latest.generation != self.state.generation and now - latest.made > self.max_age
 
     def _answers(self, latest: ServedLine, now: float, uid: str | None) -> bool:
-        if self._stale(latest, now):
-            return False
+        """Whether ``latest`` answers for job ``uid`` (None: all): while at most
+        ``max_age`` old or unchanged, and up to ``STALE_LIMIT`` old (the thread remakes it
+        meanwhile); not when it lacks the job and a second has passed since."""
         unchanged = latest.generation == self.state.generation
+        if not unchanged and now - latest.made > STALE_LIMIT:
+            return False
         if uid is None or unchanged or now - latest.made < MIN_REBUILD:
             return True
         namespace, _, name = uid.partition("/")

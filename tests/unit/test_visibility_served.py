@@ -187,15 +187,15 @@ def test_a_line_is_kept_while_nothing_changed_or_it_is_young() -> None:
     assert view.current() is view.current() and view.lines_made == 1  # nothing changed
     change(3)
     view.current()
-    assert view.lines_made == 2  # changed, and old
+    assert view.lines_made == 2  # changed, and too old to answer
     change(4)
-    clock.now += served.MAX_AGE - 1
+    clock.now += served.MAX_AGE + 1
     kept = view.current("default/third")
-    assert view.lines_made == 2  # changed, but young
-    assert view.current("default/newcomer") is not kept  # not in it: made again
+    assert view.lines_made == 2 and view._wake.is_set()  # stale: answers, made again aside
+    assert view.current("default/newcomer") is not kept  # not in it: made now
     assert view.lines_made == 3
     change(5)
-    clock.now += served.MAX_AGE + 1
+    clock.now += served.STALE_LIMIT + 1
     view.current()
     assert view.lines_made == 4
 
