@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
 from kbatch.cli import run_workers
-from kbatch.cli.run_workers import Workers
 
 if TYPE_CHECKING:
     from kbatch.record.store.recorder import Recorder
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         manage_webhooks=args.manage_webhooks,
     )
-    process.run(settings, watches, recorder, Workers(args, period, names).makers())
+    process.run(settings, watches, recorder, run_workers.Workers(args, period, names).makers())
     return 0
 
 

@@ -66,7 +66,7 @@ class ServedLine:
 
     def find(self, namespace: str, name: str) -> JobFacts | None:
         """The PodGroup ``namespace/name``, else the pod of its own of that name."""
-        return self.facts.get(f"{namespace}/{name}") or self.facts.get(f"pod:{namespace}/{name}")
+        return standing.by_name(self.facts, namespace, name)
 
 
 def served_line(session: Session, made: float, generation: int) -> ServedLine:

@@ -24,7 +24,7 @@ own; else from its phase.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.visibility.rows import Explanation, JobRow, Line, QueueRow
 
 Object = dict[str, Any]
+Found = TypeVar("Found")
 # The phases of a PodGroup that has not started (Unknown: it ran, and fell below
 # minMember with pods still running: it waits to be whole again).
 WAITING_PHASES = frozenset({PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN})
@@ -296,9 +297,15 @@ EVENTS_SHOWN = 10
 EVENT_PODS = 3  # a gang of at most this many pods: its pods' events are shown too
 
 
+def by_name(by_uid: Mapping[str, Found], namespace: str, name: str) -> Found | None:
+    """Of what ``by_uid`` holds by job uid, the PodGroup ``namespace/name``'s, else that of
+    the pod of its own of that name."""
+    return by_uid.get(f"{namespace}/{name}") or by_uid.get(f"pod:{namespace}/{name}")
+
+
 def find_job(session: Session, namespace: str, name: str) -> JobInfo | None:
     """The PodGroup ``namespace/name``, else the pod of its own of that name."""
-    return session.jobs.get(f"{namespace}/{name}") or session.jobs.get(f"pod:{namespace}/{name}")
+    return by_name(session.jobs, namespace, name)
 
 
 def explain(
