@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kbatch import kubeapi
 from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION, duration
 from kbatch.cli import visibility_served
 from kbatch.config_base import ETA_BUDGET_SECONDS, ETA_FRESH_SECONDS, ConfigError
@@ -75,11 +76,23 @@ class Source(Protocol):
 
 @dataclass
 class LiveSource:
-    """The API server of a kubeconfig, read through ``kbatch.kubeapi``."""
+    """The API server of a kubeconfig, read through ``kbatch.kubeapi``: the scheduler's
+    answer with one GET of the standard library's (``kubeapi.once``), the lists with the
+    kubernetes client, made when first needed (``api``)."""
 
-    api: Any
+    kubeconfig: str | None
     conf_file: Path | None
     warn: Callable[[str], None]
+    client: Any = None  # the kubernetes client, once made (a test's stand-in)
+
+    @property
+    def api(self) -> Any:
+        if self.client is None:
+            try:
+                self.client = kubeapi.api_client(self.kubeconfig)
+            except Exception as exc:  # the client's ConfigException, or a file's error
+                raise KubeconfigError(f"no cluster to read: {exc}") from exc
+        return self.client
 
     def objects(self, *, events_in: str | None) -> standing.ClusterObjects:
         from kbatch.visibility import standing
@@ -118,8 +131,6 @@ class LiveSource:
         """The items listed at ``path``; when ``optional``, none (and a warning saying so)
         where the server refuses or does not serve them (``quiet_missing``: no warning
         where it does not serve them)."""
-        from kbatch import kubeapi  # (see ``guarded``)
-
         try:
             items = kubeapi.list_items(self.api, path)
         except kubeapi.ApiError as exc:
@@ -133,10 +144,14 @@ class LiveSource:
         return items
 
     def served(self, path: str) -> dict[str, Any] | None:
-        from kbatch import kubeapi  # (see ``guarded``)
+        from kbatch.kubeapi import once  # (http.client and ssl: only when asking)
 
+        credentials = once.credentials(self.kubeconfig) if self.client is None else None
         try:
-            answer: dict[str, Any] = kubeapi.request(self.api, "GET", path)
+            if credentials is not None:
+                answer = once.get(credentials, path)
+            else:  # credentials only the kubernetes client reads (an exec plugin, say)
+                answer = kubeapi.request(self.api, "GET", path)
         except kubeapi.Unreachable:
             raise
         except kubeapi.ApiError as exc:
@@ -147,7 +162,6 @@ class LiveSource:
         return answer
 
     def conf(self) -> tuple[SchedulerConf, str]:
-        from kbatch import kubeapi  # (see ``guarded``)
         from kbatch.operators.scheduler.core import runner
 
         if self.conf_file is not None:
@@ -183,13 +197,7 @@ def warn(message: str) -> None:
 
 def source_for(args: argparse.Namespace) -> Source:
     """The cluster of ``args.kubeconfig`` (tests replace this function)."""
-    from kbatch import kubeapi  # (see ``guarded``)
-
-    try:
-        api = kubeapi.api_client(args.kubeconfig)
-    except Exception as exc:  # the client's ConfigException, or a kubeconfig file's error
-        raise KubeconfigError(f"no cluster to read: {exc}") from exc
-    return LiveSource(api, args.scheduler_conf, warn)
+    return LiveSource(args.kubeconfig, args.scheduler_conf, warn)
 
 
 def _names(args: argparse.Namespace) -> frozenset[str]:
@@ -341,14 +349,9 @@ def _warn_all(warnings: list[str]) -> None:
 
 
 def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """``command``, with an API server's refusal or absence as one line and exit 1. (The
-    API client is imported by the commands that read a cluster, as they run: importing
-    it takes a fifth of a second, which every other command, ``kbatch simulate`` first,
-    would pay for nothing.)"""
+    """``command``, with an API server's refusal or absence as one line and exit 1."""
 
     def run(args: argparse.Namespace) -> int:
-        from kbatch import kubeapi
-
         try:
             return command(args)
         except kubeapi.ApiError as exc:

@@ -74,7 +74,7 @@ class FakeApi:
 
 def fake(monkeypatch: pytest.MonkeyPatch, served: dict[str, Any]) -> FakeApi:
     api = FakeApi(served)
-    monkeypatch.setattr(kubeapi, "request", api)
+    monkeypatch.setattr(kubeapi.client, "request", api)
     return api
 
 

@@ -44,7 +44,7 @@ class GatedApi:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> GatedApi:
     fake = GatedApi()
-    monkeypatch.setattr(kubeapi, "request", fake)
+    monkeypatch.setattr(kubeapi.client, "request", fake)
     return fake
 
 

@@ -46,7 +46,7 @@ class Recorder:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     recorder = Recorder()
-    monkeypatch.setattr(kubeapi, "request", recorder)
+    monkeypatch.setattr(kubeapi.client, "request", recorder)
     return recorder
 
 

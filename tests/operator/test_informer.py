@@ -71,7 +71,7 @@ class FakeApi:
 def informed(monkeypatch: pytest.MonkeyPatch, api: "FakeApi") -> Informer:
     """A pod informer (over a new state) run against ``api`` until it has given every
     answer."""
-    monkeypatch.setattr(kubeapi, "raw_get", api.get)
+    monkeypatch.setattr(kubeapi.client, "raw_get", api.get)
     state = ClusterState()
     informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
     informer.start()
@@ -141,7 +141,7 @@ def test_a_watch_the_server_ends_resumes_from_the_last_version_seen(
             FakeResponse(),  # ends at once, having seen nothing: resumes from 9 again
         ]
     )
-    monkeypatch.setattr(kubeapi, "raw_get", api.get)
+    monkeypatch.setattr(kubeapi.client, "raw_get", api.get)
     state = ClusterState()
     informer = Informer(object(), PODS, state, watch_seconds=300)  # type: ignore[arg-type]
     informer.start()
@@ -163,7 +163,7 @@ def test_410_gone_lists_again_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
             FakeResponse({"metadata": {"resourceVersion": "30"}, "items": [pod("z")]}),
         ]
     )
-    monkeypatch.setattr(kubeapi, "raw_get", api.get)
+    monkeypatch.setattr(kubeapi.client, "raw_get", api.get)
     state = ClusterState()
     informer = Informer(object(), PODS, state)  # type: ignore[arg-type]
     started = time.monotonic()

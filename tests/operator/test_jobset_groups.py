@@ -42,7 +42,7 @@ class FakeApi:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     api = FakeApi()
-    monkeypatch.setattr(kubeapi, "request", api.request)
+    monkeypatch.setattr(kubeapi.client, "request", api.request)
     return api
 
 

@@ -69,7 +69,7 @@ class FakeApi:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     fake = FakeApi()
-    monkeypatch.setattr(kubeapi, "request", fake)
+    monkeypatch.setattr(kubeapi.client, "request", fake)
     return fake
 
 

@@ -35,7 +35,7 @@ def test_renew_period_deadline_and_lease_must_be_in_order() -> None:
 
 
 def test_stop_settles_binds_before_releasing_the_lease(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kubeapi, "api_client", lambda _: None)
+    monkeypatch.setattr(kubeapi.client, "api_client", lambda _: None)
     runtime = Runtime(RunSettings(metrics_address=None, health_address=None))
     order: list[str] = []
 

@@ -71,7 +71,7 @@ def clock() -> Clock:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch, clock: Clock) -> OutageApi:
     fake = OutageApi(clock)
-    monkeypatch.setattr(kubeapi, "request", fake)
+    monkeypatch.setattr(kubeapi.client, "request", fake)
     return fake
 
 
@@ -272,7 +272,7 @@ def test_the_informer_lists_again_within_a_second_or_two_of_the_servers_return(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = FlakyServer()
-    monkeypatch.setattr(kubeapi, "raw_get", server.get)
+    monkeypatch.setattr(kubeapi.client, "raw_get", server.get)
     caplog.set_level(logging.INFO, logger="kbatch.informer")
     informer = Informer(object(), PODS, ClusterState())  # type: ignore[arg-type]
     informer.start()

@@ -19,7 +19,7 @@ from kbatch.operators.process import RunSettings, Runtime
 
 
 def runtime(monkeypatch: pytest.MonkeyPatch, leader_elect: bool = False) -> Runtime:
-    monkeypatch.setattr(kubeapi, "api_client", lambda _: None)
+    monkeypatch.setattr(kubeapi.client, "api_client", lambda _: None)
     settings = RunSettings(metrics_address=None, health_address=None, leader_elect=leader_elect)
     made = Runtime(settings)
     made.informers = []  # synced: nothing to wait for
@@ -55,7 +55,7 @@ def test_a_replica_that_does_not_lead_starts_kopf_once_synced(
 def test_run_starts_the_runtime_then_kopf_and_stops_the_runtime_at_the_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(kubeapi, "api_client", lambda _: None)
+    monkeypatch.setattr(kubeapi.client, "api_client", lambda _: None)
     order: list[str] = []
 
     def recorded(name: str) -> Any:

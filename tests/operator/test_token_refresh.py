@@ -27,7 +27,7 @@ class Loader:
 
 
 def throttled(loader: Loader, clock: list[float], monkeypatch: Any) -> Any:
-    monkeypatch.setattr(kubeapi.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(kubeapi.client.time, "monotonic", lambda: clock[0])
     configuration = client.Configuration()
     loader.install(configuration)
     kubeapi.refresh_tokens_at_most_every_second(client.ApiClient(configuration))

@@ -124,8 +124,8 @@ def listed(*items: dict[str, Any], version: str = "1") -> dict[str, Any]:
 
 
 def fake(monkeypatch: pytest.MonkeyPatch, api: Api) -> Api:
-    monkeypatch.setattr(kubeapi, "request", api.request)
-    monkeypatch.setattr(kubeapi, "raw_get", api.raw_get)
+    monkeypatch.setattr(kubeapi.client, "request", api.request)
+    monkeypatch.setattr(kubeapi.client, "raw_get", api.raw_get)
     return api
 
 

@@ -20,7 +20,7 @@ from tests.operator.test_kube import FakeApi, pod, task, wait_for, world
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     fake = FakeApi()
-    monkeypatch.setattr(kubeapi, "request", fake)
+    monkeypatch.setattr(kubeapi.client, "request", fake)
     return fake
 
 
@@ -80,7 +80,7 @@ def test_a_stop_drops_a_backlog_of_events_after_a_bounded_drain(
             slow.wait(0.05)  # 20 events a second: a backlog of 100 takes 5 s
         return real(*args)
 
-    monkeypatch.setattr(kubeapi, "request", slow_events)
+    monkeypatch.setattr(kubeapi.client, "request", slow_events)
     for i in range(100):
         cluster.record(ObjectRef("Pod", "default", f"p{i}"), "Normal", "Told", "told")
     started = time.monotonic()

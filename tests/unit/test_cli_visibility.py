@@ -237,9 +237,9 @@ def live_source(
     monkeypatch, answers, conf_file=None
 ) -> tuple[cli_visibility.LiveSource, list[str], FakeApi]:
     fake = FakeApi(answers)
-    monkeypatch.setattr(kubeapi, "list_items", fake.list_items)
+    monkeypatch.setattr(kubeapi.client, "list_items", fake.list_items)
     warnings: list[str] = []
-    return cli_visibility.LiveSource(object(), conf_file, warnings.append), warnings, fake
+    return cli_visibility.LiveSource(None, conf_file, warnings.append, client=object()), warnings, fake
 
 
 def test_the_chart_s_conf_is_found_by_its_label(monkeypatch) -> None:

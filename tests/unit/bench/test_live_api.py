@@ -34,18 +34,18 @@ def test_a_delete_cut_short_with_no_answer_is_repeated_until_none_is_left(
 ) -> None:
     server = Server([kubeapi.Unreachable("DELETE pods: Remote end closed connection"),
                      kubeapi.ApiError(504, "timeout")])  # fmt: skip
-    monkeypatch.setattr(kubeapi, "request", server.request)
+    monkeypatch.setattr(kubeapi.client, "request", server.request)
     monkeypatch.setattr(live_api.time, "sleep", lambda _: None)
     live_api.wait("deleted", lambda: live_api.delete_all(None, live_api.PODS), 60)
     assert server.deletes == 3
 
 
 def test_a_refused_delete_and_a_server_gone_fail(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kubeapi, "request", Server([kubeapi.ApiError(403, "forbidden")]).request)
+    monkeypatch.setattr(kubeapi.client, "request", Server([kubeapi.ApiError(403, "forbidden")]).request)
     with pytest.raises(kubeapi.ApiError, match="forbidden"):
         live_api.delete_all(None, live_api.PODS)
     gone = Server([kubeapi.Unreachable("refused")], list_failure=kubeapi.Unreachable("refused"))
-    monkeypatch.setattr(kubeapi, "request", gone.request)
+    monkeypatch.setattr(kubeapi.client, "request", gone.request)
     with pytest.raises(kubeapi.Unreachable):
         live_api.delete_all(None, live_api.PODS)
 

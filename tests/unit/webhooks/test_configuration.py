@@ -224,7 +224,7 @@ def the_charts() -> list[dict[str, Any]]:
 
 def test_a_killed_runs_configurations_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     api = FakeApi(*left_by_a_killed_run())
-    monkeypatch.setattr(kubeapi, "request", api.request)
+    monkeypatch.setattr(kubeapi.client, "request", api.request)
     assert configuration.remove_stale(api) == ["kbatch-mutating", "kbatch-validating"]  # type: ignore[arg-type]
     assert not api.objects
     assert configuration.remove_stale(api) == []  # type: ignore[arg-type]
@@ -234,7 +234,7 @@ def test_the_charts_configurations_are_never_removed_as_stale(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     api = FakeApi(*the_charts())
-    monkeypatch.setattr(kubeapi, "request", api.request)
+    monkeypatch.setattr(kubeapi.client, "request", api.request)
     assert configuration.remove_stale(api) == []  # type: ignore[arg-type]
     assert len(api.objects) == 2
     assert not [method for method, _ in api.calls if method == "DELETE"]
@@ -256,7 +256,7 @@ def test_a_configuration_made_again_meanwhile_is_not_removed(
             api.objects[path] = made_again
         return found
 
-    monkeypatch.setattr(kubeapi, "request", read_then_replace)
+    monkeypatch.setattr(kubeapi.client, "request", read_then_replace)
     assert configuration.remove_stale(api) == ["kbatch-mutating"]  # type: ignore[arg-type]
     assert [o["metadata"]["uid"] for o in api.objects.values()] == ["uid-of-a-new-run"]
 
@@ -288,7 +288,7 @@ def test_manage_webhooks_removes_a_killed_runs_configurations_before_it_serves(
     """At start, before the server exists (so before anything points at it), the
     configurations a killed run left are gone; the chart's are left alone."""
     api = FakeApi(*left_by_a_killed_run())
-    monkeypatch.setattr(kubeapi, "request", api.request)
+    monkeypatch.setattr(kubeapi.client, "request", api.request)
     registry = kopf.OperatorRegistry()
     delayed = jobs.DelayedPodCreation()
     delayed.supported = True  # nothing to learn from the API server

@@ -90,7 +90,7 @@ def test_a_namespace_the_watch_has_not_brought_is_listed_by_name(monkeypatch) ->
                 "metadata": {"name": "fresh", "labels": {"team": "b"}}}  # fmt: skip
         return {"items": [item]}
 
-    monkeypatch.setattr(kubeapi, "request", listed)
+    monkeypatch.setattr(kubeapi.client, "request", listed)
     runtime = Runtime()
     budget = review.Budget(review.REVIEW_SECONDS)
     view = asyncio.run(review.view(runtime, budget, queue_name="q", namespace="fresh"))  # type: ignore[arg-type]
@@ -112,7 +112,7 @@ def test_a_namespace_that_cannot_be_read_gets_kbatchs_503(monkeypatch) -> None:
     def failing(*_: object, **__: object) -> dict:
         raise kubeapi.ApiError(500, "down")
 
-    monkeypatch.setattr(kubeapi, "request", failing)
+    monkeypatch.setattr(kubeapi.client, "request", failing)
     budget = review.Budget(review.REVIEW_SECONDS)
     with pytest.raises(kopf.AdmissionError) as refused:
         asyncio.run(review.view(Runtime(), budget, queue_name="q", namespace="x"))  # type: ignore[arg-type]

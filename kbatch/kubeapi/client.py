@@ -1,8 +1,7 @@
-"""The one module that talks to the Kubernetes API server.
+"""The kubernetes client of ``kbatch.kubeapi``, whose names are the package's.
 
-Everything else in kbatch calls it with plain data (paths, dicts) and gets plain
-data back; only this module imports the ``kubernetes`` client (an import-linter
-contract says so; kopf handler modules talk through kopf). It makes the client
+Only this module imports the ``kubernetes`` client (an import-linter contract says
+so; kopf handler modules talk through kopf). It makes the client
 from a kubeconfig or the in-cluster service account, sends one JSON request
 (``request``), opens a streamed GET (``raw_get``, for list+watch), and turns an
 HTTP error into ``ApiError`` with the server's own message, and no answer at all into
@@ -24,6 +23,7 @@ import urllib3
 from kubernetes import client, config
 
 from kbatch import json_codec
+from kbatch.kubeapi.errors import ApiError, Gone, Unreachable, message_of
 
 ApiClient = client.ApiClient
 Configuration = client.Configuration
@@ -41,22 +41,6 @@ CONNECTION_POOL = 32
 RETRIES = urllib3.Retry(total=1, connect=0, read=1, redirect=0, status=0, other=0)
 # How often a request may run the client's token refresh hook (see ``TokenRefresh``).
 TOKEN_CHECK_SECONDS = 1.0
-
-
-class ApiError(RuntimeError):
-    """The API server answered with an HTTP error; ``status`` is its code."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-
-
-class Unreachable(ApiError):
-    """No answer from the API server: the connection failed or timed out (status 0)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(0, message)
-        self.args = (f"API server unreachable: {message}",)
 
 
 class Exchanges:
@@ -98,13 +82,6 @@ def exchanges_of(api: Any) -> Exchanges:
     """The requests sent through ``api`` and answered: its own if it is a ``Client``,
     else a new count (a client made elsewhere, or a test's stand-in, is never told)."""
     return api.exchanges if isinstance(api, Client) else Exchanges()
-
-
-class Gone(ApiError):
-    """410: the resourceVersion asked for is no longer in the server's history."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(410, message)
 
 
 class TokenRefresh:
@@ -193,11 +170,7 @@ def request(
     response = _call(api, method, url, headers, body, post, timeout)
     data = _body(response, method, url)
     if response.status >= 400:
-        try:
-            message = json_codec.loads(data).get("message", "")
-        except ValueError:
-            message = data.decode(errors="replace")[:300]
-        raise ApiError(response.status, message)
+        raise ApiError(response.status, message_of(response.status, data))
     return json_codec.loads(data) if data else {}
 
 
