@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from kbatch.api import duration
 
 if TYPE_CHECKING:
-    from kbatch.visibility.api_server import FrontProxy
     from kbatch.visibility.served import VisibilityView
+    from kbatch.visibility.tls import FrontProxy
 
 log = logging.getLogger("kbatch.visibility")
 
@@ -77,34 +77,35 @@ class Workers:
         )  # fmt: skip
 
     def visibility_server(self, runtime: Any) -> Any:
-        from kbatch.visibility import api_server
+        from kbatch.visibility import api_server, tls
 
         view = self.view(runtime)
         assert view is not None
-        proxy = front_proxy(runtime.api)
         cert_dir: Path | None = self.args.visibility_cert_dir
         address = self.args.visibility_address
-        context = api_server.tls_context(cert_dir, [address.rpartition(":")[0]], proxy)
+        serving = tls.ServingTls(
+            cert_dir, [address.rpartition(":")[0]], lambda: front_proxy(runtime.api)
+        )
 
         def events(namespace: str, group: str, pods: Collection[str]) -> list[dict[str, Any]]:
             return events_of(runtime.api, namespace, group, pods)
 
         api = api_server.VisibilityApi(view, events, runtime.synced)
-        return api_server.VisibilityServer(address, api, context, proxy)
+        return api_server.VisibilityServer(address, api, serving)
 
 
-def front_proxy(api: Any) -> "FrontProxy":
-    """Who may call the visibility API: what the API server publishes of its front proxy
-    (none, with an error logged, when it cannot be read: every request is refused)."""
+def front_proxy(api: Any) -> "FrontProxy | None":
+    """Who may call the visibility API: what the API server publishes of its front proxy;
+    None, with the reason logged, when it cannot be read (the server keeps the one it
+    has; at start, it refuses every request)."""
     from kbatch import json_codec, kubeapi
-    from kbatch.visibility.api_server import FrontProxy
+    from kbatch.visibility.tls import FrontProxy
 
     try:
         data = kubeapi.request(api, "GET", FRONT_PROXY_CONFIGMAP).get("data") or {}
     except kubeapi.ApiError as exc:
-        log.error("visibility API: cannot read the API server's front-proxy CA (%s): "
-                  "every request will be refused", exc)  # fmt: skip
-        return FrontProxy("")
+        log.warning("visibility API: cannot read the API server's front-proxy CA: %s", exc)
+        return None
     ca = data.get("requestheader-client-ca-file") or ""
     if not ca:
         log.error("visibility API: the API server names no front-proxy CA "

@@ -18,23 +18,21 @@ allowed common names. Anything else is refused (401); a replica whose caches are
 synced answers 503. Discovery (``/apis``, the group, the version) answers anyone.
 
 HTTPS with the certificate of ``--visibility-cert-dir`` (tls.crt, tls.key), else a
-self-signed one.
+self-signed one; both it and the front proxy are read again when they change (``tls``).
 """
 
 import logging
 import re
 import ssl
-import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 from kbatch import json_codec
 from kbatch.visibility.served import API_GROUP, API_VERSION, GROUP_VERSION, Events, VisibilityView
-from kbatch.webhooks.certificates import self_signed
+from kbatch.visibility.tls import FrontProxy, ServingTls
 
 log = logging.getLogger("kbatch.visibility")
 
@@ -57,15 +55,6 @@ GROUP = {
 }
 HANDSHAKE_SECONDS = 10.0
 Object = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class FrontProxy:
-    """Who may call: the API server's front-proxy CA (PEM; empty: nobody) and the common
-    names it allows (empty: any it signed)."""
-
-    ca_pem: str
-    allowed_names: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -122,26 +111,6 @@ class VisibilityApi:
         return Answer(200, data)
 
 
-def tls_context(
-    cert_dir: Path | None, hostnames: Sequence[str], proxy: FrontProxy
-) -> ssl.SSLContext:
-    """The server's TLS: ``cert_dir``'s certificate, else a self-signed one; a client
-    certificate asked for, and checked against the front proxy's CA when one is sent."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    if cert_dir is not None:
-        context.load_cert_chain(cert_dir / "tls.crt", cert_dir / "tls.key")
-    else:
-        cert, key = self_signed(hostnames)
-        with tempfile.TemporaryDirectory() as work:  # (ssl loads a chain from files only)
-            (Path(work) / "tls.crt").write_bytes(cert)
-            (Path(work) / "tls.key").write_bytes(key)
-            context.load_cert_chain(Path(work) / "tls.crt", Path(work) / "tls.key")
-    context.verify_mode = ssl.CERT_OPTIONAL
-    if proxy.ca_pem:
-        context.load_verify_locations(cadata=proxy.ca_pem)
-    return context
-
-
 def caller_of(peer: Object | None, headers: Any, proxy: FrontProxy) -> str | None:
     """The user the front proxy asks for (``X-Remote-User``), when ``peer`` (the
     verified client certificate) is the front proxy's; else None."""
@@ -161,14 +130,14 @@ class _TlsServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], handler: Any, context: ssl.SSLContext):
-        self.context = context
+    def __init__(self, address: tuple[str, int], handler: Any, tls: ServingTls):
+        self.tls = tls
         super().__init__(address, handler)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         request.settimeout(HANDSHAKE_SECONDS)
         try:
-            tls = self.context.wrap_socket(request, server_side=True)
+            tls = self.tls.current.context.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError) as exc:  # no TLS, a certificate not the proxy's
             log.debug("visibility API: refused a connection from %s: %s", client_address, exc)
             return
@@ -183,17 +152,16 @@ class VisibilityServer:
     """The HTTPS server of ``--visibility-address HOST:PORT`` (start/stop: one of
     ``kbatch run``'s background workers)."""
 
-    def __init__(
-        self, address: str, api: VisibilityApi, context: ssl.SSLContext, proxy: FrontProxy
-    ):
+    def __init__(self, address: str, api: VisibilityApi, tls: ServingTls):
         host, _, port = address.rpartition(":")
         answer = api.get
         self.view = api.view
+        self.tls = tls
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # http.server calls it by this name
                 peer = self.connection.getpeercert()
-                caller = caller_of(peer, self.headers, proxy)
+                caller = caller_of(peer, self.headers, tls.current.proxy)
                 try:
                     reply = answer(self.path.split("?")[0], caller)
                 except Exception as exc:  # a bug: answered, logged, the server goes on
@@ -209,7 +177,7 @@ class VisibilityServer:
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("visibility API: " + format, *args)
 
-        self.server = _TlsServer((host.strip("[]") or "0.0.0.0", int(port)), Handler, context)
+        self.server = _TlsServer((host.strip("[]") or "0.0.0.0", int(port)), Handler, tls)
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="kbatch-visibility", daemon=True
@@ -217,9 +185,11 @@ class VisibilityServer:
 
     def start(self) -> None:
         self.view.start()
+        self.tls.start()
         self._thread.start()
 
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        self.tls.stop()
         self.view.stop()

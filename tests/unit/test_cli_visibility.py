@@ -239,7 +239,11 @@ def live_source(
     fake = FakeApi(answers)
     monkeypatch.setattr(kubeapi.client, "list_items", fake.list_items)
     warnings: list[str] = []
-    return cli_visibility.LiveSource(None, conf_file, warnings.append, client=object()), warnings, fake
+    return (
+        cli_visibility.LiveSource(None, conf_file, warnings.append, client=object()),
+        warnings,
+        fake,
+    )
 
 
 def test_the_chart_s_conf_is_found_by_its_label(monkeypatch) -> None:

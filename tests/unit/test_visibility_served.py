@@ -19,8 +19,9 @@ from kbatch.cli import visibility_served
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.visibility import api_server, served, standing
-from kbatch.visibility.api_server import FrontProxy, VisibilityApi
+from kbatch.visibility.api_server import VisibilityApi
 from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
+from kbatch.visibility.tls import FrontProxy, ServingTls
 from kbatch.webhooks.certificates import self_signed
 from scenarios import live
 from scenarios import objects as o
@@ -247,8 +248,8 @@ def test_https_takes_the_front_proxys_certificate_only(tmp_path: Path) -> None:
     proxy_crt, proxy_key, proxy_ca = _client_cert(tmp_path, "proxy", "front-proxy-client")
     other_crt, other_key, _ = _client_cert(tmp_path, "other", "front-proxy-client")
     proxy = FrontProxy(proxy_ca.decode(), frozenset({"front-proxy-client"}))
-    context = api_server.tls_context(None, ["127.0.0.1"], proxy)
-    server = api_server.VisibilityServer("127.0.0.1:0", cluster.api, context, proxy)
+    tls = ServingTls(None, ["127.0.0.1"], lambda: proxy)
+    server = api_server.VisibilityServer("127.0.0.1:0", cluster.api, tls)
     server.start()
     path = f"{visibility_served.ROOT}/namespaces/default/podgroups/third/explanation"
     try:

@@ -41,7 +41,9 @@ def test_a_delete_cut_short_with_no_answer_is_repeated_until_none_is_left(
 
 
 def test_a_refused_delete_and_a_server_gone_fail(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kubeapi.client, "request", Server([kubeapi.ApiError(403, "forbidden")]).request)
+    monkeypatch.setattr(
+        kubeapi.client, "request", Server([kubeapi.ApiError(403, "forbidden")]).request
+    )
     with pytest.raises(kubeapi.ApiError, match="forbidden"):
         live_api.delete_all(None, live_api.PODS)
     gone = Server([kubeapi.Unreachable("refused")], list_failure=kubeapi.Unreachable("refused"))
