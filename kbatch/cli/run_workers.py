@@ -94,22 +94,17 @@ class Workers:
         return api_server.VisibilityServer(address, api, serving)
 
 
-def front_proxy(api: Any) -> "FrontProxy | None":
-    """Who may call the visibility API: what the API server publishes of its front proxy;
-    None, with the reason logged, when it cannot be read (the server keeps the one it
-    has; at start, it refuses every request)."""
+def front_proxy(api: Any) -> "FrontProxy":
+    """Who may call the visibility API: what the API server publishes of its front proxy
+    (ProxyUnreadable when it cannot be read)."""
     from kbatch import json_codec, kubeapi
-    from kbatch.visibility.tls import FrontProxy
+    from kbatch.visibility.tls import FrontProxy, ProxyUnreadable
 
     try:
         data = kubeapi.request(api, "GET", FRONT_PROXY_CONFIGMAP).get("data") or {}
     except kubeapi.ApiError as exc:
-        log.warning("visibility API: cannot read the API server's front-proxy CA: %s", exc)
-        return None
+        raise ProxyUnreadable(str(exc)) from exc
     ca = data.get("requestheader-client-ca-file") or ""
-    if not ca:
-        log.error("visibility API: the API server names no front-proxy CA "
-                  "(--requestheader-client-ca-file): every request will be refused")  # fmt: skip
     try:
         names = json_codec.loads(data.get("requestheader-allowed-names") or "[]")
     except ValueError:

@@ -34,6 +34,10 @@ class FrontProxy:
     allowed_names: frozenset[str] = frozenset()
 
 
+class ProxyUnreadable(Exception):
+    """The front proxy cannot be read now (the API server away, or not allowed)."""
+
+
 @dataclass(frozen=True)
 class Tls:
     """What a connection is served with: the context, and the proxy it trusts."""
@@ -61,26 +65,27 @@ def tls_context(certificate: tuple[bytes, bytes], proxy: FrontProxy) -> ssl.SSLC
 class ServingTls:
     """The TLS the server serves with now (``current``), made again when the
     certificate files of ``cert_dir`` (tls.crt, tls.key; None: a self-signed
-    certificate for ``hostnames``, kept) or the front proxy (``read_proxy``: None when
-    it cannot be read) change: ``check``, every ``every`` seconds between ``start``
-    and ``stop``."""
+    certificate for ``hostnames``, kept) or the front proxy (``read_proxy``, which
+    raises ProxyUnreadable when it cannot read it) change: ``check``, every ``every``
+    seconds between ``start`` and ``stop``. What it cannot read is said once, not at
+    every check, and again once it can."""
 
     def __init__(
         self,
         cert_dir: Path | None,
         hostnames: Sequence[str],
-        read_proxy: Callable[[], FrontProxy | None],
+        read_proxy: Callable[[], FrontProxy],
         every: float = CHECK_SECONDS,
     ) -> None:
         self._cert_dir = cert_dir
         self._self_signed = None if cert_dir is not None else self_signed(hostnames)
         self._read_proxy = read_proxy
         self._every = every
-        proxy = read_proxy()
-        if proxy is None:
-            log.error("visibility API: cannot read the API server's front-proxy CA: every "
-                      "request will be refused until it can")  # fmt: skip
-            proxy = FrontProxy("")
+        self._unread = False
+        proxy = self._proxy(FrontProxy(""))
+        if not proxy.ca_pem:
+            log.error("visibility API: no front-proxy CA (the API server's "
+                      "--requestheader-client-ca-file): every request is refused")  # fmt: skip
         certificate = self._certificate()  # unreadable at start: kbatch run says so
         self.current = Tls(tls_context(certificate, proxy), proxy)
         self._made_of = (certificate, proxy)
@@ -88,6 +93,21 @@ class ServingTls:
         self._thread = threading.Thread(
             target=self._keep, name="kbatch-visibility-tls", daemon=True
         )
+
+    def _proxy(self, kept: FrontProxy) -> FrontProxy:
+        """The front proxy as published now; ``kept`` when it cannot be read."""
+        try:
+            proxy = self._read_proxy()
+        except ProxyUnreadable as exc:
+            if not self._unread:
+                log.warning("visibility API: cannot read the API server's front-proxy CA "
+                            "(%s): keeps the one it has", exc)  # fmt: skip
+            self._unread = True
+            return kept
+        if self._unread:
+            log.info("visibility API: reads the API server's front-proxy CA again")
+        self._unread = False
+        return proxy
 
     def _certificate(self) -> tuple[bytes, bytes]:
         if self._self_signed is not None:
@@ -102,7 +122,7 @@ class ServingTls:
         except OSError as exc:
             log.warning("visibility API: keeps its certificate: cannot read it again: %s", exc)
             return False
-        proxy = self._read_proxy() or self._made_of[1]
+        proxy = self._proxy(self._made_of[1])
         if (certificate, proxy) == self._made_of:
             return False
         try:
@@ -115,6 +135,8 @@ class ServingTls:
         self.current = Tls(context, proxy)
         self._made_of = (certificate, proxy)
         log.info("visibility API: serves with its new %s", " and ".join(what))
+        if not proxy.ca_pem:
+            log.error("visibility API: the front-proxy CA is gone: every request is refused")
         return True
 
     def _keep(self) -> None:

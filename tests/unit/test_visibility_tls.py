@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kbatch.visibility import api_server
-from kbatch.visibility.tls import FrontProxy, ServingTls
+from kbatch.visibility.tls import FrontProxy, ProxyUnreadable, ServingTls
 from kbatch.webhooks.certificates import self_signed
 
 PROXY_NAME = "front-proxy-client"
@@ -37,6 +37,11 @@ class Answering:
 
 class Proxy:
     """The front proxy as the API server publishes it (None: cannot be read now)."""
+
+    def read(self) -> FrontProxy:
+        if self.published is None:
+            raise ProxyUnreadable("HTTP 503: the API server is away")
+        return self.published
 
     def __init__(self, tmp_path: Path) -> None:
         self.folder = tmp_path
@@ -65,7 +70,7 @@ def served(tmp_path: Path) -> Iterator[tuple[ServingTls, int, Path, Proxy]]:
     cert_dir.mkdir()
     renew(cert_dir)
     proxy = Proxy(tmp_path)
-    tls = ServingTls(cert_dir, ["127.0.0.1"], lambda: proxy.published, every=3600)
+    tls = ServingTls(cert_dir, ["127.0.0.1"], proxy.read, every=3600)
     server = api_server.VisibilityServer("127.0.0.1:0", Answering(), tls)  # type: ignore[arg-type]
     server.start()
     try:
@@ -134,17 +139,34 @@ def test_a_rotated_front_proxy_ca_is_trusted_once_read_and_the_old_one_no_more(s
         ask(port, old_client)
 
 
-def test_a_front_proxy_that_cannot_be_read_keeps_the_one_it_has(served) -> None:
+def test_a_front_proxy_that_cannot_be_read_keeps_the_one_it_has(served, caplog) -> None:
     tls, port, _, proxy = served
     proxy.published = None  # the API server away
     assert not tls.check()
+    assert not tls.check()
     assert ask(port, proxy.client)[0] == 200
     assert ask(port, None)[0] == 401
+    said = [r.getMessage() for r in caplog.records if "front-proxy CA" in r.getMessage()]
+    assert said == [  # once, not at every check
+        "visibility API: cannot read the API server's front-proxy CA (HTTP 503: the API "
+        "server is away): keeps the one it has"
+    ]
+
+
+def test_a_front_proxy_unreadable_at_start_refuses_all_until_it_is_read(tmp_path) -> None:
+    proxy = Proxy(tmp_path)
+    published = proxy.published
+    proxy.published = None
+    tls = ServingTls(None, ["127.0.0.1"], proxy.read)
+    assert tls.current.proxy == FrontProxy("")
+    proxy.published = published
+    assert tls.check()
+    assert tls.current.proxy == published
 
 
 def test_a_self_signed_certificate_stays_the_same_across_checks(tmp_path) -> None:
     proxy = Proxy(tmp_path)
-    tls = ServingTls(None, ["127.0.0.1"], lambda: proxy.published)
+    tls = ServingTls(None, ["127.0.0.1"], proxy.read)
     context = tls.current.context
     assert not tls.check()
     assert tls.current.context is context
@@ -163,7 +185,7 @@ def test_the_check_runs_on_its_own_while_the_server_serves(tmp_path) -> None:
     cert_dir.mkdir()
     renew(cert_dir)
     proxy = Proxy(tmp_path)
-    tls = ServingTls(cert_dir, ["127.0.0.1"], lambda: proxy.published, every=0.05)
+    tls = ServingTls(cert_dir, ["127.0.0.1"], proxy.read, every=0.05)
     server = api_server.VisibilityServer("127.0.0.1:0", Answering(), tls)  # type: ignore[arg-type]
     server.start()
     try:
