@@ -211,15 +211,12 @@ def queues(args: argparse.Namespace) -> int:
     from kbatch.visibility import standing
 
     source = source_for(args)
-    conf, _ = source.conf()
-    line = standing.line(source.objects(events_in=None), conf, _names(args))
+    conf, conf_source = source.conf()
+    objects = source.objects(events_in=None)
+    line = standing.line(objects, conf, _names(args))
     _warn_all(line.warnings)
-    if args.output == "table":
-        out.show(sys.stdout, out.queues_table(line.queues))
-    else:
-        out.print_data(
-            sys.stdout, {"queues": [out.queue_data(q) for q in line.queues]}, args.output
-        )
+    as_of = out.micro_time(objects.now)
+    out.print_queues(sys.stdout, args.output, line.queues, as_of, conf_source)
     return 0
 
 

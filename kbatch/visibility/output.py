@@ -76,6 +76,16 @@ def queue_data(row: QueueRow) -> dict[str, Any]:
     }
 
 
+def queues_data(rows: Sequence[QueueRow], as_of: str, conf_source: str) -> dict[str, Any]:
+    """``kbatch queues -o json``'s document: the queues of a line made at ``as_of`` (a
+    ``micro_time``) with the conf named ``conf_source``, as ``kbatch jobs`` says its own."""
+    return {
+        "asOf": as_of,
+        "schedulerConf": conf_source,
+        "queues": [queue_data(row) for row in rows],
+    }
+
+
 def micro_time(seconds: float) -> str:
     """RFC 3339 with microseconds (an API MicroTime), for when a listing was taken and
     when a job is to start."""
@@ -154,6 +164,16 @@ def queues_table(rows: Sequence[QueueRow]) -> Table:
             str(row.waiting),
         )
     return table
+
+
+def print_queues(
+    stream: IO[str], output: str, rows: Sequence[QueueRow], as_of: str, conf_source: str
+) -> None:
+    """``kbatch queues``' answer in the ``output`` format (table, json or yaml)."""
+    if output == "table":
+        show(stream, queues_table(rows))
+    else:
+        print_data(stream, queues_data(rows, as_of, conf_source), output)
 
 
 def jobs_table(

@@ -104,7 +104,12 @@ def test_queues_table(cluster, capsys) -> None:
 
 def test_queues_as_json(cluster, capsys) -> None:
     _, out, _ = kbatch(capsys, "queues", "-o", "json")
-    research = json.loads(out)["queues"][0]
+    data = json.loads(out)
+    # as of when the cluster was read, and under which conf (as kbatch jobs says)
+    assert (data["asOf"], data["schedulerConf"]) == (
+        "1970-01-01T00:00:10.000000Z", "the default (a test's)",
+    )  # fmt: skip
+    research = data["queues"][0]
     assert research == {
         "name": "research",
         "position": 1,
