@@ -154,7 +154,7 @@ def queues_table(rows: Sequence[QueueRow]) -> Table:
             "  " * row.depth + ("└ " if row.depth else "") + row.name,  # the tree, indented
             str(row.weight),
             Text(row.state, style="green" if row.state == "Open" else "red"),
-            f"{row.share:.2f}" if math.isfinite(row.share) else "-",
+            _share(row.share),
             resources(row.deserved),
             resources(row.allocated),
             resources(row.request),
@@ -164,6 +164,13 @@ def queues_table(rows: Sequence[QueueRow]) -> Table:
             str(row.waiting),
         )
     return table
+
+
+def _share(share: float) -> str:
+    """A queue's share as its data says it (``queue_data``: four decimals) and to two: a
+    table read back from the data (``kbatch run``'s answer) reads the same."""
+    rounded = _rounded(share)
+    return "-" if rounded is None else f"{rounded:.2f}"
 
 
 def print_queues(

@@ -8,7 +8,8 @@ Plain data, no scheduler: printing a served answer imports this, not the schedul
 estimates).
 """
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +136,43 @@ def human(seconds: float) -> str:
 
 
 # ----------------------------------------------------------------------------- read back
+def queue_rows_of(data: Sequence[Mapping[str, Any]]) -> list[QueueRow]:
+    """The queues of a line as the commands print them (``output.queue_data``), each
+    as deep in the tree as its parents named in ``data`` make it (``standing``'s depth)."""
+    parents = {str(queue["name"]): queue.get("parent") for queue in data}
+    return [_queue_row_of(queue, _depth(str(queue["name"]), parents)) for queue in data]
+
+
+def _depth(name: str, parents: Mapping[str, str | None]) -> int:
+    depth, seen, parent = 0, {name}, parents[name]
+    while parent is not None and parent in parents and parent not in seen:
+        seen.add(parent)
+        depth += 1
+        parent = parents[parent]
+    return depth
+
+
+def _queue_row_of(data: Mapping[str, Any], depth: int) -> QueueRow:
+    share, phases = data["share"], data["podGroups"]
+    return QueueRow(
+        name=str(data["name"]),
+        weight=int(data["weight"]),
+        state=str(data["state"]),
+        share=math.inf if share is None else float(share),  # (None: not finite)
+        deserved=dict(data["deserved"]),
+        allocated=dict(data["allocated"]),
+        request=dict(data["request"]),
+        capability=None if data.get("capability") is None else dict(data["capability"]),
+        pending=int(phases["pending"]),
+        inqueue=int(phases["inqueue"]),
+        running=int(phases["running"]),
+        waiting=int(data["waiting"]),
+        position=int(data["position"]),
+        parent=data.get("parent"),
+        depth=depth,
+    )
+
+
 def job_row_of(data: Mapping[str, Any]) -> JobRow:
     """The row of a job as the commands print it (``output.job_data``)."""
     return JobRow(

@@ -172,6 +172,17 @@ def test_an_answer_of_another_shape_is_said_and_computed_here(cluster, capsys) -
         assert "kbatch run's answer cannot be read here" in err, command
 
 
+# ----------------------------------------------------------------------------- queues
+def test_a_queues_share_reads_the_same_read_back_from_its_data() -> None:
+    from kbatch.visibility import output, rows
+
+    row = rows.QueueRow("q", 1, "Open", 0.0049996, {}, {}, {}, None, 0, 0, 0, 0, 1)
+    read_back = rows.queue_rows_of([output.queue_data(row)])
+    assert output.queue_data(read_back[0]) == output.queue_data(row)
+    tables = [[*output.queues_table(r).columns[3].cells] for r in ([row], read_back)]
+    assert tables[0] == tables[1] == ["0.01"]  # the data's 0.005, not 0.0049996's 0.00
+
+
 # ----------------------------------------------------------------------------- the view
 def test_a_line_is_kept_while_nothing_changed_or_it_is_young() -> None:
     clock = Clock()
