@@ -5,17 +5,21 @@
 
     GET /apis/visibility.kbatch.io/v1alpha1/namespaces/NS/podgroups/NAME/explanation
     GET /apis/visibility.kbatch.io/v1alpha1[/namespaces/NS]/waitingjobs
+    GET /apis/visibility.kbatch.io/v1alpha1/queuesummaries
 
-Each answers the document ``kbatch explain -o json`` or ``kbatch jobs -o json`` prints
-(without an estimate's ``eta`` unless one is published; see ``served``).
+Each answers the document ``kbatch explain -o json``, ``kbatch jobs -o json`` or
+``kbatch queues -o json`` prints (without an estimate's ``eta`` unless one is published;
+see ``served``). The queues' resource is ``queuesummaries``, cluster-scoped as Queues
+are: not ``queues``, which would make ``kubectl get queues`` ambiguous with the CRD.
 
-The API server authenticates and authorizes the user (RBAC on ``podgroups/explanation``
-and ``waitingjobs`` of the group) and proxies the request here with its front-proxy
-client certificate. This server takes only requests that carry that certificate: signed
-by the CA the API server publishes in ``kube-system/extension-apiserver-authentication``
-(``requestheader-client-ca-file``) and, when the API server names them, with one of its
-allowed common names. Anything else is refused (401); a replica whose caches are not
-synced answers 503. Discovery (``/apis``, the group, the version) answers anyone.
+The API server authenticates and authorizes the user (RBAC on ``podgroups/explanation``,
+``waitingjobs`` and ``queuesummaries`` of the group) and proxies the request here with
+its front-proxy client certificate. This server takes only requests that carry that
+certificate: signed by the CA the API server publishes in
+``kube-system/extension-apiserver-authentication`` (``requestheader-client-ca-file``)
+and, when the API server names them, with one of its allowed common names. Anything
+else is refused (401); a replica whose caches are not synced answers 503. Discovery
+(``/apis``, the group, the version) answers anyone.
 
 HTTPS with the certificate of ``--visibility-cert-dir`` (tls.crt, tls.key), else a
 self-signed one; both it and the front proxy are read again when they change (``tls``).
@@ -42,11 +46,14 @@ EXPLANATION = re.compile(
     rf"{ROOT}/namespaces/(?P<ns>{_NAME})/podgroups/(?P<name>{_NAME})/explanation"
 )
 WAITING = re.compile(rf"{ROOT}(/namespaces/(?P<ns>{_NAME}))?/waitingjobs")
+QUEUE_SUMMARIES = f"{ROOT}/queuesummaries"
 RESOURCES = [
     {"name": "podgroups/explanation", "singularName": "", "namespaced": True,
      "kind": "Explanation", "verbs": ["get"]},
     {"name": "waitingjobs", "singularName": "", "namespaced": True,
      "kind": "WaitingJobs", "verbs": ["list"]},
+    {"name": "queuesummaries", "singularName": "", "namespaced": False,
+     "kind": "QueueSummaries", "verbs": ["list"]},
 ]  # fmt: skip
 GROUP = {
     "name": API_GROUP,
@@ -95,12 +102,15 @@ class VisibilityApi:
             return Answer(200, {"kind": "APIResourceList", "apiVersion": "v1",
                                 "groupVersion": GROUP_VERSION, "resources": RESOURCES})  # fmt: skip
         explained, waiting = EXPLANATION.fullmatch(path), WAITING.fullmatch(path)
-        if explained is None and waiting is None:
+        queues = path == QUEUE_SUMMARIES
+        if explained is None and waiting is None and not queues:
             return status(404, "NotFound", f"the server could not find {path}")
         if caller is None:
             return status(401, "Unauthorized", "only the API server's front proxy may ask")
         if not self.ready():
             return status(503, "ServiceUnavailable", "kbatch's caches are not synced yet")
+        if queues:
+            return Answer(200, self.view.queue_summaries())
         if waiting is not None:
             return Answer(200, self.view.waiting_jobs(waiting["ns"]))
         assert explained is not None

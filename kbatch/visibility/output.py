@@ -78,7 +78,8 @@ def queue_data(row: QueueRow) -> dict[str, Any]:
 
 def queues_data(rows: Sequence[QueueRow], as_of: str, conf_source: str) -> dict[str, Any]:
     """``kbatch queues -o json``'s document: the queues of a line made at ``as_of`` (a
-    ``micro_time``) with the conf named ``conf_source``, as ``kbatch jobs`` says its own."""
+    ``micro_time``) with the conf named ``conf_source``, computed or answered by
+    ``kbatch run`` alike."""
     return {
         "asOf": as_of,
         "schedulerConf": conf_source,

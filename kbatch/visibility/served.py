@@ -1,6 +1,7 @@
 """What ``kbatch run`` answers on its visibility API (``kbatch.visibility.api_server``):
-``kbatch explain`` and ``kbatch jobs`` computed from what the scheduler holds, so that
-they cost one request instead of listing and parsing the whole cluster.
+``kbatch explain``, ``kbatch jobs`` and ``kbatch queues`` computed from what the
+scheduler holds, so that they cost one request instead of listing and parsing the whole
+cluster.
 
 The line is computed as the commands compute it (``standing``: a session opened on the
 informers' objects, sorted by the scheduler's own order keys), with each job's facts
@@ -242,3 +243,9 @@ class VisibilityView:
             "schedulerConf": self.conf_source,
             "jobs": jobs,
         }
+
+    def queue_summaries(self) -> dict[str, Any]:
+        """``kbatch queues``' data: every queue of the line, in queue order."""
+        served = self.current()
+        as_of = output.micro_time(served.made)
+        return output.queues_data(served.line.queues, as_of, self.conf_source)

@@ -242,7 +242,27 @@ def test_the_api_answers_only_the_front_proxy_and_only_when_synced() -> None:
     not_synced = VisibilityApi(cluster.view, lambda ns, group, pods: [], lambda: False)
     assert not_synced.get(path, "alice").code == 503
     discovery = cluster.api.get(visibility_served.ROOT, None).body
-    assert [r["name"] for r in discovery["resources"]] == ["podgroups/explanation", "waitingjobs"]
+    assert [r["name"] for r in discovery["resources"]] == [
+        "podgroups/explanation", "waitingjobs", "queuesummaries",
+    ]  # fmt: skip
+
+
+def test_queue_summaries_are_cluster_wide_and_answer_as_the_others() -> None:
+    cluster = Served(Clock())
+    path = f"{visibility_served.ROOT}/queuesummaries"
+    assert cluster.api.get(path, None).code == 401
+    assert [q["name"] for q in cluster.api.get(path, "alice").body["queues"]] == [
+        "research", "default",
+    ]  # fmt: skip
+    namespaced = f"{visibility_served.ROOT}/namespaces/default/queuesummaries"
+    assert cluster.api.get(namespaced, "alice").code == 404
+    not_synced = VisibilityApi(cluster.view, lambda ns, group, pods: [], lambda: False)
+    assert not_synced.get(path, "alice").code == 503
+    discovery = cluster.api.get(visibility_served.ROOT, None).body["resources"]
+    assert next(r for r in discovery if r["name"] == "queuesummaries") == {
+        "name": "queuesummaries", "singularName": "", "namespaced": False,
+        "kind": "QueueSummaries", "verbs": ["list"],
+    }  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- TLS
