@@ -207,10 +207,12 @@ def _names(args: argparse.Namespace) -> frozenset[str]:
 # ----------------------------------------------------------------------------- commands
 def queues(args: argparse.Namespace) -> int:
     """``kbatch queues``: each queue's weight, shares and PodGroups, in queue order."""
+    source = source_for(args)
+    if visibility_served.queues(args, source):
+        return 0
     from kbatch.visibility import output as out  # rich: only when printing
     from kbatch.visibility import standing
 
-    source = source_for(args)
     conf, conf_source = source.conf()
     objects = source.objects(events_in=None)
     line = standing.line(objects, conf, _names(args))
@@ -370,6 +372,7 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         description="Each Queue as kbatch sees it now, in the order it serves them.",
     )
     _common(parser)
+    visibility_served.add_option(parser)
     parser.set_defaults(command=guarded(queues))
 
     parser = commands.add_parser(

@@ -1,7 +1,7 @@
-"""``kbatch explain`` and ``kbatch jobs`` answered by ``kbatch run``'s visibility API
-(``kbatch.visibility.api_server``, through the API server's aggregation): one request,
-no listing, no scheduler loaded here. Printed as the commands print what they compute
-themselves, from the same data (``-o json`` is the same document).
+"""``kbatch explain``, ``kbatch jobs`` and ``kbatch queues`` answered by ``kbatch run``'s
+visibility API (``kbatch.visibility.api_server``, through the API server's aggregation):
+one request, no listing, no scheduler loaded here. Printed as the commands print what
+they compute themselves, from the same data (``-o json`` is the same document).
 
 Asked first unless the user wants another conf or other scheduler names than the
 scheduler's own (``--scheduler-conf``, ``--scheduler-name``) or ``--no-ask-scheduler``.
@@ -99,6 +99,24 @@ def jobs(args: argparse.Namespace, source: Source) -> bool:
     shown = [out.job_data(row, estimate if args.eta else None, now) for row, estimate in found]
     listing = {"asOf": data["asOf"], "schedulerConf": data.get("schedulerConf"), "jobs": shown}
     out.print_data(sys.stdout, listing, args.output)
+    return True
+
+
+def queues(args: argparse.Namespace, source: Source) -> bool:
+    """Print ``kbatch queues``' answer from the scheduler: True if it was printed."""
+    from kbatch.visibility import output as out
+    from kbatch.visibility import rows
+
+    data = _asked(args, source, f"{ROOT}/queuesummaries")
+    if data is None:
+        return False
+    try:
+        rfc3339_seconds(data["asOf"])  # (read, to refuse an answer of another shape)
+        found = rows.queue_rows_of(data["queues"])
+    except UNREADABLE as exc:
+        return _unreadable(exc)
+    conf_source = str(data.get("schedulerConf") or "")
+    out.print_queues(sys.stdout, args.output, found, data["asOf"], conf_source)
     return True
 
 

@@ -1,7 +1,8 @@
-"""``kbatch explain`` and ``kbatch jobs`` answered by ``kbatch run``'s visibility API
-(``kbatch.visibility.served``, ``api_server``, ``kbatch.cli.visibility_served``): the
-same document as computed by the command itself, from one request; the command computes
-it itself when the API does not answer or an estimate is not fresh."""
+"""``kbatch explain``, ``kbatch jobs`` and ``kbatch queues`` answered by ``kbatch run``'s
+visibility API (``kbatch.visibility.served``, ``api_server``,
+``kbatch.cli.visibility_served``): the same document as computed by the command itself,
+from one request; the command computes it itself when the API does not answer or an
+estimate is not fresh."""
 
 import dataclasses
 import http.client
@@ -52,8 +53,8 @@ class Clock:
 class Served:
     """A cluster as the commands read it, and ``kbatch run``'s visibility API on it."""
 
-    def __init__(self, clock: Clock) -> None:
-        self.listed = live.cluster_at(DOCUMENTS, NOW)
+    def __init__(self, clock: Clock, documents: list[dict[str, Any]] = DOCUMENTS) -> None:
+        self.listed = live.cluster_at(documents, NOW)
         self.state, _ = standing.load_state(self.listed)
         self.view = served.VisibilityView(
             self.state, default_conf, "kbatch run's default", clock=clock
@@ -173,6 +174,39 @@ def test_an_answer_of_another_shape_is_said_and_computed_here(cluster, capsys) -
 
 
 # ----------------------------------------------------------------------------- queues
+TREE = [
+    *DOCUMENTS,
+    {**o.queue("team"), "spec": {"weight": 1, "parent": "research"}},
+    {**o.queue("squad"), "spec": {"weight": 1, "parent": "team"}},
+]
+
+
+@pytest.mark.parametrize("output", ["json", "yaml", "table"])
+def test_queues_from_the_scheduler_are_what_is_computed_here(cluster, capsys, output) -> None:
+    code, answered = kbatch(capsys, "queues", "-o", output)
+    assert code == 0 and cluster.asked == ["served"]
+    _, computed = kbatch(capsys, "queues", "-o", output, "--no-ask-scheduler")
+    assert cluster.asked == ["served", "objects"]
+    assert answered == computed
+    if output == "json":
+        data = json.loads(answered)
+        assert (data["asOf"], data["schedulerConf"]) == (
+            "1970-01-01T00:00:10.000000Z", "kbatch run's default",
+        )  # fmt: skip
+        assert [q["name"] for q in data["queues"]] == ["research", "default"]
+
+
+def test_a_tree_of_queues_from_the_scheduler_reads_as_the_one_computed_here(
+    monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    source = Served(Clock(), TREE)
+    monkeypatch.setattr(cli_visibility, "source_for", lambda args: source)
+    _, answered = kbatch(capsys, "queues")
+    _, computed = kbatch(capsys, "queues", "--no-ask-scheduler")
+    assert source.asked == ["served", "objects"] and answered == computed
+    assert "    └ squad" in answered  # two deep, as its parents in the answer make it
+
+
 def test_a_queues_share_reads_the_same_read_back_from_its_data() -> None:
     from kbatch.visibility import output, rows
 
@@ -181,6 +215,36 @@ def test_a_queues_share_reads_the_same_read_back_from_its_data() -> None:
     assert output.queue_data(read_back[0]) == output.queue_data(row)
     tables = [[*output.queues_table(r).columns[3].cells] for r in ([row], read_back)]
     assert tables[0] == tables[1] == ["0.01"]  # the data's 0.005, not 0.0049996's 0.00
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("--no-ask-scheduler",), ("--scheduler-name", "kbatch"), ("--scheduler-conf", "CONF")],
+)
+def test_queues_for_another_conf_or_not_asked_are_computed_here(
+    cluster, capsys, tmp_path: Path, flags
+) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("actions: enqueue, allocate\n")
+    code, _ = kbatch(capsys, "queues", *[str(conf) if f == "CONF" else f for f in flags])
+    assert code == 0 and cluster.asked == ["objects"]
+
+
+def test_queues_the_scheduler_does_not_answer_or_answers_unreadably_are_computed_here(
+    cluster, capsys
+) -> None:
+    cluster.answering = False
+    code, out = kbatch(capsys, "queues", "-o", "json")
+    assert code == 0 and cluster.asked == ["served", "objects"] and json.loads(out)["queues"]
+    for answer in (
+        {"asOf": "yesterday", "queues": []},
+        {"asOf": "1970-01-01T00:00:10.000000Z", "queues": [{"name": "research"}]},
+    ):
+        cluster.served = lambda path, answer=answer: answer  # type: ignore[method-assign]
+        code = cli.main(["queues", "-o", "json"])
+        out, err = capsys.readouterr()
+        assert code == 0 and len(json.loads(out)["queues"]) == 2, answer
+        assert "kbatch run's answer cannot be read here" in err, answer
 
 
 # ----------------------------------------------------------------------------- the view
