@@ -67,6 +67,7 @@ VISIBILITY_RULES = {("", "events"): {"list"}}
 READER_RULES = {
     ("visibility.kbatch.io", "podgroups/explanation"): {"get"},
     ("visibility.kbatch.io", "waitingjobs"): {"list"},
+    ("visibility.kbatch.io", "queuesummaries"): {"list"},
 }
 LEASE_RULES = {
     ("coordination.k8s.io", "leases", ()): {"create"},

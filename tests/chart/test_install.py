@@ -37,6 +37,8 @@ require_control_plane()
 QUEUES = f"/apis/{GROUP}/{VERSION}/queues"
 API_SERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.visibility.kbatch.io"
 REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+CLUSTER_VIEWER = "kbatch-test-cluster-viewer"  # a ClusterRoleBinding to "view"
+CLUSTER_BINDINGS = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
 DEFAULT_QUEUE = f"{QUEUES}/default"
 
 
@@ -285,6 +287,13 @@ def viewer_may_explain(api: Any, ns: str) -> bool:
     return all(allowed(api, "viewer", [], attrs) for attrs in (explanation, waiting))
 
 
+def cluster_viewer_may_list_queues(api: Any) -> bool:
+    """The user "cluster-viewer", bound to "view" cluster-wide, may list the queues'
+    summaries (cluster-scoped, as Queues are: a namespace's binding does not reach them)."""
+    summaries = {"group": "visibility.kbatch.io", "resource": "queuesummaries", "verb": "list"}
+    return allowed(api, "cluster-viewer", [], summaries)
+
+
 def view_binding(ns: str) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -297,10 +306,23 @@ def view_binding(ns: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def cluster_view_binding() -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": CLUSTER_VIEWER},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": "cluster-viewer"}],
+    }  # fmt: skip
+
+
 def test_the_visibility_api_is_registered_and_its_rbac_granted(plane: Plane) -> None:
     """The API server takes the chart's APIService (with the generated CA) and reports
     it unavailable while no kbatch serves it; kbatch may read the front-proxy CA; whoever
-    may view a namespace may read its explanations; uninstalled, all of it is gone."""
+    may view a namespace may read its explanations, whoever may view the cluster its
+    queues' summaries; uninstalled, all of it is gone."""
     ns, release = "kbatch-visibility", "kbatch-visibility"
     bindings = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"
     with plane.cluster.api_client() as api:
@@ -321,13 +343,18 @@ def test_the_visibility_api_is_registered_and_its_rbac_granted(plane: Plane) -> 
             kube.poll("the APIService reported unavailable", unavailable, 60)
             assert front_proxy_ca_readable(api, ns, release)
             kube.ensure(api, bindings, view_binding(ns))
+            kube.ensure(api, CLUSTER_BINDINGS, cluster_view_binding())
             if plane.cluster.controllers:  # the aggregation controller fills "view"
                 kube.poll("a viewer may read explanations", lambda: viewer_may_explain(api, ns))
+                kube.poll("a cluster viewer may list queues",
+                          lambda: cluster_viewer_may_list_queues(api))  # fmt: skip
             helm("uninstall", release, "-n", ns, *plane.kubeconfig_args())
             assert get(api, API_SERVICE) is None
             assert not front_proxy_ca_readable(api, ns, release)
             if plane.cluster.controllers:
                 kube.poll("a viewer no longer may", lambda: not viewer_may_explain(api, ns))
+                kube.poll("a cluster viewer no longer may",
+                          lambda: not cluster_viewer_may_list_queues(api))  # fmt: skip
         finally:
             helm("uninstall", release, "-n", ns, *plane.kubeconfig_args(), check=False)
-            kube.delete(api, f"{bindings}/viewer")
+            kube.delete(api, f"{bindings}/viewer", f"{CLUSTER_BINDINGS}/{CLUSTER_VIEWER}")
