@@ -1,7 +1,8 @@
 """kbatch's visibility API (``visibility.kbatch.io``) served by ``kbatch run`` through a
-real API server's aggregation, as the chart registers it: ``kbatch explain`` and
-``kbatch jobs`` answer with one request, the same as they compute themselves; the API
-server's RBAC decides who may ask; the server takes no request but the API server's.
+real API server's aggregation, as the chart registers it: ``kbatch explain``,
+``kbatch jobs`` and ``kbatch queues`` answer with one request, the same as they compute
+themselves; the API server's RBAC decides who may ask; the server takes no request but
+the API server's.
 
 ``kbatch run`` runs here, not in a pod: its APIService names a Service without a
 selector whose endpoint is this machine's address (the API server dials endpoints
@@ -154,7 +155,7 @@ def _same(data: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def test_explain_and_jobs_are_answered_by_kbatch_run_through_the_api_server(
+def test_explain_jobs_and_queues_are_answered_by_kbatch_run_through_the_api_server(
     control_plane: Cluster, registered: tuple[Any, str], kubelet: Any
 ) -> None:
     api, _ = registered
@@ -188,6 +189,38 @@ def test_explain_and_jobs_are_answered_by_kbatch_run_through_the_api_server(
     served_jobs = _answer(kubeconfig, "jobs", "-n", NAMESPACE)
     assert [j["name"] for j in served_jobs["jobs"]] == ["second"]
     assert [_same(j) for j in served_jobs["jobs"]] == [_same(j) for j in computed_jobs["jobs"]]
+
+    computed_queues, served_queues = _agreeing(kubeconfig, ("queues",), mine, _own_queue)
+    assert _own_queue(served_queues) == _own_queue(computed_queues)  # (pytest shows how)
+    assert served_queues["schedulerConf"] == "kbatch run's default"
+    assert computed_queues["schedulerConf"] != served_queues["schedulerConf"]  # computed here
+    groups = _own_queue(served_queues)["podGroups"]  # first runs, second waits
+    assert (groups["running"], groups["pending"] + groups["inqueue"]) == (1, 1)
+
+
+# What of a queue's row the whole cluster moves (other tests' nodes and queues come and
+# go): its turn, what it deserves and so its share.
+QUEUE_MOVING = ("position", "deserved", "share")
+
+
+def _own_queue(data: dict[str, Any]) -> dict[str, Any]:
+    """This test's queue in a ``kbatch queues`` answer, without what the cluster moves."""
+    (row,) = [queue for queue in data["queues"] if queue["name"] == QUEUE]
+    return {k: v for k, v in row.items() if k not in QUEUE_MOVING}
+
+
+def _agreeing(
+    kubeconfig: Path, argv: tuple[str, ...], mine: tuple[str, ...], view: Any
+) -> tuple[Any, Any]:
+    """The answer computed here (``mine``) and kbatch run's, asked again until ``view``
+    sees the same in both (the line answered is at most MAX_AGE old) or for MAX_AGE + 10 s."""
+    deadline = time.monotonic() + MAX_AGE + 10
+    while True:
+        computed = _answer(kubeconfig, *argv, *mine)
+        served = _answer(kubeconfig, *argv)
+        if view(served) == view(computed) or time.monotonic() > deadline:
+            return computed, served
+        time.sleep(0.5)
 
 
 def _with_estimate(api: Any, path: str) -> dict[str, Any] | None:
