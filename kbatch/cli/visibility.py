@@ -255,7 +255,7 @@ def jobs(args: argparse.Namespace) -> int:
             out.job_data(r, estimates.get(out.job_uid(r)) if estimates else None, objects.now)
             for r in rows
         ]
-        listing = {"asOf": out.micro_time(objects.now), "schedulerConf": conf_source, "jobs": data}
+        listing = out.jobs_data(data, out.micro_time(objects.now), conf_source)
         out.print_data(sys.stdout, listing, args.output)
     return 0
 

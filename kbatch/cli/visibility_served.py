@@ -97,7 +97,7 @@ def jobs(args: argparse.Namespace, source: Source) -> bool:
             print("no waiting jobs")
         return True
     shown = [out.job_data(row, estimate if args.eta else None, now) for row, estimate in found]
-    listing = {"asOf": data["asOf"], "schedulerConf": data.get("schedulerConf"), "jobs": shown}
+    listing = out.jobs_data(shown, data["asOf"], data.get("schedulerConf"))
     out.print_data(sys.stdout, listing, args.output)
     return True
 

@@ -87,6 +87,13 @@ def queues_data(rows: Sequence[QueueRow], as_of: str, conf_source: str) -> dict[
     }
 
 
+def jobs_data(jobs: list[dict[str, Any]], as_of: str, conf_source: str | None) -> dict[str, Any]:
+    """``kbatch jobs -o json``'s document: the waiting jobs' data (``job_data``) of a line
+    made at ``as_of`` with the conf named ``conf_source``, computed or answered by
+    ``kbatch run`` alike."""
+    return {"asOf": as_of, "schedulerConf": conf_source, "jobs": jobs}
+
+
 def micro_time(seconds: float) -> str:
     """RFC 3339 with microseconds (an API MicroTime), for when a listing was taken and
     when a job is to start."""

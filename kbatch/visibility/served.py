@@ -238,11 +238,7 @@ class VisibilityView:
                 continue
             estimate = self.published_estimate(row, served.made)
             jobs.append(output.job_data(row, estimate, served.made))
-        return {
-            "asOf": output.micro_time(served.made),
-            "schedulerConf": self.conf_source,
-            "jobs": jobs,
-        }
+        return output.jobs_data(jobs, output.micro_time(served.made), self.conf_source)
 
     def queue_summaries(self) -> dict[str, Any]:
         """``kbatch queues``' data: every queue of the line, in queue order."""
