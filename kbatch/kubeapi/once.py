@@ -132,8 +132,8 @@ def _credentials_of(
             key_data=_decoded(user_of.get("client-key-data")),
             token=str(user_of["token"]) if user_of.get("token") else None,
             token_file=token_file,
-            basic=(str(user_of["username"]), str(user_of.get("password") or ""))
-            if user_of.get("username")
+            basic=(str(user_of["username"]), str(user_of["password"]))
+            if "username" in user_of and "password" in user_of
             else None,
             insecure=bool(server_of.get("insecure-skip-tls-verify")),
         )
@@ -192,7 +192,9 @@ def _authorization(creds: Credentials) -> dict[str, str]:
 
 
 def _tls(creds: Credentials) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=creds.ca_file, cadata=creds.ca_data)
+    # (as the kubernetes client reads a kubeconfig: the data, else the file)
+    cafile = creds.ca_file if creds.ca_data is None else None
+    context = ssl.create_default_context(cafile=cafile, cadata=creds.ca_data)
     if creds.insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

@@ -104,10 +104,19 @@ def test_kubeconfig_files_merge_the_first_to_name_an_entry_winning(tmp_path) -> 
         ({"tokenFile": "no-such-token"}, {}, {}),
         ({"client-certificate-data": "not base64!"}, {}, {}),
     ],
+    ids=lambda value: str(value)[:30],
 )
 def test_what_only_the_full_client_does_is_left_to_it(tmp_path, user, cluster, environ) -> None:
     path = kubeconfig(tmp_path / "config", "https://api:6443", user, cluster)
     assert once.credentials(str(path), environ=environ) is None
+
+
+def test_basic_auth_needs_both_a_username_and_a_password(tmp_path) -> None:
+    path = kubeconfig(tmp_path / "config", "https://api:6443", {"username": "bob"})
+    assert once.credentials(str(path), environ={}) == once.Credentials("https://api:6443")
+    path = kubeconfig(tmp_path / "config", "https://api:6443", {"username": "bob", "password": ""})
+    read = once.credentials(str(path), environ={})
+    assert read is not None and read.basic == ("bob", "")
 
 
 def test_an_unreadable_or_contextless_kubeconfig_is_left_to_the_full_client(tmp_path) -> None:
@@ -184,6 +193,17 @@ def test_a_get_proves_who_asks_with_a_token_or_a_client_certificate(tls_server) 
     basic = once.Credentials(server, insecure=True, basic=("bob", "pw"))
     expected = "Basic " + base64.b64encode(b"bob:pw").decode()
     assert once.get(basic, "/apis/x")["authorization"] == expected
+
+
+def test_a_kubeconfig_s_ca_data_is_trusted_before_its_ca_file(tls_server, tmp_path) -> None:
+    server, folder, _ = tls_server
+    other_ca = tmp_path / "other.crt"
+    other_ca.write_bytes(self_signed(["127.0.0.1"])[0])
+    right = (folder / "server.crt").read_text()
+    assert once.get(once.Credentials(server, ca_file=str(other_ca), ca_data=right), "/x")
+    wrong = other_ca.read_text()
+    with pytest.raises(kubeapi.Unreachable, match="CERTIFICATE_VERIFY_FAILED"):
+        once.get(once.Credentials(server, ca_file=str(folder / "server.crt"), ca_data=wrong), "/x")
 
 
 def test_the_server_s_refusal_and_no_answer_are_told_apart(tls_server, tmp_path) -> None:
