@@ -3,6 +3,7 @@ the API server's front-proxy CA changes; what cannot be loaded keeps what it has
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ssl
 import time
@@ -64,19 +65,26 @@ def renew(cert_dir: Path, key_too: bool = True) -> bytes:
     return cert
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[ServingTls, int, Path, Proxy]]:
+@contextlib.contextmanager
+def serving(tmp_path: Path, every: float) -> Iterator[tuple[ServingTls, int, Path, Proxy]]:
+    """A visibility server on a certificate of its own folder, checked every ``every``."""
     cert_dir = tmp_path / "certs"
     cert_dir.mkdir()
     renew(cert_dir)
     proxy = Proxy(tmp_path)
-    tls = ServingTls(cert_dir, ["127.0.0.1"], proxy.read, every=3600)
+    tls = ServingTls(cert_dir, ["127.0.0.1"], proxy.read, every=every)
     server = api_server.VisibilityServer("127.0.0.1:0", Answering(), tls)  # type: ignore[arg-type]
     server.start()
     try:
         yield tls, server.port, cert_dir, proxy
     finally:
         server.stop()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[ServingTls, int, Path, Proxy]]:
+    with serving(tmp_path, every=3600) as parts:
+        yield parts
 
 
 def ask(port: int, client: tuple[Path, Path] | None) -> tuple[int, bytes]:
@@ -181,20 +189,11 @@ def test_unreadable_certificate_files_at_start_are_an_error(tmp_path) -> None:
 
 
 def test_the_check_runs_on_its_own_while_the_server_serves(tmp_path) -> None:
-    cert_dir = tmp_path / "certs"
-    cert_dir.mkdir()
-    renew(cert_dir)
-    proxy = Proxy(tmp_path)
-    tls = ServingTls(cert_dir, ["127.0.0.1"], proxy.read, every=0.05)
-    server = api_server.VisibilityServer("127.0.0.1:0", Answering(), tls)  # type: ignore[arg-type]
-    server.start()
-    try:
+    with serving(tmp_path, every=0.05) as (_, port, cert_dir, proxy):
         renewed = renew(cert_dir)
         deadline = time.monotonic() + 10
         shown: Any = None
         while shown != der(renewed) and time.monotonic() < deadline:
             time.sleep(0.05)
-            shown = ask(server.port, proxy.client)[1]
+            shown = ask(port, proxy.client)[1]
         assert shown == der(renewed)
-    finally:
-        server.stop()
