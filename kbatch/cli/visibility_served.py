@@ -84,12 +84,15 @@ def jobs(args: argparse.Namespace, source: Source) -> bool:
         return False
     try:
         listed = [job for job in data["jobs"] if args.queue in (None, job.get("queue"))]
-        if args.eta and not all(_fresh(args, job.get("eta")) for job in listed):
+        newer = _newer_than_the_estimates(args, listed) if args.eta else []
+        if newer is None:
             return False  # forecast here
         now = rfc3339_seconds(data["asOf"])
         found = [(rows.job_row_of(job), rows.estimate_of(job.get("eta"))) for job in listed]
     except UNREADABLE as exc:
         return _unreadable(exc)
+    if newer:
+        print(_not_estimated_yet(args, newer), file=sys.stderr)
     if args.output == "table":
         estimates = {out.job_uid(row): e for row, e in found if e is not None} if args.eta else None
         out.show(sys.stdout, out.jobs_table([row for row, _ in found], now, estimates))
@@ -132,6 +135,34 @@ def _unreadable(exc: Exception) -> bool:
 
     warn(f"kbatch run's answer cannot be read here ({exc!r}): computing here")
     return False
+
+
+def _newer_than_the_estimates(
+    args: argparse.Namespace, listed: list[dict[str, Any]]
+) -> list[str] | None:
+    """The jobs with no estimate yet, submitted within ``--eta-max-age`` (after kbatch
+    run's last round of estimates: its next one will have them); None when the scheduler's
+    estimates do not answer, and the forecast is made here: one is older than that, or an
+    older job has none (kbatch run publishes none for a pod of its own or another API's
+    group, or it is not publishing)."""
+    max_age = duration.parse_duration(args.eta_max_age, "--eta-max-age")
+    newer = []
+    for job in listed:
+        if _fresh(args, job.get("eta")):
+            continue
+        if job.get("eta") is not None or clock() - rfc3339_seconds(job["created"]) > max_age:
+            return None
+        newer.append(f"{job['namespace']}/{job['name']}")
+    return newer
+
+
+def _not_estimated_yet(args: argparse.Namespace, newer: list[str]) -> str:
+    named = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
+    return (
+        f"kbatch: {len(newer)} job(s) submitted in the last {args.eta_max_age} have no "
+        f"estimate yet ({named}): kbatch run estimates every waiting job in its next round; "
+        "`kbatch explain NAMESPACE/NAME --eta` forecasts one now"
+    )
 
 
 def _fresh(args: argparse.Namespace, eta: dict[str, Any] | None) -> bool:

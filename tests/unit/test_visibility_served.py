@@ -19,7 +19,7 @@ from kbatch.cli import visibility as cli_visibility
 from kbatch.cli import visibility_served
 from kbatch.metrics import SchedulerMetrics
 from kbatch.operators.scheduler.core.runner import default_conf
-from kbatch.visibility import api_server, served, standing
+from kbatch.visibility import api_server, published, served, standing
 from kbatch.visibility.api_server import VisibilityApi
 from kbatch.visibility.publisher import EtaPublisher, PublisherSettings
 from kbatch.visibility.tls import FrontProxy, ServingTls
@@ -152,6 +152,34 @@ def test_a_stale_or_missing_estimate_is_forecast_here(cluster, capsys) -> None:
     visibility_served.clock.now = NOW + 301  # type: ignore[attr-defined]
     kbatch(capsys, "explain", "third", "--eta", "--eta-max-age", "300s", "-o", "json")
     assert cluster.asked == ["served", "objects", "jobs"]
+
+
+def test_jobs_submitted_since_the_last_estimates_are_listed_without_one(
+    monkeypatch, capsys
+) -> None:
+    clock = Clock()
+    late = live.gang("late", 1, duration="30s", deadline=30, submit_at="1s", queue="research")
+    cluster = Served(clock, [*DOCUMENTS, *late])
+    monkeypatch.setattr(cli_visibility, "source_for", lambda args: cluster)
+    monkeypatch.setattr(visibility_served, "clock", clock)
+    cluster.publish(Clock(NOW))
+    group = cluster.state.get("PodGroup", "default", "late")
+    assert group is not None
+    conditions = [c for c in group["status"]["conditions"] if c["type"] != published.CONDITION]
+    cluster.state.apply({**group, "status": {**group["status"], "conditions": conditions}})
+    clock.now = NOW + 5  # "late" is 14 s old: after the round, as it were
+    assert cli.main(["jobs", "--eta", "-q", "research", "-o", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert cluster.asked == ["served"]
+    jobs = {job["name"]: job for job in json.loads(out)["jobs"]}
+    assert "eta" not in jobs["late"] and jobs["second"]["eta"]["publishedAt"] == NOW
+    assert "1 job(s) submitted in the last 120s have no estimate yet (default/late)" in err
+    clock.now = NOW + 115  # "late" 124 s old, still without one: forecast here
+    assert cli.main(["jobs", "--eta", "-q", "research", "-o", "json"]) == 0
+    assert cluster.asked == ["served", "served", "objects", "jobs"]
+    assert (
+        "eta" in {job["name"]: job for job in json.loads(capsys.readouterr().out)["jobs"]}["late"]
+    )
 
 
 def test_another_conf_or_no_answer_is_computed_here(cluster, capsys, tmp_path: Path) -> None:
