@@ -74,6 +74,7 @@ class Workers:
             runtime.state, runtime.conf.current, runtime.may_schedule, write,
             runtime.metrics, settings, busy=runtime.cluster.binds_in_flight,
             offer=None if view is None else view.offer,
+            unpublished=None if view is None else view.keep_unpublished,
         )  # fmt: skip
 
     def visibility_server(self, runtime: Any) -> Any:

@@ -5,14 +5,17 @@ A thread of its own, beside the scheduling loop: while this replica leads and it
 are synced, it takes what the informers hold (the objects, not a session's snapshot:
 nothing the loop owns is touched), opens a session on them as ``kbatch explain`` does,
 runs the forecast (``kbatch.visibility.eta``) for every waiting PodGroup of kbatch's own
-API that has pods (not a labelled Job's group whose Job is held: the informers hold no
-Jobs), and publishes:
+API that has pods or whose Job kbatch holds (its pods come when it is released), and
+publishes:
 
 - the condition ``kbatch.io/EstimatedStart`` (``kbatch.visibility.published``), written
   when the estimate moved by more than its tolerance (a step of the forecast, a tenth of
   the wait, ``MIN_TOLERANCE``), its confidence changed, or it is half ``FRESH_SECONDS``
   old; removed once the group has started. Each write names the resourceVersion it read
   (a session's status written meanwhile wins; the next round writes again).
+- to the visibility API, when it serves (``unpublished``): the estimates of the waiting
+  jobs no PodGroup of kbatch's carries (a pod of its own, another API's group), forecast
+  in the same run, kept in memory for ``kbatch jobs --eta`` and ``explain --eta``;
 - the gauge ``kbatch_podgroup_estimated_start_seconds``: the estimated start (epoch
   seconds); for a group that had not started when the forecast stopped, the time it
   reached (confidence ``none``); +Inf when unknown.
@@ -51,6 +54,9 @@ MIN_TOLERANCE = 30.0  # seconds an estimate may move before it is written again
 
 Write = Callable[[str, str, dict[str, Any]], None]  # namespace, name, a merge patch
 Offer = Callable[[Session, float, int], None]  # a session, as of when, of which generation
+# uid -> the condition a waiting job with no PodGroup of kbatch's would carry (a pod of
+# its own, another API's group): kept where it is answered from, written nowhere
+Unpublished = Callable[[Mapping[str, Mapping[str, str]]], None]
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ class PublisherSettings:
 class Round:
     """What one round did."""
 
-    estimated: int  # PodGroups forecast
+    estimated: int  # jobs forecast
     written: int  # conditions written or removed
     seconds: float
 
@@ -84,11 +90,15 @@ class EtaPublisher:
         clock: Callable[[], float] = time.time,
         busy: Callable[[], bool] = lambda: False,
         offer: Offer | None = None,
+        unpublished: Unpublished | None = None,
     ) -> None:
         """``offer``: handed each round's session before its forecast (the visibility
-        API answers from it: ``kbatch.visibility.served``)."""
+        API answers from it: ``kbatch.visibility.served``); ``unpublished``: handed the
+        estimates of the waiting jobs that have no PodGroup of kbatch's to carry them
+        (with none, those are not forecast)."""
         self.state = state
         self.offer = offer
+        self.unpublished = unpublished
         # While the scheduler's binds are in flight (a burst, a cold start with a
         # backlog) a round waits: it would take the interpreter from the binds, and what
         # it foresaw would be out of date by the time it was written.
@@ -154,11 +164,12 @@ class EtaPublisher:
         # A group with no pods yet is forecast when a Job kbatch holds for it says what
         # it will run (its pods are made when it is released), else left out.
         held = eta_input.held_groups(objects.jobs)
+        # (a pod of its own, another API's group: told to ``unpublished``, if anyone)
+        carried = self.unpublished is not None
         targets = [
             uid
             for uid, job in session.jobs.items()
-            if uid in groups
-            and job.has_pod_group
+            if ((uid in groups and job.has_pod_group) or carried)
             and (job.tasks or uid in held)
             and standing.is_waiting(job)
         ]
@@ -183,6 +194,12 @@ class EtaPublisher:
                 series[labels] = _value(estimate, now)
             written += self._publish(group, estimate, now, forecast.step)
         self.metrics.record_estimates(series)
+        if self.unpublished is not None:
+            self.unpublished({
+                uid: published.condition_of(estimate, now)
+                for uid, estimate in forecast.estimates.items()
+                if uid in waiting and uid not in groups
+            })  # fmt: skip
         # its plugins' functions refer back to it: dropped, the session and its snapshot
         # go with the round, not at a pass of the collector (``kbatch run`` freezes what
         # a pass has not reached: ``collector_schedule``)

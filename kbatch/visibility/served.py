@@ -27,7 +27,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +106,8 @@ class VisibilityView:
         self.max_age = max_age
         self.clock = clock
         self.lines_made = 0  # lines made here (not offered)
+        # the publisher's last estimates of jobs with no PodGroup of kbatch's (by uid)
+        self._unpublished: Mapping[str, Mapping[str, str]] = {}
         self._latest: ServedLine | None = None
         self._asked = -math.inf  # when an answer was last asked for (clock)
         self._lock = threading.Lock()  # guards the two above; never held while making
@@ -127,6 +129,12 @@ class VisibilityView:
     def offer(self, session: Session, made: float, generation: int) -> None:
         """A session opened elsewhere on this state (the publisher's), as of ``made``."""
         self._keep(served_line(session, made, generation))
+
+    def keep_unpublished(self, conditions: Mapping[str, Mapping[str, str]]) -> None:
+        """The last round's estimates of the waiting jobs with no PodGroup of kbatch's
+        to carry them (a pod of its own, another API's group), as the condition each
+        would carry (the publisher's)."""
+        self._unpublished = dict(conditions)
 
     def current(self, uid: str | None = None) -> ServedLine:
         """The line to answer from: the last one while it answers (``_answers``), else
@@ -220,12 +228,17 @@ class VisibilityView:
 
     def published_estimate(self, row: JobRow, now: float) -> Estimate | None:
         """The estimate published on the job's PodGroup now (the state's, not the line's:
-        the publisher writes after it offers its line), whatever its age, seen from
-        ``now``."""
+        the publisher writes after it offers its line), else the publisher's last one of
+        a job with no PodGroup of kbatch's (``keep_unpublished``), whatever its age, seen
+        from ``now``."""
         group = (
             self.state.get("PodGroup", row.namespace, row.name) if row.kind == "PodGroup" else None
         )
         read = None if group is None else published.read(group, now, math.inf)
+        if read is None:  # none on a group: the last round's of a job without one of ours
+            kept = self._unpublished.get(output.job_uid(row))
+            carrier = {"status": {"conditions": [kept]}}
+            read = None if kept is None else published.read(carrier, now, math.inf)
         return None if read is None else read.estimate
 
     def waiting_jobs(self, namespace: str | None = None) -> dict[str, Any]:

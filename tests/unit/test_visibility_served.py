@@ -94,7 +94,7 @@ class Served:
         settings = PublisherSettings(interval=30.0, budget=30.0)
         EtaPublisher(
             self.state, default_conf, lambda: True, write, metrics, settings,
-            clock=clock, offer=self.view.offer,
+            clock=clock, offer=self.view.offer, unpublished=self.view.keep_unpublished,
         ).run_once()  # fmt: skip
 
 
@@ -142,6 +142,24 @@ def test_a_fresh_published_estimate_is_read_from_the_scheduler(cluster, capsys) 
     data = json.loads(out)
     assert cluster.asked == ["served"] and cluster.view.lines_made == 0  # the publisher's line
     assert data["eta"]["confidence"] == "high" and data["eta"]["publishedAt"] == NOW
+
+
+def test_a_pod_of_its_own_has_the_publishers_estimate_though_nothing_carries_it(
+    monkeypatch, capsys
+) -> None:
+    clock = Clock()
+    solo = o.at(o.pod("solo", cpu="2", duration="30s", activeDeadlineSeconds=30), "1s")
+    cluster = Served(clock, [*DOCUMENTS, solo])
+    monkeypatch.setattr(cli_visibility, "source_for", lambda args: cluster)
+    monkeypatch.setattr(visibility_served, "clock", clock)
+    cluster.publish(Clock(NOW))
+    assert cli.main(["explain", "solo", "--eta", "-o", "json"]) == 0
+    explained = json.loads(capsys.readouterr().out)
+    assert cluster.asked == ["served"] and explained["kind"] == "Pod"
+    assert explained["eta"]["publishedAt"] == NOW and explained["eta"]["seconds"] is not None
+    assert cli.main(["jobs", "--eta", "-o", "json"]) == 0
+    listed = {job["name"]: job for job in json.loads(capsys.readouterr().out)["jobs"]}
+    assert cluster.asked == ["served", "served"] and listed["solo"]["eta"] == explained["eta"]
 
 
 def test_a_stale_or_missing_estimate_is_forecast_here(cluster, capsys) -> None:
