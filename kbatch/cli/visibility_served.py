@@ -143,8 +143,7 @@ def _newer_than_the_estimates(
     """The jobs with no estimate yet, submitted within ``--eta-max-age`` (after kbatch
     run's last round of estimates: its next one will have them); None when the scheduler's
     estimates do not answer, and the forecast is made here: one is older than that, or an
-    older job has none (kbatch run publishes none for a pod of its own or another API's
-    group, or it is not publishing)."""
+    older job has none (kbatch run is not estimating)."""
     max_age = duration.parse_duration(args.eta_max_age, "--eta-max-age")
     newer = []
     for job in listed:
