@@ -67,8 +67,8 @@ class ServingTls:
     certificate files of ``cert_dir`` (tls.crt, tls.key; None: a self-signed
     certificate for ``hostnames``, kept) or the front proxy (``read_proxy``, which
     raises ProxyUnreadable when it cannot read it) change: ``check``, every ``every``
-    seconds between ``start`` and ``stop``. What it cannot read is said once, not at
-    every check, and again once it can."""
+    seconds between ``start`` and ``stop``. What it cannot read or load is said once,
+    not at every check, and again once it can."""
 
     def __init__(
         self,
@@ -81,7 +81,7 @@ class ServingTls:
         self._self_signed = None if cert_dir is not None else self_signed(hostnames)
         self._read_proxy = read_proxy
         self._every = every
-        self._unread = False
+        self._said: dict[str, str] = {}  # what is wrong now, by topic: said once
         proxy = self._proxy(FrontProxy(""))
         if not proxy.ca_pem:
             log.error("visibility API: no front-proxy CA (the API server's "
@@ -99,15 +99,22 @@ class ServingTls:
         try:
             proxy = self._read_proxy()
         except ProxyUnreadable as exc:
-            if not self._unread:
-                log.warning("visibility API: cannot read the API server's front-proxy CA "
-                            "(%s): keeps the one it has", exc)  # fmt: skip
-            self._unread = True
+            self._say("front proxy", f"cannot read the API server's front-proxy CA ({exc}): "
+                      "keeps the one it has")  # fmt: skip
             return kept
-        if self._unread:
-            log.info("visibility API: reads the API server's front-proxy CA again")
-        self._unread = False
+        self._say("front proxy", None)
         return proxy
+
+    def _say(self, topic: str, problem: str | None) -> None:
+        """Log ``problem`` (None: none) with ``topic`` once, not at every check while it
+        lasts, and once that it is over."""
+        said = self._said.pop(topic, None)
+        if problem is not None:
+            self._said[topic] = problem
+            if problem != said:
+                log.warning("visibility API: %s", problem)
+        elif said is not None:
+            log.info("visibility API: its %s reads again", topic)
 
     def _certificate(self) -> tuple[bytes, bytes]:
         if self._self_signed is not None:
@@ -120,16 +127,18 @@ class ServingTls:
         try:
             certificate = self._certificate()
         except OSError as exc:
-            log.warning("visibility API: keeps its certificate: cannot read it again: %s", exc)
+            self._say("certificate", f"keeps its certificate: cannot read it again: {exc}")
             return False
         proxy = self._proxy(self._made_of[1])
         if (certificate, proxy) == self._made_of:
+            self._say("certificate", None)
             return False
         try:
             context = tls_context(certificate, proxy)
         except (ssl.SSLError, OSError, ValueError) as exc:  # e.g. a key not the certificate's
-            log.warning("visibility API: keeps its TLS: the new one cannot be loaded: %s", exc)
+            self._say("certificate", f"keeps its TLS: the new one cannot be loaded: {exc}")
             return False
+        self._say("certificate", None)
         what = [name for name, changed in (("certificate", certificate != self._made_of[0]),
                 ("front proxy", proxy != self._made_of[1])) if changed]  # fmt: skip
         self.current = Tls(context, proxy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import logging
 import ssl
 import time
 from collections.abc import Iterator
@@ -121,11 +122,13 @@ def test_a_certificate_renewed_in_place_is_served_to_new_connections(served) -> 
 
 
 def test_a_certificate_written_before_its_key_keeps_the_old_pair_until_both_are_new(
-    served,
+    served, caplog
 ) -> None:
     tls, port, cert_dir, proxy = served
     first = (cert_dir / "tls.crt").read_bytes()
     renewed = renew(cert_dir, key_too=False)
+    caplog.set_level(logging.INFO, "kbatch.visibility")
+    assert not tls.check()
     assert not tls.check()
     assert ask(port, proxy.client)[1] == der(first)
     key = self_signed(["127.0.0.1"])  # the pair written whole
@@ -133,6 +136,12 @@ def test_a_certificate_written_before_its_key_keeps_the_old_pair_until_both_are_
     (cert_dir / "tls.key").write_bytes(key[1])
     assert tls.check()
     assert ask(port, proxy.client)[1] == der(key[0]) != der(renewed)
+    said = [r.getMessage()[:62] for r in caplog.records]
+    assert said == [  # the trouble once, not at every check
+        "visibility API: keeps its TLS: the new one cannot be loaded: [",
+        "visibility API: its certificate reads again",
+        "visibility API: serves with its new certificate",
+    ]
 
 
 def test_a_rotated_front_proxy_ca_is_trusted_once_read_and_the_old_one_no_more(served) -> None:
