@@ -67,8 +67,11 @@ def credentials(kubeconfig: str | None, environ: Any = None) -> Credentials | No
             ca_file=str(SERVICE_ACCOUNT / "ca.crt"),
             token_file=str(SERVICE_ACCOUNT / "token"),
         )
-    listed = [p for p in str(environ.get("KUBECONFIG") or "").split(os.pathsep) if p]
-    return _from_files([Path(p) for p in listed] or [Path.home() / ".kube" / "config"])
+    listed = [Path(p) for p in str(environ.get("KUBECONFIG") or "").split(os.pathsep) if p]
+    if not listed:
+        return _from_files([Path.home() / ".kube" / "config"])
+    # (a file $KUBECONFIG names that is not there is passed over, as kubectl does)
+    return _from_files([path for path in listed if path.exists()])
 
 
 def _from_files(paths: list[Path]) -> Credentials | None:
@@ -78,6 +81,8 @@ def _from_files(paths: list[Path]) -> Credentials | None:
         "contexts": {},
     }
     current = None
+    if not paths:
+        return None
     for path in paths:
         document = _read(path)
         if document is None:

@@ -87,7 +87,8 @@ def test_kubeconfig_files_merge_the_first_to_name_an_entry_winning(tmp_path) -> 
     second_doc = yaml.safe_load(second.read_text())
     second_doc["contexts"].append({"name": "two", "context": {"cluster": "c", "user": "u"}})
     second.write_text(yaml.safe_dump(second_doc))
-    read = once.credentials(None, environ={"KUBECONFIG": f"{first}:{second}"})
+    listed = f"{first}:{tmp_path / 'not-there'}:{second}"
+    read = once.credentials(None, environ={"KUBECONFIG": listed})
     assert read is not None
     assert (read.server, read.token) == ("https://second:6443", "first")
 
