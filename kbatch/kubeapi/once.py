@@ -58,7 +58,7 @@ def credentials(kubeconfig: str | None, environ: Any = None) -> Credentials | No
     if any(environ.get(name) for name in PROXY_VARIABLES):
         return None
     if kubeconfig:
-        return _from_files([Path(kubeconfig)])
+        return _from_files([Path(kubeconfig).expanduser()])
     host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
     if host and port and (SERVICE_ACCOUNT / "token").exists():
         address = f"[{host}]" if ":" in host else host
@@ -67,7 +67,8 @@ def credentials(kubeconfig: str | None, environ: Any = None) -> Credentials | No
             ca_file=str(SERVICE_ACCOUNT / "ca.crt"),
             token_file=str(SERVICE_ACCOUNT / "token"),
         )
-    listed = [Path(p) for p in str(environ.get("KUBECONFIG") or "").split(os.pathsep) if p]
+    kubeconfigs = str(environ.get("KUBECONFIG") or "").split(os.pathsep)
+    listed = [Path(p).expanduser() for p in kubeconfigs if p]
     if not listed:
         return _from_files([Path.home() / ".kube" / "config"])
     # (a file $KUBECONFIG names that is not there is passed over, as kubectl does)
