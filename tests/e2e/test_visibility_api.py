@@ -35,6 +35,7 @@ from e2e.test_visibility import (
     SCHEDULER,
     _conditions,
     _phase,
+    _pod,
     _published,
     _submit,
     own_corner,  # noqa: F401  (a fixture)
@@ -196,6 +197,20 @@ def test_explain_jobs_and_queues_are_answered_by_kbatch_run_through_the_api_serv
     assert computed_queues["schedulerConf"] != served_queues["schedulerConf"]  # computed here
     groups = _own_queue(served_queues)["podGroups"]  # first runs, second waits
     assert (groups["running"], groups["pending"] + groups["inqueue"]) == (1, 1)
+
+    # A pod of its own has no PodGroup to carry its estimate: kbatch run keeps it for the API.
+    solo = _pod("solo", 0)
+    solo["metadata"]["name"] = "solo"
+    del solo["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+    request(api, "POST", f"/api/v1/namespaces/{NAMESPACE}/pods", solo)
+
+    def estimated() -> Any:
+        listing = _answer(kubeconfig, "jobs", "-n", NAMESPACE, "--eta")
+        rows = {job["name"]: job for job in listing["jobs"]}
+        return rows["solo"] if "eta" in rows.get("solo", {}) else None
+
+    row = poll("the pod of its own's estimate, kept by kbatch run", estimated, 60, 1.0)
+    assert row["kind"] == "Pod" and row["eta"]["publishedAt"] > 0
 
 
 # What of a queue's row the whole cluster moves (other tests' nodes and queues come and
