@@ -170,7 +170,7 @@ def request(
     response = _call(api, method, url, headers, body, post, timeout)
     data = _body(response, method, url)
     if response.status >= 400:
-        raise ApiError(response.status, message_of(response.status, data))
+        raise ApiError(response.status, message_of(data))
     return json_codec.loads(data) if data else {}
 
 

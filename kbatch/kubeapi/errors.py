@@ -24,7 +24,7 @@ class Gone(ApiError):
         super().__init__(410, message)
 
 
-def message_of(status: int, data: bytes) -> str:
+def message_of(data: bytes) -> str:
     """The server's own message in an error answer's body (its Status), else the body."""
     from kbatch import json_codec
 

@@ -18,13 +18,12 @@ import base64
 import http.client
 import os
 import ssl
-import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbatch import json_codec
+from kbatch import json_codec, pem
 from kbatch.kubeapi.errors import ApiError, Unreachable, message_of
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -180,7 +179,7 @@ def get(creds: Credentials, path: str, timeout: float = 30) -> dict[str, Any]:
     except (OSError, http.client.HTTPException, ssl.SSLError) as exc:
         raise Unreachable(f"GET {creds.server}{path}: {exc}") from exc
     if response.status >= 400:
-        raise ApiError(response.status, message_of(response.status, data))
+        raise ApiError(response.status, message_of(data))
     answer: dict[str, Any] = json_codec.loads(data) if data else {}
     return answer
 
@@ -213,10 +212,6 @@ def _load_client_certificate(context: ssl.SSLContext, creds: Credentials) -> Non
     if creds.cert_data is None and creds.key_data is None:
         context.load_cert_chain(str(creds.cert_file), creds.key_file)
         return
-    # the ssl module loads a certificate from files only: the data's, for a moment
-    with tempfile.TemporaryDirectory(prefix="kbatch-") as folder:
-        cert, key = Path(folder, "client.crt"), Path(folder, "client.key")
-        cert.write_bytes(creds.cert_data or Path(str(creds.cert_file)).read_bytes())
-        key.write_bytes(creds.key_data or Path(str(creds.key_file or creds.cert_file)).read_bytes())
-        key.chmod(0o600)
-        context.load_cert_chain(str(cert), str(key))
+    cert = creds.cert_data or Path(str(creds.cert_file)).read_bytes()
+    key = creds.key_data or Path(str(creds.key_file or creds.cert_file)).read_bytes()
+    pem.load_pair(context, cert, key)

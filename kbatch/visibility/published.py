@@ -100,8 +100,11 @@ def read(pod_group: Mapping[str, Any], now: float, max_age: float) -> Published 
     at ``now``, seen from ``now`` (a start 10 minutes after an estimate made 2 minutes
     ago is 8 minutes away); None when there is none, it is older, or it cannot be read."""
     condition = find((pod_group.get("status") or {}).get("conditions"))
-    if condition is None:
-        return None
+    return None if condition is None else read_condition(condition, now, max_age)
+
+
+def read_condition(condition: Mapping[str, Any], now: float, max_age: float) -> Published | None:
+    """``read`` of the condition itself (one ``condition_of`` made, carried or not)."""
     try:
         made = records.timestamp(condition.get("lastTransitionTime"))
     except ValueError:

@@ -165,11 +165,11 @@ class EtaPublisher:
         # it will run (its pods are made when it is released), else left out.
         held = eta_input.held_groups(objects.jobs)
         # (a pod of its own, another API's group: told to ``unpublished``, if anyone)
-        carried = self.unpublished is not None
+        every_job = self.unpublished is not None
         targets = [
             uid
             for uid, job in session.jobs.items()
-            if ((uid in groups and job.has_pod_group) or carried)
+            if ((uid in groups and job.has_pod_group) or every_job)
             and (job.tasks or uid in held)
             and standing.is_waiting(job)
         ]

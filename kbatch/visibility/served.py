@@ -18,8 +18,9 @@ Each answer says when its line was made (``asOf``). A line costs about a second 
 own: the scheduler's is the loop's), an answer from it about a millisecond.
 
 The estimate in an answer is the one ``kbatch run`` published on the PodGroup
-(``published``), read off the state as it is when asked, whatever its age: the asker
-decides whether it is fresh enough (``publishedAt``). Events are read when asked for
+(``published``), read off the state as it is when asked, or for a job no PodGroup of
+kbatch's carries, the publisher's last one (``keep_unpublished``), whatever its age:
+the asker decides whether it is fresh enough (``publishedAt``). Events are read when asked for
 (the informers do not hold them).
 """
 
@@ -237,8 +238,7 @@ class VisibilityView:
         read = None if group is None else published.read(group, now, math.inf)
         if read is None:  # none on a group: the last round's of a job without one of ours
             kept = self._unpublished.get(output.job_uid(row))
-            carrier = {"status": {"conditions": [kept]}}
-            read = None if kept is None else published.read(carrier, now, math.inf)
+            read = None if kept is None else published.read_condition(kept, now, math.inf)
         return None if read is None else read.estimate
 
     def waiting_jobs(self, namespace: str | None = None) -> dict[str, Any]:

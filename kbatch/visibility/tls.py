@@ -13,12 +13,12 @@ has, until the next check.
 
 import logging
 import ssl
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbatch import pem
 from kbatch.webhooks.certificates import self_signed
 
 CHECK_SECONDS = 60.0
@@ -50,12 +50,7 @@ def tls_context(certificate: tuple[bytes, bytes], proxy: FrontProxy) -> ssl.SSLC
     """The server's TLS with ``certificate`` (PEM chain, key); a client certificate asked
     for, and checked against the front proxy's CA when one is sent."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    cert, key = certificate
-    with tempfile.TemporaryDirectory(prefix="kbatch-") as work:  # (ssl loads files only)
-        (Path(work) / "tls.crt").write_bytes(cert)
-        (Path(work) / "tls.key").write_bytes(key)
-        (Path(work) / "tls.key").chmod(0o600)
-        context.load_cert_chain(Path(work) / "tls.crt", Path(work) / "tls.key")
+    pem.load_pair(context, *certificate)
     context.verify_mode = ssl.CERT_OPTIONAL
     if proxy.ca_pem:
         context.load_verify_locations(cadata=proxy.ca_pem)
