@@ -276,7 +276,10 @@ def explain(args: argparse.Namespace) -> int:
     line = standing.line_of(session, warnings)
     _warn_all(line.warnings)
     story = standing.explain(session, line, objects, namespace, name)
-    if story is None:
+    if story is None:  # (a pod held by its scheduling gates is in no job)
+        if gates := standing.gates_of(objects, namespace, name):
+            out.print_gated_pod(sys.stdout, namespace, name, gates, args.output)
+            return 0
         print(f"kbatch: error: no PodGroup or pod {namespace}/{name}", file=sys.stderr)
         return EXIT_FAILED
     estimate = None

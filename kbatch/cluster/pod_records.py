@@ -42,6 +42,8 @@ class PodRecord:
     scheduled_condition: tuple[str, str, str] | None = None
     walltime: float | None = None  # spec.activeDeadlineSeconds (None: none)
     owner_job: str = ""  # the uid of the batch/v1 Job that controls it ('': none)
+    # spec.schedulingGates' names: while any is left the pod is not scheduled (no task)
+    gates: tuple[str, ...] = ()
     # Worked out by __post_init__ (so by dataclasses.replace too) once per version of the
     # pod, not by every snapshot: ``task_status(pod)``, and the key of the job the
     # snapshot puts it in (its PodGroup's, or its own).
@@ -76,7 +78,11 @@ def task_status(pod: PodRecord) -> TaskStatus | None:
         return TaskStatus.RUNNING
     if pod.phase == "Unknown":
         return TaskStatus.UNKNOWN
-    return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
+    if pod.node_name:
+        return TaskStatus.BOUND
+    # held by its scheduling gates: no task until they are removed, as kube-scheduler
+    # leaves it out of its queue (the API server refuses its binding)
+    return None if pod.gates else TaskStatus.PENDING
 
 
 def _pod_fields(obj: Mapping[str, Any]) -> PodFields:
@@ -142,6 +148,7 @@ def parse_pod(
         conditions = pod.conditions
         condition = _scheduled_condition(obj) if conditions is None else _scheduled_of(conditions)
         walltime = _walltime(spec)
+        gates = _gates(spec)
     except ValueError:
         with naming(ref_of(obj)):  # (an ObjectError, named already, passes as it is)
             raise
@@ -163,6 +170,7 @@ def parse_pod(
         scheduled_condition=condition,
         walltime=walltime,
         owner_job=owner_job(obj),
+        gates=gates,
     )
 
 
@@ -218,6 +226,7 @@ def _pod_of_status_write(
         scheduled_condition=condition,
         walltime=previous.walltime,
         owner_job=previous.owner_job,
+        gates=previous.gates,
     )
 
 
@@ -285,6 +294,7 @@ def pod_made_of(
         scheduled_condition=condition,
         walltime=source.walltime,
         owner_job=owner_job(obj),
+        gates=source.gates,
     )
 
 
@@ -299,6 +309,24 @@ def _walltime(spec: Mapping[str, Any]) -> float | None:
             "spec.activeDeadlineSeconds", f"{deadline!r} is not a positive integer"
         )
     return float(deadline)
+
+
+def _gates(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of ``spec.schedulingGates`` (none: empty); ValueError names a bad one."""
+    gates = spec.get("schedulingGates")
+    if not gates:
+        return ()
+    if type(gates) is not list:
+        raise fields.FieldError("spec.schedulingGates", f"{gates!r} is not a list")
+    names = []
+    for index, gate in enumerate(gates):
+        name = gate.get("name") if type(gate) is dict else None
+        if type(name) is not str or not name:
+            raise fields.FieldError(
+                f"spec.schedulingGates[{index}].name", f"{name!r} is not a gate's name"
+            )
+        names.append(name)
+    return tuple(names)
 
 
 def scheduling_group(obj: Mapping[str, Any]) -> str | None:

@@ -24,6 +24,7 @@ from kbatch.api.selector import LabelSelector
 from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups, volcano
 from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.gated import GatedIndex
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
 from kbatch.cluster.kept_fields import reads_the_same
 from kbatch.cluster.observer import StateObserver
@@ -84,6 +85,7 @@ class ClusterState(StateAssumptions):
         self._groups = GroupIndex()
         # Keys of the grouped pods of other schedulers (mostly none: see _foreign_groups).
         self._theirs: set[str] = set()
+        self._gated = GatedIndex()  # our pods held by scheduling gates
         self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder(self.shortcuts)
@@ -152,22 +154,10 @@ class ClusterState(StateAssumptions):
                     if made is not None:
                         return made
                 return records.parse_pod(obj, previous, self._raw["Pod"].get(key), self.shortcuts)
-            if kind == "PodGroup":
-                return records.parse_pod_group(
-                    obj,
-                    self._parsed["PodGroup"].get(key),
-                    self._raw["PodGroup"].get(key),
-                    status,
-                    self.shortcuts,
-                )
-            if kind == "Queue":
-                return records.parse_queue(
-                    obj,
-                    self._parsed["Queue"].get(key),
-                    self._raw["Queue"].get(key),
-                    status,
-                    self.shortcuts,
-                )
+            if kind == "PodGroup" or kind == "Queue":
+                parse = records.parse_pod_group if kind == "PodGroup" else records.parse_queue
+                old, old_raw = self._parsed[kind].get(key), self._raw[kind].get(key)
+                return parse(obj, old, old_raw, status, self.shortcuts)
             return _PARSERS[kind](obj)
         except ObjectError as exc:
             with self._lock:
@@ -211,11 +201,13 @@ class ClusterState(StateAssumptions):
         elif kind == "Job":
             self._job_deadlines = None
         if kind == "Pod":
-            if parsed.group and parsed.scheduler_name not in self.scheduler_names:
+            ours = parsed.scheduler_name in self.scheduler_names
+            if parsed.group and not ours:
                 self._theirs.add(key)
             else:
                 self._theirs.discard(key)
             self._assumed.check(key, parsed)
+            self._gated.applied(key, parsed, ours)
             self._builder.objects.pod_arrived(parsed, self._snapshot_inputs)
         elif kind == "Node":
             self._builder.objects.node_arrived(parsed, self._snapshot_inputs)
@@ -273,6 +265,7 @@ class ClusterState(StateAssumptions):
                 and not parsed.node_name
                 and not parsed.deleting
                 and parsed.phase == "Pending"
+                and not parsed.gates
             )
         return bool(parsed.status.phase is PodGroupPhase.PENDING)
 
@@ -329,6 +322,7 @@ class ClusterState(StateAssumptions):
         if kind == "Pod":
             self._assumed.forget(key)
             self._theirs.discard(key)
+            self._gated.applied(key, None, False)
         if kind in self._waiting:
             self._waiting[kind].discard(key)
 
@@ -401,6 +395,7 @@ class ClusterState(StateAssumptions):
                 if self._shown is not None:
                     self._shown.not_seen()
                 raise
+            self._gated.mark(built.jobs)
             return dataclasses.replace(
                 built,
                 foreign_groups=self._foreign_groups(pods),
@@ -412,7 +407,7 @@ class ClusterState(StateAssumptions):
 
     def _deadlines(self) -> dict[str, JobDeadline]:
         """The Jobs' deadlines by uid, the same dict while no Job is written (sessions
-        only read it): not walked over every Job at every snapshot."""
+        only read it), not made anew at every snapshot."""
         if self._job_deadlines is None:
             self._job_deadlines = {
                 job.uid: job.deadline
@@ -439,9 +434,8 @@ class ClusterState(StateAssumptions):
         return changed
 
     def _foreign_groups(self, shown: ShownPods) -> frozenset[str]:
-        """PodGroups with pods, none of them ours (``snapshot_inputs.foreign_groups``).
-        Mostly the state holds no grouped pod of another scheduler (``_theirs``), and
-        then none is looked for."""
+        """PodGroups with pods, none of them ours (``snapshot_inputs.foreign_groups``),
+        looked for only when the state holds a grouped pod of another scheduler."""
         if not self._theirs:
             return frozenset()
         return snapshot_inputs.foreign_groups(shown.every(), self.scheduler_names)

@@ -65,7 +65,11 @@ def _nothing(obj: Object) -> None:
 
 
 def _pod(obj: Object) -> None:
-    records.parse_pod(obj)
+    pod = records.parse_pod(obj)
+    if pod.gates and pod.node_name:
+        raise fields.FieldError(
+            "spec.nodeName", "cannot be set until all schedulingGates have been removed"
+        )
 
 
 def _job(obj: Object) -> None:

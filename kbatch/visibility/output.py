@@ -231,6 +231,24 @@ def what_if_table(answers: "Sequence[WhatIf]") -> Table:
     return table
 
 
+def print_gated_pod(
+    stream: IO[str], namespace: str, name: str, gates: Sequence[str], output: str
+) -> None:
+    """``kbatch explain`` of a pod of its own held by its scheduling gates, which no
+    session sees (it has no job until they are removed)."""
+    reason = f"waits for scheduling gates to be removed: {', '.join(gates)}"
+    if output != "table":
+        data = {"namespace": namespace, "name": name, "kind": "Pod", "phase": "Pending"}
+        print_data(stream, {**data, "schedulingGates": list(gates), "reason": reason}, output)
+        return
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column(overflow="fold")
+    facts.add_row("Pod", f"{namespace}/{name}")
+    facts.add_row("Waiting because", f"it {reason} (until then it is not scheduled)")
+    show(stream, facts)
+
+
 def explanation(
     story: Explanation, now: float, estimate: Estimate | None, conf_source: str
 ) -> Group:

@@ -303,6 +303,16 @@ def by_name(by_uid: Mapping[str, Found], namespace: str, name: str) -> Found | N
     return by_uid.get(f"{namespace}/{name}") or by_uid.get(f"pod:{namespace}/{name}")
 
 
+def gates_of(objects: ClusterObjects, namespace: str, name: str) -> tuple[str, ...]:
+    """The scheduling gates the unbound pod ``namespace/name`` waits for (none: empty)."""
+    for pod in objects.pods:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        if (meta.get("namespace") or "default", meta.get("name")) == (namespace, name):
+            gates = [] if spec.get("nodeName") else spec.get("schedulingGates") or []
+            return tuple(str(gate.get("name")) for gate in gates if isinstance(gate, dict))
+    return ()
+
+
 def find_job(session: Session, namespace: str, name: str) -> JobInfo | None:
     """The PodGroup ``namespace/name``, else the pod of its own of that name."""
     return by_name(session.jobs, namespace, name)
@@ -344,6 +354,8 @@ def facts_of(session: Session, job: JobInfo, row: JobRow | None) -> JobFacts:
     counts: dict[str, int] = {}
     for task in job.tasks.values():
         counts[task.status.name.title()] = counts.get(task.status.name.title(), 0) + 1
+    if job.gated is not None:  # (not its tasks until their gates are removed)
+        counts["Gated"] = job.gated.count
     return JobFacts(
         row=row if row is not None else _job_row(session, job, None, None),
         conditions=[

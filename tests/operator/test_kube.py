@@ -317,6 +317,26 @@ def test_a_409_on_a_bind_is_checked_against_the_pod(
     assert [e for e in api.events() if e["reason"] == "FailedScheduling"] == []
 
 
+def test_a_409_on_a_gated_pod_s_bind_is_a_failure_not_a_bind(api: FakeApi) -> None:
+    """The API server refuses to bind a pod that still has scheduling gates, with a 409
+    too: the pod is not taken for bound (which would hold its room for good), and an
+    event says why."""
+    state = world(pod("a"))
+    message = (
+        "Operation cannot be fulfilled on pods/binding: pod a has non-empty .spec.schedulingGates"
+    )
+    api.answers[("POST", "/pods/a/binding")] = ApiError(409, message)
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
+    cluster.bind(task(state, "a"), "n1")
+    cluster.flush()
+    wait_for("the bind answered", lambda: not cluster.binds_in_flight())
+    cluster.shutdown()
+    (placed,) = [t for job in state.snapshot().jobs.values() for t in job.tasks.values()]
+    assert placed.status is TaskStatus.PENDING
+    failed = [e["message"] for e in api.events() if e["reason"] == "FailedScheduling"]
+    assert len(failed) == 1 and "schedulingGates" in failed[0]
+
+
 def test_a_pod_condition_is_not_written_once_the_pod_is_bound(api: FakeApi) -> None:
     """A PodScheduled condition waits in the writer's queue (behind a burst's statuses):
     written if the pod still waits for a node then, not if a later session bound it (the

@@ -200,6 +200,19 @@ BAD_OBJECTS = [
         r"spec\.activeDeadlineSeconds: expected an integer, not '30'",
     ),
     (
+        {**pod("p"), "spec": {**pod("p")["spec"], "schedulingGates": [{"name": ""}]}},
+        "Pod default/p",
+        r"spec\.schedulingGates\[0\]\.name: '' is not a gate's name",
+    ),
+    (
+        {
+            **pod("p"),
+            "spec": {**pod("p")["spec"], "nodeName": "node-1", "schedulingGates": [{"name": "x"}]},
+        },
+        "Pod default/p",
+        r"spec\.nodeName: cannot be set until all schedulingGates have been removed",
+    ),
+    (
         {**node(), "status": {"allocatable": {"cpu": "4 cores"}}},
         "Node node-1",
         r"status\.allocatable\.cpu: '4 cores' is not a Kubernetes quantity",

@@ -198,7 +198,7 @@ class Binder:
         else:
             if isinstance(exc, kubeapi.ApiError):
                 self._holds.answered("bind", (namespace, name, uid))
-            if isinstance(exc, kubeapi.ApiError) and exc.status == 409:
+            if isinstance(exc, kubeapi.ApiError) and exc.status == 409 and not _gated(exc):
                 self._bound_already(namespace, name, node)
                 return
             self.state.forget(namespace, name)
@@ -223,3 +223,11 @@ class Binder:
             return
         self.state.confirmed(namespace, name)
         log.info("pod %s/%s was bound already (409)", namespace, name)
+
+
+def _gated(exc: Exception) -> bool:
+    """A 409 that refuses the binding of a pod still held by its scheduling gates, not
+    one of a pod bound already. kbatch places no gated pod (its record has the gates);
+    should one be refused so all the same, it is not to be taken for bound, which would
+    hold its room, and count it in its gang, until the pod is gone."""
+    return "schedulingGates" in str(exc)

@@ -42,7 +42,8 @@ def test_every_field_of_a_job_is_its_groups() -> None:
         "lifetime": 3600.0, "min_task_member": {"ps": 1},
         "topology": TopologyRequest("required", "rack"), "phase": PodGroupPhase.INQUEUE,
         "conditions": group.status.conditions, "old_status": group.status,
-        "has_pod_group": True, "pod_group_missing": False, "tasks": {}, "ready_count": 0,
+        "has_pod_group": True, "pod_group_missing": False, "gated": None, "tasks": {},
+        "ready_count": 0,
         "kept_status": None,  # no session has closed on it yet
         "touched": False,  # nor changed a task of it
         "change_log": [],  # its builder's, told nothing yet

@@ -121,6 +121,19 @@ class TaskInfo:
         return self.template.request
 
 
+@dataclass(frozen=True, slots=True)
+class GatedPods:
+    """A job's pods held by their scheduling gates (``spec.schedulingGates``), which are
+    not its tasks until the gates are removed: how many, and the gates (sorted)."""
+
+    count: int
+    gates: tuple[str, ...]
+
+    def words(self) -> str:
+        pods = "1 pod waits" if self.count == 1 else f"{self.count} pods wait"
+        return f"{pods} for scheduling gates to be removed: {', '.join(self.gates)}"
+
+
 @dataclass(eq=False, slots=True)
 class JobInfo:
     """A PodGroup (or the implicit group of one pod) and its tasks."""
@@ -145,6 +158,7 @@ class JobInfo:
     old_status: PodGroupStatus | None = None  # as last written, for change detection
     has_pod_group: bool = True  # False for a pod's implicit group of one
     pod_group_missing: bool = False  # pods name a PodGroup that does not exist (yet)
+    gated: GatedPods | None = None  # pods of it held by scheduling gates (set by snapshots)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     counts: list[int] = field(default_factory=lambda: [0] * STATUS_COUNT)
     # Tasks in READY_STATUSES, kept with ``counts`` (gang asks after every placement).

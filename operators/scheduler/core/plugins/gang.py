@@ -60,6 +60,9 @@ def short_roles(job: JobInfo, statuses: frozenset[TaskStatus]) -> list[tuple[str
 def valid(job: JobInfo) -> Invalid | None:
     have = job.valid_count if job.tasks else 0  # none: most of a backlog, held until admitted
     if have < job.min_member:
+        if job.gated is not None:  # (the pods that would make up the gang are gated)
+            short = too_few(have, job.min_member)
+            return Invalid("SchedulingGated", f"{short.message}; {job.gated.words()}")
         return too_few(have, job.min_member)
     for role, have, minimum in short_roles(job, VALID_STATUSES):
         return Invalid(
