@@ -39,6 +39,7 @@ class ParsedSpec:
     tolerations: tuple[Toleration, ...]
     host_ports: tuple[HostPort, ...]
     priority_class_name: str
+    resource_claims: tuple[str, ...] = ()  # spec.resourceClaims' names (DRA)
 
 
 def _container_requests(container: Mapping[str, Any], where: str) -> dict[str, float]:
@@ -106,6 +107,7 @@ SPEC_KEY_FIELDS = (
     "affinity",
     "tolerations",
     "priorityClassName",
+    "resourceClaims",
 )
 
 
@@ -137,6 +139,7 @@ def shape_key(spec: Mapping[str, Any]) -> str:
             [_read_of(c) for c in inits] if isinstance(inits, list) else inits,
             *(spec.get(k) for k in ("overhead", "nodeSelector", "affinity", "tolerations")),
             spec.get("priorityClassName", ""),
+            *([spec["resourceClaims"]] if spec.get("resourceClaims") else ()),
         ]
     )
 
@@ -213,7 +216,20 @@ def parse_spec(
         tolerations=tolerations,
         host_ports=ports,
         priority_class_name=fields.string(spec, "priorityClassName", at="spec") or "",
+        resource_claims=_resource_claims(spec),
     )
+
+
+def _resource_claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of the pod's ``spec.resourceClaims`` (dynamic resource allocation)."""
+    claims = fields.mappings(spec, "resourceClaims", at="spec")
+    names = []
+    for i, claim in enumerate(claims):
+        name = fields.string(claim, "name", at=f"spec.resourceClaims[{i}]")
+        if not name:
+            raise fields.FieldError(f"spec.resourceClaims[{i}].name", "required")
+        names.append(name)
+    return tuple(names)
 
 
 def _label_pairs(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

@@ -160,6 +160,7 @@ class PerObjectCaches:
                 tolerations=spec.tolerations,
                 host_ports=spec.host_ports,
                 priority_class_name=spec.priority_class_name,
+                resource_claims=spec.resource_claims,
             )
             self.templates[spec.key] = template
         return template

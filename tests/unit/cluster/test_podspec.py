@@ -1,6 +1,7 @@
 """A pod's parsed spec: its request by Kubernetes' rules, and its affinity terms."""
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -183,3 +184,27 @@ def test_a_spec_key_is_the_json_of_what_it_names(spec: dict[str, Any]) -> None:
 
     expected = compact(["ns", labels]) + compact(named)
     assert podspec.spec_key("ns", labels, spec) == expected
+
+
+def test_resource_claims_are_read_by_name_and_part_of_the_spec_s_key() -> None:
+    """Pods that differ only in their claims are of different templates: no node takes
+    one with claims (``predicates``), every node may take one without."""
+    plain: dict[str, Any] = {"containers": [container("1")]}
+    claimed = {**plain, "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}
+    assert parse_spec("ns", {}, claimed).resource_claims == ("gpu",)
+    assert parse_spec("ns", {}, plain).resource_claims == ()
+    assert podspec.spec_key("ns", {}, claimed) != podspec.spec_key("ns", {}, plain)
+    assert "resourceClaims" in podspec.SPEC_KEY_FIELDS
+
+
+@pytest.mark.parametrize(
+    ("claims", "field"),
+    [
+        ("gpu", "spec.resourceClaims"),
+        (["gpu"], "spec.resourceClaims[0]"),
+        ([{"resourceClaimName": "x"}], "spec.resourceClaims[0].name"),
+    ],
+)
+def test_bad_resource_claims_name_the_field(claims: object, field: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{re.escape(field)}: "):
+        parse_spec("ns", {}, {"containers": [container("1")], "resourceClaims": claims})

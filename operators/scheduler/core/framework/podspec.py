@@ -138,6 +138,9 @@ class PodTemplate:
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     priority_class_name: str = ""
+    # spec.resourceClaims' names: devices of dynamic resource allocation, which kbatch
+    # does not allocate (no node takes such a pod: ``predicates``)
+    resource_claims: tuple[str, ...] = ()
 
 
 def requirement_matches(req: Requirement, labels: dict[str, str]) -> bool:

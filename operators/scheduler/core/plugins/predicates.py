@@ -48,6 +48,9 @@ TOO_MANY_PODS = "Too many pods"
 EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 POD_AFFINITY = "node(s) didn't match pod affinity rules"
 POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+# kube-scheduler's DynamicResources plugin allocates a pod's claims; kbatch has none, and
+# a pod bound with its claims unallocated would never start on its node.
+RESOURCE_CLAIMS = "pod has resource claims (spec.resourceClaims), which kbatch does not allocate"
 
 # A cordoned node admits a pod that tolerates this taint (Kubernetes' CheckNodeUnschedulable).
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", effect="NoSchedule")
@@ -72,7 +75,7 @@ def parse_arguments(args: Mapping[str, Any]) -> PredicatesArguments:
 
 
 # What the static checks of a template depend on.
-StaticKey = tuple[tuple[tuple[str, str], ...], object, tuple[Toleration, ...], bool]
+StaticKey = tuple[tuple[tuple[str, str], ...], object, tuple[Toleration, ...], bool, bool]
 
 
 class StaticChecks:
@@ -137,11 +140,19 @@ class StaticChecks:
             barred = self._lasting_by_value.get(key := _static_key(template))
             if barred is None:
                 untolerated = self.index.no_schedule.untolerated(template.tolerations, True)
-                checks = [(NODE_SELECTOR, ~self._node_match(template)), (TAINTS, untolerated > 0)]
+                checks = [
+                    (RESOURCE_CLAIMS, self._claimed(template)),
+                    (NODE_SELECTOR, ~self._node_match(template)),
+                    (TAINTS, untolerated > 0),
+                ]
                 barred = self._lasting_by_value[key] = first_failures(checks)
             found = Lasting(barred, _one_per(template))
             self._lasting_by_template[template] = found
         return found
+
+    def _claimed(self, template: PodTemplate) -> np.ndarray:
+        """Every node for a pod with resource claims (none takes it), else none."""
+        return np.full(len(self.not_ready), bool(template.resource_claims))
 
     def _node_match(self, template: PodTemplate) -> np.ndarray:
         """The nodes whose labels match the template's node selector and affinity."""
@@ -157,6 +168,7 @@ class StaticChecks:
         tolerates_cordon = any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations)
         node_match = self._node_match(template)
         checks = [
+            (RESOURCE_CLAIMS, self._claimed(template)),
             (NOT_READY, self.not_ready),
             (NETWORK_UNAVAILABLE, self.network_unavailable),
             (UNSCHEDULABLE, self.cordoned & (not tolerates_cordon)),
@@ -191,6 +203,7 @@ def _static_key(template: PodTemplate) -> StaticKey:
         template.affinity.node_required,
         template.tolerations,
         template.best_effort,
+        bool(template.resource_claims),
     )
 
 
