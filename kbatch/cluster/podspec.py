@@ -74,8 +74,19 @@ def pod_request(spec: Mapping[str, Any]) -> dict[str, float]:
     the sum of its containers and of its sidecars (init containers with
     ``restartPolicy: Always``), at least the peak of its init phase — init
     container i needs its own request plus the sidecars started before it; a
-    sidecar needs all sidecars up to and including itself — plus ``overhead``.
+    sidecar needs all sidecars up to and including itself — but where the pod itself
+    requests cpu, memory or hugepages (``pod_level``) — plus ``overhead``.
     """
+    total = containers_request(spec)
+    total.update(pod_level(spec, total))
+    _add(total, amounts(fields.mapping(spec, "overhead", at="spec"), "spec.overhead"))
+    total[PODS] = 1.0
+    return total
+
+
+def containers_request(spec: Mapping[str, Any]) -> dict[str, float]:
+    """What the pod's containers request, their sidecars and init phase counted
+    (``resourcehelper.AggregateContainerRequests``)."""
     total: dict[str, float] = {}
     for i, container in enumerate(fields.mappings(spec, "containers", at="spec")):
         _add(total, _container_requests(container, f"spec.containers[{i}]"))
@@ -92,9 +103,30 @@ def pod_request(spec: Mapping[str, Any]) -> dict[str, float]:
             _add(running, requests)
             _at_least(init_peak, running)
     _at_least(total, init_peak)
-    _add(total, amounts(fields.mapping(spec, "overhead", at="spec"), "spec.overhead"))
-    total[PODS] = 1.0
     return total
+
+
+def pod_level(spec: Mapping[str, Any], containers: Mapping[str, float]) -> dict[str, float]:
+    """The pod's own requests (``spec.resources``, KEP-2837, on by default from
+    Kubernetes 1.34) of what it may ask for as a whole: cpu, memory and hugepages-*,
+    which stand for its containers'. Where it sets a limit and no request, the API
+    server defaults the request to its containers' sum, else (they ask for none of it)
+    to the limit; so does this (a manifest read as the served pod would be)."""
+    at = "spec.resources"
+    requests = amounts(fields.mapping(spec, "resources.requests", at="spec"), f"{at}.requests")
+    limits = amounts(fields.mapping(spec, "resources.limits", at="spec"), f"{at}.limits")
+    for name, limit in limits.items():
+        if name not in requests:
+            requests[name] = containers.get(name, limit)
+    return {name: value for name, value in requests.items() if _whole_pod(name)}
+
+
+HUGEPAGES = "hugepages-"
+
+
+def _whole_pod(name: str) -> bool:
+    """May a pod ask for ``name`` as a whole (``spec.resources``)?"""
+    return name in ("cpu", "memory") or name.startswith(HUGEPAGES)
 
 
 # The spec fields ``spec_key`` reads (of containers, some of theirs): a pod whose
@@ -108,6 +140,7 @@ SPEC_KEY_FIELDS = (
     "tolerations",
     "priorityClassName",
     "resourceClaims",
+    "resources",
 )
 
 
@@ -139,7 +172,8 @@ def shape_key(spec: Mapping[str, Any]) -> str:
             [_read_of(c) for c in inits] if isinstance(inits, list) else inits,
             *(spec.get(k) for k in ("overhead", "nodeSelector", "affinity", "tolerations")),
             spec.get("priorityClassName", ""),
-            *([spec["resourceClaims"]] if spec.get("resourceClaims") else ()),
+            *([["resourceClaims", spec["resourceClaims"]]] if spec.get("resourceClaims") else ()),
+            *([["resources", spec["resources"]]] if spec.get("resources") else ()),
         ]
     )
 

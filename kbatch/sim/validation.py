@@ -15,7 +15,8 @@ admission (``SimBackend.refusal``); the webhooks' checks are ``kbatch.sim.admiss
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kbatch.cluster import fields, records, upstream_groups, volcano
+from kbatch.api.quantity import format_quantity
+from kbatch.cluster import fields, podspec, records, upstream_groups, volcano
 from kbatch.cluster.errors import ObjectError
 from kbatch.sim import clock, job_spec, jobs, jobset_spec, manifests
 
@@ -70,6 +71,21 @@ def _pod(obj: Object) -> None:
         raise fields.FieldError(
             "spec.nodeName", "cannot be set until all schedulingGates have been removed"
         )
+    _pod_level_requests(obj["spec"])
+
+
+def _pod_level_requests(spec: Object) -> None:
+    """A pod's own request of a resource (``spec.resources``) is at least what its
+    containers request of it, as the API server validates it."""
+    containers = podspec.containers_request(spec)
+    for name, value in podspec.pod_level(spec, containers).items():
+        if value < containers.get(name, 0.0):
+            at_least = format_quantity(name, containers[name])
+            raise fields.FieldError(
+                f"spec.resources.requests[{name}]",
+                f"must be at least its containers' requests of {at_least}, "
+                f"not {format_quantity(name, value)}",
+            )
 
 
 def _job(obj: Object) -> None:

@@ -213,6 +213,12 @@ BAD_OBJECTS = [
         r"spec\.nodeName: cannot be set until all schedulingGates have been removed",
     ),
     (
+        {**pod("p"), "spec": {**pod("p")["spec"], "resources": {"requests": {"cpu": "100m"}}}},
+        "Pod default/p",
+        r"spec\.resources\.requests\[cpu\]: must be at least its containers' requests of 1, "
+        r"not 100m",
+    ),
+    (
         {**node(), "status": {"allocatable": {"cpu": "4 cores"}}},
         "Node node-1",
         r"status\.allocatable\.cpu: '4 cores' is not a Kubernetes quantity",

@@ -208,3 +208,30 @@ def test_resource_claims_are_read_by_name_and_part_of_the_spec_s_key() -> None:
 def test_bad_resource_claims_name_the_field(claims: object, field: str) -> None:
     with pytest.raises(ValueError, match=rf"^{re.escape(field)}: "):
         parse_spec("ns", {}, {"containers": [container("1")], "resourceClaims": claims})
+
+
+@pytest.mark.parametrize(
+    ("resources", "cpu", "memory"),
+    [
+        ({}, 1.5, 1.0),  # the containers' sum
+        ({"requests": {"cpu": "4"}}, 4.0, 1.0),  # the pod's own cpu; memory its containers'
+        ({"requests": {"cpu": "2", "memory": "8Gi"}}, 2.0, 8.0),  # both its own
+        ({"limits": {"cpu": "3", "memory": "2Gi"}}, 1.5, 1.0),  # defaulted to their sum
+        ({"limits": {"cpu": "3", "hugepages-2Mi": "1Gi"}}, 1.5, 1.0),  # none asks: the limit
+        ({"requests": {"nvidia.com/gpu": "1"}}, 1.5, 1.0),  # not a pod-level resource
+    ],
+)
+def test_a_pod_s_own_requests_stand_for_its_containers(
+    resources: dict[str, Any], cpu: float, memory: float
+) -> None:
+    """Kubernetes' PodRequests with pod-level resources (KEP-2837), overhead added after."""
+    containers = [
+        {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "512Mi"}}},
+        {"name": "b", "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}},
+    ]
+    spec = {"containers": containers, "resources": resources, "overhead": {"cpu": "100m"}}
+    request = pod_request(spec)
+    assert (request["cpu"], request["memory"]) == (cpu * 1000 + 100, memory * 2**30)
+    assert "nvidia.com/gpu" not in request
+    if "hugepages-2Mi" in resources.get("limits", {}):
+        assert request["hugepages-2Mi"] == 2**30
