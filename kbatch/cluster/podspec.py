@@ -40,6 +40,7 @@ class ParsedSpec:
     host_ports: tuple[HostPort, ...]
     priority_class_name: str
     resource_claims: tuple[str, ...] = ()  # spec.resourceClaims' names (DRA)
+    preemption_policy: str = ""  # spec.preemptionPolicy ('': its PriorityClass's)
 
 
 def _container_requests(container: Mapping[str, Any], where: str) -> dict[str, float]:
@@ -141,6 +142,7 @@ SPEC_KEY_FIELDS = (
     "priorityClassName",
     "resourceClaims",
     "resources",
+    "preemptionPolicy",
 )
 
 
@@ -174,6 +176,11 @@ def shape_key(spec: Mapping[str, Any]) -> str:
             spec.get("priorityClassName", ""),
             *([["resourceClaims", spec["resourceClaims"]]] if spec.get("resourceClaims") else ()),
             *([["resources", spec["resources"]]] if spec.get("resources") else ()),
+            *(
+                [["preemptionPolicy", spec["preemptionPolicy"]]]
+                if "preemptionPolicy" in spec
+                else ()
+            ),
         ]
     )
 
@@ -251,7 +258,17 @@ def parse_spec(
         host_ports=ports,
         priority_class_name=fields.string(spec, "priorityClassName", at="spec") or "",
         resource_claims=_resource_claims(spec),
+        preemption_policy=_preemption_policy(spec),
     )
+
+
+def _preemption_policy(spec: Mapping[str, Any]) -> str:
+    policy = fields.string(spec, "preemptionPolicy", at="spec") or ""
+    if policy not in ("", "PreemptLowerPriority", "Never"):
+        raise fields.FieldError(
+            "spec.preemptionPolicy", f"must be 'PreemptLowerPriority' or 'Never', not {policy!r}"
+        )
+    return policy
 
 
 def _resource_claims(spec: Mapping[str, Any]) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ A bad object raises ObjectError naming the object and the field, and is not stor
 """
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -95,6 +95,7 @@ class PriorityClassRecord:
     name: str
     value: int
     global_default: bool
+    never_preempts: bool = False  # preemptionPolicy: Never (non-preempting priority)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +276,10 @@ def _check_quantities(obj: Mapping[str, Any], values: Mapping[str, str] | None, 
         amounts(values, field)
 
 
+# A pod's or PriorityClass's preemptionPolicy (None: PreemptLowerPriority, the default)
+PREEMPTION_POLICIES = (None, "PreemptLowerPriority", "Never")
+
+
 def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClassRecord:
     ref = ref_of(obj)
     with naming(ref):
@@ -282,7 +287,25 @@ def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClassRecord:
     value = obj.get("value")
     if isinstance(value, bool) or not isinstance(value, int):
         raise ObjectError(ref, "value", f"expected an integer, not {fields.shown(value)}")
-    return PriorityClassRecord(name, value, bool(obj.get("globalDefault")))
+    policy = obj.get("preemptionPolicy")
+    if policy not in PREEMPTION_POLICIES:
+        raise ObjectError(
+            ref,
+            "preemptionPolicy",
+            f"must be 'PreemptLowerPriority' or 'Never', not {fields.shown(policy)}",
+        )
+    return PriorityClassRecord(name, value, bool(obj.get("globalDefault")), policy == "Never")
+
+
+def non_preempting(classes: Iterable[PriorityClassRecord]) -> frozenset[str]:
+    """The names of the classes whose preemptionPolicy is Never, and '' if the
+    globalDefault class's is (``Snapshot.non_preempting``)."""
+    classes = list(classes)
+    never = {c.name for c in classes if c.never_preempts}
+    defaults = [c for c in classes if c.global_default]
+    if defaults and max(defaults, key=lambda c: c.value).never_preempts:
+        never.add("")
+    return frozenset(never)
 
 
 def parse_quota(obj: Mapping[str, Any]) -> QuotaRecord:

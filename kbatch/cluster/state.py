@@ -403,6 +403,7 @@ class ClusterState(StateAssumptions):
                 refused_groups=dict(self._refused["PodGroup"]),
                 namespace_labels=dict(self._parsed["Namespace"]),
                 job_deadlines=self._deadlines(),
+                non_preempting=records.non_preempting(self._parsed["PriorityClass"].values()),
             )
 
     def _deadlines(self) -> dict[str, JobDeadline]:

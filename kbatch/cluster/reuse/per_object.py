@@ -161,6 +161,7 @@ class PerObjectCaches:
                 host_ports=spec.host_ports,
                 priority_class_name=spec.priority_class_name,
                 resource_claims=spec.resource_claims,
+                preemption_policy=spec.preemption_policy,
             )
             self.templates[spec.key] = template
         return template

@@ -235,3 +235,11 @@ def test_a_pod_s_own_requests_stand_for_its_containers(
     assert "nvidia.com/gpu" not in request
     if "hugepages-2Mi" in resources.get("limits", {}):
         assert request["hugepages-2Mi"] == 2**30
+
+
+def test_a_pod_s_preemption_policy_is_read_and_checked() -> None:
+    spec: dict[str, Any] = {"containers": [container("1")], "preemptionPolicy": "Never"}
+    assert parse_spec("ns", {}, spec).preemption_policy == "Never"
+    assert parse_spec("ns", {}, {"containers": [container("1")]}).preemption_policy == ""
+    with pytest.raises(ValueError, match=r"^spec\.preemptionPolicy: must be"):
+        parse_spec("ns", {}, {**spec, "preemptionPolicy": "Always"})

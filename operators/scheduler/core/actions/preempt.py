@@ -1,8 +1,9 @@
 """The preempt action: a pending task may evict lower-importance tasks of other jobs
 in the same queue (victims from ``preemptable``), then, in a second phase, tasks of
-its own job. Per job, all through one Statement: if the job cannot become ready
-(pipelined) with the room made, or a victim's room would be left unused, nothing
-is evicted. A task its queue may not take (capability) evicts nothing."""
+its own job; not one whose preemptionPolicy is Never (``may_preempt``). Per job, all
+through one Statement: if the job cannot become ready (pipelined) with the room made,
+or a victim's room would be left unused, nothing is evicted. A task its queue may not
+take (capability) evicts nothing."""
 
 from collections.abc import Callable, Hashable
 from functools import partial
@@ -40,7 +41,7 @@ def execute(session: Session) -> None:
             verdict_key=verdicts,
         )
 
-    jobs = session.jobs_to_place()
+    jobs = [job for job in session.jobs_to_place() if may_preempt(session, job)]
     for job in jobs_by_queue(session, jobs):
 
         def other_job_same_queue(other: JobInfo, job: JobInfo = job) -> bool:
@@ -62,6 +63,19 @@ def execute(session: Session) -> None:
             # judge a job's own tasks by other rules, priority by task priority.)
             own = ("own job", job.uid if job.uid in room.holders else None)
             _preempt_for(session, placer, job, rules(own, same_job, job))
+
+
+def may_preempt(session: Session, job: JobInfo) -> bool:
+    """May ``job`` evict for its pending tasks? Not when their preemptionPolicy (their
+    own, else their PriorityClass's) is Never: Kubernetes' non-preempting priority,
+    which puts them ahead of lower priorities in line but has them evict nobody."""
+    never = session.non_preempting
+    for task in job.tasks.values():
+        if task.status is TaskStatus.PENDING:
+            policy = task.template.preemption_policy
+            if policy != "Never" and (policy or task.template.priority_class_name not in never):
+                return True
+    return False
 
 
 def _preempt_for(session: Session, placer: Placer, job: JobInfo, rules: Rules) -> None:

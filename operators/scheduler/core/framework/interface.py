@@ -53,6 +53,9 @@ class Snapshot:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     # The deadlines of the batch/v1 Jobs that have one, by Job uid (``TaskInfo.owner_job``).
     job_deadlines: dict[str, JobDeadline] = field(default_factory=dict)
+    # PriorityClasses whose preemptionPolicy is Never, '' among them when the
+    # globalDefault class's is (a pod naming no class is given that one's)
+    non_preempting: frozenset[str] = frozenset()
     # What changed since the snapshot before it in its maker's line, for the caches
     # that reuse work across sessions (None: no snapshot before it to compare with).
     delta: Delta | None = None

@@ -141,6 +141,8 @@ class PodTemplate:
     # spec.resourceClaims' names: devices of dynamic resource allocation, which kbatch
     # does not allocate (no node takes such a pod: ``predicates``)
     resource_claims: tuple[str, ...] = ()
+    # spec.preemptionPolicy ('': its PriorityClass's, ``Snapshot.non_preempting``)
+    preemption_policy: str = ""
 
 
 def requirement_matches(req: Requirement, labels: dict[str, str]) -> bool:

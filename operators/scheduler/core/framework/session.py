@@ -74,6 +74,7 @@ class Session(TieredFunctions):
         self.refused_groups = snapshot.refused_groups
         self.foreign_groups = snapshot.foreign_groups
         self.job_deadlines = snapshot.job_deadlines
+        self.non_preempting = snapshot.non_preempting
         # What changed since the snapshot before this one (None: none to compare with).
         self.delta = snapshot.delta
         self.now = now
