@@ -152,6 +152,19 @@ class Corner:
         with self.watch.lock:
             return list(self.watch.objects.values())
 
+    def pod_condition(self, name: str, kind: str) -> Json | None:
+        """The pod's condition of type ``kind`` as the API server has it now."""
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
+        conditions = (request(self.api, "GET", path).get("status") or {}).get("conditions")
+        return next((c for c in conditions or [] if c["type"] == kind), None)
+
+    def skip_unless_served(self, name: str, field: str) -> None:
+        """Skip the test unless the server kept the pod's ``spec.<field>`` (an older one
+        drops a field it does not know)."""
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
+        if not request(self.api, "GET", path)["spec"].get(field):
+            pytest.skip(f"e2e: the server drops spec.{field} (an older Kubernetes)")
+
     def bound(self) -> list[Json]:
         return [p for p in self.pods() if (p.get("spec") or {}).get("nodeName")]
 

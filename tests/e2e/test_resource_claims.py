@@ -11,15 +11,9 @@ import pytest
 
 from e2e.cluster_backend import poll
 from e2e.test_ha import Corner
-from kbatch.kubeapi import request
+from e2e.test_upstream_gang import start_kbatch
 
 pytestmark = pytest.mark.e2e
-
-
-def scheduled_condition(corner: Corner, name: str) -> dict[str, Any] | None:
-    path = f"/api/v1/namespaces/{corner.namespace}/pods/{name}"
-    conditions = (request(corner.api, "GET", path).get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c["type"] == "PodScheduled"), None)
 
 
 def test_a_pod_with_resource_claims_is_not_bound_and_says_why(
@@ -29,15 +23,13 @@ def test_a_pod_with_resource_claims_is_not_bound_and_says_why(
     claiming = corner.pod("claims", "1")
     claiming["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "some-gpu"}]
     corner.add_pods([claiming, corner.pod("plain", "1")])
-    path = f"/api/v1/namespaces/{corner.namespace}/pods/claims"
-    if not request(corner.api, "GET", path)["spec"].get("resourceClaims"):
-        pytest.skip("e2e: the server drops spec.resourceClaims (before Kubernetes 1.26)")
-    run = kbatch_runs.start(
-        f"claims-{corner.suffix}", scheduler_names=(corner.scheduler_name,), leader_elect=False
-    )
+    corner.skip_unless_served("claims", "resourceClaims")
+    run = start_kbatch(corner, kbatch_runs, "claims")
     try:
         poll("the plain pod bound", lambda: [p["metadata"]["name"] for p in corner.bound()], 60)
-        told = poll("the claiming pod told why", lambda: scheduled_condition(corner, "claims"), 30)
+        told = poll(
+            "the claiming pod told why", lambda: corner.pod_condition("claims", "PodScheduled"), 30
+        )
         assert run.alive
     finally:
         run.stop()

@@ -13,6 +13,7 @@ import pytest
 
 from e2e.cluster_backend import poll
 from e2e.test_ha import Corner
+from e2e.test_upstream_gang import start_kbatch
 from kbatch.api import GROUP, VERSION
 from kbatch.kubeapi import request
 
@@ -25,12 +26,6 @@ def group_condition(corner: Corner, name: str) -> dict[str, Any] | None:
     path = f"/apis/{GROUP}/{VERSION}/namespaces/{corner.namespace}/podgroups/{name}"
     conditions = (request(corner.api, "GET", path).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == "Unschedulable"), None)
-
-
-def pod_scheduled(corner: Corner, name: str) -> dict[str, Any] | None:
-    path = f"/api/v1/namespaces/{corner.namespace}/pods/{name}"
-    conditions = (request(corner.api, "GET", path).get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c["type"] == "PodScheduled"), None)
 
 
 def waiting(corner: Corner) -> dict[str, Any] | None:
@@ -49,20 +44,17 @@ def test_a_gang_waits_whole_for_its_gated_pod_and_binds_once_the_gate_is_removed
     pods = [corner.pod(f"trio-{i}", "1", group="trio") for i in range(3)]
     pods[2]["spec"]["schedulingGates"] = [{"name": GATE}]
     corner.add_pods(pods)
-    path = f"/api/v1/namespaces/{corner.namespace}/pods/trio-2"
-    if not request(corner.api, "GET", path)["spec"].get("schedulingGates"):
-        pytest.skip("e2e: the server drops spec.schedulingGates (before Kubernetes 1.26)")
-    run = kbatch_runs.start(
-        f"gates-{corner.suffix}", scheduler_names=(corner.scheduler_name,), leader_elect=False
-    )
+    corner.skip_unless_served("trio-2", "schedulingGates")
+    run = start_kbatch(corner, kbatch_runs, "gates")
     try:
         told = poll("the group told it waits for the gate", lambda: waiting(corner), 60)
         time.sleep(2)  # sessions go on: still nothing bound
         waiting(corner)
-        gated = pod_scheduled(corner, "trio-2")
+        gated = corner.pod_condition("trio-2", "PodScheduled")
         assert gated is not None and gated["reason"] == "SchedulingGated"  # the API server's
         patch = [{"op": "remove", "path": "/spec/schedulingGates"}]
-        request(corner.api, "PATCH", path, patch, "application/json-patch+json")
+        gated_pod = f"/api/v1/namespaces/{corner.namespace}/pods/trio-2"
+        request(corner.api, "PATCH", gated_pod, patch, "application/json-patch+json")
         poll("the gang bound once its gate is removed", lambda: len(corner.bound()) == 3, 60)
         assert run.alive
     finally:
