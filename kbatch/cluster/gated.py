@@ -21,9 +21,6 @@ class GatedIndex:
         self._by_unit: dict[str, GatedPods] | None = {}
         self._marked: set[str] = set()  # the units the last ``mark`` told of gated pods
 
-    def __len__(self) -> int:
-        return len(self._pods)
-
     def applied(self, key: str, pod: PodRecord | None, ours: bool) -> None:
         """The pod at ``key`` is now ``pod`` (None: gone); ``ours``: of our schedulers."""
         gated = pod is not None and ours and gated_pod(pod)

@@ -263,12 +263,16 @@ def parse_spec(
 
 
 def _preemption_policy(spec: Mapping[str, Any]) -> str:
-    policy = fields.string(spec, "preemptionPolicy", at="spec") or ""
-    if policy not in ("", "PreemptLowerPriority", "Never"):
-        raise fields.FieldError(
-            "spec.preemptionPolicy", f"must be 'PreemptLowerPriority' or 'Never', not {policy!r}"
-        )
-    return policy
+    return preemption_policy(spec.get("preemptionPolicy"), "spec.preemptionPolicy")
+
+
+def preemption_policy(value: object, field: str) -> str:
+    """A pod's or PriorityClass's ``preemptionPolicy`` ('' when not set: its class's, or
+    PreemptLowerPriority); FieldError naming ``field`` unless one of Kubernetes' two."""
+    if value is not None and value not in ("PreemptLowerPriority", "Never"):
+        why = f"must be 'PreemptLowerPriority' or 'Never', not {fields.shown(value)}"
+        raise fields.FieldError(field, why)
+    return value or ""
 
 
 def _resource_claims(spec: Mapping[str, Any]) -> tuple[str, ...]:

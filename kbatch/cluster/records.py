@@ -31,6 +31,7 @@ from kbatch.cluster.pod_records import (
     scheduling_group,
     task_status,
 )
+from kbatch.cluster.podspec import preemption_policy
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.record_parsing import (
     CLUSTER_SCOPED,
@@ -276,10 +277,6 @@ def _check_quantities(obj: Mapping[str, Any], values: Mapping[str, str] | None, 
         amounts(values, field)
 
 
-# A pod's or PriorityClass's preemptionPolicy (None: PreemptLowerPriority, the default)
-PREEMPTION_POLICIES = (None, "PreemptLowerPriority", "Never")
-
-
 def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClassRecord:
     ref = ref_of(obj)
     with naming(ref):
@@ -287,13 +284,10 @@ def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClassRecord:
     value = obj.get("value")
     if isinstance(value, bool) or not isinstance(value, int):
         raise ObjectError(ref, "value", f"expected an integer, not {fields.shown(value)}")
-    policy = obj.get("preemptionPolicy")
-    if policy not in PREEMPTION_POLICIES:
-        raise ObjectError(
-            ref,
-            "preemptionPolicy",
-            f"must be 'PreemptLowerPriority' or 'Never', not {fields.shown(policy)}",
-        )
+    try:
+        policy = preemption_policy(obj.get("preemptionPolicy"), "preemptionPolicy")
+    except fields.FieldError as exc:
+        raise ObjectError(ref, exc.field, exc.why) from None
     return PriorityClassRecord(name, value, bool(obj.get("globalDefault")), policy == "Never")
 
 
