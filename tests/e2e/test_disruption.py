@@ -175,12 +175,7 @@ def test_a_job_ignoring_disruption_is_not_failed_by_a_preemption(
     conf = tmp_path / "preempt.yaml"
     conf.write_text(PREEMPT, encoding="utf-8")
     with Pods(api, namespace) as pods:
-        run = kbatch_runs.start(
-            f"disruption-{corner.suffix}",
-            conf=conf,
-            scheduler_names=(corner.scheduler_name,),
-            leader_elect=False,
-        )
+        run = corner.start_kbatch(kbatch_runs, "disruption", conf)
         try:
             request(api, "POST", jobs, job)
 

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,6 +152,15 @@ class Corner:
         assert self.watch is not None
         with self.watch.lock:
             return list(self.watch.objects.values())
+
+    def start_kbatch(self, kbatch_runs: Any, name: str, conf: Path | None = None) -> Any:
+        """``kbatch run`` for this corner's scheduler name alone, not electing a leader."""
+        return kbatch_runs.start(
+            f"{name}-{self.suffix}",
+            conf=conf,
+            scheduler_names=(self.scheduler_name,),
+            leader_elect=False,
+        )
 
     def pod_condition(self, name: str, kind: str) -> Json | None:
         """The pod's condition of type ``kind`` as the API server has it now."""

@@ -40,12 +40,7 @@ def test_a_non_preempting_pod_evicts_nobody_and_a_preempting_one_does(
         made["spec"]["priorityClassName"] = names[key]
         return made
 
-    run = kbatch_runs.start(
-        f"never-{corner.suffix}",
-        conf=conf,
-        scheduler_names=(corner.scheduler_name,),
-        leader_elect=False,
-    )
+    run = corner.start_kbatch(kbatch_runs, "never", conf)
     try:
         corner.add_pods([pod("low-0", "low"), pod("low-1", "low")])
         poll("the low pods bound", lambda: len(corner.bound()) == 2, 60)

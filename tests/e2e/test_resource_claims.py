@@ -11,7 +11,6 @@ import pytest
 
 from e2e.cluster_backend import poll
 from e2e.test_ha import Corner
-from e2e.test_upstream_gang import start_kbatch
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +23,7 @@ def test_a_pod_with_resource_claims_is_not_bound_and_says_why(
     claiming["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "some-gpu"}]
     corner.add_pods([claiming, corner.pod("plain", "1")])
     corner.skip_unless_served("claims", "resourceClaims")
-    run = start_kbatch(corner, kbatch_runs, "claims")
+    run = corner.start_kbatch(kbatch_runs, "claims")
     try:
         poll("the plain pod bound", lambda: [p["metadata"]["name"] for p in corner.bound()], 60)
         told = poll(

@@ -13,7 +13,6 @@ import pytest
 
 from e2e.cluster_backend import poll
 from e2e.test_ha import Corner
-from e2e.test_upstream_gang import start_kbatch
 from kbatch.api import GROUP, VERSION
 from kbatch.kubeapi import request
 
@@ -45,7 +44,7 @@ def test_a_gang_waits_whole_for_its_gated_pod_and_binds_once_the_gate_is_removed
     pods[2]["spec"]["schedulingGates"] = [{"name": GATE}]
     corner.add_pods(pods)
     corner.skip_unless_served("trio-2", "schedulingGates")
-    run = start_kbatch(corner, kbatch_runs, "gates")
+    run = corner.start_kbatch(kbatch_runs, "gates")
     try:
         told = poll("the group told it waits for the gate", lambda: waiting(corner), 60)
         time.sleep(2)  # sessions go on: still nothing bound

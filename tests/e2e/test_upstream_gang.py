@@ -60,18 +60,12 @@ def condition(corner: Corner, group: str) -> dict[str, Any] | None:
     return next((c for c in conditions if c["type"] == "PodGroupInitiallyScheduled"), None)
 
 
-def start_kbatch(corner: Corner, kbatch_runs: Any, name: str) -> Any:
-    return kbatch_runs.start(
-        f"{name}-{corner.suffix}", scheduler_names=(corner.scheduler_name,), leader_elect=False
-    )
-
-
 def test_a_gang_of_three_is_bound_together_and_told_scheduled(
     served: None, corner: Corner, kbatch_runs: Any
 ) -> None:
     corner.add_nodes(2, "2")
     make_group(corner, "trio", 3)
-    run = start_kbatch(corner, kbatch_runs, "upstream-trio")
+    run = corner.start_kbatch(kbatch_runs, "upstream-trio")
     try:
         corner.add_pods([member(corner, f"trio-{i}", "trio", "1") for i in range(3)])
         poll("the gang's three pods bound", lambda: len(corner.bound()) == 3, 60)
@@ -88,7 +82,7 @@ def test_a_gang_that_does_not_fit_is_not_half_bound_and_says_why(
 ) -> None:
     corner.add_nodes(2, "2")  # room for two of the three
     make_group(corner, "too-big", 3)
-    run = start_kbatch(corner, kbatch_runs, "upstream-too-big")
+    run = corner.start_kbatch(kbatch_runs, "upstream-too-big")
     try:
         corner.add_pods([member(corner, f"too-big-{i}", "too-big", "2") for i in range(3)])
         told = poll("the group told unschedulable", lambda: condition(corner, "too-big"), 60)
