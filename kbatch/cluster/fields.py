@@ -143,3 +143,18 @@ def string_map(obj: Mapping[str, Any], path: str, *, at: str = "") -> dict[str, 
         if not isinstance(item, str):
             raise _expected(f"{_join(at, path)}.{key}", "a string (quote it)", item)
     return {str(key): item for key, item in found.items()}
+
+
+def names(obj: Mapping[str, Any], path: str, *, at: str = "") -> tuple[str, ...]:
+    """The ``name`` of each map of a list of named maps (a pod's ``schedulingGates``,
+    ``resourceClaims``), each required; empty when the list is absent."""
+    if not obj.get(path):  # (mostly absent: a pod parse is on every watch event)
+        return ()
+    where = _join(at, path)
+    found = []
+    for i, item in enumerate(mappings(obj, path, at=at)):
+        name = string(item, "name", at=f"{where}[{i}]")
+        if not name:
+            raise FieldError(f"{where}[{i}].name", "required")
+        found.append(name)
+    return tuple(found)

@@ -148,7 +148,7 @@ def parse_pod(
         conditions = pod.conditions
         condition = _scheduled_condition(obj) if conditions is None else _scheduled_of(conditions)
         walltime = _walltime(spec)
-        gates = _gates(spec)
+        gates = fields.names(spec, "schedulingGates", at="spec")
     except ValueError:
         with naming(ref_of(obj)):  # (an ObjectError, named already, passes as it is)
             raise
@@ -309,24 +309,6 @@ def _walltime(spec: Mapping[str, Any]) -> float | None:
             "spec.activeDeadlineSeconds", f"{deadline!r} is not a positive integer"
         )
     return float(deadline)
-
-
-def _gates(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The names of ``spec.schedulingGates`` (none: empty); ValueError names a bad one."""
-    gates = spec.get("schedulingGates")
-    if not gates:
-        return ()
-    if type(gates) is not list:
-        raise fields.FieldError("spec.schedulingGates", f"{gates!r} is not a list")
-    names = []
-    for index, gate in enumerate(gates):
-        name = gate.get("name") if type(gate) is dict else None
-        if type(name) is not str or not name:
-            raise fields.FieldError(
-                f"spec.schedulingGates[{index}].name", f"{name!r} is not a gate's name"
-            )
-        names.append(name)
-    return tuple(names)
 
 
 def scheduling_group(obj: Mapping[str, Any]) -> str | None:

@@ -257,7 +257,7 @@ def parse_spec(
         tolerations=tolerations,
         host_ports=ports,
         priority_class_name=fields.string(spec, "priorityClassName", at="spec") or "",
-        resource_claims=_resource_claims(spec),
+        resource_claims=fields.names(spec, "resourceClaims", at="spec"),
         preemption_policy=_preemption_policy(spec),
     )
 
@@ -273,18 +273,6 @@ def preemption_policy(value: object, field: str) -> str:
         why = f"must be 'PreemptLowerPriority' or 'Never', not {fields.shown(value)}"
         raise fields.FieldError(field, why)
     return value or ""
-
-
-def _resource_claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The names of the pod's ``spec.resourceClaims`` (dynamic resource allocation)."""
-    claims = fields.mappings(spec, "resourceClaims", at="spec")
-    names = []
-    for i, claim in enumerate(claims):
-        name = fields.string(claim, "name", at=f"spec.resourceClaims[{i}]")
-        if not name:
-            raise fields.FieldError(f"spec.resourceClaims[{i}].name", "required")
-        names.append(name)
-    return tuple(names)
 
 
 def _label_pairs(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

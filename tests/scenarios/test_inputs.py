@@ -202,7 +202,7 @@ BAD_OBJECTS = [
     (
         {**pod("p"), "spec": {**pod("p")["spec"], "schedulingGates": [{"name": ""}]}},
         "Pod default/p",
-        r"spec\.schedulingGates\[0\]\.name: '' is not a gate's name",
+        r"spec\.schedulingGates\[0\]\.name: required",
     ),
     (
         {

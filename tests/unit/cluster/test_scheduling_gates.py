@@ -84,7 +84,7 @@ def test_a_gated_pod_of_its_own_makes_no_job() -> None:
     [
         ("x", "spec.schedulingGates"),
         ([{"name": ""}], "spec.schedulingGates[0].name"),
-        ([{"name": "x"}, "y"], "spec.schedulingGates[1].name"),
+        ([{"name": "x"}, "y"], "spec.schedulingGates[1]"),
         ([{"name": 3}], "spec.schedulingGates[0].name"),
     ],
 )
