@@ -1,13 +1,14 @@
 """What a pod record reads of a pod's fields (but its spec's parse and its conditions),
 for a pod whose every such field has the plain type decoded JSON gives it: the types
 checked together, not field by field (``pod_records._pod_fields`` reads any other pod
-field by field, which names a bad field)."""
+field by field, which names a bad field); and the claims its volumes name (``claims_of``)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
+from kbatch.cluster import fields
 from kbatch.cluster.record_parsing import timestamp
 
 
@@ -109,3 +110,25 @@ def plain_fields(obj: Mapping[str, Any]) -> PodFields | None:
         timestamp(start_time, "status.startTime") if start_time else None,
         bool(meta.get("deletionTimestamp")), group, conditions,
     )  # fmt: skip
+
+
+def claims_of(spec: Mapping[str, Any], pod: str) -> tuple[str, ...]:
+    """The PersistentVolumeClaims ``spec.volumes`` names: a ``persistentVolumeClaim``'s
+    claimName, and for an ``ephemeral`` volume the claim Kubernetes makes for it,
+    named pod-volume (FieldError when either name is missing)."""
+    if not spec.get("volumes"):
+        return ()
+    found = []
+    for i, volume in enumerate(fields.mappings(spec, "volumes", at="spec")):
+        where = f"spec.volumes[{i}]"
+        if volume.get("persistentVolumeClaim") is not None:
+            claim = fields.string(volume, "persistentVolumeClaim.claimName", at=where)
+            if not claim:
+                raise fields.FieldError(f"{where}.persistentVolumeClaim.claimName", "required")
+            found.append(claim)
+        elif volume.get("ephemeral") is not None:
+            name = fields.string(volume, "name", at=where)
+            if not name:
+                raise fields.FieldError(f"{where}.name", "required")
+            found.append(f"{pod}-{name}")
+    return tuple(found)

@@ -14,7 +14,7 @@ from kbatch.api import GROUP_NAME_ANNOTATION, TASK_ROLE_ANNOTATION, VOLCANO_TASK
 from kbatch.cluster import fields
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.job_records import owner_job
-from kbatch.cluster.pod_fields import PodFields
+from kbatch.cluster.pod_fields import PodFields, claims_of
 from kbatch.cluster.pod_fields import plain_fields as _plain_fields
 from kbatch.cluster.podspec import SHARED_SPECS, SPEC_KEY_FIELDS, ParsedSpec, spec_key
 from kbatch.cluster.record_parsing import naming, object_name, ref_of, timestamp
@@ -44,6 +44,9 @@ class PodRecord:
     owner_job: str = ""  # the uid of the batch/v1 Job that controls it ('': none)
     # spec.schedulingGates' names: while any is left the pod is not scheduled (no task)
     gates: tuple[str, ...] = ()
+    # The PersistentVolumeClaims its volumes name (an ephemeral volume's: pod-volume),
+    # which say where it may go (``kbatch.cluster.volumes``)
+    claims: tuple[str, ...] = ()
     # Worked out by __post_init__ (so by dataclasses.replace too) once per version of the
     # pod, not by every snapshot: ``task_status(pod)``, and the key of the job the
     # snapshot puts it in (its PodGroup's, or its own).
@@ -149,6 +152,7 @@ def parse_pod(
         condition = _scheduled_condition(obj) if conditions is None else _scheduled_of(conditions)
         walltime = _walltime(spec)
         gates = fields.names(spec, "schedulingGates", at="spec")
+        claims = claims_of(spec, pod.name)
     except ValueError:
         with naming(ref_of(obj)):  # (an ObjectError, named already, passes as it is)
             raise
@@ -171,6 +175,7 @@ def parse_pod(
         walltime=walltime,
         owner_job=owner_job(obj),
         gates=gates,
+        claims=claims,
     )
 
 
@@ -227,6 +232,7 @@ def _pod_of_status_write(
         walltime=previous.walltime,
         owner_job=previous.owner_job,
         gates=previous.gates,
+        claims=previous.claims,
     )
 
 
@@ -295,6 +301,7 @@ def pod_made_of(
         walltime=source.walltime,
         owner_job=owner_job(obj),
         gates=source.gates,
+        claims=source.claims,
     )
 
 

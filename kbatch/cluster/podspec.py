@@ -301,7 +301,7 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-def _requirements(parent: Mapping[str, Any], key: str, at: str) -> tuple[Requirement, ...]:
+def requirements(parent: Mapping[str, Any], key: str, at: str) -> tuple[Requirement, ...]:
     out = []
     for i, item in enumerate(fields.mappings(parent, key, at=at)):
         where = f"{at}.{key}[{i}]"
@@ -319,9 +319,9 @@ def _requirements(parent: Mapping[str, Any], key: str, at: str) -> tuple[Require
     return tuple(out)
 
 
-def _node_term(term: Mapping[str, Any], at: str) -> NodeSelectorTerm:
+def node_term(term: Mapping[str, Any], at: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(
-        _requirements(term, "matchExpressions", at), _requirements(term, "matchFields", at)
+        requirements(term, "matchExpressions", at), requirements(term, "matchFields", at)
     )
 
 
@@ -332,7 +332,7 @@ def _label_selector(term: Mapping[str, Any], at: str) -> LabelSelector:
     selector = fields.mapping(term, "labelSelector", at=at)
     labels = fields.string_map(selector, "matchLabels", at=where)
     return LabelSelector(
-        tuple(sorted(labels.items())), _requirements(selector, "matchExpressions", where)
+        tuple(sorted(labels.items())), requirements(selector, "matchExpressions", where)
     )
 
 
@@ -378,13 +378,13 @@ def _node_affinity(
     if node.get(REQUIRED) is not None:
         terms = fields.mappings(node, f"{REQUIRED}.nodeSelectorTerms", at=at)
         where = f"{at}.{REQUIRED}.nodeSelectorTerms"
-        required = tuple(_node_term(t, f"{where}[{i}]") for i, t in enumerate(terms))
+        required = tuple(node_term(t, f"{where}[{i}]") for i, t in enumerate(terms))
     preferred = []
     for i, t in enumerate(fields.mappings(node, PREFERRED, at=at)):
         where = f"{at}.{PREFERRED}[{i}]"
         preference = fields.mapping(t, "preference", at=where)
         preferred.append(
-            PreferredNodeTerm(_weight(t, where), _node_term(preference, f"{where}.preference"))
+            PreferredNodeTerm(_weight(t, where), node_term(preference, f"{where}.preference"))
         )
     return required, tuple(preferred)
 

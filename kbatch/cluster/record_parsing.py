@@ -18,7 +18,9 @@ M = TypeVar("M", bound=BaseModel)
 # Every node has it (the kubelet sets it to the node's name): the topology level of one node.
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
-CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace"})
+CLUSTER_SCOPED = frozenset(
+    {"Node", "Queue", "PriorityClass", "Namespace", "PersistentVolume", "StorageClass"}
+)
 
 
 def ref_of(obj: Mapping[str, Any]) -> str:

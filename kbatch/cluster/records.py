@@ -44,6 +44,7 @@ from kbatch.cluster.record_parsing import (
     timestamp,
     validate_model,
 )
+from kbatch.cluster.volume_records import parse_claim, parse_storage_class, parse_volume
 from kbatch.operators.scheduler.core.framework.info import (
     PREFERRED,
     REQUIRED,
@@ -327,4 +328,8 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "Namespace": parse_namespace,
     "Job": parse_job,  # (batch/v1: its own deadline, ``job_records``)
     "JobSet": parse_jobset,  # (whether kbatch holds it, ``job_records``)
+    # (where a pod's volumes let it go, ``volumes``)
+    "PersistentVolumeClaim": parse_claim,
+    "PersistentVolume": parse_volume,
+    "StorageClass": parse_storage_class,
 }

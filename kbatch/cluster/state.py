@@ -33,6 +33,7 @@ from kbatch.cluster.reuse import settled
 from kbatch.cluster.reuse.per_object import Inputs
 from kbatch.cluster.reuse.pod_units import PodUnits, ShownPods
 from kbatch.cluster.state_assumed import StateAssumptions
+from kbatch.cluster.volumes import VolumeIndex
 from kbatch.operators.scheduler.core.framework.collector import collector_paused
 from kbatch.operators.scheduler.core.framework.info import JobDeadline
 from kbatch.operators.scheduler.core.framework.interface import Snapshot
@@ -86,6 +87,7 @@ class ClusterState(StateAssumptions):
         # Keys of the grouped pods of other schedulers (mostly none: see _foreign_groups).
         self._theirs: set[str] = set()
         self._gated = GatedIndex()  # our pods held by scheduling gates
+        self._volumes = VolumeIndex()  # our pending pods that name claims
         self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder(self.shortcuts)
@@ -208,9 +210,11 @@ class ClusterState(StateAssumptions):
                 self._theirs.discard(key)
             self._assumed.check(key, parsed)
             self._gated.applied(key, parsed, ours)
+            self._volumes.applied(key, parsed, ours)
             self._builder.objects.pod_arrived(parsed, self._snapshot_inputs)
         elif kind == "Node":
             self._builder.objects.node_arrived(parsed, self._snapshot_inputs)
+        self._volumes.written(kind)
         if kind in self._waiting:
             if self._is_waiting(parsed):
                 self._waiting[kind].add(key)
@@ -323,6 +327,8 @@ class ClusterState(StateAssumptions):
             self._assumed.forget(key)
             self._theirs.discard(key)
             self._gated.applied(key, None, False)
+            self._volumes.applied(key, None, False)
+        self._volumes.written(kind)
         if kind in self._waiting:
             self._waiting[kind].discard(key)
 
@@ -396,6 +402,7 @@ class ClusterState(StateAssumptions):
                     self._shown.not_seen()
                 raise
             self._gated.mark(built.jobs)
+            self._volumes.mark(built.jobs, self._volumes.of_state(self._parsed))
             return dataclasses.replace(
                 built,
                 foreign_groups=self._foreign_groups(pods),

@@ -7,8 +7,12 @@ computes for one of them holds for all (DESIGN §10).
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from kbatch.operators.scheduler.core.framework.volume_needs import VolumeNeeds
 
 
 class Operator(StrEnum):
@@ -143,6 +147,10 @@ class PodTemplate:
     resource_claims: tuple[str, ...] = ()
     # spec.preemptionPolicy ('': its PriorityClass's, ``Snapshot.non_preempting``)
     preemption_policy: str = ""
+    # What its persistent volumes ask of a node, for a pending pod that names claims:
+    # set by the cluster layer on a copy of its spec's template, shared by the pods of
+    # that template whose needs are equal (``kbatch.cluster.volumes``); None: none.
+    volumes: "VolumeNeeds | None" = None
 
 
 def requirement_matches(req: Requirement, labels: dict[str, str]) -> bool:

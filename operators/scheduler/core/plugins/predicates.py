@@ -10,6 +10,10 @@ affinity, tolerations and QoS are the key):
   the ``node.kubernetes.io/unschedulable`` taint; nodeSelector and required
   node affinity; NoSchedule and NoExecute taints tolerated; and, when enabled,
   memory pressure (best-effort pods only, as Kubernetes), disk and PID pressure.
+volumes — from the pod's persistent volume claims, as they stand (its template's
+``volumes``, worked out by the cluster layer): a claim not found or not yet bound
+by the PV controller bars every node; a bound PV's node affinity, and where a claim
+bound on first use may be bound or provisioned, bar the nodes they do not match.
 dynamic — from the pods on the nodes, evaluated for the nodes asked about:
   host ports; max pods; required pod affinity and anti-affinity, and the
   existing pods' required anti-affinity (see ``pod_affinity``).
@@ -27,6 +31,11 @@ from kbatch.operators.scheduler.core.framework.podspec import PodTemplate, Taint
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.signatures import Failures, Lasting
+from kbatch.operators.scheduler.core.framework.volume_needs import (
+    BIND_CONFLICT,
+    NODE_CONFLICT,
+    VolumeNeeds,
+)
 from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
 
 NAME = "predicates"
@@ -97,6 +106,7 @@ class StaticChecks:
         self._by_value: dict[StaticKey, Failures] = {}
         self._lasting_by_template: dict[PodTemplate, Lasting] = {}
         self._lasting_by_value: dict[StaticKey, Failures] = {}
+        self._volumes: dict[VolumeNeeds, Failures] = {}  # (for this session: ``new_session``)
 
     @classmethod
     def of(cls, session: Session, args: PredicatesArguments) -> "StaticChecks":
@@ -114,6 +124,7 @@ class StaticChecks:
         are kept (forgotten once there are more than ``node_index.MASKS_KEPT``)."""
         self._by_template = {}
         self._lasting_by_template = {}
+        self._volumes = {}
         if len(self._by_value) + len(self._lasting_by_value) > node_index.MASKS_KEPT:
             self._by_value.clear()
             self._lasting_by_value.clear()
@@ -162,6 +173,27 @@ class StaticChecks:
             node_match = node_match & self.index.terms_mask(required)
         return node_match
 
+    def volume_failures(self, needs: VolumeNeeds) -> Failures:
+        """(reason, mask over all nodes) for what a pod's volumes bar (``VolumeNeeds``),
+        each node once: while a claim waits, every node for that reason alone (as
+        kube-scheduler's PreFilter fails a pod whole)."""
+        found = self._volumes.get(needs)
+        if found is None:
+            index = self.index
+            if needs.waiting:
+                found = [(needs.waiting, np.ones(index.size, dtype=bool))]
+            else:
+                conflict = np.zeros(index.size, dtype=bool)
+                for terms in needs.bound:
+                    conflict |= ~index.terms_mask(terms)
+                unbound = np.zeros(index.size, dtype=bool)
+                for allowed in needs.unbound:
+                    if allowed is not None:
+                        unbound |= ~index.terms_mask(allowed)
+                found = first_failures([(NODE_CONFLICT, conflict), (BIND_CONFLICT, unbound)])
+            self._volumes[needs] = found
+        return found
+
     def _evaluate(self, template: PodTemplate) -> list[tuple[str, np.ndarray]]:
         index, args = self.index, self.args
         tolerations = template.tolerations
@@ -207,6 +239,16 @@ def _static_key(template: PodTemplate) -> StaticKey:
     )
 
 
+def _then(first: Failures, then: Failures) -> Failures:
+    """``first``, then what of ``then`` fails on nodes none of ``first`` does."""
+    if not then:
+        return first
+    taken = None
+    for _, failed in first:
+        taken = failed if taken is None else taken | failed
+    return first + first_failures(list(then), taken)
+
+
 def first_failures(
     checks: list[tuple[str, np.ndarray]], taken: np.ndarray | None = None
 ) -> Failures:
@@ -230,7 +272,12 @@ def on_session_open(session: Session, option: PluginOption) -> None:
 
     def predicate(task: TaskInfo, idx: np.ndarray) -> Failures:
         template = task.template
-        fixed = [(reason, mask[idx]) for reason, mask in static.failures(template)]
+        failures = static.failures(template)
+        needs = template.volumes
+        if needs is not None:  # (a claim that waits fails the pod whole, as a PreFilter)
+            volumes = static.volume_failures(needs)
+            failures = volumes if needs.waiting else _then(failures, volumes)
+        fixed = [(reason, mask[idx]) for reason, mask in failures]
         fixed = [(reason, failed) for reason, failed in fixed if failed.any()]
         dynamic: list[tuple[str, np.ndarray]] = []
         if template.host_ports:

@@ -1,0 +1,287 @@
+"""Where a pod's persistent volumes let it go, and what its bind must write first: the
+part of kube-scheduler's VolumeBinding that kbatch does (DESIGN §15).
+
+For each pending pod of ours that names claims (``PodRecord.claims``), a snapshot gives
+its ``VolumeNeeds`` (read by the predicates plugin):
+
+- a claim not found, being deleted, bound to a PV not found, of a StorageClass not
+  found, or unbound and bound by the PV controller (no class, or a class whose
+  volumeBindingMode is Immediate): the pod waits, every node failing for that reason;
+- a claim bound to a PV: the node must match the PV's node affinity;
+- a claim unbound of a class that waits for its first consumer: the node must match a
+  free PV that fits the claim (its class, access modes, size, volume mode, selector),
+  or, where the class provisions (not ``kubernetes.io/no-provisioner``) and the claim
+  has no selector, the class's allowedTopologies; once a provisioning has begun for a
+  node (the claim's ``volume.kubernetes.io/selected-node``), that node alone.
+
+When such a pod is bound (``bind_writes``), each of those claims is first bound to the
+smallest free PV that fits it on the node (the PV's claimRef, as kube-scheduler writes
+it, which the PV controller completes), or else has the node written as its selected
+node, for its provisioner. What kbatch does not do of VolumeBinding: wait for those
+claims to be bound before the pod's bind (the kubelet waits for them instead), count
+the volumes a node may attach (CSI limits), or read CSIStorageCapacity.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from kbatch.cluster.pod_records import PodRecord
+from kbatch.cluster.volume_records import (
+    NO_PROVISIONER,
+    ClaimRecord,
+    StorageClassRecord,
+    VolumeRecord,
+)
+from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.podspec import (
+    NodeSelectorTerm,
+    Operator,
+    PodTemplate,
+    Requirement,
+    requirement_matches,
+)
+from kbatch.operators.scheduler.core.framework.volume_needs import Terms, VolumeNeeds
+
+KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+NODE_NAME_FIELD = "metadata.name"
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeWrite:
+    """What a bind writes first for one of its pod's claims: the claim's selected node
+    (``volume`` ''), or the claimRef of ``volume`` (made against its
+    ``resource_version``) to the claim."""
+
+    claim: ClaimRecord
+    node: str
+    volume: str = ""
+    resource_version: str = ""
+
+
+class VolumeIndex:
+    """Our pending pods that name claims, by key, and their ``VolumeNeeds`` (worked out
+    again only once one of them, a claim, a PV or a StorageClass is written), which a
+    snapshot's tasks of them carry on their templates (``mark``)."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, PodRecord] = {}
+        self._needs: dict[str, VolumeNeeds] | None = {}
+        # A spec's template and needs -> its copy with them, shared by the pods alike
+        # (the placement's answers are per template); and each copy's spec's template.
+        self._copies: dict[tuple[int, VolumeNeeds], PodTemplate] = {}
+        self._origins: dict[int, PodTemplate] = {}
+
+    def applied(self, key: str, pod: PodRecord | None, ours: bool) -> None:
+        """The pod at ``key`` is now ``pod`` (None: gone); ``ours``: of our schedulers."""
+        if pod is not None and ours and pod.claims and pod.task_status is TaskStatus.PENDING:
+            self._pods[key] = pod
+            self._needs = None
+        elif self._pods.pop(key, None) is not None:
+            self._needs = None
+
+    def written(self, kind: str) -> None:
+        """An object of ``kind`` was written or dropped: if a claim, a PV or a
+        StorageClass, the needs are worked out again."""
+        if kind in KINDS and self._pods:
+            self._needs = None
+
+    def of_state(self, parsed: Mapping[str, Mapping[str, object]]) -> Mapping[str, VolumeNeeds]:
+        """``needs`` of a state's records by kind (``ClusterState._parsed``)."""
+        if not self._pods:
+            return {}
+        return self.needs(
+            parsed["PersistentVolumeClaim"],  # type: ignore[arg-type]
+            parsed["PersistentVolume"],  # type: ignore[arg-type]
+            parsed["StorageClass"],  # type: ignore[arg-type]
+        )
+
+    def needs(
+        self,
+        claims: Mapping[str, ClaimRecord],
+        volumes: Mapping[str, VolumeRecord],
+        classes: Mapping[str, StorageClassRecord],
+    ) -> Mapping[str, VolumeNeeds]:
+        """Each pending pod's ``VolumeNeeds`` by key, given the state's records by key."""
+        if self._needs is None:
+            self._copies.clear()  # (bounded: made anew with the needs)
+            self._origins.clear()
+            free = FreeVolumes(volumes.values())
+            self._needs = {
+                key: needs_of(pod, claims, volumes, classes, free)
+                for key, pod in self._pods.items()
+            }
+        return self._needs
+
+    def mark(self, jobs: Mapping[str, JobInfo], needs: Mapping[str, VolumeNeeds]) -> None:
+        """Give the tasks of ``jobs`` (a snapshot's) of the pods of ``needs`` (``needs``'s
+        answer) templates that carry them: pods of one template with other needs (other
+        claims, of one spec: ephemeral volumes) are placed apart."""
+        if not needs:
+            self._copies.clear()
+            self._origins.clear()
+            return
+        for key, need in needs.items():
+            pod = self._pods[key]
+            job = jobs.get(pod.unit)
+            task = None if job is None else job.tasks.get(pod.uid)
+            if task is None or task.template.volumes is need:
+                continue
+            origin = self._origins.get(id(task.template), task.template)
+            copy = self._copies.get((id(origin), need))
+            if copy is None:
+                copy = self._copies[(id(origin), need)] = replace(origin, volumes=need)
+                self._origins[id(copy)] = origin
+            task.template = copy
+
+
+class FreeVolumes:
+    """The PVs that a claim bound on first use may be bound to, by class: neither
+    bound to another claim nor being deleted."""
+
+    def __init__(self, volumes: Iterable[VolumeRecord]) -> None:
+        self._by_class: dict[str, list[VolumeRecord]] = {}
+        for volume in volumes:
+            if not volume.deleting and volume.phase in ("", "Pending", "Available"):
+                self._by_class.setdefault(volume.storage_class, []).append(volume)
+
+    def fitting(self, claim: ClaimRecord) -> list[VolumeRecord]:
+        """The free PVs that ``claim`` fits, smallest first (kube-scheduler's choice)."""
+        found = [v for v in self._by_class.get(claim.storage_class, ()) if fits(claim, v)]
+        return sorted(found, key=lambda v: (v.capacity, v.name))
+
+
+def fits(claim: ClaimRecord, volume: VolumeRecord) -> bool:
+    """May ``claim`` be bound to ``volume`` (a free one of its class)?"""
+    if volume.claim is not None:
+        namespace, name, uid = volume.claim
+        if (namespace, name) != (claim.namespace, claim.name) or uid not in ("", claim.uid):
+            return False  # kept for another claim
+    return (
+        claim.access_modes <= volume.access_modes
+        and volume.capacity >= claim.storage
+        and volume.volume_mode == claim.volume_mode
+        and (claim.selector is None or claim.selector.matches(volume.labels))
+    )
+
+
+def needs_of(
+    pod: PodRecord,
+    claims: Mapping[str, ClaimRecord],
+    volumes: Mapping[str, VolumeRecord],
+    classes: Mapping[str, StorageClassRecord],
+    free: FreeVolumes,
+) -> VolumeNeeds:
+    """What ``pod``'s claims ask of a node (the module's rules)."""
+    bound: list[Terms] = []
+    unbound: list[Terms | None] = []
+    for name in pod.claims:
+        claim = claims.get(f"{pod.namespace}/{name}")
+        if claim is None:
+            return VolumeNeeds(f'persistentvolumeclaim "{name}" not found')
+        if claim.deleting:
+            return VolumeNeeds(f'persistentvolumeclaim "{name}" is being deleted')
+        if claim.volume_name:
+            volume = volumes.get(claim.volume_name)
+            if volume is None:
+                why = f'persistentvolume "{claim.volume_name}" (of claim "{name}") not found'
+                return VolumeNeeds(why)
+            if volume.node_terms is not None:
+                bound.append(volume.node_terms)
+            continue
+        storage_class = classes.get(claim.storage_class) if claim.storage_class else None
+        if claim.storage_class and storage_class is None:
+            return VolumeNeeds(f'storageclass.storage.k8s.io "{claim.storage_class}" not found')
+        if storage_class is None or not storage_class.waits_for_consumer:
+            return VolumeNeeds(UNBOUND_IMMEDIATE)
+        unbound.append(_bindable_on(claim, storage_class, free))
+    return VolumeNeeds("", tuple(bound), tuple(unbound))
+
+
+def _bindable_on(
+    claim: ClaimRecord, storage_class: StorageClassRecord, free: FreeVolumes
+) -> Terms | None:
+    """Where ``claim``, bound on first use, may be bound or provisioned (None: anywhere)."""
+    if claim.selected_node:
+        return (_node_named(claim.selected_node),)
+    terms: list[NodeSelectorTerm] = []
+    for volume in free.fitting(claim):
+        if volume.node_terms is None:
+            return None
+        terms.extend(volume.node_terms)
+    if provisions(claim, storage_class):
+        if storage_class.topologies is None:
+            return None
+        terms.extend(storage_class.topologies)
+    return tuple(terms)
+
+
+def provisions(claim: ClaimRecord, storage_class: StorageClassRecord) -> bool:
+    """May a volume be provisioned for ``claim`` (not for one with a selector)?"""
+    return storage_class.provisioner != NO_PROVISIONER and claim.selector is None
+
+
+def _node_named(node: str) -> NodeSelectorTerm:
+    return NodeSelectorTerm(match_fields=(Requirement(NODE_NAME_FIELD, Operator.IN, (node,)),))
+
+
+def matches_node(terms: Terms | None, node: str, labels: dict[str, str]) -> bool:
+    """Does the node named ``node`` with ``labels`` match any of ``terms`` (None: any)?"""
+    if terms is None:
+        return True
+    return any(_term_matches(term, node, labels) for term in terms)
+
+
+def _term_matches(term: NodeSelectorTerm, node: str, labels: dict[str, str]) -> bool:
+    if not term.match_expressions and not term.match_fields:
+        return False
+    for req in term.match_fields:
+        if req.key != NODE_NAME_FIELD or not requirement_matches(req, {NODE_NAME_FIELD: node}):
+            return False
+    return all(requirement_matches(req, labels) for req in term.match_expressions)
+
+
+class NoVolume(Exception):
+    """A claim of the pod may be bound on the node no longer: no PV fits it there, and
+    none may be provisioned there."""
+
+
+def bind_writes(
+    pod: PodRecord,
+    node: str,
+    labels: dict[str, str],
+    claims: Mapping[str, ClaimRecord],
+    classes: Mapping[str, StorageClassRecord],
+    free: FreeVolumes,
+    taken: set[str],
+) -> list[VolumeWrite]:
+    """What binding ``pod`` to ``node`` (with ``labels``) writes first, for each of its
+    claims bound on first use that is not yet bound: the smallest free PV that fits it
+    there (not one of ``taken``, the PVs the binds before it chose: added to), or else
+    the node as its selected node, for its provisioner. NoVolume when neither may be."""
+    writes = []
+    for name in pod.claims:
+        claim = claims.get(f"{pod.namespace}/{name}")
+        if claim is None or claim.volume_name or claim.selected_node == node:
+            continue
+        storage_class = classes.get(claim.storage_class)
+        if storage_class is None or not storage_class.waits_for_consumer:
+            continue  # (the PV controller's to bind)
+        chosen = next(
+            (
+                v
+                for v in free.fitting(claim)
+                if v.name not in taken and matches_node(v.node_terms, node, labels)
+            ),
+            None,
+        )
+        if chosen is not None:
+            taken.add(chosen.name)
+            writes.append(VolumeWrite(claim, node, chosen.name, chosen.resource_version))
+        elif provisions(claim, storage_class) and matches_node(
+            storage_class.topologies, node, labels
+        ):
+            writes.append(VolumeWrite(claim, node))
+        else:
+            raise NoVolume(f'no persistent volume for claim "{name}" may be bound on {node}')
+    return writes

@@ -1,0 +1,32 @@
+"""What a pending pod's persistent volumes ask of the node it goes to (kube-scheduler's
+VolumeBinding), worked out by the cluster layer from its PersistentVolumeClaims,
+PersistentVolumes and StorageClasses (``kbatch.cluster.volumes``) and read by the
+predicates plugin: node selector terms, so that the node index answers them as it
+answers a pod's own node affinity.
+"""
+
+from dataclasses import dataclass
+
+from kbatch.operators.scheduler.core.framework.podspec import NodeSelectorTerm
+
+# kube-scheduler's words for each reason (its VolumeBinding plugin's), so that a user
+# reads what the Kubernetes documentation and forums say about them.
+NODE_CONFLICT = "node(s) had volume node affinity conflict"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+
+# Terms ORed: a node matching any of them (as a PV's spec.nodeAffinity.required).
+Terms = tuple[NodeSelectorTerm, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeNeeds:
+    """A pending pod's volumes, as they stand: ``waiting``, when set, is why no node
+    takes it now (a claim not found, being deleted, or bound by the PV controller
+    first); else each of ``bound`` (the node affinity of a PV bound to one of its
+    claims) and each of ``unbound`` (where a claim bound on first use may yet be bound:
+    a free PV's affinity, the topologies its class provisions in, or the node a
+    provisioning has begun for; None: anywhere) must match the node."""
+
+    waiting: str = ""
+    bound: tuple[Terms, ...] = ()
+    unbound: tuple[Terms | None, ...] = ()

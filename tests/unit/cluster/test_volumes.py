@@ -1,0 +1,317 @@
+"""Persistent volumes (``kbatch.cluster.volumes``): a pod goes where its claims' volumes
+can follow it, waits while a claim cannot be used yet, and its bind first binds or
+provisions the claims bound on first use; bad claims, PVs and classes are refused
+naming the field."""
+
+from typing import Any
+
+import pytest
+
+from kbatch.cluster import volumes
+from kbatch.cluster.errors import ObjectError
+from kbatch.cluster.state import ClusterState
+from kbatch.cluster.volume_records import SELECTED_NODE
+from kbatch.operators.scheduler.core import runner
+from kbatch.operators.scheduler.core.framework.interface import Outcome, Snapshot
+from kbatch.operators.scheduler.core.framework.volume_needs import BIND_CONFLICT, NODE_CONFLICT
+from unit.cluster.test_state import node, pod, pod_group
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+class Deciding:
+    """A cluster that lends a session its snapshot and keeps what the session decides."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.outcome = Outcome()
+
+    def snapshot(self) -> Snapshot:
+        return self.snap
+
+    def apply(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+
+
+QUEUE = {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}
+
+
+def session(state: ClusterState) -> Outcome:
+    state.apply(QUEUE)
+    cluster = Deciding(state.snapshot())
+    runner.Scheduler(cluster, runner.default_conf(), lambda: 0.0, lambda: "s").run_once()
+    return cluster.outcome
+
+
+def zoned(name: str, zone: str) -> dict:
+    found = node(name)
+    found["metadata"]["labels"] = {ZONE: zone, "kubernetes.io/hostname": name}
+    return found
+
+
+def claim(name: str, storage_class: str | None = "fast", **spec: Any) -> dict:
+    body: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "10Gi"}},
+        **spec,
+    }
+    if storage_class is not None:
+        body["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": body,
+    }
+
+
+def volume(
+    name: str, zone: str | None, storage_class: str = "fast", size: str = "10Gi", **spec: Any
+) -> dict:
+    body: dict[str, Any] = {
+        "storageClassName": storage_class,
+        "accessModes": ["ReadWriteOnce"],
+        "capacity": {"storage": size},
+        **spec,
+    }
+    if zone is not None:
+        body["nodeAffinity"] = {
+            "required": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+                ]
+            }
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "resourceVersion": "7"},
+        "spec": body,
+        "status": {"phase": "Available"},
+    }
+
+
+def storage_class(name: str = "fast", mode: str = "WaitForFirstConsumer", **extra: Any) -> dict:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "example.com/disks",
+        "volumeBindingMode": mode,
+        **extra,
+    }
+
+
+def with_claims(name: str, *claims: str, group: str | None = None) -> dict:
+    return pod(
+        name,
+        group=group,
+        volumes=[{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims],
+    )
+
+
+def two_zones() -> ClusterState:
+    state = ClusterState()
+    state.apply(zoned("a1", "a"))
+    state.apply(zoned("b1", "b"))
+    return state
+
+
+def needs_of(state: ClusterState) -> dict:
+    """The needs the snapshot's pending tasks carry, by pod key."""
+    return {
+        task.key: task.template.volumes
+        for job in state.snapshot().jobs.values()
+        for task in job.tasks.values()
+        if task.template.volumes is not None
+    }
+
+
+def bound_to(outcome: Outcome) -> dict[str, str]:
+    return {bind.task.name: bind.node for bind in outcome.binds}
+
+
+def test_a_pod_goes_where_its_bound_volume_is() -> None:
+    state = two_zones()
+    state.apply(volume("pv-b", "b", claimRef={"namespace": "default", "name": "data"}))
+    state.apply(claim("data", volumeName="pv-b"))
+    state.apply(with_claims("p", "data"))
+    assert bound_to(session(state)) == {"p": "b1"}
+
+
+def test_a_pod_whose_volume_no_ready_node_reaches_waits_saying_why() -> None:
+    state = ClusterState()
+    state.apply(zoned("a1", "a"))
+    state.apply(volume("pv-b", "b"))
+    state.apply(claim("data", volumeName="pv-b"))
+    state.apply(with_claims("p", "data"))
+    outcome = session(state)
+    assert not outcome.binds
+    (event,) = [e for e in outcome.events if e.ref.name == "p"]
+    assert NODE_CONFLICT in event.message
+
+
+@pytest.mark.parametrize(
+    ("objects", "why"),
+    [
+        ([], 'persistentvolumeclaim "data" not found'),
+        ([claim("data", None)], volumes.UNBOUND_IMMEDIATE),
+        ([claim("data"), storage_class(mode="Immediate")], volumes.UNBOUND_IMMEDIATE),
+        ([claim("data", "slow")], 'storageclass.storage.k8s.io "slow" not found'),
+        ([claim("data", volumeName="gone")], 'persistentvolume "gone" (of claim "data") not found'),
+    ],
+)
+def test_a_pod_waits_while_a_claim_cannot_be_used(objects: list[dict], why: str) -> None:
+    state = two_zones()
+    for obj in objects:
+        state.apply(obj)
+    state.apply(with_claims("p", "data"))
+    assert needs_of(state)["default/p"].waiting == why
+    outcome = session(state)
+    assert not outcome.binds
+    (event,) = [e for e in outcome.events if e.ref.name == "p"]
+    assert f"0/2 nodes are available: 2 {why}." in event.message
+
+
+def test_the_claim_being_made_lets_the_pod_go() -> None:
+    state = two_zones()
+    state.apply(with_claims("p", "data"))
+    assert not session(state).binds
+    state.apply(storage_class())
+    state.apply(claim("data"))
+    assert bound_to(session(state)) in ({"p": "a1"}, {"p": "b1"})
+
+
+def test_a_claim_bound_on_first_use_goes_where_a_free_volume_fits_it() -> None:
+    state = two_zones()
+    state.apply(storage_class(provisioner="kubernetes.io/no-provisioner"))
+    state.apply(volume("small-a", "a", size="1Gi"))  # too small
+    state.apply(volume("pv-b", "b"))
+    state.apply(volume("other-class", "a", storage_class="slow"))
+    state.apply(claim("data"))
+    state.apply(with_claims("p", "data"))
+    assert bound_to(session(state)) == {"p": "b1"}
+
+
+def test_no_free_volume_and_no_provisioner_bars_every_node() -> None:
+    state = two_zones()
+    state.apply(storage_class(provisioner="kubernetes.io/no-provisioner"))
+    state.apply(volume("taken", "a", claimRef={"namespace": "default", "name": "other"}))
+    state.apply(claim("data"))
+    state.apply(with_claims("p", "data"))
+    outcome = session(state)
+    assert not outcome.binds
+    (event,) = [e for e in outcome.events if e.ref.name == "p"]
+    assert f"2 {BIND_CONFLICT}" in event.message
+
+
+def test_a_class_provisions_in_its_allowed_topologies() -> None:
+    state = two_zones()
+    topologies = [{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}]
+    state.apply(storage_class(allowedTopologies=topologies))
+    state.apply(claim("data"))
+    state.apply(with_claims("p", "data"))
+    assert bound_to(session(state)) == {"p": "a1"}
+
+
+def test_a_provisioning_begun_for_a_node_keeps_the_pod_to_it() -> None:
+    state = two_zones()
+    state.apply(storage_class())
+    made = claim("data")
+    made["metadata"]["annotations"] = {SELECTED_NODE: "b1"}
+    state.apply(made)
+    state.apply(with_claims("p", "data"))
+    assert bound_to(session(state)) == {"p": "b1"}
+
+
+def test_a_gang_waits_whole_for_a_member_s_claim() -> None:
+    state = two_zones()
+    state.apply(storage_class())
+    state.apply(pod_group("g", min_member=2))
+    state.apply(with_claims("p0", "data-0", group="g"))
+    state.apply(with_claims("p1", "data-1", group="g"))
+    state.apply(claim("data-0"))
+    assert not session(state).binds  # data-1 not yet made: neither is bound
+    state.apply(claim("data-1"))
+    assert set(bound_to(session(state))) == {"p0", "p1"}
+
+
+def test_an_ephemeral_volume_names_the_claim_made_for_it() -> None:
+    state = two_zones()
+    state.apply(storage_class())
+    ephemeral = {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}
+    state.apply(pod("p", volumes=[{"name": "scratch", "ephemeral": ephemeral}]))
+    assert needs_of(state)["default/p"].waiting == ('persistentvolumeclaim "p-scratch" not found')
+    state.apply(claim("p-scratch"))
+    assert needs_of(state)["default/p"].waiting == ""
+
+
+def test_a_bound_pod_has_no_needs() -> None:
+    state = two_zones()
+    state.apply(with_claims("p", "data"))
+    assert needs_of(state)
+    bound = with_claims("p", "data")
+    bound["spec"]["nodeName"] = "a1"
+    state.apply(bound)
+    assert needs_of(state) == {}
+
+
+def records(state: ClusterState) -> tuple[dict, dict, volumes.FreeVolumes]:
+    parsed = state._parsed  # (as the binders read it)
+    free = volumes.FreeVolumes(parsed["PersistentVolume"].values())
+    return parsed["PersistentVolumeClaim"], parsed["StorageClass"], free
+
+
+def test_a_bind_binds_the_smallest_free_volume_on_the_node_first() -> None:
+    state = two_zones()
+    state.apply(storage_class(provisioner="kubernetes.io/no-provisioner"))
+    state.apply(volume("big-a", "a", size="100Gi"))
+    state.apply(volume("a-small", "a", size="20Gi"))
+    state.apply(volume("pv-b", "b"))
+    state.apply(claim("data"))
+    state.apply(claim("more"))
+    state.apply(with_claims("p", "data", "more"))
+    claims, classes, free = records(state)
+    p = state._parsed["Pod"]["default/p"]
+    taken: set[str] = set()
+    writes = volumes.bind_writes(p, "a1", {ZONE: "a"}, claims, classes, free, taken)
+    assert [(w.claim.name, w.volume, w.resource_version) for w in writes] == [
+        ("data", "a-small", "7"),
+        ("more", "big-a", "7"),
+    ]
+    with pytest.raises(volumes.NoVolume, match='claim "data" may be bound on a1'):
+        volumes.bind_writes(p, "a1", {ZONE: "a"}, claims, classes, free, taken)
+
+
+def test_a_bind_selects_its_node_for_a_provisioned_claim() -> None:
+    state = two_zones()
+    state.apply(storage_class())
+    state.apply(claim("data"))
+    state.apply(with_claims("p", "data"))
+    claims, classes, free = records(state)
+    p = state._parsed["Pod"]["default/p"]
+    (write,) = volumes.bind_writes(p, "b1", {ZONE: "b"}, claims, classes, free, set())
+    assert (write.claim.name, write.node, write.volume) == ("data", "b1", "")
+
+
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        (claim("c", accessModes="ReadWriteOnce"), "spec.accessModes"),
+        (claim("c", volumeMode="Tape"), "spec.volumeMode"),
+        (claim("c", resources={"requests": {"storage": "lots"}}), "spec.resources.requests.storage"),
+        (volume("v", None, nodeAffinity={"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Near"}]}]}}),
+         "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator"),
+        (storage_class(volumeBindingMode="Later"), "volumeBindingMode"),
+        ({**storage_class(), "provisioner": ""}, "provisioner"),
+        (storage_class(allowedTopologies=[{"matchLabelExpressions": [{"values": ["a"]}]}]),
+         "allowedTopologies[0].matchLabelExpressions[0].key"),
+        (pod("p", volumes=[{"name": "v", "persistentVolumeClaim": {}}]),
+         "spec.volumes[0].persistentVolumeClaim.claimName"),
+    ],
+)  # fmt: skip
+def test_a_bad_object_is_refused_naming_the_field(obj: dict, field: str) -> None:
+    state = ClusterState()
+    with pytest.raises(ObjectError) as refused:
+        state.apply(obj)
+    assert refused.value.field == field
