@@ -214,7 +214,7 @@ class ClusterState(StateAssumptions):
             self._builder.objects.pod_arrived(parsed, self._snapshot_inputs)
         elif kind == "Node":
             self._builder.objects.node_arrived(parsed, self._snapshot_inputs)
-        self._volumes.written(kind)
+        self._volumes.written(kind, key, parsed)
         if kind in self._waiting:
             if self._is_waiting(parsed):
                 self._waiting[kind].add(key)
@@ -328,7 +328,7 @@ class ClusterState(StateAssumptions):
             self._theirs.discard(key)
             self._gated.applied(key, None, False)
             self._volumes.applied(key, None, False)
-        self._volumes.written(kind)
+        self._volumes.written(kind, key, None)
         if kind in self._waiting:
             self._waiting[kind].discard(key)
 

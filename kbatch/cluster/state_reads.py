@@ -10,7 +10,7 @@ from typing import Any
 
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.cluster import records
+from kbatch.cluster import records, volumes
 from kbatch.cluster.assumed import AssumedPods
 from kbatch.cluster.indexes import GroupIndex
 from kbatch.cluster.reuse.pod_units import PodUnits
@@ -28,6 +28,7 @@ class StateReads:
     _groups: GroupIndex
     _pod_units: PodUnits
     _assumed: AssumedPods
+    _volumes: volumes.VolumeIndex
 
     @staticmethod
     def _key(kind: str, namespace: str, name: str) -> str:
@@ -61,6 +62,31 @@ class StateReads:
     def list(self, kind: str) -> builtins.list[dict[str, Any]]:
         with self._lock:
             return builtins.list(self._raw[kind].values())
+
+    def volume_writes(
+        self, namespace: str, name: str, node: str
+    ) -> builtins.list[volumes.VolumeWrite]:
+        """What binding the pod to ``node`` writes first for its claims bound on first use
+        (``volumes.bind_writes``), the PVs it binds taken until the watch shows them
+        claimed (``forget_volume`` when the write fails); NoVolume when a claim cannot
+        be had there."""
+        with self._lock:
+            pod: records.PodRecord | None = self._parsed["Pod"].get(f"{namespace}/{name}")
+            if pod is None or not pod.claims:
+                return []
+            node_record = self._parsed["Node"].get(node)
+            labels = node_record.labels if node_record is not None else {}
+            taken = self._volumes.assumed
+            free = volumes.FreeVolumes(self._parsed["PersistentVolume"].values(), taken)
+            claims, classes = self._parsed["PersistentVolumeClaim"], self._parsed["StorageClass"]
+            writes = volumes.bind_writes(pod, node, labels, claims, classes, free, set())
+            self._volumes.assume(writes)
+            return writes
+
+    def forget_volume(self, write: volumes.VolumeWrite) -> None:
+        """``write`` failed: its PV (if any) is free again."""
+        with self._lock:
+            self._volumes.forget(write)
 
     def pod_record(self, namespace: str, name: str) -> records.PodRecord | None:
         with self._lock:

@@ -23,6 +23,7 @@ the volumes a node may attach (CSI limits), or read CSIStorageCapacity.
 """
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 from kbatch.cluster.pod_records import PodRecord
@@ -71,6 +72,9 @@ class VolumeIndex:
         # (the placement's answers are per template); and each copy's spec's template.
         self._copies: dict[tuple[int, VolumeNeeds], PodTemplate] = {}
         self._origins: dict[int, PodTemplate] = {}
+        # PVs that binds chose for claims (their claimRef sent) which the watch does not
+        # show so yet: no longer free, for the next sessions and binds (``assume``).
+        self.assumed: set[str] = set()
 
     def applied(self, key: str, pod: PodRecord | None, ours: bool) -> None:
         """The pod at ``key`` is now ``pod`` (None: gone); ``ours``: of our schedulers."""
@@ -80,10 +84,29 @@ class VolumeIndex:
         elif self._pods.pop(key, None) is not None:
             self._needs = None
 
-    def written(self, kind: str) -> None:
-        """An object of ``kind`` was written or dropped: if a claim, a PV or a
-        StorageClass, the needs are worked out again."""
-        if kind in KINDS and self._pods:
+    def written(self, kind: str, key: str, parsed: object) -> None:
+        """The object of ``kind`` at ``key`` is now ``parsed`` (None: dropped): if a claim,
+        a PV or a StorageClass, the needs are worked out again; a PV assumed claimed
+        that the watch shows claimed (or gone) is assumed so no longer."""
+        if kind not in KINDS:
+            return
+        claimed = not isinstance(parsed, VolumeRecord) or parsed.claim is not None
+        if kind == "PersistentVolume" and key in self.assumed and claimed:
+            self.assumed.discard(key)
+        if self._pods:
+            self._needs = None
+
+    def assume(self, writes: Iterable["VolumeWrite"]) -> None:
+        """The PVs ``writes`` bind are taken from now on (until the watch shows them)."""
+        for write in writes:
+            if write.volume:
+                self.assumed.add(write.volume)
+                self._needs = None
+
+    def forget(self, write: "VolumeWrite") -> None:
+        """``write``'s PV was not bound (its write failed): free again."""
+        if write.volume in self.assumed:
+            self.assumed.discard(write.volume)
             self._needs = None
 
     def of_state(self, parsed: Mapping[str, Mapping[str, object]]) -> Mapping[str, VolumeNeeds]:
@@ -106,7 +129,7 @@ class VolumeIndex:
         if self._needs is None:
             self._copies.clear()  # (bounded: made anew with the needs)
             self._origins.clear()
-            free = FreeVolumes(volumes.values())
+            free = FreeVolumes(volumes.values(), self.assumed)
             self._needs = {
                 key: needs_of(pod, claims, volumes, classes, free)
                 for key, pod in self._pods.items()
@@ -137,12 +160,16 @@ class VolumeIndex:
 
 class FreeVolumes:
     """The PVs that a claim bound on first use may be bound to, by class: neither
-    bound to another claim nor being deleted."""
+    bound to another claim nor being deleted, nor ``taken``."""
 
-    def __init__(self, volumes: Iterable[VolumeRecord]) -> None:
+    def __init__(
+        self, volumes: Iterable[VolumeRecord], taken: AbstractSet[str] = frozenset()
+    ) -> None:
         self._by_class: dict[str, list[VolumeRecord]] = {}
         for volume in volumes:
-            if not volume.deleting and volume.phase in ("", "Pending", "Available"):
+            if volume.name in taken or volume.deleting:
+                continue
+            if volume.phase in ("", "Pending", "Available"):
                 self._by_class.setdefault(volume.storage_class, []).append(volume)
 
     def fitting(self, claim: ClaimRecord) -> list[VolumeRecord]:

@@ -46,7 +46,9 @@ class FakeApi:
         self.entered = threading.Event()
         self.lock = threading.Lock()
 
-    def __call__(self, _api: Any, method: str, path: str, body: Any = None, *_: Any) -> Any:
+    def __call__(
+        self, _api: Any, method: str, path: str, body: Any = None, *_: Any, **__: Any
+    ) -> Any:
         if path.endswith("/binding"):
             self.entered.set()
             assert self.gate.wait(10)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from kbatch import kubeapi
+from kbatch.cluster import volume_records, volumes
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
@@ -164,6 +165,11 @@ class Binder:
     def _post_binding(self, namespace: str, name: str, uid: str, node: str, at: float) -> None:
         if not still_leading(self.may_write, self.state, "bind", namespace, name):
             return
+        try:
+            self._write_volumes(namespace, name, node)
+        except VolumeNotReady as exc:
+            self._bind_failed(namespace, name, uid, node, exc, at)
+            return
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -186,6 +192,40 @@ class Binder:
             decided.scheduled_message(f"{namespace}/{name}", node),
             at,
         )
+
+    def _write_volumes(self, namespace: str, name: str, node: str) -> None:
+        """Before the pod's bind: bind each of its claims bound on first use to the PV
+        chosen for it on ``node``, or select ``node`` for its provisioner
+        (``volumes.bind_writes``, as kube-scheduler's VolumeBinding does); VolumeNotReady
+        when one cannot be had there, or its write fails."""
+        try:
+            writes = self.state.volume_writes(namespace, name, node)
+        except volumes.NoVolume as exc:
+            raise VolumeNotReady(str(exc)) from exc
+        for write in writes:
+            claim = write.claim
+            try:
+                if write.volume:
+                    kubeapi.request(
+                        self.api,
+                        "PATCH",
+                        f"/api/v1/persistentvolumes/{write.volume}",
+                        _claimed(write),
+                        content_type=kubeapi.MERGE_PATCH,
+                    )
+                else:
+                    annotations = {volume_records.SELECTED_NODE: node}
+                    kubeapi.request(
+                        self.api,
+                        "PATCH",
+                        f"/api/v1/namespaces/{claim.namespace}/persistentvolumeclaims/{claim.name}",
+                        {"metadata": {"annotations": annotations}},
+                        content_type=kubeapi.MERGE_PATCH,
+                    )
+            except Exception as exc:
+                for unsent in writes[writes.index(write) :]:
+                    self.state.forget_volume(unsent)
+                raise VolumeNotReady(f'claim "{claim.name}" on {node}: {exc}') from exc
 
     def _bind_failed(
         self, namespace: str, name: str, uid: str, node: str, exc: Exception, at: float
@@ -223,6 +263,29 @@ class Binder:
             return
         self.state.confirmed(namespace, name)
         log.info("pod %s/%s was bound already (409)", namespace, name)
+
+
+class VolumeNotReady(Exception):
+    """A claim of the pod could not be bound or provisioned on its node: not a bind."""
+
+
+def _claimed(write: volumes.VolumeWrite) -> dict[str, object]:
+    """The merge patch that binds ``write``'s PV to its claim, made against the PV's
+    version the choice read (a PV claimed meanwhile refuses it: 409)."""
+    claim = write.claim
+    reference = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": claim.namespace,
+        "name": claim.name,
+        "uid": claim.uid,
+    }
+    metadata: dict[str, object] = {
+        "annotations": {volume_records.BOUND_BY_CONTROLLER: "yes"},
+    }
+    if write.resource_version:
+        metadata["resourceVersion"] = write.resource_version
+    return {"metadata": metadata, "spec": {"claimRef": reference}}
 
 
 def _gated(exc: Exception) -> bool:

@@ -78,6 +78,10 @@ RESOURCES = (
     # controller made suspended with a held JobSet are held too, for its group's
     # published estimate (``kbatch.visibility.eta_input.held_with_jobsets``).
     Resource("JobSet", "/apis/jobset.x-k8s.io/v1alpha2/jobsets", ("jobset.x-k8s.io/v1alpha2",)),
+    # Where a pod's volumes let it go, and what its bind writes first (``volumes``).
+    Resource("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims"),
+    Resource("PersistentVolume", "/api/v1/persistentvolumes"),
+    Resource("StorageClass", "/apis/storage.k8s.io/v1/storageclasses"),
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(
