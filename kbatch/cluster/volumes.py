@@ -41,7 +41,11 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Requirement,
     requirement_matches,
 )
-from kbatch.operators.scheduler.core.framework.volume_needs import Terms, VolumeNeeds
+from kbatch.operators.scheduler.core.framework.volume_needs import (
+    ClaimChoices,
+    Terms,
+    VolumeNeeds,
+)
 
 KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -201,7 +205,7 @@ def needs_of(
 ) -> VolumeNeeds:
     """What ``pod``'s claims ask of a node (the module's rules)."""
     bound: list[Terms] = []
-    unbound: list[Terms | None] = []
+    unbound: list[ClaimChoices] = []
     for name in pod.claims:
         claim = claims.get(f"{pod.namespace}/{name}")
         if claim is None:
@@ -227,20 +231,14 @@ def needs_of(
 
 def _bindable_on(
     claim: ClaimRecord, storage_class: StorageClassRecord, free: FreeVolumes
-) -> Terms | None:
-    """Where ``claim``, bound on first use, may be bound or provisioned (None: anywhere)."""
-    if claim.selected_node:
-        return (_node_named(claim.selected_node),)
-    terms: list[NodeSelectorTerm] = []
-    for volume in free.fitting(claim):
-        if volume.node_terms is None:
-            return None
-        terms.extend(volume.node_terms)
+) -> ClaimChoices:
+    """Where ``claim``, bound on first use, may be bound or provisioned."""
+    if claim.selected_node:  # (a provisioning under way: that node alone)
+        return ClaimChoices((), True, (_node_named(claim.selected_node),))
+    fitting = tuple((volume.name, volume.node_terms) for volume in free.fitting(claim))
     if provisions(claim, storage_class):
-        if storage_class.topologies is None:
-            return None
-        terms.extend(storage_class.topologies)
-    return tuple(terms)
+        return ClaimChoices(fitting, True, storage_class.topologies)
+    return ClaimChoices(fitting)
 
 
 def provisions(claim: ClaimRecord, storage_class: StorageClassRecord) -> bool:

@@ -318,6 +318,50 @@ def namespace(name: str = "team") -> Obj:
     }
 
 
+def claim(name: str = "data") -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "storageClassName": "local",
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "selector": {"matchLabels": {"disk": "ssd"}},
+        },
+    }
+
+
+def volume(name: str = "disk-1") -> Obj:
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": {"disk": "ssd"}},
+        "spec": {
+            "storageClassName": "local",
+            "accessModes": ["ReadWriteOnce"],
+            "capacity": {"storage": "10Gi"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}},
+            "claimRef": {"namespace": "default", "name": "data"},
+        },
+        "status": {"phase": "Available"},
+    }
+
+
+def storage_class(name: str = "local") -> Obj:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "example.com/disks",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowedTopologies": [
+            {"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": ["a"]}]}
+        ],
+    }
+
+
 BASES: dict[str, Callable[[], Obj]] = {
     "PodGroup": pod_group,
     "Queue": queue,
@@ -328,6 +372,9 @@ BASES: dict[str, Callable[[], Obj]] = {
     "ResourceQuota": quota,
     "PriorityClass": priority_class,
     "Namespace": namespace,
+    "PersistentVolumeClaim": claim,
+    "PersistentVolume": volume,
+    "StorageClass": storage_class,
 }
 
 

@@ -315,3 +315,50 @@ def test_a_bad_object_is_refused_naming_the_field(obj: dict, field: str) -> None
     with pytest.raises(ObjectError) as refused:
         state.apply(obj)
     assert refused.value.field == field
+
+
+def local_disk(name: str, host: str) -> dict:
+    disk = volume(name, None)
+    disk["spec"]["nodeAffinity"] = {
+        "required": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}
+                    ]
+                }
+            ]
+        }
+    }
+    return disk
+
+
+def local_gang(state: ClusterState, size: int) -> None:
+    state.apply(storage_class(provisioner="kubernetes.io/no-provisioner"))
+    state.apply(pod_group("g", min_member=size))
+    for i in range(size):
+        state.apply(claim(f"scratch-{i}"))
+        state.apply(with_claims(f"p{i}", f"scratch-{i}", group="g"))
+
+
+def test_pods_placed_in_one_session_take_a_local_disk_each() -> None:
+    """Each node has one local disk and room for every pod, b1 less: a gang of two is
+    placed one pod per node (as its binds will bind the disks), not both where one disk
+    is."""
+    state = two_zones()
+    filler = pod("filler", cpu="2")
+    filler["spec"]["nodeName"] = "b1"
+    state.apply(filler)
+    state.apply(local_disk("disk-a1", "a1"))
+    state.apply(local_disk("disk-b1", "b1"))
+    local_gang(state, 2)
+    assert sorted(bound_to(session(state)).values()) == ["a1", "b1"]
+
+
+def test_a_gang_short_of_local_disks_waits_whole() -> None:
+    state = two_zones()
+    state.apply(local_disk("disk-a1", "a1"))
+    local_gang(state, 2)
+    outcome = session(state)
+    assert not outcome.binds
+    assert any(BIND_CONFLICT in e.message for e in outcome.events if e.ref.name in ("p0", "p1"))

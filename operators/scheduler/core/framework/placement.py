@@ -91,7 +91,14 @@ class Placer:
         return partial(_answers, self.session, self.score, task)
 
     def _sensitive(self, task: TaskInfo) -> bool:
-        return task.template.affinity.has_pod_terms or self.session.anti_affinity_pods > 0
+        """Do the template's answers on a node change with tasks placed on others (pod
+        affinity; a PV a task takes: ``plugins.volume_checks``)? Then asked afresh."""
+        volumes = task.template.volumes
+        return (
+            task.template.affinity.has_pod_terms
+            or self.session.anti_affinity_pods > 0
+            or (volumes is not None and volumes.takes_volumes)
+        )
 
     def _fresh(self, task: TaskInfo) -> View:
         nodes = self.nodes

@@ -1,8 +1,8 @@
 """What a pending pod's persistent volumes ask of the node it goes to (kube-scheduler's
 VolumeBinding), worked out by the cluster layer from its PersistentVolumeClaims,
 PersistentVolumes and StorageClasses (``kbatch.cluster.volumes``) and read by the
-predicates plugin: node selector terms, so that the node index answers them as it
-answers a pod's own node affinity.
+predicates plugin (``plugins.volume_checks``): node selector terms, so that the node
+index answers them as it answers a pod's own node affinity.
 """
 
 from dataclasses import dataclass
@@ -19,14 +19,30 @@ Terms = tuple[NodeSelectorTerm, ...]
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimChoices:
+    """Where a claim bound on first use may yet be bound: to one of ``volumes``, the free
+    PVs that fit it (smallest first, as its bind chooses), each named with its node
+    affinity (None: any node); or, if ``provisioned``, to a volume made where
+    ``topologies`` says (None: anywhere)."""
+
+    volumes: tuple[tuple[str, Terms | None], ...] = ()
+    provisioned: bool = False
+    topologies: Terms | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class VolumeNeeds:
     """A pending pod's volumes, as they stand: ``waiting``, when set, is why no node
     takes it now (a claim not found, being deleted, or bound by the PV controller
-    first); else each of ``bound`` (the node affinity of a PV bound to one of its
-    claims) and each of ``unbound`` (where a claim bound on first use may yet be bound:
-    a free PV's affinity, the topologies its class provisions in, or the node a
-    provisioning has begun for; None: anywhere) must match the node."""
+    first); else the node must match each of ``bound`` (the node affinity of a PV bound
+    to one of its claims) and have a choice for each of ``unbound``."""
 
     waiting: str = ""
     bound: tuple[Terms, ...] = ()
-    unbound: tuple[Terms | None, ...] = ()
+    unbound: tuple[ClaimChoices, ...] = ()
+
+    @property
+    def takes_volumes(self) -> bool:
+        """Does a pod of these needs take a free PV where it goes (which the next one
+        then cannot have)?"""
+        return any(choices.volumes for choices in self.unbound)

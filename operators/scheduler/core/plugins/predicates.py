@@ -31,12 +31,8 @@ from kbatch.operators.scheduler.core.framework.podspec import PodTemplate, Taint
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.signatures import Failures, Lasting
-from kbatch.operators.scheduler.core.framework.volume_needs import (
-    BIND_CONFLICT,
-    NODE_CONFLICT,
-    VolumeNeeds,
-)
 from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
+from kbatch.operators.scheduler.core.plugins.volume_checks import VolumeChecks
 
 NAME = "predicates"
 
@@ -106,7 +102,6 @@ class StaticChecks:
         self._by_value: dict[StaticKey, Failures] = {}
         self._lasting_by_template: dict[PodTemplate, Lasting] = {}
         self._lasting_by_value: dict[StaticKey, Failures] = {}
-        self._volumes: dict[VolumeNeeds, Failures] = {}  # (for this session: ``new_session``)
 
     @classmethod
     def of(cls, session: Session, args: PredicatesArguments) -> "StaticChecks":
@@ -124,7 +119,6 @@ class StaticChecks:
         are kept (forgotten once there are more than ``node_index.MASKS_KEPT``)."""
         self._by_template = {}
         self._lasting_by_template = {}
-        self._volumes = {}
         if len(self._by_value) + len(self._lasting_by_value) > node_index.MASKS_KEPT:
             self._by_value.clear()
             self._lasting_by_value.clear()
@@ -172,27 +166,6 @@ class StaticChecks:
         if required is not None:
             node_match = node_match & self.index.terms_mask(required)
         return node_match
-
-    def volume_failures(self, needs: VolumeNeeds) -> Failures:
-        """(reason, mask over all nodes) for what a pod's volumes bar (``VolumeNeeds``),
-        each node once: while a claim waits, every node for that reason alone (as
-        kube-scheduler's PreFilter fails a pod whole)."""
-        found = self._volumes.get(needs)
-        if found is None:
-            index = self.index
-            if needs.waiting:
-                found = [(needs.waiting, np.ones(index.size, dtype=bool))]
-            else:
-                conflict = np.zeros(index.size, dtype=bool)
-                for terms in needs.bound:
-                    conflict |= ~index.terms_mask(terms)
-                unbound = np.zeros(index.size, dtype=bool)
-                for allowed in needs.unbound:
-                    if allowed is not None:
-                        unbound |= ~index.terms_mask(allowed)
-                found = first_failures([(NODE_CONFLICT, conflict), (BIND_CONFLICT, unbound)])
-            self._volumes[needs] = found
-        return found
 
     def _evaluate(self, template: PodTemplate) -> list[tuple[str, np.ndarray]]:
         index, args = self.index, self.args
@@ -269,14 +242,16 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     pod_checks = pod_affinity.of(session)
     nodes = session.nodes
     pods_dim = session.dims.index[PODS]
+    volumes = VolumeChecks(static.index)
+    session.add_event_handler(volumes.allocated, volumes.deallocated)
 
     def predicate(task: TaskInfo, idx: np.ndarray) -> Failures:
         template = task.template
         failures = static.failures(template)
         needs = template.volumes
         if needs is not None:  # (a claim that waits fails the pod whole, as a PreFilter)
-            volumes = static.volume_failures(needs)
-            failures = volumes if needs.waiting else _then(failures, volumes)
+            barred = volumes.failures(needs)
+            failures = barred if needs.waiting else _then(failures, barred)
         fixed = [(reason, mask[idx]) for reason, mask in failures]
         fixed = [(reason, failed) for reason, failed in fixed if failed.any()]
         dynamic: list[tuple[str, np.ndarray]] = []
