@@ -59,6 +59,13 @@ class FakeApi:
                 raise error
         return {}
 
+    @classmethod
+    def installed(cls, monkeypatch: pytest.MonkeyPatch) -> "FakeApi":
+        """A new one, answering every request kbatch makes (until the test ends)."""
+        fake = cls()
+        monkeypatch.setattr(kubeapi.client, "request", fake)
+        return fake
+
     def paths(self, method: str) -> list[str]:
         with self.lock:
             return [p for m, p, _ in self.sent if m == method]
@@ -70,9 +77,7 @@ class FakeApi:
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
-    fake = FakeApi()
-    monkeypatch.setattr(kubeapi.client, "request", fake)
-    return fake
+    return FakeApi.installed(monkeypatch)
 
 
 def world(*pods: dict[str, Any]) -> ClusterState:

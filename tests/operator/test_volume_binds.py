@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from kbatch import kubeapi
 from kbatch.cluster.state import ClusterState
 from kbatch.kubeapi import ApiError
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
@@ -18,9 +17,7 @@ from tests.unit.cluster.test_volumes import ZONE, claim, storage_class, volume, 
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
-    fake = FakeApi()
-    monkeypatch.setattr(kubeapi.client, "request", fake)
-    return fake
+    return FakeApi.installed(monkeypatch)
 
 
 def world(*objects: dict[str, Any]) -> ClusterState:

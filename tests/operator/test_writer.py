@@ -19,9 +19,7 @@ from tests.operator.test_kube import FakeApi, pod, task, wait_for, world
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
-    fake = FakeApi()
-    monkeypatch.setattr(kubeapi.client, "request", fake)
-    return fake
+    return FakeApi.installed(monkeypatch)
 
 
 def group_status_writes(api: FakeApi) -> list[tuple[str, str]]:
