@@ -79,7 +79,8 @@ class StateReads:
             taken = self._volumes.assumed
             free = volumes.FreeVolumes(self._parsed["PersistentVolume"].values(), taken)
             claims, classes = self._parsed["PersistentVolumeClaim"], self._parsed["StorageClass"]
-            writes = volumes.bind_writes(pod, node, labels, claims, classes, free, set())
+            claimed = self._volumes.claimed
+            writes = volumes.bind_writes(pod, node, labels, claims, classes, free, set(), claimed)
             self._volumes.assume(writes)
             return writes
 

@@ -79,6 +79,8 @@ class VolumeIndex:
         # PVs that binds chose for claims (their claimRef sent) which the watch does not
         # show so yet: no longer free, for the next sessions and binds (``assume``).
         self.assumed: set[str] = set()
+        # Claims those binds bound or selected a node for, likewise: claim key -> node.
+        self.claimed: dict[str, str] = {}
 
     def applied(self, key: str, pod: PodRecord | None, ours: bool) -> None:
         """The pod at ``key`` is now ``pod`` (None: gone); ``ours``: of our schedulers."""
@@ -94,24 +96,27 @@ class VolumeIndex:
         that the watch shows claimed (or gone) is assumed so no longer."""
         if kind not in KINDS:
             return
-        claimed = not isinstance(parsed, VolumeRecord) or parsed.claim is not None
-        if kind == "PersistentVolume" and key in self.assumed and claimed:
+        if kind == "PersistentVolume" and key in self.assumed and _shown_claimed(parsed):
             self.assumed.discard(key)
+        elif kind == "PersistentVolumeClaim" and key in self.claimed and _shown_bound(parsed):
+            del self.claimed[key]
         if self._pods:
             self._needs = None
 
     def assume(self, writes: Iterable["VolumeWrite"]) -> None:
-        """The PVs ``writes`` bind are taken from now on (until the watch shows them)."""
+        """The PVs ``writes`` bind are taken, and their claims bound for their node,
+        from now on (until the watch shows them so)."""
         for write in writes:
             if write.volume:
                 self.assumed.add(write.volume)
-                self._needs = None
+            self.claimed[f"{write.claim.namespace}/{write.claim.name}"] = write.node
+            self._needs = None
 
     def forget(self, write: "VolumeWrite") -> None:
-        """``write``'s PV was not bound (its write failed): free again."""
-        if write.volume in self.assumed:
-            self.assumed.discard(write.volume)
-            self._needs = None
+        """``write`` was not made (it failed): its PV is free and its claim unbound again."""
+        self.assumed.discard(write.volume)
+        self.claimed.pop(f"{write.claim.namespace}/{write.claim.name}", None)
+        self._needs = None
 
     def of_state(self, parsed: Mapping[str, Mapping[str, object]]) -> Mapping[str, VolumeNeeds]:
         """``needs`` of a state's records by kind (``ClusterState._parsed``)."""
@@ -135,7 +140,7 @@ class VolumeIndex:
             self._origins.clear()
             free = FreeVolumes(volumes.values(), self.assumed)
             self._needs = {
-                key: needs_of(pod, claims, volumes, classes, free)
+                key: needs_of(pod, claims, volumes, classes, free, self.claimed)
                 for key, pod in self._pods.items()
             }
         return self._needs
@@ -160,6 +165,16 @@ class VolumeIndex:
                 copy = self._copies[(id(origin), need)] = replace(origin, volumes=need)
                 self._origins[id(copy)] = origin
             task.template = copy
+
+
+def _shown_claimed(volume: object) -> bool:
+    """Does the watch show this PV (None: gone) claimed, as a bind assumed it?"""
+    return not isinstance(volume, VolumeRecord) or volume.claim is not None
+
+
+def _shown_bound(claim: object) -> bool:
+    """Does the watch show this claim (None: gone) bound, or being provisioned?"""
+    return not isinstance(claim, ClaimRecord) or bool(claim.volume_name or claim.selected_node)
 
 
 class FreeVolumes:
@@ -202,8 +217,10 @@ def needs_of(
     volumes: Mapping[str, VolumeRecord],
     classes: Mapping[str, StorageClassRecord],
     free: FreeVolumes,
+    claimed: Mapping[str, str] = {},
 ) -> VolumeNeeds:
-    """What ``pod``'s claims ask of a node (the module's rules)."""
+    """What ``pod``'s claims ask of a node (the module's rules; ``claimed``: claim key ->
+    the node binds not yet shown bound it for, as if it were its selected node)."""
     bound: list[Terms] = []
     unbound: list[ClaimChoices] = []
     for name in pod.claims:
@@ -225,20 +242,25 @@ def needs_of(
             return VolumeNeeds(f'storageclass.storage.k8s.io "{claim.storage_class}" not found')
         if storage_class is None or not storage_class.waits_for_consumer:
             return VolumeNeeds(UNBOUND_IMMEDIATE)
-        unbound.append(_bindable_on(claim, storage_class, free))
+        unbound.append(_bindable_on(claim, storage_class, free, claimed))
     return VolumeNeeds("", tuple(bound), tuple(unbound))
 
 
 def _bindable_on(
-    claim: ClaimRecord, storage_class: StorageClassRecord, free: FreeVolumes
+    claim: ClaimRecord,
+    storage_class: StorageClassRecord,
+    free: FreeVolumes,
+    claimed: Mapping[str, str],
 ) -> ClaimChoices:
     """Where ``claim``, bound on first use, may be bound or provisioned."""
-    if claim.selected_node:  # (a provisioning under way: that node alone)
-        return ClaimChoices((), True, (_node_named(claim.selected_node),))
+    key = f"{claim.namespace}/{claim.name}"
+    node = claimed.get(key) or claim.selected_node
+    if node:  # (bound, or being provisioned, for that node: that node alone)
+        return ClaimChoices(key, (), True, (_node_named(node),))
     fitting = tuple((volume.name, volume.node_terms) for volume in free.fitting(claim))
     if provisions(claim, storage_class):
-        return ClaimChoices(fitting, True, storage_class.topologies)
-    return ClaimChoices(fitting)
+        return ClaimChoices(key, fitting, True, storage_class.topologies)
+    return ClaimChoices(key, fitting)
 
 
 def provisions(claim: ClaimRecord, storage_class: StorageClassRecord) -> bool:
@@ -279,15 +301,23 @@ def bind_writes(
     classes: Mapping[str, StorageClassRecord],
     free: FreeVolumes,
     taken: set[str],
+    claimed: Mapping[str, str] = {},
 ) -> list[VolumeWrite]:
     """What binding ``pod`` to ``node`` (with ``labels``) writes first, for each of its
     claims bound on first use that is not yet bound: the smallest free PV that fits it
     there (not one of ``taken``, the PVs the binds before it chose: added to), or else
-    the node as its selected node, for its provisioner. NoVolume when neither may be."""
+    the node as its selected node, for its provisioner. NoVolume when neither may be,
+    or when a claim (shared with another pod) is being bound for another node: its
+    selected node, or ``claimed``'s (claim key -> node, by binds not yet shown)."""
     writes = []
     for name in pod.claims:
-        claim = claims.get(f"{pod.namespace}/{name}")
-        if claim is None or claim.volume_name or claim.selected_node == node:
+        claim = claims.get(key := f"{pod.namespace}/{name}")
+        if claim is None or claim.volume_name:
+            continue
+        other = claimed.get(key) or claim.selected_node
+        if other:
+            if other != node:
+                raise NoVolume(f'claim "{name}" is being bound for {other}, not {node}')
             continue
         storage_class = classes.get(claim.storage_class)
         if storage_class is None or not storage_class.waits_for_consumer:

@@ -362,3 +362,50 @@ def test_a_gang_short_of_local_disks_waits_whole() -> None:
     outcome = session(state)
     assert not outcome.binds
     assert any(BIND_CONFLICT in e.message for e in outcome.events if e.ref.name in ("p0", "p1"))
+
+
+def shared_claim_pods(state: ClusterState, cpu: str, group: str | None) -> None:
+    state.apply(storage_class())
+    state.apply(claim("shared", accessModes=["ReadWriteMany"]))
+    if group:
+        state.apply(pod_group(group, min_member=2))
+    for name in ("p0", "p1"):
+        sharing = with_claims(name, "shared", group=group)
+        sharing["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+        state.apply(sharing)
+
+
+def test_pods_that_share_a_claim_bound_on_first_use_go_to_one_node() -> None:
+    """Its volume is made for the first pod's node: a gang's pods that share it are
+    placed together, not spread as the nodes' scores would have them."""
+    state = two_zones()
+    shared_claim_pods(state, "1", "g")
+    placed = bound_to(session(state))
+    assert set(placed) == {"p0", "p1"} and len(set(placed.values())) == 1
+
+
+def test_a_pod_that_cannot_follow_its_shared_claim_waits() -> None:
+    state = two_zones()
+    shared_claim_pods(state, "3", None)  # no node holds both
+    outcome = session(state)
+    assert len(outcome.binds) == 1
+    (event,) = [e for e in outcome.events if e.ref.kind == "Pod"]
+    assert BIND_CONFLICT in event.message
+
+
+def test_a_claim_a_bind_selected_a_node_for_holds_the_next_pods_there() -> None:
+    """Until the watch shows the claim's selected node, what the bind wrote stands for
+    it: another pod sharing the claim may go to that node alone, and its bind elsewhere
+    is refused."""
+    state = two_zones()
+    shared_claim_pods(state, "1", None)
+    assert [w.node for w in state.volume_writes("default", "p0", "a1")] == ["a1"]
+    (needs,) = set(needs_of(state).values())
+    assert needs.unbound[0].topologies == (volumes._node_named("a1"),)
+    with pytest.raises(volumes.NoVolume, match='"shared" is being bound for a1, not b1'):
+        state.volume_writes("default", "p1", "b1")
+    assert state.volume_writes("default", "p1", "a1") == []  # written already
+    shown = claim("shared", accessModes=["ReadWriteMany"])
+    shown["metadata"]["annotations"] = {SELECTED_NODE: "a1"}
+    state.apply(shown)
+    assert state._volumes.claimed == {}  # the watch shows it: assumed no longer

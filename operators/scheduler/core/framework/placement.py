@@ -92,12 +92,13 @@ class Placer:
 
     def _sensitive(self, task: TaskInfo) -> bool:
         """Do the template's answers on a node change with tasks placed on others (pod
-        affinity; a PV a task takes: ``plugins.volume_checks``)? Then asked afresh."""
+        affinity; a PV or a claim a task binds: ``plugins.volume_checks``)? Then asked
+        afresh."""
         volumes = task.template.volumes
         return (
             task.template.affinity.has_pod_terms
             or self.session.anti_affinity_pods > 0
-            or (volumes is not None and volumes.takes_volumes)
+            or (volumes is not None and volumes.binds_claims)
         )
 
     def _fresh(self, task: TaskInfo) -> View:

@@ -20,11 +20,12 @@ Terms = tuple[NodeSelectorTerm, ...]
 
 @dataclass(frozen=True, slots=True)
 class ClaimChoices:
-    """Where a claim bound on first use may yet be bound: to one of ``volumes``, the free
-    PVs that fit it (smallest first, as its bind chooses), each named with its node
-    affinity (None: any node); or, if ``provisioned``, to a volume made where
-    ``topologies`` says (None: anywhere)."""
+    """Where the claim ``claim`` (namespace/name), bound on first use, may yet be bound:
+    to one of ``volumes``, the free PVs that fit it (smallest first, as its bind
+    chooses), each named with its node affinity (None: any node); or, if
+    ``provisioned``, to a volume made where ``topologies`` says (None: anywhere)."""
 
+    claim: str
     volumes: tuple[tuple[str, Terms | None], ...] = ()
     provisioned: bool = False
     topologies: Terms | None = None
@@ -42,7 +43,7 @@ class VolumeNeeds:
     unbound: tuple[ClaimChoices, ...] = ()
 
     @property
-    def takes_volumes(self) -> bool:
-        """Does a pod of these needs take a free PV where it goes (which the next one
-        then cannot have)?"""
-        return any(choices.volumes for choices in self.unbound)
+    def binds_claims(self) -> bool:
+        """Does a pod of these needs bind claims where it goes (a free PV, which the next
+        pod then cannot have; a claim, which a pod sharing it then must follow)?"""
+        return bool(self.unbound)

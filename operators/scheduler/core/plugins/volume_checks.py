@@ -1,14 +1,15 @@
 """What a pending pod's persistent volumes bar, for the predicates plugin: masks over all
 nodes per ``VolumeNeeds``, within one session.
 
-A PV that a task placed in the session would take (the first free one that fits its
-claim on its node, as its bind will choose: ``kbatch.cluster.volumes.bind_writes``) is
-free no longer for the tasks placed after it, and free again if that placement is
-undone (a gang's statement discarded): two pods that need one node's only local disk
-are not both placed there, and a gang is never bound half for the want of a PV. The
-placement asks afresh, over all nodes, for pods whose needs take PVs
-(``VolumeNeeds.takes_volumes``: ``placement.Placer``), since a PV taken changes the
-answers of every node it reaches.
+A task placed in the session binds its claims bound on first use where it goes, as its
+bind will (``kbatch.cluster.volumes.bind_writes``): the PV it takes (the first free one
+that fits the claim on its node) is free no longer for the tasks placed after it, and
+a pod sharing the claim must go to the same node; both undone if that placement is
+(a gang's statement discarded). So two pods that need one node's only local disk are
+not both placed there, two that share a claim are not placed apart, and a gang is
+never bound half for the want of a volume. The placement asks afresh, over all nodes,
+for pods whose needs bind claims (``VolumeNeeds.binds_claims``: ``placement.Placer``),
+since a claim bound changes the answers of every node.
 """
 
 import numpy as np
@@ -25,14 +26,15 @@ from kbatch.operators.scheduler.core.plugins.node_index import NodeIndex
 
 
 class VolumeChecks:
-    """The masks of what ``VolumeNeeds`` bar (kept while no PV is taken or freed), and
-    the PVs the session's placed tasks take, by task uid."""
+    """The masks of what ``VolumeNeeds`` bar (kept while no claim is bound or freed),
+    the PVs the session's placed tasks take, and the claims they bind, with their node."""
 
     def __init__(self, index: NodeIndex) -> None:
         self.index = index
         self._masks: dict[VolumeNeeds, Failures] = {}
         self._taken: set[str] = set()
-        self._by_task: dict[str, list[str]] = {}
+        self._claims: dict[str, int] = {}  # claim -> the node it is bound for
+        self._by_task: dict[str, tuple[list[str], list[str]]] = {}  # uid -> (PVs, claims)
 
     def failures(self, needs: VolumeNeeds) -> Failures:
         """(reason, mask over all nodes), each node once: while a claim waits, every
@@ -65,6 +67,10 @@ class VolumeChecks:
         volume may be made there."""
         index = self.index
         where = np.zeros(index.size, dtype=bool)
+        node = self._claims.get(choices.claim)
+        if node is not None:  # bound for a node by a task placed before
+            where[node] = True
+            return where
         for name, terms in choices.volumes:
             if name not in self._taken:
                 if terms is None:
@@ -77,27 +83,35 @@ class VolumeChecks:
         return where
 
     def allocated(self, task: TaskInfo) -> None:
-        """``task`` was placed: it takes, for each of its claims, the first free PV that
-        fits it on its node (none where it is to be provisioned)."""
+        """``task`` was placed: it binds, for each of its claims not bound for a node by
+        a task before it, the first free PV that fits it on its node (none where it is
+        to be provisioned), and the claim for that node."""
         needs = task.template.volumes
-        if needs is None or not needs.takes_volumes or task.node == NO_NODE:
+        if needs is None or not needs.unbound or task.node == NO_NODE:
             return
-        taken = []
+        taken: list[str] = []
+        claims: list[str] = []
         for choices in needs.unbound:
+            if choices.claim in self._claims:
+                continue
             for name, terms in choices.volumes:
                 if name in self._taken or name in taken:
                     continue
                 if terms is None or self.index.terms_mask(terms)[task.node]:
                     taken.append(name)
                     break
-        if taken:
+            claims.append(choices.claim)
+        if claims:
             self._taken.update(taken)
-            self._by_task[task.uid] = taken
+            self._claims.update(dict.fromkeys(claims, task.node))
+            self._by_task[task.uid] = (taken, claims)
             self._masks.clear()
 
     def deallocated(self, task: TaskInfo) -> None:
-        """``task``'s placement was undone: the PVs it took are free again."""
-        freed = self._by_task.pop(task.uid, None)
-        if freed:
-            self._taken.difference_update(freed)
+        """``task``'s placement was undone: what it bound is free again."""
+        bound = self._by_task.pop(task.uid, None)
+        if bound:
+            self._taken.difference_update(bound[0])
+            for claim in bound[1]:
+                del self._claims[claim]
             self._masks.clear()
