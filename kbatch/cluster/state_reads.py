@@ -6,6 +6,7 @@ holds the objects and keeps them current; these are its reads, each under its lo
 import builtins
 import threading
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
@@ -61,6 +62,11 @@ class StateReads:
     def list(self, kind: str) -> builtins.list[dict[str, Any]]:
         with self._lock:
             return builtins.list(self._raw[kind].values())
+
+    def records_of(self, kind: str) -> Mapping[str, Any]:
+        """The parsed records of ``kind`` by key, as a live view (not a copy): for a
+        single-threaded reader that writes nothing while it reads (the simulator)."""
+        return MappingProxyType(self._parsed[kind])
 
     def pod_record(self, namespace: str, name: str) -> records.PodRecord | None:
         with self._lock:
