@@ -6,9 +6,10 @@ written and the bind is rejected (the pod stays pending, to be placed again).
 
 One ``VolumeBinds`` serves the binds of one session's outcome: the free PVs are listed
 once, at its first bind of a pod with claims, and the PVs its binds chose are not
-chosen again (the list is not updated as they are written)."""
+chosen again (the list is not updated as they are written); a claim two pods share is
+bound for the first one's node, and a bind of the other on another node is rejected."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kbatch.cluster import volumes
@@ -27,6 +28,7 @@ class VolumeBinds:
         self.state = state
         self._free: volumes.FreeVolumes | None = None
         self._taken: set[str] = set()
+        self._nodes: dict[str, str] = {}  # claims this outcome's binds wrote for -> node
 
     def refusal(self, task: TaskInfo, node: str, write: Write) -> str | None:
         """Make the writes binding ``task``'s pod to ``node`` needs first, through
@@ -41,6 +43,9 @@ class VolumeBinds:
             self._free = volumes.FreeVolumes(self.state.records_of("PersistentVolume").values())
         claims = self.state.records_of("PersistentVolumeClaim")
         classes = self.state.records_of("StorageClass")
+        elsewhere = self._bound_elsewhere(pod.namespace, pod.claims, claims, node)
+        if elsewhere is not None:
+            return elsewhere
         taken = set(self._taken)  # (kept only if the whole pod's writes are made)
         try:
             writes = volumes.bind_writes(pod, node, labels, claims, classes, self._free, taken)
@@ -48,7 +53,24 @@ class VolumeBinds:
             return str(exc)
         self._taken = taken
         for change in writes:
+            self._nodes[f"{change.claim.namespace}/{change.claim.name}"] = node
             write(self._written(change))
+        return None
+
+    def _bound_elsewhere(
+        self, namespace: str, names: tuple[str, ...], claims: Mapping[str, Any], node: str
+    ) -> str | None:
+        """Why a claim of the pod (shared with another) may not be bound on ``node``: a
+        bind of this outcome chose a volume or node for it elsewhere, or it has another
+        selected node already (``volumes.bind_writes`` would write over either)."""
+        for name in names:
+            key = f"{namespace}/{name}"
+            claim = claims.get(key)
+            other = self._nodes.get(key) or (
+                claim.selected_node if claim is not None and not claim.volume_name else ""
+            )
+            if other and other != node:
+                return f'claim "{name}" is being bound on first use on {other}, not {node}'
         return None
 
     def _written(self, write: volumes.VolumeWrite) -> dict[str, Any]:

@@ -131,3 +131,28 @@ def test_an_immediate_claim_is_bound_by_the_pv_controller_then_its_pod_starts() 
     pv = got(outcome, "PersistentVolume", made["spec"]["volumeName"])
     assert pv["spec"]["capacity"] == {"storage": "1Gi"}
     assert "nodeAffinity" not in pv["spec"]
+
+
+def test_a_claim_two_pods_share_is_bound_where_the_first_went_and_the_other_waits() -> None:
+    """Placed apart in one session (the volume not chosen yet), the second pod's bind is
+    refused rather than provisioning the shared volume on its node: it waits, told why."""
+    shared = claim("shared")
+    shared["spec"]["accessModes"] = ["ReadWriteMany"]
+    docs = [storage_class(), zoned("n1", "a", cpu="2"), zoned("n2", "b", cpu="2"), shared]
+    docs += [pod_group("g", 2)]
+    docs += [mounting(pod(f"g-{i}", cpu="2", group="g"), "shared") for i in range(2)]
+    outcome = run(documents=docs, until="30s")
+    nodes = placed(outcome)
+    ((started, where),) = [(n, w) for n, w in nodes.items() if w]
+    made = got(outcome, "PersistentVolumeClaim", "shared")
+    assert made["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == where
+    pv = got(outcome, "PersistentVolume", made["spec"]["volumeName"])
+    (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert term["matchExpressions"][0]["values"] == ["a" if where == "n1" else "b"]
+    (waiting,) = set(nodes) - {started}
+    told = {e.message for e in outcome.cluster.event_log if e.name == waiting}
+    other = "n2" if where == "n1" else "n1"
+    assert (
+        f'Binding rejected: claim "shared" is being bound on first use on {where}, not {other}'
+        in told
+    )
