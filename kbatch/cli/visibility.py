@@ -2,7 +2,8 @@
 
 They read, with the user's own kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``,
 ``~/.kube/config`` or in-cluster credentials), what kbatch schedules and publishes —
-nodes, pods, PodGroups, Queues, PriorityClasses, ResourceQuotas; the Jobs kbatch holds
+nodes, pods, PodGroups, Queues, PriorityClasses, ResourceQuotas, the claims, volumes
+and StorageClasses pods' volumes name (where the user may list them); the Jobs kbatch holds
 and the events, when asked — and compute the rest with the scheduler's own code
 (``kbatch.visibility.standing`` for the line, ``kbatch.visibility.eta`` for when). They
 write nothing. The scheduler conf is ``--scheduler-conf FILE``, else the one in the
@@ -23,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kbatch import kubeapi
-from kbatch.api import DEFAULT_SCHEDULER_NAMES, GROUP, VERSION, duration
+from kbatch.api import DEFAULT_SCHEDULER_NAMES, duration
 from kbatch.cli import visibility_served
+from kbatch.cli.visibility_paths import COLLECTIONS, JOBSETS, OPTIONAL
 from kbatch.config_base import ETA_BUDGET_SECONDS, ETA_FRESH_SECONDS, ConfigError
 
 # The commands load the scheduler and the simulator when they run, not when ``kbatch``
@@ -39,17 +41,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 CHART_CONF_SELECTOR = "app.kubernetes.io/name=kbatch"
 CHART_CONF_KEY = "scheduler.conf"
-# kind -> the collection across all namespaces
-COLLECTIONS = {
-    "Node": "/api/v1/nodes",
-    "Pod": "/api/v1/pods",
-    "PodGroup": f"/apis/{GROUP}/{VERSION}/podgroups",
-    "Queue": f"/apis/{GROUP}/{VERSION}/queues",
-    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
-    "ResourceQuota": "/api/v1/resourcequotas",
-    "Job": "/apis/batch/v1/jobs",
-}
-JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
 
 
 class Source(Protocol):
@@ -97,7 +88,9 @@ class LiveSource:
     def objects(self, *, events_in: str | None) -> standing.ClusterObjects:
         from kbatch.visibility import standing
 
-        read = {kind: self._list(kind) for kind in COLLECTIONS if kind != "Job"}
+        read = {
+            kind: self._list(kind, OPTIONAL.get(kind, "")) for kind in COLLECTIONS if kind != "Job"
+        }
         events = []
         if events_in is not None:
             path = f"/api/v1/namespaces/{events_in}/events"
@@ -111,6 +104,9 @@ class LiveSource:
             priority_classes=read["PriorityClass"],
             quotas=read["ResourceQuota"],
             events=events,
+            claims=read["PersistentVolumeClaim"],
+            volumes=read["PersistentVolume"],
+            storage_classes=read["StorageClass"],
         )
 
     def held_jobs(self) -> list[dict[str, Any]]:

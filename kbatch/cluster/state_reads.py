@@ -6,6 +6,7 @@ holds the objects and keeps them current; these are its reads, each under its lo
 import builtins
 import threading
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
@@ -88,6 +89,11 @@ class StateReads:
         """``write`` failed: its PV (if any) is free again."""
         with self._lock:
             self._volumes.forget(write)
+
+    def records_of(self, kind: str) -> Mapping[str, Any]:
+        """The parsed records of ``kind`` by key, as a live view (not a copy): for a
+        single-threaded reader that writes nothing while it reads (the simulator)."""
+        return MappingProxyType(self._parsed[kind])
 
     def pod_record(self, namespace: str, name: str) -> records.PodRecord | None:
         with self._lock:

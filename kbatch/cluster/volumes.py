@@ -39,17 +39,17 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Operator,
     PodTemplate,
     Requirement,
-    requirement_matches,
 )
 from kbatch.operators.scheduler.core.framework.volume_needs import (
+    NODE_NAME_FIELD,
     ClaimChoices,
     Terms,
     VolumeNeeds,
+    matches_node,
 )
 
 KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-NODE_NAME_FIELD = "metadata.name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,22 +270,6 @@ def provisions(claim: ClaimRecord, storage_class: StorageClassRecord) -> bool:
 
 def _node_named(node: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(match_fields=(Requirement(NODE_NAME_FIELD, Operator.IN, (node,)),))
-
-
-def matches_node(terms: Terms | None, node: str, labels: dict[str, str]) -> bool:
-    """Does the node named ``node`` with ``labels`` match any of ``terms`` (None: any)?"""
-    if terms is None:
-        return True
-    return any(_term_matches(term, node, labels) for term in terms)
-
-
-def _term_matches(term: NodeSelectorTerm, node: str, labels: dict[str, str]) -> bool:
-    if not term.match_expressions and not term.match_fields:
-        return False
-    for req in term.match_fields:
-        if req.key != NODE_NAME_FIELD or not requirement_matches(req, {NODE_NAME_FIELD: node}):
-            return False
-    return all(requirement_matches(req, labels) for req in term.match_expressions)
 
 
 class NoVolume(Exception):

@@ -6,7 +6,7 @@ makes the simulator's input of a recording with these."""
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION
-from kbatch.cluster import records
+from kbatch.cluster import records, volume_records
 from kbatch.sim import manifests
 
 Object = dict[str, Any]
@@ -32,7 +32,19 @@ API_VERSIONS = {
     "Namespace": "v1",
     "ResourceQuota": "v1",
     "PriorityClass": "scheduling.k8s.io/v1",
+    "PersistentVolumeClaim": "v1",
+    "PersistentVolume": "v1",
+    "StorageClass": "storage.k8s.io/v1",
 }
+# What the PV controller, a provisioner or a bind writes into a claim or a PV
+VOLUME_WRITES = (
+    volume_records.SELECTED_NODE,
+    volume_records.BOUND_BY_CONTROLLER,
+    "pv.kubernetes.io/bind-completed",
+    "pv.kubernetes.io/provisioned-by",
+    "volume.kubernetes.io/storage-provisioner",
+    "volume.beta.kubernetes.io/storage-provisioner",
+)
 
 
 def key_of(obj: Object) -> str:
@@ -64,7 +76,42 @@ def cluster_manifest(obj: Object) -> Object:
         out["status"] = kept
     elif kind == "ResourceQuota" and "status" in obj:
         out["status"] = obj["status"]
+    elif kind in ("PersistentVolumeClaim", "PersistentVolume"):
+        out = _volume_as_submitted(obj, out)
     return out
+
+
+def made_by_the_cluster(obj: Object) -> bool:
+    """Is ``obj`` a PV a provisioner made (made again, as its claim asks, when played)?"""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return (
+        obj.get("kind") == "PersistentVolume" and "pv.kubernetes.io/provisioned-by" in annotations
+    )
+
+
+def _volume_as_submitted(obj: Object, out: Object) -> Object:
+    """A claim or a PV without its binding, unless it was made bound (a claim naming its
+    PV before the PV controller bound it; a PV's claimRef not written by a bind)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    spec = dict(out.get("spec") or {})
+    if (
+        obj.get("kind") == "PersistentVolumeClaim"
+        and "pv.kubernetes.io/bind-completed" in annotations
+    ):
+        spec.pop("volumeName", None)
+    if obj.get("kind") == "PersistentVolume" and annotations.get(
+        volume_records.BOUND_BY_CONTROLLER
+    ):
+        spec.pop("claimRef", None)
+    elif isinstance(spec.get("claimRef"), dict):
+        spec["claimRef"] = {k: v for k, v in spec["claimRef"].items() if k in ("namespace", "name")}
+    metadata = dict(out["metadata"])
+    kept = {k: v for k, v in (metadata.get("annotations") or {}).items() if k not in VOLUME_WRITES}
+    if kept:
+        metadata["annotations"] = kept
+    else:
+        metadata.pop("annotations", None)
+    return {**out, "metadata": metadata, "spec": spec}
 
 
 def own_metadata(obj: Object) -> Object:

@@ -163,6 +163,9 @@ class Backtest:
             objects.priority_classes,
             objects.quotas,
             objects.jobs,
+            claims=objects.claims,
+            volumes=objects.volumes,
+            storage_classes=objects.storage_classes,
         )
         session, _ = standing.open_session(objects, conf, names)
         held = eta_input.held_groups(objects.jobs)

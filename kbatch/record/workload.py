@@ -23,8 +23,11 @@ times relative to ``start``:
 - each PodGroup (minMember, queue, priority class, minResources) at the time it was
   first seen (not before its queue), when one of its pods is kept;
 - Nodes, Queues (with their tree fields: parent, weight, capability, guarantee,
-  borrowing and lending limits), PriorityClasses, Namespaces and ResourceQuotas as
-  they stood at ``start``, then every change of them as an update at its time
+  borrowing and lending limits), PriorityClasses, Namespaces, ResourceQuotas,
+  StorageClasses, PersistentVolumes and claims as they stood at ``start``, then every
+  change of them as an update at its time (a claim or a PV without the binding the
+  cluster wrote into it, to be bound again as the played run binds its pods; a PV a
+  provisioner made left out, to be made again)
   (a Node's heartbeats, conditions reduced to type and status, are not changes);
   a Node deleted while recording is cordoned from then on (the simulator removes no
   nodes); a deleted Queue, PriorityClass or Namespace stays.
@@ -68,7 +71,10 @@ from kbatch.sim import compare
 Object = dict[str, Any]
 FINISHED = ("Succeeded", "Failed")
 DEFAULT_SCHEDULER = "default-scheduler"  # a pod's schedulerName when it names none
-CLUSTER_KINDS = ("Namespace", "PriorityClass", "Queue", "Node", "ResourceQuota")
+CLUSTER_KINDS = (
+    "Namespace", "PriorityClass", "Queue", "StorageClass", "Node", "PersistentVolume",
+    "ResourceQuota", "PersistentVolumeClaim",
+)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -194,7 +200,7 @@ class _Deriving:
             self._pod(obj, key, at)
         elif kind == "PodGroup":
             self.groups.setdefault(key, (obj, at))
-        elif kind in CLUSTER_KINDS:
+        elif kind in CLUSTER_KINDS and not as_submitted.made_by_the_cluster(obj):
             self._cluster_object(str(kind), key, as_submitted.cluster_manifest(obj), at)
         elif kind == "Job":
             self._job(obj)

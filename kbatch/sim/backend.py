@@ -5,7 +5,9 @@ backend (``operators/scheduler/runtime/kube_backend.py``) does:
 
 - bind: the pod gets ``spec.nodeName``, ``status.phase: Running`` and a
   ``startTime`` at once (simulated pods start the moment they are bound), and a
-  ``Scheduled`` event; it runs for its ``kbatch.io/sim-duration``, or fails
+  ``Scheduled`` event; first, its claims bound on first use are given a PV or a
+  selected node, and when none may be had the bind is rejected
+  (``kbatch.sim.volume_binds``); it runs for its ``kbatch.io/sim-duration``, or fails
   ``DeadlineExceeded`` once active for its ``spec.activeDeadlineSeconds``;
 - evict: the pod gets a ``deletionTimestamp`` (it is Releasing and still holds
   its node) and is removed ``spec.terminationGracePeriodSeconds`` later —
@@ -27,7 +29,6 @@ events know when one may be recorded again (``kbatch.sim.events``).
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
@@ -37,7 +38,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
-from kbatch.sim import clock, departures, manifests, timers
+from kbatch.sim import clock, departures, manifests, timers, volume_binds
 from kbatch.sim.events import REJECTED as REJECTED  # (the admission's and output's)
 from kbatch.sim.events import EventLog
 from kbatch.sim.pod_objects import (
@@ -53,6 +54,7 @@ from kbatch.sim.pod_objects import (
     with_condition,
 )
 from kbatch.sim.timers import PodTimes as PodTimes  # (the backend's record of a pod)
+from kbatch.sim.touched import Touched as Touched  # (what the controllers look at)
 
 FINISHED = ("Succeeded", "Failed")
 
@@ -63,19 +65,6 @@ def uid_of(number: int) -> str:
     formatted directly, not through a UUID object made for each object created."""
     digits = f"{number:032x}"
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
-
-
-@dataclass(slots=True)
-class Touched:
-    """What changed since the controllers last looked: PodGroups by (namespace, name),
-    whose pods or object changed, and Jobs by uid, whose pods changed; and for the
-    admission's release of held Jobs, PodGroups whose object or Jobs changed."""
-
-    groups: set[tuple[str, str]] = field(default_factory=set)
-    jobs: set[str] = field(default_factory=set)
-    holding: set[tuple[str, str]] = field(default_factory=set)
-    # Jobs by uid: their pods removed before they finished, (name, told DisruptionTarget)
-    lost: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
 
 
 class SimBackend:
@@ -101,6 +90,7 @@ class SimBackend:
         self.changes = 0
         self.last_snapshot: Snapshot | None = None
         self.touched = Touched()
+        self._volumes = volume_binds.VolumeBinds(state)  # (remade by ``apply``)
         self.group_pods: dict[tuple[str, str], set[str]] = {}  # names, kept as pods come and go
         self._uids = 0
         # Objects' uids by (kind, name), then namespace, as events ask for them: every
@@ -162,6 +152,7 @@ class SimBackend:
         self.changed()
         if existing is None and self.history:
             self.created_at[manifests.ref_of(obj)] = self.clock.now
+        self.touched.created(kind, obj, existing is None)
         if kind == "Pod":
             self._track_pod(obj, existing)
             self._pod_written(obj)
@@ -332,6 +323,7 @@ class SimBackend:
     def apply(self, outcome: Outcome) -> None:
         """What the API server and the kubelets would make of a session's outcome, at
         once and in the runtime's order: binds, evictions, nominations, statuses, events."""
+        self._volumes = volume_binds.VolumeBinds(self.state)
         decided.apply_in_order(self, outcome)
 
     def flush(self) -> None:
@@ -340,9 +332,15 @@ class SimBackend:
     def bind(self, task: TaskInfo, node: str) -> None:
         pod = self.state.get("Pod", task.namespace, task.name)
         ref = ObjectRef("Pod", task.namespace, task.name)
-        if pod is None or pod["metadata"].get("deletionTimestamp"):
-            why = decided.binding_rejected_message(f"pod {task.key} no longer exists")
-            self.record(ref, "Warning", decided.FAILED_SCHEDULING, why)
+        gone = pod is None or pod["metadata"].get("deletionTimestamp")
+        why = (
+            f"pod {task.key} no longer exists"
+            if gone
+            else self._volumes.refusal(task, node, self.create)
+        )
+        if pod is None or why is not None:  # (its volumes' writes, made first, refused it)
+            message = decided.binding_rejected_message(why or "")
+            self.record(ref, "Warning", decided.FAILED_SCHEDULING, message)
             return
         status = {
             **(pod.get("status") or {}),

@@ -2,7 +2,9 @@
 
 Kinds the simulator models (by API group, so that Volcano's ``batch.volcano.sh``
 Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
-ResourceQuota, batch Job, JobSet (``jobset.x-k8s.io``), PriorityClass, PodGroup,
+ResourceQuota, PersistentVolumeClaim, PersistentVolume, StorageClass
+(``storage.k8s.io``: the simulated PV controller binds and provisions volumes,
+``kbatch.sim.volume_controller``), batch Job, JobSet (``jobset.x-k8s.io``), PriorityClass, PodGroup,
 Queue, upstream's own PodGroup
 (``scheduling.k8s.io/v1beta1`` or ``v1alpha3``, read as the kbatch PodGroup it is scheduled as:
 ``kbatch.cluster.upstream_groups``), Volcano's PodGroup and Queue
@@ -43,24 +45,33 @@ SCHEDULER_CONF = "kbatch.io/sim-scheduler-conf"
 
 # Modelled kinds by API group ("" is the core group).
 MODELLED: dict[str, frozenset[str]] = {
-    "": frozenset({"Namespace", "Node", "Pod", "ResourceQuota"}),
+    "": frozenset(
+        {"Namespace", "Node", "Pod", "ResourceQuota", "PersistentVolumeClaim", "PersistentVolume"}
+    ),
+    "storage.k8s.io": frozenset({"StorageClass"}),
     "batch": frozenset({"Job"}),
     "jobset.x-k8s.io": frozenset({"JobSet"}),
     "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup"}),
     "scheduling.incubator.k8s.io": frozenset({"PodGroup", "Queue"}),
     volcano.API_GROUP: volcano.KINDS,
 }
-CLUSTER_SCOPED = frozenset({"Namespace", "Node", "Queue", "PriorityClass"})
+CLUSTER_SCOPED = frozenset(
+    {"Namespace", "Node", "Queue", "PriorityClass", "PersistentVolume", "StorageClass"}
+)
 # Objects due at the same time are created in this order, as Helm installs a chart:
-# what others name (a namespace, a priority class, a queue) before what names it. A Job
+# what others name (a namespace, a priority class, a queue, a storage class, a volume, a
+# claim) before what names it. A Job
 # comes before its PodGroup: PodGroupMinResources fills the group from its Job's pods
 # when the group is admitted, and a Job whose group is not admitted yet is held anyway.
 CREATE_ORDER = (
     "Namespace",
     "PriorityClass",
     "Queue",
+    "StorageClass",
     "Node",
+    "PersistentVolume",
     "ResourceQuota",
+    "PersistentVolumeClaim",
     "Job",
     "JobSet",
     "PodGroup",

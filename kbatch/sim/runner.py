@@ -11,10 +11,13 @@ Each tick at time t = k × period:
 2. running pods whose ``kbatch.io/sim-duration`` has elapsed succeed;
 3. pods deleted earlier whose grace period is over are removed;
 4. the job controller brings Jobs' pods to what their specs ask;
-5. one scheduler session runs (``Scheduler.run_once``);
-6. the PodGroup controller updates counts and phases, and Jobs held for their
-   PodGroup (delayed pod creation) resume once it is admitted;
-7. a timeline sample is taken for the report (from the session's snapshot, as
+5. the PV controller binds and provisions the claims that may be, and makes those
+   of new pods' ephemeral volumes (``kbatch.sim.volume_controller``);
+6. one scheduler session runs (``Scheduler.run_once``);
+7. the PodGroup controller updates counts and phases, the PV controller binds the
+   claims the session's binds chose volumes for, and Jobs held for their PodGroup
+   (delayed pod creation) resume once it is admitted;
+8. a timeline sample is taken for the report (from the session's snapshot, as
    the session left it).
 
 The run ends at ``until``, or when nothing can change any more: no future
@@ -57,7 +60,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbatch.api import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAMES
+from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.cluster.assumed import ASSUMED_TTL
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.state import ClusterState
@@ -72,7 +75,7 @@ from kbatch.operators.scheduler.core.runner import (
     load_conf,
     load_conf_file,
 )
-from kbatch.sim import arrivals, clock, jobs, manifests, podgroups
+from kbatch.sim import arrivals, clock, defaults, jobs, manifests, podgroups, volume_controller
 from kbatch.sim.admission import SimAdmission
 from kbatch.sim.backend import SimBackend
 from kbatch.sim.jobsets import JobSetController
@@ -84,13 +87,6 @@ if TYPE_CHECKING:  # (the flight recorder is loaded only for a run that records)
 ProgressFn = Callable[[float, int], None]
 # Session ids share nothing with object uids (those count up from 1).
 _SESSION_ID_BASE = 0x5E55 << 112
-
-
-# The priority classes every Kubernetes cluster has.
-SYSTEM_PRIORITY_CLASSES = {
-    "system-cluster-critical": 2000000000,
-    "system-node-critical": 2000001000,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +185,7 @@ class Simulation:
 
             backend, now = hooks.recorded(self.cluster, self.clock, self.flight)
         self.scheduler = Scheduler(backend, conf, now, SessionIds(), shortcuts)
-        _make_defaults(self.cluster)
+        defaults.make_defaults(self.cluster)
 
     def _recorder(self, state: ClusterState, conf: SchedulerConf) -> "Recorder | None":
         """The recorder ``Options.record`` asks for, told every change of ``state``, on
@@ -259,6 +255,7 @@ class Simulation:
         forgotten = self.jobs.let_go(gone, forget=not self.options.history)
         if forgotten:
             self.admission.forget_jobs(forgotten)
+        volume_controller.reconcile(self.cluster)  # (the claims of the pods just made)
         session = self.scheduler.run_once()
         session.forget_functions()  # its objects go with it, not at a collection
         stats = session.stats
@@ -266,6 +263,7 @@ class Simulation:
         self.totals.binds += stats.binds
         self.totals.evictions += stats.evictions
         podgroups.reconcile(self.cluster)
+        volume_controller.reconcile(self.cluster)  # (the claims the binds chose volumes for)
         self._release_held()
         if self.cluster.last_snapshot is not None and self.options.history:
             self.timeline.record(now, self.cluster.last_snapshot, self.cluster.created_at)
@@ -375,29 +373,6 @@ def create(
     if obj["kind"] == "PriorityClass":
         controller.touch_all()  # Jobs whose pods it refused may create them now
     return None
-
-
-def _make_defaults(cluster: SimBackend) -> None:
-    """What a fresh cluster has: the ``default`` namespace, the system priority classes,
-    and (our operator's) default queue."""
-    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
-    for name, value in SYSTEM_PRIORITY_CLASSES.items():
-        cluster.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
-    cluster.create(
-        {
-            "apiVersion": "scheduling.incubator.k8s.io/v1alpha1",
-            "kind": "Queue",
-            "metadata": {"name": DEFAULT_QUEUE},
-            "spec": {"weight": 1},
-        }
-    )
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from typing import Any
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster import fields, podspec, records, upstream_groups, volcano
 from kbatch.cluster.errors import ObjectError
-from kbatch.sim import clock, job_spec, jobs, jobset_spec, manifests
+from kbatch.sim import clock, job_spec, jobs, jobset_spec, manifests, volume_validation
 
 Object = Mapping[str, Any]
 # The highest value of a PriorityClass not named system-* (HighestUserDefinablePriority).
@@ -72,6 +72,7 @@ def _pod(obj: Object) -> None:
             "spec.nodeName", "cannot be set until all schedulingGates have been removed"
         )
     _pod_level_requests(obj["spec"])
+    volume_validation.ephemeral_claims(obj)
 
 
 def _pod_level_requests(spec: Object) -> None:
@@ -96,7 +97,9 @@ def _job(obj: Object) -> None:
         where = f"spec.template.metadata.annotations.{manifests.DURATION}"
         clock.parse_duration(annotations[manifests.DURATION], where)
     try:
-        records.parse_pod(jobs.pod_for(dict(obj), 0))
+        pod = jobs.pod_for(dict(obj), 0)
+        records.parse_pod(pod)
+        volume_validation.ephemeral_claims(pod)
     except ObjectError as exc:
         # The pod's fields (spec..., metadata...) are the template's, one level down.
         detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
@@ -161,4 +164,7 @@ _CHECKS: dict[str, Callable[[Object], object]] = {
     "PriorityClass": _priority_class,
     "Job": _job,
     "JobSet": _jobset,
+    "PersistentVolumeClaim": volume_validation.claim,
+    "PersistentVolume": volume_validation.volume,
+    "StorageClass": volume_validation.storage_class,
 }

@@ -12,7 +12,9 @@ Left in: nodes; the pods on them, whatever their scheduler (they hold room); Pod
 that hold or wait for room, their pods (finished ones too: they count for the group's
 phase), their Jobs that kbatch holds until the group is admitted (their pods do not
 exist yet; a JobSet's Jobs count as held while kbatch holds the JobSet:
-``held_with_jobsets``); queues with their status (the flow plugin's memory); priority classes.
+``held_with_jobsets``); queues with their status (the flow plugin's memory); priority
+classes; StorageClasses, PersistentVolumes and claims, bound or not (the simulated PV
+controller binds and provisions them as the forward run goes: ``kbatch.sim.volume_controller``).
 Left out: what is over, pods of other schedulers that are still pending, a pod naming a
 PodGroup that does not exist. Not foreseen: a Job's later pods (completions beyond its
 parallelism). A deleting pod holds its room until its grace period ends.
@@ -76,6 +78,7 @@ def plan_of(session: Session, objects: standing.ClusterObjects) -> Plan:
         plan.objects.append(_stripped(queue, status=_queue_status(queue, now)))
         plan.stamps[("Queue", "", queue["metadata"]["name"])] = _shifted_creation(queue, now)
     plan.objects.extend(_node(node) for node in objects.nodes)
+    plan.objects.extend(_volume_objects(objects))
     plan.objects.extend(_held(objects.jobs, session, history, plan))
     cuts = runtimes.job_cuts(objects.jobs, now)
     for group in objects.pod_groups:
@@ -159,6 +162,7 @@ def _started(pod: Object, now: float) -> float:
 JOBSET_KIND = "JobSet"
 # What a forecast reads of a ClusterState, in ``standing.ClusterObjects``' order
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ResourceQuota", "Job")
+VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")  # (by keyword)
 
 
 def listed(state: ClusterState, now: float) -> standing.ClusterObjects:
@@ -166,7 +170,11 @@ def listed(state: ClusterState, now: float) -> standing.ClusterObjects:
     kbatch holds count as held (``held_with_jobsets``)."""
     nodes, pods, groups, queues, classes, quotas, jobs = (state.list(kind) for kind in KINDS)
     jobs = held_with_jobsets(jobs, state.list(JOBSET_KIND))
-    return standing.ClusterObjects(now, nodes, pods, groups, queues, classes, quotas, jobs)
+    claims, volumes, storage_classes = (state.list(kind) for kind in VOLUME_KINDS)
+    return standing.ClusterObjects(
+        now, nodes, pods, groups, queues, classes, quotas, jobs,
+        claims=claims, volumes=volumes, storage_classes=storage_classes,
+    )  # fmt: skip
 
 
 def held_with_jobsets(jobs: Iterable[Object], jobsets: Iterable[Object]) -> list[Object]:
@@ -253,6 +261,19 @@ def _stripped(obj: Mapping[str, Any], status: Mapping[str, Any] | None = None) -
 
 def _without_sim(annotations: Mapping[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in (annotations or {}).items() if k not in SIM_ANNOTATIONS}
+
+
+def _volume_objects(objects: standing.ClusterObjects) -> Iterable[Object]:
+    """The StorageClasses, PVs and claims as they are, but for the claims' uids a PV's
+    claimRef names (the simulator gives the claims its own)."""
+    yield from (_stripped(c) for c in objects.storage_classes)
+    for volume in objects.volumes:
+        spec = volume.get("spec") or {}
+        ref = spec.get("claimRef")
+        if isinstance(ref, Mapping) and ref.get("uid"):
+            spec = {**spec, "claimRef": {k: v for k, v in ref.items() if k != "uid"}}
+        yield _stripped({**volume, "spec": spec}, status=volume.get("status") or {})
+    yield from (_stripped(c, status=c.get("status") or {}) for c in objects.claims)
 
 
 def _node(node: Mapping[str, Any]) -> Object:

@@ -74,6 +74,11 @@ class ClusterObjects:
     quotas: Sequence[Object] = ()
     jobs: Sequence[Object] = ()  # batch/v1 Jobs: those held for their PodGroup matter
     events: Sequence[Object] = ()
+    # Where pods' volumes let them go (``kbatch.cluster.volumes``): none where the user
+    # may not list them
+    claims: Sequence[Object] = ()
+    volumes: Sequence[Object] = ()
+    storage_classes: Sequence[Object] = ()
     # The state ``load_state`` made of them, not part of what was read: a forward run of
     # the same pods takes their records from it (``eta``), rather than parse each again.
     loaded: Loaded = field(default_factory=Loaded, compare=False, repr=False, kw_only=True)
@@ -81,6 +86,9 @@ class ClusterObjects:
     def by_kind(self) -> dict[str, Sequence[Object]]:
         return {
             "Node": self.nodes,
+            "StorageClass": self.storage_classes,
+            "PersistentVolume": self.volumes,
+            "PersistentVolumeClaim": self.claims,
             "PriorityClass": self.priority_classes,
             "Queue": self.queues,
             "ResourceQuota": self.quotas,

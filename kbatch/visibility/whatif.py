@@ -7,8 +7,9 @@ its own): whether the first session admits it and what it is told, on which node
 pods start, and when, with the ETA's confidence. Nothing is written anywhere: objects
 in, answers out.
 
-The files may hold Pods, PodGroups, Queues, Nodes, PriorityClasses, ResourceQuotas
-(a Node or a Queue asks "what if the cluster had it"), batch/v1 Jobs and JobSets,
+The files may hold Pods, PodGroups, Queues, Nodes, PriorityClasses, ResourceQuotas,
+PersistentVolumeClaims, PersistentVolumes, StorageClasses (a Node or a Queue asks
+"what if the cluster had it"), batch/v1 Jobs and JobSets,
 admitted as kbatch's webhooks admit them: the PodGroup made for a labelled Job or
 JobSet, the Job held for its group or its pods made (``kbatch.visibility.whatif_jobs``).
 """
@@ -24,8 +25,11 @@ from kbatch.sim import clock
 from kbatch.visibility import eta, standing, whatif_jobs
 
 Object = dict[str, Any]
-KINDS = ("Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod", "Job", "JobSet")
-NAMESPACED = ("ResourceQuota", "PodGroup", "Pod", "Job", "JobSet")
+KINDS = (
+    "Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod", "Job", "JobSet",
+    "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+)  # fmt: skip
+NAMESPACED = ("ResourceQuota", "PodGroup", "Pod", "Job", "JobSet", "PersistentVolumeClaim")
 ADMITTED_KINDS = ("Job", "JobSet")  # through ``whatif_jobs``
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 ADMITTED = (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
@@ -113,6 +117,9 @@ def added(
         priority_classes=by_kind["PriorityClass"],
         quotas=by_kind["ResourceQuota"],
         jobs=by_kind["Job"],  # (those the files add are held for their groups)
+        claims=by_kind["PersistentVolumeClaim"],
+        volumes=by_kind["PersistentVolume"],
+        storage_classes=by_kind["StorageClass"],
     )
     return merged, groups, admission.unmade if admission is not None else {}
 

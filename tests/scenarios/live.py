@@ -59,6 +59,9 @@ def cluster_at(documents: list[Obj], seconds: float) -> visibility.ClusterObject
         priority_classes=state.list("PriorityClass"),
         quotas=state.list("ResourceQuota"),
         jobs=[record.obj for record in outcome.jobs.jobs.values()],
+        claims=state.list("PersistentVolumeClaim"),
+        volumes=state.list("PersistentVolume"),
+        storage_classes=state.list("StorageClass"),
     )
 
 

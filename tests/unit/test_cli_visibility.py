@@ -319,6 +319,24 @@ def test_jobsets_are_optional_and_without_the_crd_nothing_is_said(
     assert warnings == warned
 
 
+def test_volumes_are_read_and_without_leave_to_list_them_the_rest_is(monkeypatch) -> None:
+    refused = kubeapi.ApiError(403, "persistentvolumes is forbidden")
+    answers = {
+        "/api/v1/persistentvolumeclaims": [{"metadata": {"name": "data", "namespace": "a"}}],
+        "/api/v1/persistentvolumes": refused,
+        "/apis/storage.k8s.io/v1/storageclasses": [{"metadata": {"name": "fast"}}],
+    }
+    source, warnings, _ = live_source(monkeypatch, answers)
+    objects = source.objects(events_in=None)
+    assert [c["kind"] for c in objects.claims] == ["PersistentVolumeClaim"]
+    assert [c["kind"] for c in objects.storage_classes] == ["StorageClass"]
+    assert objects.volumes == []
+    assert warnings == [
+        "cannot list PersistentVolumes (HTTP 403: persistentvolumes is forbidden): pods with "
+        "persistent volumes are foreseen as waiting for them"
+    ]
+
+
 def test_a_required_list_that_fails_fails_the_command(monkeypatch) -> None:
     source, _, _ = live_source(monkeypatch, {"/api/v1/pods": kubeapi.ApiError(403, "no")})
     with pytest.raises(kubeapi.ApiError):

@@ -5,6 +5,7 @@ from kbatch.sim import clock
 from kbatch.visibility import eta_input
 from kbatch.visibility import standing as visibility
 from scenarios import objects as o
+from scenarios import volume_objects as v
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
@@ -33,6 +34,9 @@ def plan(*documents: dict) -> eta_input.Plan:
         pods=kinds.get("Pod", []),
         pod_groups=kinds.get("PodGroup", []),
         queues=kinds.get("Queue", []),
+        claims=kinds.get("PersistentVolumeClaim", []),
+        volumes=kinds.get("PersistentVolume", []),
+        storage_classes=kinds.get("StorageClass", []),
     )
     session, _ = visibility.open_session(objects, default_conf())
     return eta_input.plan_of(session, objects)
@@ -78,3 +82,22 @@ def test_a_pod_with_no_known_runtime_runs_for_ever() -> None:
     result = plan(o.node("n1"), running("endless", None, 30))
     assert "kbatch.io/sim-duration" not in by_name(result)["endless"]["metadata"]["annotations"]
     assert result.unknown_running == 1
+
+
+def test_a_pending_pods_claims_their_volumes_and_classes_go_forward() -> None:
+    """As they are, but for the claim uid a PV's claimRef names (a bind's, in flight):
+    the forward run gives the claim its own."""
+    claim = v.claim("data", "local")
+    claim["metadata"].update(namespace="default", uid="live-uid")
+    chosen = v.volume("pv-1", "local")
+    chosen["spec"]["claimRef"] = {"namespace": "default", "name": "data", "uid": "live-uid"}
+    chosen["status"] = {"phase": "Available"}
+    waiting = v.mounting(o.pod("user", namespace="default"), "data")
+    waiting["metadata"]["creationTimestamp"] = at(10)
+    local = v.storage_class("local", v.NO_PROVISIONER)
+    result = by_name(plan(o.node("n1"), local, chosen, claim, waiting))
+    assert result["local"]["provisioner"] == v.NO_PROVISIONER
+    assert result["pv-1"]["spec"]["claimRef"] == {"namespace": "default", "name": "data"}
+    assert result["pv-1"]["status"] == {"phase": "Available"}
+    assert "uid" not in result["data"]["metadata"]
+    assert result["user"]["spec"]["volumes"] == waiting["spec"]["volumes"]

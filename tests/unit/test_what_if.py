@@ -13,6 +13,7 @@ from kbatch.operators.scheduler.core.runner import default_conf
 from kbatch.visibility import standing
 from scenarios import live
 from scenarios import objects as o
+from scenarios import volume_objects as v
 from scenarios.test_jobsets import jobset, replicated
 
 NOW = 10.0
@@ -251,3 +252,23 @@ def test_a_labelled_job_its_owner_suspended_is_told_so_not_why_its_group_waits(
         None,
     )
     assert "suspended (spec.suspend)" in paused["reason"], paused
+
+
+def test_a_pod_whose_claim_is_made_on_first_use_gets_an_estimate(tmp_path, capsys) -> None:
+    """The claim, its class and the pod are given (a cluster's would be read): the pod
+    waits for the running gang, then starts, its volume provisioned on its node."""
+    given = [v.storage_class(), v.claim("data"), v.mounting(o.pod("user", cpu="2"), "data")]
+    code, data, err = what_if(capsys, written(tmp_path, "user.yaml", given))
+    assert code == 0, err
+    (user,) = data["groups"]
+    assert (user["kind"], user["name"], user["nodes"]) == ("Pod", "user", ["n1"])
+    assert user["eta"]["seconds"] == 35.0
+
+
+def test_a_pod_whose_claim_is_missing_is_told_so(tmp_path, capsys) -> None:
+    given = [v.mounting(o.pod("user", cpu="1"), "nowhere")]
+    code, data, err = what_if(capsys, written(tmp_path, "user.yaml", given))
+    assert code == 0, err
+    (user,) = data["groups"]
+    assert 'persistentvolumeclaim "nowhere" not found' in user["reason"]
+    assert user["nodes"] == []

@@ -41,6 +41,7 @@ from kbatch.operators.scheduler.core.framework.placement import Placer
 from kbatch.operators.scheduler.core.framework.resources import EPSILON
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.statement import Statement
+from kbatch.operators.scheduler.core.framework.volume_needs import PlannedVolumes
 
 NAME = "reserve"
 
@@ -136,12 +137,15 @@ def _plan(
     within: np.ndarray | None,
 ) -> list[_Plan] | None:
     """A node for each of ``waiting`` once drained (``room``), on ``within`` only if
-    given; None when one finds none."""
+    given, their claims bound as they would be (``PlannedVolumes``: a task that shares
+    a claim with one planned before goes to its node); None when one finds none."""
     room = room.copy()
     plans = []
+    volumes = PlannedVolumes()
+    infos = session.nodes.infos
     for task in waiting:
-        node = _best_node(session, placer, task, room, within)
-        if node == NO_NODE:
+        node = _best_node(session, placer, task, room, within, volumes.node_for(task))
+        if node == NO_NODE or not volumes.take(task, node, infos[node].name, infos[node].labels):
             return None
         share = _share_in_the_way(session, task, np.array([node]))[0]
         room[node] -= task.request
@@ -162,15 +166,18 @@ def _best_node(
     task: TaskInfo,
     room: np.ndarray,
     within: np.ndarray | None = None,
+    only: int | None = None,
 ) -> int:
     """The node that holds ``task`` once drained and has least in the way (of
-    ``within``, if given); the task's own node from an earlier session while it still
-    can."""
+    ``within``, if given; ``only`` that one, if given); the task's own node from an
+    earlier session while it still can."""
     counted = session.room_dims
     ok = placer.view(task).ok
     holds = ok & np.all((task.request <= room + EPSILON)[:, counted], axis=1)
     if within is not None:
         holds &= within
+    if only is not None:
+        holds &= np.arange(len(holds)) == only
     if task.nominated != NO_NODE and holds[task.nominated]:
         return task.nominated
     candidates = np.flatnonzero(holds)

@@ -5,9 +5,10 @@ predicates plugin (``plugins.volume_checks``): node selector terms, so that the 
 index answers them as it answers a pod's own node affinity.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kbatch.operators.scheduler.core.framework.podspec import NodeSelectorTerm
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.podspec import NodeSelectorTerm, requirement_matches
 
 # kube-scheduler's words for each reason (its VolumeBinding plugin's), so that a user
 # reads what the Kubernetes documentation and forums say about them.
@@ -16,6 +17,7 @@ BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 
 # Terms ORed: a node matching any of them (as a PV's spec.nodeAffinity.required).
 Terms = tuple[NodeSelectorTerm, ...]
+NODE_NAME_FIELD = "metadata.name"  # (the one node field a term may match)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +49,72 @@ class VolumeNeeds:
         """Does a pod of these needs bind claims where it goes (a free PV, which the next
         pod then cannot have; a claim, which a pod sharing it then must follow)?"""
         return bool(self.unbound)
+
+
+def matches_node(terms: Terms | None, node: str, labels: dict[str, str]) -> bool:
+    """Does the node named ``node`` with ``labels`` match any of ``terms`` (None: any)?"""
+    if terms is None:
+        return True
+    return any(_term_matches(term, node, labels) for term in terms)
+
+
+def _term_matches(term: NodeSelectorTerm, node: str, labels: dict[str, str]) -> bool:
+    if not term.match_expressions and not term.match_fields:
+        return False
+    for req in term.match_fields:
+        if req.key != NODE_NAME_FIELD or not requirement_matches(req, {NODE_NAME_FIELD: node}):
+            return False
+    return all(requirement_matches(req, labels) for req in term.match_expressions)
+
+
+@dataclass(slots=True)
+class PlannedVolumes:
+    """What a plan of placements binds (the reserve action's plan of where a job's
+    tasks go once nodes drain), as a session's placements would: a claim shared by
+    its tasks is bound for the node of the first, and a PV goes to one task."""
+
+    _claims: dict[str, int] = field(default_factory=dict)  # claim -> node (index)
+    _taken: set[str] = field(default_factory=set)
+
+    def node_for(self, task: TaskInfo) -> int | None:
+        """The node a claim of ``task`` is bound for by the plan so far (None: none)."""
+        needs = task.template.volumes
+        for choices in needs.unbound if needs is not None else ():
+            node = self._claims.get(choices.claim)
+            if node is not None:
+                return node
+        return None
+
+    def take(self, task: TaskInfo, node: int, name: str, labels: dict[str, str]) -> bool:
+        """Plan ``task`` on ``node`` (named ``name``, with ``labels``): its claims bound
+        there, each to a PV the plan has not taken or to a volume made there; False
+        (nothing planned) when one cannot be."""
+        needs = task.template.volumes
+        if needs is None or not needs.unbound:
+            return True
+        claims: dict[str, int] = {}
+        taken: set[str] = set()
+        for choices in needs.unbound:
+            bound_for = self._claims.get(choices.claim, claims.get(choices.claim))
+            if bound_for is not None:
+                if bound_for != node:
+                    return False
+                continue
+            volume = next(
+                (
+                    volume
+                    for volume, terms in choices.volumes
+                    if volume not in self._taken
+                    and volume not in taken
+                    and matches_node(terms, name, labels)
+                ),
+                None,
+            )
+            if volume is not None:
+                taken.add(volume)
+            elif not (choices.provisioned and matches_node(choices.topologies, name, labels)):
+                return False
+            claims[choices.claim] = node
+        self._claims.update(claims)
+        self._taken.update(taken)
+        return True
