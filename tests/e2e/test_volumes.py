@@ -7,7 +7,9 @@
 - a pod whose claim does not exist waits, its PodScheduled condition saying so; once
   the claim is made and bound by the PV controller (Immediate), the pod is bound;
 - a pod whose claim is bound to a PV of one zone is bound there, not to the roomier
-  node beside it.
+  node beside it;
+- a pod's generic ephemeral volume: kbatch waits for the claim the ephemeral-volume
+  controller makes, then binds the pod and selects its node (1.21 on).
 """
 
 from __future__ import annotations
@@ -213,3 +215,36 @@ def test_a_pod_goes_where_its_bound_volume_is(
     finally:
         run.stop()
     assert placed(corner)["p"] == a
+
+
+def test_a_pod_s_ephemeral_volume_is_provisioned_where_it_goes(
+    corner: Corner, volumes: Volumes, kbatch_runs: Any
+) -> None:
+    """The ephemeral-volume controller makes the pod's claim (pod-volume); kbatch waits
+    for it, then binds the pod and selects its node for the provisioner."""
+    volumes.zoned_nodes("a")
+    made = volumes.storage_class("made", "example.com/e2e-disks", "WaitForFirstConsumer")
+    scratch = corner.pod("scratch", "1")
+    template = {
+        "spec": {
+            "storageClassName": made,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+    }
+    scratch["spec"]["volumes"] = [{"name": "work", "ephemeral": {"volumeClaimTemplate": template}}]
+    try:
+        corner.add_pods([scratch])
+    except ApiError as exc:  # 1.20 drops the field (its feature gate is off), then refuses
+        if exc.status != 422 or "must specify a volume type" not in str(exc):
+            raise
+        pytest.skip("e2e: the server does not serve generic ephemeral volumes (before 1.21)")
+    run = corner.start_kbatch(kbatch_runs, "ephemeral")
+    try:
+        (where,) = poll("the pod bound", lambda: list(placed(corner).values()), 60)
+        claim = volumes.read_claim("scratch-work")  # made by the ephemeral-volume controller
+        assert claim["metadata"]["annotations"][SELECTED_NODE] == where
+        assert claim["metadata"]["ownerReferences"][0]["name"] == "scratch"
+        assert run.alive
+    finally:
+        run.stop()
