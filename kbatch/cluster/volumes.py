@@ -179,22 +179,62 @@ def _shown_bound(claim: object) -> bool:
 
 class FreeVolumes:
     """The PVs that a claim bound on first use may be bound to, by class: neither
-    bound to another claim nor being deleted, nor ``taken``."""
+    bound to another claim nor being deleted, nor ``taken``. Those a claim of a shape
+    fits are worked out once per shape (class, access modes, size, volume mode,
+    selector): the pods of one template have claims of one shape, and a snapshot asks
+    for each pod's."""
 
     def __init__(
         self, volumes: Iterable[VolumeRecord], taken: AbstractSet[str] = frozenset()
     ) -> None:
         self._by_class: dict[str, list[VolumeRecord]] = {}
+        self._kept_for: dict[tuple[str, str], list[VolumeRecord]] = {}  # by claimRef
+        self._by_shape: dict[tuple[object, ...], list[VolumeRecord]] = {}
+        self._choices: dict[tuple[object, ...], tuple[tuple[str, Terms | None], ...]] = {}
         for volume in volumes:
             if volume.name in taken or volume.deleting:
                 continue
-            if volume.phase in ("", "Pending", "Available"):
+            if volume.phase not in ("", "Pending", "Available"):
+                continue
+            if volume.claim is not None:
+                self._kept_for.setdefault(volume.claim[:2], []).append(volume)
+            else:
                 self._by_class.setdefault(volume.storage_class, []).append(volume)
 
     def fitting(self, claim: ClaimRecord) -> list[VolumeRecord]:
         """The free PVs that ``claim`` fits, smallest first (kube-scheduler's choice)."""
-        found = [v for v in self._by_class.get(claim.storage_class, ()) if fits(claim, v)]
-        return sorted(found, key=lambda v: (v.capacity, v.name))
+        shape = _shape(claim)
+        found = self._by_shape.get(shape)
+        if found is None:
+            of_class = self._by_class.get(claim.storage_class, ())
+            found = self._by_shape[shape] = _smallest_first(v for v in of_class if fits(claim, v))
+        kept = self._kept_for.get((claim.namespace, claim.name))
+        if kept:
+            mine = (v for v in kept if v.storage_class == claim.storage_class and fits(claim, v))
+            return _smallest_first([*found, *mine])
+        return found
+
+    def choices(self, claim: ClaimRecord) -> tuple[tuple[str, Terms | None], ...]:
+        """``fitting`` as (name, node affinity) pairs: the very same tuple for the
+        claims of one shape (``plugins.volume_checks`` counts its PVs once)."""
+        shape = _shape(claim)
+        if (claim.namespace, claim.name) not in self._kept_for:
+            found = self._choices.get(shape)
+            if found is not None:
+                return found
+        made = tuple((volume.name, volume.node_terms) for volume in self.fitting(claim))
+        if (claim.namespace, claim.name) not in self._kept_for:
+            self._choices[shape] = made
+        return made
+
+
+def _shape(claim: ClaimRecord) -> tuple[object, ...]:
+    """What of a claim the PVs it fits depend on, but PVs kept for it by name."""
+    return claim.storage_class, claim.access_modes, claim.storage, claim.volume_mode, claim.selector
+
+
+def _smallest_first(volumes: Iterable[VolumeRecord]) -> list[VolumeRecord]:
+    return sorted(volumes, key=lambda v: (v.capacity, v.name))
 
 
 def fits(claim: ClaimRecord, volume: VolumeRecord) -> bool:
@@ -257,7 +297,7 @@ def _bindable_on(
     node = claimed.get(key) or claim.selected_node
     if node:  # (bound, or being provisioned, for that node: that node alone)
         return ClaimChoices(key, (), True, (_node_named(node),))
-    fitting = tuple((volume.name, volume.node_terms) for volume in free.fitting(claim))
+    fitting = free.choices(claim)
     if provisions(claim, storage_class):
         return ClaimChoices(key, fitting, True, storage_class.topologies)
     return ClaimChoices(key, fitting)

@@ -410,3 +410,17 @@ def test_a_claim_a_bind_selected_a_node_for_holds_the_next_pods_there() -> None:
     shown["metadata"]["annotations"] = {SELECTED_NODE: "a1"}
     state.apply(shown)
     assert state._volumes.claimed == {}  # the watch shows it: assumed no longer
+
+
+def test_a_volume_kept_for_a_claim_goes_to_it_alone() -> None:
+    """A PV whose claimRef names a claim not yet bound to it (a user's pre-binding) is
+    that claim's choice, the only one, and no other claim's."""
+    state = two_zones()
+    state.apply(storage_class(provisioner="kubernetes.io/no-provisioner"))
+    state.apply(volume("kept-b", "b", claimRef={"namespace": "default", "name": "mine"}))
+    for name in ("mine", "other"):
+        state.apply(claim(name))
+        state.apply(with_claims(f"p-{name}", name))
+    needs = needs_of(state)
+    assert [v for v, _ in needs["default/p-mine"].unbound[0].volumes] == ["kept-b"]
+    assert needs["default/p-other"].unbound[0].volumes == ()

@@ -32,6 +32,11 @@ class ClaimChoices:
     provisioned: bool = False
     topologies: Terms | None = None
 
+    def __hash__(self) -> int:
+        # Not of every PV's terms (thousands of local disks, for each pod's claim, at
+        # every look-up): of how many. Equal choices hash alike all the same.
+        return hash((self.claim, len(self.volumes), self.provisioned, self.topologies))
+
 
 @dataclass(frozen=True, slots=True)
 class VolumeNeeds:

@@ -20,6 +20,7 @@ from kbatch.operators.scheduler.core.framework.volume_needs import (
     BIND_CONFLICT,
     NODE_CONFLICT,
     ClaimChoices,
+    Terms,
     VolumeNeeds,
 )
 from kbatch.operators.scheduler.core.plugins.node_index import NodeIndex
@@ -33,6 +34,9 @@ class VolumeChecks:
         self.index = index
         self._masks: dict[VolumeNeeds, Failures] = {}
         self._taken: set[str] = set()
+        # Each list of choices' PVs (the one tuple the claims of a shape share: by id,
+        # kept with it) and where those not taken reach.
+        self._reaches: dict[int, tuple[object, Reach]] = {}
         self._claims: dict[str, int] = {}  # claim -> the node it is bound for
         self._by_task: dict[str, tuple[list[str], list[str]]] = {}  # uid -> (PVs, claims)
 
@@ -66,21 +70,25 @@ class VolumeChecks:
         """The nodes where the claim may be bound: a PV not taken reaches them, or a
         volume may be made there."""
         index = self.index
-        where = np.zeros(index.size, dtype=bool)
         node = self._claims.get(choices.claim)
         if node is not None:  # bound for a node by a task placed before
+            where = np.zeros(index.size, dtype=bool)
             where[node] = True
             return where
-        for name, terms in choices.volumes:
-            if name not in self._taken:
-                if terms is None:
-                    return np.ones(index.size, dtype=bool)
-                where |= index.terms_mask(terms)
+        if choices.provisioned and choices.topologies is None:
+            return np.ones(index.size, dtype=bool)
+        where = self._reach(choices).nodes()
         if choices.provisioned:
-            if choices.topologies is None:
-                return np.ones(index.size, dtype=bool)
-            where |= index.terms_mask(choices.topologies)
+            where = where | index.terms_mask(choices.topologies or ())
         return where
+
+    def _reach(self, choices: ClaimChoices) -> "Reach":
+        kept = self._reaches.get(id(choices.volumes))
+        if kept is None:
+            reach = Reach(choices.volumes, self.index, self._taken)
+            self._reaches[id(choices.volumes)] = (choices.volumes, reach)
+            return reach
+        return kept[1]
 
     def allocated(self, task: TaskInfo) -> None:
         """``task`` was placed: it binds, for each of its claims not bound for a node by
@@ -94,15 +102,13 @@ class VolumeChecks:
         for choices in needs.unbound:
             if choices.claim in self._claims:
                 continue
-            for name, terms in choices.volumes:
-                if name in self._taken or name in taken:
-                    continue
-                if terms is None or self.index.terms_mask(terms)[task.node]:
-                    taken.append(name)
-                    break
+            if choices.volumes:
+                volume = self._reach(choices).first_on(task.node, taken)
+                if volume is not None:
+                    taken.append(volume)
             claims.append(choices.claim)
         if claims:
-            self._taken.update(taken)
+            self._take(taken, True)
             self._claims.update(dict.fromkeys(claims, task.node))
             self._by_task[task.uid] = (taken, claims)
             self._masks.clear()
@@ -111,7 +117,57 @@ class VolumeChecks:
         """``task``'s placement was undone: what it bound is free again."""
         bound = self._by_task.pop(task.uid, None)
         if bound:
-            self._taken.difference_update(bound[0])
+            self._take(bound[0], False)
             for claim in bound[1]:
                 del self._claims[claim]
             self._masks.clear()
+
+    def _take(self, volumes: list[str], taken: bool) -> None:
+        """Mark ``volumes`` taken (or free again, ``taken`` False), where they reach too."""
+        for volume in volumes:
+            if taken:
+                self._taken.add(volume)
+            else:
+                self._taken.discard(volume)
+            for _, reach in self._reaches.values():
+                reach.mark(volume, taken)
+
+
+class Reach:
+    """The PVs of one list of choices (smallest first) as rows over the nodes each
+    reaches, which are free, and how many free ones reach each node: where a claim of
+    that list may be bound, and its first PV on a node, without a walk over every PV
+    (a cluster of local disks has thousands, for as many pods)."""
+
+    def __init__(
+        self, volumes: tuple[tuple[str, Terms | None], ...], index: NodeIndex, taken: set[str]
+    ) -> None:
+        self.names = [name for name, _ in volumes]
+        self.row = {name: i for i, name in enumerate(self.names)}
+        self.reach = np.ones((len(volumes), index.size), dtype=bool)
+        for i, (_, terms) in enumerate(volumes):
+            if terms is not None:
+                self.reach[i] = index.terms_mask(terms)
+        self.free = np.array([name not in taken for name in self.names], dtype=bool)
+        self.counts = self.reach[self.free].sum(axis=0, dtype=np.int64)
+
+    def nodes(self) -> np.ndarray:
+        """The nodes a free PV reaches."""
+        return self.counts > 0
+
+    def first_on(self, node: int, besides: list[str]) -> str | None:
+        """The first free PV that reaches ``node``, not one of ``besides``."""
+        for row in np.flatnonzero(self.free & self.reach[:, node]):
+            name = self.names[row]
+            if name not in besides:
+                return name
+        return None
+
+    def mark(self, volume: str, taken: bool) -> None:
+        row = self.row.get(volume)
+        if row is not None and self.free[row] == taken:
+            self.free[row] = not taken
+            if taken:
+                self.counts -= self.reach[row]
+            else:
+                self.counts += self.reach[row]
