@@ -77,11 +77,10 @@ class StateReads:
                 return []
             node_record = self._parsed["Node"].get(node)
             labels = node_record.labels if node_record is not None else {}
-            taken = self._volumes.assumed
-            free = volumes.FreeVolumes(self._parsed["PersistentVolume"].values(), taken)
+            free = self._volumes.for_binds(self._parsed["PersistentVolume"])
             claims, classes = self._parsed["PersistentVolumeClaim"], self._parsed["StorageClass"]
-            claimed = self._volumes.claimed
-            writes = volumes.bind_writes(pod, node, labels, claims, classes, free, set(), claimed)
+            taken, claimed = set(self._volumes.assumed), self._volumes.claimed
+            writes = volumes.bind_writes(pod, node, labels, claims, classes, free, taken, claimed)
             self._volumes.assume(writes)
             return writes
 

@@ -49,6 +49,7 @@ from kbatch.operators.scheduler.core.framework.volume_needs import (
 )
 
 KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 
@@ -81,6 +82,7 @@ class VolumeIndex:
         self.assumed: set[str] = set()
         # Claims those binds bound or selected a node for, likewise: claim key -> node.
         self.claimed: dict[str, str] = {}
+        self._for_binds: FreeVolumes | None = None  # (``for_binds``)
 
     def applied(self, key: str, pod: PodRecord | None, ours: bool) -> None:
         """The pod at ``key`` is now ``pod`` (None: gone); ``ours``: of our schedulers."""
@@ -96,12 +98,21 @@ class VolumeIndex:
         that the watch shows claimed (or gone) is assumed so no longer."""
         if kind not in KINDS:
             return
+        if kind == "PersistentVolume":
+            self._for_binds = None
         if kind == "PersistentVolume" and key in self.assumed and _shown_claimed(parsed):
             self.assumed.discard(key)
         elif kind == "PersistentVolumeClaim" and key in self.claimed and _shown_bound(parsed):
             del self.claimed[key]
         if self._pods:
             self._needs = None
+
+    def for_binds(self, volumes: Mapping[str, VolumeRecord]) -> "FreeVolumes":
+        """The free PVs of ``volumes`` (the state's), the same while no PV is written:
+        binds pass ``assumed`` as taken (``bind_writes``)."""
+        if self._for_binds is None:
+            self._for_binds = FreeVolumes(volumes.values())
+        return self._for_binds
 
     def assume(self, writes: Iterable["VolumeWrite"]) -> None:
         """The PVs ``writes`` bind are taken, and their claims bound for their node,
@@ -191,6 +202,11 @@ class FreeVolumes:
         self._kept_for: dict[tuple[str, str], list[VolumeRecord]] = {}  # by claimRef
         self._by_shape: dict[tuple[object, ...], list[VolumeRecord]] = {}
         self._choices: dict[tuple[object, ...], tuple[tuple[str, Terms | None], ...]] = {}
+        # Of each shape's PVs, those whose affinity is one node's hostname, by it, and
+        # the others (``fitting_on``).
+        self._pinned: dict[
+            tuple[object, ...], tuple[dict[str, list[VolumeRecord]], list[VolumeRecord]]
+        ] = {}
         for volume in volumes:
             if volume.name in taken or volume.deleting:
                 continue
@@ -226,6 +242,43 @@ class FreeVolumes:
         if (claim.namespace, claim.name) not in self._kept_for:
             self._choices[shape] = made
         return made
+
+    def fitting_on(
+        self, claim: ClaimRecord, node: str, labels: dict[str, str]
+    ) -> list[VolumeRecord]:
+        """``fitting`` on the node named ``node`` with ``labels``: a local disk's PV is
+        looked up by its node's hostname, not matched against every node it is not on."""
+        fitting = self.fitting(claim)
+        split = self._pinned.get(shape := _shape(claim))
+        if split is None:
+            by_host: dict[str, list[VolumeRecord]] = {}
+            others: list[VolumeRecord] = []
+            for volume in self._by_shape[shape]:
+                host = _pinned_host(volume.node_terms)
+                if host is None:
+                    others.append(volume)
+                else:
+                    by_host.setdefault(host, []).append(volume)
+            split = self._pinned[shape] = (by_host, others)
+        by_host, others = split
+        if len(fitting) != len(self._by_shape[shape]):  # (PVs kept for it by name)
+            return [v for v in fitting if matches_node(v.node_terms, node, labels)]
+        found = by_host.get(labels.get(HOSTNAME_LABEL, ""), [])
+        found = [*found, *(v for v in others if matches_node(v.node_terms, node, labels))]
+        return _smallest_first(found)
+
+
+def _pinned_host(terms: Terms | None) -> str | None:
+    """The hostname ``terms`` hold a PV to, when that is all they say (a local disk)."""
+    if terms is None or len(terms) != 1 or terms[0].match_fields:
+        return None
+    (term,) = terms
+    if len(term.match_expressions) != 1:
+        return None
+    (req,) = term.match_expressions
+    if req.key != HOSTNAME_LABEL or req.operator is not Operator.IN or len(req.values) != 1:
+        return None
+    return req.values[0]
 
 
 def _shape(claim: ClaimRecord) -> tuple[object, ...]:
@@ -347,12 +400,7 @@ def bind_writes(
         if storage_class is None or not storage_class.waits_for_consumer:
             continue  # (the PV controller's to bind)
         chosen = next(
-            (
-                v
-                for v in free.fitting(claim)
-                if v.name not in taken and matches_node(v.node_terms, node, labels)
-            ),
-            None,
+            (v for v in free.fitting_on(claim, node, labels) if v.name not in taken), None
         )
         if chosen is not None:
             taken.add(chosen.name)

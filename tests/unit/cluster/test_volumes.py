@@ -424,3 +424,24 @@ def test_a_volume_kept_for_a_claim_goes_to_it_alone() -> None:
     needs = needs_of(state)
     assert [v for v, _ in needs["default/p-mine"].unbound[0].volumes] == ["kept-b"]
     assert needs["default/p-other"].unbound[0].volumes == ()
+
+
+def test_the_volumes_fitting_on_a_node_are_those_matching_it_smallest_first() -> None:
+    """Local disks are looked up by hostname (``FreeVolumes.fitting_on``): the same
+    answer as matching every fitting PV against the node, whatever their affinity."""
+    state = two_zones()
+    state.apply(storage_class(provisioner="kubernetes.io/no-provisioner"))
+    for i, host in enumerate(("a1", "b1", "a1")):
+        state.apply(local_disk(f"disk-{i}", host))
+    state.apply(volume("zonal-a", "a", size="50Gi"))
+    state.apply(volume("anywhere", None, size="20Gi"))
+    state.apply(claim("data"))
+    claims, _, free = records(state)
+    data = claims["default/data"]
+    for host, zone in (("a1", "a"), ("b1", "b")):
+        labels = {ZONE: zone, "kubernetes.io/hostname": host}
+        walked = [
+            v.name for v in free.fitting(data) if volumes.matches_node(v.node_terms, host, labels)
+        ]
+        assert [v.name for v in free.fitting_on(data, host, labels)] == walked
+    assert walked == ["disk-1", "anywhere"]
