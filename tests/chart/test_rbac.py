@@ -269,6 +269,7 @@ def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
     then q2 asks for room, which reclaim takes back from q1 (a pod deleted)."""
     for name in ("q1", "q2"):
         kube.ensure(api, f"{PG}/queues", queue(name))
+    exercise_volumes(api, kbatch)
     for i in range(4):
         kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group(f"a{i}", "q1", 1))
         kube.ensure(api, f"/api/v1/namespaces/{WORK_NS}/pods", pod(f"a{i}", f"a{i}", "1", NODE))
@@ -315,6 +316,75 @@ def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
     assert "Scheduled" in {e["reason"] for e in events}
     lease = get(api, f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/kbatch")
     assert lease is not None and lease["spec"]["holderIdentity"]
+
+
+def exercise_volumes(api: Any, kbatch: kube.Process) -> None:
+    """A pod (asking no cpu: q1's four still fill the node) with two claims bound on first
+    use: before its bind, kbatch binds a free PV to the first (a patch of the PV) and
+    selects the node for the second's provisioner (a patch of the claim)."""
+    classes = "/apis/storage.k8s.io/v1/storageclasses"
+    for name, provisioner in (
+        ("rbac-local", "kubernetes.io/no-provisioner"),
+        ("rbac-made", "example.com/rbac-disks"),
+    ):
+        kube.ensure(
+            api,
+            classes,
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": name},
+                "provisioner": provisioner,
+                "volumeBindingMode": "WaitForFirstConsumer",
+            },
+        )
+        kube.ensure(
+            api,
+            f"/api/v1/namespaces/{WORK_NS}/persistentvolumeclaims",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": WORK_NS},
+                "spec": {
+                    "storageClassName": name,
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        )
+    kube.ensure(
+        api,
+        "/api/v1/persistentvolumes",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "rbac-disk"},
+            "spec": {
+                "storageClassName": "rbac-local",
+                "accessModes": ["ReadWriteOnce"],
+                "capacity": {"storage": "1Gi"},
+                "hostPath": {"path": "/tmp/rbac-disk"},
+            },
+        },
+    )
+    kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group("v", "q1", 1))
+    mounting = pod("v0", "v", "0", NODE)
+    mounting["spec"]["volumes"] = [
+        {"name": c, "persistentVolumeClaim": {"claimName": c}} for c in ("rbac-local", "rbac-made")
+    ]
+    kube.ensure(api, f"/api/v1/namespaces/{WORK_NS}/pods", mounting)
+
+    def written() -> bool:
+        disk = get(api, "/api/v1/persistentvolumes/rbac-disk") or {}
+        made = get(api, f"/api/v1/namespaces/{WORK_NS}/persistentvolumeclaims/rbac-made") or {}
+        selected = (made.get("metadata", {}).get("annotations") or {}).get(
+            "volume.kubernetes.io/selected-node"
+        )
+        return ((disk.get("spec") or {}).get("claimRef") or {}).get("name") == "rbac-local" and (
+            selected == NODE
+        )
+
+    kbatch.wait_until("the pod's claims bound and provisioned for its node", written)
 
 
 def exercise_visibility(api: Any, kbatch: kube.Process) -> None:
