@@ -242,8 +242,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     pod_checks = pod_affinity.of(session)
     nodes = session.nodes
     pods_dim = session.dims.index[PODS]
-    volumes = VolumeChecks(static.index)
-    session.add_event_handler(volumes.allocated, volumes.deallocated)
+    volumes = VolumeChecks(static.index, session)
 
     def predicate(task: TaskInfo, idx: np.ndarray) -> Failures:
         template = task.template

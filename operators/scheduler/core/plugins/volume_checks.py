@@ -15,6 +15,7 @@ since a claim bound changes the answers of every node.
 import numpy as np
 
 from kbatch.operators.scheduler.core.framework.info import NO_NODE, TaskInfo
+from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.signatures import Failures
 from kbatch.operators.scheduler.core.framework.volume_needs import (
     BIND_CONFLICT,
@@ -30,8 +31,11 @@ class VolumeChecks:
     """The masks of what ``VolumeNeeds`` bar (kept while no claim is bound or freed),
     the PVs the session's placed tasks take, and the claims they bind, with their node."""
 
-    def __init__(self, index: NodeIndex) -> None:
+    def __init__(self, index: NodeIndex, session: Session) -> None:
         self.index = index
+        # Told of placements only once a pod with volumes is asked about (before any is
+        # placed): a session without one makes no call per placement for them.
+        self._session: Session | None = session
         self._masks: dict[VolumeNeeds, Failures] = {}
         self._taken: set[str] = set()
         # Each list of choices' PVs (the one tuple the claims of a shape share: by id,
@@ -43,6 +47,9 @@ class VolumeChecks:
     def failures(self, needs: VolumeNeeds) -> Failures:
         """(reason, mask over all nodes), each node once: while a claim waits, every
         node for that reason alone (as kube-scheduler's PreFilter fails a pod whole)."""
+        if self._session is not None:
+            self._session.add_event_handler(self.allocated, self.deallocated)
+            self._session = None
         found = self._masks.get(needs)
         if found is None:
             size = self.index.size
