@@ -33,6 +33,7 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     HostPort,
     PodTemplate,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
@@ -204,6 +205,7 @@ class Cluster:
         tolerations: tuple[Toleration, ...] = (),
         host_ports: tuple[HostPort, ...] = (),
         priority_class_name: str = "",
+        spread: tuple[SpreadConstraint, ...] = (),
     ) -> PodTemplate:
         request = vec(cpu, memory, 1, gpu)
         return PodTemplate(
@@ -216,6 +218,7 @@ class Cluster:
             tolerations=tolerations,
             host_ports=host_ports,
             priority_class_name=priority_class_name,
+            spread=spread,
         )
 
     def job(

@@ -9,21 +9,17 @@ from typing import Any
 
 from kbatch import json_codec
 from kbatch.cluster import fields
+from kbatch.cluster.placement_spec import parse_affinity, parse_tolerations, spread_constraints
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.core.framework.podspec import (
     Affinity,
     HostPort,
-    LabelSelector,
-    NodeSelectorTerm,
-    Operator,
-    PodAffinityTerm,
-    PreferredNodeTerm,
-    Requirement,
+    SpreadConstraint,
     Toleration,
-    WeightedPodAffinityTerm,
 )
 
 PODS = "pods"
+SPREAD = "topologySpreadConstraints"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +37,7 @@ class ParsedSpec:
     priority_class_name: str
     resource_claims: tuple[str, ...] = ()  # spec.resourceClaims' names (DRA)
     preemption_policy: str = ""  # spec.preemptionPolicy ('': its PriorityClass's)
+    spread: tuple[SpreadConstraint, ...] = ()  # spec.topologySpreadConstraints
 
 
 def _container_requests(container: Mapping[str, Any], where: str) -> dict[str, float]:
@@ -143,6 +140,7 @@ SPEC_KEY_FIELDS = (
     "resourceClaims",
     "resources",
     "preemptionPolicy",
+    "topologySpreadConstraints",
 )
 
 
@@ -181,6 +179,7 @@ def shape_key(spec: Mapping[str, Any]) -> str:
                 if "preemptionPolicy" in spec
                 else ()
             ),
+            *([["spread", spec[SPREAD]]] if spec.get(SPREAD) else ()),
         ]
     )
 
@@ -244,7 +243,7 @@ def parse_spec(
     ``spec_key``, when the caller has it."""
     request = pod_request(spec)
     selector = fields.string_map(spec, "nodeSelector", at="spec")
-    affinity = _affinity(fields.mapping(spec, "affinity", at="spec"))
+    affinity = parse_affinity(fields.mapping(spec, "affinity", at="spec"))
     tolerations = parse_tolerations(fields.mappings(spec, "tolerations", at="spec"))
     ports = _host_ports(spec)
     return ParsedSpec(
@@ -259,6 +258,7 @@ def parse_spec(
         priority_class_name=fields.string(spec, "priorityClassName", at="spec") or "",
         resource_claims=fields.names(spec, "resourceClaims", at="spec"),
         preemption_policy=_preemption_policy(spec),
+        spread=spread_constraints(spec),
     )
 
 
@@ -291,124 +291,3 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
                     host_ip = fields.string(port, "hostIP", at=f"{where}[{j}]") or ""
                     ports.append(HostPort(host_port, protocol, host_ip))
     return tuple(ports)
-
-
-# A nil labelSelector selects no pods (Kubernetes: "a null label selector matches no
-# objects"), unlike an empty one, which selects all: an In with no values is never true.
-SELECTS_NOTHING = LabelSelector((), (Requirement("kbatch.io/nil-label-selector", Operator.IN, ()),))
-
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-
-
-def requirements(parent: Mapping[str, Any], key: str, at: str) -> tuple[Requirement, ...]:
-    out = []
-    for i, item in enumerate(fields.mappings(parent, key, at=at)):
-        where = f"{at}.{key}[{i}]"
-        try:
-            operator = Operator(str(item.get("operator")))
-        except ValueError as exc:
-            raise ValueError(
-                f"{where}.operator: expected one of {', '.join(o.value for o in Operator)}"
-            ) from exc
-        name = fields.string(item, "key", at=where)
-        if not name:
-            raise ValueError(f"{where}.key: required")
-        values = tuple(str(v) for v in fields.sequence(item, "values", at=where))
-        out.append(Requirement(name, operator, values))
-    return tuple(out)
-
-
-def node_term(term: Mapping[str, Any], at: str) -> NodeSelectorTerm:
-    return NodeSelectorTerm(
-        requirements(term, "matchExpressions", at), requirements(term, "matchFields", at)
-    )
-
-
-def _label_selector(term: Mapping[str, Any], at: str) -> LabelSelector:
-    if term.get("labelSelector") is None:
-        return SELECTS_NOTHING
-    where = f"{at}.labelSelector"
-    selector = fields.mapping(term, "labelSelector", at=at)
-    labels = fields.string_map(selector, "matchLabels", at=where)
-    return LabelSelector(
-        tuple(sorted(labels.items())), requirements(selector, "matchExpressions", where)
-    )
-
-
-def _pod_term(term: Mapping[str, Any], at: str) -> PodAffinityTerm:
-    topology_key = fields.string(term, "topologyKey", at=at)
-    if not topology_key:
-        raise ValueError(f"{at}.topologyKey: required")
-    namespaces = fields.sequence(term, "namespaces", at=at)
-    return PodAffinityTerm(
-        _label_selector(term, at), topology_key, tuple(str(n) for n in namespaces)
-    )
-
-
-def _weight(term: Mapping[str, Any], at: str) -> int:
-    weight = fields.integer(term, "weight", at=at)
-    return 1 if weight is None else weight
-
-
-def _pod_terms(
-    affinity: Mapping[str, Any], key: str
-) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
-    at = f"spec.affinity.{key}"
-    required = tuple(
-        _pod_term(t, f"{at}.{REQUIRED}[{i}]")
-        for i, t in enumerate(fields.mappings(affinity, f"{key}.{REQUIRED}", at="spec.affinity"))
-    )
-    preferred = []
-    for i, t in enumerate(fields.mappings(affinity, f"{key}.{PREFERRED}", at="spec.affinity")):
-        where = f"{at}.{PREFERRED}[{i}]"
-        term = fields.mapping(t, "podAffinityTerm", at=where)
-        preferred.append(
-            WeightedPodAffinityTerm(_weight(t, where), _pod_term(term, f"{where}.podAffinityTerm"))
-        )
-    return required, tuple(preferred)
-
-
-def _node_affinity(
-    affinity: Mapping[str, Any],
-) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredNodeTerm, ...]]:
-    at = "spec.affinity.nodeAffinity"
-    node = fields.mapping(affinity, "nodeAffinity", at="spec.affinity")
-    required = None
-    if node.get(REQUIRED) is not None:
-        terms = fields.mappings(node, f"{REQUIRED}.nodeSelectorTerms", at=at)
-        where = f"{at}.{REQUIRED}.nodeSelectorTerms"
-        required = tuple(node_term(t, f"{where}[{i}]") for i, t in enumerate(terms))
-    preferred = []
-    for i, t in enumerate(fields.mappings(node, PREFERRED, at=at)):
-        where = f"{at}.{PREFERRED}[{i}]"
-        preference = fields.mapping(t, "preference", at=where)
-        preferred.append(
-            PreferredNodeTerm(_weight(t, where), node_term(preference, f"{where}.preference"))
-        )
-    return required, tuple(preferred)
-
-
-def _affinity(raw: Mapping[str, Any]) -> Affinity:
-    node_required, node_preferred = _node_affinity(raw)
-    pod_required, pod_preferred = _pod_terms(raw, "podAffinity")
-    anti_required, anti_preferred = _pod_terms(raw, "podAntiAffinity")
-    return Affinity(
-        node_required, node_preferred, pod_required, pod_preferred, anti_required, anti_preferred
-    )
-
-
-def parse_tolerations(raw: list[Mapping[str, Any]]) -> tuple[Toleration, ...]:
-    return tuple(_toleration(t) for t in raw)
-
-
-def _toleration(raw: Mapping[str, Any]) -> Toleration:
-    operator = str(raw.get("operator") or "Equal")
-    if operator not in ("Equal", "Exists"):
-        raise ValueError(f"spec.tolerations: operator must be Equal or Exists, not {operator!r}")
-    return Toleration(
-        key=str(raw.get("key") or ""),
-        operator=operator,
-        value=str(raw.get("value") or ""),
-        effect=str(raw.get("effect") or ""),
-    )

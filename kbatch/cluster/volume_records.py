@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbatch.cluster import fields
-from kbatch.cluster.podspec import node_term, requirements
+from kbatch.cluster.placement_spec import node_term, requirements
 from kbatch.cluster.quantity import amounts
 from kbatch.cluster.record_parsing import naming, object_name, ref_of
 from kbatch.operators.scheduler.core.framework.podspec import (

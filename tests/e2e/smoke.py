@@ -35,6 +35,9 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "volumes: where a PV lets a pod go; claims bound or provisioned before the bind": (
         "tests/e2e/test_volumes.py",
     ),
+    "topology spread: a gang spread over zones; a missing key told": (
+        "tests/e2e/test_topology_spread.py",
+    ),
     "failover: a second replica takes the lead and goes on": (
         "tests/e2e/test_ha.py::test_leader_failover",
     ),

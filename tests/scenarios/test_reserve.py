@@ -14,6 +14,7 @@ tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
 """
+HOSTNAME = "kubernetes.io/hostname"
 SMALL_RUNTIME = 60.0  # the longest small job: 50 s + 7 × 1.5 s, rounded up
 
 
@@ -113,3 +114,35 @@ def test_kube_batchs_conf_lets_the_flood_starve_it() -> None:
     kube_batch = (HERE.parents[1] / "examples" / "conf" / "kube-batch.yaml").read_text()
     at_start = started(flood_in_its_own_queue(True, kube_batch), "big-0")
     assert at_start is not None and at_start >= 300.0, at_start
+
+
+def named_node(name: str) -> dict[str, Any]:
+    made = node(name)
+    made["metadata"]["labels"] = {HOSTNAME: name}
+    return made
+
+
+def test_no_room_is_kept_for_a_gang_whose_pods_cannot_share_the_one_node_there_is() -> None:
+    """A gang of two whose pods keep apart (required anti-affinity by hostname), on a
+    cluster where another scheduler's pod holds one of two nodes for good: no plan puts
+    both pods on the other node (it had kept that node for both, for ever, and the job
+    after it waited behind it)."""
+    apart = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "g"}}, "topologyKey": HOSTNAME}
+            ]
+        }
+    }
+    gang = [pod_group("g", 2)]
+    for i in range(2):
+        member = pod(f"g-{i}", cpu="2", group="g", affinity=apart)
+        member["metadata"]["labels"] = {"app": "g"}
+        gang.append(member)
+    theirs = pod("theirs", cpu="4", scheduler="default-scheduler", nodeName="n2")
+    later = at(pod("later", cpu="1"), "10s")
+    conf = conf_map(f"actions: '{PLACING}, reserve'\n{TIERS}")
+    docs = [conf, named_node("n1"), named_node("n2"), theirs, *gang, later]
+    outcome = Outcome(simulate(documents=docs, until="1m"))
+    assert outcome.running(job="g") == []
+    assert started(outcome, "later") is not None

@@ -162,6 +162,7 @@ class PerObjectCaches:
                 priority_class_name=spec.priority_class_name,
                 resource_claims=spec.resource_claims,
                 preemption_policy=spec.preemption_policy,
+                spread=spec.spread,
             )
             self.templates[spec.key] = template
         return template

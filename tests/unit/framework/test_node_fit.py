@@ -1,6 +1,11 @@
 """node_fit: a gang whose pods never fit on the nodes, even empty (sound: a gang that
 fits is never said not to)."""
 
+import itertools
+
+import numpy as np
+import pytest
+
 from builders import Cluster
 from kbatch.operators.scheduler.core.framework import node_fit
 from kbatch.operators.scheduler.core.framework.podspec import (
@@ -11,9 +16,11 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Operator,
     PodAffinityTerm,
     Requirement,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
+from kbatch.operators.scheduler.core.framework.signatures import DomainSkew
 
 GANG_ONLY = 'actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n'
 
@@ -201,3 +208,41 @@ def test_pods_alike_with_host_ports_or_anti_affinity_to_their_kind_spread_out() 
     assert verdict(cluster, "others") is None
     session = cluster.open(GANG_ONLY)  # (no predicates: nothing keeps them apart)
     assert node_fit.never_fits(session, session.jobs["default/ports"], {}) is None
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def test_pods_alike_that_must_spread_over_zones_count_as_they_can_spread() -> None:
+    cluster = Cluster().node("a1", cpu=16, labels={ZONE: "a"}).node("b1", cpu=4, labels={ZONE: "b"})
+    cluster.node("bare", cpu=64)  # (no zone: holds none of them)
+    spread = (SpreadConstraint(1, ZONE, True, LabelSelector((("app", "g"),))),)
+    cluster.job("four", min_member=4).tasks(4, cpu=4, labels={"app": "g"}, spread=spread)
+    cluster.job("two", min_member=2).tasks(2, cpu=4, labels={"app": "g"}, spread=spread)
+    cluster.job("other", min_member=4).tasks(4, cpu=4, labels={"app": "x"}, spread=spread)
+    assert verdict(cluster, "four") == (
+        "4 pods of cpu 4, memory 1Gi never fit on the nodes, even empty: they hold 3 of them"
+        " (1 node(s) didn't match pod topology spread constraints (missing required label);"
+        f" spread over {ZONE} with a skew of 1 at most)"
+    )
+    assert verdict(cluster, "two") is None
+    assert verdict(cluster, "other") is None  # (its selector selects none of its pods)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_spread_bound_is_what_the_best_spread_holds(seed: int) -> None:
+    """``_skewed`` against every way of filling the domains (a brute force): the most
+    pods that x_d <= room_d and max x - min x <= skew (min 0 under minDomains) allow."""
+    rng = np.random.default_rng(seed)
+    nodes = int(rng.integers(1, 7))
+    per_node = rng.integers(0, 4, nodes).astype(float)
+    ids = rng.integers(-1, 3, nodes)
+    skew = DomainSkew("k", ids, int(rng.integers(1, 3)), int(rng.integers(1, 4)))
+    rooms = [int(per_node[ids == d].sum()) for d in sorted(set(ids[ids >= 0].tolist()))]
+    best = 0
+    for counts in itertools.product(*(range(r + 1) for r in rooms)):
+        least = min(counts) if counts and len(counts) >= skew.min_domains else 0
+        if not counts or max(counts) - least <= skew.max_skew:
+            best = max(best, sum(counts))
+    free = int(per_node[ids < 0].sum())
+    assert node_fit._skewed(per_node, (skew,)) == best + free

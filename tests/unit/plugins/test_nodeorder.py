@@ -27,6 +27,7 @@ ALL_OFF = {
     "nodeaffinity.weight": 0,
     "podaffinity.weight": 0,
     "tainttoleration.weight": 0,
+    "podtopologyspread.weight": 0,
 }
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"

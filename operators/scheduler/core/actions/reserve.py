@@ -138,18 +138,26 @@ def _plan(
 ) -> list[_Plan] | None:
     """A node for each of ``waiting`` once drained (``room``), on ``within`` only if
     given, their claims bound as they would be (``PlannedVolumes``: a task that shares
-    a claim with one planned before goes to its node); None when one finds none."""
+    a claim with one planned before goes to its node), each counted where planned by
+    the checks of those after it (``Session.planned``: a gang's topology spread holds
+    among its planned pods); None when one finds none."""
     room = room.copy()
     plans = []
     volumes = PlannedVolumes()
     infos = session.nodes.infos
-    for task in waiting:
-        node = _best_node(session, placer, task, room, within, volumes.node_for(task))
-        if node == NO_NODE or not volumes.take(task, node, infos[node].name, infos[node].labels):
-            return None
-        share = _share_in_the_way(session, task, np.array([node]))[0]
-        room[node] -= task.request
-        plans.append(_Plan(task, node, share))
+    try:
+        for task in waiting:
+            node = _best_node(session, placer, task, room, within, volumes.node_for(task))
+            if node == NO_NODE or not volumes.take(
+                task, node, infos[node].name, infos[node].labels
+            ):
+                return None
+            share = _share_in_the_way(session, task, np.array([node]))[0]
+            room[node] -= task.request
+            plans.append(_Plan(task, node, share))
+            session.planned.append((task, node))
+    finally:
+        session.planned.clear()
     return plans
 
 

@@ -22,8 +22,10 @@ admin set that they do not tolerate) holds none of them: a gang for nodes the cl
 lacks would otherwise hold the room it was promised for ever too. What comes and goes
 (a node not ready, cordoned, its conditions' taints) is not held against a gang. Pods
 alike that ask for host ports, or have a required anti-affinity to their own kind,
-count one at most on a node, or in a domain of the anti-affinity's topology key. A
-gang that requires one domain of a level is counted domain by domain.
+count one at most on a node, or in a domain of the anti-affinity's topology key; pods
+alike whose topology spread constraints select them count as they can spread
+(``_skewed``: no domain more than the skew above the emptiest). A gang that requires
+one domain of a level is counted domain by domain.
 """
 
 from collections import Counter
@@ -38,7 +40,7 @@ from kbatch.operators.scheduler.core.framework.info import REQUIRED, JobInfo
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.operators.scheduler.core.framework.signatures import Failures
+from kbatch.operators.scheduler.core.framework.signatures import DomainSkew, Failures
 
 # The verdicts given in a session (its nodes' allocatable, labels and taints do not
 # change within one), by what they were asked of: a gang's pod template (its id: the
@@ -67,7 +69,7 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
     if key not in verdicts:
         lasting = session.lasting(template)
         asked = _Asked(template.request, job.min_member, lasting.barred, True, level)
-        verdicts[key] = _verdict(session, asked, lasting.one_per)
+        verdicts[key] = _verdict(session, asked, lasting.one_per, lasting.skews)
     return verdicts[key]
 
 
@@ -184,11 +186,12 @@ def _held(
     barred: Failures,
     level: str | None,
     one_per: tuple[str, ...] = (),
+    skews: tuple[DomainSkew, ...] = (),
 ) -> int:
     """How many pods of ``request`` the empty nodes hold, none ``barred``, one at most
-    in a domain of each key of ``one_per`` (in the largest domain of ``level``, if
-    given); -1 when nothing tells (no node, no resource asked, no domain of the level:
-    topology's own check says so)."""
+    in a domain of each key of ``one_per``, spread as ``skews`` say (in the largest
+    domain of ``level``, if given); -1 when nothing tells (no node, no resource asked,
+    no domain of the level: topology's own check says so)."""
     allocatable = session.nodes.allocatable
     counted = np.flatnonzero(session.room_dims & (request > EPSILON))
     if not len(allocatable) or not counted.size:
@@ -203,13 +206,37 @@ def _held(
     levels = topology.levels_of(session)
     spread = [levels.ids(key)[0] for key in one_per if key]
     if level is None:
-        return _capped(per_node, spread)
+        return min(_capped(per_node, spread), _skewed(per_node, skews))
     ids, names = levels.ids(level)
     if not names:
         return -1
     return max(
-        _capped(per_node[ids == d], [c[ids == d] for c in spread]) for d in range(len(names))
+        min(
+            _capped(per_node[ids == d], [c[ids == d] for c in spread]),
+            _skewed(per_node[ids == d], skews, ids == d),
+        )
+        for d in range(len(names))
     )
+
+
+def _skewed(
+    per_node: np.ndarray, skews: tuple[DomainSkew, ...], among: np.ndarray | None = None
+) -> int:
+    """The most pods ``per_node`` hold spread as each of ``skews`` says (of the nodes
+    ``among``, if given): with ``m`` in the emptiest of its domains (0 while there are
+    fewer than its minimum), none holds more than ``m`` + its skew, so at most the sum
+    over its domains of min(room, m + skew); the best ``m`` is the smallest room."""
+    held = float(per_node.sum())
+    for skew in skews:
+        ids = skew.domains if among is None else skew.domains[among]
+        inside = ids >= 0
+        room = np.bincount(ids[inside], weights=per_node[inside])
+        counted = np.bincount(ids[inside]) > 0  # (the domains of these nodes)
+        room = room[counted]
+        least = float(room.min()) if len(room) >= skew.min_domains and len(room) else 0.0
+        most = float(np.minimum(room, least + skew.max_skew).sum())
+        held = min(held, most + float(per_node[~inside].sum()))
+    return int(held)
 
 
 def _capped(per_node: np.ndarray, spread: list[np.ndarray]) -> int:
@@ -223,14 +250,20 @@ def _capped(per_node: np.ndarray, spread: list[np.ndarray]) -> int:
     return int(held)
 
 
-def _verdict(session: Session, asked: _Asked, one_per: tuple[str, ...] = ()) -> str | None:
-    """Why ``asked`` never fits (None: it may), ``one_per`` as ``_held`` takes it (pods
-    alike only)."""
-    held = _held(session, asked.request, asked.barred, asked.level, one_per)
+def _verdict(
+    session: Session,
+    asked: _Asked,
+    one_per: tuple[str, ...] = (),
+    skews: tuple[DomainSkew, ...] = (),
+) -> str | None:
+    """Why ``asked`` never fits (None: it may), ``one_per`` and ``skews`` as ``_held``
+    takes them (pods alike only)."""
+    held = _held(session, asked.request, asked.barred, asked.level, one_per, skews)
     if held < 0 or held >= asked.count:
         return None
     pods = _words(session, asked.request, asked.alike)
     spread = [f"at most one per {key or 'node'}" for key in one_per]
+    spread += [f"spread over {s.key} with a skew of {s.max_skew} at most" for s in skews]
     why = "; ".join(filter(None, [_why(asked.barred, ""), *spread]))
     why = f" ({why})" if why else ""
     if asked.count == 1:

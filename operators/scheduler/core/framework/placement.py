@@ -92,11 +92,12 @@ class Placer:
 
     def _sensitive(self, task: TaskInfo) -> bool:
         """Do the template's answers on a node change with tasks placed on others (pod
-        affinity; a PV or a claim a task binds: ``plugins.volume_checks``)? Then asked
-        afresh."""
+        affinity, topology spread; a PV or a claim a task binds: ``plugins.volume_checks``)?
+        Then asked afresh."""
         volumes = task.template.volumes
         return (
             task.template.affinity.has_pod_terms
+            or bool(task.template.spread)
             or self.session.anti_affinity_pods > 0
             or (volumes is not None and volumes.binds_claims)
         )

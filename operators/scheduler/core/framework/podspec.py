@@ -89,6 +89,30 @@ class Affinity:
 
 
 @dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """One of ``spec.topologySpreadConstraints`` (kube-scheduler's PodTopologySpread)."""
+
+    max_skew: int
+    topology_key: str
+    hard: bool  # whenUnsatisfiable: DoNotSchedule (a filter); else ScheduleAnyway (a score)
+    selector: LabelSelector
+    min_domains: int = 1  # fewer domains than this: the global minimum is taken as 0
+    honor_node_affinity: bool = True  # nodeAffinityPolicy: Honor (the default) | Ignore
+    honor_taints: bool = False  # nodeTaintsPolicy: Honor | Ignore (the default)
+    # matchLabelKeys: the pod's values of these labels are ANDed into the selector
+    match_label_keys: tuple[str, ...] = ()
+
+    def selector_for(self, labels: dict[str, str]) -> LabelSelector:
+        """The selector, with ``match_label_keys`` bound to the pod's ``labels``."""
+        bound = tuple((key, labels[key]) for key in self.match_label_keys if key in labels)
+        if not bound:
+            return self.selector
+        return LabelSelector(
+            tuple(sorted({*self.selector.match_labels, *bound})), self.selector.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Toleration:
     key: str = ""  # empty with operator Exists: tolerates every taint
     operator: str = "Equal"  # Equal | Exists
@@ -151,6 +175,8 @@ class PodTemplate:
     # set by the cluster layer on a copy of its spec's template, shared by the pods of
     # that template whose needs are equal (``kbatch.cluster.volumes``); None: none.
     volumes: "VolumeNeeds | None" = None
+    # spec.topologySpreadConstraints (``plugins.topology_spread``)
+    spread: tuple[SpreadConstraint, ...] = ()
 
 
 def requirement_matches(req: Requirement, labels: dict[str, str]) -> bool:

@@ -110,6 +110,11 @@ class Session(TieredFunctions):
         # Room kept this session for a job waiting for nodes to drain (the reserve
         # action): its tasks' nominations do not expire at close.
         self._draining: dict[str, str] = {}  # job -> why, in words
+        # Tasks an action plans on nodes without placing them (reserve, while it plans a
+        # job's room): checks that read the pods of other nodes count them as placed
+        # there (``plugins.pod_affinity``: pod affinity and topology spread), as
+        # kube-scheduler counts nominated pods.
+        self.planned: list[tuple[TaskInfo, int]] = []
         self._drain_tasks: set[str] = set()
         # Running gangs found at open as the last close left them (``job_status.quiet_gang``):
         # valid and ready, with the condition set on them then, unless the session touches them;

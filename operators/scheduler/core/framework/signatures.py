@@ -20,15 +20,40 @@ PredicateFn = Callable[[TaskInfo, np.ndarray], Failures]
 
 
 @dataclass(frozen=True, slots=True)
+class DomainSkew:
+    """Pods alike kept spread over the domains of a label key (a topology spread
+    constraint that selects them): per node, its domain's number (-1: a node not
+    counted in any domain); how many more of them a domain may hold than the emptiest;
+    and how many domains there must be for the emptiest to count (fewer: it is 0)."""
+
+    key: str
+    domains: np.ndarray
+    max_skew: int
+    min_domains: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class Lasting:
     """Where a template's pods may go, of what lasts as the nodes stand (what an admin
     set, not what comes and goes: conditions, cordons, room, the pods on them): the
-    nodes, of all, they may never go on, and why (labels, taints); and the node label
+    nodes, of all, they may never go on, and why (labels, taints); the node label
     keys of which a domain takes at most one of them ('': a node; host ports, or a
-    required anti-affinity to their own kind)."""
+    required anti-affinity to their own kind); and how they must spread (``skews``)."""
 
     barred: Failures = field(default_factory=list)
     one_per: tuple[str, ...] = ()
+    skews: tuple[DomainSkew, ...] = ()
+
+    @staticmethod
+    def combined(found: "list[Lasting]") -> "Lasting":
+        """What each of ``found`` says, together."""
+        if len(found) == 1:
+            return found[0]
+        return Lasting(
+            [f for it in found for f in it.barred],
+            sum((it.one_per for it in found), ()),
+            sum((it.skews for it in found), ()),
+        )
 
 
 LastingFn = Callable[[PodTemplate], Lasting]

@@ -319,12 +319,7 @@ class TieredFunctions:
 
     def lasting(self, template: PodTemplate) -> Lasting:
         """Where pods of ``template`` may never go, as the nodes stand (``Lasting``)."""
-        found = [fn(template) for fn in self._lasting]
-        if len(found) == 1:
-            return found[0]
-        return Lasting(
-            [f for it in found for f in it.barred], sum((it.one_per for it in found), ())
-        )
+        return Lasting.combined([fn(template) for fn in self._lasting])
 
     def node_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx))

@@ -13,7 +13,9 @@ its weight:
 - preferred node affinity: 10 × matched term weights / all term weights;
 - preferred pod affinity: 10 × (matched affinity − matched anti-affinity weight) / all
   weight (−10..10; a term is matched when the node's domain holds a pod it selects);
-- taint toleration: 10 × (1 − untolerated PreferNoSchedule taints / PreferNoSchedule taints).
+- taint toleration: 10 × (1 − untolerated PreferNoSchedule taints / PreferNoSchedule taints);
+- pod topology spread (``ScheduleAnyway`` constraints): 0..10, the fewest matching pods
+  in the node's domains the most (``topology_spread``; kube-scheduler's weight, 2).
 
 The static scores (node affinity, taints) are computed once per template over
 all nodes and cached; the others are vector arithmetic on the rows asked for.
@@ -34,6 +36,7 @@ from kbatch.operators.scheduler.core.framework.podspec import PreferredNodeTerm,
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
+from kbatch.operators.scheduler.core.plugins.topology_spread import SpreadChecks
 
 NAME = "nodeorder"
 
@@ -45,6 +48,7 @@ BALANCED_RESOURCE_WEIGHT = "balancedresource.weight"
 NODE_AFFINITY_WEIGHT = "nodeaffinity.weight"
 POD_AFFINITY_WEIGHT = "podaffinity.weight"
 TAINT_TOLERATION_WEIGHT = "tainttoleration.weight"
+POD_TOPOLOGY_SPREAD_WEIGHT = "podtopologyspread.weight"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,7 @@ class NodeOrderArguments:
     node_affinity: float = 1.0
     pod_affinity: float = 1.0
     taint_toleration: float = 1.0
+    pod_topology_spread: float = 2.0
 
 
 _DEFAULTS = NodeOrderArguments()
@@ -65,6 +70,7 @@ _NAMES = {
     NODE_AFFINITY_WEIGHT: "node_affinity",
     POD_AFFINITY_WEIGHT: "pod_affinity",
     TAINT_TOLERATION_WEIGHT: "taint_toleration",
+    POD_TOPOLOGY_SPREAD_WEIGHT: "pod_topology_spread",
 }
 
 
@@ -145,6 +151,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     nodes = session.nodes
     static = StaticScores(session)
     pod_checks = pod_affinity.of(session)
+    spread = SpreadChecks(pod_checks)
     resources = np.array([session.dims.index[CPU], session.dims.index[MEMORY]])
     uses_fractions = weights.least_requested or weights.most_requested or weights.balanced_resource
 
@@ -168,6 +175,8 @@ def on_session_open(session: Session, option: PluginOption) -> None:
         affinity = template.affinity
         if weights.pod_affinity and (affinity.pod_preferred or affinity.anti_preferred):
             scores += weights.pod_affinity * pod_checks.preferred_score(task)[idx]
+        if weights.pod_topology_spread and template.spread:
+            scores += weights.pod_topology_spread * spread.scores(task)[idx]
         return scores
 
     session.add_node_order_fn(node_order)

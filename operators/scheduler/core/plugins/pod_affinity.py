@@ -56,13 +56,19 @@ def term_matches(term: PodAffinityTerm, owner_namespace: str, kind: Kind) -> boo
 class PodIndex:
     """Which kinds of pods sit on which nodes, kept current with ``NodeSet.version``."""
 
-    def __init__(self, nodes: NodeSet) -> None:
+    def __init__(self, nodes: NodeSet, planned: list[tuple[TaskInfo, int]] | None = None) -> None:
         self.nodes = nodes
+        # Tasks an action plans without placing them, counted as placed (the session's
+        # ``planned``, the one list: an action fills and empties it as it plans)
+        self.planned = [] if planned is None else planned
         self._seen = np.full(len(nodes), -1, dtype=np.int64)
         # By node, its kinds as last counted (only nodes counted: a session opens one
         # index over every node, and most sessions count a few).
         self._on_node: dict[int, dict[Kind, int]] = {}
         self.placement: dict[Kind, dict[int, int]] = {}
+        # Of those, the pods terminating (RELEASING), which topology spread does not count
+        self.leaving: dict[Kind, dict[int, int]] = {}
+        self._leaving_on_node: dict[int, dict[Kind, int]] = {}
         self.kinds: list[Kind] = []  # every kind ever placed, in the order first seen
         self.anti_kinds: list[Kind] = []  # those with required anti-affinity terms
         self.port_kinds: list[Kind] = []  # those with host ports
@@ -73,20 +79,32 @@ class PodIndex:
         for node in changed.tolist():
             self._recount(node)
         self._seen[changed] = self.nodes.version[changed]
+        for task, _ in self.planned:
+            if (task.template, task.namespace) not in self.placement:
+                self._first_seen((task.template, task.namespace))
 
     def _recount(self, node: int) -> None:
         for kind in self._on_node.get(node, ()):
             self.placement[kind].pop(node, None)
+        for kind in self._leaving_on_node.pop(node, ()):
+            self.leaving[kind].pop(node, None)
         counts: dict[Kind, int] = {}
+        leaving: dict[Kind, int] = {}
         for task in self.nodes.infos[node].tasks.values():
             if _occupies(task):
                 kind = (task.template, task.namespace)
                 counts[kind] = counts.get(kind, 0) + 1
+                if task.status is TaskStatus.RELEASING:
+                    leaving[kind] = leaving.get(kind, 0) + 1
         for kind, count in counts.items():
             if kind not in self.placement:
                 self._first_seen(kind)
             self.placement[kind][node] = count
         self._on_node[node] = counts
+        for kind, count in leaving.items():
+            self.leaving.setdefault(kind, {})[node] = count
+        if leaving:
+            self._leaving_on_node[node] = leaving
 
     def _first_seen(self, kind: Kind) -> None:
         self.placement[kind] = {}
@@ -96,14 +114,19 @@ class PodIndex:
         if kind[0].host_ports:
             self.port_kinds.append(kind)
 
-    def per_node(self, kinds: Iterable[Kind]) -> np.ndarray:
-        """How many pods of ``kinds`` each node holds."""
+    def per_node(self, kinds: Iterable[Kind], terminating: bool = True) -> np.ndarray:
+        """How many pods of ``kinds`` each node holds (``terminating``: with those leaving),
+        with the tasks planned there."""
         counts = np.zeros(len(self.nodes))
         for kind in kinds:
-            where = self.placement[kind]
-            if where:
-                nodes = np.fromiter(where.keys(), dtype=np.int64, count=len(where))
-                counts[nodes] += np.fromiter(where.values(), dtype=np.float64, count=len(where))
+            _add(counts, self.placement[kind], 1.0)
+            if not terminating:
+                _add(counts, self.leaving.get(kind, {}), -1.0)
+        if self.planned:
+            wanted = set(kinds)
+            for task, node in self.planned:
+                if (task.template, task.namespace) in wanted:
+                    counts[node] += 1
         return counts
 
     def matching_all(self, terms: Terms, owner_namespace: str) -> list[Kind]:
@@ -121,7 +144,7 @@ class PodChecks:
     """The checks of one session; every result is over all nodes."""
 
     def __init__(self, session: Session) -> None:
-        self.pods = PodIndex(session.nodes)
+        self.pods = PodIndex(session.nodes, session.planned)
         self.labels = node_index.of(session)
         self.size = len(session.nodes)
 
@@ -220,6 +243,12 @@ class PodChecks:
             counts = self.pods.per_node(kinds)
             weight += entry.weight * (self.in_domain(counts, entry.term.topology_key) > 0)
         return weight
+
+
+def _add(counts: np.ndarray, where: dict[int, int], sign: float) -> None:
+    if where:
+        nodes = np.fromiter(where.keys(), dtype=np.int64, count=len(where))
+        counts[nodes] += sign * np.fromiter(where.values(), dtype=np.float64, count=len(where))
 
 
 def _ports_clash(ours: tuple[HostPort, ...], theirs: tuple[HostPort, ...]) -> bool:

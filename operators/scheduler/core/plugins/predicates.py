@@ -15,8 +15,9 @@ volumes — from the pod's persistent volume claims, as they stand (its template
 by the PV controller bars every node; a bound PV's node affinity, and where a claim
 bound on first use may be bound or provisioned, bar the nodes they do not match.
 dynamic — from the pods on the nodes, evaluated for the nodes asked about:
-  host ports; max pods; required pod affinity and anti-affinity, and the
-  existing pods' required anti-affinity (see ``pod_affinity``).
+  host ports; max pods; topology spread constraints that must hold
+  (``DoNotSchedule``: see ``topology_spread``); required pod affinity and
+  anti-affinity, and the existing pods' required anti-affinity (see ``pod_affinity``).
 """
 
 from collections.abc import Mapping
@@ -31,7 +32,13 @@ from kbatch.operators.scheduler.core.framework.podspec import PodTemplate, Taint
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.signatures import Failures, Lasting
-from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
+from kbatch.operators.scheduler.core.plugins import (
+    arguments,
+    node_index,
+    pod_affinity,
+    topology_spread,
+)
+from kbatch.operators.scheduler.core.plugins.topology_spread import SpreadChecks
 from kbatch.operators.scheduler.core.plugins.volume_checks import VolumeChecks
 
 NAME = "predicates"
@@ -137,9 +144,10 @@ class StaticChecks:
     def lasting(self, template: PodTemplate) -> Lasting:
         """What lasts of where pods of ``template`` may go (``LastingFn``): the nodes
         their node selector and required node affinity rule out, or a taint an admin set
-        (``node_index.lasting``) they do not tolerate; and one of them a node when they
-        ask for host ports, one a domain of each key their required anti-affinity to
-        their own kind names."""
+        (``node_index.lasting``) they do not tolerate, or that lack a key of their topology
+        spread constraints; one of them a node when they ask for host ports, one a domain
+        of each key their required anti-affinity to their own kind names; and how their
+        spread constraints keep them apart (``topology_spread.lasting``)."""
         found = self._lasting_by_template.get(template)
         if found is None:
             barred = self._lasting_by_value.get(key := _static_key(template))
@@ -152,6 +160,9 @@ class StaticChecks:
                 ]
                 barred = self._lasting_by_value[key] = first_failures(checks)
             found = Lasting(barred, _one_per(template))
+            if any(c.hard for c in template.spread):
+                spread = topology_spread.lasting(self.index, template)
+                found = Lasting(_then(barred, spread.barred), found.one_per, spread.skews)
             self._lasting_by_template[template] = found
         return found
 
@@ -243,6 +254,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     nodes = session.nodes
     pods_dim = session.dims.index[PODS]
     volumes = VolumeChecks(static.index, session)
+    spread = SpreadChecks(pod_checks)
 
     def predicate(task: TaskInfo, idx: np.ndarray) -> Failures:
         template = task.template
@@ -258,6 +270,8 @@ def on_session_open(session: Session, option: PluginOption) -> None:
             dynamic.append((HOST_PORTS, pod_checks.port_conflicts(template)[idx]))
         too_many = nodes.used[idx, pods_dim] + 1 > nodes.allocatable[idx, pods_dim] + EPSILON
         dynamic.append((TOO_MANY_PODS, too_many))
+        if template.spread and any(c.hard for c in template.spread):
+            dynamic.extend((reason, mask[idx]) for reason, mask in spread.failures(task))
         if (
             session.anti_affinity_pods
             or template.affinity.pod_required
