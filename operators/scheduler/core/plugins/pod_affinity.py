@@ -38,6 +38,9 @@ from kbatch.operators.scheduler.core.plugins import node_index
 
 # Pods of one kind are alike for every check here: same labels, namespace, terms, ports.
 Kind = tuple[PodTemplate, str]
+# How many kinds' counts ``PodIndex`` keeps as arrays over the nodes (past it, all are
+# dropped and made again as asked)
+DENSE_KEPT = 64
 Terms = tuple[PodAffinityTerm, ...]
 
 
@@ -73,6 +76,9 @@ class PodIndex:
         self.anti_kinds: list[Kind] = []  # those with required anti-affinity terms
         self.port_kinds: list[Kind] = []  # those with host ports
         self._matched: dict[tuple[Terms, str], tuple[int, list[Kind]]] = {}
+        # ``placement`` as arrays over the nodes, for the kinds counted most (kept as
+        # nodes are recounted: a gang's kind is counted once per pod placed)
+        self._dense: dict[Kind, np.ndarray] = {}
 
     def refresh(self) -> None:
         changed = np.flatnonzero(self.nodes.version != self._seen)
@@ -84,8 +90,11 @@ class PodIndex:
                 self._first_seen((task.template, task.namespace))
 
     def _recount(self, node: int) -> None:
+        dense = self._dense
         for kind in self._on_node.get(node, ()):
             self.placement[kind].pop(node, None)
+            if kind in dense:
+                dense[kind][node] = 0.0
         for kind in self._leaving_on_node.pop(node, ()):
             self.leaving[kind].pop(node, None)
         counts: dict[Kind, int] = {}
@@ -100,6 +109,8 @@ class PodIndex:
             if kind not in self.placement:
                 self._first_seen(kind)
             self.placement[kind][node] = count
+            if kind in dense:
+                dense[kind][node] = count
         self._on_node[node] = counts
         for kind, count in leaving.items():
             self.leaving.setdefault(kind, {})[node] = count
@@ -119,7 +130,7 @@ class PodIndex:
         with the tasks planned there."""
         counts = np.zeros(len(self.nodes))
         for kind in kinds:
-            _add(counts, self.placement[kind], 1.0)
+            counts += self._dense_of(kind)
             if not terminating:
                 _add(counts, self.leaving.get(kind, {}), -1.0)
         if self.planned:
@@ -128,6 +139,16 @@ class PodIndex:
                 if (task.template, task.namespace) in wanted:
                     counts[node] += 1
         return counts
+
+    def _dense_of(self, kind: Kind) -> np.ndarray:
+        """``placement[kind]`` over all nodes (made once, then kept current)."""
+        found = self._dense.get(kind)
+        if found is None:
+            if len(self._dense) >= DENSE_KEPT:
+                self._dense.clear()
+            found = self._dense[kind] = np.zeros(len(self.nodes))
+            _add(found, self.placement[kind], 1.0)
+        return found
 
     def matching_all(self, terms: Terms, owner_namespace: str) -> list[Kind]:
         """Kinds matching every one of ``terms``; kinds are checked once, as they appear."""
