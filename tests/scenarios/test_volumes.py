@@ -6,7 +6,7 @@ so that the simulator says what kbatch and a real cluster would."""
 from typing import Any
 
 from kbatch.sim import run
-from scenarios.objects import Obj, node, pod, pod_group
+from scenarios.objects import Obj, conf_map, node, pod, pod_group
 from scenarios.volume_objects import (
     NO_PROVISIONER,
     ZONE,
@@ -159,9 +159,27 @@ def test_a_gang_that_shares_a_claim_no_node_holds_waits_whole() -> None:
     """Its volume would be made for one node, which holds one of its pods: neither is
     bound (once, a session placed them apart and the second bind was refused: a gang
     half bound), and nothing is provisioned."""
-    outcome = run(documents=shared_gang("2"), until="30s")
+    # (without enqueue, which would not admit it: ``test_..._is_not_admitted_to_hold_room``)
+    tiers = "tiers:\n- plugins: [{name: gang}, {name: predicates}, {name: nodeorder}]\n"
+    conf = conf_map(f"actions: 'allocate, backfill'\n{tiers}")
+    outcome = run(documents=[conf, *shared_gang("2")], until="30s")
     assert not any(placed(outcome).values())
     made = got(outcome, "PersistentVolumeClaim", "shared")
     assert "volume.kubernetes.io/selected-node" not in (made["metadata"].get("annotations") or {})
     told = {e.message for e in outcome.cluster.event_log if e.name == "g-0"}
     assert any("didn't find available persistent volumes to bind" in m for m in told), told
+
+
+def test_a_gang_that_shares_a_claim_no_node_holds_is_not_admitted_to_hold_room() -> None:
+    """Its pods must share one node, which no node can hold: it is told so and holds no
+    room, so the gang after it, which fits, runs (it waited behind it for ever)."""
+    docs = [*shared_gang("2"), pod_group("h", 2)]
+    docs += [pod(f"h-{i}", cpu="2", group="h") for i in range(2)]
+    outcome = run(documents=docs, until="30s")
+    nodes = placed(outcome)
+    assert (nodes["g-0"], nodes["g-1"]) == (None, None)
+    assert {nodes["h-0"], nodes["h-1"]} == {"n1", "n2"}
+    (group,) = [g for g in outcome.cluster.state.list("PodGroup") if g["metadata"]["name"] == "g"]
+    assert group["status"]["phase"] == "Pending"
+    (condition,) = group["status"]["conditions"]
+    assert "all on one node, where the volume of a claim they share is made" in condition["message"]

@@ -24,8 +24,9 @@ lacks would otherwise hold the room it was promised for ever too. What comes and
 alike that ask for host ports, or have a required anti-affinity to their own kind,
 count one at most on a node, or in a domain of the anti-affinity's topology key; pods
 alike whose topology spread constraints select them count as they can spread
-(``_skewed``: no domain more than the skew above the emptiest). A gang that requires
-one domain of a level is counted domain by domain.
+(``_skewed``: no domain more than the skew above the emptiest); pods alike that share a
+claim bound on first use count on one node (its volume is made for the first one's). A
+gang that requires one domain of a level is counted domain by domain.
 """
 
 from collections import Counter
@@ -69,7 +70,7 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
     if key not in verdicts:
         lasting = session.lasting(template)
         asked = _Asked(template.request, job.min_member, lasting.barred, True, level)
-        verdicts[key] = _verdict(session, asked, lasting.one_per, lasting.skews)
+        verdicts[key] = _verdict(session, asked, lasting.one_per, lasting.skews, lasting.together)
     return verdicts[key]
 
 
@@ -187,11 +188,12 @@ def _held(
     level: str | None,
     one_per: tuple[str, ...] = (),
     skews: tuple[DomainSkew, ...] = (),
+    together: bool = False,
 ) -> int:
     """How many pods of ``request`` the empty nodes hold, none ``barred``, one at most
-    in a domain of each key of ``one_per``, spread as ``skews`` say (in the largest
-    domain of ``level``, if given); -1 when nothing tells (no node, no resource asked,
-    no domain of the level: topology's own check says so)."""
+    in a domain of each key of ``one_per``, spread as ``skews`` say, all on one node if
+    ``together`` (in the largest domain of ``level``, if given); -1 when nothing tells
+    (no node, no resource asked, no domain of the level: topology's own check says so)."""
     allocatable = session.nodes.allocatable
     counted = np.flatnonzero(session.room_dims & (request > EPSILON))
     if not len(allocatable) or not counted.size:
@@ -205,18 +207,20 @@ def _held(
         per_node = np.minimum(per_node, 1)
     levels = topology.levels_of(session)
     spread = [levels.ids(key)[0] for key in one_per if key]
+
+    def most(among: np.ndarray) -> int:
+        held = min(
+            _capped(per_node[among], [c[among] for c in spread]),
+            _skewed(per_node[among], skews, among),
+        )
+        return min(held, int(per_node[among].max())) if together else held
+
     if level is None:
-        return min(_capped(per_node, spread), _skewed(per_node, skews))
+        return most(np.ones(len(per_node), dtype=bool))
     ids, names = levels.ids(level)
     if not names:
         return -1
-    return max(
-        min(
-            _capped(per_node[ids == d], [c[ids == d] for c in spread]),
-            _skewed(per_node[ids == d], skews, ids == d),
-        )
-        for d in range(len(names))
-    )
+    return max(most(ids == d) for d in range(len(names)))
 
 
 def _skewed(
@@ -255,15 +259,17 @@ def _verdict(
     asked: _Asked,
     one_per: tuple[str, ...] = (),
     skews: tuple[DomainSkew, ...] = (),
+    together: bool = False,
 ) -> str | None:
-    """Why ``asked`` never fits (None: it may), ``one_per`` and ``skews`` as ``_held``
-    takes them (pods alike only)."""
-    held = _held(session, asked.request, asked.barred, asked.level, one_per, skews)
+    """Why ``asked`` never fits (None: it may), ``one_per``, ``skews`` and ``together``
+    as ``_held`` takes them (pods alike only)."""
+    held = _held(session, asked.request, asked.barred, asked.level, one_per, skews, together)
     if held < 0 or held >= asked.count:
         return None
     pods = _words(session, asked.request, asked.alike)
     spread = [f"at most one per {key or 'node'}" for key in one_per]
     spread += [f"spread over {s.key} with a skew of {s.max_skew} at most" for s in skews]
+    spread += ["all on one node, where the volume of a claim they share is made"] * together
     why = "; ".join(filter(None, [_why(asked.barred, ""), *spread]))
     why = f" ({why})" if why else ""
     if asked.count == 1:

@@ -38,11 +38,14 @@ class Lasting:
     set, not what comes and goes: conditions, cordons, room, the pods on them): the
     nodes, of all, they may never go on, and why (labels, taints); the node label
     keys of which a domain takes at most one of them ('': a node; host ports, or a
-    required anti-affinity to their own kind); and how they must spread (``skews``)."""
+    required anti-affinity to their own kind); how they must spread (``skews``); and
+    whether they must all go on one node (``together``: they share a claim bound on
+    first use, whose volume is made for the node of the first)."""
 
     barred: Failures = field(default_factory=list)
     one_per: tuple[str, ...] = ()
     skews: tuple[DomainSkew, ...] = ()
+    together: bool = False
 
     @staticmethod
     def combined(found: "list[Lasting]") -> "Lasting":
@@ -53,6 +56,7 @@ class Lasting:
             [f for it in found for f in it.barred],
             sum((it.one_per for it in found), ()),
             sum((it.skews for it in found), ()),
+            any(it.together for it in found),
         )
 
 

@@ -146,8 +146,9 @@ class StaticChecks:
         their node selector and required node affinity rule out, or a taint an admin set
         (``node_index.lasting``) they do not tolerate, or that lack a key of their topology
         spread constraints; one of them a node when they ask for host ports, one a domain
-        of each key their required anti-affinity to their own kind names; and how their
-        spread constraints keep them apart (``topology_spread.lasting``)."""
+        of each key their required anti-affinity to their own kind names; how their
+        spread constraints keep them apart (``topology_spread.lasting``); and all on one
+        node when they share a claim bound on first use (``VolumeNeeds.binds_claims``)."""
         found = self._lasting_by_template.get(template)
         if found is None:
             barred = self._lasting_by_value.get(key := _static_key(template))
@@ -159,10 +160,12 @@ class StaticChecks:
                     (TAINTS, untolerated > 0),
                 ]
                 barred = self._lasting_by_value[key] = first_failures(checks)
-            found = Lasting(barred, _one_per(template))
+            together = template.volumes is not None and template.volumes.binds_claims
+            found = Lasting(barred, _one_per(template), together=together)
             if any(c.hard for c in template.spread):
                 spread = topology_spread.lasting(self.index, template)
-                found = Lasting(_then(barred, spread.barred), found.one_per, spread.skews)
+                barred = _then(barred, spread.barred)
+                found = Lasting(barred, found.one_per, spread.skews, together)
             self._lasting_by_template[template] = found
         return found
 
