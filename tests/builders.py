@@ -151,6 +151,7 @@ class Cluster:
         self.foreign: list[tuple[TaskInfo, str]] = []
         self.nominated: list[tuple[TaskInfo, str]] = []  # pending tasks and their kept node
         self.job_deadlines: dict[str, JobDeadline] = {}  # batch/v1 Jobs' (TaskInfo.owner_job)
+        self.namespace_labels: dict[str, dict[str, str]] = {}  # Namespaces' labels, by name
         self._clock = itertools.count(1)
 
     def node(
@@ -286,6 +287,7 @@ class Cluster:
             jobs=self.jobs,
             queues=self.queues,
             job_deadlines=dict(self.job_deadlines),
+            namespace_labels=dict(self.namespace_labels),
         )
 
     def open(

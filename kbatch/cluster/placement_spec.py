@@ -56,11 +56,12 @@ def node_term(term: Mapping[str, Any], at: str) -> NodeSelectorTerm:
     )
 
 
-def label_selector(term: Mapping[str, Any], at: str) -> LabelSelector:
-    if term.get("labelSelector") is None:
+def label_selector(term: Mapping[str, Any], at: str, key: str = "labelSelector") -> LabelSelector:
+    """The selector ``term.<key>`` (absent or null: ``SELECTS_NOTHING``)."""
+    if term.get(key) is None:
         return SELECTS_NOTHING
-    where = f"{at}.labelSelector"
-    selector = fields.mapping(term, "labelSelector", at=at)
+    where = f"{at}.{key}"
+    selector = fields.mapping(term, key, at=at)
     labels = fields.string_map(selector, "matchLabels", at=where)
     return LabelSelector(
         tuple(sorted(labels.items())), requirements(selector, "matchExpressions", where)
@@ -72,8 +73,14 @@ def _pod_term(term: Mapping[str, Any], at: str) -> PodAffinityTerm:
     if not topology_key:
         raise ValueError(f"{at}.topologyKey: required")
     namespaces = fields.sequence(term, "namespaces", at=at)
+    namespace_selector = None  # (null: none; {}: every namespace)
+    if term.get("namespaceSelector") is not None:
+        namespace_selector = label_selector(term, at, "namespaceSelector")
     return PodAffinityTerm(
-        label_selector(term, at), topology_key, tuple(str(n) for n in namespaces)
+        label_selector(term, at),
+        topology_key,
+        tuple(str(n) for n in namespaces),
+        namespace_selector,
     )
 
 

@@ -116,3 +116,25 @@ def test_pods_of_one_shape_share_a_parse_and_bind_their_own_label_values() -> No
     (read,) = second.spread
     assert read.selector_for(dict(second.labels)).matches({"app": "web", "job": "b"})
     assert not read.selector_for(dict(second.labels)).matches({"app": "web", "job": "a"})
+
+
+def anti_affinity(**term: Any) -> dict[str, Any]:
+    body = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {}, **term}
+    rule = {"requiredDuringSchedulingIgnoredDuringExecution": [body]}
+    return {"containers": [{"name": "c"}], "affinity": {"podAntiAffinity": rule}}
+
+
+def test_a_pod_affinity_term_s_namespace_selector_is_read() -> None:
+    def term(**more: Any) -> Any:
+        (read,) = parse_spec("ns", {}, anti_affinity(**more)).affinity.anti_required
+        return read
+
+    assert term().namespace_selector is None
+    assert term(namespaceSelector=None).namespace_selector is None
+    assert term(namespaceSelector={}).namespace_selector == LabelSelector()
+    read = term(namespaceSelector={"matchLabels": {"team": "red"}}, namespaces=["x"])
+    assert read.namespace_selector == LabelSelector((("team", "red"),))
+    assert read.namespaces == ("x",)
+    bad = anti_affinity(namespaceSelector={"matchExpressions": [{"key": "t", "operator": "Is"}]})
+    with pytest.raises(ValueError, match=r"\[0\]\.namespaceSelector\.matchExpressions\[0\]"):
+        parse_spec("ns", {}, bad)

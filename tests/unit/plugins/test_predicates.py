@@ -615,3 +615,40 @@ def test_bad_arguments_are_refused(arguments: dict[str, object], message: str) -
         predicates.parse_arguments(arguments)
     with pytest.raises(ValueError, match=message):
         Cluster().node("n1").open(plugin_conf("predicates", arguments=arguments))
+
+
+# ---------------------------------------------------------------------- namespaceSelector
+EVERY_NAMESPACE = LabelSelector()
+TEAM_RED = LabelSelector((("team", "red"),))
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "namespace_selector", "rejected"),
+    [
+        ((), None, []),  # (the pod's own namespace only: the db pod is elsewhere)
+        (("red",), None, ["n1"]),
+        ((), EVERY_NAMESPACE, ["n1"]),  # {}: every namespace
+        ((), TEAM_RED, ["n1"]),  # by the namespace's labels
+        ((), LabelSelector((("team", "blue"),)), []),
+        (("blue",), TEAM_RED, ["n1"]),  # the list and the selector, together
+        (("blue",), LabelSelector((("team", "green"),)), []),
+    ],
+)
+def test_a_term_s_namespaces_and_namespace_selector_pick_whose_pods_count(
+    namespaces: tuple[str, ...], namespace_selector: LabelSelector | None, rejected: list[str]
+) -> None:
+    cluster = with_pod(zoned(), "n1", namespace="red", labels={"app": "db"})
+    cluster.namespace_labels = {"red": {"team": "red"}, "blue": {"team": "blue"}}
+    term = PodAffinityTerm(selects("db"), HOSTNAME, namespaces, namespace_selector)
+    task = incoming(cluster, namespace="blue", affinity=Affinity(anti_required=(term,)))
+    assert check(cluster, task) == ({POD_ANTI_AFFINITY: rejected} if rejected else {})
+
+
+def test_an_existing_pod_s_namespace_selector_reaches_the_incoming_pod_s_namespace() -> None:
+    term = PodAffinityTerm(selects("web"), HOSTNAME, (), TEAM_RED)
+    cluster = with_pod(zoned(), "n2", namespace="blue", affinity=Affinity(anti_required=(term,)))
+    cluster.namespace_labels = {"red": {"team": "red"}}
+    task = incoming(cluster, namespace="red", labels={"app": "web"})
+    assert check(cluster, task) == {EXISTING_ANTI_AFFINITY: ["n2"]}
+    task = incoming(cluster, namespace="green", labels={"app": "web"})
+    assert check(cluster, task) == {}

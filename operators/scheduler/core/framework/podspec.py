@@ -63,7 +63,10 @@ class LabelSelector:
 class PodAffinityTerm:
     selector: LabelSelector
     topology_key: str
-    namespaces: tuple[str, ...] = ()  # empty: the pod's own namespace
+    # The namespaces of the pods it selects: these, and those whose labels its
+    # namespaceSelector matches ({}: all); neither set: the pod's own namespace.
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
 
 
 @dataclass(frozen=True, slots=True)

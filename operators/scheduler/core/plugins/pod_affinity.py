@@ -17,10 +17,11 @@ forbids the existing pod's domain.
 """
 
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from kbatch.api import selector
 from kbatch.operators.scheduler.core.framework.info import (
     FINISHED_STATUSES,
     TaskInfo,
@@ -48,19 +49,36 @@ def _occupies(task: TaskInfo) -> bool:
     return task.status is not TaskStatus.PENDING and task.status not in FINISHED_STATUSES
 
 
-def term_matches(term: PodAffinityTerm, owner_namespace: str, kind: Kind) -> bool:
-    """Does ``term`` (of a pod in ``owner_namespace``) select pods of ``kind``?"""
+def term_matches(
+    term: PodAffinityTerm,
+    owner_namespace: str,
+    kind: Kind,
+    namespace_labels: Mapping[str, dict[str, str]] | None = None,
+) -> bool:
+    """Does ``term`` (of a pod in ``owner_namespace``) select pods of ``kind``? A
+    namespace's labels are ``namespace_labels``' (not there: its name label alone)."""
     template, namespace = kind
-    if namespace not in (term.namespaces or (owner_namespace,)):
-        return False
+    if term.namespace_selector is None:
+        if namespace not in (term.namespaces or (owner_namespace,)):
+            return False
+    elif namespace not in term.namespaces:
+        known = (namespace_labels or {}).get(namespace)
+        if not term.namespace_selector.matches(selector.namespace_labels(namespace, known)):
+            return False
     return term.selector.matches(template.labels)
 
 
 class PodIndex:
     """Which kinds of pods sit on which nodes, kept current with ``NodeSet.version``."""
 
-    def __init__(self, nodes: NodeSet, planned: list[tuple[TaskInfo, int]] | None = None) -> None:
+    def __init__(
+        self,
+        nodes: NodeSet,
+        planned: list[tuple[TaskInfo, int]] | None = None,
+        namespace_labels: Mapping[str, dict[str, str]] | None = None,
+    ) -> None:
         self.nodes = nodes
+        self.namespace_labels = namespace_labels  # (for the terms' namespaceSelector)
         # Tasks an action plans without placing them, counted as placed (the session's
         # ``planned``, the one list: an action fills and empties it as it plans)
         self.planned = [] if planned is None else planned
@@ -155,7 +173,8 @@ class PodIndex:
         key = (terms, owner_namespace)
         checked, matched = self._matched.get(key, (0, []))
         for kind in self.kinds[checked:]:
-            if all(term_matches(term, owner_namespace, kind) for term in terms):
+            labels = self.namespace_labels
+            if all(term_matches(term, owner_namespace, kind, labels) for term in terms):
                 matched.append(kind)
         self._matched[key] = (len(self.kinds), matched)
         return matched
@@ -165,7 +184,7 @@ class PodChecks:
     """The checks of one session; every result is over all nodes."""
 
     def __init__(self, session: Session) -> None:
-        self.pods = PodIndex(session.nodes, session.planned)
+        self.pods = PodIndex(session.nodes, session.planned, session.namespace_labels)
         self.labels = node_index.of(session)
         self.size = len(session.nodes)
 
@@ -199,7 +218,7 @@ class PodChecks:
             terms = [
                 term
                 for term in kind[0].affinity.anti_required
-                if term_matches(term, kind[1], incoming)
+                if term_matches(term, kind[1], incoming, self.pods.namespace_labels)
             ]
             if not terms or not self.pods.placement[kind]:
                 continue
@@ -222,9 +241,9 @@ class PodChecks:
             in_domain = self.in_domain(counts, term.topology_key)
             satisfied &= in_domain > 0
             anywhere = anywhere or bool(np.any(in_domain > 0))
-        if not anywhere and all(
-            term_matches(t, task.namespace, (task.template, task.namespace)) for t in terms
-        ):
+        own: Kind = (task.template, task.namespace)
+        labels = self.pods.namespace_labels
+        if not anywhere and all(term_matches(t, task.namespace, own, labels) for t in terms):
             # The first of a series of pods with affinity to each other may go anywhere.
             return ~has_keys
         return ~(has_keys & satisfied)
