@@ -122,22 +122,31 @@ def named_node(name: str) -> dict[str, Any]:
     return made
 
 
-def test_no_room_is_kept_for_a_gang_whose_pods_cannot_share_the_one_node_there_is() -> None:
-    """A gang of two whose pods keep apart (required anti-affinity by hostname), on a
-    cluster where another scheduler's pod holds one of two nodes for good: no plan puts
-    both pods on the other node (it had kept that node for both, for ever, and the job
-    after it waited behind it)."""
-    apart = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "g"}}, "topologyKey": HOSTNAME}
-            ]
-        }
+APART = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "g"}}, "topologyKey": HOSTNAME}
+        ]
     }
+}
+
+
+@pytest.mark.parametrize("why", ["anti-affinity", "host port"])
+def test_no_room_is_kept_for_a_gang_whose_pods_cannot_share_the_one_node_there_is(
+    why: str,
+) -> None:
+    """A gang of two whose pods keep apart (required anti-affinity by hostname, or one
+    host port), on a cluster where another scheduler's pod holds one of two nodes for
+    good: no plan puts both pods on the other node (it had kept that node for both, for
+    ever, and the job after it waited behind it)."""
     gang = [pod_group("g", 2)]
     for i in range(2):
-        member = pod(f"g-{i}", cpu="2", group="g", affinity=apart)
+        member = pod(f"g-{i}", cpu="2", group="g")
         member["metadata"]["labels"] = {"app": "g"}
+        if why == "anti-affinity":
+            member["spec"]["affinity"] = APART
+        else:
+            member["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
         gang.append(member)
     theirs = pod("theirs", cpu="4", scheduler="default-scheduler", nodeName="n2")
     later = at(pod("later", cpu="1"), "10s")

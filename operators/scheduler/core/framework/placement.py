@@ -92,12 +92,14 @@ class Placer:
 
     def _sensitive(self, task: TaskInfo) -> bool:
         """Do the template's answers on a node change with tasks placed on others (pod
-        affinity, topology spread; a PV or a claim a task binds: ``plugins.volume_checks``)?
-        Then asked afresh."""
+        affinity, topology spread; a PV or a claim a task binds: ``plugins.volume_checks``),
+        or with tasks an action plans without placing them (``Session.planned``: host
+        ports too)? Then asked afresh."""
         volumes = task.template.volumes
         return (
             task.template.affinity.has_pod_terms
             or bool(task.template.spread)
+            or bool(self.session.planned and task.template.host_ports)
             or self.session.anti_affinity_pods > 0
             or (volumes is not None and volumes.binds_claims)
         )

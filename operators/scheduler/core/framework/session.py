@@ -113,7 +113,7 @@ class Session(TieredFunctions):
         self._draining: dict[str, str] = {}  # job -> why, in words
         # Tasks an action plans on nodes without placing them (reserve, while it plans a
         # job's room): checks that read the pods of other nodes count them as placed
-        # there (``plugins.pod_affinity``: pod affinity and topology spread), as
+        # there (``plugins.pod_affinity``: pod affinity, topology spread, host ports), as
         # kube-scheduler counts nominated pods.
         self.planned: list[tuple[TaskInfo, int]] = []
         self._drain_tasks: set[str] = set()
