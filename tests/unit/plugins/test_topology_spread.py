@@ -17,7 +17,9 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Taint,
     Toleration,
 )
+from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.plugins.topology_spread import MISSING_LABEL, SKEWED
+from tests.unit.plugins.test_predicates import zoned  # n1, n2 in zone a; n3 in b; n4 none
 
 PREDICATES = plugin_conf("predicates")
 ZONE = "topology.kubernetes.io/zone"
@@ -37,17 +39,6 @@ SCORE_ONLY = plugin_conf(
 
 def zone_spread(skew: int = 1, hard: bool = True, **more: Any) -> SpreadConstraint:
     return SpreadConstraint(max_skew=skew, topology_key=ZONE, hard=hard, selector=WEB, **more)
-
-
-def zoned() -> Cluster:
-    """n1, n2 in zone a; n3 in zone b; n4 with no zone label."""
-    return (
-        Cluster()
-        .node("n1", labels={ZONE: "a"})
-        .node("n2", labels={ZONE: "a"})
-        .node("n3", labels={ZONE: "b"})
-        .node("n4")
-    )
 
 
 def web_on(cluster: Cluster, node: str, count: int = 1, **kw: Any) -> Cluster:
@@ -162,12 +153,17 @@ def test_match_label_keys_bind_the_selector_to_the_pod_s_own_values() -> None:
     assert check(cluster, task) == {SKEWED: ["n1", "n2"], MISSING_LABEL: ["n4"]}
 
 
-def test_a_gang_spreads_as_it_is_placed_and_a_placement_undone_counts_no_more() -> None:
+def two_of_a_gang() -> tuple[Session, TaskInfo, TaskInfo]:
+    """A session on ``zoned`` with two pending pods of a gang spread over zones."""
     cluster = zoned()
     job = cluster.job("gang", min_member=3)
     template = cluster.template(labels={"app": "web"}, spread=(zone_spread(),))
     first, second = job.task(template), job.task(template)
-    session = cluster.open(PREDICATES)
+    return cluster.open(PREDICATES), first, second
+
+
+def test_a_gang_spreads_as_it_is_placed_and_a_placement_undone_counts_no_more() -> None:
+    session, first, second = two_of_a_gang()
     session.set_status(first, TaskStatus.ALLOCATED, session.nodes.index["n1"])
     assert failing_nodes(session, second) == {SKEWED: ["n1", "n2"], MISSING_LABEL: ["n4"]}
     assert_node_by_node(session, second)
@@ -176,11 +172,7 @@ def test_a_gang_spreads_as_it_is_placed_and_a_placement_undone_counts_no_more() 
 
 
 def test_an_action_s_planned_tasks_count_while_it_plans() -> None:
-    cluster = zoned()
-    job = cluster.job("gang", min_member=3)
-    template = cluster.template(labels={"app": "web"}, spread=(zone_spread(),))
-    first, second = job.task(template), job.task(template)
-    session = cluster.open(PREDICATES)
+    session, first, second = two_of_a_gang()
     session.planned.append((first, session.nodes.index["n3"]))
     assert failing_nodes(session, second) == {SKEWED: ["n3"], MISSING_LABEL: ["n4"]}
     session.planned.clear()
