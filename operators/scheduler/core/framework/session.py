@@ -75,6 +75,7 @@ class Session(TieredFunctions):
         self.foreign_groups = snapshot.foreign_groups
         self.job_deadlines = snapshot.job_deadlines
         self.non_preempting = snapshot.non_preempting
+        self.node_volumes = snapshot.node_volumes
         # What changed since the snapshot before this one (None: none to compare with).
         self.delta = snapshot.delta
         self.now = now
