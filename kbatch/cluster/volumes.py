@@ -103,7 +103,7 @@ class VolumeIndex:
 
     def written(self, kind: str, key: str, parsed: object) -> None:
         """The object of ``kind`` at ``key`` is now ``parsed`` (None: dropped): if a claim,
-        a PV or a StorageClass, the needs are worked out again; a PV assumed claimed
+        a PV, a StorageClass or a CSINode, the needs are worked out again; a PV assumed claimed
         that the watch shows claimed (or gone) is assumed so no longer."""
         self.use.written(kind)
         if kind not in KINDS:

@@ -231,6 +231,27 @@ def test_pods_placed_in_one_session_count_against_the_limit() -> None:
     assert any(MAX_VOLUME_COUNT in m for m in events_of(outcome, "p0", "p1", "p2", "g"))
 
 
+def test_a_gang_the_limits_never_let_start_keeps_no_node() -> None:
+    """Three volumes, two nodes that may attach one each, and room for the gang only
+    once the fillers are gone: no node is kept for it to drain, and it is told why."""
+    state = two_zones()
+    limited_nodes(state, 1, 1)
+    for name in ("a1", "b1"):
+        filler = pod(f"filler-{name}", nodeName=name)
+        filler["status"] = {"phase": "Running"}
+        state.apply(filler)
+    state.apply(pod_group("g", min_member=3))
+    for i in range(3):
+        bound_claim(state, f"d{i}")
+        member = with_claims(f"p{i}", f"d{i}", group="g")
+        member["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+        state.apply(member)
+    outcome = session(state)
+    assert not outcome.binds
+    assert not outcome.nominations
+    assert any(MAX_VOLUME_COUNT in m for m in events_of(outcome, "p0", "p1", "p2", "g"))
+
+
 def test_a_discarded_gang_attaches_nothing() -> None:
     """a1 may attach one volume, b1 none: the discarded gang's member placed on a1
     leaves its room to the pod after it."""

@@ -141,7 +141,7 @@ def _plan(
     a claim with one planned before goes to its node); None when one finds none."""
     room = room.copy()
     plans = []
-    volumes = PlannedVolumes()
+    volumes = PlannedVolumes(session.node_volumes.limits if session.node_volumes else {})
     infos = session.nodes.infos
     for task in waiting:
         node = _best_node(session, placer, task, room, within, volumes.node_for(task))

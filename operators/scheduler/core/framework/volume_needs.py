@@ -104,11 +104,15 @@ def _term_matches(term: NodeSelectorTerm, node: str, labels: dict[str, str]) -> 
 class PlannedVolumes:
     """What a plan of placements binds (the reserve action's plan of where a job's
     tasks go once nodes drain), as a session's placements would: a claim shared by
-    its tasks is bound for the node of the first, and a PV goes to one task."""
+    its tasks is bound for the node of the first, a PV goes to one task, a claim of the
+    ReadWriteOncePod access mode to one task, and a node attaches no more volumes of a
+    driver than ``limits`` (``NodeVolumes.limits``) let it (its pods' gone, drained)."""
 
+    limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     _claims: dict[str, int] = field(default_factory=dict)  # claim -> node (index)
     _taken: set[str] = field(default_factory=set)
     _single: set[str] = field(default_factory=set)  # ReadWriteOncePod claims planned
+    _attached: dict[tuple[int, str], set[str]] = field(default_factory=dict)
 
     def node_for(self, task: TaskInfo) -> int | None:
         """The node a claim of ``task`` is bound for by the plan so far (None: none)."""
@@ -128,6 +132,9 @@ class PlannedVolumes:
             return True
         if self._single.intersection(needs.single_pod):
             return False  # (a claim only one pod may use: planned for another)
+        attached = self._attaching(needs, node, name)
+        if attached is None:
+            return False
         claims: dict[str, int] = {}
         taken: set[str] = set()
         for choices in needs.unbound:
@@ -154,4 +161,24 @@ class PlannedVolumes:
         self._claims.update(claims)
         self._taken.update(taken)
         self._single.update(needs.single_pod)
+        self._attached.update(attached)
         return True
+
+    def _attaching(
+        self, needs: VolumeNeeds, node: int, name: str
+    ) -> dict[tuple[int, str], set[str]] | None:
+        """The volumes the plan attaches on ``node`` (named ``name``) of each driver
+        limited there, with ``needs``'s; None when one would be past its limit."""
+        limits = self.limits.get(name)
+        found: dict[tuple[int, str], set[str]] = {}
+        for driver, volume in needs.attaches if limits else ():
+            limit = limits.get(driver) if limits else None
+            if limit is None:
+                continue
+            held = found.get((node, driver))
+            if held is None:
+                held = found[(node, driver)] = set(self._attached.get((node, driver), ()))
+            held.add(volume)
+            if len(held) > limit:
+                return None
+        return found
