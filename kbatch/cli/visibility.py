@@ -3,8 +3,8 @@
 They read, with the user's own kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``,
 ``~/.kube/config`` or in-cluster credentials), what kbatch schedules and publishes —
 nodes, pods, PodGroups, Queues, PriorityClasses, ResourceQuotas, the claims, volumes
-and StorageClasses pods' volumes name (where the user may list them); the Jobs kbatch holds
-and the events, when asked — and compute the rest with the scheduler's own code
+and StorageClasses pods' volumes name, CSINodes (where the user may list them); the Jobs
+kbatch holds and the events, when asked — and compute the rest with the scheduler's own code
 (``kbatch.visibility.standing`` for the line, ``kbatch.visibility.eta`` for when). They
 write nothing. The scheduler conf is ``--scheduler-conf FILE``, else the one in the
 chart's ConfigMap (label ``app.kubernetes.io/name=kbatch``, key ``scheduler.conf``) when
@@ -107,6 +107,7 @@ class LiveSource:
             claims=read["PersistentVolumeClaim"],
             volumes=read["PersistentVolume"],
             storage_classes=read["StorageClass"],
+            csi_nodes=read["CSINode"],
         )
 
     def held_jobs(self) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ COLLECTIONS = {
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
     "PersistentVolume": "/api/v1/persistentvolumes",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
 }
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
 # What is said when a user may not list a kind the commands do without (none listed then)
@@ -22,4 +23,5 @@ OPTIONAL = {
     "PersistentVolumeClaim": VOLUMES_UNKNOWN,
     "PersistentVolume": VOLUMES_UNKNOWN,
     "StorageClass": VOLUMES_UNKNOWN,
+    "CSINode": "nodes' CSI attach limits are not counted",
 }

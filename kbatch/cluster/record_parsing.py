@@ -19,7 +19,7 @@ M = TypeVar("M", bound=BaseModel)
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 CLUSTER_SCOPED = frozenset(
-    {"Node", "Queue", "PriorityClass", "Namespace", "PersistentVolume", "StorageClass"}
+    {"Node", "Queue", "PriorityClass", "Namespace", "PersistentVolume", "StorageClass", "CSINode"}
 )
 
 

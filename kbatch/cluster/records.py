@@ -44,7 +44,12 @@ from kbatch.cluster.record_parsing import (
     timestamp,
     validate_model,
 )
-from kbatch.cluster.volume_records import parse_claim, parse_storage_class, parse_volume
+from kbatch.cluster.volume_records import (
+    parse_claim,
+    parse_csi_node,
+    parse_storage_class,
+    parse_volume,
+)
 from kbatch.operators.scheduler.core.framework.info import (
     PREFERRED,
     REQUIRED,
@@ -332,4 +337,5 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "PersistentVolumeClaim": parse_claim,
     "PersistentVolume": parse_volume,
     "StorageClass": parse_storage_class,
+    "CSINode": parse_csi_node,  # (how many volumes a node may attach, ``volume_use``)
 }

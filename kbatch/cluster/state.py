@@ -402,7 +402,7 @@ class ClusterState(StateAssumptions):
                     self._shown.not_seen()
                 raise
             self._gated.mark(built.jobs)
-            self._volumes.mark(built.jobs, self._volumes.of_state(self._parsed))
+            self._volumes.mark(built, self._volumes.of_state(self._parsed, self._assumed))
             return dataclasses.replace(
                 built,
                 foreign_groups=self._foreign_groups(pods),

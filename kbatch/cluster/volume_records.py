@@ -1,6 +1,8 @@
-"""What kbatch reads of PersistentVolumeClaims, PersistentVolumes and StorageClasses: where
-a pod's volumes let it go, and which claims its bind must have bound or provisioned
-(``kbatch.cluster.volumes``). A bad object raises ObjectError naming it and the field.
+"""What kbatch reads of PersistentVolumeClaims, PersistentVolumes, StorageClasses and
+CSINodes: where a pod's volumes let it go, which claims its bind must have bound or
+provisioned (``kbatch.cluster.volumes``), and how many volumes of each CSI driver a node
+may attach (``kbatch.cluster.volume_use``). A bad object raises ObjectError naming it and
+the field.
 """
 
 from collections.abc import Mapping
@@ -30,6 +32,8 @@ NO_PROVISIONER = "kubernetes.io/no-provisioner"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 BINDING_MODES = ("Immediate", WAIT_FOR_FIRST_CONSUMER)
 VOLUME_MODES = ("Filesystem", "Block")
+# A claim of this access mode may be used by one pod at a time, cluster-wide.
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,8 @@ class VolumeRecord:
     phase: str  # status.phase
     deleting: bool
     resource_version: str  # (the bind's write of its claimRef is made against it)
+    csi_driver: str = ""  # spec.csi.driver ('': not a CSI volume)
+    csi_handle: str = ""  # spec.csi.volumeHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,15 @@ class StorageClassRecord:
     waits_for_consumer: bool  # volumeBindingMode WaitForFirstConsumer
     topologies: Terms | None  # allowedTopologies (None: anywhere)
     default: bool  # annotated as the default class
+
+
+@dataclass(frozen=True, slots=True)
+class CSINodeRecord:
+    """A CSINode (named as its node): how many volumes of each CSI driver the node may
+    attach at most (``spec.drivers[].allocatable.count``; a driver without one: any)."""
+
+    name: str
+    limits: dict[str, int]
 
 
 def parse_claim(obj: Mapping[str, Any]) -> ClaimRecord:
@@ -135,7 +150,21 @@ def parse_volume(obj: Mapping[str, Any]) -> VolumeRecord:
             phase=fields.string(obj, "status.phase") or "",
             deleting=bool(fields.value(obj, "metadata.deletionTimestamp")),
             resource_version=fields.string(obj, "metadata.resourceVersion") or "",
+            **_csi_source(spec),
         )
+
+
+def _csi_source(spec: Mapping[str, Any]) -> dict[str, str]:
+    """A PV's CSI driver and volume handle (none: not a CSI volume)."""
+    if spec.get("csi") is None:
+        return {}
+    driver = fields.string(spec, "csi.driver", at="spec")
+    if not driver:
+        raise fields.FieldError("spec.csi.driver", "required")
+    handle = fields.string(spec, "csi.volumeHandle", at="spec")
+    if not handle:
+        raise fields.FieldError("spec.csi.volumeHandle", "required")
+    return {"csi_driver": driver, "csi_handle": handle}
 
 
 def parse_storage_class(obj: Mapping[str, Any]) -> StorageClassRecord:
@@ -159,6 +188,23 @@ def parse_storage_class(obj: Mapping[str, Any]) -> StorageClassRecord:
             topologies=topologies or None,
             default=annotations.get(DEFAULT_CLASS) == "true",
         )
+
+
+def parse_csi_node(obj: Mapping[str, Any]) -> CSINodeRecord:
+    with naming(ref_of(obj)):
+        _, name = object_name(obj, namespaced=False)
+        limits: dict[str, int] = {}
+        for i, driver in enumerate(fields.mappings(obj, "spec.drivers")):
+            at = f"spec.drivers[{i}]"
+            driver_name = fields.string(driver, "name", at=at)
+            if not driver_name:
+                raise fields.FieldError(f"{at}.name", "required")
+            count = fields.integer(driver, "allocatable.count", at=at)
+            if count is not None and count < 0:
+                raise fields.FieldError(f"{at}.allocatable.count", f"must be >= 0, not {count}")
+            if count is not None:
+                limits[driver_name] = count
+        return CSINodeRecord(name, limits)
 
 
 def _topology_term(term: Mapping[str, Any], at: str) -> NodeSelectorTerm:

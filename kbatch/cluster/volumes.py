@@ -18,22 +18,27 @@ When such a pod is bound (``bind_writes``), each of those claims is first bound 
 smallest free PV that fits it on the node (the PV's claimRef, as kube-scheduler writes
 it, which the PV controller completes), or else has the node written as its selected
 node, for its provisioner. What kbatch does not do of VolumeBinding: wait for those
-claims to be bound before the pod's bind (the kubelet waits for them instead), count
-the volumes a node may attach (CSI limits), or read CSIStorageCapacity.
+claims to be bound before the pod's bind (the kubelet waits for them instead), or read
+CSIStorageCapacity. The claims one pod alone may use and the volumes a node may attach
+are ``kbatch.cluster.volume_use``'s.
 """
 
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
+from kbatch.cluster import volume_use
+from kbatch.cluster.assumed import AssumedPods
 from kbatch.cluster.pod_records import PodRecord
 from kbatch.cluster.volume_records import (
     NO_PROVISIONER,
     ClaimRecord,
+    CSINodeRecord,
     StorageClassRecord,
     VolumeRecord,
 )
-from kbatch.operators.scheduler.core.framework.info import JobInfo, TaskStatus
+from kbatch.operators.scheduler.core.framework.info import TaskStatus
+from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.podspec import (
     NodeSelectorTerm,
     Operator,
@@ -43,12 +48,13 @@ from kbatch.operators.scheduler.core.framework.podspec import (
 from kbatch.operators.scheduler.core.framework.volume_needs import (
     NODE_NAME_FIELD,
     ClaimChoices,
+    NodeVolumes,
     Terms,
     VolumeNeeds,
     matches_node,
 )
 
-KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
+KINDS = volume_use.KINDS
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
@@ -67,8 +73,9 @@ class VolumeWrite:
 
 class VolumeIndex:
     """Our pending pods that name claims, by key, and their ``VolumeNeeds`` (worked out
-    again only once one of them, a claim, a PV or a StorageClass is written), which a
-    snapshot's tasks of them carry on their templates (``mark``)."""
+    again only once one of them, a claim, a PV, a StorageClass or a CSINode is written),
+    which a snapshot's tasks of them carry on their templates (``mark``); and what the
+    pods on nodes hold of volumes (``use``)."""
 
     def __init__(self) -> None:
         self._pods: dict[str, PodRecord] = {}
@@ -83,9 +90,11 @@ class VolumeIndex:
         # Claims those binds bound or selected a node for, likewise: claim key -> node.
         self.claimed: dict[str, str] = {}
         self._for_binds: FreeVolumes | None = None  # (``for_binds``)
+        self.use = volume_use.VolumeUse()
 
     def applied(self, key: str, pod: PodRecord | None, ours: bool) -> None:
         """The pod at ``key`` is now ``pod`` (None: gone); ``ours``: of our schedulers."""
+        self.use.applied(key, pod)
         if pod is not None and ours and pod.claims and pod.task_status is TaskStatus.PENDING:
             self._pods[key] = pod
             self._needs = None
@@ -94,8 +103,9 @@ class VolumeIndex:
 
     def written(self, kind: str, key: str, parsed: object) -> None:
         """The object of ``kind`` at ``key`` is now ``parsed`` (None: dropped): if a claim,
-        a PV or a StorageClass, the needs are worked out again; a PV assumed claimed
+        a PV, a StorageClass or a CSINode, the needs are worked out again; a PV assumed claimed
         that the watch shows claimed (or gone) is assumed so no longer."""
+        self.use.written(kind)
         if kind not in KINDS:
             return
         if kind == "PersistentVolume":
@@ -129,37 +139,55 @@ class VolumeIndex:
         self.claimed.pop(f"{write.claim.namespace}/{write.claim.name}", None)
         self._needs = None
 
-    def of_state(self, parsed: Mapping[str, Mapping[str, object]]) -> Mapping[str, VolumeNeeds]:
-        """``needs`` of a state's records by kind (``ClusterState._parsed``)."""
+    def of_state(
+        self, parsed: Mapping[str, Mapping[str, object]], assumed: AssumedPods
+    ) -> tuple[Mapping[str, VolumeNeeds], NodeVolumes | None]:
+        """``needs`` of a state's records by kind (``ClusterState._parsed``), and what
+        the pods on nodes hold, those ``assumed`` bound among them (None, not worked
+        out, while no pending pod of ours names a claim)."""
         if not self._pods:
-            return {}
-        return self.needs(
+            return {}, None
+        needs = self.needs(
             parsed["PersistentVolumeClaim"],  # type: ignore[arg-type]
             parsed["PersistentVolume"],  # type: ignore[arg-type]
             parsed["StorageClass"],  # type: ignore[arg-type]
+            parsed["CSINode"],  # type: ignore[arg-type]
         )
+        pods = self._pods
+        bound = [assumed.applied_to(pods[key]) for key in assumed if key in pods]
+        return needs, self.use.node_volumes(parsed, bound)
 
     def needs(
         self,
         claims: Mapping[str, ClaimRecord],
         volumes: Mapping[str, VolumeRecord],
         classes: Mapping[str, StorageClassRecord],
+        csi_nodes: Mapping[str, CSINodeRecord],
     ) -> Mapping[str, VolumeNeeds]:
         """Each pending pod's ``VolumeNeeds`` by key, given the state's records by key."""
         if self._needs is None:
             self._copies.clear()  # (bounded: made anew with the needs)
             self._origins.clear()
             free = FreeVolumes(volumes.values(), self.assumed)
+            limited = volume_use.limited_drivers(csi_nodes.values())
+            records = claims, volumes, classes
             self._needs = {
-                key: needs_of(pod, claims, volumes, classes, free, self.claimed)
+                key: volume_use.with_use(
+                    needs_of(pod, *records, free, self.claimed), pod, *records, limited
+                )
                 for key, pod in self._pods.items()
             }
         return self._needs
 
-    def mark(self, jobs: Mapping[str, JobInfo], needs: Mapping[str, VolumeNeeds]) -> None:
-        """Give the tasks of ``jobs`` (a snapshot's) of the pods of ``needs`` (``needs``'s
-        answer) templates that carry them: pods of one template with other needs (other
-        claims, of one spec: ephemeral volumes) are placed apart."""
+    def mark(
+        self, snapshot: Snapshot, found: tuple[Mapping[str, VolumeNeeds], NodeVolumes | None]
+    ) -> None:
+        """Give the tasks of ``snapshot`` of the pods of ``needs`` (``of_state``'s answer,
+        with what the pods on nodes hold, which the snapshot is given) templates that
+        carry them: pods of one template with other needs (other claims, of one spec:
+        ephemeral volumes) are placed apart."""
+        needs, snapshot.node_volumes = found
+        jobs = snapshot.jobs
         if not needs:
             self._copies.clear()
             self._origins.clear()

@@ -35,6 +35,7 @@ API_VERSIONS = {
     "PersistentVolumeClaim": "v1",
     "PersistentVolume": "v1",
     "StorageClass": "storage.k8s.io/v1",
+    "CSINode": "storage.k8s.io/v1",
 }
 # What the PV controller, a provisioner or a bind writes into a claim or a PV
 VOLUME_WRITES = (

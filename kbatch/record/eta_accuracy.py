@@ -166,6 +166,7 @@ class Backtest:
             claims=objects.claims,
             volumes=objects.volumes,
             storage_classes=objects.storage_classes,
+            csi_nodes=objects.csi_nodes,
         )
         session, _ = standing.open_session(objects, conf, names)
         held = eta_input.held_groups(objects.jobs)

@@ -24,7 +24,7 @@ times relative to ``start``:
   first seen (not before its queue), when one of its pods is kept;
 - Nodes, Queues (with their tree fields: parent, weight, capability, guarantee,
   borrowing and lending limits), PriorityClasses, Namespaces, ResourceQuotas,
-  StorageClasses, PersistentVolumes and claims as they stood at ``start``, then every
+  StorageClasses, CSINodes, PersistentVolumes and claims as they stood at ``start``, then every
   change of them as an update at its time (a claim or a PV without the binding the
   cluster wrote into it, to be bound again as the played run binds its pods; a PV a
   provisioner made left out, to be made again)
@@ -72,8 +72,8 @@ Object = dict[str, Any]
 FINISHED = ("Succeeded", "Failed")
 DEFAULT_SCHEDULER = "default-scheduler"  # a pod's schedulerName when it names none
 CLUSTER_KINDS = (
-    "Namespace", "PriorityClass", "Queue", "StorageClass", "Node", "PersistentVolume",
-    "ResourceQuota", "PersistentVolumeClaim",
+    "Namespace", "PriorityClass", "Queue", "StorageClass", "Node", "CSINode",
+    "PersistentVolume", "ResourceQuota", "PersistentVolumeClaim",
 )  # fmt: skip
 
 

@@ -4,8 +4,9 @@ Kinds the simulator models (by API group, so that Volcano's ``batch.volcano.sh``
 Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
 ResourceQuota, PersistentVolumeClaim, PersistentVolume, StorageClass
 (``storage.k8s.io``: the simulated PV controller binds and provisions volumes,
-``kbatch.sim.volume_controller``), batch Job, JobSet (``jobset.x-k8s.io``), PriorityClass, PodGroup,
-Queue, upstream's own PodGroup
+``kbatch.sim.volume_controller``), CSINode (``storage.k8s.io``: how many volumes of
+each CSI driver a node may attach, as the CSI node plugin registers them), batch Job,
+JobSet (``jobset.x-k8s.io``), PriorityClass, PodGroup, Queue, upstream's own PodGroup
 (``scheduling.k8s.io/v1beta1`` or ``v1alpha3``, read as the kbatch PodGroup it is scheduled as:
 ``kbatch.cluster.upstream_groups``), Volcano's PodGroup and Queue
 (``scheduling.volcano.sh/v1beta1``, read as kbatch's own: ``kbatch.cluster.volcano``;
@@ -48,7 +49,7 @@ MODELLED: dict[str, frozenset[str]] = {
     "": frozenset(
         {"Namespace", "Node", "Pod", "ResourceQuota", "PersistentVolumeClaim", "PersistentVolume"}
     ),
-    "storage.k8s.io": frozenset({"StorageClass"}),
+    "storage.k8s.io": frozenset({"StorageClass", "CSINode"}),
     "batch": frozenset({"Job"}),
     "jobset.x-k8s.io": frozenset({"JobSet"}),
     "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup"}),
@@ -56,7 +57,7 @@ MODELLED: dict[str, frozenset[str]] = {
     volcano.API_GROUP: volcano.KINDS,
 }
 CLUSTER_SCOPED = frozenset(
-    {"Namespace", "Node", "Queue", "PriorityClass", "PersistentVolume", "StorageClass"}
+    {"Namespace", "Node", "Queue", "PriorityClass", "PersistentVolume", "StorageClass", "CSINode"}
 )
 # Objects due at the same time are created in this order, as Helm installs a chart:
 # what others name (a namespace, a priority class, a queue, a storage class, a volume, a
@@ -69,6 +70,7 @@ CREATE_ORDER = (
     "Queue",
     "StorageClass",
     "Node",
+    "CSINode",
     "PersistentVolume",
     "ResourceQuota",
     "PersistentVolumeClaim",

@@ -167,4 +167,5 @@ _CHECKS: dict[str, Callable[[Object], object]] = {
     "PersistentVolumeClaim": volume_validation.claim,
     "PersistentVolume": volume_validation.volume,
     "StorageClass": volume_validation.storage_class,
+    "CSINode": volume_validation.csi_node,
 }

@@ -62,7 +62,8 @@ def provisioned_volume(
 ) -> Object:
     """The PV ``storage_class``'s provisioner makes for ``claim``: named pvc-<its uid>,
     of its requested size, access modes and volume mode, reachable from the nodes that
-    match ``terms`` (nodeSelectorTerms; None: any), already bound to the claim."""
+    match ``terms`` (nodeSelectorTerms; None: any), a volume of the provisioner's CSI
+    driver, already bound to the claim."""
     meta, spec = claim["metadata"], claim.get("spec") or {}
     volume_spec: Object = {
         "capacity": {"storage": spec["resources"]["requests"]["storage"]},
@@ -75,7 +76,10 @@ def provisioned_volume(
     if terms is not None:
         volume_spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": terms}}
     name = f"pvc-{meta.get('uid') or (meta.get('namespace') or 'default') + '-' + meta['name']}"
-    annotations = {PROVISIONED_BY: str(storage_class.get("provisioner", ""))}
+    provisioner = str(storage_class.get("provisioner", ""))
+    # (a CSI provisioner's volume, of its driver: counted against the nodes' attach limits)
+    volume_spec["csi"] = {"driver": provisioner, "volumeHandle": name}
+    annotations = {PROVISIONED_BY: provisioner}
     return {"apiVersion": "v1", "kind": "PersistentVolume",
             "metadata": {"name": name, "annotations": annotations},
             "spec": volume_spec, "status": {"phase": "Bound"}}  # fmt: skip

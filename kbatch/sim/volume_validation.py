@@ -1,8 +1,9 @@
 """What the simulated API server refuses of PersistentVolumeClaims, PersistentVolumes,
-StorageClasses and a pod's generic ephemeral volumes (``kbatch.sim.validation`` asks):
-the cluster layer's parsers (``kbatch.cluster.volume_records``, which name the field),
-plus what the API server requires and kbatch does not read: a claim's access modes and
-requested size, a PV's access modes and capacity. A pod's ephemeral volume is refused
+StorageClasses, CSINodes and a pod's generic ephemeral volumes (``kbatch.sim.validation``
+asks): the cluster layer's parsers (``kbatch.cluster.volume_records``, which name the
+field), plus what the API server requires and kbatch does not read: a claim's access
+modes and requested size, a PV's access modes and capacity, a CSINode's drivers' node
+IDs. A pod's ephemeral volume is refused
 with the claim it would make, the field named under the pod's template."""
 
 from collections.abc import Mapping
@@ -27,6 +28,15 @@ def volume(obj: Object) -> None:
 
 def storage_class(obj: Object) -> None:
     volume_records.parse_storage_class(obj)
+
+
+def csi_node(obj: Object) -> None:
+    volume_records.parse_csi_node(obj)
+    if fields.value(obj, "spec.drivers") is None:
+        raise ObjectError(records.ref_of(obj), "spec.drivers", "required")
+    for i, driver in enumerate(fields.mappings(obj, "spec.drivers")):
+        if not fields.string(driver, "nodeID", at=f"spec.drivers[{i}]"):
+            raise ObjectError(records.ref_of(obj), f"spec.drivers[{i}].nodeID", "required")
 
 
 def ephemeral_claims(pod: Object) -> None:

@@ -13,7 +13,7 @@ that hold or wait for room, their pods (finished ones too: they count for the gr
 phase), their Jobs that kbatch holds until the group is admitted (their pods do not
 exist yet; a JobSet's Jobs count as held while kbatch holds the JobSet:
 ``held_with_jobsets``); queues with their status (the flow plugin's memory); priority
-classes; StorageClasses, PersistentVolumes and claims, bound or not (the simulated PV
+classes; StorageClasses, CSINodes, PersistentVolumes and claims, bound or not (the simulated PV
 controller binds and provisions them as the forward run goes: ``kbatch.sim.volume_controller``).
 Left out: what is over, pods of other schedulers that are still pending, a pod naming a
 PodGroup that does not exist. Not foreseen: a Job's later pods (completions beyond its
@@ -162,7 +162,7 @@ def _started(pod: Object, now: float) -> float:
 JOBSET_KIND = "JobSet"
 # What a forecast reads of a ClusterState, in ``standing.ClusterObjects``' order
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ResourceQuota", "Job")
-VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")  # (by keyword)
+VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
 
 
 def listed(state: ClusterState, now: float) -> standing.ClusterObjects:
@@ -170,10 +170,10 @@ def listed(state: ClusterState, now: float) -> standing.ClusterObjects:
     kbatch holds count as held (``held_with_jobsets``)."""
     nodes, pods, groups, queues, classes, quotas, jobs = (state.list(kind) for kind in KINDS)
     jobs = held_with_jobsets(jobs, state.list(JOBSET_KIND))
-    claims, volumes, storage_classes = (state.list(kind) for kind in VOLUME_KINDS)
+    claims, volumes, storage_classes, csi_nodes = (state.list(kind) for kind in VOLUME_KINDS)
     return standing.ClusterObjects(
         now, nodes, pods, groups, queues, classes, quotas, jobs,
-        claims=claims, volumes=volumes, storage_classes=storage_classes,
+        claims=claims, volumes=volumes, storage_classes=storage_classes, csi_nodes=csi_nodes,
     )  # fmt: skip
 
 
@@ -264,9 +264,10 @@ def _without_sim(annotations: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _volume_objects(objects: standing.ClusterObjects) -> Iterable[Object]:
-    """The StorageClasses, PVs and claims as they are, but for the claims' uids a PV's
-    claimRef names (the simulator gives the claims its own)."""
+    """The StorageClasses, CSINodes, PVs and claims as they are, but for the claims' uids
+    a PV's claimRef names (the simulator gives the claims its own)."""
     yield from (_stripped(c) for c in objects.storage_classes)
+    yield from (_stripped(c) for c in objects.csi_nodes)
     for volume in objects.volumes:
         spec = volume.get("spec") or {}
         ref = spec.get("claimRef")

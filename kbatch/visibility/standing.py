@@ -79,6 +79,7 @@ class ClusterObjects:
     claims: Sequence[Object] = ()
     volumes: Sequence[Object] = ()
     storage_classes: Sequence[Object] = ()
+    csi_nodes: Sequence[Object] = ()  # (how many volumes a node may attach)
     # The state ``load_state`` made of them, not part of what was read: a forward run of
     # the same pods takes their records from it (``eta``), rather than parse each again.
     loaded: Loaded = field(default_factory=Loaded, compare=False, repr=False, kw_only=True)
@@ -86,6 +87,7 @@ class ClusterObjects:
     def by_kind(self) -> dict[str, Sequence[Object]]:
         return {
             "Node": self.nodes,
+            "CSINode": self.csi_nodes,
             "StorageClass": self.storage_classes,
             "PersistentVolume": self.volumes,
             "PersistentVolumeClaim": self.claims,

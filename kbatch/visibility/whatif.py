@@ -8,7 +8,7 @@ pods start, and when, with the ETA's confidence. Nothing is written anywhere: ob
 in, answers out.
 
 The files may hold Pods, PodGroups, Queues, Nodes, PriorityClasses, ResourceQuotas,
-PersistentVolumeClaims, PersistentVolumes, StorageClasses (a Node or a Queue asks
+PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (a Node or a Queue asks
 "what if the cluster had it"), batch/v1 Jobs and JobSets,
 admitted as kbatch's webhooks admit them: the PodGroup made for a labelled Job or
 JobSet, the Job held for its group or its pods made (``kbatch.visibility.whatif_jobs``).
@@ -27,7 +27,7 @@ from kbatch.visibility import eta, standing, whatif_jobs
 Object = dict[str, Any]
 KINDS = (
     "Node", "PriorityClass", "Queue", "ResourceQuota", "PodGroup", "Pod", "Job", "JobSet",
-    "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode",
 )  # fmt: skip
 NAMESPACED = ("ResourceQuota", "PodGroup", "Pod", "Job", "JobSet", "PersistentVolumeClaim")
 ADMITTED_KINDS = ("Job", "JobSet")  # through ``whatif_jobs``
@@ -120,6 +120,7 @@ def added(
         claims=by_kind["PersistentVolumeClaim"],
         volumes=by_kind["PersistentVolume"],
         storage_classes=by_kind["StorageClass"],
+        csi_nodes=by_kind["CSINode"],
     )
     return merged, groups, admission.unmade if admission is not None else {}
 

@@ -45,6 +45,7 @@ CLUSTER_RULES = {
     ("", "persistentvolumeclaims"): {"list", "watch", "patch"},
     ("", "persistentvolumes"): {"list", "watch", "patch"},
     ("storage.k8s.io", "storageclasses"): {"list", "watch"},
+    ("storage.k8s.io", "csinodes"): {"list", "watch"},
     ("batch", "jobs"): {"list", "watch"},
     ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.k8s.io", "podgroups/status"): {"patch"},

@@ -32,9 +32,8 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "webhooks: validation, minResources, delayed pod creation or why it is off": (
         "tests/e2e/test_webhooks.py",
     ),
-    "volumes: where a PV lets a pod go; claims bound or provisioned before the bind": (
-        "tests/e2e/test_volumes.py",
-    ),
+    "volumes: where a PV lets a pod go; claims bound or provisioned before the bind; "
+    "CSI attach limits (ReadWriteOncePod skips: 1.22 on)": ("tests/e2e/test_volumes.py",),
     "topology spread: a gang spread over zones; a missing key told": (
         "tests/e2e/test_topology_spread.py",
     ),

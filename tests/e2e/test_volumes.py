@@ -9,7 +9,12 @@
 - a pod whose claim is bound to a PV of one zone is bound there, not to the roomier
   node beside it;
 - a pod's generic ephemeral volume: kbatch waits for the claim the ephemeral-volume
-  controller makes, then binds the pod and selects its node (1.21 on).
+  controller makes, then binds the pod and selects its node (1.21 on);
+- a claim of the ReadWriteOncePod access mode (1.22 on): a gang whose pods share one
+  waits whole, told why, and a pod waits while another uses its claim, then is bound;
+- CSI attach limits: nodes whose CSINodes (made here, as a CSI node plugin would
+  register them) let them attach one volume of a driver take one pod with a volume of
+  it each; the third waits, told why, until a CSINode lets its node attach two.
 """
 
 from __future__ import annotations
@@ -63,16 +68,28 @@ class Volumes:
         self.made.append(f"/apis/storage.k8s.io/v1/storageclasses/{full}")
         return full
 
-    def volume(self, name: str, storage_class: str, zone: str, claim: str | None = None) -> str:
+    def volume(
+        self,
+        name: str,
+        storage_class: str,
+        zone: str,
+        claim: str | None = None,
+        modes: tuple[str, ...] = ("ReadWriteOnce",),
+        driver: str = "",
+    ) -> str:
+        """A local disk of ``zone`` (or, of a CSI ``driver``, a volume any node reaches)."""
         full = f"{name}-{self.corner.suffix}"
         affinity = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
         spec: Json = {
             "storageClassName": storage_class,
             "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
+            "accessModes": list(modes),
             "local": {"path": "/mnt/disk"},
             "nodeAffinity": {"required": {"nodeSelectorTerms": [affinity]}},
         }
+        if driver:
+            del spec["local"], spec["nodeAffinity"]
+            spec["csi"] = {"driver": driver, "volumeHandle": full}
         if claim is not None:
             spec["claimRef"] = {"namespace": self.corner.namespace, "name": claim}
         body = {
@@ -85,18 +102,50 @@ class Volumes:
         self.made.append(f"/api/v1/persistentvolumes/{full}")
         return full
 
-    def claim(self, name: str, storage_class: str) -> None:
+    def claim(
+        self, name: str, storage_class: str, modes: tuple[str, ...] = ("ReadWriteOnce",)
+    ) -> Json:
         body = {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": self.corner.namespace},
             "spec": {
                 "storageClassName": storage_class,
-                "accessModes": ["ReadWriteOnce"],
+                "accessModes": list(modes),
                 "resources": {"requests": {"storage": "1Gi"}},
             },
         }
-        request(self.api, "POST", f"{self.claims}", body)
+        made: Json = request(self.api, "POST", f"{self.claims}", body)
+        return made
+
+    def csi_node(self, node: str, driver: str, count: int) -> None:
+        """The node's CSINode, as the CSI node plugin of ``driver`` registers it: it may
+        attach ``count`` volumes of it (made, or its count replaced)."""
+        path = "/apis/storage.k8s.io/v1/csinodes"
+        entry = {"name": driver, "nodeID": node, "allocatable": {"count": count}}
+        body = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": node},
+            "spec": {"drivers": [entry]},
+        }
+        if f"{path}/{node}" in self.made:
+            request(self.api, "DELETE", f"{path}/{node}")  # (its drivers may not be patched)
+            poll("the CSINode gone", lambda: _gone(self.api, f"{path}/{node}"), 30)
+        else:
+            self.made.append(f"{path}/{node}")
+        request(self.api, "POST", path, body)
+
+    def bound_claim(self, name: str, storage_class: str, **volume: Any) -> None:
+        """A claim bound by the PV controller (its class Immediate) to a volume made for it."""
+        modes = volume.get("modes", ("ReadWriteOnce",))
+        self.volume(f"for-{name}", storage_class, "a", claim=name, **volume)
+        self.claim(name, storage_class, modes)
+        poll(
+            f"the PV controller binds claim {name}",
+            lambda: self.read_claim(name)["status"].get("phase") == "Bound",
+            60,
+        )
 
     @property
     def claims(self) -> str:
@@ -128,6 +177,16 @@ def volumes(corner: Corner, control_plane: Any) -> Iterator[Volumes]:
         yield made
     finally:
         made.close()
+
+
+def _gone(api: Any, path: str) -> bool:
+    try:
+        request(api, "GET", path)
+    except ApiError as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
 
 
 def placed(corner: Corner) -> dict[str, str]:
@@ -245,6 +304,107 @@ def test_a_pod_s_ephemeral_volume_is_provisioned_where_it_goes(
         claim = volumes.read_claim("scratch-work")  # made by the ephemeral-volume controller
         assert claim["metadata"]["annotations"][SELECTED_NODE] == where
         assert claim["metadata"]["ownerReferences"][0]["name"] == "scratch"
+        assert run.alive
+    finally:
+        run.stop()
+
+
+SINGLE_POD = "ReadWriteOncePod"
+SINGLE_POD_WORDS = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
+
+
+def single_pod_claim(volumes: Volumes, name: str) -> None:
+    """A claim of the ReadWriteOncePod access mode, bound; skipped where not served."""
+    now = volumes.storage_class(name, "kubernetes.io/no-provisioner", "Immediate")
+    try:
+        volumes.bound_claim(name, now, modes=(SINGLE_POD,))
+    except ApiError as exc:  # (a server before 1.22 refuses the access mode)
+        if exc.status != 422 or SINGLE_POD not in str(exc):
+            raise
+        pytest.skip("e2e: the server does not serve the ReadWriteOncePod access mode (1.22 on)")
+
+
+def test_a_gang_sharing_a_single_pod_claim_waits_whole_saying_why(
+    corner: Corner, volumes: Volumes, kbatch_runs: Any
+) -> None:
+    volumes.zoned_nodes("a", "a")
+    single_pod_claim(volumes, "only")
+    corner.add_group("g", 2)
+    corner.add_pods([volumes.pod("p0", "only", "g"), volumes.pod("p1", "only", "g")])
+    run = corner.start_kbatch(kbatch_runs, "single-pod-gang")
+    try:
+        told = poll(
+            "a gang member told why it waits",
+            lambda: (c := corner.pod_condition("p0", "PodScheduled")) and "Once" in c["message"],
+            30,
+        )
+        assert told
+        message = corner.pod_condition("p0", "PodScheduled")["message"]  # type: ignore[index]
+        assert SINGLE_POD_WORDS in message, message
+        assert placed(corner) == {}
+        assert run.alive
+    finally:
+        run.stop()
+
+
+def test_a_pod_waits_while_another_uses_its_single_pod_claim(
+    corner: Corner, volumes: Volumes, kbatch_runs: Any
+) -> None:
+    volumes.zoned_nodes("a", "a")
+    single_pod_claim(volumes, "only")
+    corner.add_pods([volumes.pod("first", "only")])
+    run = corner.start_kbatch(kbatch_runs, "single-pod")
+    try:
+        poll("the first pod bound", lambda: "first" in placed(corner), 60)
+        corner.add_pods([volumes.pod("second", "only")])
+        poll(
+            "the second pod told why it waits",
+            lambda: (
+                (c := corner.pod_condition("second", "PodScheduled"))
+                and SINGLE_POD_WORDS in c["message"]
+            ),
+            30,
+        )
+        assert "second" not in placed(corner)
+        path = f"/api/v1/namespaces/{corner.namespace}/pods/first"
+        request(corner.api, "DELETE", path, {"gracePeriodSeconds": 0})  # (no kubelet to wait)
+        poll("the second pod bound once the first is gone", lambda: "second" in placed(corner), 60)
+        assert run.alive
+    finally:
+        run.stop()
+
+
+def test_nodes_at_their_attach_limit_take_no_pod_more(
+    corner: Corner, volumes: Volumes, kbatch_runs: Any
+) -> None:
+    a, b = volumes.zoned_nodes("a", "a")
+    driver = f"e2e-{corner.suffix}.csi.example.com"
+    for name in (a, b):
+        volumes.csi_node(name, driver, 1)
+    now = volumes.storage_class("csi", "kubernetes.io/no-provisioner", "Immediate")
+    for i in range(3):
+        volumes.bound_claim(f"d{i}", now, driver=driver)
+    corner.add_pods([volumes.pod(f"p{i}", f"d{i}") for i in range(3)])
+    run = corner.start_kbatch(kbatch_runs, "attach-limits")
+    try:
+        poll("two pods bound", lambda: len(placed(corner)) == 2, 60)
+        assert sorted(placed(corner).values()) == sorted([a, b])  # one a node
+        (waiting,) = {"p0", "p1", "p2"} - set(placed(corner))
+        told = poll(
+            "the third told why it waits",
+            lambda: (
+                (c := corner.pod_condition(waiting, "PodScheduled"))
+                and "max volume count" in c["message"]
+                and c
+            ),
+            30,
+        )
+        assert "2 node(s) exceed max volume count" in told["message"], told["message"]
+        volumes.csi_node(a, driver, 2)
+        poll("the third bound where it may attach two", lambda: len(placed(corner)) == 3, 60)
+        assert placed(corner)[waiting] == a
         assert run.alive
     finally:
         run.stop()

@@ -344,6 +344,7 @@ def volume(name: str = "disk-1") -> Obj:
             "capacity": {"storage": "10Gi"},
             "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}},
             "claimRef": {"namespace": "default", "name": "data"},
+            "csi": {"driver": "disk.csi.example.com", "volumeHandle": "vol-1"},
         },
         "status": {"phase": "Available"},
     }
@@ -362,6 +363,16 @@ def storage_class(name: str = "local") -> Obj:
     }
 
 
+def csi_node(name: str = "node-1") -> Obj:
+    driver = {"name": "disk.csi.example.com", "nodeID": name, "allocatable": {"count": 8}}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": [driver]},
+    }
+
+
 BASES: dict[str, Callable[[], Obj]] = {
     "PodGroup": pod_group,
     "Queue": queue,
@@ -375,6 +386,7 @@ BASES: dict[str, Callable[[], Obj]] = {
     "PersistentVolumeClaim": claim,
     "PersistentVolume": volume,
     "StorageClass": storage_class,
+    "CSINode": csi_node,
 }
 
 

@@ -62,6 +62,7 @@ def cluster_at(documents: list[Obj], seconds: float) -> visibility.ClusterObject
         claims=state.list("PersistentVolumeClaim"),
         volumes=state.list("PersistentVolume"),
         storage_classes=state.list("StorageClass"),
+        csi_nodes=state.list("CSINode"),
     )
 
 

@@ -337,6 +337,20 @@ def test_volumes_are_read_and_without_leave_to_list_them_the_rest_is(monkeypatch
     ]
 
 
+def test_csinodes_are_read_and_without_leave_to_list_them_the_limits_are_not(monkeypatch) -> None:
+    path = "/apis/storage.k8s.io/v1/csinodes"
+    source, warnings, _ = live_source(monkeypatch, {path: [{"metadata": {"name": "n1"}}]})
+    assert [c["kind"] for c in source.objects(events_in=None).csi_nodes] == ["CSINode"]
+    assert warnings == []
+    refused = kubeapi.ApiError(403, "csinodes is forbidden")
+    source, warnings, _ = live_source(monkeypatch, {path: refused})
+    assert source.objects(events_in=None).csi_nodes == []
+    assert warnings == [
+        "cannot list CSINodes (HTTP 403: csinodes is forbidden): nodes' CSI attach limits are "
+        "not counted"
+    ]
+
+
 def test_a_required_list_that_fails_fails_the_command(monkeypatch) -> None:
     source, _, _ = live_source(monkeypatch, {"/api/v1/pods": kubeapi.ApiError(403, "no")})
     with pytest.raises(kubeapi.ApiError):

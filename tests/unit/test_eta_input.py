@@ -37,6 +37,7 @@ def plan(*documents: dict) -> eta_input.Plan:
         claims=kinds.get("PersistentVolumeClaim", []),
         volumes=kinds.get("PersistentVolume", []),
         storage_classes=kinds.get("StorageClass", []),
+        csi_nodes=kinds.get("CSINode", []),
     )
     session, _ = visibility.open_session(objects, default_conf())
     return eta_input.plan_of(session, objects)
@@ -85,7 +86,7 @@ def test_a_pod_with_no_known_runtime_runs_for_ever() -> None:
 
 
 def test_a_pending_pods_claims_their_volumes_and_classes_go_forward() -> None:
-    """As they are, but for the claim uid a PV's claimRef names (a bind's, in flight):
+    """As they are (CSINodes too), but for the claim uid a PV's claimRef names (a bind's, in flight):
     the forward run gives the claim its own."""
     claim = v.claim("data", "local")
     claim["metadata"].update(namespace="default", uid="live-uid")
@@ -95,7 +96,11 @@ def test_a_pending_pods_claims_their_volumes_and_classes_go_forward() -> None:
     waiting = v.mounting(o.pod("user", namespace="default"), "data")
     waiting["metadata"]["creationTimestamp"] = at(10)
     local = v.storage_class("local", v.NO_PROVISIONER)
-    result = by_name(plan(o.node("n1"), local, chosen, claim, waiting))
+    limits = {"kind": "CSINode", "metadata": {"name": "n1"}, "spec": {"drivers": []}}
+    planned = plan(o.node("n1"), local, chosen, claim, waiting, limits)
+    (made,) = [obj for obj in planned.objects if obj["kind"] == "CSINode"]
+    assert (made["metadata"]["name"], made["spec"]) == ("n1", limits["spec"])
+    result = by_name(planned)
     assert result["local"]["provisioner"] == v.NO_PROVISIONER
     assert result["pv-1"]["spec"]["claimRef"] == {"namespace": "default", "name": "data"}
     assert result["pv-1"]["status"] == {"phase": "Available"}

@@ -272,3 +272,17 @@ def test_a_pod_whose_claim_is_missing_is_told_so(tmp_path, capsys) -> None:
     (user,) = data["groups"]
     assert 'persistentvolumeclaim "nowhere" not found' in user["reason"]
     assert user["nodes"] == []
+
+
+def test_a_pod_whose_volume_a_node_may_not_attach_is_told_so(tmp_path, capsys) -> None:
+    """What if the node's CSINode let it attach no volume of the class's driver: the
+    pod is foreseen waiting, told why (a CSINode in the files, as one read would be)."""
+    limit = {"name": "csi.example.com", "nodeID": "n1", "allocatable": {"count": 0}}
+    csi_node = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                "metadata": {"name": "n1"}, "spec": {"drivers": [limit]}}  # fmt: skip
+    given = [v.storage_class(), v.claim("data"), v.mounting(o.pod("user", cpu="1"), "data")]
+    code, data, err = what_if(capsys, written(tmp_path, "user.yaml", [csi_node, *given]))
+    assert code == 0, err
+    (user,) = data["groups"]
+    assert "node(s) exceed max volume count" in user["reason"], user["reason"]
+    assert user["nodes"] == []

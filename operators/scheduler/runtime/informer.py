@@ -82,6 +82,10 @@ RESOURCES = (
     Resource("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims"),
     Resource("PersistentVolume", "/api/v1/persistentvolumes"),
     Resource("StorageClass", "/apis/storage.k8s.io/v1/storageclasses"),
+    # How many volumes of each CSI driver a node may attach (``volume_use``). Read where
+    # kbatch may list them: an RBAC made for an older kbatch leaves the scheduler without
+    # the limits, not without a start.
+    Resource("CSINode", "/apis/storage.k8s.io/v1/csinodes", ("storage.k8s.io/v1",)),
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(

@@ -143,7 +143,7 @@ def _plan(
     among its planned pods); None when one finds none."""
     room = room.copy()
     plans = []
-    volumes = PlannedVolumes()
+    volumes = PlannedVolumes(session.node_volumes.limits if session.node_volumes else {})
     infos = session.nodes.infos
     try:
         for task in waiting:

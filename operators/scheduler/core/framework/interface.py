@@ -17,6 +17,7 @@ from kbatch.operators.scheduler.core.framework.info import (
 from kbatch.operators.scheduler.core.framework.nodes import NodeSet
 from kbatch.operators.scheduler.core.framework.outcome import ObjectRef, Outcome
 from kbatch.operators.scheduler.core.framework.resources import Dims
+from kbatch.operators.scheduler.core.framework.volume_needs import NodeVolumes
 
 __all__ = ["Backend", "Delta", "ObjectRef", "OrphanPod", "Outcome", "Snapshot"]
 
@@ -56,6 +57,9 @@ class Snapshot:
     # PriorityClasses whose preemptionPolicy is Never, '' among them when the
     # globalDefault class's is (a pod naming no class is given that one's)
     non_preempting: frozenset[str] = frozenset()
+    # What the pods on nodes hold of volumes (claims only one pod may use, volumes
+    # counted against CSI attach limits); None while no pending pod of ours has a claim.
+    node_volumes: NodeVolumes | None = None
     # What changed since the snapshot before it in its maker's line, for the caches
     # that reuse work across sessions (None: no snapshot before it to compare with).
     delta: Delta | None = None

@@ -7,9 +7,12 @@ that fits the claim on its node) is free no longer for the tasks placed after it
 a pod sharing the claim must go to the same node; both undone if that placement is
 (a gang's statement discarded). So two pods that need one node's only local disk are
 not both placed there, two that share a claim are not placed apart, and a gang is
-never bound half for the want of a volume. The placement asks afresh, over all nodes,
-for pods whose needs bind claims (``VolumeNeeds.binds_claims``: ``placement.Placer``),
-since a claim bound changes the answers of every node.
+never bound half for the want of a volume. Likewise a task placed with a claim of the
+ReadWriteOncePod access mode bars every node to the other pods that name it (as a pod
+on a node that uses it does: ``NodeVolumes.in_use``), and its volumes count against its
+node's CSI attach limits (``attach_limits``). The placement asks afresh, over all
+nodes, for pods whose needs bind claims (``VolumeNeeds.binds_claims``:
+``placement.Placer``), since a claim bound changes the answers of every node.
 """
 
 import numpy as np
@@ -19,11 +22,15 @@ from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.framework.signatures import Failures
 from kbatch.operators.scheduler.core.framework.volume_needs import (
     BIND_CONFLICT,
+    MAX_VOLUME_COUNT,
     NODE_CONFLICT,
+    SINGLE_POD_CONFLICT,
     ClaimChoices,
+    NodeVolumes,
     Terms,
     VolumeNeeds,
 )
+from kbatch.operators.scheduler.core.plugins.attach_limits import AttachCounts
 from kbatch.operators.scheduler.core.plugins.node_index import NodeIndex
 
 
@@ -43,6 +50,14 @@ class VolumeChecks:
         self._reaches: dict[int, tuple[object, Reach]] = {}
         self._claims: dict[str, int] = {}  # claim -> the node it is bound for
         self._by_task: dict[str, tuple[list[str], list[str]]] = {}  # uid -> (PVs, claims)
+        # What the pods on nodes hold; the ReadWriteOncePod claims of the tasks placed (->
+        # how many: one, unless a gang shares one it cannot have), and the volumes they
+        # attach (made once a pod that attaches one is asked about).
+        self._use = session.node_volumes or NodeVolumes()
+        self._nodes = session.nodes.index
+        self._single: dict[str, int] = {}
+        self._attach: AttachCounts | None = None
+        self._holding: dict[str, tuple[VolumeNeeds, int]] = {}  # uid -> (needs, node)
 
     def failures(self, needs: VolumeNeeds) -> Failures:
         """(reason, mask over all nodes), each node once: while a claim waits, every
@@ -71,7 +86,29 @@ class VolumeChecks:
                     if mask.any()
                 ]
             self._masks[needs] = found
+        if needs.single_pod or needs.attaches:
+            return self._restricted(needs, found)
         return found
+
+    def _restricted(self, needs: VolumeNeeds, found: Failures) -> Failures:
+        """``found`` after what kube-scheduler checks before VolumeBinding: a claim only
+        one pod may use, which another has, fails every node; then the nodes past a CSI
+        attach limit with the pod's volumes."""
+        in_use, single = self._use.in_use, self._single
+        if any(claim in in_use or single.get(claim) for claim in needs.single_pod):
+            return [(SINGLE_POD_CONFLICT, np.ones(self.index.size, dtype=bool))]
+        if not needs.attaches:
+            return found
+        over = self._counts().over(needs.attaches)
+        if not over.any():
+            return found
+        rest = [(reason, mask & ~over) for reason, mask in found]
+        return [(MAX_VOLUME_COUNT, over)] + [(r, m) for r, m in rest if m.any()]
+
+    def _counts(self) -> AttachCounts:
+        if self._attach is None:
+            self._attach = AttachCounts(self._use, self._nodes, self.index.size)
+        return self._attach
 
     def _bindable(self, choices: ClaimChoices) -> np.ndarray:
         """The nodes where the claim may be bound: a PV not taken reaches them, or a
@@ -102,7 +139,11 @@ class VolumeChecks:
         a task before it, the first free PV that fits it on its node (none where it is
         to be provisioned), and the claim for that node."""
         needs = task.template.volumes
-        if needs is None or not needs.unbound or task.node == NO_NODE:
+        if needs is None or task.node == NO_NODE:
+            return
+        if needs.single_pod or needs.attaches:
+            self._hold(task, needs)
+        if not needs.unbound:
             return
         taken: list[str] = []
         claims: list[str] = []
@@ -120,8 +161,23 @@ class VolumeChecks:
             self._by_task[task.uid] = (taken, claims)
             self._masks.clear()
 
+    def _hold(self, task: TaskInfo, needs: VolumeNeeds) -> None:
+        """``task`` (placed) holds its claims only one pod may use and its volumes."""
+        for claim in needs.single_pod:
+            self._single[claim] = self._single.get(claim, 0) + 1
+        if needs.attaches:
+            self._counts().place(needs.attaches, task.node)
+        self._holding[task.uid] = (needs, task.node)
+
     def deallocated(self, task: TaskInfo) -> None:
-        """``task``'s placement was undone: what it bound is free again."""
+        """``task``'s placement was undone: what it bound or held is free again."""
+        held = self._holding.pop(task.uid, None)
+        if held is not None:
+            needs, node = held
+            for claim in needs.single_pod:
+                self._single[claim] -= 1
+            if needs.attaches:
+                self._counts().unplace(needs.attaches, node)
         bound = self._by_task.pop(task.uid, None)
         if bound:
             self._take(bound[0], False)
