@@ -7,8 +7,10 @@ pod to another, or it waits; CSINodes are read from the input and refused when b
 import re
 from typing import Any
 
+import pytest
+
 from kbatch.sim import run, simulate
-from scenarios.objects import Obj, node, pod, pod_group
+from scenarios.objects import Obj, conf_map, node, pod, pod_group
 from scenarios.test_volumes import got, placed
 from scenarios.volume_objects import claim, mounting, storage_class, zoned
 
@@ -58,13 +60,22 @@ def test_a_pod_waits_for_the_pod_using_its_single_pod_claim_then_starts() -> Non
     assert placed(run(documents=docs, until="45s"))["second"] is not None
 
 
-def test_a_gang_whose_pods_share_a_single_pod_claim_waits_whole_saying_why() -> None:
+@pytest.mark.parametrize("enqueue", [True, False])
+def test_a_gang_whose_pods_share_a_single_pod_claim_waits_whole_saying_why(
+    enqueue: bool,
+) -> None:
+    """It can never start: not admitted (it would hold the room admitted for it); tried
+    all the same (no enqueue), never half bound."""
     docs = [storage_class(), zoned("n1", "a"), zoned("n2", "b"), single_pod_claim("shared")]
     docs += [pod_group("g", 2)]
     docs += [mounting(pod(f"g-{i}", group="g"), "shared") for i in range(2)]
+    if not enqueue:
+        tiers = "tiers:\n- plugins: [{name: gang}, {name: predicates}, {name: nodeorder}]\n"
+        docs.append(conf_map(f"actions: 'allocate, backfill'\n{tiers}"))
     outcome = run(documents=docs, until="1m")
     assert placed(outcome) == {"g-0": None, "g-1": None}
-    assert any(RWOP_WORDS in m for m in told(outcome, "g-0") | told(outcome, "g-1"))
+    words = RWOP_WORDS if not enqueue else "one at a time: they share a ReadWriteOncePod claim"
+    assert any(words in m for m in told(outcome, "g-0") | told(outcome, "g-1"))
     made = got(outcome, "PersistentVolumeClaim", "shared")  # (nothing bound for it)
     assert "volume.kubernetes.io/selected-node" not in (made["metadata"].get("annotations") or {})
 

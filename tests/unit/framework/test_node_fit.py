@@ -21,6 +21,7 @@ from kbatch.operators.scheduler.core.framework.podspec import (
     Toleration,
 )
 from kbatch.operators.scheduler.core.framework.signatures import DomainSkew
+from kbatch.operators.scheduler.core.framework.volume_needs import ClaimChoices, VolumeNeeds
 
 GANG_ONLY = 'actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n'
 
@@ -246,3 +247,29 @@ def test_the_spread_bound_is_what_the_best_spread_holds(seed: int) -> None:
             best = max(best, sum(counts))
     free = int(per_node[ids < 0].sum())
     assert node_fit._skewed(per_node, (skew,)) == best + free
+
+
+@pytest.mark.parametrize(
+    ("needs", "verdict_says"),
+    [
+        # a claim bound on first use, shared: its volume is made for one node
+        (VolumeNeeds(unbound=(ClaimChoices("default/c", provisioned=True),)), "all on one node"),
+        # a ReadWriteOncePod claim, shared: one pod at a time
+        (VolumeNeeds(single_pod=("default/c",)), "one at a time"),
+        # a volume a node's limit counts, or a claim bound already: nothing of the kind
+        (VolumeNeeds(attaches=(("csi.example.com", "pv-1"),)), None),
+        (VolumeNeeds(), None),
+    ],
+)
+def test_pods_alike_sharing_a_claim_count_as_their_claim_lets_them(
+    needs: VolumeNeeds, verdict_says: str | None
+) -> None:
+    cluster = Cluster().node("n1", cpu=4).node("n2", cpu=4)
+    cluster.job("g", min_member=2).tasks(2, cpu=3)
+    (template,) = {task.template for task in cluster.jobs["default/g"].tasks.values()}
+    template.volumes = needs
+    found = verdict(cluster, "g")
+    if verdict_says is None:
+        assert found is None
+    else:
+        assert found is not None and verdict_says in found, found

@@ -41,7 +41,7 @@ from kbatch.operators.scheduler.core.framework.info import REQUIRED, JobInfo
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
 from kbatch.operators.scheduler.core.framework.session import Session
-from kbatch.operators.scheduler.core.framework.signatures import DomainSkew, Failures
+from kbatch.operators.scheduler.core.framework.signatures import DomainSkew, Failures, Lasting
 
 # The verdicts given in a session (its nodes' allocatable, labels and taints do not
 # change within one), by what they were asked of: a gang's pod template (its id: the
@@ -49,6 +49,7 @@ from kbatch.operators.scheduler.core.framework.signatures import DomainSkew, Fai
 # (pods unlike), its minMember, and the level of which it requires one domain, if it
 # does: alike gangs are asked once.
 Verdicts = dict[Hashable, str | None]
+NOTHING_LASTS = Lasting()
 
 
 def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None:
@@ -70,7 +71,7 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
     if key not in verdicts:
         lasting = session.lasting(template)
         asked = _Asked(template.request, job.min_member, lasting.barred, True, level)
-        verdicts[key] = _verdict(session, asked, lasting.one_per, lasting.skews, lasting.together)
+        verdicts[key] = _verdict(session, asked, lasting)
     return verdicts[key]
 
 
@@ -186,14 +187,13 @@ def _held(
     request: np.ndarray,
     barred: Failures,
     level: str | None,
-    one_per: tuple[str, ...] = (),
-    skews: tuple[DomainSkew, ...] = (),
-    together: bool = False,
+    lasting: Lasting = NOTHING_LASTS,
 ) -> int:
-    """How many pods of ``request`` the empty nodes hold, none ``barred``, one at most
-    in a domain of each key of ``one_per``, spread as ``skews`` say, all on one node if
-    ``together`` (in the largest domain of ``level``, if given); -1 when nothing tells
-    (no node, no resource asked, no domain of the level: topology's own check says so)."""
+    """How many pods of ``request`` the empty nodes hold, none ``barred``, as ``lasting``
+    says of pods alike: one at most in a domain of each key of its ``one_per``, spread as
+    its ``skews`` say, all on one node if ``together``, one at all if ``alone`` (in the
+    largest domain of ``level``, if given); -1 when nothing tells (no node, no resource
+    asked, no domain of the level: topology's own check says so)."""
     allocatable = session.nodes.allocatable
     counted = np.flatnonzero(session.room_dims & (request > EPSILON))
     if not len(allocatable) or not counted.size:
@@ -203,10 +203,12 @@ def _held(
     # (a node whose allocatable gives no pod count takes pods all the same)
     per_node = np.where(slots > 0, np.minimum(per_node, slots), per_node)
     per_node[_any_of(barred, len(per_node))] = 0
-    if "" in one_per:
+    if "" in lasting.one_per or lasting.alone:
         per_node = np.minimum(per_node, 1)
     levels = topology.levels_of(session)
-    spread = [levels.ids(key)[0] for key in one_per if key]
+    spread = [levels.ids(key)[0] for key in lasting.one_per if key]
+    skews = lasting.skews
+    together = lasting.together or lasting.alone
 
     def most(among: np.ndarray) -> int:
         held = min(
@@ -257,19 +259,20 @@ def _capped(per_node: np.ndarray, spread: list[np.ndarray]) -> int:
 def _verdict(
     session: Session,
     asked: _Asked,
-    one_per: tuple[str, ...] = (),
-    skews: tuple[DomainSkew, ...] = (),
-    together: bool = False,
+    lasting: Lasting = NOTHING_LASTS,
 ) -> str | None:
-    """Why ``asked`` never fits (None: it may), ``one_per``, ``skews`` and ``together``
-    as ``_held`` takes them (pods alike only)."""
-    held = _held(session, asked.request, asked.barred, asked.level, one_per, skews, together)
+    """Why ``asked`` never fits (None: it may), ``lasting`` as ``_held`` takes it (pods
+    alike only)."""
+    held = _held(session, asked.request, asked.barred, asked.level, lasting)
     if held < 0 or held >= asked.count:
         return None
     pods = _words(session, asked.request, asked.alike)
-    spread = [f"at most one per {key or 'node'}" for key in one_per]
-    spread += [f"spread over {s.key} with a skew of {s.max_skew} at most" for s in skews]
-    spread += ["all on one node, where the volume of a claim they share is made"] * together
+    spread = [f"at most one per {key or 'node'}" for key in lasting.one_per]
+    spread += [f"spread over {s.key} with a skew of {s.max_skew} at most" for s in lasting.skews]
+    if lasting.alone:
+        spread.append("one at a time: they share a ReadWriteOncePod claim")
+    elif lasting.together:
+        spread.append("all on one node, where the volume of a claim they share is made")
     why = "; ".join(filter(None, [_why(asked.barred, ""), *spread]))
     why = f" ({why})" if why else ""
     if asked.count == 1:

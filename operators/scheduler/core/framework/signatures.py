@@ -40,12 +40,14 @@ class Lasting:
     keys of which a domain takes at most one of them ('': a node; host ports, or a
     required anti-affinity to their own kind); how they must spread (``skews``); and
     whether they must all go on one node (``together``: they share a claim bound on
-    first use, whose volume is made for the node of the first)."""
+    first use, whose volume is made for the node of the first), or only one of them may
+    run at all (``alone``: they share a claim only one pod may use)."""
 
     barred: Failures = field(default_factory=list)
     one_per: tuple[str, ...] = ()
     skews: tuple[DomainSkew, ...] = ()
     together: bool = False
+    alone: bool = False
 
     @staticmethod
     def combined(found: "list[Lasting]") -> "Lasting":
@@ -57,6 +59,7 @@ class Lasting:
             sum((it.one_per for it in found), ()),
             sum((it.skews for it in found), ()),
             any(it.together for it in found),
+            any(it.alone for it in found),
         )
 
 

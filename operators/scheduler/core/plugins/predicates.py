@@ -147,8 +147,9 @@ class StaticChecks:
         (``node_index.lasting``) they do not tolerate, or that lack a key of their topology
         spread constraints; one of them a node when they ask for host ports, one a domain
         of each key their required anti-affinity to their own kind names; how their
-        spread constraints keep them apart (``topology_spread.lasting``); and all on one
-        node when they share a claim bound on first use (``VolumeNeeds.binds_claims``)."""
+        spread constraints keep them apart (``topology_spread.lasting``); all on one node
+        when they share a claim bound on first use, one at all when they share a
+        ReadWriteOncePod claim."""
         found = self._lasting_by_template.get(template)
         if found is None:
             barred = self._lasting_by_value.get(key := _static_key(template))
@@ -160,12 +161,14 @@ class StaticChecks:
                     (TAINTS, untolerated > 0),
                 ]
                 barred = self._lasting_by_value[key] = first_failures(checks)
-            together = template.volumes is not None and template.volumes.binds_claims
-            found = Lasting(barred, _one_per(template), together=together)
+            needs = template.volumes  # (pods alike share its claims)
+            together = needs is not None and bool(needs.unbound)
+            alone = needs is not None and bool(needs.single_pod)
+            found = Lasting(barred, _one_per(template), (), together, alone)
             if any(c.hard for c in template.spread):
                 spread = topology_spread.lasting(self.index, template)
                 barred = _then(barred, spread.barred)
-                found = Lasting(barred, found.one_per, spread.skews, together)
+                found = Lasting(barred, found.one_per, spread.skews, together, alone)
             self._lasting_by_template[template] = found
         return found
 
