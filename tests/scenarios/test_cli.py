@@ -338,3 +338,15 @@ def test_the_team_tree_example_reclaims_for_the_idle_team_as_its_comment_says(
     }
     evicted = {p["name"].rsplit("-", 1)[0] for p in result["pods"] if p.get("evictions")}
     assert evicted == {"model", "notebooks"}  # team-a gives back; b-etl starts whole
+
+
+def test_the_spread_example_spreads_its_gang_over_the_zones_as_its_comment_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = kbatch(capsys, "simulate", str(EXAMPLES / "spread.yaml"), "--output", "json")
+    assert code == 0
+    nodes = {p["name"]: p["node"] for p in json.loads(out)["pods"]}
+    zones = sorted(nodes[f"spread-{i}"].rsplit("-", 1)[0] for i in range(4))
+    assert zones == ["zone-a", "zone-a", "zone-b", "zone-b"]
+    packed = sorted(nodes[f"packed-{i}"].rsplit("-", 1)[0] for i in range(4))
+    assert packed == ["zone-a", "zone-a", "zone-a", "zone-b"]
