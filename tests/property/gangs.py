@@ -31,6 +31,9 @@ class Place:
     dedicated: bool = False  # a node tainted DEDICATED; a gang tolerating it
     spread: bool = False  # a gang's pods asking for host port 80: one a node
     rack: str | None = None  # a node's rack; a gang's ONE_RACK: it requires one
+    # a gang's pods spread over the zones (topologySpreadConstraints: maxSkew 1, its own
+    # pods counted): a node without a zone takes none
+    zone_spread: bool = False
 
     def takes(self, gang: "Place") -> bool:
         """Does a node here take pods of a gang that asks for ``gang``?"""
@@ -55,9 +58,22 @@ class Workload:
             (min(free // cpu, most) if place.takes(wanted) else 0, place.rack)
             for free, place in zip(self.node_cpus, self.node_places, strict=True)
         ]
+        if wanted.zone_spread:
+            return self._spread_holds(wanted, [n for n, _ in holds]) >= size
         if wanted.rack is None:
             return sum(count for count, _ in holds) >= size
         return any(sum(n for n, r in holds if r == rack) >= size for rack in RACKS)
+
+    def _spread_holds(self, wanted: "Place", holds: list[int]) -> int:
+        """The most pods spread over the zones with a skew of 1 hold: the domains are the
+        zones of the nodes its node selector lets count (taints do not matter: the
+        default nodeTaintsPolicy), none more than one above the emptiest."""
+        rooms: dict[str, int] = {}
+        for count, place in zip(holds, self.node_places, strict=True):
+            if place.zone is not None and wanted.zone in (None, place.zone):
+                rooms[place.zone] = rooms.get(place.zone, 0) + count
+        least = min(rooms.values(), default=0)
+        return sum(min(room, least + 1) for room in rooms.values())
 
 
 def node(name: str, cpu: int, place: Place = Place()) -> Obj:
@@ -88,7 +104,11 @@ def priority_class(name: str, value: int) -> Obj:
 
 
 def pod_spec(
-    cpu: int, priority: str | None, deadline: int | None = None, place: Place = Place()
+    cpu: int,
+    priority: str | None,
+    deadline: int | None = None,
+    place: Place = Place(),
+    gang: str = "",
 ) -> Obj:
     spec: Obj = {
         "schedulerName": "kbatch",
@@ -110,6 +130,12 @@ def pod_spec(
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
     if place.spread:
         spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
+    if place.zone_spread:
+        selector = {"matchLabels": {"gang": gang}}
+        spec["topologySpreadConstraints"] = [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": selector}
+        ]  # fmt: skip
     return spec
 
 
@@ -136,8 +162,11 @@ def job(
             # that fits runs to its end however often it is evicted
             "podFailurePolicy": {"rules": [IGNORE_EVICTIONS]},
             "template": {
-                "metadata": {"annotations": pod_annotations},
-                "spec": {**pod_spec(cpu, priority, place=place), "restartPolicy": "Never"},
+                "metadata": {"annotations": pod_annotations, "labels": {"gang": name}},
+                "spec": {
+                    **pod_spec(cpu, priority, place=place, gang=name),
+                    "restartPolicy": "Never",
+                },
             },
         },
     }
@@ -149,7 +178,8 @@ def places(draw: st.DrawFn, zones: tuple[str, ...], gang: bool = False) -> Place
     zone = draw(st.one_of(st.none(), st.sampled_from(zones)))
     spread = gang and draw(st.booleans())
     rack = (ONE_RACK if draw(st.booleans()) else None) if gang else draw(st.sampled_from(RACKS))
-    return Place(zone, draw(st.booleans()), spread, rack)
+    zone_spread = gang and rack is None and draw(st.booleans())
+    return Place(zone, draw(st.booleans()), spread, rack, zone_spread)
 
 
 @st.composite
@@ -167,8 +197,8 @@ def workloads(
     bare pod's activeDeadlineSeconds its runtime (a runtime known ahead), or with
     ``slack`` up to a minute more (a walltime, as users overestimate it); ``placed``:
     nodes in zones ``ZONES`` or none, in racks ``RACKS``, some tainted ``DEDICATED``, and
-    gangs asking for a zone (c: none is there), tolerating the taint, a host port, or one
-    rack (a conf with ``TOPOLOGY``), or not."""
+    gangs asking for a zone (c: none is there), tolerating the taint, a host port, one
+    rack (a conf with ``TOPOLOGY``), or to be spread over the zones, or not."""
     node_cpus = draw(st.lists(st.sampled_from(NODE_CPU), min_size=1, max_size=3))
     node_places = [draw(places(ZONES)) if placed else Place() for _ in node_cpus]
     docs: list[Obj] = [
@@ -216,8 +246,9 @@ def workloads(
                 "name": f"g{g}-{k}",
                 "namespace": "default",
                 "annotations": {**annotations, **pod_annotations},
+                "labels": {"gang": f"g{g}"},
             }
             deadline = runtime + (draw(st.integers(0, 60)) if slack else 0)
-            spec = pod_spec(cpu, priority, deadline if deadlines else None, place)
+            spec = pod_spec(cpu, priority, deadline if deadlines else None, place, f"g{g}")
             docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
     return Workload(docs, node_cpus, gangs, node_places, gang_places)
