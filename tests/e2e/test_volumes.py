@@ -11,7 +11,8 @@
 - a pod's generic ephemeral volume: kbatch waits for the claim the ephemeral-volume
   controller makes, then binds the pod and selects its node (1.21 on);
 - a claim of the ReadWriteOncePod access mode (1.22 on): a gang whose pods share one
-  waits whole, told why, and a pod waits while another uses its claim, then is bound;
+  is not admitted, told why (it could never start), and a pod waits while another uses
+  its claim, then is bound;
 - CSI attach limits: nodes whose CSINodes (made here, as a CSI node plugin would
   register them) let them attach one volume of a driver take one pod with a volume of
   it each; the third waits, told why, until a CSINode lets its node attach two.
@@ -326,7 +327,7 @@ def single_pod_claim(volumes: Volumes, name: str) -> None:
         pytest.skip("e2e: the server does not serve the ReadWriteOncePod access mode (1.22 on)")
 
 
-def test_a_gang_sharing_a_single_pod_claim_waits_whole_saying_why(
+def test_a_gang_sharing_a_single_pod_claim_is_not_admitted_saying_why(
     corner: Corner, volumes: Volumes, kbatch_runs: Any
 ) -> None:
     volumes.zoned_nodes("a", "a")
@@ -342,7 +343,8 @@ def test_a_gang_sharing_a_single_pod_claim_waits_whole_saying_why(
         )
         assert told
         message = corner.pod_condition("p0", "PodScheduled")["message"]  # type: ignore[index]
-        assert SINGLE_POD_WORDS in message, message
+        # (it could never start: not admitted, so it holds no room)
+        assert "one at a time: they share a ReadWriteOncePod claim" in message, message
         assert placed(corner) == {}
         assert run.alive
     finally:
