@@ -479,10 +479,10 @@ class ClusterBackend:
             for ns in sorted(self._namespaces):
                 for kind in NAMESPACED_PATHS:
                     body = {"gracePeriodSeconds": 0, "propagationPolicy": "Background"}
-                    _delete(self.api, collection(kind, ns), body)
+                    delete(self.api, collection(kind, ns), body)
             for kind, name in self._cluster_objects:
                 if name != "default":
-                    _delete(self.api, f"{collection(kind)}/{name}")
+                    delete(self.api, f"{collection(kind)}/{name}")
             time.sleep(0.2)
         for ns in sorted(self._namespaces):  # after the scheduler stopped: no event comes later
             request(self.api, "DELETE", f"/api/v1/namespaces/{ns}/events", {})
@@ -500,7 +500,7 @@ class ClusterBackend:
                     raise
                 left += [f"{kind} {ns}/{i['metadata']['name']}" for i in items]
         for kind, name in self._cluster_objects:
-            if name != "default" and _exists(self.api, f"{collection(kind)}/{name}"):
+            if name != "default" and exists(self.api, f"{collection(kind)}/{name}"):
                 left.append(f"{kind} {name}")
         return left
 
@@ -616,7 +616,7 @@ def _node_status(status: Json) -> Json:
     return out
 
 
-def _exists(api: Any, path: str) -> bool:
+def exists(api: Any, path: str) -> bool:
     try:
         request(api, "GET", path)
     except ApiError as exc:
@@ -626,7 +626,7 @@ def _exists(api: Any, path: str) -> bool:
     return True
 
 
-def _delete(api: Any, path: str, body: Json | None = None) -> None:
+def delete(api: Any, path: str, body: Json | None = None) -> None:
     """DELETE, not minding what is gone already."""
     try:
         request(api, "DELETE", path, body)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from e2e.cluster_backend import poll
+from e2e.cluster_backend import delete, poll
 from e2e.test_ha import MERGE, Corner
-from kbatch.kubeapi import ApiError, request
+from kbatch.kubeapi import request
 
 pytestmark = pytest.mark.e2e
 
@@ -60,8 +60,4 @@ def test_anti_affinity_keeps_away_from_pods_of_the_namespaces_it_selects(
         finally:
             run.stop()
     finally:
-        try:
-            request(corner.api, "DELETE", f"/api/v1/namespaces/{other}", {"gracePeriodSeconds": 0})
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        delete(corner.api, f"/api/v1/namespaces/{other}", {"gracePeriodSeconds": 0})

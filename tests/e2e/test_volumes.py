@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from e2e.cluster_backend import poll
+from e2e.cluster_backend import exists, poll
 from e2e.test_ha import MERGE, Corner
 from kbatch.kubeapi import ApiError, request
 
@@ -132,7 +132,7 @@ class Volumes:
         }
         if f"{path}/{node}" in self.made:
             request(self.api, "DELETE", f"{path}/{node}")  # (its drivers may not be patched)
-            poll("the CSINode gone", lambda: _gone(self.api, f"{path}/{node}"), 30)
+            poll("the CSINode gone", lambda: not exists(self.api, f"{path}/{node}"), 30)
         else:
             self.made.append(f"{path}/{node}")
         request(self.api, "POST", path, body)
@@ -178,16 +178,6 @@ def volumes(corner: Corner, control_plane: Any) -> Iterator[Volumes]:
         yield made
     finally:
         made.close()
-
-
-def _gone(api: Any, path: str) -> bool:
-    try:
-        request(api, "GET", path)
-    except ApiError as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
 
 
 def placed(corner: Corner) -> dict[str, str]:

@@ -61,7 +61,7 @@ class SpreadChecks:
         template = task.template
         hard = [c for c in template.spread if c.hard]
         reasons = np.zeros(self.size, dtype=np.int8)  # 0 passes, 1 missing key, 2 skewed
-        with_keys = self._with_keys(hard)
+        with_keys = keyed(self.labels, hard)
         for constraint in hard:
             column = self.labels.column(constraint.topology_key)
             counted, domains = self._domains(task, constraint, with_keys)
@@ -80,7 +80,7 @@ class SpreadChecks:
     def scores(self, task: TaskInfo) -> np.ndarray:
         """0..10 per node from the task's ``ScheduleAnyway`` constraints."""
         soft = [c for c in task.template.spread if not c.hard]
-        scored = self._with_keys(soft)
+        scored = keyed(self.labels, soft)
         out = np.zeros(self.size)
         if not soft or not scored.any():
             return out
@@ -94,12 +94,6 @@ class SpreadChecks:
         high, low = raw[scored].max(), raw[scored].min()
         out[scored] = MAX_SCORE if high == 0 else MAX_SCORE * (high + low - raw[scored]) / high
         return out
-
-    def _with_keys(self, constraints: list[SpreadConstraint]) -> np.ndarray:
-        mask = np.ones(self.size, dtype=bool)
-        for constraint in constraints:
-            mask &= self.labels.column(constraint.topology_key).present
-        return mask
 
     def _domains(self, task: TaskInfo, constraint: SpreadConstraint, keyed: np.ndarray) -> Domains:
         """Per value of the constraint's key: the pods counted on its eligible nodes, and
@@ -118,6 +112,14 @@ class SpreadChecks:
 
     def _included(self, template: PodTemplate, constraint: SpreadConstraint) -> np.ndarray:
         return included(self.labels, template, constraint)
+
+
+def keyed(index: NodeIndex, constraints: list[SpreadConstraint]) -> np.ndarray:
+    """The nodes carrying the topology key of every one of ``constraints``."""
+    mask = np.ones(index.size, dtype=bool)
+    for constraint in constraints:
+        mask &= index.column(constraint.topology_key).present
+    return mask
 
 
 def included(index: NodeIndex, template: PodTemplate, constraint: SpreadConstraint) -> np.ndarray:
@@ -139,9 +141,7 @@ def lasting(index: NodeIndex, template: PodTemplate) -> Lasting:
     spread over its domains (``node_fit``: a gang that cannot spread on the empty nodes
     is told so, and not admitted to hold room it could never use)."""
     hard = [c for c in template.spread if c.hard]
-    with_keys = np.ones(index.size, dtype=bool)
-    for constraint in hard:
-        with_keys &= index.column(constraint.topology_key).present
+    with_keys = keyed(index, hard)
     skews = []
     for constraint in hard:
         if not constraint.selector_for(template.labels).matches(template.labels):
