@@ -152,6 +152,7 @@ class Cluster:
         self.nominated: list[tuple[TaskInfo, str]] = []  # pending tasks and their kept node
         self.job_deadlines: dict[str, JobDeadline] = {}  # batch/v1 Jobs' (TaskInfo.owner_job)
         self.namespace_labels: dict[str, dict[str, str]] = {}  # Namespaces' labels, by name
+        self.node_images: dict[str, dict[str, int]] = {}  # images each node lists (bytes)
         self._clock = itertools.count(1)
 
     def node(
@@ -207,6 +208,7 @@ class Cluster:
         host_ports: tuple[HostPort, ...] = (),
         priority_class_name: str = "",
         spread: tuple[SpreadConstraint, ...] = (),
+        images: tuple[str, ...] = (),
     ) -> PodTemplate:
         request = vec(cpu, memory, 1, gpu)
         return PodTemplate(
@@ -220,6 +222,7 @@ class Cluster:
             host_ports=host_ports,
             priority_class_name=priority_class_name,
             spread=spread,
+            images=images,
         )
 
     def job(
@@ -288,6 +291,7 @@ class Cluster:
             queues=self.queues,
             job_deadlines=dict(self.job_deadlines),
             namespace_labels=dict(self.namespace_labels),
+            node_images=dict(self.node_images),
         )
 
     def open(

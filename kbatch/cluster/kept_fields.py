@@ -3,20 +3,20 @@
 An object from the API server carries fields the server or another component adds that
 no part of kbatch reads:
 
-- ``metadata.managedFields``, server-side apply's record of who set which field: on a
-  pod that a controller made, a scheduler bound and a kubelet reports on, often a third
-  of the object (kube-scheduler drops it from its informers' objects too);
-- a Node's ``status.images``, the images the node holds and their sizes (up to 50 by
-  the kubelet's default): kbatch scores no image locality.
-
-``trim`` takes them out of an object the caller owns, before it is parsed and held:
-the cluster state takes less memory, copies less, and records less.
+``metadata.managedFields``, server-side apply's record of who set which field: on a
+pod that a controller made, a scheduler bound and a kubelet reports on, often a third
+of the object (kube-scheduler drops it from its informers' objects too). ``trim``
+takes it out of an object the caller owns, before it is parsed and held: the cluster
+state takes less memory, copies less, and records less. (A Node's ``status.images``
+is kept: image locality reads it, ``kbatch.cluster.node_images``.)
 
 A write may also change nothing kbatch reads: a kubelet's heartbeat of a Node (a
 condition's ``lastHeartbeatTime``), the job controller's counts and conditions on a
 Job. ``reads_the_same`` tells such a write; the cluster state does not pass such writes
 on to its observer (the flight recorder), so a recording holds the changes that
-matter, the same whoever made them (a live cluster or the simulator).
+matter, the same whoever made them (a live cluster or the simulator). A Node whose
+images alone changed reads the same here (its record, and so the snapshot's node set,
+stays) but is passed on: the images are read apart from the record.
 """
 
 from collections.abc import Mapping
@@ -29,10 +29,6 @@ def trim(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     if type(meta) is dict and "managedFields" in meta:
         del meta["managedFields"]
-    if obj.get("kind") == "Node":
-        status = obj.get("status")
-        if type(status) is dict and "images" in status:
-            del status["images"]
     return obj
 
 

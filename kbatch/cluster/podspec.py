@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kbatch import json_codec
-from kbatch.cluster import fields
+from kbatch.cluster import fields, node_images
 from kbatch.cluster.placement_spec import parse_affinity, parse_tolerations, spread_constraints
 from kbatch.cluster.quantity import amounts
 from kbatch.operators.scheduler.core.framework.podspec import (
@@ -38,6 +38,9 @@ class ParsedSpec:
     resource_claims: tuple[str, ...] = ()  # spec.resourceClaims' names (DRA)
     preemption_policy: str = ""  # spec.preemptionPolicy ('': its PriorityClass's)
     spread: tuple[SpreadConstraint, ...] = ()  # spec.topologySpreadConstraints
+    # Each container's image (init containers first), with the tag kube-scheduler gives
+    # one that names none (``node_images.normalized``): image locality's
+    images: tuple[str, ...] = ()
 
 
 def _container_requests(container: Mapping[str, Any], where: str) -> dict[str, float]:
@@ -158,7 +161,12 @@ def _read_of(container: object) -> object:
     """What ``parse_spec`` reads of a container."""
     if not isinstance(container, Mapping):
         return container
-    return [container.get("resources"), container.get("ports"), container.get("restartPolicy")]
+    return [
+        container.get("resources"),
+        container.get("ports"),
+        container.get("restartPolicy"),
+        container.get("image"),
+    ]
 
 
 def shape_key(spec: Mapping[str, Any]) -> str:
@@ -259,7 +267,17 @@ def parse_spec(
         resource_claims=fields.names(spec, "resourceClaims", at="spec"),
         preemption_policy=_preemption_policy(spec),
         spread=spread_constraints(spec),
+        images=_images(spec),
     )
+
+
+def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    images = []
+    for part in ("initContainers", "containers"):
+        for i, container in enumerate(fields.mappings(spec, part, at="spec")):
+            image = fields.string(container, "image", at=f"spec.{part}[{i}]") or ""
+            images.append(node_images.normalized(image))
+    return tuple(images)
 
 
 def _preemption_policy(spec: Mapping[str, Any]) -> str:

@@ -21,7 +21,7 @@ from kbatch.api import (
 from kbatch.api.duration import DurationError, parse_duration
 from kbatch.api.podgroup import PodGroup, PodGroupStatus
 from kbatch.api.queue import Queue, QueueStatus
-from kbatch.cluster import fields
+from kbatch.cluster import fields, node_images
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.job_records import parse_job, parse_jobset
 from kbatch.cluster.pod_records import (
@@ -127,6 +127,7 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
         }
         labels = fields.string_map(obj, "metadata.labels")
         unschedulable = fields.value(obj, "spec.unschedulable")
+        node_images.read(obj)  # (a bad list refuses the Node; NodeImages keeps them)
     taints = []
     for i, taint in enumerate(raw_taints):
         effect = taint.get("effect")

@@ -19,14 +19,13 @@ from pydantic import BaseModel
 
 from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
-from kbatch.api.queue import Queue
-from kbatch.api.selector import LabelSelector
 from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups, volcano
 from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.gated import GatedIndex
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
 from kbatch.cluster.kept_fields import reads_the_same
+from kbatch.cluster.node_images import NodeImages
 from kbatch.cluster.observer import StateObserver
 from kbatch.cluster.pod_records import pod_made_of
 from kbatch.cluster.reuse import settled
@@ -43,12 +42,6 @@ __all__ = ["ClusterState", "ObjectError"]
 
 _PARSERS: dict[str, Any] = dict(records.PARSERS)
 _READ_AGAIN = frozenset({"Node", "Job", "JobSet"})  # kinds whose writes may change nothing read
-
-
-def _reach(queue: Queue) -> tuple[str | None, LabelSelector | None]:
-    """What of a Queue its groups' verdicts read beyond its coming and going: its place
-    in the tree and which namespaces may use it."""
-    return queue.spec.parent, queue.spec.namespace_selector
 
 
 class ClusterState(StateAssumptions):
@@ -97,6 +90,7 @@ class ClusterState(StateAssumptions):
         # list, which tells its builder that the nodes are the same without comparing
         # each record (``KeptNodes.node_set``).
         self._node_list: builtins.list[records.NodeRecord] | None = None
+        self._images = NodeImages()  # (each node's status.images, kept apart from its record)
         self._job_deadlines: dict[str, JobDeadline] | None = None  # (``_deadlines``)
         self._shown = settled.Shown() if leave_out_settled else None
         # Units (PodGroup keys, PodRecord.unit) written since the last snapshot, and those
@@ -182,14 +176,16 @@ class ClusterState(StateAssumptions):
     def _record(self, kind: str, key: str, parsed: Any, raw: dict[str, Any]) -> bool:
         """Hold ``parsed`` and ``raw`` at ``key``, and note what they change: the
         generation, names, indexes, what snapshots show, and the builder's early work.
-        False: the write changes nothing kbatch reads (``_reads_the_same``)."""
+        False: the write changes nothing kbatch reads (``_reads_the_same``, ``NodeImages``)."""
+        # (a pull changes a node's images alone: recorded, but no record or generation)
+        pulled = kind == "Node" and self._images.written(key, raw)
         if self._reads_the_same(kind, key, parsed, raw):
             self._raw[kind][key] = raw  # (the newest, for what reads it)
-            return False
+            return pulled
         self.generation += 1
         self._names.count(kind, key, parsed)
         if self._shown is not None:
-            self._show(kind, key, parsed)
+            self._shown.object_written(kind, key, parsed, self._parsed)
         self._refused[kind].pop(key, None)
         if kind == "PodGroup":
             self._groups.remove(key, self._parsed["PodGroup"].get(key))
@@ -237,30 +233,6 @@ class ClusterState(StateAssumptions):
         names = self._names.names()
         nodes = builtins.list(self._parsed["Node"].values())
         return names, nodes, dict(self._parsed["PriorityClass"]), self.scheduler_names
-
-    def _show(self, kind: str, key: str, parsed: Any) -> None:
-        """Tell ``_shown`` of a change (``parsed`` None: the object is gone)."""
-        assert self._shown is not None
-        if kind == "Pod":
-            if parsed is None:
-                self._shown.pod_dropped(key)
-            else:
-                self._shown.pod_applied(key, parsed)
-        elif kind == "PodGroup":
-            if parsed is None:
-                self._shown.group_dropped(key)
-            else:
-                self._shown.group_applied(key, parsed)
-        elif kind == "Queue":
-            old = self._parsed["Queue"].get(key)
-            if parsed is None or old is None or _reach(old) != _reach(parsed):
-                self._shown.verdicts_changed()  # a Queue came, went, or moved in the tree
-        elif (
-            kind == "Namespace"
-            and self._parsed["Namespace"].get(key) != parsed
-            and any(_reach(q)[1] is not None for q in self._parsed["Queue"].values())
-        ):
-            self._shown.verdicts_changed()  # a namespaceSelector may read it otherwise
 
     def _is_waiting(self, parsed: Any) -> bool:
         if isinstance(parsed, records.PodRecord):
@@ -313,7 +285,7 @@ class ClusterState(StateAssumptions):
         self._unit_changed(kind, key, None)
         self._names.count(kind, key, None)
         if self._shown is not None and (kind != "Queue" or key in self._parsed["Queue"]):
-            self._show(kind, key, None)
+            self._shown.object_written(kind, key, None, self._parsed)
         if kind == "PodGroup":
             self._groups.remove(key, self._parsed["PodGroup"].get(key))
         self._raw[kind].pop(key, None)
@@ -321,6 +293,7 @@ class ClusterState(StateAssumptions):
         self._refused[kind].pop(key, None)
         if kind == "Node":
             self._node_list = None
+            self._images.dropped(key)
         elif kind == "Job":
             self._job_deadlines = None
         if kind == "Pod":
@@ -409,6 +382,7 @@ class ClusterState(StateAssumptions):
                 refused_queues=dict(self._refused["Queue"]),
                 refused_groups=dict(self._refused["PodGroup"]),
                 namespace_labels=dict(self._parsed["Namespace"]),
+                node_images=self._images.current(),
                 job_deadlines=self._deadlines(),
                 non_preempting=records.non_preempting(self._parsed["PriorityClass"].values()),
             )

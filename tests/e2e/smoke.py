@@ -37,6 +37,9 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "topology spread: a gang spread over zones; a missing key told": (
         "tests/e2e/test_topology_spread.py",
     ),
+    "image locality: a pod goes to the node holding its image; a pull is seen": (
+        "tests/e2e/test_image_locality.py",
+    ),
     "failover: a second replica takes the lead and goes on": (
         "tests/e2e/test_ha.py::test_leader_failover",
     ),

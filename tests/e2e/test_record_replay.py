@@ -170,8 +170,9 @@ def test_a_recording_holds_what_kbatch_reads_and_not_node_heartbeats(
     corner: Any, kbatch_runs: Any, tmp_path: Path
 ) -> None:
     """On a real API server: a Node's heartbeats (a kubelet's reports that change
-    nothing kbatch reads) are not recorded, a change of its room is, and no recorded
-    object carries managedFields or a Node's images (``kbatch.cluster.kept_fields``)."""
+    nothing kbatch reads) are not recorded, a change of its room is, as is one of its
+    images (image locality reads them), and no recorded object carries managedFields
+    (``kbatch.cluster.kept_fields``)."""
     corner.add_nodes(2, "4")
     recording = tmp_path / "recording"
     run = kbatch_runs.start(
@@ -200,10 +201,12 @@ def test_a_recording_holds_what_kbatch_reads_and_not_node_heartbeats(
     assert [o["metadata"]["name"] for o in applied if "managedFields" in o["metadata"]] == []
     nodes = {name: [o for o in applied if o["kind"] == "Node" and o["metadata"]["name"] == name]
              for name in corner.nodes}  # fmt: skip
-    assert all("images" not in o["status"] for held in nodes.values() for o in held)
     first, second = (nodes[name] for name in corner.nodes)
-    assert len(second) == 1, [o["status"]["conditions"] for o in second]  # (as listed)
-    assert len(first) == 2, [o["status"]["allocatable"] for o in first]
+    # As listed (no images), then as first reported (the images it holds); no heartbeat.
+    assert len(second) == 2, [o["status"]["conditions"] for o in second]
+    assert "images" not in second[0]["status"]
+    assert second[1]["status"]["images"][0]["names"] == ["registry.example/trainer:4"]
+    assert len(first) == 3, [o["status"]["allocatable"] for o in first]
     assert first[-1]["status"]["allocatable"]["cpu"] == "8"
     pods = [o for o in applied if o["kind"] == "Pod" and o["metadata"]["name"] == "single"]
     assert pods and pods[-1]["spec"]["nodeName"] == corner.nodes[0]

@@ -163,6 +163,7 @@ class PerObjectCaches:
                 resource_claims=spec.resource_claims,
                 preemption_policy=spec.preemption_policy,
                 spread=spec.spread,
+                images=spec.images,
             )
             self.templates[spec.key] = template
         return template

@@ -24,9 +24,11 @@ dicts: the order keys were first applied in (``OrderedSubset``).
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
+from kbatch.api.queue import Queue
+from kbatch.api.selector import LabelSelector
 from kbatch.cluster.records import PodRecord
 
 FINISHED_PHASES = ("Succeeded", "Failed")
@@ -171,6 +173,32 @@ class Shown:
         self.groups.dropped(key)
         self._dirty.add(key)
 
+    def object_written(
+        self, kind: str, key: str, parsed: Any, held: Mapping[str, Mapping[str, Any]]
+    ) -> None:
+        """Take in a write of the object of ``kind`` at ``key`` (``parsed`` None: it is
+        gone); ``held``: the state's records by kind, as they were before it."""
+        if kind == "Pod":
+            if parsed is None:
+                self.pod_dropped(key)
+            else:
+                self.pod_applied(key, parsed)
+        elif kind == "PodGroup":
+            if parsed is None:
+                self.group_dropped(key)
+            else:
+                self.group_applied(key, parsed)
+        elif kind == "Queue":
+            old = held["Queue"].get(key)
+            if parsed is None or old is None or _reach(old) != _reach(parsed):
+                self.verdicts_changed()  # a Queue came, went, or moved in the tree
+        elif (
+            kind == "Namespace"
+            and held["Namespace"].get(key) != parsed
+            and any(_reach(q)[1] is not None for q in held["Queue"].values())
+        ):
+            self.verdicts_changed()  # a namespaceSelector may read it otherwise
+
     def verdicts_changed(self) -> None:
         """Something every group's verdict reads changed (a Queue came, went or was
         refused): every settled unit is shown again, and none settles before a session
@@ -231,6 +259,12 @@ class Shown:
             self._unfinished.pop(unit, None)
             self._settled.discard(unit)
             self._done_shown.discard(unit)
+
+
+def _reach(queue: Queue) -> tuple[str | None, LabelSelector | None]:
+    """What of a Queue its groups' verdicts read beyond its coming and going: its place
+    in the tree and which namespaces may use it."""
+    return queue.spec.parent, queue.spec.namespace_selector
 
 
 def _shown_or_hidden(subset: OrderedSubset[V], key: str, shown: bool) -> None:

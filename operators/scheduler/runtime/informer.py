@@ -11,7 +11,7 @@ the kind, so nothing deleted meanwhile lingers and nothing is counted twice.
 Raw JSON over the kubernetes client's ApiClient: no model deserialisation,
 which would cost more than the scheduling itself on a large cluster. Each object is
 held without what no part of kbatch reads (``kbatch.cluster.kept_fields``: its
-managedFields, a Node's images).
+managedFields).
 """
 
 import contextlib

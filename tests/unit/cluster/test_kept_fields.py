@@ -1,7 +1,8 @@
 """What the cluster state keeps of a watched object and which writes it passes on
-(``kbatch.cluster.kept_fields``): no managedFields, no Node images; a Node's heartbeat
-and a Job's counts change nothing kbatch reads, so no generation and nothing recorded,
-while a write that does change what it reads is both."""
+(``kbatch.cluster.kept_fields``): no managedFields; a Node's heartbeat and a Job's
+counts change nothing kbatch reads, so no generation and nothing recorded, while a
+write that does change what it reads is both; a Node's images alone changed are
+recorded, with no generation (``kbatch.cluster.node_images``)."""
 
 import copy
 from typing import Any
@@ -14,7 +15,9 @@ from tests.unit.cluster.test_job_records import STARTED, job
 MANAGED = [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}]
 
 
-def node(heartbeat: str = "2024-01-01T00:00:00Z", cpu: str = "8") -> dict[str, Any]:
+def node(
+    heartbeat: str = "2024-01-01T00:00:00Z", cpu: str = "8", image: str = "trainer:v1"
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -22,7 +25,7 @@ def node(heartbeat: str = "2024-01-01T00:00:00Z", cpu: str = "8") -> dict[str, A
         "status": {
             "allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"},
             "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}],
-            "images": [{"names": ["registry.example/trainer:v1"], "sizeBytes": 123456789}],
+            "images": [{"names": [f"registry.example/{image}"], "sizeBytes": 123456789}],
         },
     }
 
@@ -51,20 +54,28 @@ def watched_state() -> tuple[ClusterState, list[str]]:
     return state, told
 
 
-def test_trim_drops_managed_fields_and_a_node_s_images_and_nothing_else() -> None:
+def test_trim_drops_managed_fields_and_nothing_else() -> None:
     obj = node()
     trimmed = kept_fields.trim(obj)
     assert trimmed is obj  # (in place: the caller owns it)
-    assert "managedFields" not in obj["metadata"] and "images" not in obj["status"]
+    assert "managedFields" not in obj["metadata"]
+    assert obj["status"]["images"] == node()["status"]["images"]  # (image locality's)
     assert obj["status"]["allocatable"] == {"cpu": "8", "memory": "32Gi", "pods": "110"}
     assert obj["metadata"] == {"name": "n1", "resourceVersion": "2024-01-01T00:00:00Z"}
-    pod = {"kind": "Pod", "metadata": {"name": "p", "managedFields": MANAGED},
-           "status": {"images": "not a node's: kept"}}  # fmt: skip
-    assert kept_fields.trim(pod) == {
-        "kind": "Pod", "metadata": {"name": "p"}, "status": {"images": "not a node's: kept"}
-    }  # fmt: skip
     odd = {"kind": "Node", "metadata": "junk", "status": ["junk"]}
     assert kept_fields.trim(copy.deepcopy(odd)) == odd  # (left for the parser to refuse)
+
+
+def test_a_pull_is_recorded_with_no_generation_and_the_node_set_kept() -> None:
+    state, told = watched_state()
+    state.apply(node())
+    before, generation = state.snapshot(), state.generation
+    state.apply(node(heartbeat="2024-01-01T00:05:00Z", image="server:v2"))
+    assert told == ["Node n1", "Node n1"]  # (a replay holds the same images)
+    assert state.generation == generation
+    after = state.snapshot()
+    assert after.nodes.static_version is before.nodes.static_version
+    assert dict(after.node_images) == {"n1": {"registry.example/server:v2": 123456789}}
 
 
 def test_a_node_s_heartbeat_is_held_but_not_recorded_nor_a_new_generation() -> None:

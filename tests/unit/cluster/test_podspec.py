@@ -165,7 +165,7 @@ def test_a_spec_key_is_the_json_of_what_it_names(spec: dict[str, Any]) -> None:
 
     def read_of(c: object) -> object:
         return (
-            [c.get(k) for k in ("resources", "ports", "restartPolicy")]
+            [c.get(k) for k in ("resources", "ports", "restartPolicy", "image")]
             if isinstance(c, dict)
             else c
         )

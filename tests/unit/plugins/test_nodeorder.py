@@ -28,6 +28,7 @@ ALL_OFF = {
     "podaffinity.weight": 0,
     "tainttoleration.weight": 0,
     "podtopologyspread.weight": 0,
+    "imagelocality.weight": 0,
 }
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -321,12 +322,61 @@ def test_parse_arguments() -> None:
         ({"podaffinity.weight": True}, "podaffinity.weight must be a number, not True"),
         ({"tainttoleration.weight": -1}, "tainttoleration.weight must not be negative"),
         ({"balancedresource.weight": float("nan")}, "balancedresource.weight must be a number"),
+        ({"imagelocality.weight": -2}, "imagelocality.weight must not be negative"),
         (
-            {"imagelocality.weight": 1},
-            "unknown argument 'imagelocality.weight' for plugin nodeorder",
+            {"selectorspread.weight": 1},
+            "unknown argument 'selectorspread.weight' for plugin nodeorder",
         ),
     ],
 )
 def test_bad_arguments_are_refused(arguments: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         nodeorder.parse_arguments(arguments)
+
+
+# ---------------------------------------------------------------------- image locality
+MIB = 1024 * 1024
+
+
+def image_score(summed: float, containers: int) -> float:
+    """kube-scheduler's ImageLocality score (0..100, whole), over 10."""
+    top = 1000 * MIB * containers
+    clamped = min(max(summed, 23 * MIB), top)
+    return (100 * (clamped - 23 * MIB) // (top - 23 * MIB)) / 10
+
+
+def test_image_locality_counts_the_images_a_node_holds_scaled_by_their_spread() -> None:
+    cluster = Cluster().node("n1").node("n2").node("n3")
+    cluster.node_images = {
+        "n1": {"train:v1": 600 * MIB},
+        "n2": {"train:v1": 600 * MIB, "docker.io/sidecar:latest": 90 * MIB},
+    }
+    task = incoming(cluster, images=("train:v1", "docker.io/sidecar:latest"))
+    found = scores(cluster, task, only("imagelocality"))
+    train, sidecar = 600 * MIB * 2 // 3, 90 * MIB // 3  # two nodes of three hold it; one
+    assert found == pytest.approx(
+        {"n1": image_score(train, 2), "n2": image_score(train + sidecar, 2), "n3": 0}
+    )
+    assert found["n2"] > found["n1"] > 0
+
+
+def test_image_locality_scores_an_image_every_node_holds_in_full_and_small_ones_zero() -> None:
+    cluster = Cluster().node("n1").node("n2")
+    cluster.node_images = {"n1": {"big:1": 1500 * MIB, "tiny:1": 5 * MIB}, "n2": {"big:1": 1}}
+    assert scores(cluster, incoming(cluster, images=("big:1",)), only("imagelocality")) == {
+        "n1": 10.0,  # (clamped to 1000 MiB: the most)
+        "n2": 0.0,  # (under 23 MiB: the least)
+    }
+    tiny = incoming(cluster, images=("tiny:1",))
+    assert scores(cluster, tiny, only("imagelocality")) == {"n1": 0.0, "n2": 0.0}
+
+
+def test_image_locality_is_on_by_default_and_nothing_without_images() -> None:
+    cluster = Cluster().node("n1").node("n2")
+    cluster.node_images = {"n2": {"train:v1": 900 * MIB}}
+    with_image = incoming(cluster, images=("train:v1",))
+    without = incoming(cluster, images=("other:v1",))
+    assert best(scores(cluster, with_image, plugin_conf("nodeorder"))) == "n2"
+    plain = scores(cluster, without, plugin_conf("nodeorder"))
+    assert plain["n1"] == plain["n2"]
+    assert scores(cluster, with_image, only("imagelocality", 0)) == {"n1": 0, "n2": 0}

@@ -5,6 +5,7 @@ a session's outcome (binds, evictions, nominations, statuses, events) goes out,
 applied by the backend in one step. Nothing else crosses.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -52,6 +53,9 @@ class Snapshot:
     # Namespace name -> its labels, for the queues' spec.namespaceSelector (a namespace
     # not here is read by its name alone: ``kbatch.api.selector.namespace_labels``).
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Node name -> the images its status lists (name -> bytes), for image locality; a
+    # node not here lists none. Read only: the state hands the same dict to snapshots.
+    node_images: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # The deadlines of the batch/v1 Jobs that have one, by Job uid (``TaskInfo.owner_job``).
     job_deadlines: dict[str, JobDeadline] = field(default_factory=dict)
     # PriorityClasses whose preemptionPolicy is Never, '' among them when the

@@ -180,6 +180,8 @@ class PodTemplate:
     volumes: "VolumeNeeds | None" = None
     # spec.topologySpreadConstraints (``plugins.topology_spread``)
     spread: tuple[SpreadConstraint, ...] = ()
+    # Each container's image, init containers first, as nodes list them (image locality)
+    images: tuple[str, ...] = ()
 
 
 def requirement_matches(req: Requirement, labels: dict[str, str]) -> bool:

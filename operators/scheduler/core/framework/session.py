@@ -76,6 +76,7 @@ class Session(TieredFunctions):
         self.job_deadlines = snapshot.job_deadlines
         self.non_preempting = snapshot.non_preempting
         self.namespace_labels = snapshot.namespace_labels  # (pod affinity's namespaceSelector)
+        self.node_images = snapshot.node_images  # (nodeorder's image locality)
         self.node_volumes = snapshot.node_volumes
         # What changed since the snapshot before this one (None: none to compare with).
         self.delta = snapshot.delta

@@ -15,7 +15,9 @@ its weight:
   weight (−10..10; a term is matched when the node's domain holds a pod it selects);
 - taint toleration: 10 × (1 − untolerated PreferNoSchedule taints / PreferNoSchedule taints);
 - pod topology spread (``ScheduleAnyway`` constraints): 0..10, the fewest matching pods
-  in the node's domains the most (``topology_spread``; kube-scheduler's weight, 2).
+  in the node's domains the most (``topology_spread``; kube-scheduler's weight, 2);
+- image locality: 0..10, the more of the pod's image bytes the node holds the more,
+  each image's size scaled by the share of nodes holding it (``image_locality``).
 
 The static scores (node affinity, taints) are computed once per template over
 all nodes and cached; the others are vector arithmetic on the rows asked for.
@@ -36,6 +38,7 @@ from kbatch.operators.scheduler.core.framework.podspec import PreferredNodeTerm,
 from kbatch.operators.scheduler.core.framework.resources import CPU, MEMORY
 from kbatch.operators.scheduler.core.framework.session import Session
 from kbatch.operators.scheduler.core.plugins import arguments, node_index, pod_affinity
+from kbatch.operators.scheduler.core.plugins.image_locality import ImageScores
 from kbatch.operators.scheduler.core.plugins.topology_spread import SpreadChecks
 
 NAME = "nodeorder"
@@ -49,6 +52,7 @@ NODE_AFFINITY_WEIGHT = "nodeaffinity.weight"
 POD_AFFINITY_WEIGHT = "podaffinity.weight"
 TAINT_TOLERATION_WEIGHT = "tainttoleration.weight"
 POD_TOPOLOGY_SPREAD_WEIGHT = "podtopologyspread.weight"
+IMAGE_LOCALITY_WEIGHT = "imagelocality.weight"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,7 @@ class NodeOrderArguments:
     pod_affinity: float = 1.0
     taint_toleration: float = 1.0
     pod_topology_spread: float = 2.0
+    image_locality: float = 1.0
 
 
 _DEFAULTS = NodeOrderArguments()
@@ -71,6 +76,7 @@ _NAMES = {
     POD_AFFINITY_WEIGHT: "pod_affinity",
     TAINT_TOLERATION_WEIGHT: "taint_toleration",
     POD_TOPOLOGY_SPREAD_WEIGHT: "pod_topology_spread",
+    IMAGE_LOCALITY_WEIGHT: "image_locality",
 }
 
 
@@ -154,6 +160,8 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     spread = SpreadChecks(pod_checks)
     resources = np.array([session.dims.index[CPU], session.dims.index[MEMORY]])
     uses_fractions = weights.least_requested or weights.most_requested or weights.balanced_resource
+    # (no node lists an image: no score to work out, as in the simulator's clusters)
+    images = ImageScores(nodes, session.node_images) if session.node_images else None
 
     def node_order(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx))
@@ -177,6 +185,8 @@ def on_session_open(session: Session, option: PluginOption) -> None:
             scores += weights.pod_affinity * pod_checks.preferred_score(task)[idx]
         if weights.pod_topology_spread and template.spread:
             scores += weights.pod_topology_spread * spread.scores(task)[idx]
+        if weights.image_locality and images is not None and template.images:
+            scores += weights.image_locality * images.scores(template.images)[idx]
         return scores
 
     session.add_node_order_fn(node_order)
