@@ -12,6 +12,7 @@ from kbatch.operators.scheduler.core.plugins import (
     gang,
     lifetime,
     nodeorder,
+    overcommit,
     predicates,
     priority,
     proportion,
@@ -30,5 +31,6 @@ REGISTRY: dict[str, ModuleType] = {
         binpack,
         lifetime,
         flow,
+        overcommit,
     )
 }
