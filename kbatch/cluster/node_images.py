@@ -22,12 +22,40 @@ NO_IMAGES: ImageSizes = {}
 
 def read(obj: Mapping[str, Any]) -> ImageSizes:
     """The image sizes a Node's status lists, by each of their names; FieldError naming
-    the field when an entry is not what the API server would hold."""
-    listed = fields.mappings(obj, "status.images")
+    the field when an entry is not what the API server would hold. (A node lists up to
+    50 images, each by a name or two, and a node is read at every write that changes
+    it: plain loops, the field helpers only to word what is wrong.)"""
+    status = obj.get("status")
+    listed = status.get("images") if isinstance(status, Mapping) else None
     if not listed:
         return NO_IMAGES
+    sizes = _read_quickly(listed)
+    return sizes if sizes is not None else _read_strictly(obj)  # (raises, naming the field)
+
+
+def _read_quickly(listed: object) -> dict[str, int] | None:
+    """The sizes by name, or None at the first entry not as the API server holds it."""
+    if type(listed) is not list:
+        return None
     sizes: dict[str, int] = {}
-    for i, image in enumerate(listed):
+    for image in listed:
+        if type(image) is not dict:
+            return None
+        size, names = image.get("sizeBytes"), image.get("names")
+        if size is None:
+            size = 0
+        if type(size) is not int or size < 0 or (names is not None and type(names) is not list):
+            return None
+        for name in names or ():
+            if type(name) is not str or not name:
+                return None
+            sizes[name] = size
+    return sizes
+
+
+def _read_strictly(obj: Mapping[str, Any]) -> ImageSizes:
+    sizes: dict[str, int] = {}
+    for i, image in enumerate(fields.mappings(obj, "status.images")):
         where = f"status.images[{i}]"
         size = fields.integer(image, "sizeBytes", at=where) or 0
         if size < 0:
@@ -55,11 +83,18 @@ class NodeImages:
 
     def __init__(self) -> None:
         self._by_node: dict[str, ImageSizes] = {}
+        self._listed: dict[str, Any] = {}  # each node's status.images as last read
         self._current: dict[str, ImageSizes] | None = None
 
     def written(self, node: str, obj: Mapping[str, Any]) -> bool:
         """Take in the images of the Node ``obj`` (read already by its record's parse);
-        True if they changed."""
+        True if they changed. A list equal to the last one (a heartbeat's) is not read
+        again."""
+        status = obj.get("status")
+        listed = status.get("images") if isinstance(status, Mapping) else None
+        if listed == self._listed.get(node):
+            return False
+        self._listed[node] = listed
         sizes = read(obj)
         if self._by_node.get(node, NO_IMAGES) == sizes:
             return False
@@ -68,6 +103,7 @@ class NodeImages:
         return True
 
     def dropped(self, node: str) -> None:
+        self._listed.pop(node, None)
         if self._by_node.pop(node, None) is not None:
             self._current = None
 
