@@ -158,6 +158,36 @@ class ReserveConf(BaseModel):
         return parse_duration(self.starving_after, "reserve.starvingAfter")
 
 
+# Volcano's action arguments (``configurations:``), by action: knobs of Volcano's own
+# implementation (a cache of predicate errors, how many nodes preempt searches) that
+# kbatch has no counterpart of. Accepted, so that Volcano's conf loads as it is, and
+# not used (DESIGN §4, the conf reference says so); any other argument is refused.
+VOLCANO_ACTION_KNOBS: dict[str, frozenset[str]] = {
+    "allocate": frozenset({"predicateErrorCacheEnable"}),
+    "backfill": frozenset({"predicateErrorCacheEnable"}),
+    "reclaim": frozenset({"predicateErrorCacheEnable"}),
+    "preempt": frozenset(
+        {
+            "predicateErrorCacheEnable",
+            "enableTopologyAwarePreemption",
+            "topologyAwarePreemptWorkerNum",
+            "minCandidateNodesPercentage",
+            "minCandidateNodesAbsolute",
+            "maxCandidateNodesAbsolute",
+        }
+    ),
+}
+
+
+class ActionArguments(BaseModel):
+    """One entry of Volcano's ``configurations:`` (an action's arguments)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(min_length=1)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class SchedulerConf(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -165,6 +195,7 @@ class SchedulerConf(BaseModel):
     tiers: Annotated[tuple[Tier, ...], Field(min_length=1)]
     topology: TopologyConf | None = None
     reserve: ReserveConf = ReserveConf()
+    configurations: tuple[ActionArguments, ...] = ()  # Volcano's; see VOLCANO_ACTION_KNOBS
 
     @field_validator("actions", mode="before")
     @classmethod
@@ -209,6 +240,7 @@ def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> Sch
             )
         if action in conf.actions[:i]:
             raise ConfigError(f"{source}: action {action!r} is listed twice")
+    _check_configurations(conf, known, text, source)
     for t, tier in enumerate(conf.tiers):
         for p, plugin in enumerate(tier.plugins):
             if plugin.name not in known.plugins:
@@ -218,6 +250,32 @@ def parse_conf(text: str, known: Known, source: str = "<scheduler conf>") -> Sch
                     f"(known: {', '.join(sorted(known.plugins))})"
                 )
     return conf
+
+
+def _check_configurations(conf: SchedulerConf, known: Known, text: str, source: str) -> None:
+    """Each ``configurations`` entry names a known action, with only the Volcano knobs
+    kbatch accepts for it; ConfigError naming the line otherwise."""
+    for c, entry in enumerate(conf.configurations):
+        line = _line_of(yaml_text.compose(text), ("configurations", c, "name"))
+        if entry.name not in known.actions:
+            raise ConfigError(
+                f"{source}{line}: configurations[{c}]: unknown action {entry.name!r} "
+                f"(known: {', '.join(sorted(known.actions))})"
+            )
+        knobs = VOLCANO_ACTION_KNOBS.get(entry.name, frozenset())
+        for argument in entry.arguments:
+            if argument not in knobs:
+                accepted = ", ".join(sorted(knobs)) or "none"
+                moved = _MOVED.get(argument, "")
+                raise ConfigError(
+                    f"{source}{line}: configurations[{c}]: unknown argument {argument!r} "
+                    f"for action {entry.name} (kbatch reads none; Volcano's accepted and "
+                    f"not used: {accepted}){moved}"
+                )
+
+
+# Where an action argument of Volcano's older releases went since.
+_MOVED = {"overcommit-factor": "; it is the overcommit plugin's argument now"}
 
 
 def _describe(loc: tuple[int | str, ...]) -> str:

@@ -1,6 +1,7 @@
 """Scheduler configuration: parsed strictly, errors name the line and the field."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,65 @@ def test_reserve_waits_30s_before_a_group_goes_ahead_of_the_room_unless_told() -
     # as a recording keeps it, and reads it back
     dumped = json.dumps(told.model_dump(mode="json", exclude_defaults=True))
     assert runner.load_conf(dumped) == told
+
+
+VOLCANO_TUNED = """\
+actions: "enqueue, allocate, backfill, preempt"
+configurations:
+- name: preempt
+  arguments:
+    minCandidateNodesPercentage: 20
+    enableTopologyAwarePreemption: false
+- name: allocate
+  arguments:
+    predicateErrorCacheEnable: true
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: overcommit
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+    arguments:
+      imagelocality.weight: 1
+"""
+
+
+def test_volcano_s_action_configurations_are_accepted_and_kept() -> None:
+    """Volcano's own knobs per action (``configurations:``): accepted, so that a tuned
+    Volcano conf loads as it is; kbatch has no counterpart and reads none of them."""
+    conf = runner.load_conf(VOLCANO_TUNED)
+    assert [entry.name for entry in conf.configurations] == ["preempt", "allocate"]
+    assert conf.configurations[0].arguments["minCandidateNodesPercentage"] == 20
+    again = runner.load_conf(json.dumps(conf.model_dump(mode="json")))  # (as recorded)
+    assert again == conf
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            "- name: preempt\n  arguments:\n    minCandidateNodes: 5\n",
+            "line 3: configurations[0]: unknown argument 'minCandidateNodes' for action "
+            "preempt (kbatch reads none; Volcano's accepted and not used: "
+            "enableTopologyAwarePreemption, maxCandidateNodesAbsolute",
+        ),
+        (
+            "- name: enqueue\n  arguments:\n    overcommit-factor: 1.5\n",
+            "unknown argument 'overcommit-factor' for action enqueue (kbatch reads none; "
+            "Volcano's accepted and not used: none); it is the overcommit plugin's argument now",
+        ),
+        ("- name: shuffle\n", "line 3: configurations[0]: unknown action 'shuffle'"),
+        ("- arguments: {}\n", "configurations[0].name"),
+    ],
+)
+def test_a_bad_action_configuration_is_refused_naming_it(entry: str, message: str) -> None:
+    text = (
+        'actions: "enqueue, allocate"\nconfigurations:\n'
+        + entry
+        + "tiers:\n- plugins:\n  - name: gang\n"
+    )
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        runner.load_conf(text)
