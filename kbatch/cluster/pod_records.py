@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION, TASK_ROLE_ANNOTATION, VOLCANO_TASK_ANNOTATION
-from kbatch.cluster import fields
+from kbatch.cluster import fields, resized
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.job_records import owner_job
 from kbatch.cluster.pod_fields import PodFields, claims_of
@@ -141,13 +141,14 @@ def parse_pod(
     try:
         pod = _pod_fields(obj)
         uid, namespace, labels, spec = pod.uid, pod.namespace, pod.labels, pod.spec
+        counted = resized.counted_spec(spec, obj.get("status")) or spec  # (resized in place)
         if previous is not None and (
             (shortcuts.pod_spec_of_equal_inputs and _same_inputs(previous, previous_raw, obj, uid))
-            or _same_spec(previous, uid, namespace, labels, spec)
+            or _same_spec(previous, uid, namespace, labels, counted)
         ):
             parsed = previous.spec
         else:
-            parsed = _parsed_spec(obj, namespace, labels, spec)
+            parsed = _parsed_spec(obj, namespace, labels, counted)
         conditions = pod.conditions
         condition = _scheduled_condition(obj) if conditions is None else _scheduled_of(conditions)
         walltime = _walltime(spec)
@@ -208,6 +209,8 @@ def _pod_of_status_write(
     status = obj.get("status")
     if not isinstance(status, dict | None):
         return None
+    if resized.reported(status) != resized.reported(previous_raw.get("status")):
+        return None  # (what the node holds of it may have changed: a resize)
     try:
         node_name = fields.string(obj, "spec.nodeName")
         phase, nominated, started, condition = _status_parts(status)
@@ -410,6 +413,7 @@ def _same_inputs(
         meta.get("namespace") == old_meta.get("namespace")
         and meta.get("labels") == old_meta.get("labels")
         and all(spec.get(key) == old_spec.get(key) for key in SPEC_KEY_FIELDS)
+        and resized.reported(obj.get("status")) == resized.reported(previous_raw.get("status"))
     )
 
 
