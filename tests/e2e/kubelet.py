@@ -156,6 +156,17 @@ class Watch:
             response.release_conn()
 
 
+def _reported_resources(container: Json) -> Json:
+    """What a kubelet of 1.33 on reports of a running container's resources (in-place
+    resize): what it runs with, and what it allocated (its requests, each defaulting to
+    its limit); an older API server drops the fields."""
+    resources = container.get("resources") or {}
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    applied = {**limits, **requests}
+    running = {k: v for k, v in (("requests", applied), ("limits", limits)) if v}
+    return {"resources": running, "allocatedResources": applied} if applied else {}
+
+
 class Kubelet:
     """Plays every node's kubelet: starts bound pods, finishes timed ones, removes deleted ones."""
 
@@ -296,6 +307,7 @@ class Kubelet:
                     "started": True,
                     "restartCount": 0,
                     "state": {"running": {"startedAt": now}},
+                    **_reported_resources(c),
                 }
                 for c in containers
             ],
