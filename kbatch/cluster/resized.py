@@ -119,8 +119,9 @@ def _counted(
             if name not in largest or amount > largest[name][0]:
                 largest[name] = (amount, raw[name])
     counted = {name: quantity for name, (_, quantity) in largest.items()}
-    if {name: amount for name, (amount, _) in largest.items()} == amounts(own, spec_where):
-        return None
+    own_amounts = {name: v for name, v in amounts(own, spec_where).items() if v}
+    if {name: amount for name, (amount, _) in largest.items() if amount} == own_amounts:
+        return None  # (the same amounts, written otherwise: '1' and '1000m')
     return counted
 
 

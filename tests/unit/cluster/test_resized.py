@@ -63,7 +63,12 @@ def test_a_resized_pod_counts_what_its_node_holds(pod: dict[str, Any], expected:
 
 
 def test_a_pod_running_as_it_asks_shares_its_template_s_parse() -> None:
-    assert records.parse_pod(running("1", "1", "1")).spec is records.parse_pod(running("1")).spec
+    plain = records.parse_pod(running("1")).spec
+    assert records.parse_pod(running("1", "1", "1")).spec is plain
+    assert records.parse_pod(running("1", "1000m", "1")).spec is plain  # (written otherwise)
+    zero = running("1", "1", "1")
+    zero["status"]["containerStatuses"][0]["resources"]["requests"]["memory"] = "0"
+    assert records.parse_pod(zero).spec is plain
 
 
 def test_a_sidecar_is_counted_as_resized_and_a_plain_init_container_is_not() -> None:
