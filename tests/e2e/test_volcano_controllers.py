@@ -13,7 +13,9 @@ Inqueue), which is what the controller waits for before it makes the pods
 kubelet runs them, and the controller sets the Job's ``status.state.phase`` Running. A
 second Job that does not fit beside the first is not admitted: its PodGroup stays
 Pending, whole (the controller makes no pod of it), its condition saying why in
-kbatch's words.
+kbatch's words. Once the first Job's pods succeed (the test says so, as their kubelet
+would), the controller says it Completed (and deletes its PodGroup), and the second
+is admitted, bound whole and Running.
 
 The scheduler name is Volcano's own, ``volcano``, as a user would keep it; the test's
 two Nodes must be the cluster's only ones (kbatch admits by what the whole cluster
@@ -32,7 +34,7 @@ import pytest
 from e2e import volcano
 from e2e.cluster_backend import poll
 from e2e.kubelet import Watch
-from e2e.test_ha import Corner
+from e2e.test_ha import MERGE, Corner
 from kbatch.api import GROUP_NAME_ANNOTATION, VOLCANO_TASK_ANNOTATION
 from kbatch.kubeapi import request
 
@@ -119,6 +121,28 @@ def phase_of(corner: Corner, job: str) -> str:
     return str(((group_of(corner, job) or {}).get("status") or {}).get("phase") or "")
 
 
+def job_phase(corner: Corner, job: str) -> str:
+    """The Volcano Job's ``status.state.phase``, as Volcano's controller keeps it."""
+    got = request(corner.api, "GET", f"{volcano.JOBS.format(namespace=corner.namespace)}/{job}")
+    return str(((got.get("status") or {}).get("state") or {}).get("phase") or "")
+
+
+def finish(corner: Corner, pod: Json) -> None:
+    """The pod's containers end with exit code 0, as its kubelet would say."""
+    meta = pod["metadata"]
+    terminated = {"exitCode": 0, "reason": "Completed"}
+    status = {
+        "phase": "Succeeded",
+        "containerStatuses": [
+            {"name": c["name"], "image": c["image"], "imageID": "", "ready": False,
+             "restartCount": 0, "state": {"terminated": terminated}}
+            for c in pod["spec"]["containers"]
+        ],
+    }  # fmt: skip
+    path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status"
+    request(corner.api, "PATCH", path, {"status": status}, MERGE)
+
+
 def pods_of(corner: Corner, group: str) -> list[Json]:
     return [
         p
@@ -190,13 +214,8 @@ def test_volcanos_job_controller_runs_a_vcjob_under_kbatch(
         poll("kbatch binds the four", lambda: len(witness.seen_at_bind) == 4, 60)
         assert witness.seen_at_bind == dict.fromkeys(pods, 4), "a bind before the gang was whole"
         poll("the four run", lambda: len(corner.running()) == 4, 60)
-        job_path = f"{volcano.JOBS.format(namespace=corner.namespace)}/train"
-        poll(
-            "Volcano's controller says the Job Running",
-            lambda: ((request(corner.api, "GET", job_path).get("status") or {}).get("state")
-                     or {}).get("phase") == "Running",
-            60,
-        )  # fmt: skip
+        poll("Volcano's controller says the Job Running",
+             lambda: job_phase(corner, "train") == "Running", 60)  # fmt: skip
         poll("kbatch says the PodGroup Running", lambda: phase_of(corner, "train") == "Running", 30)
 
         # A second Job of 4 x 2 cpu: 8 cpu, with 4 of the 8 held by the first.
@@ -215,6 +234,22 @@ def test_volcanos_job_controller_runs_a_vcjob_under_kbatch(
         assert phase_of(corner, "wide") == "Pending"
         assert pods_of(corner, waiting["metadata"]["name"]) == [], "no pod of a group not admitted"
         assert len(corner.running()) == 4 and run.alive
+
+        # The first Job's pods end: it is Completed, and the second is admitted and runs.
+        for pod in pods.values():
+            finish(corner, pod)
+        poll("Volcano's controller says the first Job Completed",
+             lambda: job_phase(corner, "train") == "Completed", 60)  # fmt: skip
+        # (Volcano's controller deletes a finished Job's PodGroup, so no phase is left
+        # for kbatch to write Completed in.)
+        poll("the finished Job's PodGroup removed", lambda: group_of(corner, "train") is None, 30)
+        poll("kbatch admits the second", lambda: phase_of(corner, "wide") == "Inqueue", 60)
+        wide = waiting["metadata"]["name"]
+        poll("its four pods bound", lambda: len([p for p in pods_of(corner, wide)
+             if p["spec"].get("nodeName")]) == 4, 60)  # fmt: skip
+        bound_wide = {p["metadata"]["name"] for p in pods_of(corner, wide)}
+        assert {witness.seen_at_bind[n] for n in bound_wide} == {4}, "a bind before it was whole"
+        poll("the second Job Running", lambda: job_phase(corner, "wide") == "Running", 60)
         controller.check_alive()
     finally:
         witness.watch.stop()
