@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from e2e import volcano
-from e2e.cluster_backend import poll
+from e2e.cluster_backend import delete, poll
 from e2e.kubelet import Watch
 from e2e.test_ha import MERGE, Corner
 from kbatch.api import GROUP_NAME_ANNOTATION, VOLCANO_TASK_ANNOTATION
@@ -44,15 +44,21 @@ Json = dict[str, Any]
 SCHEDULER = "volcano"  # Volcano's default, kept
 
 
-@pytest.fixture
-def controllers(
-    corner: Corner, kbatch_runs: Any, control_plane: Any, tmp_path: Path
-) -> Iterator[tuple[volcano.Controller, Any]]:
-    """Volcano's CRDs and Job controller, and ``kbatch run`` serving ``volcano``."""
+@pytest.fixture(scope="session")
+def volcano_assets() -> Path:
+    """Volcano's built release, or a skip saying why (before a control plane starts)."""
     try:
-        folder = volcano.assets()
+        return volcano.assets()
     except volcano.Unavailable as why:
         pytest.skip(f"e2e: {why}")
+
+
+@pytest.fixture
+def controllers(
+    volcano_assets: Path, corner: Corner, kbatch_runs: Any, control_plane: Any, tmp_path: Path
+) -> Iterator[tuple[volcano.Controller, Any]]:
+    """Volcano's CRDs and Job controller, and ``kbatch run`` serving ``volcano``."""
+    folder = volcano_assets
     others = {n["metadata"]["name"] for n in request(corner.api, "GET", "/api/v1/nodes")["items"]}
     assert not others, f"the test's two Nodes are the cluster; it has {sorted(others)} too"
     with (
@@ -70,8 +76,8 @@ def controllers(
         finally:
             run.stop()
             for path in (volcano.JOBS, volcano.POD_GROUPS):
-                request(corner.api, "DELETE", path.format(namespace=corner.namespace))
-            request(corner.api, "DELETE", f"{volcano.QUEUES}/{queue_name(corner)}")
+                delete(corner.api, path.format(namespace=corner.namespace))
+            delete(corner.api, f"{volcano.QUEUES}/{queue_name(corner)}")
 
 
 def queue_name(corner: Corner) -> str:
@@ -176,7 +182,7 @@ class BindWitness:
 
 
 def test_volcanos_job_controller_runs_a_vcjob_under_kbatch(
-    corner: Corner, controllers: tuple[volcano.Controller, Any]
+    volcano_assets: Path, corner: Corner, controllers: tuple[volcano.Controller, Any]
 ) -> None:
     controller, run = controllers
     corner.add_nodes(2, "4")  # 8 cpu

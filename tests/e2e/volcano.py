@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from e2e.cluster_backend import delete, exists
 from kbatch.kubeapi import ApiError, request
 
 ASSETS_ENV = "KBATCH_VOLCANO_ASSETS"
@@ -84,24 +85,13 @@ def installed_crds(api: Any, folder: Path) -> Iterator[None]:
         yield
     finally:
         for name in names:
-            with contextlib.suppress(ApiError):
-                request(api, "DELETE", f"{CRDS}/{name}")
-        _wait("Volcano's CRDs gone", lambda: not any(_exists(api, n) for n in names))
+            delete(api, f"{CRDS}/{name}")
+        _wait("Volcano's CRDs gone", lambda: not any(exists(api, f"{CRDS}/{n}") for n in names))
 
 
 def _established(api: Any, name: str) -> bool:
     conditions = (request(api, "GET", f"{CRDS}/{name}").get("status") or {}).get("conditions")
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions or [])
-
-
-def _exists(api: Any, name: str) -> bool:
-    try:
-        request(api, "GET", f"{CRDS}/{name}")
-    except ApiError as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
 
 
 def _wait(what: str, done: Any) -> None:
