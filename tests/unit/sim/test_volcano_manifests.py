@@ -89,6 +89,21 @@ def test_a_podgroup_of_volcanos_job_controller_reserves_its_plain_resources() ->
     assert validation.refusal(item.obj) is None
 
 
+def test_role_minimums_past_min_member_are_left_out_as_volcanos_scheduler_skips_them() -> None:
+    # An elastic vcjob (minAvailable 2 of a master and three workers, no minAvailable per
+    # task): Volcano's Job controller writes each task's replicas as its minimum.
+    elastic = {"minMember": 2, "minTaskMember": {"master": 1, "worker": 3}}
+    (item,) = only([group("g", elastic)]).objects
+    assert item.obj["spec"] == {"minMember": 2}
+    whole = {"minMember": 4, "minTaskMember": {"master": 1, "worker": 3}}
+    (item,) = only([group("g", whole)]).objects
+    assert item.obj["spec"] == whole
+    bad = {"minMember": 2, "minTaskMember": {"master": "1", "worker": 3}}
+    (item,) = only([group("g", bad)]).objects
+    why = validation.refusal(item.obj)
+    assert why is not None and why.startswith("spec.minTaskMember"), why
+
+
 def test_a_harmless_volcano_field_is_left_out_with_one_note() -> None:
     loaded = only([queue("a", {"type": "x"}), queue("b", {"type": "y"})])
     assert [item.obj["spec"] for item in loaded.objects] == [{}, {}]
