@@ -15,7 +15,8 @@ second Job that does not fit beside the first is not admitted: its PodGroup stay
 Pending, whole (the controller makes no pod of it), its condition saying why in
 kbatch's words. Once the first Job's pods succeed (the test says so, as their kubelet
 would), the controller says it Completed (and deletes its PodGroup), and the second
-is admitted, bound whole and Running.
+is admitted, bound whole and Running. An elastic Job (``minAvailable: 2`` of the four)
+starts with two pods on a node that holds two, as under Volcano's scheduler.
 
 The scheduler name is Volcano's own, ``volcano``, as a user would keep it; the test's
 two Nodes must be the cluster's only ones (kbatch admits by what the whole cluster
@@ -84,9 +85,9 @@ def queue_name(corner: Corner) -> str:
     return f"vc-{corner.suffix}"
 
 
-def vcjob(corner: Corner, name: str, cpu: str) -> Json:
-    """A Volcano Job of a master and three workers of ``cpu`` each, ``minAvailable: 4``,
-    with what Volcano's defaulting webhook would have added written out."""
+def vcjob(corner: Corner, name: str, cpu: str, min_available: int = 4) -> Json:
+    """A Volcano Job of a master and three workers of ``cpu`` each, ``minAvailable: 4``
+    unless given, with what Volcano's defaulting webhook would have added written out."""
 
     def task(role: str, replicas: int) -> Json:
         container = {"name": role, "image": "x", "resources": {"requests": {"cpu": cpu}}}
@@ -102,7 +103,7 @@ def vcjob(corner: Corner, name: str, cpu: str) -> Json:
         "metadata": {"name": name, "namespace": corner.namespace},
         "spec": {
             "schedulerName": SCHEDULER,
-            "minAvailable": 4,
+            "minAvailable": min_available,
             "queue": queue_name(corner),
             "tasks": [task("master", 1), task("worker", 3)],
         },
@@ -181,16 +182,20 @@ class BindWitness:
         self.seen_at_bind[name] = len(members)
 
 
-def test_volcanos_job_controller_runs_a_vcjob_under_kbatch(
-    volcano_assets: Path, corner: Corner, controllers: tuple[volcano.Controller, Any]
-) -> None:
-    controller, run = controllers
-    corner.add_nodes(2, "4")  # 8 cpu
+def add_queue(corner: Corner) -> None:
     request(
         corner.api, "POST", volcano.QUEUES,
         {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
          "metadata": {"name": queue_name(corner)}, "spec": {"weight": 1}},
     )  # fmt: skip
+
+
+def test_volcanos_job_controller_runs_a_vcjob_under_kbatch(
+    volcano_assets: Path, corner: Corner, controllers: tuple[volcano.Controller, Any]
+) -> None:
+    controller, run = controllers
+    corner.add_nodes(2, "4")  # 8 cpu
+    add_queue(corner)
     witness = BindWitness(corner)
     witness.watch.start().wait_synced()
     try:
@@ -259,3 +264,24 @@ def test_volcanos_job_controller_runs_a_vcjob_under_kbatch(
         controller.check_alive()
     finally:
         witness.watch.stop()
+
+
+def test_an_elastic_vcjob_starts_with_min_available_pods(
+    volcano_assets: Path, corner: Corner, controllers: tuple[volcano.Controller, Any]
+) -> None:
+    # minAvailable 2 of a master and three workers of 1 cpu, on one node of 2 cpu: the
+    # controller's PodGroup has minMember 2 and each task's replicas as its minimum (4 in
+    # all), which Volcano's scheduler skips then; so does kbatch: two pods run, the rest wait.
+    controller, _ = controllers
+    corner.add_nodes(1, "2")
+    add_queue(corner)
+    submit(corner, vcjob(corner, "elastic", "1", min_available=2))
+    group = poll("its PodGroup", lambda: group_of(corner, "elastic"), 60)
+    assert group["spec"]["minMember"] == 2
+    assert group["spec"]["minTaskMember"] == {"master": 1, "worker": 3}
+    poll("two of its pods run", lambda: len(corner.running()) == 2, 60)
+    poll("Volcano's controller says the Job Running",
+         lambda: job_phase(corner, "elastic") == "Running", 60)  # fmt: skip
+    assert len(pods_of(corner, group["metadata"]["name"])) == 4
+    assert len(corner.bound()) == 2, "no more than the node holds"
+    controller.check_alive()
