@@ -15,6 +15,15 @@
 #                 volcano-sh/volcano on this machine, plus its CRDs for PodGroups, Queues,
 #                 HyperNodes and Numatopologies (config/crd/volcano/bases; the scheduler
 #                 waits for its watches of all four), copied as data beside the binary
+#                 (<version>/crd)
+#   vc-controller-manager
+#                 Volcano's cmd/controller-manager from the same tree, for the e2e test of
+#                 Volcano's Job controller under kbatch (tests/e2e/test_volcano_controllers.py),
+#                 plus the further CRDs its job controller waits for: batch.volcano.sh Jobs
+#                 and bus.volcano.sh Commands (<version>/controller-crd; it watches
+#                 PodGroups and Queues too, from crd/), and the scheduler conf Volcano's
+#                 chart installs (<version>/conf/volcano-scheduler.conf), which the test
+#                 runs kbatch with
 #
 # Volcano comes from a git repository because the Go module proxy this project reaches
 # refuses volcano.sh/volcano (403); the default is a snapshot of the public repository
@@ -43,6 +52,10 @@ readonly PEERS=(
 readonly VOLCANO_VERSION=v1.15.1
 readonly VOLCANO_CRDS=(scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues
     topology.volcano.sh_hypernodes nodeinfo.volcano.sh_numatopologies)
+readonly VOLCANO_CONTROLLER_CRDS=(batch.volcano.sh_jobs bus.volcano.sh_commands)
+readonly VOLCANO_CONF=installer/helm/chart/volcano/config/volcano-scheduler.conf
+# binary|package in Volcano's tree
+readonly VOLCANO_BINARIES=("vc-scheduler|cmd/scheduler" "vc-controller-manager|cmd/controller-manager")
 readonly CONTROL_PLANE=v1.37
 volcano_git=${KBATCH_VOLCANO_GIT_DIR:-/work/.mirror/volcano-sh+volcano/repo}
 
@@ -123,12 +136,19 @@ build() { # name module package version binary
     log "$name $version: built in $((SECONDS - started)) s"
 }
 
-# Volcano's scheduler and CRDs at $VOLCANO_VERSION, from the git repository $volcano_git.
+# Volcano's scheduler, controller-manager and CRDs at $VOLCANO_VERSION, from the git
+# repository $volcano_git.
+volcano_cached() { # dest
+    local crd entry
+    for crd in "${VOLCANO_CRDS[@]}"; do [[ -f $1/crd/$crd.yaml ]] || return 1; done
+    for crd in "${VOLCANO_CONTROLLER_CRDS[@]}"; do [[ -f $1/controller-crd/$crd.yaml ]] || return 1; done
+    for entry in "${VOLCANO_BINARIES[@]}"; do [[ -x $1/bin/${entry%%|*} ]] || return 1; done
+    [[ -f $1/conf/${VOLCANO_CONF##*/} ]]
+}
+
 build_volcano() {
     local version=$VOLCANO_VERSION dest=$cache/volcano/$VOLCANO_VERSION
-    local crd have=1
-    for crd in "${VOLCANO_CRDS[@]}"; do [[ -f $dest/crd/$crd.yaml ]] || have=0; done
-    if [[ -x $dest/bin/vc-scheduler && $have == 1 ]]; then
+    if volcano_cached "$dest"; then
         log "volcano $version: cached in $dest"
         return 0
     fi
@@ -138,20 +158,29 @@ build_volcano() {
         return 3
     fi
     local src=$work/volcano-$version buildlog=$work/volcano-$version.log started=$SECONDS
-    rm -rf "$src" && mkdir -p "$src" "$dest/bin" "$dest/crd"
-    log "volcano $version: building cmd/scheduler from $volcano_git (log: $buildlog)"
+    local crd entry binary pkg
+    rm -rf "$src" && mkdir -p "$src" "$dest/bin" "$dest/crd" "$dest/controller-crd" "$dest/conf"
+    : >"$buildlog"
     git --git-dir="$volcano_git" archive "$version" | tar -x -C "$src"
-    # go.mod asks for go 1.25 or newer: the local toolchain, never a downloaded one
-    if ! (cd "$src" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$dest/bin/vc-scheduler" \
-        ./cmd/scheduler) >"$buildlog" 2>&1; then
-        log "volcano $version: FAILED: (cd $src && GOTOOLCHAIN=local CGO_ENABLED=0 go build" \
-            "-o $dest/bin/vc-scheduler ./cmd/scheduler):"
-        tail -n 10 "$buildlog" >&2
-        return 1
-    fi
-    for crd in "${VOLCANO_CRDS[@]}"; do # as data for the benchmark to apply
+    for entry in "${VOLCANO_BINARIES[@]}"; do
+        binary=${entry%%|*} pkg=${entry#*|}
+        log "volcano $version: building $pkg from $volcano_git (log: $buildlog)"
+        # go.mod asks for go 1.25 or newer: the local toolchain, never a downloaded one
+        if ! (cd "$src" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -o "$dest/bin/$binary" \
+            "./$pkg") >>"$buildlog" 2>&1; then
+            log "volcano $version: FAILED: (cd $src && GOTOOLCHAIN=local CGO_ENABLED=0 go build" \
+                "-o $dest/bin/$binary ./$pkg):"
+            tail -n 10 "$buildlog" >&2
+            return 1
+        fi
+    done
+    for crd in "${VOLCANO_CRDS[@]}"; do # as data: the benchmark applies these
         cp "$src/config/crd/volcano/bases/$crd.yaml" "$dest/crd/"
     done
+    for crd in "${VOLCANO_CONTROLLER_CRDS[@]}"; do # and the controllers' e2e test these too
+        cp "$src/config/crd/volcano/bases/$crd.yaml" "$dest/controller-crd/"
+    done
+    cp "$src/$VOLCANO_CONF" "$dest/conf/"
     log "volcano $version: built in $((SECONDS - started)) s"
 }
 

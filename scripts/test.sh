@@ -71,7 +71,9 @@ fi
 # The live benchmark's peers for its short run (tests/e2e/test_live_bench.py): KWOK from
 # the Go module proxy (built once, about 10 minutes, and cached) and Volcano's scheduler
 # where a copy of its repository is at hand (status 3 when none is: its runs then report
-# an error line). Without KWOK the test skips, saying why.
+# an error line). Without KWOK the test skips, saying why. Volcano's controller-manager
+# is built beside its scheduler for tests/e2e/test_volcano_controllers.py, which skips
+# without it.
 if [ "${KBATCH_SKIP_PROVISION:-0}" != 1 ]; then
   peers=0
   bash scripts/provision-bench-peers.sh >/dev/null || peers=$?

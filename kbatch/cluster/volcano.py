@@ -16,6 +16,19 @@ a ``priority`` other than 0, ``dequeueStrategy: fifo``; a PodGroup's
 ``networkTopology`` or ``subGroupPolicy``; any field this module does not know) are
 refused naming the field, rather than run as something the user did not ask for.
 
+A PodGroup's ``minResources`` as Volcano's Job controller writes it is a pod's
+ResourceQuota usage times the gang's minimum: each request under its own name (``cpu``)
+and again as ``requests.cpu``, with ``limits.cpu`` and ``count/pods`` beside. Volcano's
+scheduler reads the plain names and passes over the others; so does kbatch (a
+``requests.`` name whose plain name is missing is refused naming it: it would reserve
+nothing).
+
+A PodGroup's ``minTaskMember`` whose minimums add up to more than its ``minMember`` is
+left out: Volcano's scheduler then skips its per-task checks (the gang is ready with
+any ``minMember`` pods), and its Job controller writes such a group for every elastic
+Job (``minAvailable`` below the tasks' replicas, no minimum per task), where kbatch
+would hold the gang for every replica.
+
 Volcano's defaults: an absent or zero ``weight`` is 1 (Volcano's webhook sets it so),
 an absent ``minMember`` is 1, an absent ``queue`` is ``default``. A Queue's
 ``status.state`` of ``Closed`` or ``Closing`` (Volcano closes a queue there) is
@@ -112,10 +125,45 @@ def _kbatch_object(obj: Mapping[str, Any], kind: str) -> tuple[dict[str, Any], l
         state = fields.string(obj, "status.state") if "status" in obj else ""
         if state in _CLOSED_STATES:
             spec["state"] = "Closed"
-    elif "status" in obj:
-        made["status"] = obj["status"]
+    else:
+        if spec.get("minResources") is not None:
+            spec["minResources"] = _min_resources(fields.mapping(obj, "spec.minResources"))
+        if _role_minimums_exceed(spec):
+            del spec["minTaskMember"]
+        if "status" in obj:
+            made["status"] = obj["status"]
     made["spec"] = spec
     return made, ignored
+
+
+# ResourceQuota's names for a pod's usage (``requests.cpu``, ``limits.cpu``,
+# ``count/pods``), which Volcano's Job controller writes into minResources beside the
+# plain names (``cpu``) and Volcano's scheduler does not read.
+_QUOTA_PREFIXES = ("requests.", "limits.", "count/")
+
+
+def _min_resources(given: Mapping[str, Any]) -> dict[str, Any]:
+    """A Volcano PodGroup's minResources without ResourceQuota's names; FieldError for a
+    ``requests.`` name whose plain name is not given."""
+    for key in given:
+        plain = key.removeprefix("requests.")
+        if plain != key and plain not in given:
+            why = (
+                f"a ResourceQuota name, which Volcano's scheduler does not read: give "
+                f"{plain!r} (Volcano's Job controller writes both)"
+            )
+            raise fields.FieldError(f"spec.minResources.{key}", why)
+    return {k: v for k, v in given.items() if not k.startswith(_QUOTA_PREFIXES)}
+
+
+def _role_minimums_exceed(spec: Mapping[str, Any]) -> bool:
+    """Do the PodGroup's role minimums add up to more than its minMember (integers
+    only: a misshapen value is left for the model to refuse, naming it)?"""
+    roles, member = spec.get("minTaskMember"), spec.get("minMember", 1)
+    if not isinstance(roles, Mapping) or type(member) is not int:
+        return False
+    counts = list(roles.values())
+    return all(type(c) is int for c in counts) and sum(counts) > member
 
 
 def _queue_order(spec: Mapping[str, Any], key: str) -> None:

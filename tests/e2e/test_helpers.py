@@ -1,7 +1,8 @@
 """The e2e suite's own helpers, without a cluster: polling through a replica's 503s,
 event times by session, the test kubelet retrying a refused write, the test
-script finding envtest's binaries before building its own, and the bind
-benchmark's pairing of runs and summary of their ratios."""
+script finding envtest's binaries before building its own, the bind
+benchmark's pairing of runs and summary of their ratios, and where Volcano's
+controller-manager is looked for."""
 
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from e2e import bench_binds
+from e2e import bench_binds, volcano
 from e2e import kubelet as kubelet_module
 from e2e.cluster_backend import event_time, poll
 from e2e.kubelet import Kubelet
@@ -225,3 +226,23 @@ def test_the_bind_benchmark_summarises_its_ratios(
     ratios: list[float], summary: list[float]
 ) -> None:
     assert bench_binds.min_median_max(ratios) == summary
+
+
+def test_without_volcanos_controller_manager_the_reason_is_one_line_naming_the_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KBATCH_CACHE", str(tmp_path))
+    monkeypatch.delenv(volcano.ASSETS_ENV, raising=False)
+    with pytest.raises(volcano.Unavailable) as missing:
+        volcano.assets()
+    why = str(missing.value)
+    assert "\n" not in why and "scripts/provision-bench-peers.sh" in why
+    assert f"{tmp_path}/volcano/v1.15.1" in why and "vc-controller-manager" in why
+    folder = tmp_path / "volcano" / "v1.15.1"
+    for name in (volcano.CONTROLLER, volcano.CONF, *volcano.CRD_FILES):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("")
+    assert volcano.assets() == folder
+    (folder / volcano.CRD_FILES[0]).unlink()
+    with pytest.raises(volcano.Unavailable, match=r"batch\.volcano\.sh_jobs\.yaml"):
+        volcano.assets()

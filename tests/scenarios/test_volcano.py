@@ -3,6 +3,7 @@
 documented hierarchical-queue example (https://volcano.sh/en/docs/hierarchical_queue/),
 its queues unchanged; its header says what must happen."""
 
+from scenarios.objects import node, pod
 from scenarios.runner import Outcome, run
 
 QUEUES = ("child-queue-a", "child-queue-b", "subchild-queue-a1", "subchild-queue-a2")
@@ -59,3 +60,23 @@ def test_a_volcano_queue_kbatch_cannot_honour_is_refused_naming_the_field() -> N
     assert rejected["name"] == "grouped"
     assert rejected["message"].startswith("spec.affinity: kbatch has no node groups per queue")
     assert outcome.queue("typed")["weight"] == 2
+
+
+def test_an_elastic_vcjobs_group_starts_with_min_member_pods_as_in_volcano() -> None:
+    # The PodGroup Volcano's Job controller writes for minAvailable 2 of a master and three
+    # workers of 1 cpu (each task's replicas as its minimum), on one node of 2 cpu: Volcano
+    # skips the per-task minimums (they add up past minMember), so two pods start.
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "elastic"},
+        "spec": {"minMember": 2, "minTaskMember": {"master": 1, "worker": 3}},
+    }
+    pods = [pod("elastic-master-0", group="elastic")]
+    pods += [pod(f"elastic-worker-{i}", group="elastic") for i in range(3)]
+    for made in pods:
+        role = made["metadata"]["name"].split("-")[1]
+        made["metadata"]["annotations"]["volcano.sh/task-spec"] = role
+    outcome = run(documents=[node("n", cpu="2"), group, *pods], until="5s")
+    assert len(outcome.running()) == 2
+    assert outcome.group("elastic")["phase"] == "Running"

@@ -2,7 +2,9 @@
 
 import argparse
 import json
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -53,6 +55,27 @@ def test_the_peer_pins_parse() -> None:
     assert re.search(r"^readonly VOLCANO_VERSION=v\d+\.\d+\.\d+$", text, re.M)
     assert "KBATCH_VOLCANO_GIT_DIR" in text and "GOTOOLCHAIN=local" in text
     subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
+
+
+def test_without_a_volcano_repository_the_script_says_so_and_exits_3(tmp_path: Path) -> None:
+    # KWOK cached (a stand-in), no git repository of Volcano: nothing is built.
+    kwok = tmp_path / "kwok" / "v0.8.0" / "bin" / "kwok"
+    kwok.parent.mkdir(parents=True)
+    kwok.write_text("#!/bin/sh\n")
+    kwok.chmod(0o755)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "KBATCH_CACHE": str(tmp_path),
+        "KBATCH_VOLCANO_GIT_DIR": str(tmp_path / "no-volcano"),
+    }
+    if shutil.which("go") is None:
+        pytest.skip("no go command: the script stops before it looks for Volcano")
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert "volcano v1.15.1: not built: no tag v1.15.1 in KBATCH_VOLCANO_GIT_DIR=" in done.stderr
+    assert done.stdout.strip() == str(tmp_path)
+    assert not (tmp_path / "volcano" / "v1.15.1" / "bin").exists()
 
 
 def test_a_missing_kbatch_conf_is_refused_naming_it(tmp_path: Path) -> None:

@@ -64,6 +64,46 @@ def test_a_podgroup_keeps_its_spec_and_status() -> None:
     assert item.obj["metadata"]["namespace"] == "ns"
 
 
+def test_a_podgroup_of_volcanos_job_controller_reserves_its_plain_resources() -> None:
+    # What Volcano's Job controller (v1.15.1) writes for 4 pods of 1 cpu, 1Gi and a GPU
+    # limit: a pod's ResourceQuota usage times 4. Read as Volcano's scheduler reads it.
+    written = {
+        "count/pods": "4",
+        "cpu": "4",
+        "limits.nvidia.com/gpu": "4",
+        "memory": "4Gi",
+        "nvidia.com/gpu": "4",
+        "pods": "4",
+        "requests.cpu": "4",
+        "requests.memory": "4Gi",
+        "requests.nvidia.com/gpu": "4",
+    }
+    spec = {"minMember": 4, "minTaskMember": {"master": 1, "worker": 3}, "minResources": written}
+    (item,) = only([group("g", spec, status={})]).objects
+    assert item.obj["spec"]["minResources"] == {
+        "cpu": "4",
+        "memory": "4Gi",
+        "nvidia.com/gpu": "4",
+        "pods": "4",
+    }
+    assert validation.refusal(item.obj) is None
+
+
+def test_role_minimums_past_min_member_are_left_out_as_volcanos_scheduler_skips_them() -> None:
+    # An elastic vcjob (minAvailable 2 of a master and three workers, no minAvailable per
+    # task): Volcano's Job controller writes each task's replicas as its minimum.
+    elastic = {"minMember": 2, "minTaskMember": {"master": 1, "worker": 3}}
+    (item,) = only([group("g", elastic)]).objects
+    assert item.obj["spec"] == {"minMember": 2}
+    whole = {"minMember": 4, "minTaskMember": {"master": 1, "worker": 3}}
+    (item,) = only([group("g", whole)]).objects
+    assert item.obj["spec"] == whole
+    bad = {"minMember": 2, "minTaskMember": {"master": "1", "worker": 3}}
+    (item,) = only([group("g", bad)]).objects
+    why = validation.refusal(item.obj)
+    assert why is not None and why.startswith("spec.minTaskMember"), why
+
+
 def test_a_harmless_volcano_field_is_left_out_with_one_note() -> None:
     loaded = only([queue("a", {"type": "x"}), queue("b", {"type": "y"})])
     assert [item.obj["spec"] for item in loaded.objects] == [{}, {}]
@@ -83,6 +123,7 @@ def test_a_harmless_volcano_field_is_left_out_with_one_note() -> None:
         (group("g", {"networkTopology": {"mode": "hard"}}), "spec.networkTopology"),
         (group("g", {"subGroupPolicy": []}), "spec.subGroupPolicy"),
         (group("g", {"minMember": 0}), "spec.minMember"),
+        (group("g", {"minResources": {"requests.cpu": "4"}}), "spec.minResources.requests.cpu"),
     ],
 )
 def test_what_kbatch_cannot_honour_is_refused_naming_the_field(obj: Any, field: str) -> None:
