@@ -479,6 +479,26 @@ def test_custom_scheduler_conf_and_names(tmp_path) -> None:
     }
 
 
+def test_volcanos_conf_with_its_action_configurations_goes_through_the_chart(tmp_path) -> None:
+    """Volcano's default conf (overcommit, binpack), its per-action arguments and
+    kbatch's reserve.starvingAfter pass the values schema and load in kbatch."""
+    conf = {
+        "actions": "enqueue, allocate, backfill, reserve",
+        "configurations": [{"name": "allocate", "arguments": {"predicateErrorCacheEnable": True}}],
+        "reserve": {"starvingAfter": "1m"},
+        "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}]},
+            {"plugins": [{"name": "overcommit"}, {"name": "predicates"}, {"name": "binpack"}]},
+        ],
+    }
+    objects = template("--values", values_file(tmp_path, {"scheduler": {"conf": conf}}))
+    (text,) = [c["data"]["scheduler.conf"] for c in by_kind(objects, "ConfigMap")
+               if "scheduler.conf" in (c.get("data") or {})]  # fmt: skip
+    loaded = runner.load_conf(text)
+    assert loaded.configurations[0].name == "allocate"
+    assert loaded.reserve.starving_after_seconds == 60
+
+
 def test_image_digest_and_tag() -> None:
     digest = "sha256:" + "a" * 64
     assert (
