@@ -77,6 +77,7 @@ class Session(TieredFunctions):
         self.non_preempting = snapshot.non_preempting
         self.namespace_labels = snapshot.namespace_labels  # (pod affinity's namespaceSelector)
         self.node_volumes = snapshot.node_volumes
+        self.node_devices = snapshot.node_devices
         # What changed since the snapshot before this one (None: none to compare with).
         self.delta = snapshot.delta
         self.now = now

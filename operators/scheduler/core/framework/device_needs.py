@@ -1,0 +1,101 @@
+"""What a pending pod's resource claims (Dynamic Resource Allocation) ask of the node it
+goes to, as kube-scheduler's DynamicResources plugin has it: worked out by the cluster
+layer from its ResourceClaims, the DeviceClasses and the ResourceSlices
+(``kbatch.cluster.devices``, which evaluates the CEL selectors, so that here each request
+is the devices it may have) and read by the predicates plugin (``plugins.device_checks``).
+
+A claim allocated already pins its pods to the nodes of its allocation's node selector;
+a claim not yet allocated fits a node where the devices reached from it that no claim
+holds satisfy each of its requests (``allocate``: the same choice for the plugin and
+for the bind that writes the allocation).
+"""
+
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+
+from kbatch.operators.scheduler.core.framework.volume_needs import Terms
+
+# kube-scheduler's words (its DynamicResources plugin's), so that a user reads what the
+# Kubernetes documentation and forums say about them.
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_ON_NODE = "resourceclaim not available on the node"
+
+# A device's reach: the node it is local to (its name), the nodes a selector selects, or
+# every node (None).
+Reach = str | Terms | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    """One request of a claim not yet allocated: ``count`` of ``candidates`` (the device
+    ids, driver/pool/device, its class and selectors select, in their slices' order),
+    or with ``count`` 0 every candidate on the node (allocation mode All). An
+    ``admin`` request (adminAccess) may have devices others hold, and holds none."""
+
+    claim: str  # namespace/name
+    request: str
+    candidates: tuple[str, ...]
+    count: int = 1
+    admin: bool = False
+
+    def __hash__(self) -> int:
+        return hash((self.claim, self.request, len(self.candidates), self.count))
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceNeeds:
+    """A pending pod's claims, as they stand: ``waiting``, when set, is why no node takes
+    it now (a claim not made yet, not found, being deleted, or a request kbatch cannot
+    allocate); else the node must match each of ``allocated`` (the node selectors of its
+    claims allocated already, as claim -> terms) and allocate ``requests``."""
+
+    waiting: str = ""
+    allocated: tuple[tuple[str, Terms], ...] = ()
+    requests: tuple[DeviceRequest, ...] = ()
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        """The claims it allocates (each once)."""
+        return tuple(dict.fromkeys(r.claim for r in self.requests))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDevices:
+    """The devices of the ResourceSlices (their pools' newest generation) by id, each with
+    its reach, and those some claim holds (allocated, or being allocated by a bind of
+    ours that the watch does not show yet)."""
+
+    reach: Mapping[str, Reach] = field(default_factory=dict)
+    taken: frozenset[str] = frozenset()
+
+
+Allocation = dict[tuple[str, str], tuple[str, ...]]  # (claim, request) -> device ids
+
+
+def allocate(
+    requests: tuple[DeviceRequest, ...],
+    reached: Callable[[str], bool],
+    taken: AbstractSet[str],
+) -> Allocation | None:
+    """The devices each of ``requests`` gets on a node (``reached``: is a device reached
+    from it?), none of ``taken`` (but for an admin request) nor one twice: the first
+    candidates in order (kube-scheduler's allocator backtracks; the candidates of one
+    pod's requests seldom overlap). None when a request cannot be satisfied."""
+    chosen: Allocation = {}
+    used: set[str] = set()
+    for request in requests:
+        here = [d for d in request.candidates if reached(d) and d not in used]
+        free = here if request.admin else [d for d in here if d not in taken]
+        if request.count == 0:  # (All: every device here, none held; at least one)
+            if not here or len(free) != len(here):
+                return None
+            picked = free
+        elif len(free) < request.count:
+            return None
+        else:
+            picked = free[: request.count]
+        chosen[(request.claim, request.request)] = tuple(picked)
+        if not request.admin:
+            used.update(picked)
+    return chosen
