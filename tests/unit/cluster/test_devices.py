@@ -259,6 +259,26 @@ def test_allocate_takes_the_first_free_candidates_and_no_device_twice() -> None:
     assert allocate((a, b), everywhere, set()) == {("ns/c", "a"): ("d0",), ("ns/c", "b"): ("d1",)}
 
 
+def test_a_gang_wanting_more_devices_than_a_node_has_keeps_no_node_to_drain() -> None:
+    """One node, one GPU, its cpu taken by a filler: a gang of two (admitted), each
+    wanting a GPU, could fit once it drains but for the devices; no node is kept for it
+    (it was, for ever, its pods told they waited for the node to drain)."""
+    filler = pod("filler", cpu="4", nodeName="n1")
+    filler["status"] = {"phase": "Running"}
+    state = ClusterState()
+    for obj in (node("n1"), device_class(), resource_slice("n1", gpu("gpu-0")), filler):
+        state.apply(obj)
+    admitted = pod_group("g", 2)
+    admitted["status"] = {"phase": "Inqueue"}
+    state.apply(admitted)
+    for i in range(2):
+        state.apply(resource_claim(f"c{i}"))
+        state.apply(claiming(f"p{i}", f"c{i}", group="g"))
+    outcome = session(state)
+    assert not outcome.binds
+    assert not outcome.nominations
+
+
 def test_a_discarded_gang_holds_no_device_for_the_pod_after_it() -> None:
     """Two GPUs, but n2's cpu is taken: the gang's first pod placed takes n1's GPU; the
     gang cannot be placed whole, its statement discarded, and the pod after it has the
@@ -275,3 +295,23 @@ def test_a_discarded_gang_holds_no_device_for_the_pod_after_it() -> None:
     later["metadata"]["creationTimestamp"] = "2030-01-01T00:00:00Z"
     state.apply(later)
     assert placed(state) == {"after": "n1"}
+
+
+def test_a_gang_wanting_more_devices_than_the_cluster_has_is_not_admitted() -> None:
+    """Three pods of a GPU each, two GPUs in all: the gang never runs, so it is not
+    admitted (it would hold its room for ever), told why; the pod after it runs."""
+    state = cluster(
+        resource_slice("n1", gpu("gpu-0")),
+        resource_slice("n2", gpu("gpu-0")),
+        pod_group("g", 3),
+        pod("after"),
+    )
+    for i in range(3):
+        state.apply(resource_claim(f"c{i}"))
+        state.apply(claiming(f"p{i}", f"c{i}", group="g"))
+    outcome = session(state)
+    assert [bind.task.name for bind in outcome.binds] == ["after"]
+    (update,) = [u for u in outcome.pod_groups if u.name == "g"]
+    assert update.status.phase.value == "Pending"
+    (told,) = [e.message for e in outcome.events if e.ref.name == "g"]
+    assert "cannot allocate all claims: 3 of its pods want 3 devices of the 2" in told

@@ -10,11 +10,14 @@ holds satisfy each of its requests (``allocate``: the same choice for the plugin
 for the bind that writes the allocation).
 """
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from kbatch.operators.scheduler.core.framework.volume_needs import Terms
+from kbatch.operators.scheduler.core.framework.info import TaskInfo
+from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
+from kbatch.operators.scheduler.core.framework.volume_needs import Terms, matches_node
 
 # kube-scheduler's words (its DynamicResources plugin's), so that a user reads what the
 # Kubernetes documentation and forums say about them.
@@ -99,3 +102,80 @@ def allocate(
         if not request.admin:
             used.update(picked)
     return chosen
+
+
+class PlannedDevices:
+    """The devices a plan's tasks allocate (the reserve action's: where a gang would go
+    once the nodes drain), as their binds would: a task planned on a node takes devices
+    reached from it that neither a claim holds nor a task planned before it took, and a
+    task sharing a claim planned before goes to that claim's node; so a gang wanting
+    more of a node's devices than it has keeps no node for ever."""
+
+    def __init__(self, devices: NodeDevices | None) -> None:
+        self._devices = devices or NodeDevices()
+        self._taken: set[str] = set(self._devices.taken)
+        self._claims: dict[str, str] = {}  # claim -> the node it is planned on
+
+    def node_for(self, task: TaskInfo, index: Mapping[str, int]) -> int | None:
+        """The node a claim of ``task`` is planned on (None: none)."""
+        needs = task.template.devices
+        for request in needs.requests if needs is not None else ():
+            node = self._claims.get(request.claim)
+            if node is not None:
+                return index.get(node)
+        return None
+
+    def take(self, task: TaskInfo, node: str, labels: dict[str, str]) -> bool:
+        """Plan ``task`` on the node named ``node`` (with ``labels``): True, its claims'
+        devices taken there; False (nothing planned) when they cannot all be had."""
+        needs = task.template.devices
+        if needs is None or not needs.requests:
+            return True
+        if any(self._claims.get(r.claim, node) != node for r in needs.requests):
+            return False
+        requests = tuple(r for r in needs.requests if r.claim not in self._claims)
+
+        def reached(device: str) -> bool:
+            where = self._devices.reach.get(device)
+            if isinstance(where, str):
+                return where == node
+            return where is None or matches_node(where, node, labels)
+
+        chosen = allocate(requests, reached, self._taken)
+        if chosen is None:
+            return False
+        admin = {(r.claim, r.request) for r in requests if r.admin}
+        for (claim, request), picked in chosen.items():
+            self._claims[claim] = node
+            if (claim, request) not in admin:
+                self._taken.update(picked)
+        return True
+
+
+def too_few_devices(templates: list[PodTemplate], min_member: int) -> str | None:
+    """Why ``min_member`` of the pods of ``templates`` (one per pod) can never have their
+    claims allocated at once, even on the empty cluster: the requests of one kind (those
+    selecting the very same devices) of the pods that ask least of it want more of those
+    devices than there are (a claim pods share is left out: counted once, not per pod).
+    None when nothing tells so (a sound check, for ``node_fit``)."""
+    shared = Counter(
+        claim for template in templates if template.devices for claim in template.devices.claims
+    )
+    wants: dict[tuple[str, ...], list[int]] = {}  # candidates -> each pod's want of them
+    for template in templates:
+        mine: dict[tuple[str, ...], int] = {}
+        for request in template.devices.requests if template.devices else ():
+            if shared[request.claim] == 1 and not request.admin:
+                mine[request.candidates] = mine.get(request.candidates, 0) + max(request.count, 1)
+        for candidates, count in mine.items():
+            wants.setdefault(candidates, []).append(count)
+    for candidates, counts in wants.items():
+        if len(counts) < min_member:
+            continue
+        least = sum(sorted(counts)[:min_member])
+        if least > len(candidates):
+            return (
+                f"{CANNOT_ALLOCATE}: {min_member} of its pods want {least} devices of the "
+                f"{len(candidates)} their claims' requests select, even all free"
+            )
+    return None
