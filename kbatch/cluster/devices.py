@@ -7,14 +7,14 @@ a snapshot gives its ``DeviceNeeds`` (read by the predicates plugin):
 
 - a claim made from a template that the resourceclaim controller has not made yet, a
   claim not found or being deleted, a request of a DeviceClass not found, a request
-  with ``firstAvailable`` subrequests or a claim with ``constraints`` (which kbatch does
-  not allocate yet), or a CEL selector that fails on a device: the pod waits, every
-  node failing for that reason;
+  with ``firstAvailable`` subrequests (which kbatch does not allocate yet), or a CEL
+  selector that fails on a device: the pod waits, every node failing for that reason;
 - a claim allocated: the node must match its allocation's node selector;
 - a claim not allocated: each request is the devices of the ResourceSlices (each
   pool's newest generation) that its class's and its own selectors select
   (``device_match``); the plugin finds where enough of them, not held by a claim, are
-  reached (``plugins.device_checks``).
+  reached (``plugins.device_checks``); the requests of a ``matchAttribute`` constraint
+  get devices of one value of its attribute (those without it are left out).
 
 When such a pod is bound (``bind_writes``), each claim not allocated is allocated on
 its node, as the plugin chose (``device_needs.allocate``), and every claim reserved for
@@ -220,6 +220,7 @@ class Devices:
             newest[pool] = max(newest.get(pool, item.generation), item.generation)
         self.classes = classes
         self.reach: dict[str, Reach] = {}
+        self.records: dict[str, DeviceRecord] = {}
         self._of: list[tuple[str, str, DeviceRecord]] = []  # (id, driver, device)
         for item in sorted(kept, key=lambda s: s.name):
             if item.generation != newest[(item.driver, item.pool)]:
@@ -229,6 +230,7 @@ class Devices:
                 device_id = f"{item.driver}/{item.pool}/{device.name}"
                 self.reach[device_id] = where
                 self._of.append((device_id, item.driver, device))
+                self.records[device_id] = device
         self._contexts = DeviceContexts()
         self._candidates: dict[tuple[str, tuple[str, ...]], tuple[str, ...] | str] = {}
 
@@ -239,6 +241,18 @@ class Devices:
         if found is None:
             found = self._candidates[key] = self._select(request)
         return found
+
+    def matching(self, request: DeviceRequest, constraint: str, attribute: str) -> DeviceRequest:
+        """``request`` of the matchAttribute ``constraint`` on ``attribute`` (qualified):
+        its candidates that have the attribute, each with its value."""
+        kept = [
+            (device, value)
+            for device in request.candidates
+            if (value := self.records[device].attributes.get(attribute)) is not None
+        ]
+        candidates = tuple(device for device, _ in kept)
+        values = tuple(f"{type(value).__name__}:{value}" for _, value in kept)
+        return replace(request, candidates=candidates, constraint=constraint, values=values)
 
     def _select(self, request: DeviceRequestRecord) -> tuple[str, ...] | str:
         device_class = self.classes.get(request.device_class)
@@ -279,10 +293,9 @@ def needs_of(
             if claim.node_terms is not None:
                 allocated.append((key, claim.node_terms))
             continue
-        if claim.constraints:
-            return DeviceNeeds(
-                f'resourceclaim "{claim_name}": kbatch does not allocate spec.devices.constraints'
-            )
+        constrained = _constrained(claim)
+        if isinstance(constrained, str):
+            return DeviceNeeds(f'resourceclaim "{claim_name}": {constrained}')
         for request in claim.requests:
             where = f'resourceclaim "{claim_name}": request "{request.name}"'
             if request.first_available:
@@ -291,8 +304,25 @@ def needs_of(
             if isinstance(found, str):
                 return DeviceNeeds(f"{where}: {found}")
             count = 0 if request.all else request.count
-            requests.append(DeviceRequest(key, request.name, found, count, request.admin_access))
+            made = DeviceRequest(key, request.name, found, count, request.admin_access)
+            if request.name in constrained:
+                index, attribute = constrained[request.name]
+                made = devices.matching(made, f"{key}#{index}", attribute)
+            requests.append(made)
     return DeviceNeeds("", tuple(allocated), tuple(requests))
+
+
+def _constrained(claim: ResourceClaimRecord) -> dict[str, tuple[int, str]] | str:
+    """Each request a matchAttribute constraint of ``claim`` names (one naming none names
+    them all): the constraint's index and attribute; or why kbatch cannot allocate them
+    (a request in two constraints)."""
+    found: dict[str, tuple[int, str]] = {}
+    for index, (names, attribute) in enumerate(claim.constraints):
+        for name in names or tuple(r.name for r in claim.requests):
+            if name in found:
+                return f'request "{name}" is in two constraints, which kbatch does not allocate'
+            found[name] = (index, attribute)
+    return found
 
 
 def node_named(node: str) -> Terms:

@@ -315,3 +315,47 @@ def test_a_gang_wanting_more_devices_than_the_cluster_has_is_not_admitted() -> N
     assert update.status.phase.value == "Pending"
     (told,) = [e.message for e in outcome.events if e.ref.name == "g"]
     assert "cannot allocate all claims: 3 of its pods want 3 devices of the 2" in told
+
+
+def numa_gpu(name: str, numa: int) -> dict:
+    found = gpu(name)
+    found["attributes"]["numa"] = {"int": numa}
+    return found
+
+
+def test_a_match_attribute_constraint_takes_devices_of_one_value() -> None:
+    """Two GPUs of one NUMA node: n1's are on two, n2's first is alone on its own and the
+    next two share one, which the claim gets."""
+    claim = resource_claim("c", 2)
+    claim["spec"]["devices"]["constraints"] = [{"matchAttribute": f"{DRIVER}/numa"}]
+    state = cluster(
+        resource_slice("n1", numa_gpu("gpu-0", 0), numa_gpu("gpu-1", 1)),
+        resource_slice("n2", numa_gpu("gpu-0", 0), numa_gpu("gpu-1", 1), numa_gpu("gpu-2", 1)),
+        claim,
+        claiming("p", "c"),
+    )
+    assert placed(state) == {"p": "n2"}
+    (write,) = state.device_writes("default", "p", "n2")
+    assert [result[3] for result in write.results] == ["gpu-1", "gpu-2"]
+    with pytest.raises(devices.NoDevice):
+        state.device_writes("default", "p", "n1")
+
+
+def test_a_request_in_two_constraints_waits_saying_kbatch_does_not_allocate_it() -> None:
+    claim = resource_claim("c", 2)
+    claim["spec"]["devices"]["constraints"] = [
+        {"matchAttribute": f"{DRIVER}/numa"},
+        {"requests": ["gpus"], "matchAttribute": f"{DRIVER}/model"},
+    ]
+    state = cluster(resource_slice("n1", numa_gpu("gpu-0", 0)), claim, claiming("p", "c"))
+    assert 'request "gpus" is in two constraints' in why(state, "p")
+
+
+def test_allocate_tries_each_value_of_a_constraint_in_order() -> None:
+    a = DeviceRequest(
+        "ns/c", "a", ("d0", "d1", "d2"), 1, constraint="ns/c#0", values=("x", "y", "y")
+    )
+    b = DeviceRequest("ns/c", "b", ("e0", "e1"), 1, constraint="ns/c#0", values=("y", "z"))
+    everywhere = lambda device: True  # noqa: E731
+    assert allocate((a, b), everywhere, set()) == {("ns/c", "a"): ("d1",), ("ns/c", "b"): ("e0",)}
+    assert allocate((a, b), everywhere, {"e0"}) is None

@@ -34,16 +34,20 @@ class DeviceRequest:
     """One request of a claim not yet allocated: ``count`` of ``candidates`` (the device
     ids, driver/pool/device, its class and selectors select, in their slices' order),
     or with ``count`` 0 every candidate on the node (allocation mode All). An
-    ``admin`` request (adminAccess) may have devices others hold, and holds none."""
+    ``admin`` request (adminAccess) may have devices others hold, and holds none. The
+    requests of one ``constraint`` (a claim's matchAttribute: 'claim#index') get devices
+    of one value of its attribute: each candidate's is in ``values`` (in their order)."""
 
     claim: str  # namespace/name
     request: str
     candidates: tuple[str, ...]
     count: int = 1
     admin: bool = False
+    constraint: str = ""
+    values: tuple[str, ...] = ()
 
     def __hash__(self) -> int:
-        return hash((self.claim, self.request, len(self.candidates), self.count))
+        return hash((self.claim, self.request, len(self.candidates), self.count, self.constraint))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +87,49 @@ def allocate(
 ) -> Allocation | None:
     """The devices each of ``requests`` gets on a node (``reached``: is a device reached
     from it?), none of ``taken`` (but for an admin request) nor one twice: the first
-    candidates in order (kube-scheduler's allocator backtracks; the candidates of one
-    pod's requests seldom overlap). None when a request cannot be satisfied."""
+    candidates in order, the requests of a constraint first, of the first value of its
+    attribute that gives them all theirs (kube-scheduler's allocator backtracks further;
+    the candidates of one pod's requests seldom overlap). None when a request cannot be
+    satisfied."""
     chosen: Allocation = {}
     used: set[str] = set()
+    groups: dict[str, list[DeviceRequest]] = {}
     for request in requests:
-        here = [d for d in request.candidates if reached(d) and d not in used]
+        groups.setdefault(request.constraint, []).append(request)
+    for constraint, group in sorted(groups.items(), key=lambda item: not item[0]):
+        values = [""]
+        if constraint:
+            values = list(dict.fromkeys(v for r in group for v in r.values))
+        for value in values:
+            found = _allocate_all(group, value, reached, taken, used)
+            if found is not None:
+                break
+        else:
+            return None
+        for request, picked in zip(group, found, strict=True):
+            chosen[(request.claim, request.request)] = picked
+            if not request.admin:
+                used.update(picked)
+    return {(r.claim, r.request): chosen[(r.claim, r.request)] for r in requests}
+
+
+def _allocate_all(
+    requests: list[DeviceRequest],
+    value: str,
+    reached: Callable[[str], bool],
+    taken: AbstractSet[str],
+    used: set[str],
+) -> list[tuple[str, ...]] | None:
+    """Each of ``requests``' devices (those of ``value``, if given), none of ``used``."""
+    found: list[tuple[str, ...]] = []
+    mine: set[str] = set()
+    for request in requests:
+        candidates = request.candidates
+        if value:
+            candidates = tuple(
+                d for d, v in zip(candidates, request.values, strict=True) if v == value
+            )
+        here = [d for d in candidates if reached(d) and d not in used and d not in mine]
         free = here if request.admin else [d for d in here if d not in taken]
         if request.count == 0:  # (All: every device here, none held; at least one)
             if not here or len(free) != len(here):
@@ -98,10 +139,10 @@ def allocate(
             return None
         else:
             picked = free[: request.count]
-        chosen[(request.claim, request.request)] = tuple(picked)
+        found.append(tuple(picked))
         if not request.admin:
-            used.update(picked)
-    return chosen
+            mine.update(picked)
+    return found
 
 
 class PlannedDevices:

@@ -95,7 +95,7 @@ class DeviceChecks:
                 short |= (free == 0) | (held > 0)
             else:
                 short |= free < request.count
-        if len(requests) > 1:
+        if len(requests) > 1 or any(r.constraint for r in requests):
             for node in np.flatnonzero(~short):
                 short[node] = self.allocation_on(int(node), requests) is None
         return short
