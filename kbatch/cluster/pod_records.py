@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbatch.api import GROUP_NAME_ANNOTATION, TASK_ROLE_ANNOTATION, VOLCANO_TASK_ANNOTATION
-from kbatch.cluster import fields, resized
+from kbatch.cluster import dra_records, fields, resized
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.job_records import owner_job
 from kbatch.cluster.pod_fields import PodFields, claims_of
@@ -47,6 +47,9 @@ class PodRecord:
     # The PersistentVolumeClaims its volumes name (an ephemeral volume's: pod-volume),
     # which say where it may go (``kbatch.cluster.volumes``)
     claims: tuple[str, ...] = ()
+    # Its spec.resourceClaims as (name, ResourceClaim name; '': not made yet from its
+    # template), which DRA allocates devices for (``kbatch.cluster.devices``)
+    device_claims: tuple[tuple[str, str], ...] = ()
     # Worked out by __post_init__ (so by dataclasses.replace too) once per version of the
     # pod, not by every snapshot: ``task_status(pod)``, and the key of the job the
     # snapshot puts it in (its PodGroup's, or its own).
@@ -154,6 +157,7 @@ def parse_pod(
         walltime = _walltime(spec)
         gates = fields.names(spec, "schedulingGates", at="spec")
         claims = claims_of(spec, pod.name)
+        device_claims = dra_records.pod_claims(obj) if spec.get("resourceClaims") else ()
     except ValueError:
         with naming(ref_of(obj)):  # (an ObjectError, named already, passes as it is)
             raise
@@ -177,6 +181,7 @@ def parse_pod(
         owner_job=owner_job(obj),
         gates=gates,
         claims=claims,
+        device_claims=device_claims,
     )
 
 
@@ -189,6 +194,8 @@ def _pod_of_status_write(
     state's last version, whose parts nothing changes in place); None: parse ``obj``
     whole (which also names a bad field). What else a record holds is read from those
     same parts."""
+    if previous.device_claims:  # (its status names the claims made from templates)
+        return None
     for key, part in obj.items():
         if key != "status" and key != "spec" and part is not previous_raw.get(key):
             return None
@@ -236,6 +243,7 @@ def _pod_of_status_write(
         owner_job=previous.owner_job,
         gates=previous.gates,
         claims=previous.claims,
+        device_claims=previous.device_claims,
     )
 
 
@@ -252,7 +260,7 @@ def pod_made_of(
     uid, creation time, status and metadata else: ``source`` with what ``obj`` says of
     those. None: parse ``obj`` whole (which also names a bad field)."""
     meta, source_meta = obj.get("metadata"), source_raw.get("metadata")
-    if type(meta) is not dict or type(source_meta) is not dict:
+    if type(meta) is not dict or type(source_meta) is not dict or source.device_claims:
         return None
     if obj.get("spec") is not source_raw.get("spec") or meta.get("labels") is not (
         source_meta.get("labels")
@@ -305,6 +313,7 @@ def pod_made_of(
         owner_job=owner_job(obj),
         gates=source.gates,
         claims=source.claims,
+        device_claims=source.device_claims,
     )
 
 

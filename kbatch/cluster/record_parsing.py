@@ -20,6 +20,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 CLUSTER_SCOPED = frozenset(
     {"Node", "Queue", "PriorityClass", "Namespace", "PersistentVolume", "StorageClass", "CSINode"}
+    | {"DeviceClass", "ResourceSlice"}
 )
 
 

@@ -21,7 +21,7 @@ from kbatch.api import (
 from kbatch.api.duration import DurationError, parse_duration
 from kbatch.api.podgroup import PodGroup, PodGroupStatus
 from kbatch.api.queue import Queue, QueueStatus
-from kbatch.cluster import fields, node_images
+from kbatch.cluster import dra_records, fields, node_images
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.job_records import parse_job, parse_jobset
 from kbatch.cluster.pod_records import (
@@ -339,4 +339,8 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "PersistentVolume": parse_volume,
     "StorageClass": parse_storage_class,
     "CSINode": parse_csi_node,  # (how many volumes a node may attach, ``volume_use``)
+    # (dynamic resource allocation: the devices a pod's claims may have, ``devices``)
+    "ResourceClaim": dra_records.parse_resource_claim,
+    "DeviceClass": dra_records.parse_device_class,
+    "ResourceSlice": dra_records.parse_resource_slice,
 }

@@ -21,6 +21,7 @@ from kbatch.api import DEFAULT_SCHEDULER_NAMES
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.cluster import fields, records, snapshot, snapshot_inputs, upstream_groups, volcano
 from kbatch.cluster.assumed import ASSUMED_TTL, AssumedPods
+from kbatch.cluster.devices import DeviceIndex
 from kbatch.cluster.errors import ObjectError
 from kbatch.cluster.gated import GatedIndex
 from kbatch.cluster.indexes import GroupIndex, ResourceNames
@@ -81,14 +82,14 @@ class ClusterState(StateAssumptions):
         self._theirs: set[str] = set()
         self._gated = GatedIndex()  # our pods held by scheduling gates
         self._volumes = VolumeIndex()  # our pending pods that name claims
+        self._devices = DeviceIndex()  # our pending pods with resource claims
         self.generation = 0  # grows with every change applied
         self._lock = threading.RLock()
         self._builder = snapshot.SnapshotBuilder(self.shortcuts)
         self._names = ResourceNames()
-        # The Node records in order, as the last snapshot was given them; None once a Node
-        # is written or dropped. While it stands, the next snapshot gets the very same
-        # list, which tells its builder that the nodes are the same without comparing
-        # each record (``KeptNodes.node_set``).
+        # The Node records in order, as the last snapshot was given them (None once a Node
+        # is written or dropped): the same list tells the next snapshot's builder that the
+        # nodes are the same without comparing each record (``KeptNodes.node_set``).
         self._node_list: builtins.list[records.NodeRecord] | None = None
         self._images = NodeImages()  # (each node's status.images, kept apart from its record)
         self._job_deadlines: dict[str, JobDeadline] | None = None  # (``_deadlines``)
@@ -106,10 +107,9 @@ class ClusterState(StateAssumptions):
 
     def records_from(self, source: "ClusterState | None") -> None:
         """Pods applied from now on that are made of ``source``'s of the same name (the
-        ETA's forward run starts from the listed ones: their spec and labels the very
-        same objects) take its records but for their identity, times and status
-        (``pod_records.pod_made_of``, ``Shortcuts.pod_records_of_source``), not parsed
-        again; None: no longer. ``source`` is only read."""
+        ETA's forward run: spec and labels the very same objects) take its records but
+        for their identity, times and status (``pod_records.pod_made_of``,
+        ``Shortcuts.pod_records_of_source``); None: no longer. ``source`` is only read."""
         self._source = source if self.shortcuts.pod_records_of_source else None
 
     def apply(
@@ -207,10 +207,12 @@ class ClusterState(StateAssumptions):
             self._assumed.check(key, parsed)
             self._gated.applied(key, parsed, ours)
             self._volumes.applied(key, parsed, ours)
+            self._devices.applied(key, parsed, ours)
             self._builder.objects.pod_arrived(parsed, self._snapshot_inputs)
         elif kind == "Node":
             self._builder.objects.node_arrived(parsed, self._snapshot_inputs)
         self._volumes.written(kind, key, parsed)
+        self._devices.written(kind, key, parsed)
         if kind in self._waiting:
             if self._is_waiting(parsed):
                 self._waiting[kind].add(key)
@@ -301,7 +303,9 @@ class ClusterState(StateAssumptions):
             self._theirs.discard(key)
             self._gated.applied(key, None, False)
             self._volumes.applied(key, None, False)
+            self._devices.applied(key, None, False)
         self._volumes.written(kind, key, None)
+        self._devices.written(kind, key, None)
         if kind in self._waiting:
             self._waiting[kind].discard(key)
 
@@ -376,6 +380,7 @@ class ClusterState(StateAssumptions):
                 raise
             self._gated.mark(built.jobs)
             self._volumes.mark(built, self._volumes.of_state(self._parsed, self._assumed))
+            self._devices.mark(built, self._devices.of_state(self._parsed))
             return dataclasses.replace(
                 built,
                 foreign_groups=self._foreign_groups(pods),
@@ -386,17 +391,6 @@ class ClusterState(StateAssumptions):
                 job_deadlines=self._deadlines(),
                 non_preempting=records.non_preempting(self._parsed["PriorityClass"].values()),
             )
-
-    def _deadlines(self) -> dict[str, JobDeadline]:
-        """The Jobs' deadlines by uid, the same dict while no Job is written (sessions
-        only read it), not made anew at every snapshot."""
-        if self._job_deadlines is None:
-            self._job_deadlines = {
-                job.uid: job.deadline
-                for job in self._parsed["Job"].values()
-                if job.deadline is not None
-            }
-        return self._job_deadlines
 
     def _nodes_in_order(self) -> builtins.list[records.NodeRecord]:
         """The Node records, the same list object while no Node is written (nothing

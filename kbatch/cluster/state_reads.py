@@ -11,11 +11,12 @@ from typing import Any
 
 from kbatch.api.podgroup import PodGroup, PodGroupPhase
 from kbatch.api.queue import Queue
-from kbatch.cluster import records, volumes
+from kbatch.cluster import devices, records, volumes
 from kbatch.cluster.assumed import AssumedPods
 from kbatch.cluster.indexes import GroupIndex
 from kbatch.cluster.reuse.pod_units import PodUnits
 from kbatch.operators.scheduler.core.framework import podgroup_status as pod_group_status
+from kbatch.operators.scheduler.core.framework.info import JobDeadline
 
 
 class StateReads:
@@ -30,6 +31,8 @@ class StateReads:
     _pod_units: PodUnits
     _assumed: AssumedPods
     _volumes: volumes.VolumeIndex
+    _job_deadlines: dict[str, JobDeadline] | None
+    _devices: devices.DeviceIndex
 
     @staticmethod
     def _key(kind: str, namespace: str, name: str) -> str:
@@ -84,10 +87,48 @@ class StateReads:
             self._volumes.assume(writes)
             return writes
 
+    def device_writes(
+        self, namespace: str, name: str, node: str
+    ) -> builtins.list[devices.ClaimWrite]:
+        """What binding the pod to ``node`` writes first to its resource claims
+        (``devices.bind_writes``), the devices it allocates held until the watch shows
+        them allocated (``forget_devices`` when the write fails); NoDevice when a claim
+        cannot be allocated there."""
+        with self._lock:
+            pod: records.PodRecord | None = self._parsed["Pod"].get(f"{namespace}/{name}")
+            if pod is None or not pod.device_claims:
+                return []
+            node_record = self._parsed["Node"].get(node)
+            labels = node_record.labels if node_record is not None else {}
+            index, claims = self._devices, self._parsed["ResourceClaim"]
+            known = index.devices(self._parsed)
+            needs = devices.needs_of(pod, claims, known, index.assumed)
+            writes = devices.bind_writes(
+                pod, node, labels, needs, claims, known, index.taken(claims)
+            )
+            index.assume(writes, {(r.claim, r.request) for r in needs.requests if r.admin})
+            return writes
+
+    def forget_devices(self, write: devices.ClaimWrite) -> None:
+        """``write`` failed: the devices it allocated are free again."""
+        with self._lock:
+            self._devices.forget(write)
+
     def forget_volume(self, write: volumes.VolumeWrite) -> None:
         """``write`` failed: its PV (if any) is free again."""
         with self._lock:
             self._volumes.forget(write)
+
+    def _deadlines(self) -> dict[str, JobDeadline]:
+        """The Jobs' deadlines by uid, the same dict while no Job is written (sessions
+        only read it), not made anew at every snapshot."""
+        if self._job_deadlines is None:
+            self._job_deadlines = {
+                job.uid: job.deadline
+                for job in self._parsed["Job"].values()
+                if job.deadline is not None
+            }
+        return self._job_deadlines
 
     def records_of(self, kind: str) -> Mapping[str, Any]:
         """The parsed records of ``kind`` by key, as a live view (not a copy): for a

@@ -38,7 +38,7 @@ from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef, Outcome, Snapshot
-from kbatch.sim import clock, departures, manifests, timers, volume_binds
+from kbatch.sim import claim_binds, clock, departures, manifests, timers, volume_binds
 from kbatch.sim.events import REJECTED as REJECTED  # (the admission's and output's)
 from kbatch.sim.events import EventLog
 from kbatch.sim.pod_objects import (
@@ -337,6 +337,7 @@ class SimBackend:
             f"pod {task.key} no longer exists"
             if gone
             else self._volumes.refusal(task, node, self.create)
+            or claim_binds.refusal(self.state, task, node, self.create)
         )
         if pod is None or why is not None:  # (its volumes' writes, made first, refused it)
             message = decided.binding_rejected_message(why or "")

@@ -5,7 +5,10 @@ Job is not mistaken for a ``batch/v1`` Job): Namespace, Node, Pod,
 ResourceQuota, PersistentVolumeClaim, PersistentVolume, StorageClass
 (``storage.k8s.io``: the simulated PV controller binds and provisions volumes,
 ``kbatch.sim.volume_controller``), CSINode (``storage.k8s.io``: how many volumes of
-each CSI driver a node may attach, as the CSI node plugin registers them), batch Job,
+each CSI driver a node may attach, as the CSI node plugin registers them),
+ResourceClaim, DeviceClass and ResourceSlice (``resource.k8s.io/v1``: the devices a
+pod's claims may have, as a DRA driver publishes them; a claim made from a pod's
+template is not made by the simulator: name claims directly), batch Job,
 JobSet (``jobset.x-k8s.io``), PriorityClass, PodGroup, Queue, upstream's own PodGroup
 (``scheduling.k8s.io/v1beta1`` or ``v1alpha3``, read as the kbatch PodGroup it is scheduled as:
 ``kbatch.cluster.upstream_groups``), Volcano's PodGroup and Queue
@@ -50,6 +53,7 @@ MODELLED: dict[str, frozenset[str]] = {
         {"Namespace", "Node", "Pod", "ResourceQuota", "PersistentVolumeClaim", "PersistentVolume"}
     ),
     "storage.k8s.io": frozenset({"StorageClass", "CSINode"}),
+    "resource.k8s.io": frozenset({"ResourceClaim", "DeviceClass", "ResourceSlice"}),
     "batch": frozenset({"Job"}),
     "jobset.x-k8s.io": frozenset({"JobSet"}),
     "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup"}),
@@ -58,6 +62,7 @@ MODELLED: dict[str, frozenset[str]] = {
 }
 CLUSTER_SCOPED = frozenset(
     {"Namespace", "Node", "Queue", "PriorityClass", "PersistentVolume", "StorageClass", "CSINode"}
+    | {"DeviceClass", "ResourceSlice"}
 )
 # Objects due at the same time are created in this order, as Helm installs a chart:
 # what others name (a namespace, a priority class, a queue, a storage class, a volume, a
@@ -71,9 +76,12 @@ CREATE_ORDER = (
     "StorageClass",
     "Node",
     "CSINode",
+    "DeviceClass",
+    "ResourceSlice",
     "PersistentVolume",
     "ResourceQuota",
     "PersistentVolumeClaim",
+    "ResourceClaim",
     "Job",
     "JobSet",
     "PodGroup",

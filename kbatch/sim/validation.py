@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kbatch.api.quantity import format_quantity
-from kbatch.cluster import fields, podspec, records, upstream_groups, volcano
+from kbatch.cluster import dra_records, fields, podspec, records, upstream_groups, volcano
 from kbatch.cluster.errors import ObjectError
 from kbatch.sim import clock, job_spec, jobs, jobset_spec, manifests, volume_validation
 
@@ -168,4 +168,7 @@ _CHECKS: dict[str, Callable[[Object], object]] = {
     "PersistentVolume": volume_validation.volume,
     "StorageClass": volume_validation.storage_class,
     "CSINode": volume_validation.csi_node,
+    "ResourceClaim": dra_records.parse_resource_claim,
+    "DeviceClass": dra_records.parse_device_class,
+    "ResourceSlice": dra_records.parse_resource_slice,
 }

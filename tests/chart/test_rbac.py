@@ -54,6 +54,21 @@ NEEDS_UPSTREAM_GROUPS = {
     ("scheduling.k8s.io", "podgroups", "watch"),
     ("scheduling.k8s.io", "podgroups/status", "patch"),
 }
+# Granted for Dynamic Resource Allocation, used where the server serves resource.k8s.io/v1
+# (1.34 on): listed and watched by kbatch's informers there, a claim read and written
+# before a bind.
+DRA = "/apis/resource.k8s.io/v1"
+NEEDS_DRA = {
+    ("resource.k8s.io", plural, verb)
+    for plural in ("resourceclaims", "deviceclasses", "resourceslices")
+    for verb in ("list", "watch")
+} | {
+    ("resource.k8s.io", "resourceclaims", "get"),
+    ("resource.k8s.io", "resourceclaims/status", "update"),
+}
+# Asked of kbatch by the API server (1.35 on) when its status write changes a claim's
+# allocation or reservedFor: an authorization check, never a request of its own.
+CHECKED_NOT_REQUESTED = {("resource.k8s.io", "resourceclaims/binding", "update")}
 # Granted for Volcano's PodGroups and Queues, used where Volcano's CRDs are installed
 # (not here: the exemption below holds while they are not served).
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
@@ -270,6 +285,8 @@ def exercise_every_verb(api: Any, kbatch: kube.Process) -> None:
     for name in ("q1", "q2"):
         kube.ensure(api, f"{PG}/queues", queue(name))
     exercise_volumes(api, kbatch)
+    if dra_served(api):
+        exercise_devices(api, kbatch)
     for i in range(4):
         kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group(f"a{i}", "q1", 1))
         kube.ensure(api, f"/api/v1/namespaces/{WORK_NS}/pods", pod(f"a{i}", f"a{i}", "1", NODE))
@@ -385,6 +402,48 @@ def exercise_volumes(api: Any, kbatch: kube.Process) -> None:
         )
 
     kbatch.wait_until("the pod's claims bound and provisioned for its node", written)
+
+
+def dra_served(api: Any) -> bool:
+    """Does the server serve resource.k8s.io/v1 ResourceClaims (discovery)?"""
+    try:
+        resources = request(api, "GET", DRA).get("resources") or []
+    except ApiError:
+        return False
+    return any(r.get("name") == "resourceclaims" for r in resources)
+
+
+def exercise_devices(api: Any, kbatch: kube.Process) -> None:
+    """A pod (asking no cpu) with a resource claim for the node's one device: before its
+    bind, kbatch allocates the claim and reserves it for the pod (its status)."""
+    driver = "gpu.rbac.example.com"
+    selector = {"cel": {"expression": f'device.driver == "{driver}"'}}
+    kube.ensure(api, f"{DRA}/deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "rbac-gpu"}, "spec": {"selectors": [selector]},
+    })  # fmt: skip
+    kube.ensure(api, f"{DRA}/resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": "rbac-gpus"},
+        "spec": {"driver": driver, "nodeName": NODE, "devices": [{"name": "gpu-0"}],
+                 "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1}},
+    })  # fmt: skip
+    request_ = {"name": "gpu", "exactly": {"deviceClassName": "rbac-gpu"}}
+    kube.ensure(api, f"{DRA}/namespaces/{WORK_NS}/resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "rbac-gpu", "namespace": WORK_NS},
+        "spec": {"devices": {"requests": [request_]}},
+    })  # fmt: skip
+    kube.ensure(api, f"{PG}/namespaces/{WORK_NS}/podgroups", pod_group("d", "q1", 1))
+    claiming = pod("d0", "d", "0", NODE)
+    claiming["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "rbac-gpu"}]
+    kube.ensure(api, f"/api/v1/namespaces/{WORK_NS}/pods", claiming)
+
+    def allocated() -> bool:
+        claim = get(api, f"{DRA}/namespaces/{WORK_NS}/resourceclaims/rbac-gpu") or {}
+        return bool((claim.get("status") or {}).get("reservedFor"))
+
+    kbatch.wait_until("the pod's claim allocated and reserved for it", allocated)
 
 
 def exercise_visibility(api: Any, kbatch: kube.Process) -> None:
@@ -666,6 +725,9 @@ def test_kbatch_as_the_charts_service_account_uses_exactly_its_grants(
         exempt |= NEEDS_JOBSETS
     if not volcano_served(api):
         exempt |= NEEDS_VOLCANO
+    if not dra_served(api):
+        exempt |= NEEDS_DRA
+    exempt |= CHECKED_NOT_REQUESTED
     if stand_in.default_queue_made_by_the_test:
         exempt.add((GROUP, "queues", "create"))
     unused: set[tuple[str, str, str]] = set()

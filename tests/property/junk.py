@@ -373,6 +373,64 @@ def csi_node(name: str = "node-1") -> Obj:
     }
 
 
+def resource_claim(name: str = "gpu") -> Obj:
+    request = {
+        "deviceClassName": "gpu",
+        "selectors": [{"cel": {"expression": 'device.attributes["g.example.com"].model == "a"'}}],
+        "allocationMode": "ExactCount",
+        "count": 2,
+    }
+    host = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+    result = {"request": "r", "driver": "g.example.com", "pool": "p", "device": "d0"}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default", "uid": "u1"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "r", "exactly": request}],
+                "constraints": [{"requests": ["r"], "matchAttribute": "g.example.com/numa"}],
+            }
+        },
+        "status": {
+            "allocation": {
+                "devices": {"results": [result]},
+                "nodeSelector": {"nodeSelectorTerms": [host]},
+            },
+            "reservedFor": [{"resource": "pods", "name": "p", "uid": "u2"}],
+        },
+    }
+
+
+def device_class(name: str = "gpu") -> Obj:
+    selector = {"cel": {"expression": 'device.driver == "g.example.com"'}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [selector]},
+    }
+
+
+def resource_slice(name: str = "node-1-gpus") -> Obj:
+    device = {
+        "name": "d0",
+        "attributes": {"model": {"string": "a"}, "numa": {"int": 0}},
+        "capacity": {"memory": {"value": "80Gi"}},
+    }
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": "g.example.com",
+            "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+            "nodeName": "node-1",
+            "devices": [device],
+        },
+    }
+
+
 BASES: dict[str, Callable[[], Obj]] = {
     "PodGroup": pod_group,
     "Queue": queue,
@@ -387,6 +445,9 @@ BASES: dict[str, Callable[[], Obj]] = {
     "PersistentVolume": volume,
     "StorageClass": storage_class,
     "CSINode": csi_node,
+    "ResourceClaim": resource_claim,
+    "DeviceClass": device_class,
+    "ResourceSlice": resource_slice,
 }
 
 

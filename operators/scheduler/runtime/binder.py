@@ -12,12 +12,12 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from kbatch import kubeapi
-from kbatch.cluster import volume_records, volumes
+from kbatch.cluster import devices, volume_records, volumes
 from kbatch.cluster.state import ClusterState
 from kbatch.operators.scheduler.core.framework import outcome as decided
 from kbatch.operators.scheduler.core.framework.info import TaskInfo
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
-from kbatch.operators.scheduler.runtime import outage
+from kbatch.operators.scheduler.runtime import claim_writes, outage
 
 log = logging.getLogger("kbatch.kube")
 EVENT_WAIT_FOR_BINDS = 30.0  # a status or event waits at most this long for binds in flight
@@ -167,7 +167,8 @@ class Binder:
             return
         try:
             self._write_volumes(namespace, name, node)
-        except VolumeNotReady as exc:
+            self._write_devices(namespace, name, uid, node)
+        except (VolumeNotReady, claim_writes.ClaimNotReady) as exc:
             self._bind_failed(namespace, name, uid, node, exc, at)
             return
         body = {
@@ -226,6 +227,23 @@ class Binder:
                 for unsent in writes[writes.index(write) :]:
                     self.state.forget_volume(unsent)
                 raise VolumeNotReady(f'claim "{claim.name}" on {node}: {exc}') from exc
+
+    def _write_devices(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """Before the pod's bind (after its volumes'): allocate each of its resource claims
+        not allocated on ``node`` and reserve each for the pod (``devices.bind_writes``,
+        as kube-scheduler's DynamicResources PreBind does); ClaimNotReady when one
+        cannot be allocated there, or its write fails."""
+        try:
+            writes = self.state.device_writes(namespace, name, node)
+        except devices.NoDevice as exc:
+            raise claim_writes.ClaimNotReady(str(exc)) from exc
+        for at, write in enumerate(writes):
+            try:
+                claim_writes.write_claim(self.api, write, name, uid)
+            except claim_writes.ClaimNotReady:
+                for unsent in writes[at:]:
+                    self.state.forget_devices(unsent)
+                raise
 
     def _bind_failed(
         self, namespace: str, name: str, uid: str, node: str, exc: Exception, at: float

@@ -86,6 +86,17 @@ RESOURCES = (
     # kbatch may list them: an RBAC made for an older kbatch leaves the scheduler without
     # the limits, not without a start.
     Resource("CSINode", "/apis/storage.k8s.io/v1/csinodes", ("storage.k8s.io/v1",)),
+    # Dynamic Resource Allocation (``kbatch.cluster.devices``), where the server serves
+    # resource.k8s.io/v1 (1.34 on) and kbatch may list them: else a pod with resource
+    # claims waits, told its claim is not found.
+    *(
+        Resource(kind, f"/apis/resource.k8s.io/v1/{plural}", ("resource.k8s.io/v1",))
+        for kind, plural in (
+            ("ResourceClaim", "resourceclaims"),
+            ("DeviceClass", "deviceclasses"),
+            ("ResourceSlice", "resourceslices"),
+        )
+    ),
 )
 # Upstream's PodGroups (KEP-4671), where served: scheduled as kbatch's (``upstream``).
 UPSTREAM_POD_GROUPS = Resource(

@@ -30,6 +30,7 @@ import numpy as np
 from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.actions import reserve_fill
 from kbatch.operators.scheduler.core.framework import topology
+from kbatch.operators.scheduler.core.framework.device_needs import PlannedDevices
 from kbatch.operators.scheduler.core.framework.info import (
     NO_NODE,
     REQUIRED,
@@ -138,19 +139,25 @@ def _plan(
 ) -> list[_Plan] | None:
     """A node for each of ``waiting`` once drained (``room``), on ``within`` only if
     given, their claims bound as they would be (``PlannedVolumes``: a task that shares
-    a claim with one planned before goes to its node), each counted where planned by
+    a claim with one planned before goes to its node; ``PlannedDevices``: their resource
+    claims' devices likewise), each counted where planned by
     the checks of those after it (``Session.planned``: a gang's topology spread holds
     among its planned pods); None when one finds none."""
     room = room.copy()
     plans = []
     volumes = PlannedVolumes(session.node_volumes.limits if session.node_volumes else {})
+    devices = PlannedDevices(session.node_devices)
     infos = session.nodes.infos
     try:
         for task in waiting:
-            node = _best_node(session, placer, task, room, within, volumes.node_for(task))
-            if node == NO_NODE or not volumes.take(
-                task, node, infos[node].name, infos[node].labels
-            ):
+            only = volumes.node_for(task)
+            if only is None:
+                only = devices.node_for(task, session.nodes.index)
+            node = _best_node(session, placer, task, room, within, only)
+            if node == NO_NODE:
+                return None
+            name, labels = infos[node].name, infos[node].labels
+            if not volumes.take(task, node, name, labels) or not devices.take(task, name, labels):
                 return None
             share = _share_in_the_way(session, task, np.array([node]))[0]
             room[node] -= task.request

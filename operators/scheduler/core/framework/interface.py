@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kbatch.operators.scheduler.core.framework.delta import Delta
+from kbatch.operators.scheduler.core.framework.device_needs import NodeDevices
 from kbatch.operators.scheduler.core.framework.info import (
     JobDeadline,
     JobInfo,
@@ -64,6 +65,9 @@ class Snapshot:
     # What the pods on nodes hold of volumes (claims only one pod may use, volumes
     # counted against CSI attach limits); None while no pending pod of ours has a claim.
     node_volumes: NodeVolumes | None = None
+    # The devices of the ResourceSlices and those claims hold (DRA); None while no
+    # pending pod of ours has a resource claim.
+    node_devices: NodeDevices | None = None
     # What changed since the snapshot before it in its maker's line, for the caches
     # that reuse work across sessions (None: no snapshot before it to compare with).
     delta: Delta | None = None

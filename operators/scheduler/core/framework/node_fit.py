@@ -26,7 +26,9 @@ count one at most on a node, or in a domain of the anti-affinity's topology key;
 alike whose topology spread constraints select them count as they can spread
 (``_skewed``: no domain more than the skew above the emptiest); pods alike that share a
 claim bound on first use count on one node (its volume is made for the first one's). A
-gang that requires one domain of a level is counted domain by domain.
+gang that requires one domain of a level is counted domain by domain. A gang whose
+pods' resource claims want more of the devices their requests select than there are,
+all free, never runs either (``device_needs.too_few_devices``).
 """
 
 from collections import Counter
@@ -37,6 +39,7 @@ import numpy as np
 
 from kbatch.api.quantity import format_quantity
 from kbatch.operators.scheduler.core.framework import topology
+from kbatch.operators.scheduler.core.framework.device_needs import too_few_devices
 from kbatch.operators.scheduler.core.framework.info import REQUIRED, JobInfo
 from kbatch.operators.scheduler.core.framework.podspec import PodTemplate
 from kbatch.operators.scheduler.core.framework.resources import EPSILON, PODS
@@ -62,6 +65,10 @@ def never_fits(session: Session, job: JobInfo, verdicts: Verdicts) -> str | None
     first = next(tasks, None)
     if first is None:
         return None
+    if session.node_devices is not None:  # (pods with resource claims wait: DRA's)
+        why = too_few_devices([task.template for task in job.tasks.values()], job.min_member)
+        if why is not None:
+            return why
     template = first.template
     for task in tasks:
         if task.template is not template:

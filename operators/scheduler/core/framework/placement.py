@@ -92,7 +92,8 @@ class Placer:
 
     def _sensitive(self, task: TaskInfo) -> bool:
         """Do the template's answers on a node change with tasks placed on others (pod
-        affinity, topology spread; a PV or a claim a task binds: ``plugins.volume_checks``),
+        affinity, topology spread; a PV or a claim a task binds: ``plugins.volume_checks``; a
+        device a task's claim takes: ``plugins.device_checks``),
         or with tasks an action plans without placing them (``Session.planned``: host
         ports too)? Then asked afresh."""
         volumes = task.template.volumes
@@ -102,6 +103,7 @@ class Placer:
             or bool(self.session.planned and task.template.host_ports)
             or self.session.anti_affinity_pods > 0
             or (volumes is not None and volumes.binds_claims)
+            or (task.template.devices is not None and bool(task.template.devices.requests))
         )
 
     def _fresh(self, task: TaskInfo) -> View:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from kbatch.operators.scheduler.core.framework.device_needs import DeviceNeeds
     from kbatch.operators.scheduler.core.framework.volume_needs import VolumeNeeds
 
 
@@ -169,8 +170,7 @@ class PodTemplate:
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     priority_class_name: str = ""
-    # spec.resourceClaims' names: devices of dynamic resource allocation, which kbatch
-    # does not allocate (no node takes such a pod: ``predicates``)
+    # spec.resourceClaims' names: devices of dynamic resource allocation
     resource_claims: tuple[str, ...] = ()
     # spec.preemptionPolicy ('': its PriorityClass's, ``Snapshot.non_preempting``)
     preemption_policy: str = ""
@@ -178,6 +178,10 @@ class PodTemplate:
     # set by the cluster layer on a copy of its spec's template, shared by the pods of
     # that template whose needs are equal (``kbatch.cluster.volumes``); None: none.
     volumes: "VolumeNeeds | None" = None
+    # What its resource claims ask of a node, for a pending pod that has some: set as
+    # ``volumes`` is (``kbatch.cluster.devices``); None: not worked out (no node takes
+    # a pod with claims then: ``predicates``).
+    devices: "DeviceNeeds | None" = None
     # spec.topologySpreadConstraints (``plugins.topology_spread``)
     spread: tuple[SpreadConstraint, ...] = ()
     # Each container's image, init containers first, as nodes list them (image locality)

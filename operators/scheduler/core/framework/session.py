@@ -78,6 +78,7 @@ class Session(TieredFunctions):
         self.namespace_labels = snapshot.namespace_labels  # (pod affinity's namespaceSelector)
         self.node_images = snapshot.node_images  # (nodeorder's image locality)
         self.node_volumes = snapshot.node_volumes
+        self.node_devices = snapshot.node_devices
         # What changed since the snapshot before this one (None: none to compare with).
         self.delta = snapshot.delta
         self.now = now

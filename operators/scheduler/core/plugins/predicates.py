@@ -14,6 +14,10 @@ volumes — from the pod's persistent volume claims, as they stand (its template
 ``volumes``, worked out by the cluster layer): a claim not found or not yet bound
 by the PV controller bars every node; a bound PV's node affinity, and where a claim
 bound on first use may be bound or provisioned, bar the nodes they do not match.
+devices — from the pod's resource claims (its template's ``devices``, worked out by the
+cluster layer): a claim not made yet, not found, or that kbatch cannot allocate bars
+every node; an allocated claim's node selector, and where a claim's requests may be
+allocated from the devices no claim holds, bar the nodes they do not match.
 dynamic — from the pods on the nodes, evaluated for the nodes asked about:
   host ports; max pods; topology spread constraints that must hold
   (``DoNotSchedule``: see ``topology_spread``); required pod affinity and
@@ -38,6 +42,7 @@ from kbatch.operators.scheduler.core.plugins import (
     pod_affinity,
     topology_spread,
 )
+from kbatch.operators.scheduler.core.plugins.device_checks import DeviceChecks
 from kbatch.operators.scheduler.core.plugins.topology_spread import SpreadChecks
 from kbatch.operators.scheduler.core.plugins.volume_checks import VolumeChecks
 
@@ -60,8 +65,8 @@ TOO_MANY_PODS = "Too many pods"
 EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 POD_AFFINITY = "node(s) didn't match pod affinity rules"
 POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-# kube-scheduler's DynamicResources plugin allocates a pod's claims; kbatch has none, and
-# a pod bound with its claims unallocated would never start on its node.
+# A pod bound with its claims unallocated would never start on its node: one whose
+# claims the cluster layer did not work out (``PodTemplate.devices``) is bound nowhere.
 RESOURCE_CLAIMS = "pod has resource claims (spec.resourceClaims), which kbatch does not allocate"
 
 # A cordoned node admits a pod that tolerates this taint (Kubernetes' CheckNodeUnschedulable).
@@ -149,7 +154,8 @@ class StaticChecks:
         of each key their required anti-affinity to their own kind names; how their
         spread constraints keep them apart (``topology_spread.lasting``); all on one node
         when they share a claim bound on first use, one at all when they share a
-        ReadWriteOncePod claim."""
+        ReadWriteOncePod claim; no node while a resource claim of theirs waits (not made
+        yet, not found, or one kbatch cannot allocate)."""
         found = self._lasting_by_template.get(template)
         if found is None:
             barred = self._lasting_by_value.get(key := _static_key(template))
@@ -161,6 +167,9 @@ class StaticChecks:
                     (TAINTS, untolerated > 0),
                 ]
                 barred = self._lasting_by_value[key] = first_failures(checks)
+            claims = template.devices
+            if claims is not None and claims.waiting:  # (no node takes it while so)
+                barred = [(claims.waiting, np.ones(len(self.not_ready), dtype=bool))]
             needs = template.volumes  # (pods alike share its claims)
             together = needs is not None and bool(needs.unbound)
             alone = needs is not None and bool(needs.single_pod)
@@ -173,8 +182,9 @@ class StaticChecks:
         return found
 
     def _claimed(self, template: PodTemplate) -> np.ndarray:
-        """Every node for a pod with resource claims (none takes it), else none."""
-        return np.full(len(self.not_ready), bool(template.resource_claims))
+        """Every node for a pod with resource claims not worked out (none takes it), else
+        none."""
+        return np.full(len(self.not_ready), _unallocated(template))
 
     def _node_match(self, template: PodTemplate) -> np.ndarray:
         """The nodes whose labels match the template's node selector and affinity."""
@@ -225,8 +235,13 @@ def _static_key(template: PodTemplate) -> StaticKey:
         template.affinity.node_required,
         template.tolerations,
         template.best_effort,
-        bool(template.resource_claims),
+        _unallocated(template),
     )
+
+
+def _unallocated(template: PodTemplate) -> bool:
+    """Has the pod resource claims whose devices were not worked out?"""
+    return bool(template.resource_claims) and template.devices is None
 
 
 def _then(first: Failures, then: Failures) -> Failures:
@@ -260,6 +275,7 @@ def on_session_open(session: Session, option: PluginOption) -> None:
     nodes = session.nodes
     pods_dim = session.dims.index[PODS]
     volumes = VolumeChecks(static.index, session)
+    devices = DeviceChecks(static.index, session)
     spread = SpreadChecks(pod_checks)
 
     def predicate(task: TaskInfo, idx: np.ndarray) -> Failures:
@@ -269,6 +285,10 @@ def on_session_open(session: Session, option: PluginOption) -> None:
         if needs is not None:  # (a claim that waits fails the pod whole, as a PreFilter)
             barred = volumes.failures(needs)
             failures = barred if needs.waiting else _then(failures, barred)
+        claims = template.devices
+        if claims is not None:  # (so does a claim that waits, as DynamicResources' PreFilter)
+            barred = devices.failures(claims)
+            failures = barred if claims.waiting else _then(failures, barred)
         fixed = [(reason, mask[idx]) for reason, mask in failures]
         fixed = [(reason, failed) for reason, failed in fixed if failed.any()]
         dynamic: list[tuple[str, np.ndarray]] = []
