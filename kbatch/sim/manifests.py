@@ -43,6 +43,7 @@ from kbatch.sim import clock
 SUBMIT_AT = "kbatch.io/sim-submit-at"
 DURATION = "kbatch.io/sim-duration"
 SCHEDULER_CONF = "kbatch.io/sim-scheduler-conf"
+VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"  # Volcano's Job (``kbatch.sim.vcjobs``)
 
 # Modelled kinds by API group ("" is the core group).
 MODELLED: dict[str, frozenset[str]] = {
