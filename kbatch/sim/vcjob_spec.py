@@ -11,8 +11,10 @@ them: no task, a task without a name, two of one name, a negative count, a
 
 Read but not simulated (``not_simulated``): the fields whose effect the simulator does not
 play (lifecycle ``policies``, ``plugins``, ``volumes``, a task's ``dependsOn``,
-``partitionPolicy``, ``topologyPolicy``, ``maxRetry``); each is named in a warning on the
-vcjob, and the rest runs. ``networkTopology`` is refused by kbatch on the PodGroup.
+````topologyPolicy``, ``maxRetry``); each is named in a warning on the vcjob, and the rest
+runs. A ``networkTopology``, and a task's ``partitionPolicy`` (a ``subGroupPolicy``), go
+to the PodGroup as the controller puts them there, where kbatch refuses them
+(``kbatch.cluster.volcano``), as it does on a cluster.
 
 Made: the PodGroup (``pod_group``; ``<job>-<uid>``, owned by the vcjob, its labels and
 annotations, ``minMember`` the job's ``minAvailable``, ``minTaskMember`` each task's,
@@ -59,7 +61,6 @@ NOT_SIMULATED_JOB = {
 NOT_SIMULATED_TASK = {
     "policies": NOT_SIMULATED_JOB["policies"],
     "dependsOn": "task dependencies are not simulated: every task's pods are made at once",
-    "partitionPolicy": "partitions are not simulated",
     "topologyPolicy": "NUMA topology policies are not simulated",
     "maxRetry": NOT_SIMULATED_JOB["maxRetry"],
 }
@@ -71,6 +72,7 @@ class Task:
     replicas: int
     min_available: int
     template: Object  # the pod template: metadata and spec
+    partitioned: bool = False  # has a partitionPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +142,8 @@ def _task(entry: Mapping[str, Any], i: int) -> Task:
         raise fields.FieldError(f"{at}.template.spec", "a task needs a pod template")
     fields.string_map(template, "metadata.labels", at=f"{at}.template")
     fields.string_map(template, "metadata.annotations", at=f"{at}.template")
-    return Task(name, replicas, min_available, dict(template))
+    partitioned = fields.value(entry, "partitionPolicy", at=at) is not None
+    return Task(name, replicas, min_available, dict(template), partitioned)
 
 
 def _count(obj: Mapping[str, Any], path: str, at: str = "") -> int | None:
@@ -192,6 +195,11 @@ def pod_group(job: Object, spec: VcJobSpec, priority_of: Callable[[str], int]) -
     }
     if spec.priority_class:
         group_spec["priorityClassName"] = spec.priority_class
+    if job["spec"].get("networkTopology"):
+        group_spec["networkTopology"] = job["spec"]["networkTopology"]
+    partitioned = [t.name for t in spec.tasks if t.partitioned]
+    if partitioned:  # (one entry per such task: kbatch refuses the field whole)
+        group_spec["subGroupPolicy"] = [{"name": name} for name in partitioned]
     group_meta: Object = {"name": pod_group_name(job), "namespace": meta["namespace"],
                           "ownerReferences": [_owner(job)]}  # fmt: skip
     for key in ("labels", "annotations"):

@@ -128,6 +128,7 @@ class VcJobController:
             self._make_group(record, create)
             self._write_status(record, Counter(), {})
             return
+        self._tell_group_waits(record, group)
         pods = self._pods(record)
         if (group.get("status") or {}).get("phase") not in (None, "", "Pending"):
             self._make_pods(record, pods, create)
@@ -175,6 +176,21 @@ class VcJobController:
             record.refused_why = refused
             message = f"PodGroup {made['metadata']['name']} refused: {refused}"
             self.cluster.record(record.ref, "Warning", GROUP_REFUSED, message)
+
+    def _tell_group_waits(self, record: VcJobRecord, group: Object) -> None:
+        """The group's latest true condition, unless Scheduled, repeated on the vcjob as
+        a ``PodGroupPending`` Warning (Volcano's ``recordPodGroupEvent``)."""
+        conditions = (group.get("status") or {}).get("conditions") or ()
+        true = [c for c in conditions if c.get("status") == "True"]
+        if not true:
+            return
+        latest = max(true, key=lambda c: str(c.get("lastTransitionTime") or ""))
+        if latest.get("type") == "Scheduled":
+            return
+        meta = record.obj["metadata"]
+        kind, why = str(latest.get("type")).lower(), latest.get("message", "")
+        message = f"PodGroup {meta['namespace']}:{meta['name']} {kind}, reason: {why}"
+        self.cluster.record(record.ref, "Warning", "PodGroupPending", message)
 
     def _priority_of(self, name: str) -> int:
         found = self.cluster.state.get("PriorityClass", "", name) if name else None

@@ -196,3 +196,14 @@ def test_a_bad_vcjob_is_refused_naming_the_field_and_the_rest_runs() -> None:
     ]  # fmt: skip
     assert [j["name"] for j in result["volcanoJobs"]] == ["good"]
     assert result["volcanoJobs"][0]["phase"] == "Completed"
+
+
+def test_a_network_topology_goes_to_the_group_where_kbatch_refuses_it() -> None:
+    job = vcjob("topo", networkTopology={"mode": "hard", "highestTierAllowed": 1})
+    outcome = run(job, vcjob("plain"), until=120.0)
+    refused = [m for _, reason, m in told(outcome, "topo") if reason == "PodGroupRefused"]
+    assert len(refused) == 1 and "spec.networkTopology" in refused[0]
+    assert not [p for p in outcome.cluster.state.list("Pod") if p["metadata"]["name"]
+                .startswith("topo-")]  # fmt: skip
+    assert status(outcome, "topo")["state"]["phase"] == "Pending"
+    assert status(outcome, "plain")["state"]["phase"] == "Completed"

@@ -123,3 +123,12 @@ def test_fields_not_simulated_are_named() -> None:
     named = [why.split(":")[0] for why in vcjob_spec.not_simulated(given)]
     assert named == ["spec.policies", "spec.maxRetry", "spec.tasks[0].dependsOn"]
     assert vcjob_spec.not_simulated(job(task("m", 1))) == []
+
+
+def test_network_topology_and_partitions_go_to_the_group_as_the_controller_puts_them() -> None:
+    topology = {"mode": "hard", "highestTierAllowed": 1}
+    given = job(task("m", 1), task("w", 4, partitionPolicy={"totalPartitions": 2,
+                "partitionSize": 2}), networkTopology=topology)  # fmt: skip
+    group = vcjob_spec.pod_group(given, vcjob_spec.vcjob_spec(given), no_priority)
+    assert group["spec"]["networkTopology"] == topology
+    assert group["spec"]["subGroupPolicy"] == [{"name": "w"}]
