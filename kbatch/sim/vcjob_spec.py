@@ -9,12 +9,13 @@ replicas; ``template``), ``minAvailable`` (absent or 0: the sum of the tasks'),
 them: no task, a task without a name, two of one name, a negative count, a
 ``minAvailable`` above the replicas.
 
+Lifecycle ``policies`` and ``maxRetry`` (default 3): ``kbatch.sim.vcjob_policies``.
 Read but not simulated (``not_simulated``): the fields whose effect the simulator does not
-play (lifecycle ``policies``, ``plugins``, ``volumes``, a task's ``dependsOn``,
-````topologyPolicy``, ``maxRetry``); each is named in a warning on the vcjob, and the rest
-runs. A ``networkTopology``, and a task's ``partitionPolicy`` (a ``subGroupPolicy``), go
-to the PodGroup as the controller puts them there, where kbatch refuses them
-(``kbatch.cluster.volcano``), as it does on a cluster.
+play (``plugins``, ``volumes``, a task's ``dependsOn``, ``topologyPolicy``, ``maxRetry``,
+the policies ``vcjob_policies`` does not play); each is named in a warning on the vcjob,
+and the rest runs. A ``networkTopology``, and a task's ``partitionPolicy`` (a
+``subGroupPolicy``), go to the PodGroup as the controller puts them there, where kbatch
+refuses them (``kbatch.cluster.volcano``), as it does on a cluster.
 
 Made: the PodGroup (``pod_group``; ``<job>-<uid>``, owned by the vcjob, its labels and
 annotations, ``minMember`` the job's ``minAvailable``, ``minTaskMember`` each task's,
@@ -33,7 +34,7 @@ from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster import fields, podspec
 from kbatch.cluster.errors import ObjectError
-from kbatch.sim import manifests
+from kbatch.sim import manifests, vcjob_policies
 
 Object = dict[str, Any]
 
@@ -51,18 +52,15 @@ JOB_VERSION = "volcano.sh/job-version"
 TEMPLATE_KEY = "volcano.sh/template-uid"
 RETRY_COUNT = "volcano.sh/job-retry-count"
 # Fields read but not simulated, and why (a warning names each on the vcjob).
+DEFAULT_MAX_RETRY = 3  # Volcano's webhook's
 NOT_SIMULATED_JOB = {
-    "policies": "lifecycle policies are not simulated: a pod that fails is counted "
-    "failed, one evicted is made again",
     "plugins": "Volcano's job plugins (ssh, svc, env, ...) are not simulated",
     "volumes": "the vcjob's volumes are not made",
-    "maxRetry": "only lifecycle policies retry, and they are not simulated",
 }
 NOT_SIMULATED_TASK = {
-    "policies": NOT_SIMULATED_JOB["policies"],
     "dependsOn": "task dependencies are not simulated: every task's pods are made at once",
     "topologyPolicy": "NUMA topology policies are not simulated",
-    "maxRetry": NOT_SIMULATED_JOB["maxRetry"],
+    "maxRetry": "a task's maxRetry counts RestartPod, which is not simulated",
 }
 
 
@@ -73,6 +71,7 @@ class Task:
     min_available: int
     template: Object  # the pod template: metadata and spec
     partitioned: bool = False  # has a partitionPolicy
+    policies: tuple[vcjob_policies.Policy, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +82,8 @@ class VcJobSpec:
     queue: str
     scheduler_name: str
     priority_class: str
+    policies: tuple[vcjob_policies.Policy, ...] = ()
+    max_retry: int = DEFAULT_MAX_RETRY
 
     @property
     def replicas(self) -> int:
@@ -116,6 +117,7 @@ def _read(job: Mapping[str, Any]) -> VcJobSpec:
     if min_available > total:
         why = f"{min_available} is more than the tasks' {total} replicas"
         raise fields.FieldError("spec.minAvailable", why)
+    max_retry = _count(job, "spec.maxRetry") or DEFAULT_MAX_RETRY
     min_success = fields.integer(job, "spec.minSuccess")
     if min_success is not None and not 1 <= min_success <= total:
         raise fields.FieldError("spec.minSuccess", f"must be 1 to {total}, not {min_success}")
@@ -124,6 +126,7 @@ def _read(job: Mapping[str, Any]) -> VcJobSpec:
         fields.string(job, "spec.queue") or DEFAULT_QUEUE,
         fields.string(job, "spec.schedulerName") or DEFAULT_SCHEDULER,
         fields.string(job, "spec.priorityClassName") or "",
+        vcjob_policies.policies(fields.mapping(job, "spec"), "spec"), max_retry,
     )  # fmt: skip
 
 
@@ -143,7 +146,8 @@ def _task(entry: Mapping[str, Any], i: int) -> Task:
     fields.string_map(template, "metadata.labels", at=f"{at}.template")
     fields.string_map(template, "metadata.annotations", at=f"{at}.template")
     partitioned = fields.value(entry, "partitionPolicy", at=at) is not None
-    return Task(name, replicas, min_available, dict(template), partitioned)
+    given = vcjob_policies.policies(entry, at)
+    return Task(name, replicas, min_available, dict(template), partitioned, given)
 
 
 def _count(obj: Mapping[str, Any], path: str, at: str = "") -> int | None:
@@ -153,12 +157,16 @@ def _count(obj: Mapping[str, Any], path: str, at: str = "") -> int | None:
     return found
 
 
-def not_simulated(job: Mapping[str, Any]) -> list[str]:
+def not_simulated(job: Mapping[str, Any], spec: VcJobSpec) -> list[str]:
     """``field: why`` for each field of ``job`` the simulator reads but does not play."""
-    found = [
+    found = vcjob_policies.not_played(spec.policies, "spec")
+    found += [
         f"spec.{key}: {why}" for key, why in NOT_SIMULATED_JOB.items() if _given(job, key, "spec")
     ]
-    for i, task in enumerate(fields.mappings(job, "spec.tasks")):
+    for i, (task, read) in enumerate(
+        zip(fields.mappings(job, "spec.tasks"), spec.tasks, strict=True)
+    ):
+        found += vcjob_policies.not_played(read.policies, f"spec.tasks[{i}]")
         found += [
             f"spec.tasks[{i}].{key}: {why}"
             for key, why in NOT_SIMULATED_TASK.items()
@@ -235,7 +243,9 @@ def min_resources(spec: VcJobSpec, priority_of: Callable[[str], int]) -> dict[st
     return {name: format_quantity(name, amount) for name, amount in sorted(total.items())}
 
 
-def pod_for(job: Object, spec: VcJobSpec, task: Task, index: int, version: int) -> Object:
+def pod_for(
+    job: Object, spec: VcJobSpec, task: Task, index: int, version: int = 0, retries: int = 0
+) -> Object:
     """The ``index``-th pod of ``task``, as Volcano's ``createJobPod`` makes it."""
     meta = job["metadata"]
     template = fields.copied(task.template)
@@ -248,7 +258,7 @@ def pod_for(job: Object, spec: VcJobSpec, task: Task, index: int, version: int) 
         TASK_INDEX: str(index), TASK_SPEC: task.name,
         GROUP_NAME_ANNOTATION: pod_group_name(job), JOB_NAME: meta["name"],
         QUEUE_NAME: spec.queue, JOB_VERSION: str(version),
-        TEMPLATE_KEY: f"{meta['name']}-{task.name}", RETRY_COUNT: "0",
+        TEMPLATE_KEY: f"{meta['name']}-{task.name}", RETRY_COUNT: str(retries),
     })  # fmt: skip
     labels.update({TASK_INDEX: str(index), JOB_NAME: meta["name"], TASK_SPEC: task.name,
                    JOB_NAMESPACE: meta["namespace"], QUEUE_NAME: spec.queue})  # fmt: skip

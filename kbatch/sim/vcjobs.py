@@ -15,8 +15,16 @@ and makes.
   reaching it completes at once), else ``Failed``; with fewer pods running than its
   gang, it is ``Pending`` again. A finished vcjob's pods that still run are deleted and
   its PodGroup too.
+- Its lifecycle policies (``kbatch.sim.vcjob_policies``) act on a pod's failure or
+  eviction, or a task completed, while it is Pending or Running: ``AbortJob``,
+  ``TerminateJob``, ``CompleteJob`` delete the pods that have not ended and the
+  PodGroup (``Aborting`` ... then ``Aborted`` once none is left, and so on);
+  ``RestartJob`` deletes every pod and the PodGroup (``Restarting``, then ``Pending``
+  and made again, one retry more; ``Failed`` at ``maxRetry``, the ended pods kept at
+  the last retry), as Volcano's KillJob and its state machine do.
 - ``status``: ``state.phase``, ``minAvailable``, ``pending``, ``running``,
-  ``succeeded``, ``failed``, ``taskStatusCount`` and a condition per phase.
+  ``succeeded``, ``failed``, ``taskStatusCount``, ``version``, ``retryCount`` and a
+  condition per phase.
 
 Fields whose effect is not played (``vcjob_spec.not_simulated``) are each told once on
 the vcjob as a Warning event ``NotSimulated``; the rest runs.
@@ -32,6 +40,7 @@ from kbatch.cluster.errors import ObjectError
 from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import clock
 from kbatch.sim.backend import FINISHED, SimBackend
+from kbatch.sim.vcjob_policies import action_for
 from kbatch.sim.vcjob_spec import (
     DEFAULT_SCHEDULER,
     VcJobSpec,
@@ -49,7 +58,12 @@ Create = Callable[[Object], str | None]  # an object through the API server: why
 
 NOT_SIMULATED = "NotSimulated"
 GROUP_REFUSED = "PodGroupRefused"
-ENDED = ("Completed", "Failed")
+ENDED = ("Completed", "Failed", "Aborted", "Terminated")
+# An action's phase while its pods go, and (but for a restart) the phase after.
+ACTION_PHASES = {"RestartJob": "Restarting", "AbortJob": "Aborting",
+                 "TerminateJob": "Terminating", "CompleteJob": "Completing"}  # fmt: skip
+KILLED = {"Aborting": "Aborted", "Terminating": "Terminated", "Completing": "Completed"}
+TASK_SPEC = "volcano.sh/task-spec"
 
 
 def served_names(names: frozenset[str], objects: Iterable[Object]) -> frozenset[str]:
@@ -66,6 +80,10 @@ class VcJobRecord:
     phase: str = "Pending"
     pod_names: set[str] = field(default_factory=set)  # its pods that may still exist
     refused_why: str | None = None  # why its PodGroup was last refused
+    retries: int = 0  # status.retryCount
+    version: int = 0  # status.version: one more each time the whole job is killed
+    own_deletes: set[str] = field(default_factory=set)  # pods it deleted, until gone
+    seen: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # name: uid, phase, task
 
     @property
     def ref(self) -> ObjectRef:
@@ -101,7 +119,7 @@ class VcJobController:
             self._by_uid[identity["uid"]] = record
             if self.cluster.history:
                 self.cluster.created_at[f"Job {key[0]}/{key[1]}"] = self.cluster.clock.now
-            for why in not_simulated(obj):
+            for why in not_simulated(obj, spec):
                 self.cluster.record(record.ref, "Warning", NOT_SIMULATED, why)
         record.obj, record.spec = obj, spec
         self.cluster.changed()
@@ -123,24 +141,108 @@ class VcJobController:
 
     def _reconcile_one(self, record: VcJobRecord, create: Create) -> None:
         namespace = record.obj["metadata"]["namespace"]
+        pods = self._pods(record)
+        if self._apply_policies(record, pods):  # (its phase written, as the kill writes it)
+            self._write_status(record, *_counted(self._pods(record)))
+            return
+        if record.phase in ("Restarting", *KILLED):
+            self._killing(record, pods)
+            return
         group = self.cluster.state.get("PodGroup", namespace, pod_group_name(record.obj))
         if group is None:
             self._make_group(record, create)
             self._write_status(record, Counter(), {})
             return
         self._tell_group_waits(record, group)
-        pods = self._pods(record)
         if (group.get("status") or {}).get("phase") not in (None, "", "Pending"):
             self._make_pods(record, pods, create)
             pods = self._pods(record)
         counts, by_task = _counted(pods)
-        phase = self._next_phase(record, counts, by_task)
+        self._set_phase(record, self._next_phase(record, counts, by_task))
+        if record.ended:
+            self._finish(record, pods)
+        self._write_status(record, counts, by_task)
+
+    def _set_phase(self, record: VcJobRecord, phase: str, why: str = "") -> None:
         if phase != record.phase:
             record.phase = phase
             kind = "Warning" if phase == "Failed" else "Normal"
-            self.cluster.record(record.ref, kind, phase, f"vcjob is {phase}")
+            message = f"vcjob is {phase}" + (f": {why}" if why else "")
+            self.cluster.record(record.ref, kind, phase, message)
+
+    # ------------------------------------------------------------------ its policies
+    def _apply_policies(self, record: VcJobRecord, pods: list[Object]) -> bool:
+        """The first of its pods' events since the last call that a policy acts on, acted
+        on (while it is Pending or Running). True if one was."""
+        events = self._pod_events(record, pods)
+        if record.phase not in ("Pending", "Running"):
+            return False
+        tasks = {task.name: task.policies for task in record.spec.tasks}
+        for event, task in events:
+            found = action_for(event, tasks.get(task, ()), record.spec.policies)
+            if found is not None:
+                action, level = found
+                self._kill(record, pods, action, f"{event} of task {task}, {level} policy")
+                return True
+        return False
+
+    def _pod_events(self, record: VcJobRecord, pods: list[Object]) -> list[tuple[str, str]]:
+        """(event, task) for each pod that failed, was evicted (gone before it ended, not
+        deleted by the controller) or completed its task, since the last call."""
+        current = {pod["metadata"]["name"]: pod for pod in pods}
+        events = []
+        for name, (uid, phase, task) in sorted(record.seen.items()):
+            pod = current.get(name)
+            if pod is not None and pod["metadata"]["uid"] == uid:
+                continue
+            del record.seen[name]
+            if name in record.own_deletes:
+                record.own_deletes.discard(name)
+            elif phase not in FINISHED:
+                events.append(("PodEvicted", task))
+        for name, pod in current.items():
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            uid, phase, task = meta["uid"], _phase(pod), meta["annotations"].get(TASK_SPEC, "")
+            if record.seen.get(name) == (uid, phase, task):
+                continue
+            record.seen[name] = (uid, phase, task)
+            if phase == "Failed":
+                events.append(("PodFailed", task))
+            elif phase == "Succeeded" and _task_completed(record.spec, task, pods):
+                events.append(("TaskCompleted", task))
+        return events
+
+    def _kill(self, record: VcJobRecord, pods: list[Object], action: str, why: str) -> None:
+        """Volcano's KillJob: the pods deleted (but for those that ended, unless a restart
+        short of its last retry), the PodGroup too."""
+        retain = action != "RestartJob" or record.retries >= record.spec.max_retry - 1
+        doomed = [p for p in pods if not (retain and _phase(p) in FINISHED)]
+        record.version += 1
+        if action == "RestartJob":
+            record.retries += 1
+        for pod in doomed:
+            record.own_deletes.add(pod["metadata"]["name"])
+            self.cluster.delete_pod(pod)
+        self._delete_group(record)
+        self._set_phase(record, ACTION_PHASES[action], f"{why}: {action}")
+
+    def _killing(self, record: VcJobRecord, pods: list[Object]) -> None:
+        """Restarting: Failed past ``maxRetry``, else Pending once enough pods are gone.
+        Aborting, Terminating, Completing: Aborted, Terminated, Completed once no pod of
+        it is pending, running or being deleted."""
+        counts, by_task = _counted(pods)
+        terminating = sum(1 for pod in pods if pod["metadata"].get("deletionTimestamp"))
+        if record.phase == "Restarting":
+            if record.retries >= record.spec.max_retry:
+                self._set_phase(record, "Failed", f"{record.retries} retries of maxRetry")
+            elif record.spec.replicas - terminating >= record.spec.min_available:
+                self._set_phase(record, "Pending")
+        elif record.phase in KILLED and not terminating + counts["Pending"] + counts["Running"]:
+            self._set_phase(record, KILLED[record.phase])
         if record.ended:
-            self._finish(record, pods, namespace)
+            self._finish(record, pods)
         self._write_status(record, counts, by_task)
 
     def _next_phase(
@@ -212,17 +314,21 @@ class VcJobController:
         existing = {pod["metadata"]["name"] for pod in pods}
         for task in record.spec.tasks:
             for index in range(task.replicas):
-                pod = pod_for(record.obj, record.spec, task, index, 0)
+                pod = pod_for(record.obj, record.spec, task, index, record.version, record.retries)
                 name = pod["metadata"]["name"]
                 if name not in existing and create(pod) is None:
                     record.pod_names.add(name)
 
-    def _finish(self, record: VcJobRecord, pods: list[Object], namespace: str) -> None:
+    def _finish(self, record: VcJobRecord, pods: list[Object]) -> None:
         """A finished vcjob: its pods that have not finished deleted, its PodGroup too."""
         for pod in pods:
             if _phase(pod) not in FINISHED:
+                record.own_deletes.add(pod["metadata"]["name"])
                 self.cluster.delete_pod(pod)
-        name = pod_group_name(record.obj)
+        self._delete_group(record)
+
+    def _delete_group(self, record: VcJobRecord) -> None:
+        namespace, name = record.obj["metadata"]["namespace"], pod_group_name(record.obj)
         if self.cluster.state.get("PodGroup", namespace, name) is not None:
             self.cluster.state.delete("PodGroup", namespace, name)
             self.cluster.forget_object("PodGroup", namespace, name)
@@ -246,6 +352,8 @@ class VcJobController:
                 task: {"phase": dict(sorted(phases.items()))} for task, phases in by_task.items()
             },
             "conditions": conditions,
+            "version": record.version,
+            "retryCount": record.retries,
         }
         if status != old:
             record.obj = {**record.obj, "status": status}
@@ -265,9 +373,19 @@ def _counted(pods: list[Object]) -> tuple[Counter[str], dict[str, Counter[str]]]
             continue
         phase = _phase(pod)
         counts[phase] += 1
-        task = pod["metadata"]["annotations"].get("volcano.sh/task-spec", "")
+        task = pod["metadata"]["annotations"].get(TASK_SPEC, "")
         by_task.setdefault(task, Counter())[phase] += 1
     return counts, by_task
+
+
+def _task_completed(spec: VcJobSpec, task: str, pods: list[Object]) -> bool:
+    """Have as many of the task's pods succeeded as it has replicas (Volcano's cache)?"""
+    replicas = next((t.replicas for t in spec.tasks if t.name == task), 0)
+    done = sum(
+        1 for p in pods
+        if p["metadata"]["annotations"].get(TASK_SPEC) == task and _phase(p) == "Succeeded"
+    )  # fmt: skip
+    return replicas > 0 and done >= replicas
 
 
 def _tasks_reached(spec: VcJobSpec, by_task: dict[str, Counter[str]]) -> bool:

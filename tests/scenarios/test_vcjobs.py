@@ -170,14 +170,72 @@ def test_a_failed_pod_fails_the_vcjob_once_all_have_ended() -> None:
 
 
 def test_fields_not_simulated_are_named_and_the_rest_runs() -> None:
-    policy = {"event": "PodEvicted", "action": "RestartJob"}
-    job = vcjob("p", policies=[policy], plugins={"ssh": []})
-    job["spec"]["tasks"][1]["policies"] = [{"event": "TaskCompleted", "action": "CompleteJob"}]
+    job = vcjob("p", policies=[{"event": "*", "action": "RestartJob"}], plugins={"ssh": []})
+    job["spec"]["tasks"][1]["policies"] = [{"exitCode": 3, "action": "AbortJob"},
+                                           {"event": "PodFailed", "action": "RestartTask"}]  # fmt: skip
     outcome = run(job)
     warned = [m for _, reason, m in told(outcome, "p") if reason == "NotSimulated"]
-    assert [m.split(":")[0] for m in warned] == ["spec.policies", "spec.plugins",
-                                                  "spec.tasks[1].policies"]  # fmt: skip
+    assert [m.split(":")[0] for m in warned] == [
+        "spec.policies[0]", "spec.plugins", "spec.tasks[1].policies[0]",
+        "spec.tasks[1].policies[1]",
+    ]  # fmt: skip
     assert status(outcome, "p")["state"]["phase"] == "Completed"
+
+
+def failing_master(name: str, **spec: Any) -> Json:
+    """Its master fails after 10 s (its deadline); its workers run 60 s."""
+    job = vcjob(name, **spec)
+    job["spec"]["tasks"][0]["template"]["spec"]["activeDeadlineSeconds"] = 10
+    return job
+
+
+def test_a_task_completed_policy_completes_the_job_and_deletes_the_rest() -> None:
+    job = vcjob("tc")
+    job["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["kbatch.io/sim-duration"] = "20s"
+    del job["spec"]["tasks"][1]["template"]["metadata"]  # the workers would run for ever
+    job["spec"]["tasks"][0]["policies"] = [{"event": "TaskCompleted", "action": "CompleteJob"}]
+    outcome = run(job)
+    phases = [reason for _, reason, _ in told(outcome, "tc") if reason[0].isupper()
+              and reason in ("Running", "Completing", "Completed")]  # fmt: skip
+    assert phases == ["Running", "Completing", "Completed"]
+    final = status(outcome, "tc")
+    assert (final["succeeded"], final["running"], final["version"]) == (1, 0, 1)
+    left = [p["metadata"]["name"] for p in outcome.cluster.state.list("Pod")]
+    assert left == ["tc-master-0"], "the workers deleted"
+
+
+def test_a_pod_failed_policy_aborts_the_job() -> None:
+    outcome = run(failing_master("ab", policies=[{"event": "PodFailed", "action": "AbortJob"}]))
+    final = status(outcome, "ab")
+    assert final["state"]["phase"] == "Aborted"
+    assert (final["failed"], final["running"], final["succeeded"]) == (1, 0, 0)
+    assert outcome.cluster.state.list("PodGroup") == []
+
+
+def test_a_restart_policy_restarts_the_job_until_max_retry() -> None:
+    policy = {"event": "PodFailed", "action": "RestartJob"}
+    outcome = run(failing_master("rs", policies=[policy], maxRetry=2), until=200.0)
+    final = status(outcome, "rs")
+    assert final["state"]["phase"] == "Failed"
+    assert (final["retryCount"], final["version"]) == (2, 2)
+    phases = [c["status"] for c in final["conditions"]]
+    assert phases == ["Pending", "Running", "Restarting", "Pending", "Running", "Restarting",
+                      "Failed"]  # fmt: skip
+    binds_of_master = [e for e in outcome.cluster.event_log
+                       if (e.kind, e.name, e.reason) == ("Pod", "rs-master-0", "Scheduled")]  # fmt: skip
+    assert len(binds_of_master) == 2, "made again once, after the first restart"
+    (master,) = [p for p in outcome.cluster.state.list("Pod")
+                 if p["metadata"]["name"] == "rs-master-0"]  # fmt: skip
+    assert master["metadata"]["annotations"]["volcano.sh/job-retry-count"] == "1"
+    assert master["status"]["phase"] == "Failed", "kept at the last retry"
+
+
+def test_a_bad_policy_is_refused_naming_it() -> None:
+    both = vcjob("both", policies=[{"event": "PodFailed", "exitCode": 1, "action": "AbortJob"}])
+    notes: list[str] = []
+    simulate(documents=[node("n0"), QUEUE, both], until="10s", warn=notes.append)
+    assert notes == ["Job default/both refused: spec.policies[0]: must not specify event and "
+                     "exitCode simultaneously"]  # fmt: skip
 
 
 def test_a_bad_vcjob_is_refused_naming_the_field_and_the_rest_runs() -> None:
@@ -207,3 +265,15 @@ def test_a_network_topology_goes_to_the_group_where_kbatch_refuses_it() -> None:
                 .startswith("topo-")]  # fmt: skip
     assert status(outcome, "topo")["state"]["phase"] == "Pending"
     assert status(outcome, "plain")["state"]["phase"] == "Completed"
+
+
+def test_a_vcjob_and_a_batch_job_of_one_name_are_two_objects() -> None:
+    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "same"},
+             "spec": {"template": {"spec": {"schedulerName": "kbatch", "restartPolicy": "Never",
+                      "containers": [{"name": "c", "image": "x"}]}}}}  # fmt: skip
+    outcome = run(vcjob("same"), batch, until=30.0)
+    assert status(outcome, "same")["state"]["phase"] == "Running"
+    assert ("default", "same") in outcome.jobs.jobs
+    names = sorted(p["metadata"]["name"] for p in outcome.cluster.state.list("Pod"))
+    assert names == ["same-0", "same-master-0", "same-worker-0", "same-worker-1",
+                     "same-worker-2"]  # fmt: skip

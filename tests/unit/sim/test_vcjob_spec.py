@@ -9,7 +9,7 @@ import pytest
 
 from kbatch.api import GROUP_NAME_ANNOTATION
 from kbatch.cluster.errors import ObjectError
-from kbatch.sim import vcjob_spec
+from kbatch.sim import vcjob_policies, vcjob_spec
 
 Json = dict[str, Any]
 
@@ -119,10 +119,50 @@ def test_the_pods_as_volcanos_controller_makes_them() -> None:
 
 def test_fields_not_simulated_are_named() -> None:
     given = job(task("m", 1, dependsOn={"name": ["w"]}), task("w", 1),
-                policies=[{"event": "PodFailed", "action": "RestartJob"}], maxRetry=5)  # fmt: skip
-    named = [why.split(":")[0] for why in vcjob_spec.not_simulated(given)]
-    assert named == ["spec.policies", "spec.maxRetry", "spec.tasks[0].dependsOn"]
-    assert vcjob_spec.not_simulated(job(task("m", 1))) == []
+                policies=[{"event": "PodPending", "action": "RestartJob"}], plugins={"ssh": []})  # fmt: skip
+    named = [why.split(":")[0] for why in vcjob_spec.not_simulated(given, read(given))]
+    assert named == ["spec.policies[0]", "spec.plugins", "spec.tasks[0].dependsOn"]
+    plain = job(task("m", 1), maxRetry=5, policies=[{"event": "PodFailed", "action": "AbortJob"}])
+    assert vcjob_spec.not_simulated(plain, read(plain)) == []
+    assert read(plain).max_retry == 5 and read(job(task("m", 1))).max_retry == 3
+
+
+def read(given: Json) -> vcjob_spec.VcJobSpec:
+    return vcjob_spec.vcjob_spec(given)
+
+
+def test_a_tasks_policy_comes_before_the_jobs() -> None:
+    given = job(task("m", 1, policies=[{"events": ["PodFailed"], "action": "RestartJob"}]),
+                task("w", 1), policies=[{"event": "PodFailed", "action": "AbortJob"},
+                                        {"event": "TaskCompleted", "action": "CompleteJob"}])  # fmt: skip
+    spec = read(given)
+    tasks = {t.name: t.policies for t in spec.tasks}
+    assert vcjob_policies.action_for("PodFailed", tasks["m"], spec.policies) == (
+        "RestartJob",
+        "task",
+    )
+    assert vcjob_policies.action_for("PodFailed", tasks["w"], spec.policies) == ("AbortJob", "job")
+    assert vcjob_policies.action_for("PodEvicted", tasks["w"], spec.policies) is None
+
+
+@pytest.mark.parametrize(
+    ("policies", "field", "why"),
+    [
+        ([{"action": "AbortJob"}], "spec.policies[0]", "either event or exitCode"),
+        ([{"event": "PodFailed", "exitCode": 2, "action": "AbortJob"}], "spec.policies[0]",
+         "simultaneously"),
+        ([{"event": "PodRunning", "action": "AbortJob"}], "spec.policies[0].event", "invalid"),
+        ([{"event": "PodFailed", "action": "SyncJob"}], "spec.policies[0].action", "invalid"),
+        ([{"event": "PodFailed", "action": "AbortJob"}, {"event": "PodFailed",
+          "action": "RestartJob"}], "spec.policies[1]", "duplicate event"),
+        ([{"event": "*", "action": "AbortJob"}, {"event": "PodFailed", "action": "RestartJob"}],
+         "spec.policies", "with *"),
+    ],
+)  # fmt: skip
+def test_bad_policies_are_refused_naming_them(policies: list[Json], field: str, why: str) -> None:
+    with pytest.raises(ObjectError) as caught:
+        read(job(task("m", 1), policies=policies))
+    assert caught.value.field == field and why in caught.value.why
 
 
 def test_network_topology_and_partitions_go_to_the_group_as_the_controller_puts_them() -> None:
