@@ -30,6 +30,7 @@ from kbatch.operators.scheduler.core.framework.interface import ObjectRef
 from kbatch.sim import jobs, validation
 from kbatch.sim.backend import REJECTED, SimBackend
 from kbatch.sim.jobsets import JobSetController
+from kbatch.sim.vcjobs import VcJobController
 from kbatch.webhooks.admission import chain, job, jobgroup, podgroup, result
 from kbatch.webhooks.admission.view import StateView
 
@@ -39,11 +40,17 @@ JobKey = tuple[str, str]  # namespace, name
 
 class SimAdmission:
     def __init__(
-        self, cluster: SimBackend, controller: jobs.JobController, jobsets: JobSetController
+        self,
+        cluster: SimBackend,
+        controller: jobs.JobController,
+        jobsets: JobSetController,
+        vcjobs: VcJobController | None = None,
     ) -> None:
         self.cluster = cluster
         self.controller = controller
         self.jobsets = jobsets
+        # (vcjobs pass the API server's checks only: no kbatch webhook serves them)
+        self.vcjobs = vcjobs if vcjobs is not None else VcJobController(cluster)
         self.held: set[JobKey] = set()
         self.to_group: set[JobKey] = set()  # labelled Jobs whose PodGroup is to be made
         self._refused_why: dict[JobKey, str] = {}  # why a Job's PodGroup was last refused

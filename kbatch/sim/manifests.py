@@ -46,6 +46,7 @@ from kbatch.sim import clock
 SUBMIT_AT = "kbatch.io/sim-submit-at"
 DURATION = "kbatch.io/sim-duration"
 SCHEDULER_CONF = "kbatch.io/sim-scheduler-conf"
+VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"  # Volcano's Job (``kbatch.sim.vcjobs``)
 
 # Modelled kinds by API group ("" is the core group).
 MODELLED: dict[str, frozenset[str]] = {
@@ -56,6 +57,7 @@ MODELLED: dict[str, frozenset[str]] = {
     "resource.k8s.io": frozenset({"ResourceClaim", "DeviceClass", "ResourceSlice"}),
     "batch": frozenset({"Job"}),
     "jobset.x-k8s.io": frozenset({"JobSet"}),
+    "batch.volcano.sh": frozenset({"Job"}),
     "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup"}),
     "scheduling.incubator.k8s.io": frozenset({"PodGroup", "Queue"}),
     volcano.API_GROUP: volcano.KINDS,
@@ -159,9 +161,11 @@ def check_unique(loaded: Manifests) -> None:
     """A later manifest of an object (a later ``sim-submit-at``) updates it, as ``kubectl
     apply`` would; two due at the same time are a ManifestError naming both, since one
     would silently undo the other."""
-    first: dict[tuple[str, str, str, float], Manifest] = {}
+    first: dict[tuple[str, str, str, str, float], Manifest] = {}
     for item in loaded.objects:
-        seen = first.setdefault((item.kind, item.namespace, item.name, item.submit_at), item)
+        group = _group(str(item.obj["apiVersion"]))  # (a vcjob is a Job too, of its own)
+        key = (group, item.kind, item.namespace, item.name, item.submit_at)
+        seen = first.setdefault(key, item)
         if seen is not item:
             raise ManifestError(
                 f"{item.source}: {item.ref} is already defined by {seen.source}, due at the "
@@ -223,6 +227,7 @@ def _add(result: Manifests, document: object, where: str) -> None:
     if kind not in MODELLED.get(group, frozenset()) or (
         (upstream and obj["apiVersion"] not in upstream_groups.API_VERSIONS)
         or (group == volcano.API_GROUP and not volcano.is_volcano(obj))
+        or (group == "batch.volcano.sh" and obj["apiVersion"] != VCJOB_API_VERSION)
     ):
         label = f"{kind} ({obj['apiVersion']})"
         result.skipped[label] = result.skipped.get(label, 0) + 1

@@ -2,7 +2,8 @@
 
 JSON: ``time``, ``pods``, ``podGroups``, ``queues``, ``events``, ``warnings``,
 ``summary``, ``jobSets`` for a run with JobSets (``jobset_rows``; the table shows
-them as JOBSETS), and ``metrics`` for a run of an Armada workload
+them as JOBSETS), ``volcanoJobs`` for a run with vcjobs (``vcjob_rows``; the table:
+VOLCANO JOBS), and ``metrics`` for a run of an Armada workload
 (``kbatch.sim.metrics``; the table shows them as METRICS). ``warnings`` lists every
 object refused (by the API server's checks or by admission), in the order refused:
 time, kind, namespace, name, and the message naming the field.
@@ -30,8 +31,11 @@ from kbatch.sim import clock, departures, group_view, metrics
 from kbatch.sim.backend import REJECTED
 from kbatch.sim.jobsets import JobSetController
 from kbatch.sim.runner import Outcome
+from kbatch.sim.vcjob_spec import pod_group_name
+from kbatch.sim.vcjobs import VcJobController
 
 Json = dict[str, Any]
+VCJOB_COUNTS = ("pending", "running", "succeeded", "failed")
 
 
 def to_json(outcome: Outcome) -> Json:
@@ -61,9 +65,26 @@ def to_json(outcome: Outcome) -> Json:
     }
     if outcome.jobsets is not None and outcome.jobsets.sets:
         result["jobSets"] = jobset_rows(outcome.jobsets)
+    if outcome.vcjobs is not None and outcome.vcjobs.records:
+        result["volcanoJobs"] = vcjob_rows(outcome.vcjobs)
     if isinstance(outcome, metrics.MeasuredOutcome):
         result["metrics"] = metrics.summary(outcome)
     return result
+
+
+def vcjob_rows(controller: VcJobController) -> list[Json]:
+    """Each vcjob as it ended: ``status.state.phase``, its pods' counts, and its PodGroup
+    (deleted once the vcjob finished, as Volcano's controller deletes it)."""
+    rows = []
+    for (namespace, name), record in sorted(controller.records.items()):
+        status = record.obj.get("status") or {}
+        counts = {key: int(status.get(key) or 0) for key in VCJOB_COUNTS}
+        rows.append(
+            {"namespace": namespace, "name": name, "phase": record.phase,
+             "minAvailable": record.spec.min_available, **counts,
+             "podGroup": pod_group_name(record.obj)}
+        )  # fmt: skip
+    return rows
 
 
 def jobset_rows(controller: JobSetController) -> list[Json]:
@@ -197,6 +218,8 @@ def to_table(result: Json) -> str:
     sections = [_pods_table(result), _groups_table(result), _queues_table(result)]
     if result.get("jobSets"):
         sections.append(_jobsets_table(result["jobSets"]))
+    if result.get("volcanoJobs"):
+        sections.append(_vcjobs_table(result["volcanoJobs"]))
     warnings = _last_warnings(result["events"])
     if warnings:
         sections.append(
@@ -279,6 +302,19 @@ def _jobsets_table(rows: list[Json]) -> str:
             for r in rows
         ],
     )
+
+
+def _vcjobs_table(rows: list[Json]) -> str:
+    counts = "/".join(key.upper() for key in VCJOB_COUNTS)
+    return _table(
+        "VOLCANO JOBS",
+        ["NAMESPACE", "NAME", "PHASE", "MINAVAILABLE", f"PODS ({counts})"],
+        [
+            [r["namespace"], r["name"], r["phase"], r["minAvailable"],
+             "/".join(str(r[key]) for key in VCJOB_COUNTS)]
+            for r in rows
+        ],
+    )  # fmt: skip
 
 
 def _queues_table(result: Json) -> str:

@@ -55,7 +55,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +80,8 @@ from kbatch.sim.admission import SimAdmission
 from kbatch.sim.backend import SimBackend
 from kbatch.sim.jobsets import JobSetController
 from kbatch.sim.timeline import Timeline
+from kbatch.sim.vcjob_spec import is_vcjob
+from kbatch.sim.vcjobs import VcJobController, served_names
 
 if TYPE_CHECKING:  # (the flight recorder is loaded only for a run that records)
     from kbatch.record.store.recorder import Recorder
@@ -143,6 +145,7 @@ class Outcome:
     timeline: Timeline
     settled: bool = True
     jobsets: JobSetController | None = None  # (None: a run that played none)
+    vcjobs: VcJobController | None = None  # (None: a run that played none)
 
 
 class Simulation:
@@ -159,7 +162,8 @@ class Simulation:
         in time order, read only as they come due (``kbatch.sim.arrivals``)."""
         if options.period <= 0:
             raise clock.DurationError("--period: must be more than 0")
-        self.options = options
+        names = served_names(options.scheduler_names, (item.obj for item in loaded.objects))
+        self.options = options = replace(options, scheduler_names=names)
         self.progress = progress
         self.warn = warn
         shortcuts = options.shortcuts
@@ -172,7 +176,8 @@ class Simulation:
         self.cluster = SimBackend(state, self.clock, options.history)
         self.jobs = jobs.JobController(self.cluster)
         self.jobsets = JobSetController(self.cluster, self.jobs)
-        self.admission = SimAdmission(self.cluster, self.jobs, self.jobsets)
+        self.vcjobs = VcJobController(self.cluster)
+        self.admission = SimAdmission(self.cluster, self.jobs, self.jobsets, self.vcjobs)
         self.pending = deque(sorted(loaded.objects, key=lambda m: m.due))
         self.arriving = arrivals.Arrivals(arriving)
         self.totals = Totals()
@@ -238,7 +243,7 @@ class Simulation:
         self.timeline.end = end if end is not None else self.clock.now
         return Outcome(
             self.timeline.end, self.cluster, self.jobs, self.totals, self.timeline, settled,
-            self.jobsets,
+            self.jobsets, self.vcjobs,
         )  # fmt: skip
 
     def tick(self, now: float) -> bool:
@@ -250,8 +255,9 @@ class Simulation:
         self.cluster.finish_due(now)
         self.cluster.remove_released(now)
         self.jobsets.reconcile(self.admission.view, self._create)
+        self.vcjobs.reconcile(self._create)
         self.jobs.reconcile()
-        gone = self.cluster.let_go_settled(self.jobs.done_with)
+        gone = self.cluster.let_go_settled(self._done_with)
         forgotten = self.jobs.let_go(gone, forget=not self.options.history)
         if forgotten:
             self.admission.forget_jobs(forgotten)
@@ -268,6 +274,10 @@ class Simulation:
         if self.cluster.last_snapshot is not None and self.options.history:
             self.timeline.record(now, self.cluster.last_snapshot, self.cluster.created_at)
         return self.cluster.changes != before or stats.binds > 0 or stats.evictions > 0
+
+    def _done_with(self, pod: dict[str, Any]) -> bool:
+        """May ``pod`` leave the state? Not while a Job or vcjob that owns it counts it."""
+        return self.jobs.done_with(pod) and self.vcjobs.done_with(pod)
 
     def _create(self, obj: dict[str, Any]) -> str | None:
         return create(self.cluster, self.jobs, obj, self.admission)
@@ -360,6 +370,9 @@ def create(
         refused = admission.invalid(obj) or cluster.refusal(obj)
         if refused is not None:
             return refused
+        if is_vcjob(obj):  # (Volcano's; no kbatch webhook serves it)
+            admission.vcjobs.apply(obj)
+            return None
         admitted = admission.admit(obj)
         if admitted is None:
             return cluster.last_refusal(obj)

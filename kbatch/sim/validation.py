@@ -18,7 +18,15 @@ from typing import Any
 from kbatch.api.quantity import format_quantity
 from kbatch.cluster import dra_records, fields, podspec, records, upstream_groups, volcano
 from kbatch.cluster.errors import ObjectError
-from kbatch.sim import clock, job_spec, jobs, jobset_spec, manifests, volume_validation
+from kbatch.sim import (
+    clock,
+    job_spec,
+    jobs,
+    jobset_spec,
+    manifests,
+    vcjob_spec,
+    volume_validation,
+)
 
 Object = Mapping[str, Any]
 # The highest value of a PriorityClass not named system-* (HighestUserDefinablePriority).
@@ -91,6 +99,9 @@ def _pod_level_requests(spec: Object) -> None:
 
 def _job(obj: Object) -> None:
     """The Job's own fields, then the pod its controller would make from the template."""
+    if vcjob_spec.is_vcjob(obj):
+        _vcjob(obj)
+        return
     job_spec.job_spec(dict(obj))
     annotations = manifests.template_annotations(dict(obj))
     if manifests.DURATION in annotations:
@@ -104,6 +115,22 @@ def _job(obj: Object) -> None:
         # The pod's fields (spec..., metadata...) are the template's, one level down.
         detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
         raise ObjectError(exc.ref, "", f"spec.template.{detail}") from exc
+
+
+def _vcjob(obj: Object) -> None:
+    """A vcjob's own fields, then each task's first pod (its fields one level down)."""
+    job = {**obj, "metadata": {**obj["metadata"], "uid": ""}}
+    spec = vcjob_spec.vcjob_spec(job)
+    for i, task in enumerate(spec.tasks):
+        where = f"spec.tasks[{i}].template.metadata.annotations.{manifests.DURATION}"
+        duration = (task.template.get("metadata") or {}).get("annotations", {})
+        if manifests.DURATION in duration:
+            clock.parse_duration(duration[manifests.DURATION], where)
+        try:
+            records.parse_pod(vcjob_spec.pod_for(job, spec, task, 0, 0))
+        except ObjectError as exc:
+            detail = f"{exc.field}: {exc.why}" if exc.field else exc.why
+            raise ObjectError(exc.ref, "", f"spec.tasks[{i}].template.{detail}") from exc
 
 
 def _jobset(obj: Object) -> None:

@@ -507,22 +507,22 @@ def test_a_refused_update_leaves_the_object_as_it_was() -> None:
 def test_unknown_kinds_are_named_once_and_skipped() -> None:
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}}
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
-    volcano_job = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
+    volcano_flow = {
+        "apiVersion": "flow.volcano.sh/v1alpha1",
+        "kind": "JobFlow",
         "metadata": {"name": "v"},
     }
     plain_config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
     other = {**service, "metadata": {"name": "b"}}
     notes: list[str] = []
     result = simulate(
-        documents=[node(), service, deployment, other, volcano_job, plain_config, pod("p")],
+        documents=[node(), service, deployment, other, volcano_flow, plain_config, pod("p")],
         warn=notes.append,
     )
     assert notes == [
         "skipped 2 Service (v1) objects: the simulator does not model this kind",
         "skipped 1 Deployment (apps/v1) object: the simulator does not model this kind",
-        "skipped 1 Job (batch.volcano.sh/v1alpha1) object: the simulator does not model this kind",
+        "skipped 1 JobFlow (flow.volcano.sh/v1alpha1) object: the simulator does not model this kind",
         "skipped 1 ConfigMap (v1) object: the simulator does not model this kind",
     ]
     assert [p["name"] for p in result["pods"]] == ["p"]

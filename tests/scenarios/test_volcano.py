@@ -1,7 +1,7 @@
 """Volcano's scheduling.volcano.sh/v1beta1 PodGroups and Queues read as kbatch's own
 (DESIGN §14) through the simulator: volcano/hierarchical-queue.yaml is Volcano's
 documented hierarchical-queue example (https://volcano.sh/en/docs/hierarchical_queue/),
-its queues unchanged; its header says what must happen."""
+its queues and its vcjob unchanged; its header says what must happen."""
 
 from scenarios.objects import node, pod
 from scenarios.runner import Outcome, run
@@ -26,10 +26,12 @@ def test_volcanos_hierarchical_queue_example_gets_the_deserved_shares_its_page_g
     assert outcome.queue("subchild-queue-a1")["deserved"]["memory"] == "64Gi"
     assert outcome.queue("subchild-queue-a1")["parent"] == "child-queue-a"
     assert "parent" not in outcome.queue("child-queue-a")  # parent: root is top level
-    assert len(outcome.running(job="job-a")) + len(outcome.running(job="fill-a1")) == 32
+    assert len(outcome.running(job="job-a-test")) + len(outcome.running(job="fill-a1")) == 32
     assert len(outcome.running(job="fill-a2")) == 32
     assert len(outcome.running(job="fill-b")) == 64
-    assert outcome.group("job-a")["phase"] == "Running"
+    (job_a,) = [g for g in outcome.json["podGroups"] if g["name"].startswith("job-a-")]
+    assert job_a["phase"] == "Running"  # the vcjob's, as Volcano's controller names it
+    assert [j["phase"] for j in outcome.json["volcanoJobs"]] == ["Running"]
 
 
 def test_with_one_small_job_kbatchs_deserved_is_what_the_subtree_asks() -> None:
@@ -43,7 +45,7 @@ def test_with_one_small_job_kbatchs_deserved_is_what_the_subtree_asks() -> None:
         "subchild-queue-a1": "1",
         "subchild-queue-a2": "0",
     }
-    assert len(outcome.running(job="job-a")) == 1
+    assert len(outcome.running(job="job-a-test")) == 1
 
 
 QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue"}
