@@ -306,6 +306,8 @@ class Simulation:
                 refused = create(self.cluster, self.jobs, item.obj, self.admission)
             if self.warn is None:
                 continue
+            for untold in self.vcjobs.take_untold():
+                self.warn(untold)
             if refused is not None:
                 self.warn(f"{item.ref} refused: {refused}")
             elif item.kind == "Pod" and (node := self.cluster.missing_node(item.obj)):

@@ -100,6 +100,10 @@ class VcJobController:
         self.cluster = cluster
         self.records: dict[Key, VcJobRecord] = {}
         self._by_uid: dict[str, VcJobRecord] = {}
+        # What of the vcjobs made since ``take_untold`` is not played, for the run's
+        # warnings (a warning event on the vcjob says it too, but the table shows only
+        # each object's last)
+        self._untold: list[str] = []
 
     def get(self, namespace: str, name: str) -> Object | None:
         record = self.records.get((namespace, name))
@@ -121,8 +125,14 @@ class VcJobController:
                 self.cluster.created_at[f"Job {key[0]}/{key[1]}"] = self.cluster.clock.now
             for why in not_simulated(obj, spec):
                 self.cluster.record(record.ref, "Warning", NOT_SIMULATED, why)
+                self._untold.append(f"Job {key[0]}/{key[1]}: {why}")
         record.obj, record.spec = obj, spec
         self.cluster.changed()
+
+    def take_untold(self) -> list[str]:
+        """What is not played of the vcjobs made since the last call."""
+        untold, self._untold = self._untold, []
+        return untold
 
     def done_with(self, pod: Object) -> bool:
         """May ``pod`` leave the state? Not while the vcjob that owns it runs (it counts

@@ -182,6 +182,19 @@ def test_fields_not_simulated_are_named_and_the_rest_runs() -> None:
     assert status(outcome, "p")["state"]["phase"] == "Completed"
 
 
+def test_fields_not_simulated_are_among_the_run_s_warnings() -> None:
+    """The warning event on the vcjob may be followed by others (the table shows each
+    object's last), so the run's own warnings say it too, once."""
+    warned: list[str] = []
+    job = vcjob("p", plugins={"ssh": []})
+    loaded = load_documents([node("n0"), QUEUE, job])
+    conf = runner.resolve_conf(None, loaded)
+    runner.Simulation(loaded, conf, runner.Options(until=300.0), warn=warned.append).run()
+    assert warned == [
+        "Job default/p: spec.plugins: Volcano's job plugins (ssh, svc, env, ...) are not simulated"
+    ]
+
+
 def failing_master(name: str, **spec: Any) -> Json:
     """Its master fails after 10 s (its deadline); its workers run 60 s."""
     job = vcjob(name, **spec)
