@@ -35,6 +35,7 @@ from kbatch.cluster.dra_records import (
     ResourceSliceRecord,
 )
 from kbatch.cluster.pod_records import PodRecord
+from kbatch.cluster.template_copies import TemplateCopies
 from kbatch.operators.scheduler.core.framework.device_needs import (
     DeviceNeeds,
     DeviceRequest,
@@ -47,7 +48,6 @@ from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.podspec import (
     NodeSelectorTerm,
     Operator,
-    PodTemplate,
     Requirement,
 )
 from kbatch.operators.scheduler.core.framework.volume_needs import (
@@ -101,8 +101,7 @@ class DeviceIndex:
         self._needs: dict[str, DeviceNeeds] | None = {}
         self._made: NodeDevices | None = None
         self._devices: Devices | None = None
-        self._copies: dict[tuple[int, DeviceNeeds], PodTemplate] = {}
-        self._origins: dict[int, PodTemplate] = {}
+        self._templates = TemplateCopies("devices")  # (the tasks' templates with needs)
         # Claims binds allocated (their status sent) that the watch does not show so
         # yet: claim key -> (devices, node), held for the next sessions and binds.
         self.assumed: dict[str, tuple[tuple[str, ...], str]] = {}
@@ -188,22 +187,7 @@ class DeviceIndex:
         carry them (pods of one template with other claims are placed apart), and the
         snapshot the devices."""
         needs, snapshot.node_devices = found
-        if not needs:
-            self._copies.clear()
-            self._origins.clear()
-            return
-        for key, need in needs.items():
-            pod = self._pods[key]
-            job = snapshot.jobs.get(pod.unit)
-            task = None if job is None else job.tasks.get(pod.uid)
-            if task is None or task.template.devices is need:
-                continue
-            origin = self._origins.get(id(task.template), task.template)
-            copy = self._copies.get((id(origin), need))
-            if copy is None:
-                copy = self._copies[(id(origin), need)] = replace(origin, devices=need)
-                self._origins[id(copy)] = origin
-            task.template = copy
+        self._templates.mark(snapshot, self._pods, needs)
 
 
 class Devices:

@@ -25,11 +25,12 @@ are ``kbatch.cluster.volume_use``'s.
 
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kbatch.cluster import volume_use
 from kbatch.cluster.assumed import AssumedPods
 from kbatch.cluster.pod_records import PodRecord
+from kbatch.cluster.template_copies import TemplateCopies
 from kbatch.cluster.volume_records import (
     NO_PROVISIONER,
     ClaimRecord,
@@ -42,7 +43,6 @@ from kbatch.operators.scheduler.core.framework.interface import Snapshot
 from kbatch.operators.scheduler.core.framework.podspec import (
     NodeSelectorTerm,
     Operator,
-    PodTemplate,
     Requirement,
 )
 from kbatch.operators.scheduler.core.framework.volume_needs import (
@@ -80,10 +80,7 @@ class VolumeIndex:
     def __init__(self) -> None:
         self._pods: dict[str, PodRecord] = {}
         self._needs: dict[str, VolumeNeeds] | None = {}
-        # A spec's template and needs -> its copy with them, shared by the pods alike
-        # (the placement's answers are per template); and each copy's spec's template.
-        self._copies: dict[tuple[int, VolumeNeeds], PodTemplate] = {}
-        self._origins: dict[int, PodTemplate] = {}
+        self._templates = TemplateCopies("volumes")  # (the tasks' templates with needs)
         # PVs that binds chose for claims (their claimRef sent) which the watch does not
         # show so yet: no longer free, for the next sessions and binds (``assume``).
         self.assumed: set[str] = set()
@@ -166,8 +163,7 @@ class VolumeIndex:
     ) -> Mapping[str, VolumeNeeds]:
         """Each pending pod's ``VolumeNeeds`` by key, given the state's records by key."""
         if self._needs is None:
-            self._copies.clear()  # (bounded: made anew with the needs)
-            self._origins.clear()
+            self._templates.clear()
             free = FreeVolumes(volumes.values(), self.assumed)
             limited = volume_use.limited_drivers(csi_nodes.values())
             records = claims, volumes, classes
@@ -187,23 +183,7 @@ class VolumeIndex:
         carry them: pods of one template with other needs (other claims, of one spec:
         ephemeral volumes) are placed apart."""
         needs, snapshot.node_volumes = found
-        jobs = snapshot.jobs
-        if not needs:
-            self._copies.clear()
-            self._origins.clear()
-            return
-        for key, need in needs.items():
-            pod = self._pods[key]
-            job = jobs.get(pod.unit)
-            task = None if job is None else job.tasks.get(pod.uid)
-            if task is None or task.template.volumes is need:
-                continue
-            origin = self._origins.get(id(task.template), task.template)
-            copy = self._copies.get((id(origin), need))
-            if copy is None:
-                copy = self._copies[(id(origin), need)] = replace(origin, volumes=need)
-                self._origins[id(copy)] = origin
-            task.template = copy
+        self._templates.mark(snapshot, self._pods, needs)
 
 
 def _shown_claimed(volume: object) -> bool:
