@@ -10,10 +10,11 @@ PodGroup's pods are bound as a gang: none while fewer than minMember exist, all 
 they do.
 
 The example's objects come from tests/scenarios/volcano/hierarchical-queue.yaml: its
-Volcano Queues and PodGroups as they are; its vc-job (Volcano's job controller's) is
-left out as in the simulator, and the pods its stand-in batch/v1 Jobs make are
-created directly (what the Job controller would make), with this test's scheduler
-name. Its two Nodes of 64 cpu / 128Gi are the cluster: the root's deserved is what the
+Volcano Queues and PodGroups as they are; its vc-job (Volcano's Job controller's, which
+does not run here: tests/e2e/test_volcano_controllers.py runs it) stands as the
+PodGroup and pod that controller makes of it, and the pods the stand-in batch/v1 Jobs
+make are created directly (what the Job controller would make), all with this test's
+scheduler name. Its two Nodes of 64 cpu / 128Gi are the cluster: the root's deserved is what the
 cluster has, so no other Node may be there.
 """
 
@@ -118,6 +119,25 @@ def pods_of(job: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def made_of_vcjob(vcjob: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What Volcano's Job controller makes of a vcjob of one task: its PodGroup (of the
+    vcjob's name here), and a stand-in Job whose pods are the task's."""
+    name, spec = vcjob["metadata"]["name"], vcjob["spec"]
+    (task,) = spec["tasks"]
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": spec.get("minAvailable", task["replicas"]), "queue": spec["queue"]},
+    }
+    template = {**task["template"], "metadata": {"annotations": {GROUP_NAME_ANNOTATION: name}}}
+    job = {
+        "metadata": {"name": name},
+        "spec": {"parallelism": task["replicas"], "template": template},
+    }
+    return group, job
+
+
 def create_pods(api: Any, pods: list[dict[str, Any]]) -> None:
     for pod in pods:
         request(api, "POST", f"/api/v1/namespaces/{NAMESPACE}/pods", pod)
@@ -191,7 +211,10 @@ def test_volcanos_hierarchical_example_gets_its_documented_shares_live(
 ) -> None:
     api, docs = cluster["api"], cluster["docs"]
     groups = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PodGroup"}
-    jobs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Job" and "spec" in d}
+    jobs = {d["metadata"]["name"]: d for d in docs if d["apiVersion"] == "batch/v1"}
+    for vcjob in (d for d in docs if d["apiVersion"].startswith("batch.volcano.sh/")):
+        name = vcjob["metadata"]["name"]
+        groups[name], jobs[name] = made_of_vcjob(vcjob)
 
     # A gang first: a Volcano PodGroup of 3 in subchild-queue-a2, its pods coming one by
     # one. None is bound while fewer than 3 exist; all are, once the third comes.
