@@ -17,12 +17,12 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from e2e import jobset
 from e2e.cluster_backend import delete, exists
 from kbatch.kubeapi import ApiError, request
 
@@ -102,28 +102,14 @@ def _wait(what: str, done: Any) -> None:
         time.sleep(0.2)
 
 
-@dataclass
-class Controller:
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
+class Controller(jobset.Controller):
+    """Volcano's controller-manager running (its process and its log)."""
 
     def check_alive(self) -> None:
         """AssertionError with the end of its log if the controller has exited."""
         if self.popen.poll() is not None:
             tail = self.output()[-3000:]
             raise AssertionError(f"vc-controller-manager exited ({self.popen.returncode}):\n{tail}")
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
 
 
 def argv(folder: Path, kubeconfig: Path, scheduler_name: str) -> list[str]:

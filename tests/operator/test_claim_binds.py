@@ -13,9 +13,8 @@ from kbatch.cluster.state import ClusterState
 from kbatch.kubeapi import ApiError
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
 from kbatch.operators.scheduler.runtime.informer import RESOURCES, Informer
-from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
 from tests.operator.test_csinode_informer import StorageApi
-from tests.operator.test_kube import FakeApi, node, task, wait_for
+from tests.operator.test_kube import FakeApi, bind, node, task
 from tests.operator.test_upstream_groups import fake, listed
 from tests.unit.cluster.test_devices import claiming
 from tests.unit.cluster.test_dra_records import (
@@ -57,15 +56,6 @@ def installed(monkeypatch: pytest.MonkeyPatch, state: ClusterState) -> ClaimsApi
     api = ClaimsApi(state)
     monkeypatch.setattr(kubeapi.client, "request", api)
     return api
-
-
-def bind(state: ClusterState, *names: str) -> None:
-    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
-    for name in names:
-        cluster.bind(task(state, name), "n1")
-    cluster.flush()
-    wait_for("the binds answered", lambda: not cluster.binds_in_flight())
-    cluster.shutdown()
 
 
 def test_a_bind_first_allocates_its_claim_and_reserves_it(monkeypatch: pytest.MonkeyPatch) -> None:

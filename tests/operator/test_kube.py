@@ -103,6 +103,16 @@ def wait_for(what: str, done: Any) -> None:
         time.sleep(0.01)
 
 
+def bind(state: ClusterState, *names: str) -> None:
+    """Bind each pod ``names`` to n1 through a live backend, and wait for the answers."""
+    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
+    for name in names:
+        cluster.bind(task(state, name), "n1")
+    cluster.flush()
+    wait_for("the binds answered", lambda: not cluster.binds_in_flight())
+    cluster.shutdown()
+
+
 def test_binds_queued_when_the_lead_is_lost_are_not_sent(api: FakeApi) -> None:
     state = world(pod("a"), pod("b"))
     leading = [True]

@@ -10,8 +10,7 @@ import pytest
 from kbatch.cluster.state import ClusterState
 from kbatch.kubeapi import ApiError
 from kbatch.operators.scheduler.core.framework.info import TaskStatus
-from kbatch.operators.scheduler.runtime.kube_backend import KubeBackend
-from tests.operator.test_kube import FakeApi, node, task, wait_for
+from tests.operator.test_kube import FakeApi, bind, node, task
 from tests.unit.cluster.test_volumes import ZONE, claim, storage_class, volume, with_claims
 
 
@@ -28,15 +27,6 @@ def world(*objects: dict[str, Any]) -> ClusterState:
     for obj in objects:
         state.apply(obj)
     return state
-
-
-def bind(state: ClusterState, *names: str) -> None:
-    cluster = KubeBackend(None, state)  # type: ignore[arg-type]
-    for name in names:
-        cluster.bind(task(state, name), "n1")
-    cluster.flush()
-    wait_for("the binds answered", lambda: not cluster.binds_in_flight())
-    cluster.shutdown()
 
 
 def test_a_bind_first_selects_its_node_for_the_provisioner(api: FakeApi) -> None:
